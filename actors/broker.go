@@ -1,0 +1,551 @@
+package actors
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/sluicemq/sluice/actors/transport"
+	"github.com/sluicemq/sluice/cluster"
+	"github.com/sluicemq/sluice/messages"
+)
+
+// Internal messages of the broker actor.
+type (
+	metadataUpdated  struct{ snap *cluster.Snapshot }
+	brokersUpdated   struct{ brokers []cluster.Broker }
+	becameController struct {
+		lead *cluster.Leadership
+	}
+	lostController struct{}
+)
+
+// replica is the broker's handle on one local partition replica actor.
+type replica struct {
+	pid       *actor.PID
+	topicID   string
+	dir       string
+	status    *atomic.Pointer[messages.ReplicaState]
+	lastState *messages.PartitionState
+}
+
+// brokerActor routes client requests to partition actors, keeps the
+// partition actors in line with the metadata, and hosts the controller
+// when this broker holds the controller lock.
+type brokerActor struct {
+	cfg     *BrokerConfig
+	backend cluster.Backend
+	addr    string
+
+	initial    *cluster.Snapshot
+	meta       *cluster.Snapshot
+	live       map[int32]cluster.Broker
+	replicas   map[cluster.TopicPartition]*replica
+	controller *actor.PID
+	cancel     context.CancelFunc
+	cleaned    bool
+	stopping   bool
+}
+
+// NewBrokerProps returns the props of the broker actor. Spawn it named
+// transport.BrokerActorName on a system whose address is addr; initial is
+// the metadata it starts from (nil: wait for the first watch result).
+func NewBrokerProps(cfg *BrokerConfig, backend cluster.Backend, addr string, initial *cluster.Snapshot) *actor.Props {
+	return actor.PropsFromProducer(func() actor.Actor {
+		return &brokerActor{cfg: cfg, backend: backend, addr: addr, initial: initial,
+			live: map[int32]cluster.Broker{}, replicas: map[cluster.TopicPartition]*replica{}}
+	}, actor.WithSupervisor(partitionSupervisor()))
+}
+
+// partitionSupervisor restarts a failed child alone, waiting longer after
+// each failure within the window.
+func partitionSupervisor() actor.SupervisorStrategy {
+	return actor.NewExponentialBackoffStrategy(30*time.Second, 200*time.Millisecond)
+}
+
+func (b *brokerActor) Receive(ctx actor.Context) {
+	switch msg := ctx.Message().(type) {
+	case *actor.Started:
+		b.onStarted(ctx)
+	case *actor.Stopping:
+		// Children spawned from now on would never be stopped; spawn none.
+		b.stopping = true
+		if b.cancel != nil {
+			b.cancel()
+		}
+	case *metadataUpdated:
+		b.onMetadata(ctx, msg.snap)
+	case replicaStarted:
+		b.onReplicaStarted(ctx, msg.tp)
+	case *brokersUpdated:
+		b.onBrokers(ctx, msg.brokers)
+	case *becameController:
+		b.onBecameController(ctx, msg.lead)
+	case *lostController:
+		b.onLostController(ctx)
+	case *messages.ProduceRequest:
+		b.route(ctx, msg.Topic, msg.Partition, func(code messages.ErrorCode, text string) proto.Message {
+			return &messages.ProduceResponse{Topic: msg.Topic, Partition: msg.Partition, Error: code, ErrorMessage: text, BaseOffset: -1}
+		})
+	case *messages.FetchRequest:
+		b.route(ctx, msg.Topic, msg.Partition, func(code messages.ErrorCode, text string) proto.Message {
+			return &messages.FetchResponse{Topic: msg.Topic, Partition: msg.Partition, Error: code, ErrorMessage: text, HighWatermark: -1, LogStartOffset: -1}
+		})
+	case *messages.ListOffsetsRequest:
+		b.route(ctx, msg.Topic, msg.Partition, func(code messages.ErrorCode, text string) proto.Message {
+			return &messages.ListOffsetsResponse{Topic: msg.Topic, Partition: msg.Partition, Error: code, ErrorMessage: text, Offset: -1, Timestamp: -1}
+		})
+	case *messages.MetadataRequest:
+		b.onMetadataRequest(ctx, msg)
+	case *messages.CreateTopicsRequest:
+		b.forwardToController(ctx, func(code messages.ErrorCode, text string) proto.Message {
+			resp := &messages.CreateTopicsResponse{}
+			for _, t := range msg.Topics {
+				resp.Results = append(resp.Results, &messages.TopicResult{Name: t.Name, Error: code, ErrorMessage: text})
+			}
+			return resp
+		})
+	case *messages.DeleteTopicsRequest:
+		b.forwardToController(ctx, func(code messages.ErrorCode, text string) proto.Message {
+			resp := &messages.DeleteTopicsResponse{}
+			for _, n := range msg.Names {
+				resp.Results = append(resp.Results, &messages.TopicResult{Name: n, Error: code, ErrorMessage: text})
+			}
+			return resp
+		})
+	case *messages.DescribeReplicasRequest:
+		b.onDescribeReplicas(ctx, msg)
+	case *messages.InvalidMessage:
+		respond(ctx, &messages.ErrorResponse{Error: messages.ErrorCode_UNKNOWN_MESSAGE_TYPE, Message: fmt.Sprintf("%s: %s", msg.TypeName, msg.Reason)})
+	case actor.SystemMessage, actor.AutoReceiveMessage:
+	default:
+		if _, ok := msg.(proto.Message); ok {
+			respond(ctx, unknownMessage(msg))
+		}
+	}
+}
+
+// onStarted starts the goroutines that watch the cluster backend; they
+// report back to this actor as messages.
+func (b *brokerActor) onStarted(ctx actor.Context) {
+	if b.initial != nil {
+		b.live[b.cfg.ID] = cluster.Broker{ID: b.cfg.ID, Addr: b.addr}
+		b.onMetadata(ctx, b.initial)
+	}
+	wctx, cancel := context.WithCancel(context.Background())
+	b.cancel = cancel
+	self, root := ctx.Self(), ctx.ActorSystem().Root
+	var index uint64
+	if b.meta != nil {
+		index = b.meta.Index
+	}
+	go watchMetadata(wctx, b.backend, func(s *cluster.Snapshot) { root.Send(self, &metadataUpdated{s}) }, b.cfg, index)
+	go watchBrokers(wctx, b.backend, func(bs []cluster.Broker) { root.Send(self, &brokersUpdated{bs}) }, b.cfg)
+	go campaign(wctx, b.backend, b.cfg.ID, root, self, b.cfg)
+}
+
+func watchMetadata(ctx context.Context, store cluster.MetadataStore, deliver func(*cluster.Snapshot), cfg *BrokerConfig, index uint64) {
+	for ctx.Err() == nil {
+		snap, err := store.Watch(ctx, index)
+		if err != nil {
+			if ctx.Err() == nil && !errors.Is(err, cluster.ErrClosed) {
+				cfg.Logger.Warn("metadata watch failed", "error", err)
+				sleepCtx(ctx, time.Second)
+			}
+			if errors.Is(err, cluster.ErrClosed) {
+				return
+			}
+			continue
+		}
+		if snap.Index > index {
+			index = snap.Index
+			deliver(snap)
+		}
+	}
+}
+
+func watchBrokers(ctx context.Context, m cluster.Membership, deliver func([]cluster.Broker), cfg *BrokerConfig) {
+	var index uint64
+	for ctx.Err() == nil {
+		brokers, next, err := m.WatchBrokers(ctx, index)
+		if err != nil {
+			if ctx.Err() == nil {
+				cfg.Logger.Warn("broker watch failed", "error", err)
+				sleepCtx(ctx, time.Second)
+			}
+			continue
+		}
+		if next != index {
+			index = next
+			deliver(brokers)
+		}
+	}
+}
+
+// campaign keeps trying to become controller; while it is, the broker
+// actor hosts the controller actor.
+func campaign(ctx context.Context, lock cluster.ControllerLock, id int32, root *actor.RootContext, broker *actor.PID, cfg *BrokerConfig) {
+	for ctx.Err() == nil {
+		lead, err := lock.Campaign(ctx, id)
+		if err != nil {
+			if ctx.Err() == nil {
+				cfg.Logger.Warn("controller campaign failed", "error", err)
+				sleepCtx(ctx, time.Second)
+			}
+			continue
+		}
+		root.Send(broker, &becameController{lead: lead})
+		select {
+		case <-lead.Lost:
+			root.Send(broker, &lostController{})
+		case <-ctx.Done():
+			_ = lock.Resign(context.Background())
+			return
+		}
+	}
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}
+
+func (b *brokerActor) onBecameController(ctx actor.Context, lead *cluster.Leadership) {
+	if b.stopping {
+		return
+	}
+	if b.controller != nil {
+		ctx.Stop(b.controller)
+	}
+	props := actor.PropsFromProducer(newControllerActor(b.cfg, b.backend, lead))
+	pid, err := ctx.SpawnNamed(props, "controller")
+	if err != nil {
+		b.cfg.Logger.Error("cannot start controller", "error", err)
+		return
+	}
+	b.controller = pid
+	ctx.Send(pid, &brokersUpdated{brokers: b.liveList()})
+	b.cfg.Logger.Info("this broker is the controller", "epoch", lead.Epoch)
+}
+
+func (b *brokerActor) onLostController(ctx actor.Context) {
+	if b.controller != nil {
+		ctx.Poison(b.controller)
+		b.controller = nil
+		b.cfg.Logger.Info("this broker is no longer the controller")
+	}
+}
+
+func (b *brokerActor) onBrokers(ctx actor.Context, brokers []cluster.Broker) {
+	b.live = make(map[int32]cluster.Broker, len(brokers))
+	for _, br := range brokers {
+		b.live[br.ID] = br
+	}
+	if b.controller != nil {
+		ctx.Send(b.controller, &brokersUpdated{brokers: brokers})
+	}
+}
+
+func (b *brokerActor) liveList() []cluster.Broker {
+	out := make([]cluster.Broker, 0, len(b.live))
+	for _, br := range b.live {
+		out = append(out, br)
+	}
+	slices.SortFunc(out, func(x, y cluster.Broker) int { return int(x.ID - y.ID) })
+	return out
+}
+
+// ---- replica management ---------------------------------------------------
+
+func (b *brokerActor) partitionDir(tp cluster.TopicPartition) string {
+	return filepath.Join(b.cfg.DataDir, "topics", fmt.Sprintf("%s-%d", tp.Topic, tp.Partition))
+}
+
+// onMetadata brings local replica actors in line with the snapshot: start
+// the ones assigned here, hand each its latest state, stop the rest.
+func (b *brokerActor) onMetadata(ctx actor.Context, snap *cluster.Snapshot) {
+	if b.stopping {
+		return
+	}
+	b.meta = snap
+	for tp, part := range snap.Partitions {
+		st := part.State
+		if !slices.Contains(st.Replicas, b.cfg.ID) {
+			continue
+		}
+		if snap.Topics[tp.Topic] == nil {
+			continue
+		}
+		r := b.replicas[tp]
+		if r != nil && r.topicID != st.TopicId {
+			b.removeReplica(ctx, tp, true)
+			r = nil
+		}
+		if r == nil {
+			var err error
+			if r, err = b.startReplica(ctx, tp, st.TopicId); err != nil {
+				b.cfg.Logger.Error("cannot start partition", "partition", tp, "error", err)
+				continue
+			}
+		}
+		if r.lastState != st {
+			r.lastState = st
+			ctx.Send(r.pid, &applyState{State: st, Topic: b.topicConfig(tp.Topic)})
+		}
+	}
+	for tp := range b.replicas {
+		part, ok := snap.Partitions[tp]
+		if !ok {
+			b.removeReplica(ctx, tp, true)
+		} else if !slices.Contains(part.State.Replicas, b.cfg.ID) {
+			b.removeReplica(ctx, tp, true)
+		}
+	}
+	if !b.cleaned {
+		b.cleaned = true
+		b.removeOrphanDirs()
+	}
+}
+
+// onReplicaStarted re-sends a (re)started replica its current state.
+func (b *brokerActor) onReplicaStarted(ctx actor.Context, tp cluster.TopicPartition) {
+	r := b.replicas[tp]
+	if r == nil || r.lastState == nil || b.meta == nil {
+		return
+	}
+	ctx.Send(r.pid, &applyState{State: r.lastState, Topic: b.topicConfig(tp.Topic)})
+}
+
+// topicConfig parses a topic's stored configuration over the defaults.
+func (b *brokerActor) topicConfig(topic string) TopicConfig {
+	t := b.meta.Topics[topic]
+	if t == nil {
+		return b.cfg.DefaultTopic
+	}
+	tc, err := ParseTopicConfig(b.cfg.DefaultTopic, t.Configs)
+	if err != nil {
+		b.cfg.Logger.Warn("stored topic config is invalid; using defaults", "topic", topic, "error", err)
+		return b.cfg.DefaultTopic
+	}
+	return tc
+}
+
+func (b *brokerActor) startReplica(ctx actor.Context, tp cluster.TopicPartition, topicID string) (*replica, error) {
+	dir := b.partitionDir(tp)
+	// A directory left by a deleted topic of the same name is not ours.
+	if id, err := os.ReadFile(filepath.Join(dir, "topic-id")); err == nil && string(id) != topicID {
+		b.cfg.Logger.Info("removing data of a deleted topic", "dir", dir)
+		if err := os.RemoveAll(dir); err != nil {
+			return nil, err
+		}
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	if err := cluster.WriteFileAtomic(filepath.Join(dir, "topic-id"), []byte(topicID)); err != nil {
+		return nil, err
+	}
+	r := &replica{topicID: topicID, dir: dir, status: &atomic.Pointer[messages.ReplicaState]{}}
+	props := actor.PropsFromProducer(newPartitionActor(PartitionConfig{
+		TP: tp, TopicID: topicID, BrokerID: b.cfg.ID, Dir: dir, Topic: b.topicConfig(tp.Topic),
+		Broker: b.cfg, Status: r.status, Logger: b.cfg.Logger,
+	}))
+	pid, err := ctx.SpawnNamed(props, fmt.Sprintf("p/%s/%d", tp.Topic, tp.Partition))
+	if err != nil {
+		return nil, err
+	}
+	r.pid = pid
+	b.replicas[tp] = r
+	return r, nil
+}
+
+// removeReplica stops a replica actor and, when deleteData, removes its files.
+func (b *brokerActor) removeReplica(ctx actor.Context, tp cluster.TopicPartition, deleteData bool) {
+	r := b.replicas[tp]
+	if r == nil {
+		return
+	}
+	delete(b.replicas, tp)
+	// Wait for the actor to close its log before its files go.
+	if err := ctx.StopFuture(r.pid).Wait(); err != nil {
+		b.cfg.Logger.Warn("partition did not stop in time", "partition", tp, "error", err)
+	}
+	if deleteData {
+		if err := os.RemoveAll(r.dir); err != nil {
+			b.cfg.Logger.Error("cannot remove partition data", "dir", r.dir, "error", err)
+		} else {
+			b.cfg.Logger.Info("removed partition", "partition", tp)
+		}
+	}
+}
+
+// removeOrphanDirs deletes partition directories no replica owns: topics
+// deleted while this broker was down.
+func (b *brokerActor) removeOrphanDirs() {
+	root := filepath.Join(b.cfg.DataDir, "topics")
+	entries, err := os.ReadDir(root)
+	if err != nil {
+		return
+	}
+	owned := map[string]bool{}
+	for _, r := range b.replicas {
+		owned[filepath.Base(r.dir)] = true
+	}
+	for _, e := range entries {
+		if e.IsDir() && !owned[e.Name()] && !strings.HasPrefix(e.Name(), ".") {
+			dir := filepath.Join(root, e.Name())
+			b.cfg.Logger.Info("removing data of a partition no longer assigned here", "dir", dir)
+			_ = os.RemoveAll(dir)
+		}
+	}
+}
+
+// ---- request routing ------------------------------------------------------
+
+// route forwards a partition request to its local replica actor, keeping
+// the sender, or answers with the error fail builds.
+func (b *brokerActor) route(ctx actor.Context, topic string, partition int32, fail func(messages.ErrorCode, string) proto.Message) {
+	tp := cluster.TopicPartition{Topic: topic, Partition: partition}
+	if r := b.replicas[tp]; r != nil {
+		ctx.Forward(r.pid)
+		return
+	}
+	if b.meta != nil {
+		if t, ok := b.meta.Topics[topic]; ok && partition >= 0 && partition < t.Partitions {
+			respond(ctx, fail(messages.ErrorCode_NOT_LEADER, fmt.Sprintf("broker %d holds no replica of %s", b.cfg.ID, tp)))
+			return
+		}
+	}
+	respond(ctx, fail(messages.ErrorCode_UNKNOWN_TOPIC_OR_PARTITION, fmt.Sprintf("%s does not exist", tp)))
+}
+
+func (b *brokerActor) forwardToController(ctx actor.Context, fail func(messages.ErrorCode, string) proto.Message) {
+	if b.controller != nil {
+		ctx.Forward(b.controller)
+		return
+	}
+	qctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	id, _, ok, err := b.backend.Controller(qctx)
+	if err != nil || !ok || id == b.cfg.ID {
+		// id == ours: the lock is won but the controller actor not started yet.
+		respond(ctx, fail(messages.ErrorCode_NOT_CONTROLLER, "no controller is elected right now"))
+		return
+	}
+	br, live := b.live[id]
+	if !live {
+		respond(ctx, fail(messages.ErrorCode_NOT_CONTROLLER, fmt.Sprintf("controller %d is not reachable", id)))
+		return
+	}
+	ctx.Forward(transport.ControllerPID(br.Addr))
+}
+
+func (b *brokerActor) onMetadataRequest(ctx actor.Context, req *messages.MetadataRequest) {
+	resp := &messages.MetadataResponse{ControllerId: -1}
+	for _, br := range b.liveList() {
+		resp.Brokers = append(resp.Brokers, &messages.BrokerInfo{Id: br.ID, Address: br.Addr})
+	}
+	if b.controller != nil {
+		resp.ControllerId = b.cfg.ID
+	}
+	if b.meta == nil {
+		for _, name := range req.Topics {
+			resp.Topics = append(resp.Topics, &messages.TopicMetadata{Name: name, Error: messages.ErrorCode_LEADER_NOT_AVAILABLE, ErrorMessage: "broker is starting"})
+		}
+		respond(ctx, resp)
+		return
+	}
+	resp.ClusterId = b.meta.ClusterID
+	names := req.Topics
+	if len(names) == 0 {
+		for name := range b.meta.Topics {
+			names = append(names, name)
+		}
+		slices.Sort(names)
+	}
+	for _, name := range names {
+		t, ok := b.meta.Topics[name]
+		if !ok {
+			tm := &messages.TopicMetadata{Name: name, Error: messages.ErrorCode_UNKNOWN_TOPIC_OR_PARTITION, ErrorMessage: fmt.Sprintf("topic %q does not exist", name)}
+			if req.AllowAutoTopicCreation && b.cfg.AutoCreateTopics {
+				b.autoCreate(ctx, name)
+				tm.Error, tm.ErrorMessage = messages.ErrorCode_LEADER_NOT_AVAILABLE, "topic is being created"
+			}
+			resp.Topics = append(resp.Topics, tm)
+			continue
+		}
+		resp.Topics = append(resp.Topics, b.topicMetadata(t))
+	}
+	respond(ctx, resp)
+}
+
+func (b *brokerActor) topicMetadata(t *messages.TopicRecord) *messages.TopicMetadata {
+	tm := &messages.TopicMetadata{Name: t.Name, TopicId: t.TopicId, Configs: t.Configs}
+	for _, part := range b.meta.PartitionsOf(t.Name) {
+		st := part.State
+		pm := &messages.PartitionMetadata{Partition: st.Partition, Leader: st.Leader, LeaderEpoch: st.LeaderEpoch,
+			Replicas: st.Replicas, Isr: st.Isr}
+		for _, id := range st.Replicas {
+			if _, ok := b.live[id]; !ok {
+				pm.OfflineReplicas = append(pm.OfflineReplicas, id)
+			}
+		}
+		if _, ok := b.live[st.Leader]; st.Leader < 0 || !ok {
+			pm.Error = messages.ErrorCode_LEADER_NOT_AVAILABLE
+		}
+		tm.Partitions = append(tm.Partitions, pm)
+	}
+	return tm
+}
+
+// autoCreate asks the controller to create a topic with the defaults; the
+// answer is not awaited, the client retries its metadata request.
+func (b *brokerActor) autoCreate(ctx actor.Context, name string) {
+	req := &messages.CreateTopicsRequest{Topics: []*messages.TopicSpec{{Name: name}}}
+	if b.controller != nil {
+		ctx.Send(b.controller, req)
+		return
+	}
+	qctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if id, _, ok, err := b.backend.Controller(qctx); err == nil && ok && id != b.cfg.ID {
+		if br, live := b.live[id]; live {
+			ctx.Send(transport.ControllerPID(br.Addr), req)
+		}
+	}
+}
+
+func (b *brokerActor) onDescribeReplicas(ctx actor.Context, req *messages.DescribeReplicasRequest) {
+	resp := &messages.DescribeReplicasResponse{BrokerId: b.cfg.ID}
+	for tp, r := range b.replicas {
+		if len(req.Topics) > 0 && !slices.Contains(req.Topics, tp.Topic) {
+			continue
+		}
+		if st := r.status.Load(); st != nil {
+			resp.Replicas = append(resp.Replicas, st)
+		} else {
+			resp.Replicas = append(resp.Replicas, &messages.ReplicaState{Topic: tp.Topic, Partition: tp.Partition, BrokerId: b.cfg.ID,
+				Error: messages.ErrorCode_LEADER_NOT_AVAILABLE, ErrorMessage: "starting", LogStartOffset: -1, LogEndOffset: -1, HighWatermark: -1})
+		}
+	}
+	slices.SortFunc(resp.Replicas, func(x, y *messages.ReplicaState) int {
+		if c := strings.Compare(x.Topic, y.Topic); c != 0 {
+			return c
+		}
+		return int(x.Partition - y.Partition)
+	})
+	respond(ctx, resp)
+}

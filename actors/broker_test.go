@@ -1,0 +1,249 @@
+package actors
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/sluicemq/sluice/actors/transport"
+	"github.com/sluicemq/sluice/cluster"
+	"github.com/sluicemq/sluice/messages"
+	"github.com/sluicemq/sluice/messages/record"
+	"github.com/sluicemq/sluice/storage"
+)
+
+// testBroker is a broker actor on an actor system without remote, so tests
+// run in one process under -race.
+type testBroker struct {
+	t      *testing.T
+	system *actor.ActorSystem
+	broker *Broker
+	pid    *actor.PID
+	dir    string
+
+	backend *cluster.Embedded
+	stopped bool
+}
+
+func startTestBroker(t *testing.T, dir string, tweak func(*BrokerConfig)) *testBroker {
+	t.Helper()
+	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	system := transport.NewSystem(logger, slog.LevelError)
+	cfg := DefaultBrokerConfig()
+	cfg.DataDir = dir
+	cfg.Logger = logger
+	cfg.HWCheckpointInterval = 50 * time.Millisecond
+	if tweak != nil {
+		tweak(&cfg)
+	}
+	backend, err := cluster.OpenEmbedded(filepath.Join(dir, "meta"), cluster.Broker{ID: 0, Addr: system.Address()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := StartBroker(system, cfg, backend, system.Address())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tb := &testBroker{t: t, system: system, broker: b, pid: b.PID, dir: dir, backend: backend}
+	t.Cleanup(tb.stop)
+	return tb
+}
+
+// stop stops the broker and its actor system; it may be called twice.
+func (tb *testBroker) stop() {
+	if tb.stopped {
+		return
+	}
+	tb.stopped = true
+	tb.broker.Stop()
+	tb.backend.Close()
+	tb.system.Shutdown()
+}
+
+func (tb *testBroker) ask(msg proto.Message) proto.Message {
+	tb.t.Helper()
+	res, err := tb.system.Root.RequestFuture(tb.pid, msg, 10*time.Second).Result()
+	if err != nil {
+		tb.t.Fatalf("request %T: %v", msg, err)
+	}
+	return res.(proto.Message)
+}
+
+func (tb *testBroker) createTopic(name string, partitions int32, configs map[string]string) {
+	tb.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		resp := tb.ask(&messages.CreateTopicsRequest{Topics: []*messages.TopicSpec{{Name: name, Partitions: partitions, Configs: configs}}}).(*messages.CreateTopicsResponse)
+		code := resp.Results[0].Error
+		if code == messages.ErrorCode_NONE {
+			return
+		}
+		if code != messages.ErrorCode_NOT_CONTROLLER || time.Now().After(deadline) {
+			tb.t.Fatalf("create %s: %v %s", name, code, resp.Results[0].ErrorMessage)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// produce sends one batch of values and retries retriable errors until the
+// deadline, as a client would.
+func (tb *testBroker) produce(topic string, partition int32, acks int32, values ...string) *messages.ProduceResponse {
+	tb.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		resp := tb.ask(&messages.ProduceRequest{Topic: topic, Partition: partition, Acks: acks, Records: makeBatch(values...)}).(*messages.ProduceResponse)
+		if resp.Error == messages.ErrorCode_NONE || !resp.Error.Retriable() || time.Now().After(deadline) {
+			return resp
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func (tb *testBroker) fetch(topic string, partition int32, offset int64) *messages.FetchResponse {
+	tb.t.Helper()
+	return tb.ask(&messages.FetchRequest{Topic: topic, Partition: partition, Offset: offset, MaxBytes: 1 << 20, CurrentLeaderEpoch: -1}).(*messages.FetchResponse)
+}
+
+func makeBatch(values ...string) []byte {
+	var b record.Builder
+	b.Reset(record.NoProducer)
+	for _, v := range values {
+		b.Append(time.Now().UnixMilli(), nil, []byte(v), nil)
+	}
+	return append([]byte(nil), b.Finish()...)
+}
+
+// readAll returns every value below the HW from offset 0, in order, with
+// their offsets checked to be contiguous.
+func (tb *testBroker) readAll(topic string, partition int32) []string {
+	tb.t.Helper()
+	var out []string
+	var next int64
+	for {
+		resp := tb.fetch(topic, partition, next)
+		if resp.Error != messages.ErrorCode_NONE {
+			tb.t.Fatalf("fetch %s-%d@%d: %v %s", topic, partition, next, resp.Error, resp.ErrorMessage)
+		}
+		if len(resp.Batches) == 0 {
+			return out
+		}
+		for _, b := range resp.Batches {
+			h, err := record.Validate(b, 0)
+			if err != nil {
+				tb.t.Fatal(err)
+			}
+			it := record.Records(b)
+			for {
+				r, ok, err := it.Next()
+				if err != nil {
+					tb.t.Fatal(err)
+				}
+				if !ok {
+					break
+				}
+				off := h.BaseOffset + int64(r.OffsetDelta)
+				if off < next {
+					continue
+				}
+				if off != next {
+					tb.t.Fatalf("gap: offset %d after %d", off, next-1)
+				}
+				out = append(out, string(r.Value))
+				next++
+			}
+		}
+	}
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// panickingLog panics in Append when armed; it stands for any bug or fault
+// that takes a partition actor down mid-stream.
+type panickingLog struct {
+	storage.Log
+	armed *atomic.Bool
+}
+
+func (l panickingLog) Append(batches ...[]byte) error {
+	if l.armed.CompareAndSwap(true, false) {
+		panic("injected partition failure")
+	}
+	return l.Log.Append(batches...)
+}
+
+func TestPartitionPanicKeepsAckedDataAndOtherPartitions(t *testing.T) {
+	var armed atomic.Bool
+	var opens atomic.Int32
+	tb := startTestBroker(t, t.TempDir(), func(c *BrokerConfig) {
+		c.OpenLog = func(dir string, tc TopicConfig) (storage.Log, error) {
+			l, err := storage.OpenWAL(dir, storage.WALOptions{SegmentBytes: int(tc.SegmentBytes)}, c.Logger)
+			if err != nil {
+				return nil, err
+			}
+			if filepath.Base(filepath.Dir(dir)) == "t-0" {
+				opens.Add(1)
+				return panickingLog{Log: l, armed: &armed}, nil
+			}
+			return l, nil
+		}
+	})
+	tb.createTopic("t", 2, nil)
+	var acked []string
+	for i := 0; i < 20; i++ {
+		v := fmt.Sprintf("before-%d", i)
+		if resp := tb.produce("t", 0, 1, v); resp.Error != messages.ErrorCode_NONE {
+			t.Fatalf("produce: %v", resp.Error)
+		}
+		acked = append(acked, v)
+		tb.produce("t", 1, 1, "p1-"+v)
+	}
+	armed.Store(true)
+	// This request hits the panic: it is not acknowledged (the client sees an
+	// error or a timeout) and the partition restarts from its log.
+	resp := tb.ask(&messages.ProduceRequest{Topic: "t", Partition: 0, Acks: 1, Records: makeBatch("lost")}).(*messages.ProduceResponse)
+	if resp.Error == messages.ErrorCode_NONE {
+		t.Fatal("the request that crashed the partition was acknowledged")
+	}
+	// Partition 1 keeps serving while partition 0 restarts.
+	if r := tb.produce("t", 1, 1, "p1-during"); r.Error != messages.ErrorCode_NONE {
+		t.Fatalf("partition 1 affected: %v", r.Error)
+	}
+	for i := 0; i < 20; i++ {
+		v := fmt.Sprintf("after-%d", i)
+		if resp := tb.produce("t", 0, 1, v); resp.Error != messages.ErrorCode_NONE {
+			t.Fatalf("produce after restart: %v %s", resp.Error, resp.ErrorMessage)
+		}
+		acked = append(acked, v)
+	}
+	if opens.Load() < 2 {
+		t.Fatalf("partition log opened %d times; the actor did not restart", opens.Load())
+	}
+	got := tb.readAll("t", 0)
+	if len(got) != len(acked) {
+		t.Fatalf("read %d records, acked %d: %v", len(got), len(acked), got)
+	}
+	for i := range acked {
+		if got[i] != acked[i] {
+			t.Fatalf("offset %d: %q, want %q", i, got[i], acked[i])
+		}
+	}
+	if p1 := tb.readAll("t", 1); len(p1) != 21 {
+		t.Fatalf("partition 1 has %d records, want 21", len(p1))
+	}
+}

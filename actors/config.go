@@ -1,0 +1,82 @@
+package actors
+
+import (
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/sluicemq/sluice/storage"
+)
+
+// BrokerConfig configures one broker.
+type BrokerConfig struct {
+	// ID of this broker, unique in the cluster.
+	ID int32
+	// DataDir holds partition logs and, in embedded mode, the metadata.
+	DataDir string
+	// DefaultTopic is the configuration of topics that set nothing else.
+	DefaultTopic TopicConfig
+	// DefaultPartitions and DefaultReplicationFactor apply to topics created
+	// without them (and to auto-created topics).
+	DefaultPartitions        int
+	DefaultReplicationFactor int
+	// AutoCreateTopics creates a topic on its first metadata request.
+	AutoCreateTopics bool
+	// ReplicaLagTimeMax: a follower that has not caught up for longer leaves the ISR.
+	ReplicaLagTimeMax time.Duration
+	// RetentionCheckInterval is how often partitions apply retention.
+	RetentionCheckInterval time.Duration
+	// HWCheckpointInterval is how often a partition persists its HW.
+	HWCheckpointInterval time.Duration
+	// MaxFetchBytes caps one fetch response.
+	MaxFetchBytes int
+	// MaxFetchWaitMs caps how long a fetch may be parked.
+	MaxFetchWaitMs int32
+	// OpenLog opens a partition's log; nil opens a WAL log. Tests use it to
+	// inject faults.
+	OpenLog func(dir string, topic TopicConfig) (storage.Log, error)
+	Logger  *slog.Logger
+}
+
+// DefaultBrokerConfig returns a configuration with Kafka-like defaults.
+func DefaultBrokerConfig() BrokerConfig {
+	return BrokerConfig{
+		DataDir:                  "sluice-data",
+		DefaultTopic:             DefaultTopicConfig(),
+		DefaultPartitions:        1,
+		DefaultReplicationFactor: 1,
+		ReplicaLagTimeMax:        30 * time.Second,
+		RetentionCheckInterval:   5 * time.Minute,
+		HWCheckpointInterval:     5 * time.Second,
+		MaxFetchBytes:            8 << 20,
+		MaxFetchWaitMs:           30000,
+		Logger:                   slog.Default(),
+	}
+}
+
+// Validate reports the first setting out of range, naming it.
+func (c *BrokerConfig) Validate() error {
+	switch {
+	case c.ID < 0:
+		return fmt.Errorf("broker id %d: must be >= 0", c.ID)
+	case c.DataDir == "":
+		return fmt.Errorf("data dir: must be set")
+	case c.DefaultPartitions < 1:
+		return fmt.Errorf("default partitions %d: must be >= 1", c.DefaultPartitions)
+	case c.DefaultReplicationFactor < 1:
+		return fmt.Errorf("default replication factor %d: must be >= 1", c.DefaultReplicationFactor)
+	case c.ReplicaLagTimeMax <= 0:
+		return fmt.Errorf("replica lag time max %v: must be > 0", c.ReplicaLagTimeMax)
+	case c.RetentionCheckInterval <= 0:
+		return fmt.Errorf("retention check interval %v: must be > 0", c.RetentionCheckInterval)
+	case c.HWCheckpointInterval <= 0:
+		return fmt.Errorf("hw checkpoint interval %v: must be > 0", c.HWCheckpointInterval)
+	case c.MaxFetchBytes < c.DefaultTopic.MaxMessageBytes:
+		return fmt.Errorf("max fetch bytes %d: must be >= max message bytes %d", c.MaxFetchBytes, c.DefaultTopic.MaxMessageBytes)
+	case c.MaxFetchWaitMs < 0:
+		return fmt.Errorf("max fetch wait %d ms: must be >= 0", c.MaxFetchWaitMs)
+	case c.Logger == nil:
+		return fmt.Errorf("logger: must be set")
+	}
+	return nil
+}

@@ -1,0 +1,124 @@
+package election
+
+import (
+	"math/rand/v2"
+	"slices"
+	"testing"
+)
+
+func liveSet(ids ...int32) func(int32) bool {
+	return func(id int32) bool { return slices.Contains(ids, id) }
+}
+
+func TestOnLiveBrokers(t *testing.T) {
+	base := Partition{Replicas: []int32{1, 2, 3}, Leader: 1, LeaderEpoch: 4, ISR: []int32{1, 2, 3}, PartitionEpoch: 9}
+	cases := []struct {
+		name    string
+		p       Partition
+		live    []int32
+		unclean bool
+		want    Partition
+		changed bool
+	}{
+		{"all alive", base, []int32{1, 2, 3}, false, base, false},
+		{"follower dies: leaves the ISR, epoch kept", base, []int32{1, 3}, false,
+			Partition{Replicas: []int32{1, 2, 3}, Leader: 1, LeaderEpoch: 4, ISR: []int32{1, 3}, PartitionEpoch: 10}, true},
+		{"leader dies: next ISR member in replica order", base, []int32{2, 3}, false,
+			Partition{Replicas: []int32{1, 2, 3}, Leader: 2, LeaderEpoch: 5, ISR: []int32{2, 3}, PartitionEpoch: 10}, true},
+		{"leader dies, only an out-of-sync replica left: offline, ISR kept",
+			Partition{Replicas: []int32{1, 2, 3}, Leader: 1, LeaderEpoch: 4, ISR: []int32{1}, PartitionEpoch: 9}, []int32{2, 3}, false,
+			Partition{Replicas: []int32{1, 2, 3}, Leader: NoLeader, LeaderEpoch: 5, ISR: []int32{1}, PartitionEpoch: 10}, true},
+		{"same, unclean allowed: first live replica",
+			Partition{Replicas: []int32{1, 2, 3}, Leader: 1, LeaderEpoch: 4, ISR: []int32{1}, PartitionEpoch: 9}, []int32{2, 3}, true,
+			Partition{Replicas: []int32{1, 2, 3}, Leader: 2, LeaderEpoch: 5, ISR: []int32{2}, PartitionEpoch: 10}, true},
+		{"offline stays offline while no ISR member is back",
+			Partition{Replicas: []int32{1, 2}, Leader: NoLeader, LeaderEpoch: 5, ISR: []int32{1}, PartitionEpoch: 10}, []int32{2}, false,
+			Partition{Replicas: []int32{1, 2}, Leader: NoLeader, LeaderEpoch: 5, ISR: []int32{1}, PartitionEpoch: 10}, false},
+		{"last ISR member returns: it leads",
+			Partition{Replicas: []int32{1, 2}, Leader: NoLeader, LeaderEpoch: 5, ISR: []int32{1}, PartitionEpoch: 10}, []int32{1, 2}, false,
+			Partition{Replicas: []int32{1, 2}, Leader: 1, LeaderEpoch: 6, ISR: []int32{1}, PartitionEpoch: 11}, true},
+	}
+	for _, c := range cases {
+		got, changed := OnLiveBrokers(c.p, liveSet(c.live...), c.unclean)
+		if changed != c.changed || got.Leader != c.want.Leader || got.LeaderEpoch != c.want.LeaderEpoch ||
+			got.PartitionEpoch != c.want.PartitionEpoch || !slices.Equal(got.ISR, c.want.ISR) {
+			t.Errorf("%s: got %+v changed=%v, want %+v changed=%v", c.name, got, changed, c.want, c.changed)
+		}
+	}
+}
+
+func TestAlterISR(t *testing.T) {
+	p := Partition{Replicas: []int32{1, 2, 3}, Leader: 1, LeaderEpoch: 4, ISR: []int32{1, 2}, PartitionEpoch: 9}
+	live := liveSet(1, 2, 3)
+	next, rej := AlterISR(p, Proposal{Leader: 1, LeaderEpoch: 4, PartitionEpoch: 9, ISR: []int32{3, 1, 2}}, live)
+	if rej != nil || !slices.Equal(next.ISR, []int32{1, 2, 3}) || next.PartitionEpoch != 10 || next.LeaderEpoch != 4 {
+		t.Fatalf("expand: %+v %v", next, rej)
+	}
+	for name, c := range map[string]struct {
+		prop Proposal
+		live func(int32) bool
+		code RejectCode
+	}{
+		"old leader epoch":    {Proposal{1, 3, 9, []int32{1}}, live, RejectFencedEpoch},
+		"not the leader":      {Proposal{2, 4, 9, []int32{2}}, live, RejectFencedEpoch},
+		"old partition epoch": {Proposal{1, 4, 8, []int32{1}}, live, RejectStalePartitionEpoch},
+		"leader left out":     {Proposal{1, 4, 9, []int32{2}}, live, RejectInvalid},
+		"not a replica":       {Proposal{1, 4, 9, []int32{1, 7}}, live, RejectInvalid},
+		"duplicate member":    {Proposal{1, 4, 9, []int32{1, 1}}, live, RejectInvalid},
+		"dead member joins":   {Proposal{1, 4, 9, []int32{1, 2, 3}}, liveSet(1, 2), RejectInvalid},
+	} {
+		if _, rej := AlterISR(p, c.prop, c.live); rej == nil || rej.Code != c.code {
+			t.Errorf("%s: rejection %v, want code %d", name, rej, c.code)
+		}
+	}
+}
+
+// Randomized: whatever brokers come and go, a leader is always a live ISR
+// member (clean election), epochs never go down, and the leader epoch rises
+// with every leader change.
+func TestElectionInvariantsRandomized(t *testing.T) {
+	for seed := uint64(0); seed < 500; seed++ {
+		rng := rand.New(rand.NewPCG(seed, 7))
+		p := Partition{Replicas: []int32{1, 2, 3}, Leader: 1, ISR: []int32{1, 2, 3}}
+		for step := 0; step < 50; step++ {
+			var live []int32
+			for _, id := range p.Replicas {
+				if rng.IntN(3) > 0 {
+					live = append(live, id)
+				}
+			}
+			prev := p
+			next, changed := OnLiveBrokers(p, liveSet(live...), false)
+			if !changed {
+				continue
+			}
+			if next.Leader != NoLeader && (!slices.Contains(live, next.Leader) || !slices.Contains(prev.ISR, next.Leader)) {
+				t.Fatalf("seed %d: leader %d is not a live member of ISR %v (live %v)", seed, next.Leader, prev.ISR, live)
+			}
+			if next.Leader != prev.Leader && next.LeaderEpoch <= prev.LeaderEpoch {
+				t.Fatalf("seed %d: leader changed without an epoch bump", seed)
+			}
+			if next.PartitionEpoch <= prev.PartitionEpoch || next.LeaderEpoch < prev.LeaderEpoch {
+				t.Fatalf("seed %d: epochs went back", seed)
+			}
+			if len(next.ISR) == 0 {
+				t.Fatalf("seed %d: empty ISR", seed)
+			}
+			if next.Leader != NoLeader && !slices.Contains(next.ISR, next.Leader) {
+				t.Fatalf("seed %d: leader outside its ISR", seed)
+			}
+			p = next
+			// A follower that comes back may be re-added by its leader.
+			if p.Leader != NoLeader && rng.IntN(2) == 0 {
+				for _, id := range live {
+					if !slices.Contains(p.ISR, id) {
+						if n, rej := AlterISR(p, Proposal{p.Leader, p.LeaderEpoch, p.PartitionEpoch, append(slices.Clone(p.ISR), id)}, liveSet(live...)); rej == nil {
+							p = n
+						}
+						break
+					}
+				}
+			}
+		}
+	}
+}

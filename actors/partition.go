@@ -1,0 +1,664 @@
+package actors
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/sluicemq/sluice/actors/replication"
+	"github.com/sluicemq/sluice/cluster"
+	"github.com/sluicemq/sluice/messages"
+	"github.com/sluicemq/sluice/messages/record"
+	"github.com/sluicemq/sluice/storage"
+)
+
+// PartitionConfig is what a partition replica actor is started with.
+type PartitionConfig struct {
+	TP       cluster.TopicPartition
+	TopicID  string
+	BrokerID int32
+	// Dir holds this replica's files.
+	Dir    string
+	Topic  TopicConfig
+	Broker *BrokerConfig
+	// Status receives the replica's state for DescribeReplicas; the broker
+	// actor reads it without messaging the partition.
+	Status *atomic.Pointer[messages.ReplicaState]
+	Logger *slog.Logger
+}
+
+// Internal messages of the partition actor; they never leave the process.
+type (
+	// applyState hands the partition its latest controller state.
+	applyState struct {
+		State *messages.PartitionState
+		Topic TopicConfig
+	}
+	// replicaStarted asks the broker for the partition's state again: a
+	// restarted partition actor starts with none.
+	replicaStarted struct{ tp cluster.TopicPartition }
+	flushProduce   struct{}
+	fetchExpired   struct{ id uint64 }
+	partitionTick  struct{}
+)
+
+// pendingProduce is a validated produce request waiting for the next group commit.
+type pendingProduce struct {
+	req    *messages.ProduceRequest
+	sender *actor.PID
+	header record.Header
+}
+
+// waitingAck is an acks=all request appended locally, waiting for the HW.
+type waitingAck struct {
+	sender     *actor.PID
+	resp       *messages.ProduceResponse
+	nextOffset int64
+	deadline   time.Time
+}
+
+// parkedFetch is a consumer fetch waiting for data or its deadline.
+type parkedFetch struct {
+	id     uint64
+	req    *messages.FetchRequest
+	sender *actor.PID
+	timer  *time.Timer
+}
+
+// partitionActor is one partition replica. It owns the replica's log; all
+// protocol decisions come from replication.Leader.
+type partitionActor struct {
+	cfg PartitionConfig
+	log storage.Log
+	// openErr is why the log could not be opened; every request then gets STORAGE_ERROR.
+	openErr error
+
+	state  *messages.PartitionState
+	leader *replication.Leader
+
+	pending     []pendingProduce
+	flushQueued bool
+	waiting     []waitingAck
+	parked      map[uint64]*parkedFetch
+	nextFetchID uint64
+
+	checkpointedHW int64
+	lastCheckpoint time.Time
+	lastRetention  time.Time
+	ticker         *time.Ticker
+	stopTicker     chan struct{}
+}
+
+func newPartitionActor(cfg PartitionConfig) actor.Producer {
+	return func() actor.Actor {
+		return &partitionActor{cfg: cfg, parked: map[uint64]*parkedFetch{}, checkpointedHW: -1}
+	}
+}
+
+const tickInterval = 100 * time.Millisecond
+
+func (p *partitionActor) logDir() string         { return filepath.Join(p.cfg.Dir, "log") }
+func (p *partitionActor) checkpointPath() string { return filepath.Join(p.cfg.Dir, "high-watermark") }
+
+// Receive dispatches messages; every case calls one handler.
+func (p *partitionActor) Receive(ctx actor.Context) {
+	switch msg := ctx.Message().(type) {
+	case *actor.Started:
+		p.onStarted(ctx)
+	case *actor.Restarting:
+		p.onStopping(ctx, "partition restarting")
+	case *actor.Stopping:
+		p.onStopping(ctx, "partition stopping")
+	case *applyState:
+		p.onApplyState(ctx, msg)
+	case *messages.ProduceRequest:
+		p.onProduce(ctx, msg)
+	case flushProduce:
+		p.onFlush(ctx)
+	case *messages.FetchRequest:
+		p.onFetch(ctx, msg)
+	case fetchExpired:
+		p.onFetchExpired(ctx, msg.id)
+	case *messages.ListOffsetsRequest:
+		p.onListOffsets(ctx, msg)
+	case partitionTick:
+		p.onTick(ctx)
+	case *messages.InvalidMessage:
+		respond(ctx, &messages.ErrorResponse{Error: messages.ErrorCode_UNKNOWN_MESSAGE_TYPE, Message: fmt.Sprintf("%s: %s", msg.TypeName, msg.Reason)})
+	case actor.SystemMessage, actor.AutoReceiveMessage:
+	default:
+		if _, ok := msg.(proto.Message); ok {
+			respond(ctx, unknownMessage(msg))
+		}
+	}
+}
+
+func (p *partitionActor) onStarted(ctx actor.Context) {
+	p.log, p.openErr = p.openLog()
+	if p.openErr != nil {
+		p.cfg.Logger.Error("partition log unavailable", "partition", p.cfg.TP, "error", p.openErr)
+	} else if hw, ok, err := storage.ReadCheckpoint(p.checkpointPath()); err == nil && ok {
+		p.checkpointedHW = hw
+	} else if err != nil {
+		p.cfg.Logger.Warn("ignoring unreadable high-watermark checkpoint", "partition", p.cfg.TP, "error", err)
+	}
+	p.lastRetention = time.Now()
+	p.startTicker(ctx)
+	p.publishStatus()
+	ctx.Send(ctx.Parent(), replicaStarted{p.cfg.TP})
+}
+
+// openLog opens the replica's log; the log is nil whenever err is not.
+func (p *partitionActor) openLog() (storage.Log, error) {
+	if err := os.MkdirAll(p.cfg.Dir, 0o755); err != nil {
+		return nil, err
+	}
+	if p.cfg.Broker.OpenLog != nil {
+		return p.cfg.Broker.OpenLog(p.logDir(), p.cfg.Topic)
+	}
+	l, err := storage.OpenWAL(p.logDir(), storage.WALOptions{SegmentBytes: int(p.cfg.Topic.SegmentBytes)}, p.cfg.Logger)
+	if err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+// startTicker sends partitionTick to self until the actor stops.
+func (p *partitionActor) startTicker(ctx actor.Context) {
+	p.ticker = time.NewTicker(tickInterval)
+	p.stopTicker = make(chan struct{})
+	self, root, ticker, stop := ctx.Self(), ctx.ActorSystem().Root, p.ticker, p.stopTicker
+	go func() {
+		for {
+			select {
+			case <-ticker.C:
+				root.Send(self, partitionTick{})
+			case <-stop:
+				return
+			}
+		}
+	}()
+}
+
+// onStopping fails everything in flight with a retriable error, checkpoints
+// the HW and closes the log. It runs before a supervised restart too, so the
+// new incarnation reopens the log from disk.
+func (p *partitionActor) onStopping(ctx actor.Context, why string) {
+	if p.ticker != nil {
+		p.ticker.Stop()
+		close(p.stopTicker)
+		p.ticker = nil
+	}
+	for _, pp := range p.pending {
+		p.respondProduce(ctx, pp.sender, pp.req, messages.ErrorCode_NOT_LEADER, why)
+	}
+	p.pending = nil
+	for _, w := range p.waiting {
+		w.resp.Error, w.resp.ErrorMessage = messages.ErrorCode_REQUEST_TIMED_OUT, why
+		sendTo(ctx, w.sender, w.resp)
+	}
+	p.waiting = nil
+	for id, f := range p.parked {
+		f.timer.Stop()
+		sendTo(ctx, f.sender, p.fetchError(f.req, messages.ErrorCode_NOT_LEADER, why))
+		delete(p.parked, id)
+	}
+	if p.log != nil {
+		p.checkpointHW()
+		if err := p.log.Close(); err != nil {
+			p.cfg.Logger.Warn("closing partition log", "partition", p.cfg.TP, "error", err)
+		}
+		p.log = nil
+	}
+}
+
+// onApplyState adopts a newer controller state for this partition.
+func (p *partitionActor) onApplyState(ctx actor.Context, msg *applyState) {
+	st := msg.State
+	p.cfg.Topic = msg.Topic
+	if p.state != nil && (st.LeaderEpoch < p.state.LeaderEpoch ||
+		(st.LeaderEpoch == p.state.LeaderEpoch && st.PartitionEpoch <= p.state.PartitionEpoch)) {
+		return // stale or already applied
+	}
+	sameLeadership := p.state != nil && p.leader != nil && st.LeaderEpoch == p.state.LeaderEpoch && st.Leader == p.cfg.BrokerID
+	p.state = st
+	switch {
+	case sameLeadership:
+		// Only the ISR changed under the same leader epoch.
+		if p.leader.ISRCommitted(st.Isr, st.PartitionEpoch) {
+			p.onHWAdvanced(ctx)
+		}
+	case st.Leader == p.cfg.BrokerID && p.log != nil:
+		p.becomeLeader(ctx)
+	default:
+		p.becomeNonLeader(ctx)
+	}
+	p.publishStatus()
+}
+
+func (p *partitionActor) becomeLeader(ctx actor.Context) {
+	hw := p.checkpointedHW
+	if p.leader != nil {
+		hw = p.leader.HighWatermark()
+	}
+	st := p.state
+	p.leader = replication.NewLeader(replication.LeaderConfig{
+		ReplicaID:      p.cfg.BrokerID,
+		Epoch:          st.LeaderEpoch,
+		PartitionEpoch: st.PartitionEpoch,
+		Replicas:       st.Replicas,
+		ISR:            st.Isr,
+		MinISR:         p.cfg.Topic.MinISR,
+		LagTimeMax:     p.cfg.Broker.ReplicaLagTimeMax,
+		HighWatermark:  hw,
+	}, p.log.LogEndOffset(), time.Now())
+	p.cfg.Logger.Info("leading partition", "partition", p.cfg.TP, "epoch", st.LeaderEpoch,
+		"leo", p.log.LogEndOffset(), "hw", p.leader.HighWatermark(), "isr", st.Isr)
+	p.onHWAdvanced(ctx)
+}
+
+func (p *partitionActor) becomeNonLeader(ctx actor.Context) {
+	if p.leader != nil {
+		p.checkpointedHW = p.leader.HighWatermark()
+	}
+	p.leader = nil
+	for _, pp := range p.pending {
+		p.respondProduce(ctx, pp.sender, pp.req, messages.ErrorCode_NOT_LEADER, "leadership moved")
+	}
+	p.pending = nil
+	for _, w := range p.waiting {
+		w.resp.Error, w.resp.ErrorMessage = messages.ErrorCode_NOT_LEADER, "leadership moved before the batch was replicated"
+		sendTo(ctx, w.sender, w.resp)
+	}
+	p.waiting = nil
+	for id, f := range p.parked {
+		f.timer.Stop()
+		sendTo(ctx, f.sender, p.fetchError(f.req, messages.ErrorCode_NOT_LEADER, "leadership moved"))
+		delete(p.parked, id)
+	}
+}
+
+// unavailable returns the error every client request gets when this replica
+// cannot serve as leader.
+func (p *partitionActor) unavailable() (messages.ErrorCode, string) {
+	switch {
+	case p.openErr != nil:
+		return messages.ErrorCode_STORAGE_ERROR, p.openErr.Error()
+	case p.log == nil:
+		return messages.ErrorCode_STORAGE_ERROR, "log closed"
+	case p.leader == nil:
+		return messages.ErrorCode_NOT_LEADER, fmt.Sprintf("broker %d does not lead %s", p.cfg.BrokerID, p.cfg.TP)
+	}
+	return messages.ErrorCode_NONE, ""
+}
+
+// ---- produce --------------------------------------------------------------
+
+func (p *partitionActor) onProduce(ctx actor.Context, req *messages.ProduceRequest) {
+	sender := ctx.Sender()
+	if code, msg := p.unavailable(); code != messages.ErrorCode_NONE {
+		p.respondProduce(ctx, sender, req, code, msg)
+		return
+	}
+	if req.Acks != 0 && req.Acks != 1 && req.Acks != -1 {
+		p.respondProduce(ctx, sender, req, messages.ErrorCode_INVALID_REQUIRED_ACKS, fmt.Sprintf("acks=%d", req.Acks))
+		return
+	}
+	h, err := record.Validate(req.Records, p.cfg.Topic.MaxMessageBytes)
+	switch {
+	case errors.Is(err, record.ErrTooLarge):
+		p.respondProduce(ctx, sender, req, messages.ErrorCode_RECORD_TOO_LARGE, err.Error())
+		return
+	case err != nil:
+		p.respondProduce(ctx, sender, req, messages.ErrorCode_CORRUPT_RECORD, err.Error())
+		return
+	}
+	if req.Acks == -1 && !p.leader.CanAcceptAcksAll() {
+		p.respondProduce(ctx, sender, req, messages.ErrorCode_NOT_ENOUGH_REPLICAS,
+			fmt.Sprintf("ISR %v is smaller than min.insync.replicas=%d", p.leader.ISR(), p.cfg.Topic.MinISR))
+		return
+	}
+	p.pending = append(p.pending, pendingProduce{req: req, sender: sender, header: h})
+	if !p.flushQueued {
+		// The flush message queues behind every request already in the
+		// mailbox, so one write and one fsync serve all of them.
+		p.flushQueued = true
+		ctx.Send(ctx.Self(), flushProduce{})
+	}
+}
+
+// onFlush is the group commit: it assigns offsets to every pending batch,
+// appends them with one durable write, then answers.
+func (p *partitionActor) onFlush(ctx actor.Context) {
+	p.flushQueued = false
+	// p.pending stays set until the append returns, so that a panic inside
+	// it still lets onStopping answer these requests.
+	pending := p.pending
+	if len(pending) == 0 || p.leader == nil {
+		return
+	}
+	leo := p.log.LogEndOffset()
+	epoch := p.leader.Epoch()
+	batches := make([][]byte, len(pending))
+	bases := make([]int64, len(pending))
+	for i, pp := range pending {
+		record.SetBaseOffset(pp.req.Records, leo)
+		record.SetLeaderEpoch(pp.req.Records, epoch)
+		batches[i] = pp.req.Records
+		bases[i] = leo
+		leo += int64(pp.header.RecordCount)
+	}
+	err := p.log.Append(batches...)
+	p.pending = nil
+	if err != nil {
+		p.cfg.Logger.Error("append failed", "partition", p.cfg.TP, "error", err)
+		for _, pp := range pending {
+			p.respondProduce(ctx, pp.sender, pp.req, messages.ErrorCode_STORAGE_ERROR, err.Error())
+		}
+		if errors.Is(err, storage.ErrLogFailed) {
+			// The log's state is unknown: restart this actor, which reopens
+			// the log from disk and repairs its tail.
+			panic(fmt.Errorf("partition %s: %w", p.cfg.TP, err))
+		}
+		return
+	}
+	now := time.Now()
+	timeout := func(ms int32) time.Time {
+		if ms <= 0 {
+			ms = 30000
+		}
+		return now.Add(time.Duration(ms) * time.Millisecond)
+	}
+	for i, pp := range pending {
+		resp := &messages.ProduceResponse{
+			Topic: pp.req.Topic, Partition: pp.req.Partition, BaseOffset: bases[i],
+			LogStartOffset: p.log.LogStartOffset(), LeaderEpoch: epoch,
+		}
+		switch pp.req.Acks {
+		case 1:
+			sendTo(ctx, pp.sender, resp)
+		case -1:
+			p.waiting = append(p.waiting, waitingAck{sender: pp.sender, resp: resp,
+				nextOffset: bases[i] + int64(pp.header.RecordCount), deadline: timeout(pp.req.TimeoutMs)})
+		}
+	}
+	if p.leader.Appended(leo) || len(p.waiting) > 0 {
+		p.onHWAdvanced(ctx)
+	}
+	p.publishStatus()
+}
+
+// onHWAdvanced answers acks=all requests and parked fetches the HW now covers.
+func (p *partitionActor) onHWAdvanced(ctx actor.Context) {
+	if p.leader == nil {
+		return
+	}
+	hw := p.leader.HighWatermark()
+	kept := p.waiting[:0]
+	for _, w := range p.waiting {
+		if w.nextOffset <= hw {
+			sendTo(ctx, w.sender, w.resp)
+		} else {
+			kept = append(kept, w)
+		}
+	}
+	clear(p.waiting[len(kept):])
+	p.waiting = kept
+	for id, f := range p.parked {
+		if resp, ready := p.readFetch(f.req, false); ready {
+			f.timer.Stop()
+			delete(p.parked, id)
+			sendTo(ctx, f.sender, resp)
+		}
+	}
+}
+
+func (p *partitionActor) respondProduce(ctx actor.Context, sender *actor.PID, req *messages.ProduceRequest, code messages.ErrorCode, msg string) {
+	if req.Acks == 0 && code != messages.ErrorCode_NONE {
+		p.cfg.Logger.Debug("acks=0 produce failed", "partition", p.cfg.TP, "error", code, "message", msg)
+	}
+	sendTo(ctx, sender, &messages.ProduceResponse{Topic: req.Topic, Partition: req.Partition, Error: code, ErrorMessage: msg, BaseOffset: -1})
+}
+
+// ---- fetch ----------------------------------------------------------------
+
+func (p *partitionActor) fetchError(req *messages.FetchRequest, code messages.ErrorCode, msg string) *messages.FetchResponse {
+	resp := &messages.FetchResponse{Topic: req.Topic, Partition: req.Partition, Error: code, ErrorMessage: msg, HighWatermark: -1, LogStartOffset: -1}
+	if p.log != nil {
+		resp.LogStartOffset = p.log.LogStartOffset()
+	}
+	if p.leader != nil {
+		resp.HighWatermark = p.leader.HighWatermark()
+	}
+	return resp
+}
+
+// checkEpoch fences requests that carry a leader epoch other than ours.
+func (p *partitionActor) checkEpoch(epoch int32) (messages.ErrorCode, string) {
+	mine := p.leader.Epoch()
+	switch {
+	case epoch < 0 || epoch == mine:
+		return messages.ErrorCode_NONE, ""
+	case epoch < mine:
+		return messages.ErrorCode_FENCED_LEADER_EPOCH, fmt.Sprintf("request epoch %d, leader epoch %d", epoch, mine)
+	default:
+		return messages.ErrorCode_UNKNOWN_LEADER_EPOCH, fmt.Sprintf("request epoch %d, leader epoch %d", epoch, mine)
+	}
+}
+
+func (p *partitionActor) onFetch(ctx actor.Context, req *messages.FetchRequest) {
+	sender := ctx.Sender()
+	if code, msg := p.unavailable(); code != messages.ErrorCode_NONE {
+		sendTo(ctx, sender, p.fetchError(req, code, msg))
+		return
+	}
+	if code, msg := p.checkEpoch(req.CurrentLeaderEpoch); code != messages.ErrorCode_NONE {
+		sendTo(ctx, sender, p.fetchError(req, code, msg))
+		return
+	}
+	if req.MaxBytes < 0 || req.MinBytes < 0 || req.MaxWaitMs < 0 {
+		sendTo(ctx, sender, p.fetchError(req, messages.ErrorCode_INVALID_REQUEST, "negative max_bytes, min_bytes or max_wait_ms"))
+		return
+	}
+	resp, ready := p.readFetch(req, req.MaxWaitMs == 0)
+	if ready {
+		sendTo(ctx, sender, resp)
+		return
+	}
+	p.nextFetchID++
+	id := p.nextFetchID
+	self, root := ctx.Self(), ctx.ActorSystem().Root
+	wait := time.Duration(min(req.MaxWaitMs, p.cfg.Broker.MaxFetchWaitMs)) * time.Millisecond
+	p.parked[id] = &parkedFetch{id: id, req: req, sender: sender,
+		timer: time.AfterFunc(wait, func() { root.Send(self, fetchExpired{id}) })}
+}
+
+func (p *partitionActor) onFetchExpired(ctx actor.Context, id uint64) {
+	f, ok := p.parked[id]
+	if !ok {
+		return
+	}
+	delete(p.parked, id)
+	resp, _ := p.readFetch(f.req, true)
+	sendTo(ctx, f.sender, resp)
+}
+
+// readFetch reads below the HW for req. ready is true when the response
+// should go out now: min bytes reached, an error, or force.
+func (p *partitionActor) readFetch(req *messages.FetchRequest, force bool) (*messages.FetchResponse, bool) {
+	hw := p.leader.HighWatermark()
+	start, leo := p.log.LogStartOffset(), p.log.LogEndOffset()
+	if req.Offset < start || req.Offset > leo {
+		return p.fetchError(req, messages.ErrorCode_OFFSET_OUT_OF_RANGE,
+			fmt.Sprintf("offset %d is outside [%d, %d]", req.Offset, start, leo)), true
+	}
+	resp := &messages.FetchResponse{Topic: req.Topic, Partition: req.Partition, HighWatermark: hw,
+		LogStartOffset: start, LeaderEpoch: p.leader.Epoch()}
+	if req.Offset >= hw {
+		return resp, force
+	}
+	maxBytes := int(req.MaxBytes)
+	if maxBytes == 0 || maxBytes > p.cfg.Broker.MaxFetchBytes {
+		maxBytes = p.cfg.Broker.MaxFetchBytes
+	}
+	batches, err := p.log.Read(req.Offset, maxBytes, hw)
+	if err != nil {
+		code := messages.ErrorCode_STORAGE_ERROR
+		if errors.Is(err, storage.ErrCorrupt) {
+			code = messages.ErrorCode_CORRUPT_RECORD
+		}
+		p.cfg.Logger.Error("read failed", "partition", p.cfg.TP, "offset", req.Offset, "error", err)
+		return p.fetchError(req, code, err.Error()), true
+	}
+	resp.Batches = batches
+	size := 0
+	for _, b := range batches {
+		size += len(b)
+	}
+	return resp, force || size >= max(int(req.MinBytes), 1)
+}
+
+// ---- list offsets ---------------------------------------------------------
+
+func (p *partitionActor) onListOffsets(ctx actor.Context, req *messages.ListOffsetsRequest) {
+	resp := &messages.ListOffsetsResponse{Topic: req.Topic, Partition: req.Partition, Offset: -1, Timestamp: -1}
+	if code, msg := p.unavailable(); code != messages.ErrorCode_NONE {
+		resp.Error, resp.ErrorMessage = code, msg
+		respond(ctx, resp)
+		return
+	}
+	if code, msg := p.checkEpoch(req.CurrentLeaderEpoch); code != messages.ErrorCode_NONE {
+		resp.Error, resp.ErrorMessage = code, msg
+		respond(ctx, resp)
+		return
+	}
+	resp.LeaderEpoch = p.leader.Epoch()
+	hw := p.leader.HighWatermark()
+	switch {
+	case req.Timestamp == -2:
+		resp.Offset = p.log.LogStartOffset()
+	case req.Timestamp == -1:
+		resp.Offset = hw
+	case req.Timestamp < 0:
+		resp.Error, resp.ErrorMessage = messages.ErrorCode_INVALID_REQUEST, fmt.Sprintf("timestamp %d: want -2, -1 or >= 0", req.Timestamp)
+	default:
+		off, ts, ok, err := p.log.OffsetForTimestamp(req.Timestamp)
+		switch {
+		case err != nil:
+			resp.Error, resp.ErrorMessage = messages.ErrorCode_STORAGE_ERROR, err.Error()
+		case ok && off < hw:
+			resp.Offset, resp.Timestamp = off, ts
+		}
+	}
+	respond(ctx, resp)
+}
+
+// ---- housekeeping ---------------------------------------------------------
+
+func (p *partitionActor) onTick(ctx actor.Context) {
+	if p.log == nil {
+		return
+	}
+	now := time.Now()
+	if len(p.waiting) > 0 {
+		kept := p.waiting[:0]
+		for _, w := range p.waiting {
+			if now.After(w.deadline) {
+				w.resp.Error, w.resp.ErrorMessage = messages.ErrorCode_REQUEST_TIMED_OUT, "not replicated to the ISR in time"
+				sendTo(ctx, w.sender, w.resp)
+			} else {
+				kept = append(kept, w)
+			}
+		}
+		clear(p.waiting[len(kept):])
+		p.waiting = kept
+	}
+	if now.Sub(p.lastRetention) >= p.cfg.Broker.RetentionCheckInterval {
+		p.lastRetention = now
+		p.applyRetention(now)
+	}
+	if now.Sub(p.lastCheckpoint) >= p.cfg.Broker.HWCheckpointInterval {
+		p.lastCheckpoint = now
+		p.checkpointHW()
+	}
+}
+
+func (p *partitionActor) applyRetention(now time.Time) {
+	if p.leader == nil {
+		return
+	}
+	before := p.log.LogStartOffset()
+	start, err := p.log.ApplyRetention(now, p.cfg.Topic.RetentionBytes,
+		time.Duration(p.cfg.Topic.RetentionMs)*time.Millisecond, p.leader.HighWatermark())
+	if err != nil {
+		p.cfg.Logger.Error("retention failed", "partition", p.cfg.TP, "error", err)
+		return
+	}
+	if start != before {
+		p.cfg.Logger.Info("retention deleted old data", "partition", p.cfg.TP, "log_start_offset", start)
+		p.publishStatus()
+	}
+}
+
+// checkpointHW persists the HW when it moved. The log is the source of
+// truth; the checkpoint only bounds what a restarted replica exposes.
+func (p *partitionActor) checkpointHW() {
+	if p.leader == nil || p.log == nil {
+		return
+	}
+	hw := p.leader.HighWatermark()
+	if hw == p.checkpointedHW {
+		return
+	}
+	if err := storage.WriteCheckpoint(p.checkpointPath(), hw); err != nil {
+		p.cfg.Logger.Warn("writing high-watermark checkpoint", "partition", p.cfg.TP, "error", err)
+		return
+	}
+	p.checkpointedHW = hw
+}
+
+// publishStatus refreshes the state DescribeReplicas reports.
+func (p *partitionActor) publishStatus() {
+	st := &messages.ReplicaState{Topic: p.cfg.TP.Topic, Partition: p.cfg.TP.Partition, BrokerId: p.cfg.BrokerID,
+		LogStartOffset: -1, LogEndOffset: -1, HighWatermark: -1}
+	if p.state != nil {
+		st.LeaderEpoch = p.state.LeaderEpoch
+	}
+	if p.log != nil {
+		st.LogStartOffset, st.LogEndOffset, st.SizeBytes = p.log.LogStartOffset(), p.log.LogEndOffset(), p.log.Size()
+	}
+	if p.leader != nil {
+		st.Leader = true
+		st.HighWatermark = p.leader.HighWatermark()
+	} else if p.checkpointedHW >= 0 {
+		st.HighWatermark = p.checkpointedHW
+	}
+	if code, msg := p.unavailable(); code == messages.ErrorCode_STORAGE_ERROR {
+		st.Error, st.ErrorMessage = code, msg
+	}
+	p.cfg.Status.Store(st)
+}
+
+// respond answers the current message's sender, if it has one.
+func respond(ctx actor.Context, msg any) { sendTo(ctx, ctx.Sender(), msg) }
+
+func sendTo(ctx actor.Context, pid *actor.PID, msg any) {
+	if pid != nil {
+		ctx.Send(pid, msg)
+	}
+}
+
+func unknownMessage(msg any) *messages.ErrorResponse {
+	name := fmt.Sprintf("%T", msg)
+	if m, ok := msg.(proto.Message); ok {
+		name = string(proto.MessageName(m))
+	}
+	return &messages.ErrorResponse{Error: messages.ErrorCode_UNKNOWN_MESSAGE_TYPE, Message: "this actor does not handle " + name}
+}

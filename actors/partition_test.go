@@ -1,0 +1,187 @@
+package actors
+
+import (
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/sluicemq/sluice/messages"
+	"github.com/sluicemq/sluice/storage"
+)
+
+// countingLog counts Append calls and, once armed, holds the next one
+// until released.
+type countingLog struct {
+	storage.Log
+	appends *atomic.Int32
+	armed   *atomic.Bool
+	hold    chan struct{}
+	held    chan struct{}
+}
+
+func (l countingLog) Append(batches ...[]byte) error {
+	l.appends.Add(1)
+	if l.armed.CompareAndSwap(true, false) {
+		close(l.held)
+		<-l.hold
+	}
+	return l.Log.Append(batches...)
+}
+
+// Every produce request queued while the partition is busy is written by
+// the next single Append (one write, one fsync).
+func TestGroupCommitOneAppendForQueuedRequests(t *testing.T) {
+	var appends atomic.Int32
+	var armed atomic.Bool
+	hold, held := make(chan struct{}), make(chan struct{})
+	tb := startTestBroker(t, t.TempDir(), func(c *BrokerConfig) {
+		c.OpenLog = func(dir string, tc TopicConfig) (storage.Log, error) {
+			l, err := storage.OpenWAL(dir, storage.WALOptions{}, c.Logger)
+			if err != nil {
+				return nil, err
+			}
+			return countingLog{Log: l, appends: &appends, armed: &armed, hold: hold, held: held}, nil
+		}
+	})
+	tb.createTopic("g", 1, nil)
+	if r := tb.produce("g", 0, 1, "warm-up"); r.Error != messages.ErrorCode_NONE {
+		t.Fatal(r.Error)
+	}
+	appends.Store(0)
+	armed.Store(true)
+	// The next request's append blocks inside the partition actor.
+	first := tb.system.Root.RequestFuture(tb.pid, &messages.ProduceRequest{Topic: "g", Acks: 1, Records: makeBatch("first")}, 10*time.Second)
+	<-held
+	const queued = 50
+	futures := make([]*actor.Future, queued)
+	for i := range futures {
+		futures[i] = tb.system.Root.RequestFuture(tb.pid, &messages.ProduceRequest{Topic: "g", Acks: 1, Records: makeBatch(fmt.Sprint(i))}, 10*time.Second)
+	}
+	// Let the queued requests reach the partition's mailbox, then release.
+	time.Sleep(50 * time.Millisecond)
+	close(hold)
+	if _, err := first.Result(); err != nil {
+		t.Fatal(err)
+	}
+	offsets := map[int64]bool{}
+	for _, f := range futures {
+		res, err := f.Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := res.(*messages.ProduceResponse)
+		if r.Error != messages.ErrorCode_NONE {
+			t.Fatalf("produce: %v", r.Error)
+		}
+		offsets[r.BaseOffset] = true
+	}
+	if len(offsets) != queued {
+		t.Fatalf("%d distinct offsets for %d requests", len(offsets), queued)
+	}
+	if n := appends.Load(); n != 2 {
+		t.Fatalf("%d appends for 1 + %d queued requests, want 2", n, queued)
+	}
+}
+
+// A fetch at the end of the log is parked until data arrives.
+func TestFetchLongPolls(t *testing.T) {
+	tb := startTestBroker(t, t.TempDir(), nil)
+	tb.createTopic("lp", 1, nil)
+	tb.produce("lp", 0, 1, "a")
+	f := tb.system.Root.RequestFuture(tb.pid, &messages.FetchRequest{Topic: "lp", Offset: 1, MaxBytes: 1 << 20,
+		MinBytes: 1, MaxWaitMs: 20000, CurrentLeaderEpoch: -1}, 30*time.Second)
+	// The fetch must not come back empty while nothing new is written.
+	time.Sleep(100 * time.Millisecond)
+	tb.produce("lp", 0, 1, "b")
+	res, err := f.Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := res.(*messages.FetchResponse)
+	if r.Error != messages.ErrorCode_NONE || len(r.Batches) != 1 || r.HighWatermark != 2 {
+		t.Fatalf("parked fetch answered with %v, %d batches, HW %d", r.Error, len(r.Batches), r.HighWatermark)
+	}
+	// With max wait 0 an empty answer comes back at once.
+	r = tb.ask(&messages.FetchRequest{Topic: "lp", Offset: 2, MaxBytes: 1 << 20, CurrentLeaderEpoch: -1}).(*messages.FetchResponse)
+	if r.Error != messages.ErrorCode_NONE || len(r.Batches) != 0 {
+		t.Fatalf("immediate fetch: %v, %d batches", r.Error, len(r.Batches))
+	}
+}
+
+// Size retention deletes whole old segments, never data below the HW
+// boundary, and the log start offset moves forward.
+func TestRetentionBySize(t *testing.T) {
+	tb := startTestBroker(t, t.TempDir(), func(c *BrokerConfig) {
+		c.RetentionCheckInterval = 20 * time.Millisecond
+	})
+	tb.createTopic("ret", 1, map[string]string{ConfigSegmentBytes: "65536", ConfigRetentionBytes: "131072"})
+	value := string(make([]byte, 1000))
+	for i := 0; i < 600; i++ {
+		tb.produce("ret", 0, 1, value)
+	}
+	// What remains is the retention limit plus at most the segment that
+	// straddles it and the one being written.
+	size := func() int64 {
+		desc := tb.ask(&messages.DescribeReplicasRequest{Topics: []string{"ret"}}).(*messages.DescribeReplicasResponse)
+		return desc.Replicas[0].SizeBytes
+	}
+	waitFor(t, "retention", func() bool { return size() <= 131072+3*65536 })
+	if s := size(); s < 131072 {
+		t.Fatalf("retention left %d bytes, below retention.bytes 131072", s)
+	}
+	start := tb.ask(&messages.ListOffsetsRequest{Topic: "ret", Timestamp: -2, CurrentLeaderEpoch: -1}).(*messages.ListOffsetsResponse).Offset
+	end := tb.ask(&messages.ListOffsetsRequest{Topic: "ret", Timestamp: -1, CurrentLeaderEpoch: -1}).(*messages.ListOffsetsResponse).Offset
+	if end != 600 || start <= 0 || (end-start)*1000 < 131072 {
+		t.Fatalf("log [%d, %d) after retention of 128 KiB", start, end)
+	}
+	// Reading below the log start is out of range; from it works.
+	if r := tb.fetch("ret", 0, 0); r.Error != messages.ErrorCode_OFFSET_OUT_OF_RANGE {
+		t.Fatalf("fetch below log start: %v", r.Error)
+	}
+	if r := tb.fetch("ret", 0, start); r.Error != messages.ErrorCode_NONE || len(r.Batches) == 0 {
+		t.Fatalf("fetch at log start: %v", r.Error)
+	}
+
+}
+
+// Retention by age removes segments whose newest record is too old.
+func TestRetentionByAge(t *testing.T) {
+	tb := startTestBroker(t, t.TempDir(), func(c *BrokerConfig) {
+		c.RetentionCheckInterval = 20 * time.Millisecond
+	})
+	tb.createTopic("age", 1, map[string]string{ConfigSegmentBytes: "65536", ConfigRetentionMs: "300"})
+	value := string(make([]byte, 1000))
+	for i := 0; i < 200; i++ {
+		tb.produce("age", 0, 1, value)
+	}
+	waitFor(t, "age retention", func() bool {
+		r := tb.ask(&messages.ListOffsetsRequest{Topic: "age", Timestamp: -2, CurrentLeaderEpoch: -1}).(*messages.ListOffsetsResponse)
+		return r.Offset == 200
+	})
+	// The emptied log keeps its end offset and accepts new records there.
+	if r := tb.produce("age", 0, 1, "new"); r.Error != messages.ErrorCode_NONE || r.BaseOffset != 200 {
+		t.Fatalf("produce after full retention: %v at %d", r.Error, r.BaseOffset)
+	}
+}
+
+// Topics and their data survive a broker restart.
+func TestTopicsSurviveRestart(t *testing.T) {
+	dir := t.TempDir()
+	tb := startTestBroker(t, dir, nil)
+	tb.createTopic("keep", 3, map[string]string{ConfigRetentionMs: "3600000"})
+	tb.produce("keep", 2, 1, "x", "y")
+	tb.stop()
+
+	tb2 := startTestBroker(t, dir, nil)
+	md := tb2.ask(&messages.MetadataRequest{Topics: []string{"keep"}}).(*messages.MetadataResponse)
+	if len(md.Topics) != 1 || len(md.Topics[0].Partitions) != 3 || md.Topics[0].Configs[ConfigRetentionMs] != "3600000" {
+		t.Fatalf("metadata after restart: %v", md)
+	}
+	waitFor(t, "partition serving", func() bool { return tb2.fetch("keep", 2, 0).Error == messages.ErrorCode_NONE })
+	if got := tb2.readAll("keep", 2); len(got) != 2 || got[0] != "x" || got[1] != "y" {
+		t.Fatalf("data after restart: %v", got)
+	}
+}

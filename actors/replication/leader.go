@@ -1,0 +1,242 @@
+package replication
+
+import (
+	"slices"
+	"time"
+)
+
+// LeaderConfig is what a leader needs to know about its partition.
+type LeaderConfig struct {
+	// ReplicaID is this broker's id.
+	ReplicaID int32
+	// Epoch is the leader epoch this leadership runs under.
+	Epoch int32
+	// PartitionEpoch of the state the leadership started from.
+	PartitionEpoch int32
+	// Replicas is the assigned replica set (AR), leader included.
+	Replicas []int32
+	// ISR is the committed in-sync set, leader included.
+	ISR []int32
+	// MinISR is min.insync.replicas: below it the HW does not advance and
+	// acks=all produce requests are refused.
+	MinISR int
+	// LagTimeMax is replica.lag.time.max: a follower that has not caught up
+	// to the leader's LEO for longer leaves the ISR.
+	LagTimeMax time.Duration
+	// HighWatermark the leader starts from (its checkpoint, at most its LEO).
+	HighWatermark int64
+}
+
+// follower is the leader's record of one follower replica.
+type follower struct {
+	leo int64
+	// lastCaughtUp is the last time the follower's LEO reached the leader's
+	// LEO as it was at that follower's previous fetch (Kafka's rule).
+	lastCaughtUp time.Time
+	// lastFetch and leaderLEOAtLastFetch feed that rule.
+	lastFetch            time.Time
+	leaderLEOAtLastFetch int64
+	known                bool // has fetched at least once in this leadership
+}
+
+// Leader tracks followers, the ISR and the high watermark of one partition
+// leader. It is not safe for concurrent use.
+type Leader struct {
+	cfg              LeaderConfig
+	leo              int64
+	hw               int64
+	epochStartOffset int64
+	isr              []int32
+	partitionEpoch   int32
+	// proposed is an ISR change sent to the controller and not yet
+	// committed; nil when none is in flight.
+	proposed  []int32
+	followers map[int32]*follower
+}
+
+// NewLeader starts a leadership at the given LEO. Followers count as caught
+// up at now, so an ISR member is only dropped after a full lag period.
+func NewLeader(cfg LeaderConfig, leo int64, now time.Time) *Leader {
+	l := &Leader{
+		cfg:              cfg,
+		leo:              leo,
+		hw:               min(max(cfg.HighWatermark, 0), leo),
+		epochStartOffset: leo,
+		isr:              slices.Clone(cfg.ISR),
+		partitionEpoch:   cfg.PartitionEpoch,
+		followers:        map[int32]*follower{},
+	}
+	for _, id := range cfg.Replicas {
+		if id != cfg.ReplicaID {
+			l.followers[id] = &follower{leo: -1, lastCaughtUp: now, lastFetch: now}
+		}
+	}
+	if !slices.Contains(l.isr, cfg.ReplicaID) {
+		l.isr = append(l.isr, cfg.ReplicaID)
+	}
+	l.advanceHW()
+	return l
+}
+
+// Epoch is the leader epoch.
+func (l *Leader) Epoch() int32 { return l.cfg.Epoch }
+
+// LEO is the leader's log end offset.
+func (l *Leader) LEO() int64 { return l.leo }
+
+// HighWatermark is the offset below which every in-sync replica has the data.
+func (l *Leader) HighWatermark() int64 { return l.hw }
+
+// ISR is the committed in-sync replica set.
+func (l *Leader) ISR() []int32 { return slices.Clone(l.isr) }
+
+// PartitionEpoch of the committed state the leader works from.
+func (l *Leader) PartitionEpoch() int32 { return l.partitionEpoch }
+
+// EpochStartOffset is the leader's LEO when this leadership began.
+func (l *Leader) EpochStartOffset() int64 { return l.epochStartOffset }
+
+// FollowerLEO returns what the leader knows of a follower's LEO (-1: unknown).
+func (l *Leader) FollowerLEO(id int32) int64 {
+	if f, ok := l.followers[id]; ok {
+		return f.leo
+	}
+	return -1
+}
+
+// CanAcceptAcksAll reports whether an acks=all request may be appended:
+// the committed ISR has at least MinISR members.
+func (l *Leader) CanAcceptAcksAll() bool { return len(l.isr) >= l.cfg.MinISR }
+
+// Appended records that the leader's own log now ends at leo.
+// It returns true when the high watermark moved.
+func (l *Leader) Appended(leo int64) bool {
+	l.leo = leo
+	return l.advanceHW()
+}
+
+// FollowerFetched records a follower's fetch from fetchOffset, which
+// acknowledges that the follower holds everything below it. It returns
+// whether the HW moved and, when the follower has caught up and is not in
+// the ISR, the ISR to propose (nil otherwise).
+func (l *Leader) FollowerFetched(id int32, fetchOffset int64, now time.Time) (hwMoved bool, propose []int32) {
+	f, ok := l.followers[id]
+	if !ok {
+		return false, nil
+	}
+	switch {
+	case fetchOffset >= l.leo:
+		f.lastCaughtUp = maxTime(f.lastCaughtUp, now)
+	case f.known && fetchOffset >= f.leaderLEOAtLastFetch:
+		f.lastCaughtUp = maxTime(f.lastCaughtUp, f.lastFetch)
+	}
+	f.leo = fetchOffset
+	f.known = true
+	f.lastFetch = now
+	f.leaderLEOAtLastFetch = l.leo
+	hwMoved = l.advanceHW()
+	if l.proposed == nil && !slices.Contains(l.isr, id) && l.caughtUpForISR(f) {
+		propose = sortedWith(l.isr, id)
+		l.proposed = propose
+	}
+	return hwMoved, propose
+}
+
+// caughtUpForISR is Kafka's rule for rejoining: the follower has everything
+// below the HW and has reached the start of the current leader epoch.
+func (l *Leader) caughtUpForISR(f *follower) bool {
+	return f.leo >= l.hw && f.leo >= l.epochStartOffset
+}
+
+// Tick checks follower lag at now and returns the ISR to propose when some
+// in-sync follower has lagged longer than LagTimeMax (nil otherwise).
+func (l *Leader) Tick(now time.Time) []int32 {
+	if l.proposed != nil {
+		return nil
+	}
+	var keep []int32
+	dropped := false
+	for _, id := range l.isr {
+		if f, ok := l.followers[id]; ok && now.Sub(f.lastCaughtUp) > l.cfg.LagTimeMax {
+			dropped = true
+			continue
+		}
+		keep = append(keep, id)
+	}
+	if !dropped {
+		return nil
+	}
+	l.proposed = keep
+	return keep
+}
+
+// ProposalFailed forgets an in-flight proposal the controller refused or
+// that timed out, so that the next Tick or fetch may propose again.
+func (l *Leader) ProposalFailed() { l.proposed = nil }
+
+// Proposed returns the ISR change in flight, or nil.
+func (l *Leader) Proposed() []int32 { return slices.Clone(l.proposed) }
+
+// ISRCommitted applies an ISR the controller committed at partitionEpoch.
+// It returns whether the HW moved.
+func (l *Leader) ISRCommitted(isr []int32, partitionEpoch int32) bool {
+	if partitionEpoch < l.partitionEpoch {
+		return false
+	}
+	l.isr = slices.Clone(isr)
+	l.partitionEpoch = partitionEpoch
+	l.proposed = nil
+	return l.advanceHW()
+}
+
+// advanceHW recomputes the HW as the minimum LEO over the maximal ISR (the
+// committed ISR plus any member being added), and never moves it back.
+// With fewer committed in-sync replicas than MinISR it stays where it is.
+func (l *Leader) advanceHW() bool {
+	if len(l.isr) < l.cfg.MinISR {
+		return false
+	}
+	hw := l.leo
+	for _, id := range l.maximalISR() {
+		if id == l.cfg.ReplicaID {
+			continue
+		}
+		f, ok := l.followers[id]
+		if !ok || f.leo < 0 {
+			// An in-sync follower that has not fetched yet in this leadership
+			// might lack anything above the current HW.
+			return false
+		}
+		hw = min(hw, f.leo)
+	}
+	if hw > l.hw {
+		l.hw = hw
+		return true
+	}
+	return false
+}
+
+// maximalISR is the committed ISR united with a proposal in flight, so that
+// the HW is safe whichever way the controller decides (KIP-497).
+func (l *Leader) maximalISR() []int32 {
+	out := slices.Clone(l.isr)
+	for _, id := range l.proposed {
+		if !slices.Contains(out, id) {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+func sortedWith(set []int32, id int32) []int32 {
+	out := append(slices.Clone(set), id)
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}

@@ -1,0 +1,191 @@
+package replication
+
+import (
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+)
+
+var t0 = time.Unix(1_700_000_000, 0)
+
+func newTestLeader(replicas, isr []int32, minISR int, leo int64) *Leader {
+	return NewLeader(LeaderConfig{ReplicaID: 1, Epoch: 3, Replicas: replicas, ISR: isr, MinISR: minISR,
+		LagTimeMax: 10 * time.Second}, leo, t0)
+}
+
+// The seed document's walk-through: three replicas with offsets 0 and 1,
+// two appends, followers catching up at different speeds.
+func TestHighWatermarkFollowsTheSlowestInSyncReplica(t *testing.T) {
+	l := newTestLeader([]int32{1, 2, 3}, []int32{1, 2, 3}, 1, 2)
+	l.FollowerFetched(2, 2, t0)
+	l.FollowerFetched(3, 2, t0)
+	if hw := l.HighWatermark(); hw != 2 {
+		t.Fatalf("initial HW %d, want 2", hw)
+	}
+	l.Appended(4) // the producer writes offsets 2 and 3
+	if hw := l.HighWatermark(); hw != 2 {
+		t.Fatalf("HW moved to %d before any follower had the new records", hw)
+	}
+	l.FollowerFetched(2, 4, t0) // follower 1 has 2 and 3
+	l.FollowerFetched(3, 3, t0) // follower 2 has only 2
+	if hw := l.HighWatermark(); hw != 3 {
+		t.Fatalf("HW %d, want 3 (consumers may read 0, 1, 2)", hw)
+	}
+	l.FollowerFetched(3, 4, t0)
+	if hw := l.HighWatermark(); hw != 4 {
+		t.Fatalf("HW %d, want 4", hw)
+	}
+}
+
+func TestHighWatermarkWaitsForUnknownFollowers(t *testing.T) {
+	l := newTestLeader([]int32{1, 2}, []int32{1, 2}, 1, 10)
+	if hw := l.HighWatermark(); hw != 0 {
+		t.Fatalf("HW %d with a follower whose LEO is unknown", hw)
+	}
+	l.FollowerFetched(2, 7, t0)
+	if hw := l.HighWatermark(); hw != 7 {
+		t.Fatalf("HW %d, want 7", hw)
+	}
+}
+
+func TestHighWatermarkFrozenBelowMinISR(t *testing.T) {
+	l := newTestLeader([]int32{1, 2, 3}, []int32{1}, 2, 5)
+	if l.CanAcceptAcksAll() {
+		t.Fatal("acks=all accepted with ISR below min.insync.replicas")
+	}
+	if l.Appended(9) || l.HighWatermark() != 0 {
+		t.Fatalf("HW advanced to %d with ISR below min", l.HighWatermark())
+	}
+	l.ISRCommitted([]int32{1, 2}, 1)
+	if l.HighWatermark() != 0 {
+		t.Fatal("HW advanced before follower 2 reported its LEO")
+	}
+	l.FollowerFetched(2, 9, t0)
+	if hw := l.HighWatermark(); hw != 9 {
+		t.Fatalf("HW %d, want 9", hw)
+	}
+}
+
+func TestISRShrinksAfterLagAndExpandsWhenCaughtUp(t *testing.T) {
+	l := newTestLeader([]int32{1, 2, 3}, []int32{1, 2, 3}, 1, 0)
+	l.FollowerFetched(2, 0, t0)
+	l.FollowerFetched(3, 0, t0)
+	l.Appended(100)
+	// Follower 2 keeps up, follower 3 goes silent.
+	now := t0
+	for i := 0; i < 11; i++ {
+		now = now.Add(time.Second)
+		l.FollowerFetched(2, 100, now)
+		if p := l.Tick(now); p != nil {
+			if i < 9 {
+				t.Fatalf("shrink proposed after %d s", i+1)
+			}
+			if !slices.Equal(p, []int32{1, 2}) {
+				t.Fatalf("proposed %v, want [1 2]", p)
+			}
+		}
+	}
+	prop := l.Proposed()
+	if !slices.Equal(prop, []int32{1, 2}) {
+		t.Fatalf("in flight %v", prop)
+	}
+	// While the shrink is in flight the HW still waits for follower 3.
+	if l.HighWatermark() != 0 {
+		t.Fatalf("HW %d moved past the follower being removed before the commit", l.HighWatermark())
+	}
+	l.ISRCommitted([]int32{1, 2}, 1)
+	if l.HighWatermark() != 100 {
+		t.Fatalf("HW %d after shrink, want 100", l.HighWatermark())
+	}
+	// Follower 3 comes back and catches up: the leader proposes it again.
+	_, p := l.FollowerFetched(3, 50, now)
+	if p != nil {
+		t.Fatalf("proposed %v for a follower below the HW", p)
+	}
+	_, p = l.FollowerFetched(3, 100, now)
+	if !slices.Equal(p, []int32{1, 2, 3}) {
+		t.Fatalf("proposed %v, want [1 2 3]", p)
+	}
+	l.ISRCommitted([]int32{1, 2, 3}, 2)
+	if got := l.ISR(); !slices.Equal(got, []int32{1, 2, 3}) {
+		t.Fatalf("ISR %v", got)
+	}
+}
+
+// A follower that fetches steadily but never quite reaches the moving LEO
+// still counts as caught up when it reaches the LEO of its previous fetch.
+func TestSteadyFollowerIsNotDropped(t *testing.T) {
+	l := newTestLeader([]int32{1, 2}, []int32{1, 2}, 1, 0)
+	now := t0
+	var leo int64
+	for i := 0; i < 100; i++ {
+		now = now.Add(500 * time.Millisecond)
+		prev := leo
+		leo += 10
+		l.Appended(leo)
+		l.FollowerFetched(2, prev, now) // always one step behind
+		if p := l.Tick(now); p != nil {
+			t.Fatalf("dropped a steady follower at step %d", i)
+		}
+	}
+}
+
+func TestStaleISRCommitIgnored(t *testing.T) {
+	l := NewLeader(LeaderConfig{ReplicaID: 1, Epoch: 1, PartitionEpoch: 5, Replicas: []int32{1, 2}, ISR: []int32{1, 2}, MinISR: 1, LagTimeMax: time.Second}, 0, t0)
+	l.ISRCommitted([]int32{1}, 4)
+	if !slices.Equal(l.ISR(), []int32{1, 2}) {
+		t.Fatalf("stale commit applied: %v", l.ISR())
+	}
+}
+
+// Randomized: the HW never decreases, never exceeds any in-sync replica's
+// LEO, and never passes the leader's LEO.
+func TestHighWatermarkInvariantsRandomized(t *testing.T) {
+	for seed := uint64(0); seed < 200; seed++ {
+		rng := rand.New(rand.NewPCG(seed, 99))
+		replicas := []int32{1, 2, 3}
+		l := newTestLeader(replicas, replicas, 1+rng.IntN(2), 0)
+		leos := map[int32]int64{2: 0, 3: 0}
+		now := t0
+		var leo, lastHW int64
+		for step := 0; step < 300; step++ {
+			now = now.Add(time.Duration(rng.IntN(3000)) * time.Millisecond)
+			switch rng.IntN(4) {
+			case 0:
+				leo += int64(rng.IntN(5))
+				l.Appended(leo)
+			case 1, 2:
+				id := int32(2 + rng.IntN(2))
+				leos[id] = min(leo, leos[id]+int64(rng.IntN(6)))
+				_, p := l.FollowerFetched(id, leos[id], now)
+				if p != nil && rng.IntN(2) == 0 {
+					l.ISRCommitted(p, l.PartitionEpoch()+1)
+				} else if p != nil {
+					l.ProposalFailed()
+				}
+			case 3:
+				if p := l.Tick(now); p != nil {
+					if rng.IntN(3) > 0 {
+						l.ISRCommitted(p, l.PartitionEpoch()+1)
+					} else {
+						l.ProposalFailed()
+					}
+				}
+			}
+			hw := l.HighWatermark()
+			if hw < lastHW {
+				t.Fatalf("seed %d: HW went back from %d to %d", seed, lastHW, hw)
+			}
+			if hw > leo {
+				t.Fatalf("seed %d: HW %d above leader LEO %d", seed, hw, leo)
+			}
+			for _, id := range l.ISR() {
+				if id != 1 && hw > leos[id] {
+					t.Fatalf("seed %d: HW %d above ISR member %d's LEO %d", seed, hw, id, leos[id])
+				}
+			}
+			lastHW = hw
+		}
+	}
+}

@@ -1,0 +1,20 @@
+// Package transport starts the protoactor actor system and remote (gRPC)
+// endpoint that brokers and clients use, configured for Sluice's traffic:
+//
+//   - gRPC frame limits and the remote's endpoint batch size are derived from
+//     the largest message the node sends, so a record batch at the maximum
+//     size always goes through instead of silently dropping the connection;
+//   - a stream interceptor (guard.go) checks every incoming MessageBatch and
+//     replaces envelopes the remote would crash on (unknown type names,
+//     out-of-range type or serializer ids, undecodable bytes) with a
+//     messages.InvalidMessage, and closes streams whose framing is broken;
+//   - protoactor logs through slog at the level given.
+//
+// Usage:
+//
+//	node, err := transport.Start(transport.Config{Host: "127.0.0.1", Port: 9470}, logger)
+//	defer node.Stop()
+//	node.System.Root.Send(pid, msg)
+//
+// This package imports protoactor and messages only.
+package transport

@@ -1,0 +1,259 @@
+package transport
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/asynkron/protoactor-go/remote"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protodesc"
+	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/reflect/protoregistry"
+	"google.golang.org/protobuf/types/descriptorpb"
+	"google.golang.org/protobuf/types/dynamicpb"
+
+	"github.com/sluicemq/sluice/messages"
+)
+
+// The test binary doubles as the receiving process: with this variable set,
+// TestMain runs a node with one actor, "echo", and prints its address.
+const childEnv = "SLUICE_TRANSPORT_TEST_CHILD"
+
+// sender is this process's node. It is started once, before any other gRPC
+// use, because protoactor's Start resets gRPC's global logger, which races
+// with gRPC goroutines already running.
+var sender *Node
+
+func TestMain(m *testing.M) {
+	if os.Getenv(childEnv) == "1" {
+		runChild()
+		return
+	}
+	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
+	var err error
+	if sender, err = Start(Config{Host: "127.0.0.1", Port: 0}, logger); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	os.Exit(m.Run())
+}
+
+func runChild() {
+	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	node, err := Start(Config{Host: "127.0.0.1", Port: 0}, logger)
+	if err != nil {
+		fmt.Println("error", err)
+		os.Exit(1)
+	}
+	_, err = node.System.Root.SpawnNamed(actor.PropsFromFunc(func(ctx actor.Context) {
+		switch m := ctx.Message().(type) {
+		case *messages.InvalidMessage:
+			ctx.Respond(&messages.ErrorResponse{Error: messages.ErrorCode_UNKNOWN_MESSAGE_TYPE, Message: m.TypeName + ": " + m.Reason})
+		case *messages.MetadataRequest:
+			ctx.Respond(&messages.MetadataResponse{ClusterId: "alive"})
+		}
+	}), "echo")
+	if err != nil {
+		fmt.Println("error", err)
+		os.Exit(1)
+	}
+	fmt.Println("addr", node.Addr)
+	_, _ = io.Copy(io.Discard, os.Stdin) // run until the parent closes stdin
+}
+
+// startChild runs the receiving node in a separate process.
+func startChild(t *testing.T) (string, *exec.Cmd) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), childEnv+"=1")
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		stdin.Close()
+		done := make(chan struct{})
+		go func() { cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			cmd.Process.Kill()
+		}
+	})
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil || !strings.HasPrefix(line, "addr ") {
+		t.Fatalf("child did not start: %q %v", line, err)
+	}
+	return strings.TrimSpace(strings.TrimPrefix(line, "addr ")), cmd
+}
+
+// unknownType builds a message type that only this (sending) process knows.
+func unknownType(t *testing.T) protoreflect.MessageType {
+	t.Helper()
+	fd, err := protodesc.NewFile(&descriptorpb.FileDescriptorProto{
+		Name:    proto.String("evil.proto"),
+		Package: proto.String("evil"),
+		Syntax:  proto.String("proto3"),
+		MessageType: []*descriptorpb.DescriptorProto{{
+			Name: proto.String("Unknown"),
+			Field: []*descriptorpb.FieldDescriptorProto{{
+				Name: proto.String("payload"), Number: proto.Int32(1), JsonName: proto.String("payload"),
+				Type:  descriptorpb.FieldDescriptorProto_TYPE_STRING.Enum(),
+				Label: descriptorpb.FieldDescriptorProto_LABEL_OPTIONAL.Enum(),
+			}},
+		}},
+	}, protoregistry.GlobalFiles)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mt := dynamicpb.NewMessageType(fd.Messages().Get(0))
+	if _, err := protoregistry.GlobalTypes.FindMessageByName(mt.Descriptor().FullName()); err != nil {
+		if err := protoregistry.GlobalTypes.RegisterMessage(mt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return mt
+}
+
+func aliveCheck(t *testing.T, system *actor.ActorSystem, target *actor.PID) {
+	t.Helper()
+	res, err := system.Root.RequestFuture(target, &messages.MetadataRequest{}, 5*time.Second).Result()
+	if err != nil {
+		t.Fatalf("receiver stopped answering: %v", err)
+	}
+	if r, ok := res.(*messages.MetadataResponse); !ok || r.ClusterId != "alive" {
+		t.Fatalf("unexpected answer %T %v", res, res)
+	}
+}
+
+// A message type the receiver does not know crashes an unguarded protoactor
+// process; the guard turns it into an UNKNOWN_MESSAGE_TYPE answer.
+func TestUnknownMessageTypeFromAnotherProcess(t *testing.T) {
+	addr, child := startChild(t)
+	node := sender
+	target := actor.NewPID(addr, "echo")
+	aliveCheck(t, node.System, target)
+
+	msg := dynamicpb.NewMessage(unknownType(t).Descriptor())
+	msg.Set(msg.Descriptor().Fields().ByName("payload"), protoreflect.ValueOfString("boom"))
+	res, err := node.System.Root.RequestFuture(target, msg, 5*time.Second).Result()
+	if err != nil {
+		t.Fatalf("no answer to an unknown message: %v", err)
+	}
+	er, ok := res.(*messages.ErrorResponse)
+	if !ok || er.Error != messages.ErrorCode_UNKNOWN_MESSAGE_TYPE || !strings.Contains(er.Message, "evil.Unknown") {
+		t.Fatalf("answer %T %v, want UNKNOWN_MESSAGE_TYPE naming evil.Unknown", res, res)
+	}
+	aliveCheck(t, node.System, target)
+	if child.ProcessState != nil {
+		t.Fatal("receiver exited")
+	}
+}
+
+// Raw gRPC frames with out-of-range indexes and serializer ids, which
+// protoactor would index without checks.
+func TestMalformedBatchesFromAnotherProcess(t *testing.T) {
+	addr, _ := startChild(t)
+	conn, err := grpc.Dial(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	rc := remote.NewRemotingClient(conn)
+	target := actor.NewPID(addr, "echo")
+	good, _ := proto.Marshal(&messages.MetadataRequest{})
+	batches := []*remote.MessageBatch{
+		{TypeNames: []string{"sluice.MetadataRequest"}, Targets: []*actor.PID{target},
+			Envelopes: []*remote.MessageEnvelope{{TypeId: 7, MessageData: good}}},
+		{TypeNames: []string{"sluice.MetadataRequest"}, Targets: []*actor.PID{target},
+			Envelopes: []*remote.MessageEnvelope{{TypeId: 0, SerializerId: 9, MessageData: good}}},
+		{TypeNames: []string{"no.such.Type"}, Targets: []*actor.PID{target},
+			Envelopes: []*remote.MessageEnvelope{{TypeId: 0, MessageData: good}}},
+		{TypeNames: []string{"sluice.MetadataRequest"}, Targets: []*actor.PID{target},
+			Envelopes: []*remote.MessageEnvelope{{TypeId: 0, MessageData: []byte{0xff, 0xff, 0xff}}}},
+		{TypeNames: []string{"sluice.MetadataRequest"}, Targets: []*actor.PID{target},
+			Envelopes: []*remote.MessageEnvelope{{TypeId: 0, Target: 5, MessageData: good}}},
+		{TypeNames: []string{"sluice.MetadataRequest"}, Targets: []*actor.PID{target},
+			Envelopes: []*remote.MessageEnvelope{{TypeId: 0, Sender: 3, MessageData: good}}},
+		{TypeNames: []string{"sluice.MetadataRequest"}, Targets: []*actor.PID{nil},
+			Envelopes: []*remote.MessageEnvelope{{TypeId: 0, MessageData: good}}},
+	}
+	for i, b := range batches {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		stream, err := rc.Receive(ctx)
+		if err != nil {
+			t.Fatalf("batch %d: open stream: %v", i, err)
+		}
+		_ = stream.Send(&remote.RemoteMessage{MessageType: &remote.RemoteMessage_ConnectRequest{
+			ConnectRequest: &remote.ConnectRequest{ConnectionType: &remote.ConnectRequest_ServerConnection{
+				ServerConnection: &remote.ServerConnection{SystemId: "raw", Address: "127.0.0.1:1"}}}}})
+		_ = stream.Send(&remote.RemoteMessage{MessageType: &remote.RemoteMessage_MessageBatch{MessageBatch: b}})
+		_ = stream.CloseSend()
+		for {
+			if _, err := stream.Recv(); err != nil {
+				break
+			}
+		}
+		cancel()
+	}
+	// The diagnostics RPCs panic in this protoactor version; they are refused.
+	if _, err := rc.ListProcesses(context.Background(), &remote.ListProcessesRequest{}); err == nil {
+		t.Fatal("ListProcesses answered")
+	}
+	aliveCheck(t, sender.System, target)
+}
+
+func TestSanitizeBatch(t *testing.T) {
+	target := actor.NewPID("x", "y")
+	good, _ := proto.Marshal(&messages.MetadataRequest{})
+	b := &remote.MessageBatch{
+		TypeNames: []string{"sluice.MetadataRequest", "no.such.Type"},
+		Targets:   []*actor.PID{target},
+		Envelopes: []*remote.MessageEnvelope{
+			{TypeId: 0, MessageData: good},
+			{TypeId: 1, MessageData: good},
+			{TypeId: 5, MessageData: good},
+			{TypeId: 0, SerializerId: 1, MessageData: good},
+		},
+	}
+	n, err := SanitizeBatch(b)
+	if err != nil || n != 3 {
+		t.Fatalf("replaced %d, err %v; want 3, nil", n, err)
+	}
+	if b.Envelopes[0].TypeId != 0 {
+		t.Fatal("a valid envelope was rewritten")
+	}
+	for _, env := range b.Envelopes[1:] {
+		if b.TypeNames[env.TypeId] != "sluice.InvalidMessage" {
+			t.Fatalf("envelope not replaced: %v", env)
+		}
+		var im messages.InvalidMessage
+		if err := proto.Unmarshal(env.MessageData, &im); err != nil || im.Reason == "" {
+			t.Fatalf("replacement unreadable: %v %v", err, &im)
+		}
+	}
+	bad := &remote.MessageBatch{TypeNames: []string{"sluice.MetadataRequest"}, Targets: []*actor.PID{target},
+		Envelopes: []*remote.MessageEnvelope{{Target: 1}}}
+	if _, err := SanitizeBatch(bad); err == nil {
+		t.Fatal("out-of-range target accepted")
+	}
+}

@@ -1,0 +1,289 @@
+package client
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/sluicemq/sluice/messages"
+)
+
+// Admin manages topics and reads cluster state.
+type Admin struct {
+	cfg  config
+	node *node
+	meta *metadata
+}
+
+// TopicSpec describes a topic to create.
+type TopicSpec struct {
+	Name              string
+	Partitions        int32
+	ReplicationFactor int32 // 0: the broker default
+	Configs           map[string]string
+}
+
+// PartitionInfo is one partition as the cluster sees it. The offsets come
+// from the live leader replica (-1 when it is unreachable).
+type PartitionInfo struct {
+	Partition       int32
+	Leader          int32
+	LeaderEpoch     int32
+	Replicas        []int32
+	ISR             []int32
+	OfflineReplicas []int32
+	LogStartOffset  int64
+	LogEndOffset    int64
+	HighWatermark   int64
+	Err             error
+	// ReplicaStates has every live replica's own view, by broker id.
+	ReplicaStates map[int32]*messages.ReplicaState
+}
+
+// TopicInfo describes a topic.
+type TopicInfo struct {
+	Name       string
+	TopicID    string
+	Configs    map[string]string
+	Partitions []PartitionInfo
+}
+
+// NewAdmin connects an admin client to the cluster that broker belongs to.
+func NewAdmin(broker string, opts ...Opt) (*Admin, error) {
+	cfg := defaultConfig()
+	for _, o := range opts {
+		o(&cfg)
+	}
+	n, err := acquireNode(&cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &Admin{cfg: cfg, node: n, meta: newMetadata(n.system, broker, cfg.requestTimeout)}, nil
+}
+
+// Close releases the admin client.
+func (a *Admin) Close() error {
+	a.node.release()
+	return nil
+}
+
+// callAny sends req to any broker, retrying retriable errors until ctx ends.
+func (a *Admin) callAny(ctx context.Context, req proto.Message) (proto.Message, error) {
+	backoff := 50 * time.Millisecond
+	for {
+		var lastErr error = ErrNoBrokers
+		for _, addr := range a.meta.addrs() {
+			res, err := request(a.node.system, addr, req, a.timeout(ctx))
+			if err == nil {
+				return res, nil
+			}
+			lastErr = err
+			if !retriable(err) {
+				return nil, err
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("%w (gave up: %v)", lastErr, ctx.Err())
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, time.Second)
+	}
+}
+
+func (a *Admin) timeout(ctx context.Context) time.Duration {
+	if d, ok := ctx.Deadline(); ok {
+		return max(min(time.Until(d), a.cfg.requestTimeout), time.Millisecond)
+	}
+	return a.cfg.requestTimeout
+}
+
+// CreateTopic creates one topic.
+func (a *Admin) CreateTopic(ctx context.Context, spec TopicSpec) error {
+	res, err := a.CreateTopics(ctx, spec)
+	if err != nil {
+		return err
+	}
+	return res[0].Err
+}
+
+// TopicResult is the outcome for one topic of a batch operation.
+type TopicResult struct {
+	Name string
+	Err  error
+}
+
+// CreateTopics creates topics; each result carries that topic's error.
+func (a *Admin) CreateTopics(ctx context.Context, specs ...TopicSpec) ([]TopicResult, error) {
+	req := &messages.CreateTopicsRequest{}
+	for _, s := range specs {
+		req.Topics = append(req.Topics, &messages.TopicSpec{Name: s.Name, Partitions: s.Partitions,
+			ReplicationFactor: s.ReplicationFactor, Configs: s.Configs})
+	}
+	return a.controllerCall(ctx, req, func(res proto.Message) ([]*messages.TopicResult, bool) {
+		r, ok := res.(*messages.CreateTopicsResponse)
+		return r.GetResults(), ok
+	})
+}
+
+// DeleteTopic deletes one topic and its data on every broker.
+func (a *Admin) DeleteTopic(ctx context.Context, name string) error {
+	res, err := a.controllerCall(ctx, &messages.DeleteTopicsRequest{Names: []string{name}}, func(res proto.Message) ([]*messages.TopicResult, bool) {
+		r, ok := res.(*messages.DeleteTopicsResponse)
+		return r.GetResults(), ok
+	})
+	if err != nil {
+		return err
+	}
+	if len(res) != 1 {
+		return fmt.Errorf("unexpected answer with %d results", len(res))
+	}
+	return res[0].Err
+}
+
+// controllerCall sends a request the controller answers, and sends it again
+// while the answer says there is no controller yet (a cluster starting or
+// electing a new one).
+func (a *Admin) controllerCall(ctx context.Context, req proto.Message, results func(proto.Message) ([]*messages.TopicResult, bool)) ([]TopicResult, error) {
+	backoff := 50 * time.Millisecond
+	for {
+		res, err := a.callAny(ctx, req)
+		if err != nil {
+			return nil, err
+		}
+		rs, ok := results(res)
+		if !ok {
+			return nil, fmt.Errorf("unexpected answer %T", res)
+		}
+		retry := false
+		for _, r := range rs {
+			retry = retry || r.Error == messages.ErrorCode_NOT_CONTROLLER
+		}
+		if !retry {
+			return topicResults(rs), nil
+		}
+		select {
+		case <-ctx.Done():
+			return topicResults(rs), nil
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, time.Second)
+	}
+}
+
+func topicResults(rs []*messages.TopicResult) []TopicResult {
+	out := make([]TopicResult, len(rs))
+	for i, r := range rs {
+		out[i] = TopicResult{Name: r.Name, Err: r.Error.Err(r.ErrorMessage)}
+	}
+	return out
+}
+
+// Metadata returns the cluster's metadata for topics (all when none given).
+func (a *Admin) Metadata(ctx context.Context, topics ...string) (*messages.MetadataResponse, error) {
+	res, err := a.callAny(ctx, &messages.MetadataRequest{Topics: topics})
+	if err != nil {
+		return nil, err
+	}
+	resp, ok := res.(*messages.MetadataResponse)
+	if !ok {
+		return nil, fmt.Errorf("unexpected answer %T", res)
+	}
+	a.meta.update(resp, len(topics) == 0)
+	return resp, nil
+}
+
+// ListTopics returns the names of every topic, sorted.
+func (a *Admin) ListTopics(ctx context.Context) ([]string, error) {
+	md, err := a.Metadata(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, t := range md.Topics {
+		names = append(names, t.Name)
+	}
+	slices.Sort(names)
+	return names, nil
+}
+
+// DescribeTopic returns a topic's partitions with leader, replicas, ISR and
+// the log start, LEO and HW read from the live replicas.
+func (a *Admin) DescribeTopic(ctx context.Context, name string) (*TopicInfo, error) {
+	md, err := a.Metadata(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	if len(md.Topics) != 1 {
+		return nil, fmt.Errorf("unexpected metadata for %q", name)
+	}
+	t := md.Topics[0]
+	if t.Error != messages.ErrorCode_NONE && len(t.Partitions) == 0 {
+		return nil, t.Error.Err(t.ErrorMessage)
+	}
+	states := map[int32]map[int32]*messages.ReplicaState{} // partition -> broker -> state
+	for _, b := range md.Brokers {
+		res, err := request(a.node.system, b.Address, &messages.DescribeReplicasRequest{Topics: []string{name}}, a.timeout(ctx))
+		if err != nil {
+			continue
+		}
+		if resp, ok := res.(*messages.DescribeReplicasResponse); ok {
+			for _, rs := range resp.Replicas {
+				if states[rs.Partition] == nil {
+					states[rs.Partition] = map[int32]*messages.ReplicaState{}
+				}
+				states[rs.Partition][rs.BrokerId] = rs
+			}
+		}
+	}
+	info := &TopicInfo{Name: t.Name, TopicID: t.TopicId, Configs: t.Configs}
+	for _, p := range t.Partitions {
+		pi := PartitionInfo{Partition: p.Partition, Leader: p.Leader, LeaderEpoch: p.LeaderEpoch,
+			Replicas: p.Replicas, ISR: p.Isr, OfflineReplicas: p.OfflineReplicas,
+			LogStartOffset: -1, LogEndOffset: -1, HighWatermark: -1, Err: p.Error.Err(""), ReplicaStates: states[p.Partition]}
+		if ls := states[p.Partition][p.Leader]; ls != nil {
+			pi.LogStartOffset, pi.LogEndOffset, pi.HighWatermark = ls.LogStartOffset, ls.LogEndOffset, ls.HighWatermark
+			if ls.Error != messages.ErrorCode_NONE {
+				pi.Err = ls.Error.Err(ls.ErrorMessage)
+			}
+		}
+		info.Partitions = append(info.Partitions, pi)
+	}
+	return info, nil
+}
+
+// ListOffset returns a partition's offset for timestamp: -2 earliest, -1
+// latest (the HW), otherwise the first offset with a timestamp >= it (-1 if none).
+func (a *Admin) ListOffset(ctx context.Context, topic string, partition int32, timestamp int64) (int64, error) {
+	if _, err := a.meta.partitionCount(ctx, topic, false); err != nil {
+		return -1, err
+	}
+	addr, _, err := a.meta.leader(topic, partition)
+	if err != nil {
+		return -1, err
+	}
+	res, err := request(a.node.system, addr, &messages.ListOffsetsRequest{Topic: topic, Partition: partition,
+		Timestamp: timestamp, CurrentLeaderEpoch: -1}, a.timeout(ctx))
+	if err != nil {
+		return -1, err
+	}
+	resp, ok := res.(*messages.ListOffsetsResponse)
+	if !ok {
+		return -1, fmt.Errorf("unexpected answer %T", res)
+	}
+	return resp.Offset, resp.Error.Err(resp.ErrorMessage)
+}
+
+// Request sends one raw protocol message to the broker at addr (any known
+// broker when addr is empty) and returns its answer. Broker-level failures
+// (an unknown message type, an unreachable broker) come back as errors;
+// errors inside a response are left in the response.
+func (a *Admin) Request(ctx context.Context, addr string, req proto.Message) (proto.Message, error) {
+	if addr == "" {
+		return a.callAny(ctx, req)
+	}
+	return request(a.node.system, addr, req, a.timeout(ctx))
+}

@@ -1,0 +1,422 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/sluicemq/sluice/actors/transport"
+	"github.com/sluicemq/sluice/messages"
+	"github.com/sluicemq/sluice/messages/record"
+)
+
+// ConsumePartitions assigns partitions to a Consumer with their start offsets.
+func ConsumePartitions(parts map[string]map[int32]Offset) Opt {
+	return func(c *config) { c.partitions = parts }
+}
+
+// FetchMaxBytes caps one fetch response per partition. Default 4 MiB.
+func FetchMaxBytes(n int32) Opt { return func(c *config) { c.fetchMaxBytes = n } }
+
+// FetchMaxWait is how long the broker may hold a fetch waiting for data. Default 500 ms.
+func FetchMaxWait(d time.Duration) Opt { return func(c *config) { c.fetchMaxWait = d } }
+
+// ConsumeResetOffset is where a partition restarts when its offset is out of
+// range. Default AtStart. NoResetOffset reports the error instead.
+func ConsumeResetOffset(o Offset) Opt { return func(c *config) { c.resetOffset = o } }
+
+// NoResetOffset makes an out-of-range offset an error in Fetches.Errors.
+func NoResetOffset() Offset { return Offset{at: -100} }
+
+// FetchError is a partition's error seen while fetching.
+type FetchError struct {
+	Topic     string
+	Partition int32
+	Err       error
+}
+
+// Fetches is what one poll returns.
+type Fetches struct {
+	Records []*Record
+	Errors  []FetchError
+}
+
+// Consumer reads explicitly assigned partitions. It is safe for concurrent
+// use, though one goroutine polling is the usual shape.
+type Consumer struct {
+	cfg  config
+	node *node
+	meta *metadata
+	pid  *actor.PID
+
+	mu       sync.Mutex
+	records  []*Record
+	errs     []FetchError
+	bytes    int64
+	notify   chan struct{}
+	closed   bool
+	closedCh chan struct{}
+}
+
+// NewConsumer starts consuming the partitions given with ConsumePartitions.
+func NewConsumer(broker string, opts ...Opt) (*Consumer, error) {
+	cfg := defaultConfig()
+	for _, o := range opts {
+		o(&cfg)
+	}
+	n, err := acquireNode(&cfg)
+	if err != nil {
+		return nil, err
+	}
+	c := &Consumer{cfg: cfg, node: n, meta: newMetadata(n.system, broker, cfg.requestTimeout),
+		notify: make(chan struct{}, 1), closedCh: make(chan struct{})}
+	c.pid = n.system.Root.Spawn(actor.PropsFromProducer(func() actor.Actor { return newFetcher(c) }))
+	if len(cfg.partitions) > 0 {
+		c.AddPartitions(cfg.partitions)
+	}
+	return c, nil
+}
+
+// AddPartitions starts consuming more partitions (or restarts given ones at new offsets).
+func (c *Consumer) AddPartitions(parts map[string]map[int32]Offset) {
+	c.node.system.Root.Send(c.pid, assignPartitions{parts: parts})
+}
+
+// RemovePartitions stops consuming partitions; records already buffered stay.
+func (c *Consumer) RemovePartitions(parts map[string][]int32) {
+	c.node.system.Root.Send(c.pid, unassignPartitions{parts: parts})
+}
+
+// PollFetches waits until records or errors are available (or ctx ends) and
+// returns everything buffered.
+func (c *Consumer) PollFetches(ctx context.Context) Fetches { return c.PollRecords(ctx, 0) }
+
+// PollRecords is PollFetches returning at most max records (0: no limit).
+func (c *Consumer) PollRecords(ctx context.Context, max int) Fetches {
+	for {
+		c.mu.Lock()
+		if len(c.records) > 0 || len(c.errs) > 0 || c.closed {
+			f := c.takeLocked(max)
+			c.mu.Unlock()
+			c.node.system.Root.Send(c.pid, resumeFetching{})
+			return f
+		}
+		c.mu.Unlock()
+		select {
+		case <-c.notify:
+		case <-ctx.Done():
+			return Fetches{Errors: []FetchError{{Partition: -1, Err: ctx.Err()}}}
+		}
+	}
+}
+
+func (c *Consumer) takeLocked(max int) Fetches {
+	n := len(c.records)
+	if max > 0 && max < n {
+		n = max
+	}
+	f := Fetches{Records: c.records[:n:n], Errors: c.errs}
+	c.records = c.records[n:]
+	if len(c.records) == 0 {
+		c.records = nil
+	}
+	c.errs = nil
+	for _, r := range f.Records {
+		c.bytes -= int64(len(r.Key) + len(r.Value))
+	}
+	if c.closed && len(f.Records) == 0 && len(f.Errors) == 0 {
+		f.Errors = []FetchError{{Partition: -1, Err: ErrClosed}}
+	}
+	return f
+}
+
+// push hands fetched records and errors to pollers; it reports whether the
+// buffer is over its limit (the fetcher then pauses).
+func (c *Consumer) push(recs []*Record, errs []FetchError) bool {
+	c.mu.Lock()
+	c.records = append(c.records, recs...)
+	c.errs = append(c.errs, errs...)
+	for _, r := range recs {
+		c.bytes += int64(len(r.Key) + len(r.Value))
+	}
+	full := c.bytes >= c.cfg.maxPollBuffer
+	c.mu.Unlock()
+	select {
+	case c.notify <- struct{}{}:
+	default:
+	}
+	return full
+}
+
+func (c *Consumer) bufferFull() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.bytes >= c.cfg.maxPollBuffer
+}
+
+// Close stops fetching. A blocked PollFetches returns ErrClosed.
+func (c *Consumer) Close() error {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil
+	}
+	c.closed = true
+	c.mu.Unlock()
+	select {
+	case c.notify <- struct{}{}:
+	default:
+	}
+	_ = c.node.system.Root.StopFuture(c.pid).Wait()
+	c.node.release()
+	return nil
+}
+
+// ---- fetcher actor ------------------------------------------------------------
+
+type (
+	assignPartitions   struct{ parts map[string]map[int32]Offset }
+	unassignPartitions struct{ parts map[string][]int32 }
+	resumeFetching     struct{}
+	fetchRetry         struct{ tp topicPartition }
+)
+
+// partitionCursor is the fetcher's state for one assigned partition.
+type partitionCursor struct {
+	tp       topicPartition
+	want     Offset // where to start when offset is unresolved
+	offset   int64  // next offset to fetch; -1 while unresolved
+	inflight bool
+	// gen tells answers for a cursor that was since replaced apart.
+	gen     uint64
+	backoff time.Duration
+	paused  bool
+	// refreshes counts metadata lookups that found no leader in a row;
+	// reported says the poller was told.
+	refreshes int
+	reported  bool
+}
+
+// fetcher is the consumer's actor: one fetch in flight per partition.
+type fetcher struct {
+	c       *Consumer
+	cursors map[topicPartition]*partitionCursor
+	nextGen uint64
+	paused  bool
+}
+
+func newFetcher(c *Consumer) *fetcher {
+	return &fetcher{c: c, cursors: map[topicPartition]*partitionCursor{}}
+}
+
+func (f *fetcher) Receive(ctx actor.Context) {
+	switch msg := ctx.Message().(type) {
+	case assignPartitions:
+		for topic, parts := range msg.parts {
+			for p, off := range parts {
+				f.nextGen++
+				tp := topicPartition{topic, p}
+				cur := &partitionCursor{tp: tp, want: off, offset: -1, gen: f.nextGen}
+				if off.at >= 0 {
+					cur.offset = off.at
+				}
+				f.cursors[tp] = cur
+				f.step(ctx, cur)
+			}
+		}
+	case unassignPartitions:
+		for topic, parts := range msg.parts {
+			for _, p := range parts {
+				delete(f.cursors, topicPartition{topic, p})
+			}
+		}
+	case resumeFetching:
+		for _, cur := range f.cursors {
+			if cur.paused {
+				cur.paused = false
+				f.step(ctx, cur)
+			}
+		}
+	case fetchRetry:
+		if cur := f.cursors[msg.tp]; cur != nil {
+			f.step(ctx, cur)
+		}
+	}
+}
+
+// step issues the next request for cur: a ListOffsets while its offset is
+// unresolved, a Fetch otherwise.
+func (f *fetcher) step(ctx actor.Context, cur *partitionCursor) {
+	if cur.inflight || cur.paused {
+		return
+	}
+	if f.c.bufferFull() {
+		cur.paused = true
+		return
+	}
+	addr, epoch, err := f.c.meta.leader(cur.tp.topic, cur.tp.partition)
+	if err != nil {
+		// Tell the poller once that the partition is unknown or leaderless;
+		// keep retrying, as the topic may yet be created or elect a leader.
+		if cur.refreshes > 2 && !cur.reported {
+			cur.reported = true
+			f.c.push(nil, []FetchError{{cur.tp.topic, cur.tp.partition, err}})
+		}
+		cur.refreshes++
+		f.retryLater(ctx, cur, err)
+		return
+	}
+	cur.refreshes = 0
+	cur.inflight = true
+	gen := cur.gen
+	cfg := &f.c.cfg
+	if cur.offset < 0 {
+		req := &messages.ListOffsetsRequest{Topic: cur.tp.topic, Partition: cur.tp.partition,
+			Timestamp: cur.want.listOffsetsTimestamp(), CurrentLeaderEpoch: -1}
+		fut := ctx.RequestFuture(transport.BrokerPID(addr), req, cfg.requestTimeout)
+		ctx.ReenterAfter(fut, func(res any, err error) { f.onListOffsets(ctx, cur, gen, addr, res, err) })
+		return
+	}
+	req := &messages.FetchRequest{Topic: cur.tp.topic, Partition: cur.tp.partition, Offset: cur.offset,
+		MaxBytes: cfg.fetchMaxBytes, MinBytes: cfg.fetchMinBytes, MaxWaitMs: int32(cfg.fetchMaxWait.Milliseconds()),
+		CurrentLeaderEpoch: epoch}
+	fut := ctx.RequestFuture(transport.BrokerPID(addr), req, cfg.fetchMaxWait+cfg.requestTimeout)
+	ctx.ReenterAfter(fut, func(res any, err error) { f.onFetch(ctx, cur, gen, addr, res, err) })
+}
+
+// current reports whether cur is still the assigned cursor of generation gen.
+func (f *fetcher) current(cur *partitionCursor, gen uint64) bool {
+	return f.cursors[cur.tp] == cur && cur.gen == gen
+}
+
+func (f *fetcher) retryLater(ctx actor.Context, cur *partitionCursor, err error) {
+	cur.backoff = min(max(cur.backoff*2, 50*time.Millisecond), time.Second)
+	if needsMetadata(err) {
+		go f.c.meta.refreshSoon(cur.tp.topic)
+	}
+	self, root, tp := ctx.Self(), ctx.ActorSystem().Root, cur.tp
+	time.AfterFunc(cur.backoff, func() { root.Send(self, fetchRetry{tp}) })
+}
+
+func (f *fetcher) onListOffsets(ctx actor.Context, cur *partitionCursor, gen uint64, addr string, res any, err error) {
+	cur.inflight = false
+	if !f.current(cur, gen) {
+		return
+	}
+	msg, err := decodeResult(addr, res, err)
+	if err == nil {
+		resp, ok := msg.(*messages.ListOffsetsResponse)
+		switch {
+		case !ok:
+			err = fmt.Errorf("unexpected answer %T", msg)
+		case resp.Error != messages.ErrorCode_NONE:
+			err = &messages.Error{Code: resp.Error, Message: resp.ErrorMessage}
+		case resp.Offset < 0 && cur.want.at == -3:
+			// No record at or after the timestamp: start at the end.
+			cur.want = AtEnd()
+			f.step(ctx, cur)
+			return
+		default:
+			cur.offset = resp.Offset
+			cur.backoff = 0
+			f.step(ctx, cur)
+			return
+		}
+	}
+	if !retriable(err) {
+		f.c.push(nil, []FetchError{{cur.tp.topic, cur.tp.partition, err}})
+	}
+	f.retryLater(ctx, cur, err)
+}
+
+func (f *fetcher) onFetch(ctx actor.Context, cur *partitionCursor, gen uint64, addr string, res any, err error) {
+	cur.inflight = false
+	if !f.current(cur, gen) {
+		return
+	}
+	msg, err := decodeResult(addr, res, err)
+	var resp *messages.FetchResponse
+	if err == nil {
+		var ok bool
+		if resp, ok = msg.(*messages.FetchResponse); !ok {
+			err = fmt.Errorf("unexpected answer %T", msg)
+		} else if resp.Error != messages.ErrorCode_NONE {
+			err = &messages.Error{Code: resp.Error, Message: resp.ErrorMessage}
+		}
+	}
+	switch {
+	case err == nil:
+		recs, next, derr := decodeBatches(cur.tp, resp.Batches, cur.offset)
+		cur.offset = next
+		cur.backoff = 0
+		cur.reported = false
+		var errs []FetchError
+		if derr != nil {
+			errs = append(errs, FetchError{cur.tp.topic, cur.tp.partition, derr})
+		}
+		if len(recs) > 0 || len(errs) > 0 {
+			f.c.push(recs, errs)
+		}
+		if derr != nil {
+			f.retryLater(ctx, cur, derr)
+			return
+		}
+		f.step(ctx, cur)
+	case errors.Is(err, ErrOffsetOutOfRange) && f.c.cfg.resetOffset.at != -100:
+		f.c.cfg.logger.Info("offset out of range; resetting", "topic", cur.tp.topic, "partition", cur.tp.partition,
+			"offset", cur.offset, "reset", f.c.cfg.resetOffset)
+		cur.want, cur.offset = f.c.cfg.resetOffset, -1
+		if f.c.cfg.resetOffset.at >= 0 {
+			cur.offset = f.c.cfg.resetOffset.at
+		}
+		f.step(ctx, cur)
+	default:
+		if !retriable(err) {
+			f.c.push(nil, []FetchError{{cur.tp.topic, cur.tp.partition, err}})
+		}
+		f.retryLater(ctx, cur, err)
+	}
+}
+
+// decodeBatches turns fetched batches into records at or after from, and
+// returns the next offset to fetch. Batch CRCs are checked, as Kafka's
+// consumer does.
+func decodeBatches(tp topicPartition, batches [][]byte, from int64) ([]*Record, int64, error) {
+	next := from
+	var out []*Record
+	for _, b := range batches {
+		h, err := record.CheckCRC(b)
+		if err != nil {
+			return out, next, &messages.Error{Code: messages.ErrorCode_CORRUPT_RECORD,
+				Message: fmt.Sprintf("%s-%d at offset %d: %v", tp.topic, tp.partition, next, err)}
+		}
+		slab := make([]Record, 0, h.RecordCount)
+		it := record.Records(b)
+		for {
+			r, ok, err := it.Next()
+			if err != nil {
+				return out, next, &messages.Error{Code: messages.ErrorCode_CORRUPT_RECORD, Message: err.Error()}
+			}
+			if !ok {
+				break
+			}
+			off := h.BaseOffset + int64(r.OffsetDelta)
+			if off < next {
+				continue
+			}
+			slab = append(slab, Record{Topic: tp.topic, Partition: tp.partition, Key: r.Key, Value: r.Value,
+				Timestamp: time.UnixMilli(h.BaseTimestamp + r.TimestampDelta), Offset: off, LeaderEpoch: h.LeaderEpoch})
+			rec := &slab[len(slab)-1]
+			if r.HeaderCount() > 0 {
+				rec.Headers, _ = r.Headers(nil)
+			}
+			out = append(out, rec)
+		}
+		next = max(next, h.NextOffset())
+	}
+	return out, next, nil
+}

@@ -1,0 +1,64 @@
+package client
+
+import (
+	"errors"
+
+	"github.com/sluicemq/sluice/messages"
+)
+
+// Broker error codes, usable with errors.Is on any error this package returns.
+var (
+	ErrUnknownTopicOrPartition  error = messages.ErrorCode_UNKNOWN_TOPIC_OR_PARTITION
+	ErrNotLeader                error = messages.ErrorCode_NOT_LEADER
+	ErrOffsetOutOfRange         error = messages.ErrorCode_OFFSET_OUT_OF_RANGE
+	ErrRecordTooLarge           error = messages.ErrorCode_RECORD_TOO_LARGE
+	ErrCorruptRecord            error = messages.ErrorCode_CORRUPT_RECORD
+	ErrInvalidRequest           error = messages.ErrorCode_INVALID_REQUEST
+	ErrTopicAlreadyExists       error = messages.ErrorCode_TOPIC_ALREADY_EXISTS
+	ErrNotEnoughReplicas        error = messages.ErrorCode_NOT_ENOUGH_REPLICAS
+	ErrRequestTimedOut          error = messages.ErrorCode_REQUEST_TIMED_OUT
+	ErrStorage                  error = messages.ErrorCode_STORAGE_ERROR
+	ErrInvalidTopic             error = messages.ErrorCode_INVALID_TOPIC
+	ErrInvalidPartitions        error = messages.ErrorCode_INVALID_PARTITIONS
+	ErrInvalidReplicationFactor error = messages.ErrorCode_INVALID_REPLICATION_FACTOR
+	ErrInvalidConfig            error = messages.ErrorCode_INVALID_CONFIG
+	ErrInvalidRequiredAcks      error = messages.ErrorCode_INVALID_REQUIRED_ACKS
+	ErrUnknownMessageType       error = messages.ErrorCode_UNKNOWN_MESSAGE_TYPE
+	ErrFencedLeaderEpoch        error = messages.ErrorCode_FENCED_LEADER_EPOCH
+	ErrLeaderNotAvailable       error = messages.ErrorCode_LEADER_NOT_AVAILABLE
+	ErrBrokerNotAvailable       error = messages.ErrorCode_BROKER_NOT_AVAILABLE
+	ErrNotController            error = messages.ErrorCode_NOT_CONTROLLER
+)
+
+// Client-side errors.
+var (
+	// ErrClosed is returned by calls on a closed client.
+	ErrClosed = errors.New("client closed")
+	// ErrNoBrokers is returned when no broker answered.
+	ErrNoBrokers = errors.New("no broker reachable")
+)
+
+// retriable reports whether err may go away when the request is sent again,
+// possibly to another broker after a metadata refresh.
+func retriable(err error) bool {
+	var me *messages.Error
+	if errors.As(err, &me) {
+		return me.Code.Retriable()
+	}
+	var ce messages.ErrorCode
+	if errors.As(err, &ce) {
+		return ce.Retriable()
+	}
+	return false
+}
+
+// needsMetadata reports whether err means our idea of the leader is stale.
+func needsMetadata(err error) bool {
+	for _, c := range []error{ErrNotLeader, ErrUnknownTopicOrPartition, ErrLeaderNotAvailable,
+		ErrBrokerNotAvailable, ErrFencedLeaderEpoch, messages.ErrorCode_UNKNOWN_LEADER_EPOCH, ErrRequestTimedOut} {
+		if errors.Is(err, c) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,172 @@
+package client
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/sluicemq/sluice/messages"
+)
+
+// partitionMeta is what the client knows of one partition's leadership.
+type partitionMeta struct {
+	leader int32
+	epoch  int32
+}
+
+type topicMeta struct {
+	partitions []partitionMeta
+	err        error
+}
+
+// metadata caches brokers and topic leadership, refreshing on demand from
+// any broker it knows (the seed first).
+type metadata struct {
+	system  *actor.ActorSystem
+	seed    string
+	timeout time.Duration
+
+	mu          sync.Mutex
+	brokers     map[int32]string
+	topics      map[string]*topicMeta
+	lastRefresh time.Time
+}
+
+func newMetadata(system *actor.ActorSystem, seed string, timeout time.Duration) *metadata {
+	return &metadata{system: system, seed: seed, timeout: timeout,
+		brokers: map[int32]string{}, topics: map[string]*topicMeta{}}
+}
+
+// addrs returns the broker addresses to try, seed last.
+func (m *metadata) addrs() []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]string, 0, len(m.brokers)+1)
+	for _, a := range m.brokers {
+		out = append(out, a)
+	}
+	return append(out, m.seed)
+}
+
+// fetch asks the brokers for metadata of topics (all when empty) and
+// updates the cache.
+func (m *metadata) fetch(topics []string, autoCreate bool) (*messages.MetadataResponse, error) {
+	var lastErr error = ErrNoBrokers
+	for _, addr := range m.addrs() {
+		res, err := request(m.system, addr, &messages.MetadataRequest{Topics: topics, AllowAutoTopicCreation: autoCreate}, min(m.timeout, 10*time.Second))
+		if err != nil {
+			lastErr = err
+			continue
+		}
+		resp, ok := res.(*messages.MetadataResponse)
+		if !ok {
+			lastErr = fmt.Errorf("unexpected metadata answer %T", res)
+			continue
+		}
+		m.update(resp, len(topics) == 0)
+		return resp, nil
+	}
+	return nil, lastErr
+}
+
+func (m *metadata) update(resp *messages.MetadataResponse, all bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.lastRefresh = time.Now()
+	if len(resp.Brokers) > 0 {
+		m.brokers = make(map[int32]string, len(resp.Brokers))
+		for _, b := range resp.Brokers {
+			m.brokers[b.Id] = b.Address
+		}
+	}
+	if all {
+		m.topics = map[string]*topicMeta{}
+	}
+	for _, t := range resp.Topics {
+		tm := &topicMeta{}
+		if t.Error != messages.ErrorCode_NONE && len(t.Partitions) == 0 {
+			tm.err = &messages.Error{Code: t.Error, Message: t.ErrorMessage}
+		}
+		tm.partitions = make([]partitionMeta, len(t.Partitions))
+		for _, p := range t.Partitions {
+			if int(p.Partition) < len(tm.partitions) {
+				tm.partitions[p.Partition] = partitionMeta{leader: p.Leader, epoch: p.LeaderEpoch}
+			}
+		}
+		m.topics[t.Name] = tm
+	}
+}
+
+// partitionCount returns how many partitions topic has, fetching metadata
+// (and retrying retriable errors) until ctx ends.
+func (m *metadata) partitionCount(ctx context.Context, topic string, autoCreate bool) (int, error) {
+	m.mu.Lock()
+	tm := m.topics[topic]
+	m.mu.Unlock()
+	if tm != nil && tm.err == nil && len(tm.partitions) > 0 {
+		return len(tm.partitions), nil
+	}
+	backoff := 50 * time.Millisecond
+	for {
+		_, err := m.fetch([]string{topic}, autoCreate)
+		if err == nil {
+			m.mu.Lock()
+			tm = m.topics[topic]
+			m.mu.Unlock()
+			if tm == nil {
+				err = &messages.Error{Code: messages.ErrorCode_UNKNOWN_TOPIC_OR_PARTITION, Message: topic}
+			} else if tm.err != nil {
+				err = tm.err
+			} else if len(tm.partitions) == 0 {
+				err = &messages.Error{Code: messages.ErrorCode_LEADER_NOT_AVAILABLE, Message: topic}
+			} else {
+				return len(tm.partitions), nil
+			}
+		}
+		if !retriable(err) {
+			return 0, err
+		}
+		select {
+		case <-ctx.Done():
+			return 0, fmt.Errorf("topic %q: %w (gave up: %v)", topic, err, ctx.Err())
+		case <-time.After(backoff):
+		}
+		backoff = min(backoff*2, time.Second)
+	}
+}
+
+// leader returns the address and epoch of a partition's leader from the cache.
+func (m *metadata) leader(topic string, partition int32) (string, int32, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	tm := m.topics[topic]
+	if tm == nil {
+		return "", 0, &messages.Error{Code: messages.ErrorCode_UNKNOWN_TOPIC_OR_PARTITION, Message: topic}
+	}
+	if tm.err != nil {
+		return "", 0, tm.err
+	}
+	if partition < 0 || int(partition) >= len(tm.partitions) {
+		return "", 0, &messages.Error{Code: messages.ErrorCode_UNKNOWN_TOPIC_OR_PARTITION,
+			Message: fmt.Sprintf("%s has %d partitions, not %d", topic, len(tm.partitions), partition+1)}
+	}
+	pm := tm.partitions[partition]
+	addr, ok := m.brokers[pm.leader]
+	if pm.leader < 0 || !ok {
+		return "", 0, &messages.Error{Code: messages.ErrorCode_LEADER_NOT_AVAILABLE, Message: fmt.Sprintf("%s-%d has no live leader", topic, partition)}
+	}
+	return addr, pm.epoch, nil
+}
+
+// refreshSoon refreshes topics unless that happened in the last 50 ms.
+func (m *metadata) refreshSoon(topics ...string) {
+	m.mu.Lock()
+	recent := time.Since(m.lastRefresh) < 50*time.Millisecond
+	m.mu.Unlock()
+	if !recent {
+		_, _ = m.fetch(topics, false)
+	}
+}

@@ -1,0 +1,164 @@
+package client
+
+import (
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/sluicemq/sluice/actors/transport"
+	"github.com/sluicemq/sluice/messages"
+)
+
+// config holds every option; each client type reads the part it needs.
+type config struct {
+	listen         string
+	advertised     string
+	system         *actor.ActorSystem
+	requestTimeout time.Duration
+	logger         *slog.Logger
+
+	// producer
+	acks            int32
+	linger          time.Duration
+	batchBytes      int
+	maxBuffered     int64
+	maxInFlight     int
+	retries         int
+	retryBackoff    time.Duration
+	deliveryTimeout time.Duration
+	partitioner     Partitioner
+	produceTimeout  time.Duration
+
+	// consumer
+	partitions    map[string]map[int32]Offset
+	fetchMaxBytes int32
+	fetchMaxWait  time.Duration
+	fetchMinBytes int32
+	maxPollBuffer int64
+	resetOffset   Offset
+}
+
+func defaultConfig() config {
+	return config{
+		listen:          "127.0.0.1:0",
+		requestTimeout:  30 * time.Second,
+		logger:          slog.Default(),
+		acks:            -1,
+		linger:          5 * time.Millisecond,
+		batchBytes:      1 << 20,
+		maxBuffered:     64 << 20,
+		maxInFlight:     5,
+		retries:         1 << 30,
+		retryBackoff:    100 * time.Millisecond,
+		deliveryTimeout: 2 * time.Minute,
+		partitioner:     KafkaPartitioner(),
+		produceTimeout:  30 * time.Second,
+		fetchMaxBytes:   4 << 20,
+		fetchMaxWait:    500 * time.Millisecond,
+		fetchMinBytes:   1,
+		maxPollBuffer:   64 << 20,
+		resetOffset:     AtStart(),
+	}
+}
+
+// Opt configures a Producer, Consumer or Admin.
+type Opt func(*config)
+
+// ListenAddr is the host:port the client's actor system listens on; brokers
+// open a connection back to it to deliver replies. Default 127.0.0.1:0.
+func ListenAddr(addr string) Opt { return func(c *config) { c.listen = addr } }
+
+// AdvertisedAddr is the host:port brokers should use to reach the client,
+// when it differs from the listen address.
+func AdvertisedAddr(addr string) Opt { return func(c *config) { c.advertised = addr } }
+
+// WithActorSystem runs the client on an existing actor system whose remote
+// is already started, instead of one the client starts.
+func WithActorSystem(system *actor.ActorSystem) Opt { return func(c *config) { c.system = system } }
+
+// RequestTimeout bounds each request to a broker. Default 30 s.
+func RequestTimeout(d time.Duration) Opt { return func(c *config) { c.requestTimeout = d } }
+
+// WithLogger sets the logger. Default slog.Default().
+func WithLogger(l *slog.Logger) Opt { return func(c *config) { c.logger = l } }
+
+// node is an actor system shared by the clients of a process that listen on
+// the same address. It lives until Shutdown: starting and stopping gRPC
+// servers over and over would only cost connections and ports.
+type node struct {
+	system *actor.ActorSystem
+	tn     *transport.Node
+}
+
+var (
+	nodesMu sync.Mutex
+	nodes   = map[string]*node{}
+)
+
+func acquireNode(cfg *config) (*node, error) {
+	if cfg.system != nil {
+		return &node{system: cfg.system}, nil
+	}
+	nodesMu.Lock()
+	defer nodesMu.Unlock()
+	key := cfg.listen + "|" + cfg.advertised
+	if n, ok := nodes[key]; ok {
+		return n, nil
+	}
+	host, port, err := transport.ParseAddr(cfg.listen)
+	if err != nil {
+		return nil, err
+	}
+	tn, err := transport.Start(transport.Config{Host: host, Port: port, AdvertisedAddr: cfg.advertised,
+		MaxMessageBytes: max(cfg.batchBytes, int(cfg.fetchMaxBytes), 16<<20) + (64 << 10)}, cfg.logger)
+	if err != nil {
+		return nil, err
+	}
+	n := &node{system: tn.System, tn: tn}
+	nodes[key] = n
+	return n, nil
+}
+
+// release is called by a closing client; the node stays for others.
+func (n *node) release() {}
+
+// Shutdown stops every actor system the package started. Clients still
+// open stop working.
+func Shutdown() {
+	nodesMu.Lock()
+	defer nodesMu.Unlock()
+	for key, n := range nodes {
+		n.tn.Stop()
+		delete(nodes, key)
+	}
+}
+
+// request sends msg to the broker actor at addr and waits for its answer.
+// Transport failures come back as retriable broker codes.
+func request(system *actor.ActorSystem, addr string, msg proto.Message, timeout time.Duration) (proto.Message, error) {
+	res, err := system.Root.RequestFuture(transport.BrokerPID(addr), msg, timeout).Result()
+	return decodeResult(addr, res, err)
+}
+
+// decodeResult turns a future's outcome into a response or an error.
+func decodeResult(addr string, res any, err error) (proto.Message, error) {
+	if err != nil {
+		if err == actor.ErrTimeout {
+			return nil, &messages.Error{Code: messages.ErrorCode_REQUEST_TIMED_OUT, Message: fmt.Sprintf("no answer from %s", addr)}
+		}
+		return nil, &messages.Error{Code: messages.ErrorCode_BROKER_NOT_AVAILABLE, Message: fmt.Sprintf("%s: %v", addr, err)}
+	}
+	switch m := res.(type) {
+	case *actor.DeadLetterResponse:
+		return nil, &messages.Error{Code: messages.ErrorCode_BROKER_NOT_AVAILABLE, Message: fmt.Sprintf("broker at %s is not reachable", addr)}
+	case *messages.ErrorResponse:
+		return nil, &messages.Error{Code: m.Error, Message: m.Message}
+	case proto.Message:
+		return m, nil
+	}
+	return nil, &messages.Error{Code: messages.ErrorCode_UNKNOWN_SERVER_ERROR, Message: fmt.Sprintf("unexpected answer %T from %s", res, addr)}
+}

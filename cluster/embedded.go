@@ -1,0 +1,328 @@
+package cluster
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/sluicemq/sluice/messages"
+)
+
+// Embedded is the single-node backend: one broker, always the controller,
+// with metadata kept in memory and persisted to a file in its directory
+// after every change.
+type Embedded struct {
+	path string
+
+	mu       sync.Mutex
+	snap     *Snapshot
+	epoch    int64
+	nextPID  int64
+	changed  chan struct{} // closed and replaced on every change
+	self     Broker
+	closed   bool
+	resigned bool
+}
+
+var _ Backend = (*Embedded)(nil)
+
+const embeddedFile = "cluster.pb"
+
+// OpenEmbedded opens (or creates) the metadata kept in dir for the single
+// broker self.
+func OpenEmbedded(dir string, self Broker) (*Embedded, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	e := &Embedded{path: filepath.Join(dir, embeddedFile), self: self, changed: make(chan struct{})}
+	file := &messages.ClusterSnapshot{}
+	data, err := os.ReadFile(e.path)
+	switch {
+	case os.IsNotExist(err):
+		file.ClusterId = newID()
+		file.NextProducerId = 1
+	case err != nil:
+		return nil, err
+	default:
+		if err := proto.Unmarshal(data, file); err != nil {
+			return nil, fmt.Errorf("cluster metadata %s is unreadable: %w", e.path, err)
+		}
+	}
+	e.snap = &Snapshot{
+		Index:      file.Index,
+		ClusterID:  file.ClusterId,
+		Topics:     map[string]*messages.TopicRecord{},
+		Partitions: map[TopicPartition]Partition{},
+	}
+	for _, t := range file.Topics {
+		e.snap.Topics[t.Name] = t
+	}
+	for _, p := range file.Partitions {
+		e.snap.Partitions[TopicPartition{p.Topic, p.Partition}] = Partition{State: p, Version: file.Index}
+	}
+	e.epoch = file.ControllerEpoch
+	e.nextPID = max(file.NextProducerId, 1)
+	return e, e.persistLocked()
+}
+
+// newID returns a random 128-bit id in hex.
+func newID() string {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic(err)
+	}
+	return hex.EncodeToString(b[:])
+}
+
+// NewTopicID returns a fresh random topic id.
+func NewTopicID() string { return newID() }
+
+func (e *Embedded) persistLocked() error {
+	file := &messages.ClusterSnapshot{
+		Index:           e.snap.Index,
+		ClusterId:       e.snap.ClusterID,
+		ControllerEpoch: e.epoch,
+		NextProducerId:  e.nextPID,
+	}
+	for _, t := range e.snap.Topics {
+		file.Topics = append(file.Topics, t)
+	}
+	for _, p := range e.snap.Partitions {
+		file.Partitions = append(file.Partitions, p.State)
+	}
+	data, err := proto.MarshalOptions{Deterministic: true}.Marshal(file)
+	if err != nil {
+		return err
+	}
+	return WriteFileAtomic(e.path, data)
+}
+
+// WriteFileAtomic replaces path with data so that a crash leaves either the
+// old or the new content: temp file, fsync, rename, fsync of the directory.
+func WriteFileAtomic(path string, data []byte) error {
+	tmp := path + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return err
+	}
+	d, err := os.Open(filepath.Dir(path))
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
+
+// mutate applies fn to a copy of the snapshot, persists it and publishes it.
+func (e *Embedded) mutate(fn func(next *Snapshot) error) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return ErrClosed
+	}
+	next := &Snapshot{
+		Index:      e.snap.Index + 1,
+		ClusterID:  e.snap.ClusterID,
+		Topics:     make(map[string]*messages.TopicRecord, len(e.snap.Topics)),
+		Partitions: make(map[TopicPartition]Partition, len(e.snap.Partitions)),
+	}
+	for k, v := range e.snap.Topics {
+		next.Topics[k] = v
+	}
+	for k, v := range e.snap.Partitions {
+		next.Partitions[k] = v
+	}
+	if err := fn(next); err != nil {
+		return err
+	}
+	prev := e.snap
+	e.snap = next
+	if err := e.persistLocked(); err != nil {
+		e.snap = prev
+		return err
+	}
+	close(e.changed)
+	e.changed = make(chan struct{})
+	return nil
+}
+
+// Load implements MetadataStore.
+func (e *Embedded) Load(ctx context.Context) (*Snapshot, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return nil, ErrClosed
+	}
+	return e.snap, nil
+}
+
+// Watch implements MetadataStore.
+func (e *Embedded) Watch(ctx context.Context, afterIndex uint64) (*Snapshot, error) {
+	for {
+		e.mu.Lock()
+		if e.closed {
+			e.mu.Unlock()
+			return nil, ErrClosed
+		}
+		snap, changed := e.snap, e.changed
+		e.mu.Unlock()
+		if snap.Index > afterIndex {
+			return snap, nil
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return snap, ctx.Err()
+		}
+	}
+}
+
+// CreateTopic implements MetadataStore.
+func (e *Embedded) CreateTopic(ctx context.Context, f Fence, t *messages.TopicRecord, parts []*messages.PartitionState) error {
+	return e.mutate(func(next *Snapshot) error {
+		if _, ok := next.Topics[t.Name]; ok {
+			return ErrTopicExists
+		}
+		next.Topics[t.Name] = t
+		for _, p := range parts {
+			next.Partitions[TopicPartition{p.Topic, p.Partition}] = Partition{State: p, Version: next.Index}
+		}
+		return nil
+	})
+}
+
+// DeleteTopic implements MetadataStore.
+func (e *Embedded) DeleteTopic(ctx context.Context, f Fence, name string) error {
+	return e.mutate(func(next *Snapshot) error {
+		t, ok := next.Topics[name]
+		if !ok {
+			return ErrTopicNotFound
+		}
+		delete(next.Topics, name)
+		for p := int32(0); p < t.Partitions; p++ {
+			delete(next.Partitions, TopicPartition{name, p})
+		}
+		return nil
+	})
+}
+
+// UpdatePartitions implements MetadataStore.
+func (e *Embedded) UpdatePartitions(ctx context.Context, f Fence, updates []PartitionUpdate) error {
+	return e.mutate(func(next *Snapshot) error {
+		for _, u := range updates {
+			tp := TopicPartition{u.State.Topic, u.State.Partition}
+			cur, ok := next.Partitions[tp]
+			if !ok {
+				return fmt.Errorf("%w: %s does not exist", ErrConflict, tp)
+			}
+			if cur.Version != u.ExpectVersion {
+				return fmt.Errorf("%w: %s is at version %d, not %d", ErrConflict, tp, cur.Version, u.ExpectVersion)
+			}
+		}
+		for _, u := range updates {
+			next.Partitions[TopicPartition{u.State.Topic, u.State.Partition}] = Partition{State: u.State, Version: next.Index}
+		}
+		return nil
+	})
+}
+
+// AllocateProducerIDs implements MetadataStore.
+func (e *Embedded) AllocateProducerIDs(ctx context.Context, f Fence, count int64) (int64, error) {
+	var first int64
+	err := e.mutate(func(next *Snapshot) error {
+		first = e.nextPID
+		e.nextPID += count
+		return nil
+	})
+	if err != nil {
+		e.mu.Lock()
+		e.nextPID = first
+		e.mu.Unlock()
+	}
+	return first, err
+}
+
+// Register implements Membership: the single broker is always alive.
+func (e *Embedded) Register(ctx context.Context, b Broker) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.self = b
+	return nil
+}
+
+// Deregister implements Membership.
+func (e *Embedded) Deregister(ctx context.Context) error { return nil }
+
+// WatchBrokers implements Membership: the set never changes after index 1.
+func (e *Embedded) WatchBrokers(ctx context.Context, afterIndex uint64) ([]Broker, uint64, error) {
+	e.mu.Lock()
+	self := e.self
+	e.mu.Unlock()
+	if afterIndex < 1 {
+		return []Broker{self}, 1, nil
+	}
+	<-ctx.Done()
+	return []Broker{self}, 1, ctx.Err()
+}
+
+// Campaign implements ControllerLock: the single broker wins at once, with
+// an epoch one above the last run's.
+func (e *Embedded) Campaign(ctx context.Context, brokerID int32) (*Leadership, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.epoch++
+	e.resigned = false
+	if err := e.persistLocked(); err != nil {
+		return nil, err
+	}
+	return &Leadership{Epoch: e.epoch, Lost: make(chan struct{})}, nil
+}
+
+// Resign implements ControllerLock.
+func (e *Embedded) Resign(ctx context.Context) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.resigned = true
+	return nil
+}
+
+// Controller implements ControllerLock.
+func (e *Embedded) Controller(ctx context.Context) (int32, int64, bool, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.epoch == 0 || e.resigned {
+		return -1, 0, false, nil
+	}
+	return e.self.ID, e.epoch, true, nil
+}
+
+// Close implements Backend.
+func (e *Embedded) Close() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if !e.closed {
+		e.closed = true
+		close(e.changed)
+	}
+	return nil
+}

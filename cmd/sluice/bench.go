@@ -1,0 +1,213 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"slices"
+	"sync/atomic"
+	"time"
+
+	"github.com/sluicemq/sluice/client"
+)
+
+func runBench(args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 || (args[0] != "produce" && args[0] != "consume") {
+		return usageErr("want produce or consume")
+	}
+	mode, args := args[0], args[1:]
+	fs := newFlagSet("bench "+mode, stderr)
+	broker := brokerFlag(fs)
+	topic := fs.String("topic", "bench", "topic (created when missing)")
+	records := fs.Int("records", 1_000_000, "number of records")
+	size := fs.Int("size", 1024, "value size in bytes (random, incompressible)")
+	partitions := fs.Int("partitions", 1, "partitions of the topic when it is created")
+	replicas := fs.Int("replicas", 0, "replication factor of the topic when it is created (0: broker default)")
+	acksFlag := fs.String("acks", "1", "0, 1 or all")
+	batchBytes := fs.Int("batch-bytes", 1<<20, "producer batch size")
+	linger := fs.Duration("linger", 5*time.Millisecond, "producer linger")
+	inFlight := fs.Int("in-flight", 5, "produce requests in flight per partition")
+	quiet := fs.Bool("quiet", false, "no progress line")
+	if _, err := parseArgs(fs, args); err != nil {
+		return err
+	}
+	if *records < 1 || *size < 0 {
+		return usageErr("--records must be >= 1 and --size >= 0")
+	}
+	logger := clientLogger(stderr)
+	ctx := context.Background()
+	admin, err := client.NewAdmin(*broker, client.WithLogger(logger))
+	if err != nil {
+		return err
+	}
+	err = admin.CreateTopic(ctx, client.TopicSpec{Name: *topic, Partitions: int32(*partitions), ReplicationFactor: int32(*replicas)})
+	admin.Close()
+	if err != nil && !errors.Is(err, client.ErrTopicAlreadyExists) {
+		return err
+	}
+	var done atomic.Int64
+	stopProgress := progress(stderr, *quiet, mode, *records, *size, &done)
+	var res benchResult
+	if mode == "produce" {
+		acks, err := parseAcks(*acksFlag)
+		if err != nil {
+			return err
+		}
+		res, err = benchProduce(ctx, *broker, *topic, *records, *size, &done, client.Acks(acks),
+			client.BatchBytes(*batchBytes), client.Linger(*linger), client.MaxInFlight(*inFlight), client.WithLogger(logger))
+		stopProgress()
+		if err != nil {
+			return err
+		}
+	} else {
+		res, err = benchConsume(ctx, *broker, *topic, *records, &done, client.WithLogger(logger))
+		stopProgress()
+		if err != nil {
+			return err
+		}
+	}
+	res.print(stdout, mode)
+	return nil
+}
+
+// progress prints a status line every second until the returned func is called.
+func progress(w io.Writer, quiet bool, mode string, total, size int, done *atomic.Int64) func() {
+	stop := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		if quiet {
+			<-stop
+			return
+		}
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		var last int64
+		for {
+			select {
+			case <-stop:
+				fmt.Fprintln(w)
+				return
+			case <-t.C:
+				n := done.Load()
+				fmt.Fprintf(w, "\r%s: %d/%d records, %.1f MB/s   ", mode, n, total, float64((n-last)*int64(size))/1e6)
+				last = n
+			}
+		}
+	}()
+	return func() { close(stop); <-finished }
+}
+
+type benchResult struct {
+	records   int
+	bytes     int64
+	elapsed   time.Duration
+	latencies []time.Duration
+	failed    int64
+}
+
+func (r benchResult) print(w io.Writer, mode string) {
+	secs := r.elapsed.Seconds()
+	fmt.Fprintf(w, "%s: %d records, %d bytes in %.2f s\n", mode, r.records, r.bytes, secs)
+	fmt.Fprintf(w, "  throughput: %.0f records/s, %.1f MB/s\n", float64(r.records)/secs, float64(r.bytes)/1e6/secs)
+	if len(r.latencies) > 0 {
+		slices.Sort(r.latencies)
+		q := func(f float64) time.Duration {
+			return r.latencies[min(len(r.latencies)-1, int(f*float64(len(r.latencies))))]
+		}
+		fmt.Fprintf(w, "  latency: p50 %s, p99 %s, max %s\n", fmtDur(q(0.5)), fmtDur(q(0.99)), fmtDur(r.latencies[len(r.latencies)-1]))
+	}
+	if r.failed > 0 {
+		fmt.Fprintf(w, "  failed: %d records\n", r.failed)
+	}
+}
+
+func fmtDur(d time.Duration) string { return fmt.Sprintf("%.2f ms", float64(d)/1e6) }
+
+// randomPayloads returns a buffer of random bytes to slice record values from.
+func randomPayloads(size int) []byte {
+	buf := make([]byte, max(4<<20, 2*size))
+	rng := rand.NewChaCha8([32]byte{1, 2, 3})
+	_, _ = rng.Read(buf)
+	return buf
+}
+
+func benchProduce(ctx context.Context, broker, topic string, n, size int, done *atomic.Int64, opts ...client.Opt) (benchResult, error) {
+	p, err := client.NewProducer(broker, opts...)
+	if err != nil {
+		return benchResult{}, err
+	}
+	payloads := randomPayloads(size)
+	lat := make([]time.Duration, n)
+	var idx, failed atomic.Int64
+	var firstErr atomic.Value
+	promise := func(r *client.Record, err error) {
+		if err != nil {
+			failed.Add(1)
+			firstErr.CompareAndSwap(nil, err)
+		}
+		lat[idx.Add(1)-1] = time.Since(r.Timestamp)
+		done.Add(1)
+	}
+	start := time.Now()
+	off := 0
+	for i := 0; i < n; i++ {
+		if off+size > len(payloads) {
+			off = 0
+		}
+		p.Produce(ctx, &client.Record{Topic: topic, Value: payloads[off : off+size : off+size], Timestamp: time.Now()}, promise)
+		off += size + 1
+	}
+	if err := p.Flush(ctx); err != nil {
+		return benchResult{}, err
+	}
+	elapsed := time.Since(start)
+	p.Close()
+	res := benchResult{records: n, bytes: int64(n) * int64(size), elapsed: elapsed, latencies: lat[:idx.Load()], failed: failed.Load()}
+	if e, ok := firstErr.Load().(error); ok {
+		return res, fmt.Errorf("%d of %d records failed; first error: %w", failed.Load(), n, e)
+	}
+	return res, nil
+}
+
+func benchConsume(ctx context.Context, broker, topic string, n int, done *atomic.Int64, opts ...client.Opt) (benchResult, error) {
+	admin, err := client.NewAdmin(broker, opts...)
+	if err != nil {
+		return benchResult{}, err
+	}
+	md, err := admin.Metadata(ctx, topic)
+	admin.Close()
+	if err != nil {
+		return benchResult{}, err
+	}
+	parts := map[int32]client.Offset{}
+	for _, p := range md.Topics[0].Partitions {
+		parts[p.Partition] = client.AtStart()
+	}
+	c, err := client.NewConsumer(broker, append(opts, client.ConsumePartitions(map[string]map[int32]client.Offset{topic: parts}))...)
+	if err != nil {
+		return benchResult{}, err
+	}
+	defer c.Close()
+	res := benchResult{latencies: make([]time.Duration, 0, n)}
+	start := time.Now()
+	for res.records < n {
+		pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		f := c.PollRecords(pctx, n-res.records)
+		cancel()
+		if len(f.Errors) > 0 {
+			return res, fmt.Errorf("after %d records: partition %d: %w", res.records, f.Errors[0].Partition, f.Errors[0].Err)
+		}
+		now := time.Now()
+		for _, r := range f.Records {
+			res.bytes += int64(len(r.Value))
+			res.latencies = append(res.latencies, now.Sub(r.Timestamp))
+		}
+		res.records += len(f.Records)
+		done.Store(int64(res.records))
+	}
+	res.elapsed = time.Since(start)
+	return res, nil
+}

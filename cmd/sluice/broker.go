@@ -1,0 +1,139 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/sluicemq/sluice/actors"
+	"github.com/sluicemq/sluice/actors/transport"
+	"github.com/sluicemq/sluice/cluster"
+)
+
+func runBroker(args []string, stderr io.Writer) error {
+	fs := newFlagSet("broker", stderr)
+	def := actors.DefaultBrokerConfig()
+	data := fs.String("data", "./sluice-data", "data directory")
+	addr := fs.String("addr", "127.0.0.1:9470", "host:port to listen on")
+	advertise := fs.String("advertise", "", "host:port other brokers and clients reach this broker at (default: --addr)")
+	id := fs.Int("id", 0, "broker id, unique in the cluster")
+	autoCreate := fs.Bool("auto-create-topics", false, "create unknown topics on first use")
+	partitions := fs.Int("default-partitions", def.DefaultPartitions, "partitions of topics created without a count")
+	rf := fs.Int("default-replication-factor", def.DefaultReplicationFactor, "replication factor of topics created without one")
+	maxMsg := fs.Int("max-message-bytes", def.DefaultTopic.MaxMessageBytes, "largest record batch a topic accepts by default")
+	segment := fs.Int64("segment-bytes", def.DefaultTopic.SegmentBytes, "log segment size")
+	retentionMs := fs.Int64("retention-ms", def.DefaultTopic.RetentionMs, "default retention.ms (-1: forever)")
+	retentionBytes := fs.Int64("retention-bytes", def.DefaultTopic.RetentionBytes, "default retention.bytes per partition (-1: no limit)")
+	minISR := fs.Int("min-insync-replicas", def.DefaultTopic.MinISR, "default min.insync.replicas")
+	lag := fs.Duration("replica-lag-time-max", def.ReplicaLagTimeMax, "a follower not caught up for this long leaves the ISR")
+	retentionCheck := fs.Duration("retention-check-interval", def.RetentionCheckInterval, "how often retention runs")
+	maxFetch := fs.Int("max-fetch-bytes", def.MaxFetchBytes, "largest fetch response")
+	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	logFormat := fs.String("log-format", "text", "text or json")
+	if _, err := parseArgs(fs, args); err != nil {
+		return err
+	}
+	logger, err := newLogger(stderr, *logLevel, *logFormat)
+	if err != nil {
+		return usageErr("%v", err)
+	}
+	cfg := def
+	cfg.ID = int32(*id)
+	cfg.DataDir = *data
+	cfg.AutoCreateTopics = *autoCreate
+	cfg.DefaultPartitions = *partitions
+	cfg.DefaultReplicationFactor = *rf
+	cfg.DefaultTopic.MaxMessageBytes = *maxMsg
+	cfg.DefaultTopic.SegmentBytes = *segment
+	cfg.DefaultTopic.RetentionMs = *retentionMs
+	cfg.DefaultTopic.RetentionBytes = *retentionBytes
+	cfg.DefaultTopic.MinISR = *minISR
+	cfg.ReplicaLagTimeMax = *lag
+	cfg.RetentionCheckInterval = *retentionCheck
+	cfg.MaxFetchBytes = *maxFetch
+	cfg.Logger = logger
+	if err := cfg.Validate(); err != nil {
+		return usageErr("%v", err)
+	}
+	if *maxMsg > actors.MaxMessageBytesLimit {
+		return usageErr("--max-message-bytes %d: at most %d", *maxMsg, actors.MaxMessageBytesLimit)
+	}
+
+	host, port, err := transport.ParseAddr(*addr)
+	if err != nil {
+		return usageErr("--addr: %v", err)
+	}
+	tcfg := transport.Config{Host: host, Port: port, AdvertisedAddr: *advertise,
+		MaxMessageBytes: max(cfg.MaxFetchBytes, actors.MaxMessageBytesLimit) + (64 << 10)}
+	if *logLevel == "debug" {
+		level := slog.LevelDebug
+		tcfg.LogLevel = &level
+	}
+	node, err := transport.Start(tcfg, logger)
+	if err != nil {
+		return err
+	}
+	defer node.Stop()
+
+	backend, mode, err := openBackend(cfg, node.Addr)
+	if err != nil {
+		return err
+	}
+	defer backend.Close()
+	b, err := actors.StartBroker(node.System, cfg, backend, node.Addr)
+	if err != nil {
+		return err
+	}
+	logger.Info("sluice broker ready", "addr", node.Addr, "id", cfg.ID, "data", cfg.DataDir, "mode", mode)
+
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
+	s := <-sig
+	logger.Info("shutting down", "signal", s.String())
+	done := make(chan struct{})
+	go func() {
+		b.Stop()
+		close(done)
+	}()
+	select {
+	case <-done:
+		logger.Info("stopped")
+	case <-time.After(30 * time.Second):
+		return fmt.Errorf("shutdown did not finish in 30 s")
+	}
+	return nil
+}
+
+// openBackend returns the embedded single-node backend kept in the data directory.
+func openBackend(cfg actors.BrokerConfig, addr string) (cluster.Backend, string, error) {
+	e, err := cluster.OpenEmbedded(filepath.Join(cfg.DataDir, "meta"), cluster.Broker{ID: cfg.ID, Addr: addr})
+	if err != nil {
+		return nil, "", err
+	}
+	return e, "embedded", nil
+}
+
+func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("--log-level %q: want debug, info, warn or error", level)
+	}
+	opts := &slog.HandlerOptions{Level: l}
+	switch format {
+	case "text":
+		return slog.New(slog.NewTextHandler(w, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	}
+	return nil, fmt.Errorf("--log-format %q: want text or json", format)
+}
+
+// clientLogger is the quiet logger of client commands.
+func clientLogger(stderr io.Writer) *slog.Logger {
+	return slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+}

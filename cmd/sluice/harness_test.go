@@ -1,0 +1,230 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// sluiceBin is the sluice binary built once for every test of this package;
+// tests run brokers as real processes on 127.0.0.1.
+var sluiceBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "sluice-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	sluiceBin = filepath.Join(dir, "sluice")
+	args := []string{"build", "-o", sluiceBin}
+	if raceEnabled {
+		args = append(args, "-race")
+	}
+	build := exec.Command("go", append(args, ".")...)
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "building sluice:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// freePort returns a TCP port free on 127.0.0.1 right now.
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// brokerProc is one `sluice broker` process.
+type brokerProc struct {
+	t    *testing.T
+	args []string
+	Addr string
+	Data string
+
+	mu   sync.Mutex
+	cmd  *exec.Cmd
+	logs *lockedBuffer
+	done chan struct{}
+}
+
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// startBroker runs a broker with its own data directory and port; extra
+// flags are appended. The process is killed when the test ends.
+func startBroker(t *testing.T, extra ...string) *brokerProc {
+	t.Helper()
+	b := &brokerProc{t: t, Data: t.TempDir(), Addr: fmt.Sprintf("127.0.0.1:%d", freePort(t)), logs: &lockedBuffer{}}
+	b.args = append([]string{"broker", "--data", b.Data, "--addr", b.Addr}, extra...)
+	b.start()
+	t.Cleanup(func() {
+		b.kill()
+		if t.Failed() {
+			t.Logf("broker %s log:\n%s", b.Addr, tail(b.logs.String(), 60))
+		}
+	})
+	return b
+}
+
+// start launches the process and waits for its ready line.
+func (b *brokerProc) start() {
+	b.t.Helper()
+	cmd := exec.Command(sluiceBin, b.args...)
+	pr, pw := io.Pipe()
+	cmd.Stdout = b.logs
+	cmd.Stderr = io.MultiWriter(b.logs, pw)
+	if err := cmd.Start(); err != nil {
+		b.t.Fatal(err)
+	}
+	done := make(chan struct{})
+	b.mu.Lock()
+	b.cmd, b.done = cmd, done
+	b.mu.Unlock()
+	go func() {
+		cmd.Wait()
+		pw.Close()
+		close(done)
+	}()
+	ready := make(chan bool, 1)
+	go func() {
+		sc := bufio.NewScanner(pr)
+		found := false
+		for sc.Scan() {
+			if !found && strings.Contains(sc.Text(), "sluice broker ready") {
+				found = true
+				ready <- true
+			}
+		}
+		if !found {
+			ready <- false
+		}
+		io.Copy(io.Discard, pr)
+	}()
+	select {
+	case ok := <-ready:
+		if !ok {
+			b.t.Fatalf("broker exited before it was ready:\n%s", b.logs.String())
+		}
+	case <-time.After(60 * time.Second):
+		b.t.Fatalf("broker not ready after 60 s:\n%s", b.logs.String())
+	}
+}
+
+func (b *brokerProc) signal(sig syscall.Signal) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.cmd != nil && b.cmd.Process != nil {
+		_ = b.cmd.Process.Signal(sig)
+	}
+}
+
+// kill9 kills the broker without warning and waits for it to be gone.
+func (b *brokerProc) kill9() {
+	b.signal(syscall.SIGKILL)
+	b.wait(10 * time.Second)
+}
+
+// kill stops a possibly paused process at test end.
+func (b *brokerProc) kill() {
+	b.signal(syscall.SIGCONT)
+	b.kill9()
+}
+
+// stop sends SIGTERM and waits for a clean exit.
+func (b *brokerProc) stop() {
+	b.t.Helper()
+	b.signal(syscall.SIGTERM)
+	if !b.wait(30 * time.Second) {
+		b.t.Fatal("broker did not stop after SIGTERM")
+	}
+	if code := b.cmd.ProcessState.ExitCode(); code != 0 {
+		b.t.Fatalf("broker exited with %d after SIGTERM", code)
+	}
+}
+
+func (b *brokerProc) wait(d time.Duration) bool {
+	b.mu.Lock()
+	done := b.done
+	b.mu.Unlock()
+	if done == nil {
+		return true
+	}
+	select {
+	case <-done:
+		return true
+	case <-time.After(d):
+		return false
+	}
+}
+
+// alive reports whether the process is still running.
+func (b *brokerProc) alive() bool {
+	b.mu.Lock()
+	done := b.done
+	b.mu.Unlock()
+	select {
+	case <-done:
+		return false
+	default:
+		return true
+	}
+}
+
+func tail(s string, lines int) string {
+	parts := strings.Split(s, "\n")
+	if len(parts) > lines {
+		parts = parts[len(parts)-lines:]
+	}
+	return strings.Join(parts, "\n")
+}
+
+// runCLI runs the sluice binary with args and stdin, returning stdout,
+// stderr and the exit code.
+func runCLI(t *testing.T, stdin string, args ...string) (string, string, int) {
+	t.Helper()
+	cmd := exec.Command(sluiceBin, args...)
+	cmd.Stdin = strings.NewReader(stdin)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return out.String(), errb.String(), code
+}

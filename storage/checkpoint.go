@@ -1,0 +1,101 @@
+package storage
+
+import (
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// A checkpoint file holds one int64 as a single text line,
+// "sluice-ckpt-1 <value> <crc32c of what precedes the space, hex>\n".
+const checkpointMagic = "sluice-ckpt-1"
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// WriteCheckpoint atomically replaces the file at path with value (temporary
+// file, fsync, rename, fsync of the directory): after a crash the file holds
+// either the old or the new value.
+func WriteCheckpoint(path string, value int64) error {
+	return writeCheckpoint(path, value, true)
+}
+
+func writeCheckpoint(path string, value int64, sync bool) error {
+	body := checkpointMagic + " " + strconv.FormatInt(value, 10)
+	data := fmt.Appendf(nil, "%s %08x\n", body, crc32.Checksum([]byte(body), castagnoli))
+	tmp := path + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o640)
+	if err != nil {
+		return fmt.Errorf("storage: write checkpoint: %w", err)
+	}
+	_, err = f.Write(data)
+	if err == nil && sync {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err == nil && sync {
+		err = syncDir(filepath.Dir(path))
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("storage: write checkpoint %s: %w", path, err)
+	}
+	return nil
+}
+
+// ReadCheckpoint returns the value stored at path by WriteCheckpoint; ok is
+// false when there is no such file. A file that does not parse or fails its
+// checksum gives an error wrapping ErrCorrupt.
+func ReadCheckpoint(path string) (value int64, ok bool, err error) {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, fmt.Errorf("storage: read checkpoint: %w", err)
+	}
+	bad := func(why string) (int64, bool, error) {
+		return 0, false, fmt.Errorf("%w: checkpoint %s: %s", ErrCorrupt, path, why)
+	}
+	line, found := strings.CutSuffix(string(data), "\n")
+	sp := strings.LastIndexByte(line, ' ')
+	if !found || sp < 0 {
+		return bad("not one line")
+	}
+	body := line[:sp]
+	if line[sp+1:] != fmt.Sprintf("%08x", crc32.Checksum([]byte(body), castagnoli)) {
+		return bad("checksum mismatch")
+	}
+	v, found := strings.CutPrefix(body, checkpointMagic+" ")
+	if !found {
+		return bad("unknown format")
+	}
+	value, err = strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		return bad("bad value")
+	}
+	return value, true, nil
+}
+
+// syncDir fsyncs a directory so that renames, creations and removals in it
+// are durable.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}

@@ -1,0 +1,381 @@
+package storage
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"time"
+
+	"github.com/sluicemq/sluice/messages/record"
+	"github.com/tidwall/wal"
+)
+
+// WALOptions configure OpenWAL.
+type WALOptions struct {
+	// SegmentBytes is the target size of a segment file, the unit that
+	// DeleteBefore and retention remove. Default 64 MiB.
+	SegmentBytes int
+	// NoSync skips every fsync. For tests and benchmarks only.
+	NoSync bool
+}
+
+// metaFile holds the log start offset (= LEO) while the WAL is empty; it is
+// ignored while the WAL holds batches, whose first base offset is the start.
+const metaFile = "logstart.checkpoint"
+
+// WALLog is a Log stored in a tidwall/wal directory, one WAL entry per batch.
+// WAL indexes (from 1) are not offsets: the batch at position i of the
+// in-memory index is WAL entry first+i.
+type WALLog struct {
+	dir    string
+	opts   WALOptions
+	logger *slog.Logger
+	wal    *wal.Log
+	x      index
+	first  uint64   // WAL index of x.batches[0], or the next one when empty
+	segs   []uint64 // first WAL index of each segment file, oldest first
+	tail   int      // bytes in the last segment file
+	wb     wal.Batch
+	hdrs   []record.Header
+	failed error // sticky: set when wal's state may no longer match ours
+	closed bool
+}
+
+var _ Log = (*WALLog)(nil)
+
+// OpenWAL opens or creates the log in dir. It repairs a torn tail left by a
+// crash (logging a warning) and fails with an error wrapping ErrCorrupt if
+// any other stored byte is wrong.
+func OpenWAL(dir string, opts WALOptions, logger *slog.Logger) (*WALLog, error) {
+	if opts.SegmentBytes <= 0 {
+		opts.SegmentBytes = 64 << 20
+	}
+	if logger == nil {
+		logger = slog.Default()
+	}
+	w := &WALLog{dir: dir, opts: opts, logger: logger}
+	wopts := &wal.Options{
+		NoSync:      opts.NoSync,
+		SegmentSize: opts.SegmentBytes,
+		NoCopy:      true, // Read returns wal's buffers; wal only appends to them or drops them
+		AllowEmpty:  true,
+	}
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return nil, err
+	}
+	if err := prepareDir(dir, wopts); err != nil {
+		return nil, fmt.Errorf("storage: open %s: %w", dir, err)
+	}
+	segs, tail, err := w.scanSegments()
+	if err != nil {
+		return nil, fmt.Errorf("storage: open %s: %w", dir, err)
+	}
+	w.segs, w.tail = segs, tail
+	if len(w.x.batches) == 0 {
+		start, _, err := ReadCheckpoint(filepath.Join(dir, metaFile))
+		if err != nil {
+			return nil, fmt.Errorf("storage: open %s: %w", dir, err)
+		}
+		w.x.reset(start)
+	}
+	if w.wal, err = wal.Open(dir, wopts); err != nil {
+		if errors.Is(err, wal.ErrCorrupt) {
+			err = fmt.Errorf("%w: %w", ErrCorrupt, err)
+		}
+		return nil, fmt.Errorf("storage: open %s: %w", dir, err)
+	}
+	// Our scan and wal's load must agree on the indexes.
+	first, _ := w.wal.FirstIndex()
+	last, _ := w.wal.LastIndex()
+	if first != w.segs[0] || last+1 != w.first+uint64(len(w.x.batches)) {
+		w.wal.Close()
+		return nil, fmt.Errorf("storage: open %s: %w: wal holds indexes [%d, %d], scan found %d entries from %d",
+			dir, ErrCorrupt, first, last, len(w.x.batches), w.first)
+	}
+	// wal never fsyncs the directory: make the segment files it created
+	// (and the directory itself) durable before the first Append.
+	err = w.syncDir()
+	if err == nil && !opts.NoSync {
+		err = syncDir(filepath.Dir(filepath.Clean(dir)))
+	}
+	if err != nil {
+		w.wal.Close()
+		return nil, err
+	}
+	return w, nil
+}
+
+// usable returns the error every call gets after Close or a failure.
+func (w *WALLog) usable() error {
+	switch {
+	case w.closed:
+		return ErrClosed
+	case w.failed != nil:
+		return fmt.Errorf("%w: %w", ErrLogFailed, w.failed)
+	}
+	return nil
+}
+
+// fail makes err sticky: wal's files or in-memory state may now differ from
+// ours, and only reopening rebuilds both from disk.
+func (w *WALLog) fail(err error) error {
+	w.failed = err
+	return fmt.Errorf("%w: %w", ErrLogFailed, err)
+}
+
+func (w *WALLog) syncDir() error {
+	if w.opts.NoSync {
+		return nil
+	}
+	return syncDir(w.dir)
+}
+
+// writeMeta records the start offset an empty WAL will have. It runs before
+// the WAL is emptied, so a crash at any point leaves either the entries
+// (which win) or an empty WAL and the right offset.
+func (w *WALLog) writeMeta(start int64) error {
+	return writeCheckpoint(filepath.Join(w.dir, metaFile), start, !w.opts.NoSync)
+}
+
+func (w *WALLog) Append(batches ...[]byte) error {
+	if err := w.usable(); err != nil {
+		return err
+	}
+	if len(batches) == 0 {
+		return nil
+	}
+	hdrs, err := w.x.check(batches, w.hdrs[:0])
+	w.hdrs = hdrs
+	if err != nil {
+		return err
+	}
+	w.wb.Clear()
+	next := w.first + uint64(len(w.x.batches))
+	for i, b := range batches {
+		w.wb.Write(next+uint64(i), b)
+	}
+	if err := w.wal.WriteBatch(&w.wb); err != nil {
+		return w.fail(fmt.Errorf("append: %w", err))
+	}
+	cycled := w.noteAppend(next, batches)
+	for _, h := range hdrs {
+		w.x.push(h)
+	}
+	if cycled {
+		if err := w.syncDir(); err != nil {
+			return w.fail(fmt.Errorf("append: %w", err))
+		}
+	}
+	return nil
+}
+
+// entrySize is the size of a wal binary entry holding n bytes.
+func entrySize(n int) int {
+	size := n + 1
+	for u := uint64(n); u >= 0x80; u >>= 7 {
+		size++
+	}
+	return size
+}
+
+// noteAppend mirrors wal.writeBatch's segment cycling (v1.2.1) so that segs
+// matches the files without listing the directory: a new segment starts
+// before the batch if the tail is already over the target size, and after
+// every entry that brings it to the target size. It reports whether a new
+// segment file was created.
+func (w *WALLog) noteAppend(next uint64, batches [][]byte) bool {
+	size, cycled := w.opts.SegmentBytes, false
+	if w.tail > size {
+		w.segs, w.tail, cycled = append(w.segs, next), 0, true
+	}
+	for i, b := range batches {
+		if w.tail += entrySize(len(b)); w.tail >= size {
+			w.segs, w.tail, cycled = append(w.segs, next+uint64(i)+1), 0, true
+		}
+	}
+	return cycled
+}
+
+// segment returns the position in segs of the segment holding WAL index i.
+func (w *WALLog) segment(i uint64) int {
+	return sort.Search(len(w.segs), func(s int) bool { return w.segs[s] > i }) - 1
+}
+
+// segmentEnd returns the position just past the segment holding position i.
+func (w *WALLog) segmentEnd(i int) int {
+	if s := w.segment(w.first+uint64(i)) + 1; s < len(w.segs) {
+		return int(w.segs[s] - w.first)
+	}
+	return len(w.x.batches)
+}
+
+func (w *WALLog) Read(offset int64, maxBytes int, maxOffset int64) ([][]byte, error) {
+	if err := w.usable(); err != nil {
+		return nil, err
+	}
+	i, j, err := w.x.readRange(offset, maxBytes, maxOffset)
+	if err != nil || i == j {
+		return nil, err
+	}
+	out := make([][]byte, j-i)
+	for k := range out {
+		if out[k], err = w.batch(i + k); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// batch reads the batch at position i and checks it is intact and the one
+// the index expects.
+func (w *WALLog) batch(i int) ([]byte, error) {
+	bi, idx := &w.x.batches[i], w.first+uint64(i)
+	b, err := w.readEntry(idx)
+	if err != nil && !errors.Is(err, wal.ErrCorrupt) {
+		return nil, fmt.Errorf("storage: read offset %d: %w", bi.base, err)
+	}
+	if err == nil {
+		var h record.Header
+		if h, err = record.CheckCRC(b); err == nil && (h.BaseOffset != bi.base || len(b) != int(bi.size)) {
+			err = fmt.Errorf("WAL entry %d holds offset %d (%d bytes), want offset %d (%d bytes)",
+				idx, h.BaseOffset, len(b), bi.base, bi.size)
+		}
+	}
+	if err != nil {
+		seg := filepath.Join(w.dir, segmentName(w.segs[w.segment(idx)]))
+		return nil, &CorruptError{Segment: seg, Pos: -1, Offset: bi.base, Err: err}
+	}
+	return b[:len(b):len(b)], nil
+}
+
+// readEntry is wal.Read, except that a panic is returned as wal.ErrCorrupt:
+// wal indexes its position table without bounds checks, so a segment file
+// whose framing was damaged after open can panic it. Read holds only a read
+// lock, released by its defer, and changes nothing but its cache.
+func (w *WALLog) readEntry(idx uint64) (b []byte, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			b, err = nil, fmt.Errorf("%w: %v", wal.ErrCorrupt, r)
+		}
+	}()
+	return w.wal.Read(idx)
+}
+
+func (w *WALLog) LogStartOffset() int64 { return w.x.start }
+func (w *WALLog) LogEndOffset() int64   { return w.x.leo }
+func (w *WALLog) Size() int64           { return w.x.size }
+
+func (w *WALLog) TruncateTo(offset int64) error {
+	if err := w.usable(); err != nil {
+		return err
+	}
+	if offset < w.x.start || offset > w.x.leo {
+		return fmt.Errorf("%w: truncate to %d, log holds [%d, %d)", ErrOffsetOutOfRange, offset, w.x.start, w.x.leo)
+	}
+	n := w.x.find(offset) // batches kept
+	if n == len(w.x.batches) {
+		return nil
+	}
+	if n == 0 {
+		if err := w.writeMeta(w.x.start); err != nil {
+			return err // nothing changed yet
+		}
+	}
+	if err := w.wal.TruncateBack(w.first + uint64(n) - 1); err != nil {
+		return w.fail(fmt.Errorf("truncate: %w", err))
+	}
+	// wal keeps the segments up to the one holding the new last entry (the
+	// first segment when empty), that one holding entries up to it.
+	s := 0
+	if n > 0 {
+		s = w.segment(w.first + uint64(n) - 1)
+	}
+	w.segs, w.tail = w.segs[:s+1], 0
+	for i := int(w.segs[s] - w.first); i < n; i++ {
+		w.tail += entrySize(int(w.x.batches[i].size))
+	}
+	w.x.truncate(n)
+	if err := w.syncDir(); err != nil {
+		return w.fail(fmt.Errorf("truncate: %w", err))
+	}
+	return nil
+}
+
+func (w *WALLog) DeleteBefore(offset int64) error {
+	if err := w.usable(); err != nil {
+		return err
+	}
+	if offset > w.x.leo {
+		return fmt.Errorf("%w: delete before %d, LEO is %d", ErrOffsetOutOfRange, offset, w.x.leo)
+	}
+	n := w.x.find(offset) // batches holding only offsets < offset
+	if n < len(w.x.batches) {
+		// Keep the segment holding batch n: back up to its first batch.
+		n = int(w.segs[w.segment(w.first+uint64(n))] - w.first)
+	}
+	return w.dropFront(n)
+}
+
+func (w *WALLog) ApplyRetention(now time.Time, maxBytes int64, maxAge time.Duration, maxOffset int64) (int64, error) {
+	if err := w.usable(); err != nil {
+		return w.x.start, err
+	}
+	err := w.dropFront(w.x.retentionCut(now, maxBytes, maxAge, maxOffset, w.segmentEnd))
+	return w.x.start, err
+}
+
+// dropFront deletes the first n batches: every batch, or whole segments (n
+// is then the position of a segment's first batch).
+func (w *WALLog) dropFront(n int) error {
+	if n == 0 {
+		return nil
+	}
+	all := n == len(w.x.batches)
+	if all {
+		if err := w.writeMeta(w.x.leo); err != nil {
+			return err // nothing changed yet
+		}
+	}
+	// At a segment's first index wal deletes the older segment files, but it
+	// also rewrites that segment as a copy (NAME.START) before renaming it.
+	idx := w.first + uint64(n)
+	if err := w.wal.TruncateFront(idx); err != nil {
+		return w.fail(fmt.Errorf("delete: %w", err))
+	}
+	if all {
+		w.segs, w.tail = []uint64{idx}, 0 // one empty segment named after the next index
+	} else {
+		w.segs = w.segs[w.segment(idx):]
+	}
+	w.first = idx
+	w.x.dropFront(n)
+	if err := w.syncDir(); err != nil {
+		return w.fail(fmt.Errorf("delete: %w", err))
+	}
+	return nil
+}
+
+func (w *WALLog) OffsetForTimestamp(ts int64) (int64, int64, bool, error) {
+	if err := w.usable(); err != nil {
+		return 0, 0, false, err
+	}
+	return w.x.offsetForTimestamp(ts, w.batch)
+}
+
+func (w *WALLog) Epochs() []EpochStart { return w.x.epochsCopy() }
+
+func (w *WALLog) EndOffsetForEpoch(epoch int32) (int32, int64, bool) {
+	return w.x.endOffsetForEpoch(epoch)
+}
+
+// Close closes the WAL; a second Close does nothing.
+func (w *WALLog) Close() error {
+	if w.closed {
+		return nil
+	}
+	w.closed = true
+	return w.wal.Close()
+}
