@@ -54,6 +54,8 @@ type brokerActor struct {
 	cancel     context.CancelFunc
 	cleaned    bool
 	stopping   bool
+	// controllerEpoch is the largest controller epoch seen in LeaderAndIsr.
+	controllerEpoch int64
 }
 
 // NewBrokerProps returns the props of the broker actor. Spawn it named
@@ -104,6 +106,21 @@ func (b *brokerActor) Receive(ctx actor.Context) {
 		b.route(ctx, msg.Topic, msg.Partition, func(code messages.ErrorCode, text string) proto.Message {
 			return &messages.ListOffsetsResponse{Topic: msg.Topic, Partition: msg.Partition, Error: code, ErrorMessage: text, Offset: -1, Timestamp: -1}
 		})
+	case *messages.ReplicaFetchRequest:
+		b.route(ctx, msg.Topic, msg.Partition, func(code messages.ErrorCode, text string) proto.Message {
+			return &messages.ReplicaFetchResponse{Topic: msg.Topic, Partition: msg.Partition, Error: code, ErrorMessage: text,
+				HighWatermark: -1, LogStartOffset: -1, LogEndOffset: -1, LeaderEpoch: -1}
+		})
+	case *messages.OffsetForLeaderEpochRequest:
+		b.route(ctx, msg.Topic, msg.Partition, func(code messages.ErrorCode, text string) proto.Message {
+			return &messages.OffsetForLeaderEpochResponse{Topic: msg.Topic, Partition: msg.Partition, Error: code, ErrorMessage: text, Epoch: -1, EndOffset: -1}
+		})
+	case *messages.AlterPartitionRequest:
+		b.forwardToController(ctx, func(code messages.ErrorCode, text string) proto.Message {
+			return &messages.AlterPartitionResponse{Error: code, ErrorMessage: text}
+		})
+	case *messages.LeaderAndIsrRequest:
+		b.onLeaderAndIsr(ctx, msg)
 	case *messages.MetadataRequest:
 		b.onMetadataRequest(ctx, msg)
 	case *messages.CreateTopicsRequest:
@@ -238,6 +255,9 @@ func (b *brokerActor) onBecameController(ctx actor.Context, lead *cluster.Leader
 	}
 	b.controller = pid
 	ctx.Send(pid, &brokersUpdated{brokers: b.liveList()})
+	if b.meta != nil {
+		ctx.Send(pid, &metadataUpdated{snap: b.meta})
+	}
 	b.cfg.Logger.Info("this broker is the controller", "epoch", lead.Epoch)
 }
 
@@ -257,6 +277,53 @@ func (b *brokerActor) onBrokers(ctx actor.Context, brokers []cluster.Broker) {
 	if b.controller != nil {
 		ctx.Send(b.controller, &brokersUpdated{brokers: brokers})
 	}
+	// Followers need their leader's address, which may have just appeared.
+	for tp, r := range b.replicas {
+		if r.lastState != nil {
+			b.sendState(ctx, tp, r)
+		}
+	}
+}
+
+// sendState hands a replica its state with the leader's current address.
+func (b *brokerActor) sendState(ctx actor.Context, tp cluster.TopicPartition, r *replica) {
+	addr := ""
+	if br, ok := b.live[r.lastState.Leader]; ok {
+		addr = br.Addr
+	}
+	ctx.Send(r.pid, &applyState{State: r.lastState, Topic: b.topicConfig(tp.Topic), LeaderAddr: addr})
+}
+
+// newerState reports whether a is a later state of the same partition than b.
+func newerState(a, b *messages.PartitionState) bool {
+	if b == nil {
+		return true
+	}
+	if a.TopicId != b.TopicId {
+		return true
+	}
+	return a.LeaderEpoch > b.LeaderEpoch || (a.LeaderEpoch == b.LeaderEpoch && a.PartitionEpoch > b.PartitionEpoch)
+}
+
+// onLeaderAndIsr applies states the controller pushed, ahead of the
+// metadata watch. Requests from an older controller are refused.
+func (b *brokerActor) onLeaderAndIsr(ctx actor.Context, req *messages.LeaderAndIsrRequest) {
+	if req.ControllerEpoch < b.controllerEpoch {
+		respond(ctx, &messages.LeaderAndIsrResponse{Error: messages.ErrorCode_STALE_CONTROLLER_EPOCH,
+			ErrorMessage: fmt.Sprintf("controller epoch %d, seen %d", req.ControllerEpoch, b.controllerEpoch)})
+		return
+	}
+	b.controllerEpoch = req.ControllerEpoch
+	for _, st := range req.States {
+		tp := cluster.TopicPartition{Topic: st.Topic, Partition: st.Partition}
+		r := b.replicas[tp]
+		if r == nil || r.topicID != st.TopicId || !newerState(st, r.lastState) || !slices.Contains(st.Replicas, b.cfg.ID) {
+			continue // unknown here yet (the watch will bring it) or not newer
+		}
+		r.lastState = st
+		b.sendState(ctx, tp, r)
+	}
+	respond(ctx, &messages.LeaderAndIsrResponse{})
 }
 
 func (b *brokerActor) liveList() []cluster.Broker {
@@ -301,9 +368,9 @@ func (b *brokerActor) onMetadata(ctx actor.Context, snap *cluster.Snapshot) {
 				continue
 			}
 		}
-		if r.lastState != st {
+		if r.lastState != st && newerState(st, r.lastState) {
 			r.lastState = st
-			ctx.Send(r.pid, &applyState{State: st, Topic: b.topicConfig(tp.Topic)})
+			b.sendState(ctx, tp, r)
 		}
 	}
 	for tp := range b.replicas {
@@ -318,6 +385,9 @@ func (b *brokerActor) onMetadata(ctx actor.Context, snap *cluster.Snapshot) {
 		b.cleaned = true
 		b.removeOrphanDirs()
 	}
+	if b.controller != nil {
+		ctx.Send(b.controller, &metadataUpdated{snap: snap})
+	}
 }
 
 // onReplicaStarted re-sends a (re)started replica its current state.
@@ -326,7 +396,7 @@ func (b *brokerActor) onReplicaStarted(ctx actor.Context, tp cluster.TopicPartit
 	if r == nil || r.lastState == nil || b.meta == nil {
 		return
 	}
-	ctx.Send(r.pid, &applyState{State: r.lastState, Topic: b.topicConfig(tp.Topic)})
+	b.sendState(ctx, tp, r)
 }
 
 // topicConfig parses a topic's stored configuration over the defaults.

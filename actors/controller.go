@@ -11,7 +11,9 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/sluicemq/sluice/actors/election"
 	"github.com/sluicemq/sluice/actors/placement"
+	"github.com/sluicemq/sluice/actors/transport"
 	"github.com/sluicemq/sluice/cluster"
 	"github.com/sluicemq/sluice/messages"
 )
@@ -40,6 +42,11 @@ type controllerActor struct {
 	store cluster.MetadataStore
 	lead  *cluster.Leadership
 	live  []cluster.Broker
+	// snap is the latest metadata: reloaded after every write, and from the
+	// broker's watch.
+	snap *cluster.Snapshot
+	// liveKnown is set once the first membership list arrived.
+	liveKnown bool
 }
 
 func newControllerActor(cfg *BrokerConfig, store cluster.MetadataStore, lead *cluster.Leadership) actor.Producer {
@@ -50,10 +57,19 @@ func newControllerActor(cfg *BrokerConfig, store cluster.MetadataStore, lead *cl
 
 func (c *controllerActor) Receive(ctx actor.Context) {
 	switch msg := ctx.Message().(type) {
+	case *actor.Started:
+		c.reload()
 	case *brokersUpdated:
-		c.live = msg.brokers
+		c.live, c.liveKnown = msg.brokers, true
+		c.electAll(ctx)
+	case *metadataUpdated:
+		if c.snap == nil || msg.snap.Index > c.snap.Index {
+			c.snap = msg.snap
+		}
+	case *messages.AlterPartitionRequest:
+		respond(ctx, c.onAlterPartition(ctx, msg))
 	case *messages.CreateTopicsRequest:
-		respond(ctx, c.onCreateTopics(msg))
+		respond(ctx, c.onCreateTopics(ctx, msg))
 	case *messages.DeleteTopicsRequest:
 		respond(ctx, c.onDeleteTopics(msg))
 	case *messages.InvalidMessage:
@@ -70,16 +86,16 @@ func (c *controllerActor) storeCtx() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), 10*time.Second)
 }
 
-func (c *controllerActor) onCreateTopics(req *messages.CreateTopicsRequest) *messages.CreateTopicsResponse {
+func (c *controllerActor) onCreateTopics(ctx actor.Context, req *messages.CreateTopicsRequest) *messages.CreateTopicsResponse {
 	resp := &messages.CreateTopicsResponse{}
 	for _, spec := range req.Topics {
-		code, text := c.createTopic(spec, req.ValidateOnly)
+		code, text := c.createTopic(ctx, spec, req.ValidateOnly)
 		resp.Results = append(resp.Results, &messages.TopicResult{Name: spec.Name, Error: code, ErrorMessage: text})
 	}
 	return resp
 }
 
-func (c *controllerActor) createTopic(spec *messages.TopicSpec, validateOnly bool) (messages.ErrorCode, string) {
+func (c *controllerActor) createTopic(ctx actor.Context, spec *messages.TopicSpec, validateOnly bool) (messages.ErrorCode, string) {
 	if err := ValidateTopicName(spec.Name); err != nil {
 		return messages.ErrorCode_INVALID_TOPIC, err.Error()
 	}
@@ -123,9 +139,9 @@ func (c *controllerActor) createTopic(spec *messages.TopicSpec, validateOnly boo
 			Leader: replicas[0], LeaderEpoch: 0, Isr: replicas, PartitionEpoch: 0, Replicas: replicas,
 		}
 	}
-	ctx, cancel := c.storeCtx()
+	sctx, cancel := c.storeCtx()
 	defer cancel()
-	switch err := c.store.CreateTopic(ctx, c.lead.Fence, topic, states); {
+	switch err := c.store.CreateTopic(sctx, c.lead.Fence, topic, states); {
 	case errors.Is(err, cluster.ErrTopicExists):
 		return messages.ErrorCode_TOPIC_ALREADY_EXISTS, fmt.Sprintf("topic %q already exists", spec.Name)
 	case errors.Is(err, cluster.ErrFenced):
@@ -134,6 +150,8 @@ func (c *controllerActor) createTopic(spec *messages.TopicSpec, validateOnly boo
 		return messages.ErrorCode_UNKNOWN_SERVER_ERROR, err.Error()
 	}
 	c.cfg.Logger.Info("created topic", "topic", spec.Name, "partitions", partitions, "replication_factor", rf)
+	c.reload()
+	c.announce(ctx, states)
 	return messages.ErrorCode_NONE, ""
 }
 
@@ -153,8 +171,156 @@ func (c *controllerActor) onDeleteTopics(req *messages.DeleteTopicsRequest) *mes
 			r.Error, r.ErrorMessage = messages.ErrorCode_UNKNOWN_SERVER_ERROR, err.Error()
 		default:
 			c.cfg.Logger.Info("deleted topic", "topic", name)
+			c.reload()
 		}
 		resp.Results = append(resp.Results, r)
 	}
 	return resp
+}
+
+// reload refreshes the controller's snapshot from the store.
+func (c *controllerActor) reload() {
+	ctx, cancel := c.storeCtx()
+	defer cancel()
+	snap, err := c.store.Load(ctx)
+	if err != nil {
+		c.cfg.Logger.Warn("controller cannot load metadata", "error", err)
+		return
+	}
+	if c.snap == nil || snap.Index >= c.snap.Index {
+		c.snap = snap
+	}
+}
+
+func (c *controllerActor) isLive(id int32) bool {
+	for _, b := range c.live {
+		if b.ID == id {
+			return true
+		}
+	}
+	return false
+}
+
+func toElection(st *messages.PartitionState) election.Partition {
+	return election.Partition{Replicas: st.Replicas, Leader: st.Leader, LeaderEpoch: st.LeaderEpoch,
+		ISR: st.Isr, PartitionEpoch: st.PartitionEpoch}
+}
+
+func fromElection(st *messages.PartitionState, p election.Partition) *messages.PartitionState {
+	next := proto.Clone(st).(*messages.PartitionState)
+	next.Leader, next.LeaderEpoch, next.Isr, next.PartitionEpoch = p.Leader, p.LeaderEpoch, p.ISR, p.PartitionEpoch
+	return next
+}
+
+// electAll brings every partition in line with the live brokers: new
+// leaders for partitions whose leader is gone, dead followers out of ISRs.
+func (c *controllerActor) electAll(ctx actor.Context) {
+	if c.snap == nil || !c.liveKnown {
+		return
+	}
+	var updates []cluster.PartitionUpdate
+	var changed []*messages.PartitionState
+	for tp, part := range c.snap.Partitions {
+		topic := c.snap.Topics[tp.Topic]
+		if topic == nil {
+			continue
+		}
+		tc, _ := ParseTopicConfig(c.cfg.DefaultTopic, topic.Configs)
+		next, ok := election.OnLiveBrokers(toElection(part.State), c.isLive, tc.UncleanLeaderElection)
+		if !ok {
+			continue
+		}
+		st := fromElection(part.State, next)
+		updates = append(updates, cluster.PartitionUpdate{State: st, ExpectVersion: part.Version})
+		changed = append(changed, st)
+		c.cfg.Logger.Info("partition leadership change", "partition", tp, "leader", st.Leader,
+			"leader_epoch", st.LeaderEpoch, "isr", st.Isr, "was_leader", part.State.Leader, "was_isr", part.State.Isr)
+	}
+	if len(updates) == 0 {
+		return
+	}
+	if err := c.write(updates); err != nil {
+		c.cfg.Logger.Warn("controller could not commit elections; retrying", "error", err)
+		c.reload()
+		self := ctx.Self()
+		root := ctx.ActorSystem().Root
+		time.AfterFunc(500*time.Millisecond, func() { root.Send(self, &brokersUpdated{brokers: c.liveCopy()}) })
+		return
+	}
+	c.reload()
+	c.announce(ctx, changed)
+}
+
+func (c *controllerActor) liveCopy() []cluster.Broker {
+	return append([]cluster.Broker(nil), c.live...)
+}
+
+// write commits updates in chunks the store accepts in one transaction.
+func (c *controllerActor) write(updates []cluster.PartitionUpdate) error {
+	const chunk = 100
+	for len(updates) > 0 {
+		n := min(chunk, len(updates))
+		ctx, cancel := c.storeCtx()
+		err := c.store.UpdatePartitions(ctx, c.lead.Fence, updates[:n])
+		cancel()
+		if err != nil {
+			return err
+		}
+		updates = updates[n:]
+	}
+	return nil
+}
+
+// announce pushes new partition states to the live brokers that host them,
+// ahead of their metadata watch.
+func (c *controllerActor) announce(ctx actor.Context, states []*messages.PartitionState) {
+	byBroker := map[int32][]*messages.PartitionState{}
+	for _, st := range states {
+		for _, id := range st.Replicas {
+			byBroker[id] = append(byBroker[id], st)
+		}
+	}
+	for _, b := range c.live {
+		if sts := byBroker[b.ID]; len(sts) > 0 {
+			ctx.Send(transport.BrokerPID(b.Addr), &messages.LeaderAndIsrRequest{ControllerId: c.cfg.ID,
+				ControllerEpoch: c.lead.Epoch, States: sts})
+		}
+	}
+}
+
+// onAlterPartition commits a leader's ISR proposal if it is still valid.
+func (c *controllerActor) onAlterPartition(ctx actor.Context, req *messages.AlterPartitionRequest) *messages.AlterPartitionResponse {
+	if c.snap == nil {
+		c.reload()
+	}
+	tp := cluster.TopicPartition{Topic: req.Topic, Partition: req.Partition}
+	part, ok := c.snap.Partitions[tp]
+	if !ok {
+		return &messages.AlterPartitionResponse{Error: messages.ErrorCode_UNKNOWN_TOPIC_OR_PARTITION, ErrorMessage: tp.String()}
+	}
+	next, rej := election.AlterISR(toElection(part.State), election.Proposal{Leader: req.BrokerId, LeaderEpoch: req.LeaderEpoch,
+		PartitionEpoch: req.PartitionEpoch, ISR: req.NewIsr}, c.isLive)
+	if rej != nil {
+		code := messages.ErrorCode_INVALID_REQUEST
+		switch rej.Code {
+		case election.RejectFencedEpoch:
+			code = messages.ErrorCode_FENCED_LEADER_EPOCH
+		case election.RejectStalePartitionEpoch:
+			code = messages.ErrorCode_INVALID_PARTITION_EPOCH
+		}
+		return &messages.AlterPartitionResponse{Error: code, ErrorMessage: rej.Reason, State: part.State}
+	}
+	st := fromElection(part.State, next)
+	if err := c.write([]cluster.PartitionUpdate{{State: st, ExpectVersion: part.Version}}); err != nil {
+		c.reload()
+		code := messages.ErrorCode_INVALID_PARTITION_EPOCH
+		if errors.Is(err, cluster.ErrFenced) {
+			code = messages.ErrorCode_NOT_CONTROLLER
+		}
+		return &messages.AlterPartitionResponse{Error: code, ErrorMessage: err.Error()}
+	}
+	c.cfg.Logger.Info("committed ISR change", "partition", tp, "isr", st.Isr, "was", part.State.Isr, "partition_epoch", st.PartitionEpoch)
+	c.reload()
+	c.announce(ctx, []*messages.PartitionState{st})
+	return &messages.AlterPartitionResponse{State: st}
 }

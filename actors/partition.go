@@ -36,10 +36,12 @@ type PartitionConfig struct {
 
 // Internal messages of the partition actor; they never leave the process.
 type (
-	// applyState hands the partition its latest controller state.
+	// applyState hands the partition its latest controller state and the
+	// address of the leader's broker ("" when the leader is not alive).
 	applyState struct {
-		State *messages.PartitionState
-		Topic TopicConfig
+		State      *messages.PartitionState
+		Topic      TopicConfig
+		LeaderAddr string
 	}
 	// replicaStarted asks the broker for the partition's state again: a
 	// restarted partition actor starts with none.
@@ -47,6 +49,16 @@ type (
 	flushProduce   struct{}
 	fetchExpired   struct{ id uint64 }
 	partitionTick  struct{}
+)
+
+// role is what this replica currently is for its partition.
+type role int
+
+const (
+	// roleNone: no usable state yet, offline partition, or no log.
+	roleNone role = iota
+	roleLeader
+	roleFollower
 )
 
 // pendingProduce is a validated produce request waiting for the next group commit.
@@ -80,8 +92,18 @@ type partitionActor struct {
 	// openErr is why the log could not be opened; every request then gets STORAGE_ERROR.
 	openErr error
 
-	state  *messages.PartitionState
-	leader *replication.Leader
+	state *messages.PartitionState
+	role  role
+	// leader is the replication state while leading, follower while following.
+	leader   *replication.Leader
+	follower *followerLoop
+	// gen changes with every role change, so that answers to requests sent
+	// under an earlier role are ignored.
+	gen uint64
+	// replicaParked holds follower fetches waiting for new data (leader only).
+	replicaParked map[uint64]*parkedReplicaFetch
+	// proposalInFlight is set while an ISR change waits for the controller.
+	proposalInFlight bool
 
 	pending     []pendingProduce
 	flushQueued bool
@@ -98,7 +120,8 @@ type partitionActor struct {
 
 func newPartitionActor(cfg PartitionConfig) actor.Producer {
 	return func() actor.Actor {
-		return &partitionActor{cfg: cfg, parked: map[uint64]*parkedFetch{}, checkpointedHW: -1}
+		return &partitionActor{cfg: cfg, parked: map[uint64]*parkedFetch{},
+			replicaParked: map[uint64]*parkedReplicaFetch{}, checkpointedHW: -1}
 	}
 }
 
@@ -128,6 +151,14 @@ func (p *partitionActor) Receive(ctx actor.Context) {
 		p.onFetchExpired(ctx, msg.id)
 	case *messages.ListOffsetsRequest:
 		p.onListOffsets(ctx, msg)
+	case *messages.ReplicaFetchRequest:
+		p.onReplicaFetch(ctx, msg)
+	case replicaFetchExpired:
+		p.onReplicaFetchExpired(ctx, msg.id)
+	case *messages.OffsetForLeaderEpochRequest:
+		p.onOffsetForLeaderEpoch(ctx, msg)
+	case followerStep:
+		p.onFollowerStep(ctx, msg)
 	case partitionTick:
 		p.onTick(ctx)
 	case *messages.InvalidMessage:
@@ -210,6 +241,8 @@ func (p *partitionActor) onStopping(ctx actor.Context, why string) {
 		sendTo(ctx, f.sender, p.fetchError(f.req, messages.ErrorCode_NOT_LEADER, why))
 		delete(p.parked, id)
 	}
+	p.releaseReplicaFetches(ctx, messages.ErrorCode_NOT_LEADER, why)
+	p.gen++
 	if p.log != nil {
 		p.checkpointHW()
 		if err := p.log.Close(); err != nil {
@@ -219,36 +252,60 @@ func (p *partitionActor) onStopping(ctx actor.Context, why string) {
 	}
 }
 
-// onApplyState adopts a newer controller state for this partition.
+// onApplyState adopts a newer controller state for this partition and
+// turns the replica into a leader, a follower, or neither.
 func (p *partitionActor) onApplyState(ctx actor.Context, msg *applyState) {
 	st := msg.State
 	p.cfg.Topic = msg.Topic
 	if p.state != nil && (st.LeaderEpoch < p.state.LeaderEpoch ||
-		(st.LeaderEpoch == p.state.LeaderEpoch && st.PartitionEpoch <= p.state.PartitionEpoch)) {
-		return // stale or already applied
+		(st.LeaderEpoch == p.state.LeaderEpoch && st.PartitionEpoch < p.state.PartitionEpoch)) {
+		return // stale
 	}
-	sameLeadership := p.state != nil && p.leader != nil && st.LeaderEpoch == p.state.LeaderEpoch && st.Leader == p.cfg.BrokerID
+	if p.state != nil && st.LeaderEpoch == p.state.LeaderEpoch && st.PartitionEpoch == p.state.PartitionEpoch {
+		// Same state; only the leader's address may have become known.
+		if p.role == roleFollower && msg.LeaderAddr != p.follower.addr {
+			p.becomeFollower(ctx, msg.LeaderAddr)
+		}
+		return
+	}
+	sameEpoch := p.state != nil && st.LeaderEpoch == p.state.LeaderEpoch
 	p.state = st
 	switch {
-	case sameLeadership:
+	case p.log == nil:
+		p.becomeNone(ctx)
+	case st.Leader == p.cfg.BrokerID && sameEpoch && p.role == roleLeader:
 		// Only the ISR changed under the same leader epoch.
 		if p.leader.ISRCommitted(st.Isr, st.PartitionEpoch) {
 			p.onHWAdvanced(ctx)
 		}
-	case st.Leader == p.cfg.BrokerID && p.log != nil:
+	case st.Leader == p.cfg.BrokerID:
 		p.becomeLeader(ctx)
+	case st.Leader >= 0 && sameEpoch && p.role == roleFollower && msg.LeaderAddr == p.follower.addr:
+		// The ISR changed; the follower keeps fetching from the same leader.
+	case st.Leader >= 0:
+		p.becomeFollower(ctx, msg.LeaderAddr)
 	default:
-		p.becomeNonLeader(ctx)
+		p.becomeNone(ctx)
 	}
 	p.publishStatus()
 }
 
-func (p *partitionActor) becomeLeader(ctx actor.Context) {
-	hw := p.checkpointedHW
-	if p.leader != nil {
-		hw = p.leader.HighWatermark()
+// currentHW is this replica's high watermark whatever its role.
+func (p *partitionActor) currentHW() int64 {
+	switch p.role {
+	case roleLeader:
+		return p.leader.HighWatermark()
+	case roleFollower:
+		return p.follower.hw
 	}
+	return p.checkpointedHW
+}
+
+func (p *partitionActor) becomeLeader(ctx actor.Context) {
+	hw := p.currentHW()
+	p.stepDown(ctx, "leadership moved")
 	st := p.state
+	p.role = roleLeader
 	p.leader = replication.NewLeader(replication.LeaderConfig{
 		ReplicaID:      p.cfg.BrokerID,
 		Epoch:          st.LeaderEpoch,
@@ -264,25 +321,40 @@ func (p *partitionActor) becomeLeader(ctx actor.Context) {
 	p.onHWAdvanced(ctx)
 }
 
-func (p *partitionActor) becomeNonLeader(ctx actor.Context) {
-	if p.leader != nil {
+// becomeNone leaves any role: the partition is offline or unusable here.
+func (p *partitionActor) becomeNone(ctx actor.Context) {
+	hw := p.currentHW()
+	p.stepDown(ctx, "partition offline")
+	p.checkpointedHW = hw
+}
+
+// stepDown ends the current role: everything waiting on it is answered
+// with NOT_LEADER, and answers to its outstanding requests are ignored.
+func (p *partitionActor) stepDown(ctx actor.Context, why string) {
+	if p.role == roleFollower {
+		p.checkpointedHW = p.follower.hw
+	}
+	if p.role == roleLeader {
 		p.checkpointedHW = p.leader.HighWatermark()
 	}
-	p.leader = nil
+	p.gen++
+	p.role, p.leader, p.follower = roleNone, nil, nil
+	p.proposalInFlight = false
 	for _, pp := range p.pending {
-		p.respondProduce(ctx, pp.sender, pp.req, messages.ErrorCode_NOT_LEADER, "leadership moved")
+		p.respondProduce(ctx, pp.sender, pp.req, messages.ErrorCode_NOT_LEADER, why)
 	}
 	p.pending = nil
 	for _, w := range p.waiting {
-		w.resp.Error, w.resp.ErrorMessage = messages.ErrorCode_NOT_LEADER, "leadership moved before the batch was replicated"
+		w.resp.Error, w.resp.ErrorMessage = messages.ErrorCode_NOT_LEADER, why+" before the batch was replicated"
 		sendTo(ctx, w.sender, w.resp)
 	}
 	p.waiting = nil
 	for id, f := range p.parked {
 		f.timer.Stop()
-		sendTo(ctx, f.sender, p.fetchError(f.req, messages.ErrorCode_NOT_LEADER, "leadership moved"))
+		sendTo(ctx, f.sender, p.fetchError(f.req, messages.ErrorCode_NOT_LEADER, why))
 		delete(p.parked, id)
 	}
+	p.releaseReplicaFetches(ctx, messages.ErrorCode_NOT_LEADER, why)
 }
 
 // unavailable returns the error every client request gets when this replica
@@ -293,7 +365,7 @@ func (p *partitionActor) unavailable() (messages.ErrorCode, string) {
 		return messages.ErrorCode_STORAGE_ERROR, p.openErr.Error()
 	case p.log == nil:
 		return messages.ErrorCode_STORAGE_ERROR, "log closed"
-	case p.leader == nil:
+	case p.role != roleLeader:
 		return messages.ErrorCode_NOT_LEADER, fmt.Sprintf("broker %d does not lead %s", p.cfg.BrokerID, p.cfg.TP)
 	}
 	return messages.ErrorCode_NONE, ""
@@ -341,7 +413,7 @@ func (p *partitionActor) onFlush(ctx actor.Context) {
 	// p.pending stays set until the append returns, so that a panic inside
 	// it still lets onStopping answer these requests.
 	pending := p.pending
-	if len(pending) == 0 || p.leader == nil {
+	if len(pending) == 0 || p.role != roleLeader {
 		return
 	}
 	leo := p.log.LogEndOffset()
@@ -392,14 +464,17 @@ func (p *partitionActor) onFlush(ctx actor.Context) {
 	if p.leader.Appended(leo) || len(p.waiting) > 0 {
 		p.onHWAdvanced(ctx)
 	}
+	p.serveReplicaFetches(ctx)
 	p.publishStatus()
 }
 
 // onHWAdvanced answers acks=all requests and parked fetches the HW now covers.
 func (p *partitionActor) onHWAdvanced(ctx actor.Context) {
-	if p.leader == nil {
+	if p.role != roleLeader {
 		return
 	}
+	// Followers learn the new HW from the answer to their parked fetch.
+	defer p.serveReplicaFetches(ctx)
 	hw := p.leader.HighWatermark()
 	kept := p.waiting[:0]
 	for _, w := range p.waiting {
@@ -580,6 +655,11 @@ func (p *partitionActor) onTick(ctx actor.Context) {
 		clear(p.waiting[len(kept):])
 		p.waiting = kept
 	}
+	if p.role == roleLeader {
+		if isr := p.leader.Tick(now); isr != nil {
+			p.proposeISR(ctx, isr)
+		}
+	}
 	if now.Sub(p.lastRetention) >= p.cfg.Broker.RetentionCheckInterval {
 		p.lastRetention = now
 		p.applyRetention(now)
@@ -591,12 +671,12 @@ func (p *partitionActor) onTick(ctx actor.Context) {
 }
 
 func (p *partitionActor) applyRetention(now time.Time) {
-	if p.leader == nil {
+	if p.role == roleNone {
 		return
 	}
 	before := p.log.LogStartOffset()
 	start, err := p.log.ApplyRetention(now, p.cfg.Topic.RetentionBytes,
-		time.Duration(p.cfg.Topic.RetentionMs)*time.Millisecond, p.leader.HighWatermark())
+		time.Duration(p.cfg.Topic.RetentionMs)*time.Millisecond, p.currentHW())
 	if err != nil {
 		p.cfg.Logger.Error("retention failed", "partition", p.cfg.TP, "error", err)
 		return
@@ -610,10 +690,13 @@ func (p *partitionActor) applyRetention(now time.Time) {
 // checkpointHW persists the HW when it moved. The log is the source of
 // truth; the checkpoint only bounds what a restarted replica exposes.
 func (p *partitionActor) checkpointHW() {
-	if p.leader == nil || p.log == nil {
+	if p.log == nil {
 		return
 	}
-	hw := p.leader.HighWatermark()
+	hw := p.currentHW()
+	if hw < 0 {
+		return
+	}
 	if hw == p.checkpointedHW {
 		return
 	}
@@ -634,12 +717,8 @@ func (p *partitionActor) publishStatus() {
 	if p.log != nil {
 		st.LogStartOffset, st.LogEndOffset, st.SizeBytes = p.log.LogStartOffset(), p.log.LogEndOffset(), p.log.Size()
 	}
-	if p.leader != nil {
-		st.Leader = true
-		st.HighWatermark = p.leader.HighWatermark()
-	} else if p.checkpointedHW >= 0 {
-		st.HighWatermark = p.checkpointedHW
-	}
+	st.Leader = p.role == roleLeader
+	st.HighWatermark = p.currentHW()
 	if code, msg := p.unavailable(); code == messages.ErrorCode_STORAGE_ERROR {
 		st.Error, st.ErrorMessage = code, msg
 	}

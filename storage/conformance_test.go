@@ -53,6 +53,7 @@ var scenarios = []struct {
 	{"offset for timestamp", testOffsetForTimestamp},
 	{"delete everything", testDeleteAll},
 	{"retention", testRetention},
+	{"reset", testReset},
 	{"closed", testClosed},
 }
 
@@ -358,6 +359,21 @@ func testRetention(h *harness) {
 	h.state(6, 6, nil)
 	h.reopen()
 	h.state(6, 6, nil)
+}
+
+func testReset(h *harness) {
+	h.append(mkBatches(0, spec{records: 3}, spec{records: 2})...)
+	wantErr(h, h.l.Reset(4), ErrOffsetOutOfRange)
+	must(h, h.l.Reset(100))
+	h.state(100, 100, nil)
+	h.reopen()
+	h.state(100, 100, nil)
+	b := mkBatch(100, spec{records: 2, epoch: 3})
+	h.append(b)
+	h.state(100, 102, [][]byte{b})
+	if e := h.l.Epochs(); !slices.Equal(e, []EpochStart{{3, 100}}) {
+		h.Fatalf("epochs after reset %v", e)
+	}
 }
 
 func testClosed(h *harness) {

@@ -48,6 +48,11 @@ type Log interface {
 	// the log becomes empty (offset <= LEO required).
 	DeleteBefore(offset int64) error
 
+	// Reset empties the log and moves it to offset (>= LEO): the start
+	// offset and LEO both become offset. A follower whose log ends before its
+	// leader's log start uses it to start over there.
+	Reset(offset int64) error
+
 	// ApplyRetention deletes from the front what is older than maxAge (by a
 	// batch's max timestamp, compared to now) or beyond maxBytes in total,
 	// never anything at or above maxOffset (pass the high watermark). A zero

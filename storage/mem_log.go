@@ -83,6 +83,18 @@ func (m *MemLog) DeleteBefore(offset int64) error {
 	return nil
 }
 
+func (m *MemLog) Reset(offset int64) error {
+	if m.closed {
+		return ErrClosed
+	}
+	if offset < m.x.leo {
+		return fmt.Errorf("%w: reset to %d, below the LEO %d", ErrOffsetOutOfRange, offset, m.x.leo)
+	}
+	m.dropFront(len(m.data))
+	m.x.reset(offset)
+	return nil
+}
+
 func (m *MemLog) ApplyRetention(now time.Time, maxBytes int64, maxAge time.Duration, maxOffset int64) (int64, error) {
 	if m.closed {
 		return m.x.start, ErrClosed

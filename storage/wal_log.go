@@ -319,6 +319,27 @@ func (w *WALLog) DeleteBefore(offset int64) error {
 	return w.dropFront(n)
 }
 
+func (w *WALLog) Reset(offset int64) error {
+	if err := w.usable(); err != nil {
+		return err
+	}
+	if offset < w.x.leo {
+		return fmt.Errorf("%w: reset to %d, below the LEO %d", ErrOffsetOutOfRange, offset, w.x.leo)
+	}
+	if n := len(w.x.batches); n > 0 {
+		if err := w.dropFront(n); err != nil {
+			return err
+		}
+	}
+	// A crash before this write reopens the log empty at the old LEO, which
+	// is still below offset: the caller simply resets again.
+	if err := w.writeMeta(offset); err != nil {
+		return err
+	}
+	w.x.reset(offset)
+	return nil
+}
+
 func (w *WALLog) ApplyRetention(now time.Time, maxBytes int64, maxAge time.Duration, maxOffset int64) (int64, error) {
 	if err := w.usable(); err != nil {
 		return w.x.start, err

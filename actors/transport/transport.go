@@ -20,6 +20,12 @@ import (
 // batches of the largest message under this limit.
 const MaxFrameBytes = 256 << 20
 
+// HTTP/2 flow-control window and socket buffer sizes of every connection.
+const (
+	windowBytes = 64 << 20
+	bufferBytes = 1 << 20
+)
+
 // Config says where a node listens and how large its messages get.
 type Config struct {
 	// Host and Port to listen on; Port 0 picks a free port.
@@ -89,6 +95,13 @@ func Start(cfg Config, logger *slog.Logger) (node *Node, err error) {
 		remote.WithServerOptions(
 			grpc.MaxRecvMsgSize(MaxFrameBytes),
 			grpc.MaxSendMsgSize(MaxFrameBytes),
+			// One stream carries every message between two nodes; a large
+			// static flow-control window keeps multi-MiB batches flowing
+			// without waiting for window updates.
+			grpc.InitialWindowSize(windowBytes),
+			grpc.InitialConnWindowSize(windowBytes),
+			grpc.ReadBufferSize(bufferBytes),
+			grpc.WriteBufferSize(bufferBytes),
 			grpc.StreamInterceptor(guardStream(logger)),
 			grpc.UnaryInterceptor(guardUnary),
 			grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 5 * time.Second, PermitWithoutStream: true}),
@@ -96,6 +109,10 @@ func Start(cfg Config, logger *slog.Logger) (node *Node, err error) {
 		remote.WithDialOptions(
 			grpc.WithTransportCredentials(insecure.NewCredentials()),
 			grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(MaxFrameBytes), grpc.MaxCallSendMsgSize(MaxFrameBytes)),
+			grpc.WithInitialWindowSize(windowBytes),
+			grpc.WithInitialConnWindowSize(windowBytes),
+			grpc.WithReadBufferSize(bufferBytes),
+			grpc.WithWriteBufferSize(bufferBytes),
 			// Notice a dead or paused peer within seconds, so that requests to it
 			// fail fast instead of queueing behind a stuck stream.
 			grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: 5 * time.Second, Timeout: 5 * time.Second, PermitWithoutStream: true}),

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
+	_ "net/http/pprof"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -22,6 +24,9 @@ func runBroker(args []string, stderr io.Writer) error {
 	addr := fs.String("addr", "127.0.0.1:9470", "host:port to listen on")
 	advertise := fs.String("advertise", "", "host:port other brokers and clients reach this broker at (default: --addr)")
 	id := fs.Int("id", 0, "broker id, unique in the cluster")
+	consulAddr := fs.String("consul", "", "Consul agent host:port: join a cluster (default: embedded single node)")
+	clusterName := fs.String("cluster", "sluice", "cluster name (with --consul)")
+	checkTTL := fs.Duration("check-ttl", cluster.DefaultCheckTTL, "Consul health-check TTL: a broker silent this long is dead (with --consul)")
 	autoCreate := fs.Bool("auto-create-topics", false, "create unknown topics on first use")
 	partitions := fs.Int("default-partitions", def.DefaultPartitions, "partitions of topics created without a count")
 	rf := fs.Int("default-replication-factor", def.DefaultReplicationFactor, "replication factor of topics created without one")
@@ -35,6 +40,7 @@ func runBroker(args []string, stderr io.Writer) error {
 	maxFetch := fs.Int("max-fetch-bytes", def.MaxFetchBytes, "largest fetch response")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	logFormat := fs.String("log-format", "text", "text or json")
+	pprofAddr := fs.String("pprof", "", "serve Go's pprof profiles on this host:port (off by default)")
 	if _, err := parseArgs(fs, args); err != nil {
 		return err
 	}
@@ -64,6 +70,14 @@ func runBroker(args []string, stderr io.Writer) error {
 		return usageErr("--max-message-bytes %d: at most %d", *maxMsg, actors.MaxMessageBytesLimit)
 	}
 
+	if *pprofAddr != "" {
+		go func() {
+			logger.Info("pprof listening", "addr", *pprofAddr)
+			if err := http.ListenAndServe(*pprofAddr, nil); err != nil {
+				logger.Error("pprof", "error", err)
+			}
+		}()
+	}
 	host, port, err := transport.ParseAddr(*addr)
 	if err != nil {
 		return usageErr("--addr: %v", err)
@@ -80,7 +94,7 @@ func runBroker(args []string, stderr io.Writer) error {
 	}
 	defer node.Stop()
 
-	backend, mode, err := openBackend(cfg, node.Addr)
+	backend, mode, err := openBackend(cfg, node.Addr, *consulAddr, *clusterName, *checkTTL, logger)
 	if err != nil {
 		return err
 	}
@@ -109,8 +123,16 @@ func runBroker(args []string, stderr io.Writer) error {
 	return nil
 }
 
-// openBackend returns the embedded single-node backend kept in the data directory.
-func openBackend(cfg actors.BrokerConfig, addr string) (cluster.Backend, string, error) {
+// openBackend returns the Consul backend when consulAddr is set, else the
+// embedded single-node backend kept in the data directory.
+func openBackend(cfg actors.BrokerConfig, addr, consulAddr, clusterName string, checkTTL time.Duration, logger *slog.Logger) (cluster.Backend, string, error) {
+	if consulAddr != "" {
+		c, err := cluster.OpenConsul(cluster.ConsulConfig{Addr: consulAddr, Cluster: clusterName, CheckTTL: checkTTL, Logger: logger})
+		if err != nil {
+			return nil, "", usageErr("%v", err)
+		}
+		return c, "consul", nil
+	}
 	e, err := cluster.OpenEmbedded(filepath.Join(cfg.DataDir, "meta"), cluster.Broker{ID: cfg.ID, Addr: addr})
 	if err != nil {
 		return nil, "", err

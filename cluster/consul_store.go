@@ -1,0 +1,274 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/hashicorp/consul/api"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/sluicemq/sluice/messages"
+)
+
+// Load implements MetadataStore.
+func (c *Consul) Load(ctx context.Context) (*Snapshot, error) {
+	return c.snapshot(ctx, 0, false)
+}
+
+// Watch implements MetadataStore with a blocking query on the prefix.
+func (c *Consul) Watch(ctx context.Context, afterIndex uint64) (*Snapshot, error) {
+	return c.snapshot(ctx, afterIndex, true)
+}
+
+// snapshot lists the whole prefix once, blocking until Consul's index passes
+// afterIndex when block is set.
+func (c *Consul) snapshot(ctx context.Context, afterIndex uint64, block bool) (*Snapshot, error) {
+	if c.isClosed() {
+		return nil, ErrClosed
+	}
+	wait, base := c.metaIdx.wait(afterIndex)
+	if !block {
+		wait = 0
+	}
+	for created := false; ; created = true {
+		q := &api.QueryOptions{WaitIndex: wait}
+		var cctx context.Context
+		var cancel context.CancelFunc
+		if wait > 0 {
+			q.WaitTime = watchWait
+			cctx, cancel = c.blocking(ctx, watchWait)
+		} else {
+			cctx, cancel = c.call(ctx)
+		}
+		pairs, meta, err := c.client.KV().List(c.prefix, q.WithContext(cctx))
+		cancel()
+		if err != nil {
+			return nil, c.failed(ctx, fmt.Errorf("consul: list %s: %w", c.prefix, err))
+		}
+		snap, err := c.decode(pairs)
+		if err != nil {
+			return nil, err
+		}
+		if snap.ClusterID == "" && !created {
+			// A new cluster: create its id, then list again (at once).
+			if err := c.createClusterID(ctx); err != nil {
+				return nil, err
+			}
+			wait = 0
+			continue
+		}
+		snap.Index = c.metaIdx.observe(wait, base, meta.LastIndex)
+		return snap, nil
+	}
+}
+
+// decode builds a snapshot from the listed keys. Partitions of a topic
+// that does not exist are hidden: leftovers of a creation that failed
+// half-way (see CreateTopic).
+func (c *Consul) decode(pairs api.KVPairs) (*Snapshot, error) {
+	snap := &Snapshot{Topics: map[string]*messages.TopicRecord{}, Partitions: map[TopicPartition]Partition{}}
+	for _, kv := range pairs {
+		name := strings.TrimPrefix(kv.Key, c.prefix)
+		switch {
+		case name == keyClusterID:
+			snap.ClusterID = string(kv.Value)
+		case strings.HasPrefix(name, "topics/"):
+			t := &messages.TopicRecord{}
+			if err := proto.Unmarshal(kv.Value, t); err != nil {
+				return nil, fmt.Errorf("consul key %s is not a TopicRecord: %w", kv.Key, err)
+			}
+			snap.Topics[strings.TrimPrefix(name, "topics/")] = t
+		case strings.HasPrefix(name, "partitions/"):
+			st := &messages.PartitionState{}
+			if err := proto.Unmarshal(kv.Value, st); err != nil {
+				return nil, fmt.Errorf("consul key %s is not a PartitionState: %w", kv.Key, err)
+			}
+			snap.Partitions[TopicPartition{st.Topic, st.Partition}] = Partition{State: st, Version: kv.ModifyIndex}
+		}
+	}
+	for tp := range snap.Partitions {
+		if _, ok := snap.Topics[tp.Topic]; !ok {
+			delete(snap.Partitions, tp)
+		}
+	}
+	return snap, nil
+}
+
+// createClusterID stores a fresh id unless another broker got there first.
+func (c *Consul) createClusterID(ctx context.Context) error {
+	cctx, cancel := c.call(ctx)
+	defer cancel()
+	// CAS on index 0: only if the key does not exist.
+	_, _, err := c.client.KV().CAS(&api.KVPair{Key: c.key(keyClusterID), Value: []byte(newID())}, (&api.WriteOptions{}).WithContext(cctx))
+	if err != nil {
+		return c.failed(ctx, fmt.Errorf("consul: create cluster id: %w", err))
+	}
+	return nil
+}
+
+// checkTopicName keeps names usable as one Consul key segment.
+func checkTopicName(name string) error {
+	if name == "" || strings.ContainsAny(name, "/\x00") {
+		return fmt.Errorf("topic name %q cannot be stored in Consul", name)
+	}
+	return nil
+}
+
+// CreateTopic implements MetadataStore. The topic key is written last, in
+// the same transaction as the last partitions: it is the commit point. A
+// topic with more partitions than one transaction takes is written in
+// several, each checking the topic is still absent; partitions without
+// their topic are invisible to Load and are cleared by the next attempt.
+func (c *Consul) CreateTopic(ctx context.Context, f Fence, t *messages.TopicRecord, parts []*messages.PartitionState) error {
+	if err := checkTopicName(t.Name); err != nil {
+		return err
+	}
+	topicValue, err := proto.Marshal(t)
+	if err != nil {
+		return err
+	}
+	exists := func(string) error { return fmt.Errorf("%w: %q", ErrTopicExists, t.Name) }
+	for first := true; ; first = false {
+		tx, err := c.fencedTxn(f)
+		if err != nil {
+			return err
+		}
+		tx.add(&api.KVTxnOp{Verb: api.KVCheckNotExists, Key: c.key(topicKey(t.Name))}, exists)
+		if first {
+			tx.add(&api.KVTxnOp{Verb: api.KVDeleteTree, Key: c.key(partitionsPrefix(t.Name))}, nil)
+		}
+		// Leave room for the topic key.
+		for len(parts) > 0 && len(tx.ops) < consulMaxTxnOps-1 {
+			p := parts[0]
+			if p.Topic != t.Name {
+				return fmt.Errorf("partition %s does not belong to topic %q", TopicPartition{p.Topic, p.Partition}, t.Name)
+			}
+			v, err := proto.Marshal(p)
+			if err != nil {
+				return err
+			}
+			tx.add(&api.KVTxnOp{Verb: api.KVSet, Key: c.key(partitionKey(p.Topic, p.Partition)), Value: v}, nil)
+			parts = parts[1:]
+		}
+		last := len(parts) == 0
+		if last {
+			tx.add(&api.KVTxnOp{Verb: api.KVSet, Key: c.key(topicKey(t.Name)), Value: topicValue}, nil)
+		}
+		if _, err := c.commit(ctx, tx); err != nil {
+			return err
+		}
+		if last {
+			return nil
+		}
+	}
+}
+
+// DeleteTopic implements MetadataStore.
+func (c *Consul) DeleteTopic(ctx context.Context, f Fence, name string) error {
+	if err := checkTopicName(name); err != nil {
+		return err
+	}
+	tx, err := c.fencedTxn(f)
+	if err != nil {
+		return err
+	}
+	// A get fails the transaction when the key is missing.
+	tx.add(&api.KVTxnOp{Verb: api.KVGet, Key: c.key(topicKey(name))},
+		func(string) error { return fmt.Errorf("%w: %q", ErrTopicNotFound, name) })
+	tx.add(&api.KVTxnOp{Verb: api.KVDelete, Key: c.key(topicKey(name))}, nil)
+	tx.add(&api.KVTxnOp{Verb: api.KVDeleteTree, Key: c.key(partitionsPrefix(name))}, nil)
+	_, err = c.commit(ctx, tx)
+	return err
+}
+
+// ConsulMaxPartitionUpdates is the most updates one UpdatePartitions call
+// takes on Consul: they have to fit one transaction, with the fence check.
+const ConsulMaxPartitionUpdates = consulMaxTxnOps - 1
+
+// UpdatePartitions implements MetadataStore: one transaction of
+// check-and-set operations, at most ConsulMaxPartitionUpdates of them.
+func (c *Consul) UpdatePartitions(ctx context.Context, f Fence, updates []PartitionUpdate) error {
+	if len(updates) > ConsulMaxPartitionUpdates {
+		return fmt.Errorf("%d partition updates in one call: Consul takes at most %d at once", len(updates), ConsulMaxPartitionUpdates)
+	}
+	tx, err := c.fencedTxn(f)
+	if err != nil {
+		return err
+	}
+	for _, u := range updates {
+		tp := TopicPartition{u.State.Topic, u.State.Partition}
+		if err := checkTopicName(tp.Topic); err != nil {
+			return err
+		}
+		if u.ExpectVersion == 0 {
+			// CAS on index 0 would create the key; versions are never 0.
+			return fmt.Errorf("%w: %s: version 0 does not exist", ErrConflict, tp)
+		}
+		v, err := proto.Marshal(u.State)
+		if err != nil {
+			return err
+		}
+		want := u.ExpectVersion
+		tx.add(&api.KVTxnOp{Verb: api.KVCAS, Key: c.key(partitionKey(tp.Topic, tp.Partition)), Value: v, Index: want},
+			func(string) error {
+				return fmt.Errorf("%w: %s is no longer at version %d (or does not exist)", ErrConflict, tp, want)
+			})
+	}
+	_, err = c.commit(ctx, tx)
+	return err
+}
+
+// errCASMoved: the counter changed between read and write; read again.
+var errCASMoved = errors.New("counter moved")
+
+// AllocateProducerIDs implements MetadataStore: a check-and-set loop on the
+// producer_ids counter.
+func (c *Consul) AllocateProducerIDs(ctx context.Context, f Fence, count int64) (int64, error) {
+	if count < 1 {
+		return 0, fmt.Errorf("AllocateProducerIDs(%d): count must be positive", count)
+	}
+	for {
+		next, index, err := c.readCounter(ctx, keyProducerIDs, 1)
+		if err != nil {
+			return 0, err
+		}
+		if next > (1<<63-1)-count {
+			return 0, errors.New("producer ids exhausted")
+		}
+		tx, err := c.fencedTxn(f)
+		if err != nil {
+			return 0, err
+		}
+		tx.add(&api.KVTxnOp{Verb: api.KVCAS, Key: c.key(keyProducerIDs), Value: []byte(strconv.FormatInt(next+count, 10)), Index: index},
+			func(string) error { return errCASMoved })
+		switch _, err := c.commit(ctx, tx); {
+		case errors.Is(err, errCASMoved):
+			continue
+		case err != nil:
+			return 0, err
+		}
+		return next, nil
+	}
+}
+
+// readCounter reads a decimal counter and its ModifyIndex (0 when the key
+// does not exist, its value then being def).
+func (c *Consul) readCounter(ctx context.Context, name string, def int64) (int64, uint64, error) {
+	cctx, cancel := c.call(ctx)
+	defer cancel()
+	kv, _, err := c.client.KV().Get(c.key(name), (&api.QueryOptions{}).WithContext(cctx))
+	if err != nil {
+		return 0, 0, c.failed(ctx, fmt.Errorf("consul: read %s: %w", c.key(name), err))
+	}
+	if kv == nil {
+		return def, 0, nil
+	}
+	v, err := strconv.ParseInt(string(kv.Value), 10, 64)
+	if err != nil {
+		return 0, 0, fmt.Errorf("consul key %s: %q is not a number", kv.Key, kv.Value)
+	}
+	return v, kv.ModifyIndex, nil
+}

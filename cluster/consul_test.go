@@ -1,0 +1,271 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/consul/api"
+)
+
+func TestConsulConfigValidate(t *testing.T) {
+	good := ConsulConfig{Addr: "127.0.0.1:8500", Cluster: "prod-1"}
+	if err := good.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		field string
+		edit  func(*ConsulConfig)
+	}{
+		{"Addr", func(c *ConsulConfig) { c.Addr = "" }},
+		{"Addr", func(c *ConsulConfig) { c.Addr = "no-port" }},
+		{"Cluster", func(c *ConsulConfig) { c.Cluster = "" }},
+		{"Cluster", func(c *ConsulConfig) { c.Cluster = "a/b" }},
+		{"CheckTTL", func(c *ConsulConfig) { c.CheckTTL = 100 * time.Millisecond }},
+		{"SessionTTL", func(c *ConsulConfig) { c.SessionTTL = 5 * time.Second }},
+	} {
+		c := good
+		tc.edit(&c)
+		err := c.Validate()
+		if err == nil || !strings.Contains(err.Error(), "ConsulConfig."+tc.field) {
+			t.Errorf("%+v: error %v, want one naming %s", c, err, tc.field)
+		}
+		if _, err := OpenConsul(c); err == nil {
+			t.Errorf("OpenConsul(%+v) accepted it", c)
+		}
+	}
+	if err := (ConsulConfig{Addr: "https://consul:8501", Cluster: "x"}).Validate(); err != nil {
+		t.Errorf("URL address: %v", err)
+	}
+}
+
+func TestIndexMapGoesOnlyForward(t *testing.T) {
+	var m indexMap
+	wait, base := m.wait(0)
+	first := m.observe(wait, base, 100)
+	wait, base = m.wait(first)
+	if wait != 100 {
+		t.Fatalf("waits on %d, want 100", wait)
+	}
+	// Consul was reset: it answers 7 to a query that waited on 100.
+	reset := m.observe(wait, base, 7)
+	if reset <= first {
+		t.Fatalf("index after reset %d, not above %d", reset, first)
+	}
+	if wait, _ = m.wait(reset); wait != 7 {
+		t.Fatalf("after the reset waits on %d, want Consul's 7", wait)
+	}
+	// Consul still at 7 after a timeout: the same index, no change.
+	wait, base = m.wait(reset)
+	if got := m.observe(wait, base, 7); got != reset {
+		t.Fatalf("no change gave index %d, want %d", got, reset)
+	}
+	// A caller with an index from before the reset gets news at once.
+	if wait, _ = m.wait(first); wait != 0 {
+		t.Fatalf("an index from before the reset waits on %d, want 0", wait)
+	}
+}
+
+func TestConsulFencing(t *testing.T) {
+	agent := sharedAgent(t)
+	name := clusterName(t)
+	a, _ := openConsul(t, agent, name, 0)
+	b, _ := openConsul(t, agent, name, 0)
+	register(t, a, 1)
+	register(t, b, 2)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+
+	if err := createTopic(ctx, a, Fence{}, "nofence"); !errors.Is(err, ErrFenced) {
+		t.Fatalf("write with the zero fence: %v, want an ErrFenced", err)
+	}
+	leadA := campaign(t, a, 1)
+	if err := createTopic(ctx, a, leadA.Fence, "t"); err != nil {
+		t.Fatal(err)
+	}
+
+	// A resigns, B takes over; A's fence is stale.
+	bWon := make(chan *Leadership, 1)
+	go func() {
+		lead, err := b.Campaign(ctx, 2)
+		if err != nil {
+			t.Error(err)
+		}
+		bWon <- lead
+	}()
+	if err := a.Resign(ctx); err != nil {
+		t.Fatal(err)
+	}
+	waitClosed(t, leadA.Lost, time.Second, "Lost after Resign")
+	leadB := <-bWon
+	if leadB == nil {
+		t.FailNow()
+	}
+	if leadB.Epoch <= leadA.Epoch {
+		t.Fatalf("epoch %d after %d", leadB.Epoch, leadA.Epoch)
+	}
+	if id, epoch, ok, err := a.Controller(ctx); err != nil || !ok || id != 2 || epoch != leadB.Epoch {
+		t.Fatalf("Controller() = %d, %d, %v, %v; want 2, %d", id, epoch, ok, err, leadB.Epoch)
+	}
+	snap, err := b.Load(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p0 := snap.PartitionsOf("t")[0]
+	update := []PartitionUpdate{{p0.State, p0.Version}}
+	// Fenced even where the write would also fail for its own reason.
+	stale := map[string]error{
+		"create existing": createTopic(ctx, a, leadA.Fence, "t"),
+		"create":          createTopic(ctx, a, leadA.Fence, "u"),
+		"delete":          a.DeleteTopic(ctx, leadA.Fence, "t"),
+		"update":          a.UpdatePartitions(ctx, leadA.Fence, update),
+		"allocate":        second(a.AllocateProducerIDs(ctx, leadA.Fence, 1)),
+	}
+	for what, err := range stale {
+		if !errors.Is(err, ErrFenced) || errors.Is(err, ErrConflict) || errors.Is(err, ErrTopicExists) {
+			t.Errorf("%s with the old fence: %v, want ErrFenced only", what, err)
+		}
+	}
+	if err := b.UpdatePartitions(ctx, leadB.Fence, update); err != nil {
+		t.Fatalf("update with the new fence: %v", err)
+	}
+	if err := createTopic(ctx, b, leadB.Fence, "u"); err != nil {
+		t.Fatal(err)
+	}
+
+	// B's session is destroyed behind its back: B loses, A can win again.
+	if _, err := agent.Client().Session().Destroy(leadB.Fence.Session, nil); err != nil {
+		t.Fatal(err)
+	}
+	waitClosed(t, leadB.Lost, 5*time.Second, "Lost after the session was destroyed")
+	if err := b.DeleteTopic(ctx, leadB.Fence, "u"); !errors.Is(err, ErrFenced) {
+		t.Fatalf("write after losing the session: %v, want ErrFenced", err)
+	}
+	leadA2 := campaign(t, a, 1)
+	if leadA2.Epoch <= leadB.Epoch {
+		t.Fatalf("epoch %d after %d", leadA2.Epoch, leadB.Epoch)
+	}
+	if err := a.DeleteTopic(ctx, leadA2.Fence, "u"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// createTopic creates a two-partition topic on s.
+func createTopic(ctx context.Context, s MetadataStore, f Fence, name string) error {
+	topic, parts := testTopic(name, 2)
+	return s.CreateTopic(ctx, f, topic, parts)
+}
+
+func second[T any](_ T, err error) error { return err }
+
+func TestConsulMembership(t *testing.T) {
+	agent := sharedAgent(t)
+	name := clusterName(t)
+	const ttl = 2 * time.Second
+	b1, _ := openConsul(t, agent, name, ttl)
+	b2, _ := openConsul(t, agent, name, ttl)
+	b3, _ := openConsul(t, agent, name, ttl)
+	register(t, b1, 1)
+	register(t, b2, 2)
+	got := waitBrokers(t, b1, []int32{1, 2}, 10*time.Second)
+	if got[0].Addr != brokerAddr(1) || got[1].Addr != brokerAddr(2) {
+		t.Fatalf("brokers %v", got)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := b2.Deregister(ctx); err != nil {
+		t.Fatal(err)
+	}
+	waitBrokers(t, b1, []int32{1}, 5*time.Second)
+
+	// Broker 3 dies without deregistering: gone once its check's TTL passes.
+	register(t, b3, 3)
+	waitBrokers(t, b1, []int32{1, 3}, 10*time.Second)
+	b3.crash()
+	start := time.Now()
+	waitBrokers(t, b1, []int32{1}, ttl+5*time.Second)
+	t.Logf("a dead broker left the live set %v after its last chance to heartbeat (check TTL %v)", time.Since(start).Round(10*time.Millisecond), ttl)
+}
+
+func TestConsulCampaignHonoursContext(t *testing.T) {
+	agent := sharedAgent(t)
+	name := clusterName(t)
+	a, _ := openConsul(t, agent, name, 0)
+	b, _ := openConsul(t, agent, name, 0)
+	if _, err := b.Campaign(context.Background(), 2); err == nil {
+		t.Fatal("Campaign before Register succeeded")
+	}
+	register(t, a, 1)
+	register(t, b, 2)
+	campaign(t, a, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	if _, err := b.Campaign(ctx, 2); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("campaign against a held lock: %v, want the context's error", err)
+	}
+	// Closing the backend ends its blocked calls.
+	done := make(chan error, 1)
+	go func() {
+		_, err := b.Campaign(context.Background(), 2)
+		done <- err
+	}()
+	go func() {
+		snap, err := b.Load(context.Background())
+		if err == nil {
+			_, err = b.Watch(context.Background(), snap.Index)
+		}
+		done <- err
+	}()
+	// Close once the campaign waits on the lock (its session exists); the
+	// watch may or may not be blocked yet, ErrClosed either way.
+	waitFor(t, 5*time.Second, "broker 2's campaign session", func() bool {
+		sessions, _, err := agent.Client().Session().List(nil)
+		return err == nil && slices.ContainsFunc(sessions, func(s *api.SessionEntry) bool {
+			return s.Name == b.serviceName()+"-controller-2"
+		})
+	})
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		select {
+		case err := <-done:
+			if !errors.Is(err, ErrClosed) {
+				t.Fatalf("blocked call after Close: %v, want ErrClosed", err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("blocked call did not return after Close")
+		}
+	}
+}
+
+// TestConsulSessionIgnoresNode checks the session is tied to the broker's
+// check only: deregistering broker 1 (same agent, same node as broker 2)
+// frees the lock although the node is healthy.
+func TestConsulSessionIgnoresNode(t *testing.T) {
+	agent := sharedAgent(t)
+	name := clusterName(t)
+	a, _ := openConsul(t, agent, name, 0)
+	register(t, a, 1)
+	lead := campaign(t, a, 1)
+	info, _, err := agent.Client().Session().Info(lead.Fence.Session, nil)
+	if err != nil || info == nil {
+		t.Fatalf("session info: %v, %v", info, err)
+	}
+	if len(info.NodeChecks) != 0 || len(info.ServiceChecks) != 1 || info.ServiceChecks[0] != (api.ServiceCheck{ID: "service:" + a.serviceID(1)}) ||
+		info.LockDelay != lockDelay || info.Behavior != api.SessionBehaviorRelease {
+		t.Fatalf("session %+v", info)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := a.Deregister(ctx); err != nil {
+		t.Fatal(err)
+	}
+	waitClosed(t, lead.Lost, 5*time.Second, "Lost after deregistering the controller")
+	if _, _, ok, err := a.Controller(ctx); ok || err != nil {
+		t.Fatalf("controller still held (%v, %v)", ok, err)
+	}
+}

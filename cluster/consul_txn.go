@@ -1,0 +1,77 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/hashicorp/consul/api"
+)
+
+// consulMaxTxnOps is the most operations Consul 1.14 takes in one
+// transaction (agent/txn_endpoint.go: maxTxnOps).
+const consulMaxTxnOps = 128
+
+// errNoFence: the Consul store writes only on behalf of a controller.
+var errNoFence = fmt.Errorf("%w: a Consul metadata write needs the controller's fence (Leadership.Fence from Campaign)", ErrFenced)
+
+// txn is a Consul transaction being built: its operations and, for each,
+// the error to report when that operation is the one that failed.
+type txn struct {
+	ops    api.TxnOps
+	fails  []func(what string) error // nil entries: a generic error
+	fenced bool                      // ops[0] is the fence check
+}
+
+func (t *txn) add(op *api.KVTxnOp, fail func(what string) error) {
+	t.ops = append(t.ops, &api.TxnOp{KV: op})
+	t.fails = append(t.fails, fail)
+}
+
+func (t *txn) full() bool { return len(t.ops) >= consulMaxTxnOps }
+
+// fencedTxn starts a write transaction whose first operation checks that
+// the controller key is still held by f's session.
+func (c *Consul) fencedTxn(f Fence) (*txn, error) {
+	if f.Session == "" {
+		return nil, errNoFence
+	}
+	t := &txn{fenced: true}
+	t.add(&api.KVTxnOp{Verb: api.KVCheckSession, Key: c.key(keyController), Session: f.Session},
+		func(string) error { return fmt.Errorf("%w (controller epoch %d)", ErrFenced, f.Epoch) })
+	return t, nil
+}
+
+// commit runs t. When Consul rolls it back, the error is that of the failed
+// operation; a failed fence check wins, since a deposed controller's other
+// checks may fail for the same reason.
+func (c *Consul) commit(ctx context.Context, t *txn) (*api.TxnResponse, error) {
+	if len(t.ops) > consulMaxTxnOps {
+		return nil, fmt.Errorf("consul transaction of %d operations: Consul takes at most %d", len(t.ops), consulMaxTxnOps)
+	}
+	cctx, cancel := c.call(ctx)
+	defer cancel()
+	ok, resp, _, err := c.client.Txn().Txn(t.ops, (&api.QueryOptions{}).WithContext(cctx))
+	if err != nil {
+		return nil, c.failed(ctx, fmt.Errorf("consul transaction: %w", err))
+	}
+	if ok {
+		return resp, nil
+	}
+	var first *api.TxnError
+	for _, e := range resp.Errors {
+		if e.OpIndex == 0 && t.fenced {
+			return nil, t.fails[0](e.What)
+		}
+		if first == nil || e.OpIndex < first.OpIndex {
+			first = e
+		}
+	}
+	if first == nil || first.OpIndex < 0 || first.OpIndex >= len(t.ops) {
+		return nil, errors.New("consul transaction rolled back without naming an operation")
+	}
+	if fail := t.fails[first.OpIndex]; fail != nil {
+		return nil, fail(first.What)
+	}
+	return nil, fmt.Errorf("consul transaction operation %d failed: %s", first.OpIndex, first.What)
+}

@@ -1,0 +1,291 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/sluicemq/sluice/messages"
+)
+
+// storeUnderTest is one MetadataStore for the conformance suite.
+type storeUnderTest struct {
+	store MetadataStore
+	fence Fence
+	// other is a second handle on the same metadata (a second backend), for
+	// concurrent allocators; nil: use store twice.
+	other MetadataStore
+}
+
+// TestEmbeddedStore runs the suite against the single-node store (no fence).
+func TestEmbeddedStore(t *testing.T) {
+	runStoreSuite(t, func(t *testing.T) storeUnderTest {
+		e, err := OpenEmbedded(t.TempDir(), Broker{ID: 0, Addr: "127.0.0.1:9470"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { e.Close() })
+		return storeUnderTest{store: e}
+	})
+}
+
+// TestConsulStore runs the suite against Consul, writing with the fence of
+// a won campaign.
+func TestConsulStore(t *testing.T) {
+	agent := sharedAgent(t)
+	runStoreSuite(t, func(t *testing.T) storeUnderTest {
+		name := clusterName(t)
+		c, _ := openConsul(t, agent, name, 0)
+		register(t, c, 1)
+		lead := campaign(t, c, 1)
+		other, _ := openConsul(t, agent, name, 0)
+		return storeUnderTest{store: c, fence: lead.Fence, other: other}
+	})
+}
+
+func testTopic(name string, partitions int32) (*messages.TopicRecord, []*messages.PartitionState) {
+	t := &messages.TopicRecord{Name: name, TopicId: NewTopicID(), Partitions: partitions, ReplicationFactor: 1,
+		Configs: map[string]string{"retention.ms": "1000"}}
+	var parts []*messages.PartitionState
+	for p := int32(0); p < partitions; p++ {
+		t.Assignment = append(t.Assignment, &messages.ReplicaAssignment{Replicas: []int32{p % 3}})
+		parts = append(parts, &messages.PartitionState{Topic: name, Partition: p, TopicId: t.TopicId,
+			Leader: p % 3, Isr: []int32{p % 3}, Replicas: []int32{p % 3}})
+	}
+	return t, parts
+}
+
+func runStoreSuite(t *testing.T, open func(t *testing.T) storeUnderTest) {
+	ctx := func(t *testing.T) context.Context {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		t.Cleanup(cancel)
+		return ctx
+	}
+	load := func(t *testing.T, s MetadataStore) *Snapshot {
+		t.Helper()
+		snap, err := s.Load(ctx(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return snap
+	}
+	create := func(t *testing.T, u storeUnderTest, name string, partitions int32) (*messages.TopicRecord, []*messages.PartitionState) {
+		t.Helper()
+		topic, parts := testTopic(name, partitions)
+		if err := u.store.CreateTopic(ctx(t), u.fence, topic, parts); err != nil {
+			t.Fatalf("create %s: %v", name, err)
+		}
+		return topic, parts
+	}
+
+	t.Run("CreateAndLoad", func(t *testing.T) {
+		u := open(t)
+		topic, parts := create(t, u, "orders", 3)
+		if err := u.store.CreateTopic(ctx(t), u.fence, topic, parts); !errors.Is(err, ErrTopicExists) {
+			t.Fatalf("duplicate create: %v, want ErrTopicExists", err)
+		}
+		snap := load(t, u.store)
+		if snap.ClusterID == "" || snap.Index == 0 {
+			t.Fatalf("cluster id %q, index %d", snap.ClusterID, snap.Index)
+		}
+		if got := snap.Topics["orders"]; !proto.Equal(got, topic) || len(snap.Topics) != 1 {
+			t.Fatalf("topics %v, want only %v", snap.Topics, topic)
+		}
+		got := snap.PartitionsOf("orders")
+		if len(got) != 3 || len(snap.Partitions) != 3 {
+			t.Fatalf("%d partitions of orders, %d in all, want 3", len(got), len(snap.Partitions))
+		}
+		for i, p := range got {
+			if !proto.Equal(p.State, parts[i]) || p.Version == 0 {
+				t.Fatalf("partition %d: %v at version %d, want %v", i, p.State, p.Version, parts[i])
+			}
+		}
+		if again := load(t, u.store); again.ClusterID != snap.ClusterID {
+			t.Fatalf("cluster id changed from %s to %s", snap.ClusterID, again.ClusterID)
+		}
+	})
+
+	t.Run("Delete", func(t *testing.T) {
+		u := open(t)
+		create(t, u, "a", 2)
+		create(t, u, "ab", 2) // shares a prefix with "a"
+		if err := u.store.DeleteTopic(ctx(t), u.fence, "a"); err != nil {
+			t.Fatal(err)
+		}
+		if err := u.store.DeleteTopic(ctx(t), u.fence, "a"); !errors.Is(err, ErrTopicNotFound) {
+			t.Fatalf("second delete: %v, want ErrTopicNotFound", err)
+		}
+		if err := u.store.DeleteTopic(ctx(t), u.fence, "never"); !errors.Is(err, ErrTopicNotFound) {
+			t.Fatalf("delete of a missing topic: %v, want ErrTopicNotFound", err)
+		}
+		snap := load(t, u.store)
+		if _, ok := snap.Topics["a"]; ok || len(snap.PartitionsOf("ab")) != 2 || len(snap.Partitions) != 2 {
+			t.Fatalf("after delete: topics %v, %d partitions", snap.Topics, len(snap.Partitions))
+		}
+		// The name is free again.
+		create(t, u, "a", 1)
+		if n := len(load(t, u.store).PartitionsOf("a")); n != 1 {
+			t.Fatalf("re-created a has %d partitions", n)
+		}
+	})
+
+	t.Run("ManyPartitions", func(t *testing.T) {
+		// More than one Consul transaction holds.
+		u := open(t)
+		create(t, u, "wide", 300)
+		if n := len(load(t, u.store).PartitionsOf("wide")); n != 300 {
+			t.Fatalf("%d partitions, want 300", n)
+		}
+		topic, parts := testTopic("wide", 300)
+		if err := u.store.CreateTopic(ctx(t), u.fence, topic, parts); !errors.Is(err, ErrTopicExists) {
+			t.Fatalf("duplicate create: %v", err)
+		}
+		if err := u.store.DeleteTopic(ctx(t), u.fence, "wide"); err != nil {
+			t.Fatal(err)
+		}
+		if snap := load(t, u.store); len(snap.Partitions) != 0 {
+			t.Fatalf("%d partitions left", len(snap.Partitions))
+		}
+	})
+
+	t.Run("Watch", func(t *testing.T) {
+		u := open(t)
+		create(t, u, "before", 1)
+		start := load(t, u.store)
+		// Nothing changes: Watch waits until its context ends (or returns
+		// early with the same index).
+		short, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+		snap, err := u.store.Watch(short, start.Index)
+		cancel()
+		if err == nil && snap.Index != start.Index {
+			t.Fatalf("watch without a change returned index %d, started at %d", snap.Index, start.Index)
+		}
+		if err != nil && !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatal(err)
+		}
+		got := make(chan *Snapshot, 1)
+		errc := make(chan error, 1)
+		go func() {
+			wctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+			defer cancel()
+			for {
+				snap, err := u.store.Watch(wctx, start.Index)
+				if err != nil {
+					errc <- err
+					return
+				}
+				if snap.Index > start.Index {
+					got <- snap
+					return
+				}
+			}
+		}()
+		create(t, u, "after", 1)
+		select {
+		case snap := <-got:
+			if _, ok := snap.Topics["after"]; !ok {
+				t.Fatalf("woken snapshot at %d lacks the new topic", snap.Index)
+			}
+		case err := <-errc:
+			t.Fatalf("watch: %v", err)
+		}
+		if _, err := u.store.Watch(ctx(t), 0); err != nil {
+			t.Fatalf("watch from 0: %v", err)
+		}
+	})
+
+	t.Run("UpdatePartitions", func(t *testing.T) {
+		u := open(t)
+		create(t, u, "t", 2)
+		before := load(t, u.store).PartitionsOf("t")
+		moved := func(p Partition, leader int32) *messages.PartitionState {
+			st := proto.Clone(p.State).(*messages.PartitionState)
+			st.Leader, st.LeaderEpoch, st.PartitionEpoch = leader, st.LeaderEpoch+1, st.PartitionEpoch+1
+			return st
+		}
+		ok := []PartitionUpdate{{moved(before[0], 7), before[0].Version}, {moved(before[1], 8), before[1].Version}}
+		if err := u.store.UpdatePartitions(ctx(t), u.fence, ok); err != nil {
+			t.Fatal(err)
+		}
+		mid := load(t, u.store).PartitionsOf("t")
+		for i, p := range mid {
+			if !proto.Equal(p.State, ok[i].State) || p.Version == before[i].Version {
+				t.Fatalf("partition %d after update: %v at version %d (was %d)", i, p.State, p.Version, before[i].Version)
+			}
+		}
+		// One stale version: nothing is applied.
+		stale := []PartitionUpdate{{moved(mid[0], 9), mid[0].Version}, {moved(mid[1], 9), before[1].Version}}
+		err := u.store.UpdatePartitions(ctx(t), u.fence, stale)
+		if !errors.Is(err, ErrConflict) {
+			t.Fatalf("stale update: %v, want ErrConflict", err)
+		}
+		t.Logf("conflict: %v", err)
+		after := load(t, u.store).PartitionsOf("t")
+		for i := range after {
+			if !proto.Equal(after[i].State, mid[i].State) || after[i].Version != mid[i].Version {
+				t.Fatalf("partition %d changed by a failed update: %v", i, after[i].State)
+			}
+		}
+		missing := &messages.PartitionState{Topic: "t", Partition: 5}
+		if err := u.store.UpdatePartitions(ctx(t), u.fence, []PartitionUpdate{{missing, mid[0].Version}}); !errors.Is(err, ErrConflict) {
+			t.Fatalf("update of a missing partition: %v, want ErrConflict", err)
+		}
+	})
+
+	t.Run("AllocateProducerIDs", func(t *testing.T) {
+		u := open(t)
+		a, err := u.store.AllocateProducerIDs(ctx(t), u.fence, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := u.store.AllocateProducerIDs(ctx(t), u.fence, 5)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a < 1 || b < a+10 {
+			t.Fatalf("allocations at %d (10) and %d (5)", a, b)
+		}
+		// Two allocators at once never hand out the same id.
+		other := u.other
+		if other == nil {
+			other = u.store
+		}
+		var mu sync.Mutex
+		var firsts []int64
+		var wg sync.WaitGroup
+		errs := make(chan error, 2)
+		for _, s := range []MetadataStore{u.store, other} {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for range 15 {
+					first, err := s.AllocateProducerIDs(ctx(t), u.fence, 3)
+					if err != nil {
+						errs <- err
+						return
+					}
+					mu.Lock()
+					firsts = append(firsts, first)
+					mu.Unlock()
+				}
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Fatal(err)
+		}
+		slices.Sort(firsts)
+		for i, f := range firsts {
+			if f < b+5 || (i > 0 && f < firsts[i-1]+3) {
+				t.Fatalf("overlapping allocations: %v", fmt.Sprint(firsts))
+			}
+		}
+	})
+}
