@@ -56,6 +56,9 @@ type brokerActor struct {
 	stopping   bool
 	// controllerEpoch is the largest controller epoch seen in LeaderAndIsr.
 	controllerEpoch int64
+	// knownController caches the backend's answer for metadata responses.
+	knownController   int32
+	controllerChecked time.Time
 }
 
 // NewBrokerProps returns the props of the broker actor. Spawn it named
@@ -523,13 +526,29 @@ func (b *brokerActor) forwardToController(ctx actor.Context, fail func(messages.
 	ctx.Forward(transport.ControllerPID(br.Addr))
 }
 
+// controllerID is the controller's broker id (-1: none known), asked of the
+// backend at most once a second.
+func (b *brokerActor) controllerID() int32 {
+	if b.controller != nil {
+		return b.cfg.ID
+	}
+	if time.Since(b.controllerChecked) > time.Second {
+		b.controllerChecked = time.Now()
+		qctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		if id, _, ok, err := b.backend.Controller(qctx); err == nil && ok {
+			b.knownController = id
+		} else {
+			b.knownController = -1
+		}
+	}
+	return b.knownController
+}
+
 func (b *brokerActor) onMetadataRequest(ctx actor.Context, req *messages.MetadataRequest) {
-	resp := &messages.MetadataResponse{ControllerId: -1}
+	resp := &messages.MetadataResponse{ControllerId: b.controllerID()}
 	for _, br := range b.liveList() {
 		resp.Brokers = append(resp.Brokers, &messages.BrokerInfo{Id: br.ID, Address: br.Addr})
-	}
-	if b.controller != nil {
-		resp.ControllerId = b.cfg.ID
 	}
 	if b.meta == nil {
 		for _, name := range req.Topics {

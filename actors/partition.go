@@ -102,8 +102,8 @@ type partitionActor struct {
 	gen uint64
 	// replicaParked holds follower fetches waiting for new data (leader only).
 	replicaParked map[uint64]*parkedReplicaFetch
-	// proposalInFlight is set while an ISR change waits for the controller.
-	proposalInFlight bool
+	// proposeAfter holds ISR proposals back after a refusal.
+	proposeAfter time.Time
 
 	pending     []pendingProduce
 	flushQueued bool
@@ -339,7 +339,6 @@ func (p *partitionActor) stepDown(ctx actor.Context, why string) {
 	}
 	p.gen++
 	p.role, p.leader, p.follower = roleNone, nil, nil
-	p.proposalInFlight = false
 	for _, pp := range p.pending {
 		p.respondProduce(ctx, pp.sender, pp.req, messages.ErrorCode_NOT_LEADER, why)
 	}

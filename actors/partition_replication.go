@@ -23,6 +23,9 @@ import (
 // replicaFetchWait is how long a leader parks a follower's fetch without data.
 const replicaFetchWait = 500 * time.Millisecond
 
+// proposalBackoff spaces ISR proposals after the controller refused one.
+const proposalBackoff = 500 * time.Millisecond
+
 // replicaRequestTimeout bounds a follower's request beyond the park time.
 const replicaRequestTimeout = 10 * time.Second
 
@@ -201,11 +204,15 @@ func (p *partitionActor) onOffsetForLeaderEpoch(ctx actor.Context, req *messages
 // proposeISR asks the controller, through this broker, to commit isr. The
 // answer (the committed state) comes back to this actor; until then the
 // leader computes its HW over the ISR and the proposal both.
+//
+// replication.Leader keeps at most one proposal in flight; this answer only
+// clears it if it is still the one in flight (a commit seen through the
+// metadata may have cleared it, and a newer proposal may have gone out).
 func (p *partitionActor) proposeISR(ctx actor.Context, isr []int32) {
-	if p.proposalInFlight {
+	if time.Now().Before(p.proposeAfter) {
+		p.leader.ProposalFailed() // too soon after a refusal; asked again later
 		return
 	}
-	p.proposalInFlight = true
 	req := &messages.AlterPartitionRequest{Topic: p.cfg.TP.Topic, Partition: p.cfg.TP.Partition, BrokerId: p.cfg.BrokerID,
 		LeaderEpoch: p.leader.Epoch(), PartitionEpoch: p.leader.PartitionEpoch(), NewIsr: isr}
 	p.cfg.Logger.Info("proposing ISR change", "partition", p.cfg.TP, "isr", p.leader.ISR(), "proposed", isr)
@@ -215,7 +222,6 @@ func (p *partitionActor) proposeISR(ctx actor.Context, isr []int32) {
 		if gen != p.gen || p.role != roleLeader {
 			return
 		}
-		p.proposalInFlight = false
 		resp, ok := res.(*messages.AlterPartitionResponse)
 		if err != nil || !ok || resp.Error != messages.ErrorCode_NONE {
 			reason := fmt.Sprint(err)
@@ -223,7 +229,10 @@ func (p *partitionActor) proposeISR(ctx actor.Context, isr []int32) {
 				reason = resp.Error.String() + ": " + resp.ErrorMessage
 			}
 			p.cfg.Logger.Warn("ISR change refused", "partition", p.cfg.TP, "proposed", isr, "reason", reason)
-			p.leader.ProposalFailed()
+			if slices.Equal(p.leader.Proposed(), isr) {
+				p.leader.ProposalFailed()
+			}
+			p.proposeAfter = time.Now().Add(proposalBackoff)
 			return
 		}
 		p.onApplyState(ctx, &applyState{State: resp.State, Topic: p.cfg.Topic, LeaderAddr: ""})

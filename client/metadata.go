@@ -3,6 +3,8 @@ package client
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -26,7 +28,7 @@ type topicMeta struct {
 // any broker it knows (the seed first).
 type metadata struct {
 	system  *actor.ActorSystem
-	seed    string
+	seeds   []string
 	timeout time.Duration
 
 	mu          sync.Mutex
@@ -35,20 +37,33 @@ type metadata struct {
 	lastRefresh time.Time
 }
 
-func newMetadata(system *actor.ActorSystem, seed string, timeout time.Duration) *metadata {
-	return &metadata{system: system, seed: seed, timeout: timeout,
-		brokers: map[int32]string{}, topics: map[string]*topicMeta{}}
+// newMetadata starts from seeds: one broker address or several separated
+// by commas, as Kafka's bootstrap.servers.
+func newMetadata(system *actor.ActorSystem, seeds string, timeout time.Duration) *metadata {
+	m := &metadata{system: system, timeout: timeout, brokers: map[int32]string{}, topics: map[string]*topicMeta{}}
+	for _, s := range strings.Split(seeds, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			m.seeds = append(m.seeds, s)
+		}
+	}
+	return m
 }
 
-// addrs returns the broker addresses to try, seed last.
+// addrs returns the broker addresses to try: the known brokers, then the
+// seeds, each once.
 func (m *metadata) addrs() []string {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	out := make([]string, 0, len(m.brokers)+1)
+	out := make([]string, 0, len(m.brokers)+len(m.seeds))
 	for _, a := range m.brokers {
 		out = append(out, a)
 	}
-	return append(out, m.seed)
+	for _, s := range m.seeds {
+		if !slices.Contains(out, s) {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 // fetch asks the brokers for metadata of topics (all when empty) and

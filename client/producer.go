@@ -117,7 +117,8 @@ type sealedBatch struct {
 	lastErr  error // the retriable error of the last attempt
 }
 
-// NewProducer connects a producer to the cluster that broker belongs to.
+// NewProducer connects a producer to the cluster that broker belongs to;
+// broker may list several addresses separated by commas.
 func NewProducer(broker string, opts ...Opt) (*Producer, error) {
 	cfg := defaultConfig()
 	for _, o := range opts {
@@ -180,7 +181,9 @@ func (p *Producer) produce(ctx context.Context, r *Record, promise Promise) erro
 		return &messages.Error{Code: messages.ErrorCode_RECORD_TOO_LARGE,
 			Message: fmt.Sprintf("record of %d bytes exceeds the batch limit of %d bytes", size, p.cfg.batchBytes)}
 	}
-	mctx, cancel := context.WithTimeout(ctx, min(p.cfg.deliveryTimeout, p.cfg.requestTimeout))
+	// Like Kafka's max.block.ms: wait for the topic's metadata, within the
+	// delivery timeout, while brokers fail over or the topic is created.
+	mctx, cancel := context.WithTimeout(ctx, p.cfg.deliveryTimeout)
 	n, err := p.meta.partitionCount(mctx, r.Topic, true)
 	cancel()
 	if err != nil {

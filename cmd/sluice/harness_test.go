@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -64,6 +65,10 @@ type brokerProc struct {
 	cmd  *exec.Cmd
 	logs *lockedBuffer
 	done chan struct{}
+	// runs counts starts, so observers can tell one process run from the next.
+	runs atomic.Int32
+	// paused is set between pause and resume (SIGSTOP, SIGCONT).
+	paused atomic.Bool
 }
 
 type lockedBuffer struct {
@@ -113,6 +118,8 @@ func (b *brokerProc) start() {
 	b.mu.Lock()
 	b.cmd, b.done = cmd, done
 	b.mu.Unlock()
+	b.runs.Add(1)
+	b.paused.Store(false)
 	go func() {
 		cmd.Wait()
 		pw.Close()
@@ -149,6 +156,18 @@ func (b *brokerProc) signal(sig syscall.Signal) {
 	if b.cmd != nil && b.cmd.Process != nil {
 		_ = b.cmd.Process.Signal(sig)
 	}
+}
+
+// pause stops the process with SIGSTOP (a zombie: alive, silent).
+func (b *brokerProc) pause() {
+	b.paused.Store(true)
+	b.signal(syscall.SIGSTOP)
+}
+
+// resume continues a paused process.
+func (b *brokerProc) resume() {
+	b.signal(syscall.SIGCONT)
+	b.paused.Store(false)
 }
 
 // kill9 kills the broker without warning and waits for it to be gone.

@@ -1,0 +1,231 @@
+package main
+
+import (
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+)
+
+// The fault tests run acks=all producers against RF=3 topics with
+// min.insync.replicas=2 on three broker processes and a real Consul agent,
+// then check (verify): every acknowledged record at its acknowledged
+// offset, no offset acknowledged for two values, every replica's log equal
+// to the leader's below its HW, and no replica's HW ever going back.
+
+const faultTopic = "faults"
+
+var faultConfig = map[string]string{"min.insync.replicas": "2"}
+
+func startFaultCluster(t *testing.T) (*testCluster, *workload, *hwMonitor) {
+	t.Helper()
+	c := startCluster(t, 3)
+	c.createTopic(faultTopic, 3, 3, faultConfig)
+	hw := startHWMonitor(c, faultTopic)
+	w := startWorkload(t, c, faultTopic, 2)
+	w.waitAcks(c, 2000)
+	return c, w, hw
+}
+
+// 1. kill -9 the leader mid-stream: a follower from the ISR takes over; the
+// old leader restarts and truncates whatever it had that was not committed.
+func TestFaultLeaderKilled(t *testing.T) {
+	c, w, hw := startFaultCluster(t)
+	leader := c.leaderOf(faultTopic, 0)
+	before := c.partitionState(faultTopic, 0)
+	c.brokers[leader].kill9()
+	killed := time.Now()
+	failover := c.probeProduce(faultTopic, 0)
+	t.Logf("failover of partition 0: %v from kill -9 of broker %d to the first acknowledged produce", failover, leader)
+	after := c.partitionState(faultTopic, 0)
+	if after.Leader == leader || !slices.Contains(before.Isr, after.Leader) || after.LeaderEpoch <= before.LeaderEpoch {
+		t.Fatalf("new leader %d (epoch %d) after %d died (epoch %d, ISR %v)", after.Leader, after.LeaderEpoch, leader, before.LeaderEpoch, before.Isr)
+	}
+	w.waitAcks(c, 2000)
+	if w.ledger.acksSince(killed) == 0 {
+		t.Fatal("nothing acknowledged after the kill")
+	}
+	c.brokers[leader].start()
+	w.waitAcks(c, 2000)
+	c.verify(faultTopic, 3, w, hw)
+}
+
+// 2. kill -9 a follower: it leaves the ISR; restarted, it catches up and
+// rejoins.
+func TestFaultFollowerKilled(t *testing.T) {
+	c, w, hw := startFaultCluster(t)
+	leader := c.leaderOf(faultTopic, 0)
+	st := c.partitionState(faultTopic, 0)
+	var follower int32
+	for _, id := range st.Replicas {
+		if id != leader {
+			follower = id
+		}
+	}
+	c.brokers[follower].kill9()
+	c.waitFor("ISR without the dead follower", 30*time.Second, func() bool {
+		pm := c.partitionState(faultTopic, 0)
+		return pm != nil && !slices.Contains(pm.Isr, follower) && len(pm.Isr) == 2
+	})
+	w.waitAcks(c, 2000) // min.insync.replicas=2 still holds with two
+	c.brokers[follower].start()
+	c.waitFor("the follower back in the ISR", time.Minute, func() bool {
+		pm := c.partitionState(faultTopic, 0)
+		return pm != nil && slices.Contains(pm.Isr, follower)
+	})
+	w.waitAcks(c, 2000)
+	c.verify(faultTopic, 3, w, hw)
+}
+
+// 3. SIGSTOP a follower past the lag time, then SIGCONT: it is dropped from
+// the ISR and re-added once it has caught up.
+func TestFaultFollowerPaused(t *testing.T) {
+	c, w, hw := startFaultCluster(t)
+	leader := c.leaderOf(faultTopic, 0)
+	var follower int32
+	for _, id := range c.partitionState(faultTopic, 0).Replicas {
+		if id != leader {
+			follower = id
+		}
+	}
+	c.brokers[follower].pause()
+	c.waitFor("the paused follower out of the ISR", 30*time.Second, func() bool {
+		pm := c.partitionState(faultTopic, 0)
+		return pm != nil && !slices.Contains(pm.Isr, follower)
+	})
+	time.Sleep(time.Second) // stay paused a little past the shrink
+	w.waitAcks(c, 1000)
+	c.brokers[follower].resume()
+	c.waitFor("the resumed follower back in the ISR", time.Minute, func() bool {
+		pm := c.partitionState(faultTopic, 0)
+		return pm != nil && slices.Contains(pm.Isr, follower) && len(pm.Isr) == 3
+	})
+	w.waitAcks(c, 1000)
+	c.verify(faultTopic, 3, w, hw)
+}
+
+// 4a. Two leader changes in quick succession (KIP-279): the first new
+// leader dies right after its election, before the old leader is back.
+func TestFaultTwoQuickLeaderChanges(t *testing.T) {
+	c, w, hw := startFaultCluster(t)
+	epoch := c.partitionState(faultTopic, 0).LeaderEpoch
+	first := c.leaderOf(faultTopic, 0)
+	c.brokers[first].kill9()
+	var second int32
+	c.waitFor("a second leader", 30*time.Second, func() bool {
+		second = c.leaderOf(faultTopic, 0)
+		return second > 0 && second != first
+	})
+	c.brokers[second].kill9()
+	// The third replica leads alone: below min.insync.replicas, producers
+	// are refused (NOT_ENOUGH_REPLICAS) and retry.
+	c.waitFor("a third leader", 30*time.Second, func() bool {
+		pm := c.partitionState(faultTopic, 0)
+		return pm != nil && pm.Leader != first && pm.Leader != second && pm.LeaderEpoch >= epoch+2
+	})
+	c.brokers[first].start()
+	c.brokers[second].start()
+	c.waitFor("all replicas back in the ISR", time.Minute, func() bool {
+		pm := c.partitionState(faultTopic, 0)
+		return pm != nil && len(pm.Isr) == 3
+	})
+	w.waitAcks(c, 2000)
+	c.verify(faultTopic, 3, w, hw)
+}
+
+// 4b. KIP-101 scenario 2: both replicas of an RF=2 topic crash and the one
+// with the shorter log comes back first.
+func TestFaultBothReplicasCrashShorterFirst(t *testing.T) {
+	c := startCluster(t, 3)
+	const topic = "pair"
+	c.createTopic(topic, 1, 2, map[string]string{"min.insync.replicas": "1"})
+	hw := startHWMonitor(c, topic)
+	w := startWorkload(t, c, topic, 2)
+	w.waitAcks(c, 3000)
+	st := c.partitionState(topic, 0)
+	// Kill the follower first and the leader a moment later: the follower
+	// has the shorter log.
+	leader := st.Leader
+	var follower int32
+	for _, id := range st.Replicas {
+		if id != leader {
+			follower = id
+		}
+	}
+	c.brokers[follower].kill9()
+	w.waitAcks(c, 500)
+	c.brokers[leader].kill9()
+	c.brokers[follower].start()
+	// The follower was dropped from the ISR, so it must not lead: the
+	// partition stays offline until the last in-sync replica returns.
+	time.Sleep(3 * time.Second)
+	if pm := c.partitionState(topic, 0); pm == nil || pm.Leader == follower {
+		t.Fatalf("the out-of-sync replica %d became leader: %v", follower, pm)
+	}
+	c.brokers[leader].start()
+	w.waitAcks(c, 1000)
+	c.verify(topic, 1, w, hw)
+}
+
+// 5. SIGSTOP the leader until a new leader is elected, then SIGCONT: the
+// paused leader must not complete acks=all requests, and its divergent
+// suffix is truncated when it follows.
+func TestFaultZombieLeader(t *testing.T) {
+	c, w, hw := startFaultCluster(t)
+	leader := c.leaderOf(faultTopic, 0)
+	epoch := c.partitionState(faultTopic, 0).LeaderEpoch
+	c.brokers[leader].pause()
+	c.waitFor("a new leader while the old one is paused", 30*time.Second, func() bool {
+		pm := c.partitionState(faultTopic, 0)
+		return pm != nil && pm.Leader != leader && pm.Leader > 0 && pm.LeaderEpoch > epoch
+	})
+	w.waitAcks(c, 2000)
+	c.brokers[leader].resume()
+	c.waitFor("the old leader following", time.Minute, func() bool {
+		pm := c.partitionState(faultTopic, 0)
+		return pm != nil && slices.Contains(pm.Isr, leader) && pm.Leader != leader
+	})
+	w.waitAcks(c, 2000)
+	c.verify(faultTopic, 3, w, hw)
+}
+
+// 6. kill -9 the controller's broker: another broker becomes controller and
+// nothing acknowledged is lost.
+func TestFaultControllerKilled(t *testing.T) {
+	c, w, hw := startFaultCluster(t)
+	ctrl := c.controller()
+	if ctrl <= 0 {
+		t.Fatal("no controller")
+	}
+	c.brokers[ctrl].kill9()
+	c.waitFor("a new controller", 30*time.Second, func() bool {
+		id := c.controller()
+		return id > 0 && id != ctrl
+	})
+	// The new controller works: it creates topics and elects leaders.
+	c.createTopic("after-controller", 2, 2, nil)
+	w.waitAcks(c, 2000)
+	c.brokers[ctrl].start()
+	w.waitAcks(c, 2000)
+	c.verify(faultTopic, 3, w, hw)
+}
+
+// 7. Random kills (-9) and restarts of any broker for a minute while
+// producing.
+func TestFaultRandomKills(t *testing.T) {
+	c, w, hw := startFaultCluster(t)
+	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 1))
+	end := time.Now().Add(60 * time.Second)
+	kills := 0
+	for time.Now().Before(end) {
+		id := int32(1 + rng.IntN(3))
+		c.brokers[id].kill9()
+		kills++
+		time.Sleep(time.Duration(500+rng.IntN(3000)) * time.Millisecond)
+		c.brokers[id].start()
+		time.Sleep(time.Duration(1000+rng.IntN(4000)) * time.Millisecond)
+	}
+	t.Logf("%d kills in 60 s", kills)
+	w.waitAcks(c, 1000)
+	c.verify(faultTopic, 3, w, hw)
+}
