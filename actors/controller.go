@@ -34,6 +34,11 @@ func ValidateTopicName(name string) error {
 	return nil
 }
 
+// retryElections asks the controller to run elections again after a failed
+// write. It carries no state: a controller started later under the same
+// name must not act on an older one's view.
+type retryElections struct{}
+
 // controllerActor owns every metadata write: topic creation and deletion,
 // replica placement and (in a cluster) leader election and ISR commits. It
 // runs on the broker that holds the controller lock, with the lock's fence.
@@ -61,6 +66,8 @@ func (c *controllerActor) Receive(ctx actor.Context) {
 		c.reload()
 	case *brokersUpdated:
 		c.live, c.liveKnown = msg.brokers, true
+		c.electAll(ctx)
+	case retryElections:
 		c.electAll(ctx)
 	case *metadataUpdated:
 		if c.snap == nil || msg.snap.Index > c.snap.Index {
@@ -244,7 +251,7 @@ func (c *controllerActor) electAll(ctx actor.Context) {
 		c.reload()
 		self := ctx.Self()
 		root := ctx.ActorSystem().Root
-		time.AfterFunc(500*time.Millisecond, func() { root.Send(self, &brokersUpdated{brokers: c.liveCopy()}) })
+		time.AfterFunc(500*time.Millisecond, func() { root.Send(self, retryElections{}) })
 		return
 	}
 	c.reload()

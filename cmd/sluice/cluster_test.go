@@ -1,10 +1,15 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"math/rand/v2"
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/sluicemq/sluice/client"
+	"github.com/sluicemq/sluice/messages"
 )
 
 // The fault tests run acks=all producers against RF=3 topics with
@@ -227,5 +232,87 @@ func TestFaultRandomKills(t *testing.T) {
 	}
 	t.Logf("%d kills in 60 s", kills)
 	w.waitAcks(c, 1000)
+	c.verify(faultTopic, 3, w, hw)
+}
+
+// Cluster-only error codes, reached through the client: a produce to a
+// follower (NOT_LEADER), a fetch with the epoch of a deposed leader
+// (FENCED_LEADER_EPOCH), and a topic needing more brokers than are alive.
+func TestClusterErrorCodes(t *testing.T) {
+	c := startCluster(t, 3)
+	c.createTopic("codes", 1, 2, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	st := c.partitionState("codes", 0)
+	var follower, outsider int32
+	for _, id := range c.ids() {
+		switch {
+		case id == st.Leader:
+		case slices.Contains(st.Replicas, id):
+			follower = id
+		default:
+			outsider = id
+		}
+	}
+	batch := rawBatch("x")
+	for _, id := range []int32{follower, outsider} {
+		res, err := c.admin.Request(ctx, c.brokers[id].Addr, &messages.ProduceRequest{Topic: "codes", Acks: 1, Records: batch})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if code := res.(*messages.ProduceResponse).Error; code != messages.ErrorCode_NOT_LEADER {
+			t.Errorf("produce to broker %d (not the leader): %v, want NOT_LEADER", id, code)
+		}
+	}
+	// Move leadership: the old epoch is fenced on the new leader.
+	c.brokers[st.Leader].kill9()
+	c.waitFor("a new leader", 30*time.Second, func() bool {
+		pm := c.partitionState("codes", 0)
+		return pm != nil && pm.Leader == follower
+	})
+	res, err := c.admin.Request(ctx, c.brokers[follower].Addr, &messages.FetchRequest{Topic: "codes", MaxBytes: 1024, CurrentLeaderEpoch: st.LeaderEpoch})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code := res.(*messages.FetchResponse).Error; code != messages.ErrorCode_FENCED_LEADER_EPOCH {
+		t.Errorf("fetch with the deposed epoch: %v, want FENCED_LEADER_EPOCH", code)
+	}
+	// Two brokers alive: replication factor 3 is refused.
+	err = c.admin.CreateTopic(ctx, client.TopicSpec{Name: "too-wide", Partitions: 1, ReplicationFactor: 3})
+	if !errors.Is(err, client.ErrInvalidReplicationFactor) {
+		t.Errorf("rf 3 with 2 live brokers: %v", err)
+	}
+}
+
+// A Consul outage longer than the health-check TTL: brokers keep their
+// data path, re-register when Consul is back without restarting, and the
+// cluster elects a controller and serves acks=all again.
+func TestConsulOutage(t *testing.T) {
+	c, w, hw := startFaultCluster(t)
+	if err := c.consul.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(6 * time.Second)
+	if err := c.consul.Resume(); err != nil {
+		t.Fatal(err)
+	}
+	c.waitFor("every broker registered again", time.Minute, func() bool {
+		md, err := c.metadata()
+		return err == nil && len(md.Brokers) == 3 && md.ControllerId > 0
+	})
+	c.waitFor("full ISRs again", time.Minute, func() bool {
+		for p := int32(0); p < 3; p++ {
+			if pm := c.partitionState(faultTopic, p); pm == nil || pm.Leader < 0 || len(pm.Isr) != 3 {
+				return false
+			}
+		}
+		return true
+	})
+	w.waitAcks(c, 2000)
+	for _, b := range c.brokers {
+		if b.runs.Load() != 1 || !b.alive() {
+			t.Fatal("a broker was restarted or died")
+		}
+	}
 	c.verify(faultTopic, 3, w, hw)
 }

@@ -100,6 +100,11 @@ func startBroker(t *testing.T, extra ...string) *brokerProc {
 		if t.Failed() {
 			t.Logf("broker %s log:\n%s", b.Addr, tail(b.logs.String(), 60))
 		}
+		// SLUICE_TEST_LOGS=DIR keeps every broker's whole log there.
+		if dir := os.Getenv("SLUICE_TEST_LOGS"); dir != "" {
+			name := strings.NewReplacer("/", "_", ":", "_").Replace(t.Name() + "-" + b.Addr + ".log")
+			_ = os.WriteFile(filepath.Join(dir, name), []byte(b.logs.String()), 0o644)
+		}
 	})
 	return b
 }

@@ -22,6 +22,7 @@ Usage:
   sluice produce TOPIC [flags]           produce one record per stdin line
   sluice consume TOPIC [flags]           print consumed records, one per line
   sluice bench produce|consume [flags]   measure throughput and latency
+  sluice dev-cluster [--brokers 3]       run Consul and a local cluster of brokers until Ctrl-C
 
 Every client command takes --broker HOST:PORT (env SLUICE_BROKER, default 127.0.0.1:9470).
 Run 'sluice COMMAND -h' for a command's flags.
@@ -51,6 +52,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		err = runConsume(args[1:], stdout, stderr)
 	case "bench":
 		err = runBench(args[1:], stdout, stderr)
+	case "dev-cluster":
+		err = runDevCluster(args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0
