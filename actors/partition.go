@@ -564,7 +564,10 @@ func (p *partitionActor) onFetchExpired(ctx actor.Context, id uint64) {
 	sendTo(ctx, f.sender, resp)
 }
 
-// readFetch reads below the HW for req. ready is true when the response
+// isolationLogEnd reads up to the LEO instead of the HW.
+const isolationLogEnd = 1
+
+// readFetch reads below the HW (or the LEO, for isolationLogEnd) for req. ready is true when the response
 // should go out now: min bytes reached, an error, or force.
 func (p *partitionActor) readFetch(req *messages.FetchRequest, force bool) (*messages.FetchResponse, bool) {
 	hw := p.leader.HighWatermark()
@@ -575,14 +578,18 @@ func (p *partitionActor) readFetch(req *messages.FetchRequest, force bool) (*mes
 	}
 	resp := &messages.FetchResponse{Topic: req.Topic, Partition: req.Partition, HighWatermark: hw,
 		LogStartOffset: start, LeaderEpoch: p.leader.Epoch()}
-	if req.Offset >= hw {
+	if req.Offset >= hw && (req.Isolation != isolationLogEnd || req.Offset >= leo) {
 		return resp, force
 	}
 	maxBytes := int(req.MaxBytes)
 	if maxBytes == 0 || maxBytes > p.cfg.Broker.MaxFetchBytes {
 		maxBytes = p.cfg.Broker.MaxFetchBytes
 	}
-	batches, err := p.log.Read(req.Offset, maxBytes, hw)
+	limit := hw
+	if req.Isolation == isolationLogEnd {
+		limit = leo
+	}
+	batches, err := p.log.Read(req.Offset, maxBytes, limit)
 	if err != nil {
 		code := messages.ErrorCode_STORAGE_ERROR
 		if errors.Is(err, storage.ErrCorrupt) {

@@ -479,8 +479,11 @@ type FetchRequest struct {
 	MaxWaitMs int32                  `protobuf:"varint,6,opt,name=max_wait_ms,json=maxWaitMs,proto3" json:"max_wait_ms,omitempty"`
 	// The leader epoch the consumer believes current; -1 skips the check.
 	CurrentLeaderEpoch int32 `protobuf:"varint,7,opt,name=current_leader_epoch,json=currentLeaderEpoch,proto3" json:"current_leader_epoch,omitempty"`
-	unknownFields      protoimpl.UnknownFields
-	sizeCache          protoimpl.SizeCache
+	// 0: read below the high watermark (consumers). 1: read up to the log end
+	// offset; the group coordinator uses it to load its partition.
+	Isolation     int32 `protobuf:"varint,8,opt,name=isolation,proto3" json:"isolation,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *FetchRequest) Reset() {
@@ -558,6 +561,13 @@ func (x *FetchRequest) GetMaxWaitMs() int32 {
 func (x *FetchRequest) GetCurrentLeaderEpoch() int32 {
 	if x != nil {
 		return x.CurrentLeaderEpoch
+	}
+	return 0
+}
+
+func (x *FetchRequest) GetIsolation() int32 {
+	if x != nil {
+		return x.Isolation
 	}
 	return 0
 }
@@ -2341,6 +2351,2286 @@ func (x *LeaderAndIsrResponse) GetErrorMessage() string {
 	return ""
 }
 
+// FindCoordinatorRequest asks any broker which broker coordinates a group:
+// the leader of the __consumer_offsets partition the group id hashes to.
+type FindCoordinatorRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Group         string                 `protobuf:"bytes,1,opt,name=group,proto3" json:"group,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FindCoordinatorRequest) Reset() {
+	*x = FindCoordinatorRequest{}
+	mi := &file_sluice_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FindCoordinatorRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FindCoordinatorRequest) ProtoMessage() {}
+
+func (x *FindCoordinatorRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_sluice_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FindCoordinatorRequest.ProtoReflect.Descriptor instead.
+func (*FindCoordinatorRequest) Descriptor() ([]byte, []int) {
+	return file_sluice_proto_rawDescGZIP(), []int{30}
+}
+
+func (x *FindCoordinatorRequest) GetGroup() string {
+	if x != nil {
+		return x.Group
+	}
+	return ""
+}
+
+type FindCoordinatorResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Error         ErrorCode              `protobuf:"varint,1,opt,name=error,proto3,enum=sluice.ErrorCode" json:"error,omitempty"`
+	ErrorMessage  string                 `protobuf:"bytes,2,opt,name=error_message,json=errorMessage,proto3" json:"error_message,omitempty"`
+	BrokerId      int32                  `protobuf:"varint,3,opt,name=broker_id,json=brokerId,proto3" json:"broker_id,omitempty"`
+	Address       string                 `protobuf:"bytes,4,opt,name=address,proto3" json:"address,omitempty"`
+	Partition     int32                  `protobuf:"varint,5,opt,name=partition,proto3" json:"partition,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FindCoordinatorResponse) Reset() {
+	*x = FindCoordinatorResponse{}
+	mi := &file_sluice_proto_msgTypes[31]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FindCoordinatorResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FindCoordinatorResponse) ProtoMessage() {}
+
+func (x *FindCoordinatorResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_sluice_proto_msgTypes[31]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FindCoordinatorResponse.ProtoReflect.Descriptor instead.
+func (*FindCoordinatorResponse) Descriptor() ([]byte, []int) {
+	return file_sluice_proto_rawDescGZIP(), []int{31}
+}
+
+func (x *FindCoordinatorResponse) GetError() ErrorCode {
+	if x != nil {
+		return x.Error
+	}
+	return ErrorCode_NONE
+}
+
+func (x *FindCoordinatorResponse) GetErrorMessage() string {
+	if x != nil {
+		return x.ErrorMessage
+	}
+	return ""
+}
+
+func (x *FindCoordinatorResponse) GetBrokerId() int32 {
+	if x != nil {
+		return x.BrokerId
+	}
+	return 0
+}
+
+func (x *FindCoordinatorResponse) GetAddress() string {
+	if x != nil {
+		return x.Address
+	}
+	return ""
+}
+
+func (x *FindCoordinatorResponse) GetPartition() int32 {
+	if x != nil {
+		return x.Partition
+	}
+	return 0
+}
+
+type TopicPartitions struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Topic         string                 `protobuf:"bytes,1,opt,name=topic,proto3" json:"topic,omitempty"`
+	Partitions    []int32                `protobuf:"varint,2,rep,packed,name=partitions,proto3" json:"partitions,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TopicPartitions) Reset() {
+	*x = TopicPartitions{}
+	mi := &file_sluice_proto_msgTypes[32]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TopicPartitions) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TopicPartitions) ProtoMessage() {}
+
+func (x *TopicPartitions) ProtoReflect() protoreflect.Message {
+	mi := &file_sluice_proto_msgTypes[32]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TopicPartitions.ProtoReflect.Descriptor instead.
+func (*TopicPartitions) Descriptor() ([]byte, []int) {
+	return file_sluice_proto_rawDescGZIP(), []int{32}
+}
+
+func (x *TopicPartitions) GetTopic() string {
+	if x != nil {
+		return x.Topic
+	}
+	return ""
+}
+
+func (x *TopicPartitions) GetPartitions() []int32 {
+	if x != nil {
+		return x.Partitions
+	}
+	return nil
+}
+
+// JoinGroupRequest joins (or rejoins) a group. The first join has an empty
+// member_id; the coordinator answers MEMBER_ID_REQUIRED with one to rejoin
+// with. Every member's join completes once all known members have rejoined
+// (or the rebalance timeout passed), with the new generation.
+type JoinGroupRequest struct {
+	state              protoimpl.MessageState `protogen:"open.v1"`
+	Group              string                 `protobuf:"bytes,1,opt,name=group,proto3" json:"group,omitempty"`
+	MemberId           string                 `protobuf:"bytes,2,opt,name=member_id,json=memberId,proto3" json:"member_id,omitempty"`
+	ClientId           string                 `protobuf:"bytes,3,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
+	SessionTimeoutMs   int32                  `protobuf:"varint,4,opt,name=session_timeout_ms,json=sessionTimeoutMs,proto3" json:"session_timeout_ms,omitempty"`
+	RebalanceTimeoutMs int32                  `protobuf:"varint,5,opt,name=rebalance_timeout_ms,json=rebalanceTimeoutMs,proto3" json:"rebalance_timeout_ms,omitempty"`
+	Topics             []string               `protobuf:"bytes,6,rep,name=topics,proto3" json:"topics,omitempty"`
+	// Assignment strategies the member supports, preferred first:
+	// "range", "roundrobin", "sticky".
+	Assignors     []string `protobuf:"bytes,7,rep,name=assignors,proto3" json:"assignors,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *JoinGroupRequest) Reset() {
+	*x = JoinGroupRequest{}
+	mi := &file_sluice_proto_msgTypes[33]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *JoinGroupRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*JoinGroupRequest) ProtoMessage() {}
+
+func (x *JoinGroupRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_sluice_proto_msgTypes[33]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use JoinGroupRequest.ProtoReflect.Descriptor instead.
+func (*JoinGroupRequest) Descriptor() ([]byte, []int) {
+	return file_sluice_proto_rawDescGZIP(), []int{33}
+}
+
+func (x *JoinGroupRequest) GetGroup() string {
+	if x != nil {
+		return x.Group
+	}
+	return ""
+}
+
+func (x *JoinGroupRequest) GetMemberId() string {
+	if x != nil {
+		return x.MemberId
+	}
+	return ""
+}
+
+func (x *JoinGroupRequest) GetClientId() string {
+	if x != nil {
+		return x.ClientId
+	}
+	return ""
+}
+
+func (x *JoinGroupRequest) GetSessionTimeoutMs() int32 {
+	if x != nil {
+		return x.SessionTimeoutMs
+	}
+	return 0
+}
+
+func (x *JoinGroupRequest) GetRebalanceTimeoutMs() int32 {
+	if x != nil {
+		return x.RebalanceTimeoutMs
+	}
+	return 0
+}
+
+func (x *JoinGroupRequest) GetTopics() []string {
+	if x != nil {
+		return x.Topics
+	}
+	return nil
+}
+
+func (x *JoinGroupRequest) GetAssignors() []string {
+	if x != nil {
+		return x.Assignors
+	}
+	return nil
+}
+
+type JoinGroupResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Error         ErrorCode              `protobuf:"varint,1,opt,name=error,proto3,enum=sluice.ErrorCode" json:"error,omitempty"`
+	ErrorMessage  string                 `protobuf:"bytes,2,opt,name=error_message,json=errorMessage,proto3" json:"error_message,omitempty"`
+	Generation    int32                  `protobuf:"varint,3,opt,name=generation,proto3" json:"generation,omitempty"`
+	MemberId      string                 `protobuf:"bytes,4,opt,name=member_id,json=memberId,proto3" json:"member_id,omitempty"`
+	LeaderId      string                 `protobuf:"bytes,5,opt,name=leader_id,json=leaderId,proto3" json:"leader_id,omitempty"`
+	Assignor      string                 `protobuf:"bytes,6,opt,name=assignor,proto3" json:"assignor,omitempty"`
+	Members       []string               `protobuf:"bytes,7,rep,name=members,proto3" json:"members,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *JoinGroupResponse) Reset() {
+	*x = JoinGroupResponse{}
+	mi := &file_sluice_proto_msgTypes[34]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *JoinGroupResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*JoinGroupResponse) ProtoMessage() {}
+
+func (x *JoinGroupResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_sluice_proto_msgTypes[34]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use JoinGroupResponse.ProtoReflect.Descriptor instead.
+func (*JoinGroupResponse) Descriptor() ([]byte, []int) {
+	return file_sluice_proto_rawDescGZIP(), []int{34}
+}
+
+func (x *JoinGroupResponse) GetError() ErrorCode {
+	if x != nil {
+		return x.Error
+	}
+	return ErrorCode_NONE
+}
+
+func (x *JoinGroupResponse) GetErrorMessage() string {
+	if x != nil {
+		return x.ErrorMessage
+	}
+	return ""
+}
+
+func (x *JoinGroupResponse) GetGeneration() int32 {
+	if x != nil {
+		return x.Generation
+	}
+	return 0
+}
+
+func (x *JoinGroupResponse) GetMemberId() string {
+	if x != nil {
+		return x.MemberId
+	}
+	return ""
+}
+
+func (x *JoinGroupResponse) GetLeaderId() string {
+	if x != nil {
+		return x.LeaderId
+	}
+	return ""
+}
+
+func (x *JoinGroupResponse) GetAssignor() string {
+	if x != nil {
+		return x.Assignor
+	}
+	return ""
+}
+
+func (x *JoinGroupResponse) GetMembers() []string {
+	if x != nil {
+		return x.Members
+	}
+	return nil
+}
+
+// SyncGroupRequest fetches the member's assignment for its generation; the
+// coordinator computes every assignment itself.
+type SyncGroupRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Group         string                 `protobuf:"bytes,1,opt,name=group,proto3" json:"group,omitempty"`
+	MemberId      string                 `protobuf:"bytes,2,opt,name=member_id,json=memberId,proto3" json:"member_id,omitempty"`
+	Generation    int32                  `protobuf:"varint,3,opt,name=generation,proto3" json:"generation,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SyncGroupRequest) Reset() {
+	*x = SyncGroupRequest{}
+	mi := &file_sluice_proto_msgTypes[35]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SyncGroupRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SyncGroupRequest) ProtoMessage() {}
+
+func (x *SyncGroupRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_sluice_proto_msgTypes[35]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SyncGroupRequest.ProtoReflect.Descriptor instead.
+func (*SyncGroupRequest) Descriptor() ([]byte, []int) {
+	return file_sluice_proto_rawDescGZIP(), []int{35}
+}
+
+func (x *SyncGroupRequest) GetGroup() string {
+	if x != nil {
+		return x.Group
+	}
+	return ""
+}
+
+func (x *SyncGroupRequest) GetMemberId() string {
+	if x != nil {
+		return x.MemberId
+	}
+	return ""
+}
+
+func (x *SyncGroupRequest) GetGeneration() int32 {
+	if x != nil {
+		return x.Generation
+	}
+	return 0
+}
+
+type SyncGroupResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Error         ErrorCode              `protobuf:"varint,1,opt,name=error,proto3,enum=sluice.ErrorCode" json:"error,omitempty"`
+	ErrorMessage  string                 `protobuf:"bytes,2,opt,name=error_message,json=errorMessage,proto3" json:"error_message,omitempty"`
+	Assignment    []*TopicPartitions     `protobuf:"bytes,3,rep,name=assignment,proto3" json:"assignment,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SyncGroupResponse) Reset() {
+	*x = SyncGroupResponse{}
+	mi := &file_sluice_proto_msgTypes[36]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SyncGroupResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SyncGroupResponse) ProtoMessage() {}
+
+func (x *SyncGroupResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_sluice_proto_msgTypes[36]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SyncGroupResponse.ProtoReflect.Descriptor instead.
+func (*SyncGroupResponse) Descriptor() ([]byte, []int) {
+	return file_sluice_proto_rawDescGZIP(), []int{36}
+}
+
+func (x *SyncGroupResponse) GetError() ErrorCode {
+	if x != nil {
+		return x.Error
+	}
+	return ErrorCode_NONE
+}
+
+func (x *SyncGroupResponse) GetErrorMessage() string {
+	if x != nil {
+		return x.ErrorMessage
+	}
+	return ""
+}
+
+func (x *SyncGroupResponse) GetAssignment() []*TopicPartitions {
+	if x != nil {
+		return x.Assignment
+	}
+	return nil
+}
+
+type HeartbeatRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Group         string                 `protobuf:"bytes,1,opt,name=group,proto3" json:"group,omitempty"`
+	MemberId      string                 `protobuf:"bytes,2,opt,name=member_id,json=memberId,proto3" json:"member_id,omitempty"`
+	Generation    int32                  `protobuf:"varint,3,opt,name=generation,proto3" json:"generation,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *HeartbeatRequest) Reset() {
+	*x = HeartbeatRequest{}
+	mi := &file_sluice_proto_msgTypes[37]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *HeartbeatRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*HeartbeatRequest) ProtoMessage() {}
+
+func (x *HeartbeatRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_sluice_proto_msgTypes[37]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use HeartbeatRequest.ProtoReflect.Descriptor instead.
+func (*HeartbeatRequest) Descriptor() ([]byte, []int) {
+	return file_sluice_proto_rawDescGZIP(), []int{37}
+}
+
+func (x *HeartbeatRequest) GetGroup() string {
+	if x != nil {
+		return x.Group
+	}
+	return ""
+}
+
+func (x *HeartbeatRequest) GetMemberId() string {
+	if x != nil {
+		return x.MemberId
+	}
+	return ""
+}
+
+func (x *HeartbeatRequest) GetGeneration() int32 {
+	if x != nil {
+		return x.Generation
+	}
+	return 0
+}
+
+type HeartbeatResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Error         ErrorCode              `protobuf:"varint,1,opt,name=error,proto3,enum=sluice.ErrorCode" json:"error,omitempty"`
+	ErrorMessage  string                 `protobuf:"bytes,2,opt,name=error_message,json=errorMessage,proto3" json:"error_message,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *HeartbeatResponse) Reset() {
+	*x = HeartbeatResponse{}
+	mi := &file_sluice_proto_msgTypes[38]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *HeartbeatResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*HeartbeatResponse) ProtoMessage() {}
+
+func (x *HeartbeatResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_sluice_proto_msgTypes[38]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use HeartbeatResponse.ProtoReflect.Descriptor instead.
+func (*HeartbeatResponse) Descriptor() ([]byte, []int) {
+	return file_sluice_proto_rawDescGZIP(), []int{38}
+}
+
+func (x *HeartbeatResponse) GetError() ErrorCode {
+	if x != nil {
+		return x.Error
+	}
+	return ErrorCode_NONE
+}
+
+func (x *HeartbeatResponse) GetErrorMessage() string {
+	if x != nil {
+		return x.ErrorMessage
+	}
+	return ""
+}
+
+type LeaveGroupRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Group         string                 `protobuf:"bytes,1,opt,name=group,proto3" json:"group,omitempty"`
+	MemberId      string                 `protobuf:"bytes,2,opt,name=member_id,json=memberId,proto3" json:"member_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LeaveGroupRequest) Reset() {
+	*x = LeaveGroupRequest{}
+	mi := &file_sluice_proto_msgTypes[39]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LeaveGroupRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LeaveGroupRequest) ProtoMessage() {}
+
+func (x *LeaveGroupRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_sluice_proto_msgTypes[39]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LeaveGroupRequest.ProtoReflect.Descriptor instead.
+func (*LeaveGroupRequest) Descriptor() ([]byte, []int) {
+	return file_sluice_proto_rawDescGZIP(), []int{39}
+}
+
+func (x *LeaveGroupRequest) GetGroup() string {
+	if x != nil {
+		return x.Group
+	}
+	return ""
+}
+
+func (x *LeaveGroupRequest) GetMemberId() string {
+	if x != nil {
+		return x.MemberId
+	}
+	return ""
+}
+
+type LeaveGroupResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Error         ErrorCode              `protobuf:"varint,1,opt,name=error,proto3,enum=sluice.ErrorCode" json:"error,omitempty"`
+	ErrorMessage  string                 `protobuf:"bytes,2,opt,name=error_message,json=errorMessage,proto3" json:"error_message,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LeaveGroupResponse) Reset() {
+	*x = LeaveGroupResponse{}
+	mi := &file_sluice_proto_msgTypes[40]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LeaveGroupResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LeaveGroupResponse) ProtoMessage() {}
+
+func (x *LeaveGroupResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_sluice_proto_msgTypes[40]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LeaveGroupResponse.ProtoReflect.Descriptor instead.
+func (*LeaveGroupResponse) Descriptor() ([]byte, []int) {
+	return file_sluice_proto_rawDescGZIP(), []int{40}
+}
+
+func (x *LeaveGroupResponse) GetError() ErrorCode {
+	if x != nil {
+		return x.Error
+	}
+	return ErrorCode_NONE
+}
+
+func (x *LeaveGroupResponse) GetErrorMessage() string {
+	if x != nil {
+		return x.ErrorMessage
+	}
+	return ""
+}
+
+type OffsetCommitEntry struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Topic         string                 `protobuf:"bytes,1,opt,name=topic,proto3" json:"topic,omitempty"`
+	Partition     int32                  `protobuf:"varint,2,opt,name=partition,proto3" json:"partition,omitempty"`
+	Offset        int64                  `protobuf:"varint,3,opt,name=offset,proto3" json:"offset,omitempty"`
+	Metadata      string                 `protobuf:"bytes,4,opt,name=metadata,proto3" json:"metadata,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *OffsetCommitEntry) Reset() {
+	*x = OffsetCommitEntry{}
+	mi := &file_sluice_proto_msgTypes[41]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *OffsetCommitEntry) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*OffsetCommitEntry) ProtoMessage() {}
+
+func (x *OffsetCommitEntry) ProtoReflect() protoreflect.Message {
+	mi := &file_sluice_proto_msgTypes[41]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use OffsetCommitEntry.ProtoReflect.Descriptor instead.
+func (*OffsetCommitEntry) Descriptor() ([]byte, []int) {
+	return file_sluice_proto_rawDescGZIP(), []int{41}
+}
+
+func (x *OffsetCommitEntry) GetTopic() string {
+	if x != nil {
+		return x.Topic
+	}
+	return ""
+}
+
+func (x *OffsetCommitEntry) GetPartition() int32 {
+	if x != nil {
+		return x.Partition
+	}
+	return 0
+}
+
+func (x *OffsetCommitEntry) GetOffset() int64 {
+	if x != nil {
+		return x.Offset
+	}
+	return 0
+}
+
+func (x *OffsetCommitEntry) GetMetadata() string {
+	if x != nil {
+		return x.Metadata
+	}
+	return ""
+}
+
+// OffsetCommitRequest commits offsets for a group. Members pass their id and
+// generation; generation -1 with an empty member id is an admin commit,
+// accepted only while the group has no members.
+type OffsetCommitRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Group         string                 `protobuf:"bytes,1,opt,name=group,proto3" json:"group,omitempty"`
+	MemberId      string                 `protobuf:"bytes,2,opt,name=member_id,json=memberId,proto3" json:"member_id,omitempty"`
+	Generation    int32                  `protobuf:"varint,3,opt,name=generation,proto3" json:"generation,omitempty"`
+	Offsets       []*OffsetCommitEntry   `protobuf:"bytes,4,rep,name=offsets,proto3" json:"offsets,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *OffsetCommitRequest) Reset() {
+	*x = OffsetCommitRequest{}
+	mi := &file_sluice_proto_msgTypes[42]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *OffsetCommitRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*OffsetCommitRequest) ProtoMessage() {}
+
+func (x *OffsetCommitRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_sluice_proto_msgTypes[42]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use OffsetCommitRequest.ProtoReflect.Descriptor instead.
+func (*OffsetCommitRequest) Descriptor() ([]byte, []int) {
+	return file_sluice_proto_rawDescGZIP(), []int{42}
+}
+
+func (x *OffsetCommitRequest) GetGroup() string {
+	if x != nil {
+		return x.Group
+	}
+	return ""
+}
+
+func (x *OffsetCommitRequest) GetMemberId() string {
+	if x != nil {
+		return x.MemberId
+	}
+	return ""
+}
+
+func (x *OffsetCommitRequest) GetGeneration() int32 {
+	if x != nil {
+		return x.Generation
+	}
+	return 0
+}
+
+func (x *OffsetCommitRequest) GetOffsets() []*OffsetCommitEntry {
+	if x != nil {
+		return x.Offsets
+	}
+	return nil
+}
+
+type OffsetCommitResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Error         ErrorCode              `protobuf:"varint,1,opt,name=error,proto3,enum=sluice.ErrorCode" json:"error,omitempty"`
+	ErrorMessage  string                 `protobuf:"bytes,2,opt,name=error_message,json=errorMessage,proto3" json:"error_message,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *OffsetCommitResponse) Reset() {
+	*x = OffsetCommitResponse{}
+	mi := &file_sluice_proto_msgTypes[43]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *OffsetCommitResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*OffsetCommitResponse) ProtoMessage() {}
+
+func (x *OffsetCommitResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_sluice_proto_msgTypes[43]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use OffsetCommitResponse.ProtoReflect.Descriptor instead.
+func (*OffsetCommitResponse) Descriptor() ([]byte, []int) {
+	return file_sluice_proto_rawDescGZIP(), []int{43}
+}
+
+func (x *OffsetCommitResponse) GetError() ErrorCode {
+	if x != nil {
+		return x.Error
+	}
+	return ErrorCode_NONE
+}
+
+func (x *OffsetCommitResponse) GetErrorMessage() string {
+	if x != nil {
+		return x.ErrorMessage
+	}
+	return ""
+}
+
+type OffsetFetchRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Group string                 `protobuf:"bytes,1,opt,name=group,proto3" json:"group,omitempty"`
+	// Empty: every committed partition.
+	Partitions    []*TopicPartitions `protobuf:"bytes,2,rep,name=partitions,proto3" json:"partitions,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *OffsetFetchRequest) Reset() {
+	*x = OffsetFetchRequest{}
+	mi := &file_sluice_proto_msgTypes[44]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *OffsetFetchRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*OffsetFetchRequest) ProtoMessage() {}
+
+func (x *OffsetFetchRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_sluice_proto_msgTypes[44]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use OffsetFetchRequest.ProtoReflect.Descriptor instead.
+func (*OffsetFetchRequest) Descriptor() ([]byte, []int) {
+	return file_sluice_proto_rawDescGZIP(), []int{44}
+}
+
+func (x *OffsetFetchRequest) GetGroup() string {
+	if x != nil {
+		return x.Group
+	}
+	return ""
+}
+
+func (x *OffsetFetchRequest) GetPartitions() []*TopicPartitions {
+	if x != nil {
+		return x.Partitions
+	}
+	return nil
+}
+
+type OffsetFetchResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Error         ErrorCode              `protobuf:"varint,1,opt,name=error,proto3,enum=sluice.ErrorCode" json:"error,omitempty"`
+	ErrorMessage  string                 `protobuf:"bytes,2,opt,name=error_message,json=errorMessage,proto3" json:"error_message,omitempty"`
+	Offsets       []*OffsetCommitEntry   `protobuf:"bytes,3,rep,name=offsets,proto3" json:"offsets,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *OffsetFetchResponse) Reset() {
+	*x = OffsetFetchResponse{}
+	mi := &file_sluice_proto_msgTypes[45]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *OffsetFetchResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*OffsetFetchResponse) ProtoMessage() {}
+
+func (x *OffsetFetchResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_sluice_proto_msgTypes[45]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use OffsetFetchResponse.ProtoReflect.Descriptor instead.
+func (*OffsetFetchResponse) Descriptor() ([]byte, []int) {
+	return file_sluice_proto_rawDescGZIP(), []int{45}
+}
+
+func (x *OffsetFetchResponse) GetError() ErrorCode {
+	if x != nil {
+		return x.Error
+	}
+	return ErrorCode_NONE
+}
+
+func (x *OffsetFetchResponse) GetErrorMessage() string {
+	if x != nil {
+		return x.ErrorMessage
+	}
+	return ""
+}
+
+func (x *OffsetFetchResponse) GetOffsets() []*OffsetCommitEntry {
+	if x != nil {
+		return x.Offsets
+	}
+	return nil
+}
+
+type ListGroupsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListGroupsRequest) Reset() {
+	*x = ListGroupsRequest{}
+	mi := &file_sluice_proto_msgTypes[46]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListGroupsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListGroupsRequest) ProtoMessage() {}
+
+func (x *ListGroupsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_sluice_proto_msgTypes[46]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListGroupsRequest.ProtoReflect.Descriptor instead.
+func (*ListGroupsRequest) Descriptor() ([]byte, []int) {
+	return file_sluice_proto_rawDescGZIP(), []int{46}
+}
+
+type GroupOverview struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Group         string                 `protobuf:"bytes,1,opt,name=group,proto3" json:"group,omitempty"`
+	State         string                 `protobuf:"bytes,2,opt,name=state,proto3" json:"state,omitempty"`
+	Members       int32                  `protobuf:"varint,3,opt,name=members,proto3" json:"members,omitempty"`
+	Coordinator   int32                  `protobuf:"varint,4,opt,name=coordinator,proto3" json:"coordinator,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GroupOverview) Reset() {
+	*x = GroupOverview{}
+	mi := &file_sluice_proto_msgTypes[47]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GroupOverview) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GroupOverview) ProtoMessage() {}
+
+func (x *GroupOverview) ProtoReflect() protoreflect.Message {
+	mi := &file_sluice_proto_msgTypes[47]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GroupOverview.ProtoReflect.Descriptor instead.
+func (*GroupOverview) Descriptor() ([]byte, []int) {
+	return file_sluice_proto_rawDescGZIP(), []int{47}
+}
+
+func (x *GroupOverview) GetGroup() string {
+	if x != nil {
+		return x.Group
+	}
+	return ""
+}
+
+func (x *GroupOverview) GetState() string {
+	if x != nil {
+		return x.State
+	}
+	return ""
+}
+
+func (x *GroupOverview) GetMembers() int32 {
+	if x != nil {
+		return x.Members
+	}
+	return 0
+}
+
+func (x *GroupOverview) GetCoordinator() int32 {
+	if x != nil {
+		return x.Coordinator
+	}
+	return 0
+}
+
+type ListGroupsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Groups        []*GroupOverview       `protobuf:"bytes,1,rep,name=groups,proto3" json:"groups,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListGroupsResponse) Reset() {
+	*x = ListGroupsResponse{}
+	mi := &file_sluice_proto_msgTypes[48]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListGroupsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListGroupsResponse) ProtoMessage() {}
+
+func (x *ListGroupsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_sluice_proto_msgTypes[48]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListGroupsResponse.ProtoReflect.Descriptor instead.
+func (*ListGroupsResponse) Descriptor() ([]byte, []int) {
+	return file_sluice_proto_rawDescGZIP(), []int{48}
+}
+
+func (x *ListGroupsResponse) GetGroups() []*GroupOverview {
+	if x != nil {
+		return x.Groups
+	}
+	return nil
+}
+
+type DescribeGroupRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Group         string                 `protobuf:"bytes,1,opt,name=group,proto3" json:"group,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DescribeGroupRequest) Reset() {
+	*x = DescribeGroupRequest{}
+	mi := &file_sluice_proto_msgTypes[49]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DescribeGroupRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DescribeGroupRequest) ProtoMessage() {}
+
+func (x *DescribeGroupRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_sluice_proto_msgTypes[49]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DescribeGroupRequest.ProtoReflect.Descriptor instead.
+func (*DescribeGroupRequest) Descriptor() ([]byte, []int) {
+	return file_sluice_proto_rawDescGZIP(), []int{49}
+}
+
+func (x *DescribeGroupRequest) GetGroup() string {
+	if x != nil {
+		return x.Group
+	}
+	return ""
+}
+
+type MemberDescription struct {
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	MemberId   string                 `protobuf:"bytes,1,opt,name=member_id,json=memberId,proto3" json:"member_id,omitempty"`
+	ClientId   string                 `protobuf:"bytes,2,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
+	Topics     []string               `protobuf:"bytes,3,rep,name=topics,proto3" json:"topics,omitempty"`
+	Assignment []*TopicPartitions     `protobuf:"bytes,4,rep,name=assignment,proto3" json:"assignment,omitempty"`
+	// Set for push subscribers: the actor the broker pushes records to.
+	PushAddress   string `protobuf:"bytes,5,opt,name=push_address,json=pushAddress,proto3" json:"push_address,omitempty"`
+	PushId        string `protobuf:"bytes,6,opt,name=push_id,json=pushId,proto3" json:"push_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MemberDescription) Reset() {
+	*x = MemberDescription{}
+	mi := &file_sluice_proto_msgTypes[50]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MemberDescription) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MemberDescription) ProtoMessage() {}
+
+func (x *MemberDescription) ProtoReflect() protoreflect.Message {
+	mi := &file_sluice_proto_msgTypes[50]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MemberDescription.ProtoReflect.Descriptor instead.
+func (*MemberDescription) Descriptor() ([]byte, []int) {
+	return file_sluice_proto_rawDescGZIP(), []int{50}
+}
+
+func (x *MemberDescription) GetMemberId() string {
+	if x != nil {
+		return x.MemberId
+	}
+	return ""
+}
+
+func (x *MemberDescription) GetClientId() string {
+	if x != nil {
+		return x.ClientId
+	}
+	return ""
+}
+
+func (x *MemberDescription) GetTopics() []string {
+	if x != nil {
+		return x.Topics
+	}
+	return nil
+}
+
+func (x *MemberDescription) GetAssignment() []*TopicPartitions {
+	if x != nil {
+		return x.Assignment
+	}
+	return nil
+}
+
+func (x *MemberDescription) GetPushAddress() string {
+	if x != nil {
+		return x.PushAddress
+	}
+	return ""
+}
+
+func (x *MemberDescription) GetPushId() string {
+	if x != nil {
+		return x.PushId
+	}
+	return ""
+}
+
+type DescribeGroupResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Error         ErrorCode              `protobuf:"varint,1,opt,name=error,proto3,enum=sluice.ErrorCode" json:"error,omitempty"`
+	ErrorMessage  string                 `protobuf:"bytes,2,opt,name=error_message,json=errorMessage,proto3" json:"error_message,omitempty"`
+	Group         string                 `protobuf:"bytes,3,opt,name=group,proto3" json:"group,omitempty"`
+	State         string                 `protobuf:"bytes,4,opt,name=state,proto3" json:"state,omitempty"`
+	Generation    int32                  `protobuf:"varint,5,opt,name=generation,proto3" json:"generation,omitempty"`
+	Assignor      string                 `protobuf:"bytes,6,opt,name=assignor,proto3" json:"assignor,omitempty"`
+	LeaderId      string                 `protobuf:"bytes,7,opt,name=leader_id,json=leaderId,proto3" json:"leader_id,omitempty"`
+	Members       []*MemberDescription   `protobuf:"bytes,8,rep,name=members,proto3" json:"members,omitempty"`
+	Coordinator   int32                  `protobuf:"varint,9,opt,name=coordinator,proto3" json:"coordinator,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DescribeGroupResponse) Reset() {
+	*x = DescribeGroupResponse{}
+	mi := &file_sluice_proto_msgTypes[51]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DescribeGroupResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DescribeGroupResponse) ProtoMessage() {}
+
+func (x *DescribeGroupResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_sluice_proto_msgTypes[51]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DescribeGroupResponse.ProtoReflect.Descriptor instead.
+func (*DescribeGroupResponse) Descriptor() ([]byte, []int) {
+	return file_sluice_proto_rawDescGZIP(), []int{51}
+}
+
+func (x *DescribeGroupResponse) GetError() ErrorCode {
+	if x != nil {
+		return x.Error
+	}
+	return ErrorCode_NONE
+}
+
+func (x *DescribeGroupResponse) GetErrorMessage() string {
+	if x != nil {
+		return x.ErrorMessage
+	}
+	return ""
+}
+
+func (x *DescribeGroupResponse) GetGroup() string {
+	if x != nil {
+		return x.Group
+	}
+	return ""
+}
+
+func (x *DescribeGroupResponse) GetState() string {
+	if x != nil {
+		return x.State
+	}
+	return ""
+}
+
+func (x *DescribeGroupResponse) GetGeneration() int32 {
+	if x != nil {
+		return x.Generation
+	}
+	return 0
+}
+
+func (x *DescribeGroupResponse) GetAssignor() string {
+	if x != nil {
+		return x.Assignor
+	}
+	return ""
+}
+
+func (x *DescribeGroupResponse) GetLeaderId() string {
+	if x != nil {
+		return x.LeaderId
+	}
+	return ""
+}
+
+func (x *DescribeGroupResponse) GetMembers() []*MemberDescription {
+	if x != nil {
+		return x.Members
+	}
+	return nil
+}
+
+func (x *DescribeGroupResponse) GetCoordinator() int32 {
+	if x != nil {
+		return x.Coordinator
+	}
+	return 0
+}
+
+// SubscribeRequest registers an application actor as a member of a group:
+// the broker fetches the member's partitions and pushes records to it,
+// never more than the credit the actor has granted.
+type SubscribeRequest struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Group  string                 `protobuf:"bytes,1,opt,name=group,proto3" json:"group,omitempty"`
+	Topics []string               `protobuf:"bytes,2,rep,name=topics,proto3" json:"topics,omitempty"`
+	// The actor records are pushed to.
+	TargetAddress string `protobuf:"bytes,3,opt,name=target_address,json=targetAddress,proto3" json:"target_address,omitempty"`
+	TargetId      string `protobuf:"bytes,4,opt,name=target_id,json=targetId,proto3" json:"target_id,omitempty"`
+	// Records the actor accepts before it grants more.
+	InitialCredit int32    `protobuf:"varint,5,opt,name=initial_credit,json=initialCredit,proto3" json:"initial_credit,omitempty"`
+	Assignors     []string `protobuf:"bytes,6,rep,name=assignors,proto3" json:"assignors,omitempty"`
+	ClientId      string   `protobuf:"bytes,7,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
+	// Where to start in partitions without a committed offset: "earliest"
+	// (default) or "latest".
+	AutoOffsetReset string `protobuf:"bytes,8,opt,name=auto_offset_reset,json=autoOffsetReset,proto3" json:"auto_offset_reset,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *SubscribeRequest) Reset() {
+	*x = SubscribeRequest{}
+	mi := &file_sluice_proto_msgTypes[52]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SubscribeRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SubscribeRequest) ProtoMessage() {}
+
+func (x *SubscribeRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_sluice_proto_msgTypes[52]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SubscribeRequest.ProtoReflect.Descriptor instead.
+func (*SubscribeRequest) Descriptor() ([]byte, []int) {
+	return file_sluice_proto_rawDescGZIP(), []int{52}
+}
+
+func (x *SubscribeRequest) GetGroup() string {
+	if x != nil {
+		return x.Group
+	}
+	return ""
+}
+
+func (x *SubscribeRequest) GetTopics() []string {
+	if x != nil {
+		return x.Topics
+	}
+	return nil
+}
+
+func (x *SubscribeRequest) GetTargetAddress() string {
+	if x != nil {
+		return x.TargetAddress
+	}
+	return ""
+}
+
+func (x *SubscribeRequest) GetTargetId() string {
+	if x != nil {
+		return x.TargetId
+	}
+	return ""
+}
+
+func (x *SubscribeRequest) GetInitialCredit() int32 {
+	if x != nil {
+		return x.InitialCredit
+	}
+	return 0
+}
+
+func (x *SubscribeRequest) GetAssignors() []string {
+	if x != nil {
+		return x.Assignors
+	}
+	return nil
+}
+
+func (x *SubscribeRequest) GetClientId() string {
+	if x != nil {
+		return x.ClientId
+	}
+	return ""
+}
+
+func (x *SubscribeRequest) GetAutoOffsetReset() string {
+	if x != nil {
+		return x.AutoOffsetReset
+	}
+	return ""
+}
+
+type SubscribeResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Error         ErrorCode              `protobuf:"varint,1,opt,name=error,proto3,enum=sluice.ErrorCode" json:"error,omitempty"`
+	ErrorMessage  string                 `protobuf:"bytes,2,opt,name=error_message,json=errorMessage,proto3" json:"error_message,omitempty"`
+	MemberId      string                 `protobuf:"bytes,3,opt,name=member_id,json=memberId,proto3" json:"member_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SubscribeResponse) Reset() {
+	*x = SubscribeResponse{}
+	mi := &file_sluice_proto_msgTypes[53]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SubscribeResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SubscribeResponse) ProtoMessage() {}
+
+func (x *SubscribeResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_sluice_proto_msgTypes[53]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SubscribeResponse.ProtoReflect.Descriptor instead.
+func (*SubscribeResponse) Descriptor() ([]byte, []int) {
+	return file_sluice_proto_rawDescGZIP(), []int{53}
+}
+
+func (x *SubscribeResponse) GetError() ErrorCode {
+	if x != nil {
+		return x.Error
+	}
+	return ErrorCode_NONE
+}
+
+func (x *SubscribeResponse) GetErrorMessage() string {
+	if x != nil {
+		return x.ErrorMessage
+	}
+	return ""
+}
+
+func (x *SubscribeResponse) GetMemberId() string {
+	if x != nil {
+		return x.MemberId
+	}
+	return ""
+}
+
+type PushedRecord struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Topic         string                 `protobuf:"bytes,1,opt,name=topic,proto3" json:"topic,omitempty"`
+	Partition     int32                  `protobuf:"varint,2,opt,name=partition,proto3" json:"partition,omitempty"`
+	Offset        int64                  `protobuf:"varint,3,opt,name=offset,proto3" json:"offset,omitempty"`
+	Key           []byte                 `protobuf:"bytes,4,opt,name=key,proto3" json:"key,omitempty"`
+	Value         []byte                 `protobuf:"bytes,5,opt,name=value,proto3" json:"value,omitempty"`
+	TimestampMs   int64                  `protobuf:"varint,6,opt,name=timestamp_ms,json=timestampMs,proto3" json:"timestamp_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PushedRecord) Reset() {
+	*x = PushedRecord{}
+	mi := &file_sluice_proto_msgTypes[54]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PushedRecord) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PushedRecord) ProtoMessage() {}
+
+func (x *PushedRecord) ProtoReflect() protoreflect.Message {
+	mi := &file_sluice_proto_msgTypes[54]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PushedRecord.ProtoReflect.Descriptor instead.
+func (*PushedRecord) Descriptor() ([]byte, []int) {
+	return file_sluice_proto_rawDescGZIP(), []int{54}
+}
+
+func (x *PushedRecord) GetTopic() string {
+	if x != nil {
+		return x.Topic
+	}
+	return ""
+}
+
+func (x *PushedRecord) GetPartition() int32 {
+	if x != nil {
+		return x.Partition
+	}
+	return 0
+}
+
+func (x *PushedRecord) GetOffset() int64 {
+	if x != nil {
+		return x.Offset
+	}
+	return 0
+}
+
+func (x *PushedRecord) GetKey() []byte {
+	if x != nil {
+		return x.Key
+	}
+	return nil
+}
+
+func (x *PushedRecord) GetValue() []byte {
+	if x != nil {
+		return x.Value
+	}
+	return nil
+}
+
+func (x *PushedRecord) GetTimestampMs() int64 {
+	if x != nil {
+		return x.TimestampMs
+	}
+	return 0
+}
+
+// PushRecords is what a subscribed actor receives; it holds at most the
+// credit granted and not yet used.
+type PushRecords struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Group         string                 `protobuf:"bytes,1,opt,name=group,proto3" json:"group,omitempty"`
+	MemberId      string                 `protobuf:"bytes,2,opt,name=member_id,json=memberId,proto3" json:"member_id,omitempty"`
+	Generation    int32                  `protobuf:"varint,3,opt,name=generation,proto3" json:"generation,omitempty"`
+	Records       []*PushedRecord        `protobuf:"bytes,4,rep,name=records,proto3" json:"records,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PushRecords) Reset() {
+	*x = PushRecords{}
+	mi := &file_sluice_proto_msgTypes[55]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PushRecords) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PushRecords) ProtoMessage() {}
+
+func (x *PushRecords) ProtoReflect() protoreflect.Message {
+	mi := &file_sluice_proto_msgTypes[55]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PushRecords.ProtoReflect.Descriptor instead.
+func (*PushRecords) Descriptor() ([]byte, []int) {
+	return file_sluice_proto_rawDescGZIP(), []int{55}
+}
+
+func (x *PushRecords) GetGroup() string {
+	if x != nil {
+		return x.Group
+	}
+	return ""
+}
+
+func (x *PushRecords) GetMemberId() string {
+	if x != nil {
+		return x.MemberId
+	}
+	return ""
+}
+
+func (x *PushRecords) GetGeneration() int32 {
+	if x != nil {
+		return x.Generation
+	}
+	return 0
+}
+
+func (x *PushRecords) GetRecords() []*PushedRecord {
+	if x != nil {
+		return x.Records
+	}
+	return nil
+}
+
+// PushAssignment tells a subscribed actor which partitions it now owns.
+type PushAssignment struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Group         string                 `protobuf:"bytes,1,opt,name=group,proto3" json:"group,omitempty"`
+	MemberId      string                 `protobuf:"bytes,2,opt,name=member_id,json=memberId,proto3" json:"member_id,omitempty"`
+	Generation    int32                  `protobuf:"varint,3,opt,name=generation,proto3" json:"generation,omitempty"`
+	Assigned      []*TopicPartitions     `protobuf:"bytes,4,rep,name=assigned,proto3" json:"assigned,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PushAssignment) Reset() {
+	*x = PushAssignment{}
+	mi := &file_sluice_proto_msgTypes[56]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PushAssignment) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PushAssignment) ProtoMessage() {}
+
+func (x *PushAssignment) ProtoReflect() protoreflect.Message {
+	mi := &file_sluice_proto_msgTypes[56]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PushAssignment.ProtoReflect.Descriptor instead.
+func (*PushAssignment) Descriptor() ([]byte, []int) {
+	return file_sluice_proto_rawDescGZIP(), []int{56}
+}
+
+func (x *PushAssignment) GetGroup() string {
+	if x != nil {
+		return x.Group
+	}
+	return ""
+}
+
+func (x *PushAssignment) GetMemberId() string {
+	if x != nil {
+		return x.MemberId
+	}
+	return ""
+}
+
+func (x *PushAssignment) GetGeneration() int32 {
+	if x != nil {
+		return x.Generation
+	}
+	return 0
+}
+
+func (x *PushAssignment) GetAssigned() []*TopicPartitions {
+	if x != nil {
+		return x.Assigned
+	}
+	return nil
+}
+
+// PushCredit grants the broker more records to push; sent by the actor as
+// it processes.
+type PushCredit struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Group         string                 `protobuf:"bytes,1,opt,name=group,proto3" json:"group,omitempty"`
+	MemberId      string                 `protobuf:"bytes,2,opt,name=member_id,json=memberId,proto3" json:"member_id,omitempty"`
+	Credit        int32                  `protobuf:"varint,3,opt,name=credit,proto3" json:"credit,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PushCredit) Reset() {
+	*x = PushCredit{}
+	mi := &file_sluice_proto_msgTypes[57]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PushCredit) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PushCredit) ProtoMessage() {}
+
+func (x *PushCredit) ProtoReflect() protoreflect.Message {
+	mi := &file_sluice_proto_msgTypes[57]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PushCredit.ProtoReflect.Descriptor instead.
+func (*PushCredit) Descriptor() ([]byte, []int) {
+	return file_sluice_proto_rawDescGZIP(), []int{57}
+}
+
+func (x *PushCredit) GetGroup() string {
+	if x != nil {
+		return x.Group
+	}
+	return ""
+}
+
+func (x *PushCredit) GetMemberId() string {
+	if x != nil {
+		return x.MemberId
+	}
+	return ""
+}
+
+func (x *PushCredit) GetCredit() int32 {
+	if x != nil {
+		return x.Credit
+	}
+	return 0
+}
+
+// PushAck commits: the actor has processed everything before next_offset.
+type PushAck struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Group         string                 `protobuf:"bytes,1,opt,name=group,proto3" json:"group,omitempty"`
+	MemberId      string                 `protobuf:"bytes,2,opt,name=member_id,json=memberId,proto3" json:"member_id,omitempty"`
+	Topic         string                 `protobuf:"bytes,3,opt,name=topic,proto3" json:"topic,omitempty"`
+	Partition     int32                  `protobuf:"varint,4,opt,name=partition,proto3" json:"partition,omitempty"`
+	NextOffset    int64                  `protobuf:"varint,5,opt,name=next_offset,json=nextOffset,proto3" json:"next_offset,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PushAck) Reset() {
+	*x = PushAck{}
+	mi := &file_sluice_proto_msgTypes[58]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PushAck) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PushAck) ProtoMessage() {}
+
+func (x *PushAck) ProtoReflect() protoreflect.Message {
+	mi := &file_sluice_proto_msgTypes[58]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PushAck.ProtoReflect.Descriptor instead.
+func (*PushAck) Descriptor() ([]byte, []int) {
+	return file_sluice_proto_rawDescGZIP(), []int{58}
+}
+
+func (x *PushAck) GetGroup() string {
+	if x != nil {
+		return x.Group
+	}
+	return ""
+}
+
+func (x *PushAck) GetMemberId() string {
+	if x != nil {
+		return x.MemberId
+	}
+	return ""
+}
+
+func (x *PushAck) GetTopic() string {
+	if x != nil {
+		return x.Topic
+	}
+	return ""
+}
+
+func (x *PushAck) GetPartition() int32 {
+	if x != nil {
+		return x.Partition
+	}
+	return 0
+}
+
+func (x *PushAck) GetNextOffset() int64 {
+	if x != nil {
+		return x.NextOffset
+	}
+	return 0
+}
+
+// Unsubscribe removes a push member from its group.
+type UnsubscribeRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Group         string                 `protobuf:"bytes,1,opt,name=group,proto3" json:"group,omitempty"`
+	MemberId      string                 `protobuf:"bytes,2,opt,name=member_id,json=memberId,proto3" json:"member_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UnsubscribeRequest) Reset() {
+	*x = UnsubscribeRequest{}
+	mi := &file_sluice_proto_msgTypes[59]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UnsubscribeRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UnsubscribeRequest) ProtoMessage() {}
+
+func (x *UnsubscribeRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_sluice_proto_msgTypes[59]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UnsubscribeRequest.ProtoReflect.Descriptor instead.
+func (*UnsubscribeRequest) Descriptor() ([]byte, []int) {
+	return file_sluice_proto_rawDescGZIP(), []int{59}
+}
+
+func (x *UnsubscribeRequest) GetGroup() string {
+	if x != nil {
+		return x.Group
+	}
+	return ""
+}
+
+func (x *UnsubscribeRequest) GetMemberId() string {
+	if x != nil {
+		return x.MemberId
+	}
+	return ""
+}
+
+// GroupRecordKey is the key of a __consumer_offsets record: either a group's
+// metadata or one committed offset. A record with an empty value deletes.
+type GroupRecordKey struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Group string                 `protobuf:"bytes,1,opt,name=group,proto3" json:"group,omitempty"`
+	// Set for an offset commit; empty topic: group metadata.
+	Topic         string `protobuf:"bytes,2,opt,name=topic,proto3" json:"topic,omitempty"`
+	Partition     int32  `protobuf:"varint,3,opt,name=partition,proto3" json:"partition,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GroupRecordKey) Reset() {
+	*x = GroupRecordKey{}
+	mi := &file_sluice_proto_msgTypes[60]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GroupRecordKey) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GroupRecordKey) ProtoMessage() {}
+
+func (x *GroupRecordKey) ProtoReflect() protoreflect.Message {
+	mi := &file_sluice_proto_msgTypes[60]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GroupRecordKey.ProtoReflect.Descriptor instead.
+func (*GroupRecordKey) Descriptor() ([]byte, []int) {
+	return file_sluice_proto_rawDescGZIP(), []int{60}
+}
+
+func (x *GroupRecordKey) GetGroup() string {
+	if x != nil {
+		return x.Group
+	}
+	return ""
+}
+
+func (x *GroupRecordKey) GetTopic() string {
+	if x != nil {
+		return x.Topic
+	}
+	return ""
+}
+
+func (x *GroupRecordKey) GetPartition() int32 {
+	if x != nil {
+		return x.Partition
+	}
+	return 0
+}
+
+type OffsetValue struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Offset        int64                  `protobuf:"varint,1,opt,name=offset,proto3" json:"offset,omitempty"`
+	Metadata      string                 `protobuf:"bytes,2,opt,name=metadata,proto3" json:"metadata,omitempty"`
+	CommitUnixMs  int64                  `protobuf:"varint,3,opt,name=commit_unix_ms,json=commitUnixMs,proto3" json:"commit_unix_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *OffsetValue) Reset() {
+	*x = OffsetValue{}
+	mi := &file_sluice_proto_msgTypes[61]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *OffsetValue) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*OffsetValue) ProtoMessage() {}
+
+func (x *OffsetValue) ProtoReflect() protoreflect.Message {
+	mi := &file_sluice_proto_msgTypes[61]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use OffsetValue.ProtoReflect.Descriptor instead.
+func (*OffsetValue) Descriptor() ([]byte, []int) {
+	return file_sluice_proto_rawDescGZIP(), []int{61}
+}
+
+func (x *OffsetValue) GetOffset() int64 {
+	if x != nil {
+		return x.Offset
+	}
+	return 0
+}
+
+func (x *OffsetValue) GetMetadata() string {
+	if x != nil {
+		return x.Metadata
+	}
+	return ""
+}
+
+func (x *OffsetValue) GetCommitUnixMs() int64 {
+	if x != nil {
+		return x.CommitUnixMs
+	}
+	return 0
+}
+
+type GroupMemberRecord struct {
+	state              protoimpl.MessageState `protogen:"open.v1"`
+	MemberId           string                 `protobuf:"bytes,1,opt,name=member_id,json=memberId,proto3" json:"member_id,omitempty"`
+	ClientId           string                 `protobuf:"bytes,2,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
+	Topics             []string               `protobuf:"bytes,3,rep,name=topics,proto3" json:"topics,omitempty"`
+	Assignors          []string               `protobuf:"bytes,4,rep,name=assignors,proto3" json:"assignors,omitempty"`
+	SessionTimeoutMs   int32                  `protobuf:"varint,5,opt,name=session_timeout_ms,json=sessionTimeoutMs,proto3" json:"session_timeout_ms,omitempty"`
+	RebalanceTimeoutMs int32                  `protobuf:"varint,6,opt,name=rebalance_timeout_ms,json=rebalanceTimeoutMs,proto3" json:"rebalance_timeout_ms,omitempty"`
+	Assignment         []*TopicPartitions     `protobuf:"bytes,7,rep,name=assignment,proto3" json:"assignment,omitempty"`
+	PushAddress        string                 `protobuf:"bytes,8,opt,name=push_address,json=pushAddress,proto3" json:"push_address,omitempty"`
+	PushId             string                 `protobuf:"bytes,9,opt,name=push_id,json=pushId,proto3" json:"push_id,omitempty"`
+	AutoOffsetReset    string                 `protobuf:"bytes,10,opt,name=auto_offset_reset,json=autoOffsetReset,proto3" json:"auto_offset_reset,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
+}
+
+func (x *GroupMemberRecord) Reset() {
+	*x = GroupMemberRecord{}
+	mi := &file_sluice_proto_msgTypes[62]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GroupMemberRecord) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GroupMemberRecord) ProtoMessage() {}
+
+func (x *GroupMemberRecord) ProtoReflect() protoreflect.Message {
+	mi := &file_sluice_proto_msgTypes[62]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GroupMemberRecord.ProtoReflect.Descriptor instead.
+func (*GroupMemberRecord) Descriptor() ([]byte, []int) {
+	return file_sluice_proto_rawDescGZIP(), []int{62}
+}
+
+func (x *GroupMemberRecord) GetMemberId() string {
+	if x != nil {
+		return x.MemberId
+	}
+	return ""
+}
+
+func (x *GroupMemberRecord) GetClientId() string {
+	if x != nil {
+		return x.ClientId
+	}
+	return ""
+}
+
+func (x *GroupMemberRecord) GetTopics() []string {
+	if x != nil {
+		return x.Topics
+	}
+	return nil
+}
+
+func (x *GroupMemberRecord) GetAssignors() []string {
+	if x != nil {
+		return x.Assignors
+	}
+	return nil
+}
+
+func (x *GroupMemberRecord) GetSessionTimeoutMs() int32 {
+	if x != nil {
+		return x.SessionTimeoutMs
+	}
+	return 0
+}
+
+func (x *GroupMemberRecord) GetRebalanceTimeoutMs() int32 {
+	if x != nil {
+		return x.RebalanceTimeoutMs
+	}
+	return 0
+}
+
+func (x *GroupMemberRecord) GetAssignment() []*TopicPartitions {
+	if x != nil {
+		return x.Assignment
+	}
+	return nil
+}
+
+func (x *GroupMemberRecord) GetPushAddress() string {
+	if x != nil {
+		return x.PushAddress
+	}
+	return ""
+}
+
+func (x *GroupMemberRecord) GetPushId() string {
+	if x != nil {
+		return x.PushId
+	}
+	return ""
+}
+
+func (x *GroupMemberRecord) GetAutoOffsetReset() string {
+	if x != nil {
+		return x.AutoOffsetReset
+	}
+	return ""
+}
+
+type GroupMetadataValue struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Generation    int32                  `protobuf:"varint,1,opt,name=generation,proto3" json:"generation,omitempty"`
+	Assignor      string                 `protobuf:"bytes,2,opt,name=assignor,proto3" json:"assignor,omitempty"`
+	LeaderId      string                 `protobuf:"bytes,3,opt,name=leader_id,json=leaderId,proto3" json:"leader_id,omitempty"`
+	Members       []*GroupMemberRecord   `protobuf:"bytes,4,rep,name=members,proto3" json:"members,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GroupMetadataValue) Reset() {
+	*x = GroupMetadataValue{}
+	mi := &file_sluice_proto_msgTypes[63]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GroupMetadataValue) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GroupMetadataValue) ProtoMessage() {}
+
+func (x *GroupMetadataValue) ProtoReflect() protoreflect.Message {
+	mi := &file_sluice_proto_msgTypes[63]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GroupMetadataValue.ProtoReflect.Descriptor instead.
+func (*GroupMetadataValue) Descriptor() ([]byte, []int) {
+	return file_sluice_proto_rawDescGZIP(), []int{63}
+}
+
+func (x *GroupMetadataValue) GetGeneration() int32 {
+	if x != nil {
+		return x.Generation
+	}
+	return 0
+}
+
+func (x *GroupMetadataValue) GetAssignor() string {
+	if x != nil {
+		return x.Assignor
+	}
+	return ""
+}
+
+func (x *GroupMetadataValue) GetLeaderId() string {
+	if x != nil {
+		return x.LeaderId
+	}
+	return ""
+}
+
+func (x *GroupMetadataValue) GetMembers() []*GroupMemberRecord {
+	if x != nil {
+		return x.Members
+	}
+	return nil
+}
+
 // TopicRecord is a topic as the controller stored it.
 type TopicRecord struct {
 	state             protoimpl.MessageState `protogen:"open.v1"`
@@ -2358,7 +4648,7 @@ type TopicRecord struct {
 
 func (x *TopicRecord) Reset() {
 	*x = TopicRecord{}
-	mi := &file_sluice_proto_msgTypes[30]
+	mi := &file_sluice_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2370,7 +4660,7 @@ func (x *TopicRecord) String() string {
 func (*TopicRecord) ProtoMessage() {}
 
 func (x *TopicRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[30]
+	mi := &file_sluice_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2383,7 +4673,7 @@ func (x *TopicRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TopicRecord.ProtoReflect.Descriptor instead.
 func (*TopicRecord) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{30}
+	return file_sluice_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *TopicRecord) GetName() string {
@@ -2444,7 +4734,7 @@ type ReplicaAssignment struct {
 
 func (x *ReplicaAssignment) Reset() {
 	*x = ReplicaAssignment{}
-	mi := &file_sluice_proto_msgTypes[31]
+	mi := &file_sluice_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2456,7 +4746,7 @@ func (x *ReplicaAssignment) String() string {
 func (*ReplicaAssignment) ProtoMessage() {}
 
 func (x *ReplicaAssignment) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[31]
+	mi := &file_sluice_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2469,7 +4759,7 @@ func (x *ReplicaAssignment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicaAssignment.ProtoReflect.Descriptor instead.
 func (*ReplicaAssignment) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{31}
+	return file_sluice_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *ReplicaAssignment) GetReplicas() []int32 {
@@ -2498,7 +4788,7 @@ type PartitionState struct {
 
 func (x *PartitionState) Reset() {
 	*x = PartitionState{}
-	mi := &file_sluice_proto_msgTypes[32]
+	mi := &file_sluice_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2510,7 +4800,7 @@ func (x *PartitionState) String() string {
 func (*PartitionState) ProtoMessage() {}
 
 func (x *PartitionState) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[32]
+	mi := &file_sluice_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2523,7 +4813,7 @@ func (x *PartitionState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PartitionState.ProtoReflect.Descriptor instead.
 func (*PartitionState) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{32}
+	return file_sluice_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *PartitionState) GetTopic() string {
@@ -2594,7 +4884,7 @@ type BrokerRegistration struct {
 
 func (x *BrokerRegistration) Reset() {
 	*x = BrokerRegistration{}
-	mi := &file_sluice_proto_msgTypes[33]
+	mi := &file_sluice_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2606,7 +4896,7 @@ func (x *BrokerRegistration) String() string {
 func (*BrokerRegistration) ProtoMessage() {}
 
 func (x *BrokerRegistration) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[33]
+	mi := &file_sluice_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2619,7 +4909,7 @@ func (x *BrokerRegistration) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BrokerRegistration.ProtoReflect.Descriptor instead.
 func (*BrokerRegistration) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{33}
+	return file_sluice_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *BrokerRegistration) GetId() int32 {
@@ -2658,7 +4948,7 @@ type ClusterSnapshot struct {
 
 func (x *ClusterSnapshot) Reset() {
 	*x = ClusterSnapshot{}
-	mi := &file_sluice_proto_msgTypes[34]
+	mi := &file_sluice_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2670,7 +4960,7 @@ func (x *ClusterSnapshot) String() string {
 func (*ClusterSnapshot) ProtoMessage() {}
 
 func (x *ClusterSnapshot) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[34]
+	mi := &file_sluice_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2683,7 +4973,7 @@ func (x *ClusterSnapshot) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterSnapshot.ProtoReflect.Descriptor instead.
 func (*ClusterSnapshot) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{34}
+	return file_sluice_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *ClusterSnapshot) GetIndex() uint64 {
@@ -2754,7 +5044,7 @@ const file_sluice_proto_rawDesc = "" +
 	"\vbase_offset\x18\x05 \x01(\x03R\n" +
 	"baseOffset\x12(\n" +
 	"\x10log_start_offset\x18\x06 \x01(\x03R\x0elogStartOffset\x12!\n" +
-	"\fleader_epoch\x18\a \x01(\x05R\vleaderEpoch\"\xe6\x01\n" +
+	"\fleader_epoch\x18\a \x01(\x05R\vleaderEpoch\"\x84\x02\n" +
 	"\fFetchRequest\x12\x14\n" +
 	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x1c\n" +
 	"\tpartition\x18\x02 \x01(\x05R\tpartition\x12\x16\n" +
@@ -2762,7 +5052,8 @@ const file_sluice_proto_rawDesc = "" +
 	"\tmax_bytes\x18\x04 \x01(\x05R\bmaxBytes\x12\x1b\n" +
 	"\tmin_bytes\x18\x05 \x01(\x05R\bminBytes\x12\x1e\n" +
 	"\vmax_wait_ms\x18\x06 \x01(\x05R\tmaxWaitMs\x120\n" +
-	"\x14current_leader_epoch\x18\a \x01(\x05R\x12currentLeaderEpoch\"\x9f\x02\n" +
+	"\x14current_leader_epoch\x18\a \x01(\x05R\x12currentLeaderEpoch\x12\x1c\n" +
+	"\tisolation\x18\b \x01(\x05R\tisolation\"\x9f\x02\n" +
 	"\rFetchResponse\x12\x14\n" +
 	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x1c\n" +
 	"\tpartition\x18\x02 \x01(\x05R\tpartition\x12'\n" +
@@ -2911,7 +5202,198 @@ const file_sluice_proto_rawDesc = "" +
 	"\x06states\x18\x03 \x03(\v2\x16.sluice.PartitionStateR\x06states\"d\n" +
 	"\x14LeaderAndIsrResponse\x12'\n" +
 	"\x05error\x18\x01 \x01(\x0e2\x11.sluice.ErrorCodeR\x05error\x12#\n" +
-	"\rerror_message\x18\x02 \x01(\tR\ferrorMessage\"\xe6\x02\n" +
+	"\rerror_message\x18\x02 \x01(\tR\ferrorMessage\".\n" +
+	"\x16FindCoordinatorRequest\x12\x14\n" +
+	"\x05group\x18\x01 \x01(\tR\x05group\"\xbc\x01\n" +
+	"\x17FindCoordinatorResponse\x12'\n" +
+	"\x05error\x18\x01 \x01(\x0e2\x11.sluice.ErrorCodeR\x05error\x12#\n" +
+	"\rerror_message\x18\x02 \x01(\tR\ferrorMessage\x12\x1b\n" +
+	"\tbroker_id\x18\x03 \x01(\x05R\bbrokerId\x12\x18\n" +
+	"\aaddress\x18\x04 \x01(\tR\aaddress\x12\x1c\n" +
+	"\tpartition\x18\x05 \x01(\x05R\tpartition\"G\n" +
+	"\x0fTopicPartitions\x12\x14\n" +
+	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x1e\n" +
+	"\n" +
+	"partitions\x18\x02 \x03(\x05R\n" +
+	"partitions\"\xf8\x01\n" +
+	"\x10JoinGroupRequest\x12\x14\n" +
+	"\x05group\x18\x01 \x01(\tR\x05group\x12\x1b\n" +
+	"\tmember_id\x18\x02 \x01(\tR\bmemberId\x12\x1b\n" +
+	"\tclient_id\x18\x03 \x01(\tR\bclientId\x12,\n" +
+	"\x12session_timeout_ms\x18\x04 \x01(\x05R\x10sessionTimeoutMs\x120\n" +
+	"\x14rebalance_timeout_ms\x18\x05 \x01(\x05R\x12rebalanceTimeoutMs\x12\x16\n" +
+	"\x06topics\x18\x06 \x03(\tR\x06topics\x12\x1c\n" +
+	"\tassignors\x18\a \x03(\tR\tassignors\"\xf1\x01\n" +
+	"\x11JoinGroupResponse\x12'\n" +
+	"\x05error\x18\x01 \x01(\x0e2\x11.sluice.ErrorCodeR\x05error\x12#\n" +
+	"\rerror_message\x18\x02 \x01(\tR\ferrorMessage\x12\x1e\n" +
+	"\n" +
+	"generation\x18\x03 \x01(\x05R\n" +
+	"generation\x12\x1b\n" +
+	"\tmember_id\x18\x04 \x01(\tR\bmemberId\x12\x1b\n" +
+	"\tleader_id\x18\x05 \x01(\tR\bleaderId\x12\x1a\n" +
+	"\bassignor\x18\x06 \x01(\tR\bassignor\x12\x18\n" +
+	"\amembers\x18\a \x03(\tR\amembers\"e\n" +
+	"\x10SyncGroupRequest\x12\x14\n" +
+	"\x05group\x18\x01 \x01(\tR\x05group\x12\x1b\n" +
+	"\tmember_id\x18\x02 \x01(\tR\bmemberId\x12\x1e\n" +
+	"\n" +
+	"generation\x18\x03 \x01(\x05R\n" +
+	"generation\"\x9a\x01\n" +
+	"\x11SyncGroupResponse\x12'\n" +
+	"\x05error\x18\x01 \x01(\x0e2\x11.sluice.ErrorCodeR\x05error\x12#\n" +
+	"\rerror_message\x18\x02 \x01(\tR\ferrorMessage\x127\n" +
+	"\n" +
+	"assignment\x18\x03 \x03(\v2\x17.sluice.TopicPartitionsR\n" +
+	"assignment\"e\n" +
+	"\x10HeartbeatRequest\x12\x14\n" +
+	"\x05group\x18\x01 \x01(\tR\x05group\x12\x1b\n" +
+	"\tmember_id\x18\x02 \x01(\tR\bmemberId\x12\x1e\n" +
+	"\n" +
+	"generation\x18\x03 \x01(\x05R\n" +
+	"generation\"a\n" +
+	"\x11HeartbeatResponse\x12'\n" +
+	"\x05error\x18\x01 \x01(\x0e2\x11.sluice.ErrorCodeR\x05error\x12#\n" +
+	"\rerror_message\x18\x02 \x01(\tR\ferrorMessage\"F\n" +
+	"\x11LeaveGroupRequest\x12\x14\n" +
+	"\x05group\x18\x01 \x01(\tR\x05group\x12\x1b\n" +
+	"\tmember_id\x18\x02 \x01(\tR\bmemberId\"b\n" +
+	"\x12LeaveGroupResponse\x12'\n" +
+	"\x05error\x18\x01 \x01(\x0e2\x11.sluice.ErrorCodeR\x05error\x12#\n" +
+	"\rerror_message\x18\x02 \x01(\tR\ferrorMessage\"{\n" +
+	"\x11OffsetCommitEntry\x12\x14\n" +
+	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x1c\n" +
+	"\tpartition\x18\x02 \x01(\x05R\tpartition\x12\x16\n" +
+	"\x06offset\x18\x03 \x01(\x03R\x06offset\x12\x1a\n" +
+	"\bmetadata\x18\x04 \x01(\tR\bmetadata\"\x9d\x01\n" +
+	"\x13OffsetCommitRequest\x12\x14\n" +
+	"\x05group\x18\x01 \x01(\tR\x05group\x12\x1b\n" +
+	"\tmember_id\x18\x02 \x01(\tR\bmemberId\x12\x1e\n" +
+	"\n" +
+	"generation\x18\x03 \x01(\x05R\n" +
+	"generation\x123\n" +
+	"\aoffsets\x18\x04 \x03(\v2\x19.sluice.OffsetCommitEntryR\aoffsets\"d\n" +
+	"\x14OffsetCommitResponse\x12'\n" +
+	"\x05error\x18\x01 \x01(\x0e2\x11.sluice.ErrorCodeR\x05error\x12#\n" +
+	"\rerror_message\x18\x02 \x01(\tR\ferrorMessage\"c\n" +
+	"\x12OffsetFetchRequest\x12\x14\n" +
+	"\x05group\x18\x01 \x01(\tR\x05group\x127\n" +
+	"\n" +
+	"partitions\x18\x02 \x03(\v2\x17.sluice.TopicPartitionsR\n" +
+	"partitions\"\x98\x01\n" +
+	"\x13OffsetFetchResponse\x12'\n" +
+	"\x05error\x18\x01 \x01(\x0e2\x11.sluice.ErrorCodeR\x05error\x12#\n" +
+	"\rerror_message\x18\x02 \x01(\tR\ferrorMessage\x123\n" +
+	"\aoffsets\x18\x03 \x03(\v2\x19.sluice.OffsetCommitEntryR\aoffsets\"\x13\n" +
+	"\x11ListGroupsRequest\"w\n" +
+	"\rGroupOverview\x12\x14\n" +
+	"\x05group\x18\x01 \x01(\tR\x05group\x12\x14\n" +
+	"\x05state\x18\x02 \x01(\tR\x05state\x12\x18\n" +
+	"\amembers\x18\x03 \x01(\x05R\amembers\x12 \n" +
+	"\vcoordinator\x18\x04 \x01(\x05R\vcoordinator\"C\n" +
+	"\x12ListGroupsResponse\x12-\n" +
+	"\x06groups\x18\x01 \x03(\v2\x15.sluice.GroupOverviewR\x06groups\",\n" +
+	"\x14DescribeGroupRequest\x12\x14\n" +
+	"\x05group\x18\x01 \x01(\tR\x05group\"\xda\x01\n" +
+	"\x11MemberDescription\x12\x1b\n" +
+	"\tmember_id\x18\x01 \x01(\tR\bmemberId\x12\x1b\n" +
+	"\tclient_id\x18\x02 \x01(\tR\bclientId\x12\x16\n" +
+	"\x06topics\x18\x03 \x03(\tR\x06topics\x127\n" +
+	"\n" +
+	"assignment\x18\x04 \x03(\v2\x17.sluice.TopicPartitionsR\n" +
+	"assignment\x12!\n" +
+	"\fpush_address\x18\x05 \x01(\tR\vpushAddress\x12\x17\n" +
+	"\apush_id\x18\x06 \x01(\tR\x06pushId\"\xc1\x02\n" +
+	"\x15DescribeGroupResponse\x12'\n" +
+	"\x05error\x18\x01 \x01(\x0e2\x11.sluice.ErrorCodeR\x05error\x12#\n" +
+	"\rerror_message\x18\x02 \x01(\tR\ferrorMessage\x12\x14\n" +
+	"\x05group\x18\x03 \x01(\tR\x05group\x12\x14\n" +
+	"\x05state\x18\x04 \x01(\tR\x05state\x12\x1e\n" +
+	"\n" +
+	"generation\x18\x05 \x01(\x05R\n" +
+	"generation\x12\x1a\n" +
+	"\bassignor\x18\x06 \x01(\tR\bassignor\x12\x1b\n" +
+	"\tleader_id\x18\a \x01(\tR\bleaderId\x123\n" +
+	"\amembers\x18\b \x03(\v2\x19.sluice.MemberDescriptionR\amembers\x12 \n" +
+	"\vcoordinator\x18\t \x01(\x05R\vcoordinator\"\x92\x02\n" +
+	"\x10SubscribeRequest\x12\x14\n" +
+	"\x05group\x18\x01 \x01(\tR\x05group\x12\x16\n" +
+	"\x06topics\x18\x02 \x03(\tR\x06topics\x12%\n" +
+	"\x0etarget_address\x18\x03 \x01(\tR\rtargetAddress\x12\x1b\n" +
+	"\ttarget_id\x18\x04 \x01(\tR\btargetId\x12%\n" +
+	"\x0einitial_credit\x18\x05 \x01(\x05R\rinitialCredit\x12\x1c\n" +
+	"\tassignors\x18\x06 \x03(\tR\tassignors\x12\x1b\n" +
+	"\tclient_id\x18\a \x01(\tR\bclientId\x12*\n" +
+	"\x11auto_offset_reset\x18\b \x01(\tR\x0fautoOffsetReset\"~\n" +
+	"\x11SubscribeResponse\x12'\n" +
+	"\x05error\x18\x01 \x01(\x0e2\x11.sluice.ErrorCodeR\x05error\x12#\n" +
+	"\rerror_message\x18\x02 \x01(\tR\ferrorMessage\x12\x1b\n" +
+	"\tmember_id\x18\x03 \x01(\tR\bmemberId\"\xa5\x01\n" +
+	"\fPushedRecord\x12\x14\n" +
+	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x1c\n" +
+	"\tpartition\x18\x02 \x01(\x05R\tpartition\x12\x16\n" +
+	"\x06offset\x18\x03 \x01(\x03R\x06offset\x12\x10\n" +
+	"\x03key\x18\x04 \x01(\fR\x03key\x12\x14\n" +
+	"\x05value\x18\x05 \x01(\fR\x05value\x12!\n" +
+	"\ftimestamp_ms\x18\x06 \x01(\x03R\vtimestampMs\"\x90\x01\n" +
+	"\vPushRecords\x12\x14\n" +
+	"\x05group\x18\x01 \x01(\tR\x05group\x12\x1b\n" +
+	"\tmember_id\x18\x02 \x01(\tR\bmemberId\x12\x1e\n" +
+	"\n" +
+	"generation\x18\x03 \x01(\x05R\n" +
+	"generation\x12.\n" +
+	"\arecords\x18\x04 \x03(\v2\x14.sluice.PushedRecordR\arecords\"\x98\x01\n" +
+	"\x0ePushAssignment\x12\x14\n" +
+	"\x05group\x18\x01 \x01(\tR\x05group\x12\x1b\n" +
+	"\tmember_id\x18\x02 \x01(\tR\bmemberId\x12\x1e\n" +
+	"\n" +
+	"generation\x18\x03 \x01(\x05R\n" +
+	"generation\x123\n" +
+	"\bassigned\x18\x04 \x03(\v2\x17.sluice.TopicPartitionsR\bassigned\"W\n" +
+	"\n" +
+	"PushCredit\x12\x14\n" +
+	"\x05group\x18\x01 \x01(\tR\x05group\x12\x1b\n" +
+	"\tmember_id\x18\x02 \x01(\tR\bmemberId\x12\x16\n" +
+	"\x06credit\x18\x03 \x01(\x05R\x06credit\"\x91\x01\n" +
+	"\aPushAck\x12\x14\n" +
+	"\x05group\x18\x01 \x01(\tR\x05group\x12\x1b\n" +
+	"\tmember_id\x18\x02 \x01(\tR\bmemberId\x12\x14\n" +
+	"\x05topic\x18\x03 \x01(\tR\x05topic\x12\x1c\n" +
+	"\tpartition\x18\x04 \x01(\x05R\tpartition\x12\x1f\n" +
+	"\vnext_offset\x18\x05 \x01(\x03R\n" +
+	"nextOffset\"G\n" +
+	"\x12UnsubscribeRequest\x12\x14\n" +
+	"\x05group\x18\x01 \x01(\tR\x05group\x12\x1b\n" +
+	"\tmember_id\x18\x02 \x01(\tR\bmemberId\"Z\n" +
+	"\x0eGroupRecordKey\x12\x14\n" +
+	"\x05group\x18\x01 \x01(\tR\x05group\x12\x14\n" +
+	"\x05topic\x18\x02 \x01(\tR\x05topic\x12\x1c\n" +
+	"\tpartition\x18\x03 \x01(\x05R\tpartition\"g\n" +
+	"\vOffsetValue\x12\x16\n" +
+	"\x06offset\x18\x01 \x01(\x03R\x06offset\x12\x1a\n" +
+	"\bmetadata\x18\x02 \x01(\tR\bmetadata\x12$\n" +
+	"\x0ecommit_unix_ms\x18\x03 \x01(\x03R\fcommitUnixMs\"\x84\x03\n" +
+	"\x11GroupMemberRecord\x12\x1b\n" +
+	"\tmember_id\x18\x01 \x01(\tR\bmemberId\x12\x1b\n" +
+	"\tclient_id\x18\x02 \x01(\tR\bclientId\x12\x16\n" +
+	"\x06topics\x18\x03 \x03(\tR\x06topics\x12\x1c\n" +
+	"\tassignors\x18\x04 \x03(\tR\tassignors\x12,\n" +
+	"\x12session_timeout_ms\x18\x05 \x01(\x05R\x10sessionTimeoutMs\x120\n" +
+	"\x14rebalance_timeout_ms\x18\x06 \x01(\x05R\x12rebalanceTimeoutMs\x127\n" +
+	"\n" +
+	"assignment\x18\a \x03(\v2\x17.sluice.TopicPartitionsR\n" +
+	"assignment\x12!\n" +
+	"\fpush_address\x18\b \x01(\tR\vpushAddress\x12\x17\n" +
+	"\apush_id\x18\t \x01(\tR\x06pushId\x12*\n" +
+	"\x11auto_offset_reset\x18\n" +
+	" \x01(\tR\x0fautoOffsetReset\"\xa2\x01\n" +
+	"\x12GroupMetadataValue\x12\x1e\n" +
+	"\n" +
+	"generation\x18\x01 \x01(\x05R\n" +
+	"generation\x12\x1a\n" +
+	"\bassignor\x18\x02 \x01(\tR\bassignor\x12\x1b\n" +
+	"\tleader_id\x18\x03 \x01(\tR\bleaderId\x123\n" +
+	"\amembers\x18\x04 \x03(\v2\x19.sluice.GroupMemberRecordR\amembers\"\xe6\x02\n" +
 	"\vTopicRecord\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x19\n" +
 	"\btopic_id\x18\x02 \x01(\tR\atopicId\x12\x1e\n" +
@@ -3009,7 +5491,7 @@ func file_sluice_proto_rawDescGZIP() []byte {
 }
 
 var file_sluice_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_sluice_proto_msgTypes = make([]protoimpl.MessageInfo, 38)
+var file_sluice_proto_msgTypes = make([]protoimpl.MessageInfo, 72)
 var file_sluice_proto_goTypes = []any{
 	(ErrorCode)(0),                       // 0: sluice.ErrorCode
 	(*ErrorResponse)(nil),                // 1: sluice.ErrorResponse
@@ -3042,14 +5524,48 @@ var file_sluice_proto_goTypes = []any{
 	(*AlterPartitionResponse)(nil),       // 28: sluice.AlterPartitionResponse
 	(*LeaderAndIsrRequest)(nil),          // 29: sluice.LeaderAndIsrRequest
 	(*LeaderAndIsrResponse)(nil),         // 30: sluice.LeaderAndIsrResponse
-	(*TopicRecord)(nil),                  // 31: sluice.TopicRecord
-	(*ReplicaAssignment)(nil),            // 32: sluice.ReplicaAssignment
-	(*PartitionState)(nil),               // 33: sluice.PartitionState
-	(*BrokerRegistration)(nil),           // 34: sluice.BrokerRegistration
-	(*ClusterSnapshot)(nil),              // 35: sluice.ClusterSnapshot
-	nil,                                  // 36: sluice.TopicMetadata.ConfigsEntry
-	nil,                                  // 37: sluice.TopicSpec.ConfigsEntry
-	nil,                                  // 38: sluice.TopicRecord.ConfigsEntry
+	(*FindCoordinatorRequest)(nil),       // 31: sluice.FindCoordinatorRequest
+	(*FindCoordinatorResponse)(nil),      // 32: sluice.FindCoordinatorResponse
+	(*TopicPartitions)(nil),              // 33: sluice.TopicPartitions
+	(*JoinGroupRequest)(nil),             // 34: sluice.JoinGroupRequest
+	(*JoinGroupResponse)(nil),            // 35: sluice.JoinGroupResponse
+	(*SyncGroupRequest)(nil),             // 36: sluice.SyncGroupRequest
+	(*SyncGroupResponse)(nil),            // 37: sluice.SyncGroupResponse
+	(*HeartbeatRequest)(nil),             // 38: sluice.HeartbeatRequest
+	(*HeartbeatResponse)(nil),            // 39: sluice.HeartbeatResponse
+	(*LeaveGroupRequest)(nil),            // 40: sluice.LeaveGroupRequest
+	(*LeaveGroupResponse)(nil),           // 41: sluice.LeaveGroupResponse
+	(*OffsetCommitEntry)(nil),            // 42: sluice.OffsetCommitEntry
+	(*OffsetCommitRequest)(nil),          // 43: sluice.OffsetCommitRequest
+	(*OffsetCommitResponse)(nil),         // 44: sluice.OffsetCommitResponse
+	(*OffsetFetchRequest)(nil),           // 45: sluice.OffsetFetchRequest
+	(*OffsetFetchResponse)(nil),          // 46: sluice.OffsetFetchResponse
+	(*ListGroupsRequest)(nil),            // 47: sluice.ListGroupsRequest
+	(*GroupOverview)(nil),                // 48: sluice.GroupOverview
+	(*ListGroupsResponse)(nil),           // 49: sluice.ListGroupsResponse
+	(*DescribeGroupRequest)(nil),         // 50: sluice.DescribeGroupRequest
+	(*MemberDescription)(nil),            // 51: sluice.MemberDescription
+	(*DescribeGroupResponse)(nil),        // 52: sluice.DescribeGroupResponse
+	(*SubscribeRequest)(nil),             // 53: sluice.SubscribeRequest
+	(*SubscribeResponse)(nil),            // 54: sluice.SubscribeResponse
+	(*PushedRecord)(nil),                 // 55: sluice.PushedRecord
+	(*PushRecords)(nil),                  // 56: sluice.PushRecords
+	(*PushAssignment)(nil),               // 57: sluice.PushAssignment
+	(*PushCredit)(nil),                   // 58: sluice.PushCredit
+	(*PushAck)(nil),                      // 59: sluice.PushAck
+	(*UnsubscribeRequest)(nil),           // 60: sluice.UnsubscribeRequest
+	(*GroupRecordKey)(nil),               // 61: sluice.GroupRecordKey
+	(*OffsetValue)(nil),                  // 62: sluice.OffsetValue
+	(*GroupMemberRecord)(nil),            // 63: sluice.GroupMemberRecord
+	(*GroupMetadataValue)(nil),           // 64: sluice.GroupMetadataValue
+	(*TopicRecord)(nil),                  // 65: sluice.TopicRecord
+	(*ReplicaAssignment)(nil),            // 66: sluice.ReplicaAssignment
+	(*PartitionState)(nil),               // 67: sluice.PartitionState
+	(*BrokerRegistration)(nil),           // 68: sluice.BrokerRegistration
+	(*ClusterSnapshot)(nil),              // 69: sluice.ClusterSnapshot
+	nil,                                  // 70: sluice.TopicMetadata.ConfigsEntry
+	nil,                                  // 71: sluice.TopicSpec.ConfigsEntry
+	nil,                                  // 72: sluice.TopicRecord.ConfigsEntry
 }
 var file_sluice_proto_depIdxs = []int32{
 	0,  // 0: sluice.ErrorResponse.error:type_name -> sluice.ErrorCode
@@ -3059,10 +5575,10 @@ var file_sluice_proto_depIdxs = []int32{
 	0,  // 4: sluice.PartitionMetadata.error:type_name -> sluice.ErrorCode
 	0,  // 5: sluice.TopicMetadata.error:type_name -> sluice.ErrorCode
 	11, // 6: sluice.TopicMetadata.partitions:type_name -> sluice.PartitionMetadata
-	36, // 7: sluice.TopicMetadata.configs:type_name -> sluice.TopicMetadata.ConfigsEntry
+	70, // 7: sluice.TopicMetadata.configs:type_name -> sluice.TopicMetadata.ConfigsEntry
 	10, // 8: sluice.MetadataResponse.brokers:type_name -> sluice.BrokerInfo
 	12, // 9: sluice.MetadataResponse.topics:type_name -> sluice.TopicMetadata
-	37, // 10: sluice.TopicSpec.configs:type_name -> sluice.TopicSpec.ConfigsEntry
+	71, // 10: sluice.TopicSpec.configs:type_name -> sluice.TopicSpec.ConfigsEntry
 	14, // 11: sluice.CreateTopicsRequest.topics:type_name -> sluice.TopicSpec
 	0,  // 12: sluice.TopicResult.error:type_name -> sluice.ErrorCode
 	16, // 13: sluice.CreateTopicsResponse.results:type_name -> sluice.TopicResult
@@ -3072,18 +5588,38 @@ var file_sluice_proto_depIdxs = []int32{
 	0,  // 17: sluice.ReplicaFetchResponse.error:type_name -> sluice.ErrorCode
 	0,  // 18: sluice.OffsetForLeaderEpochResponse.error:type_name -> sluice.ErrorCode
 	0,  // 19: sluice.AlterPartitionResponse.error:type_name -> sluice.ErrorCode
-	33, // 20: sluice.AlterPartitionResponse.state:type_name -> sluice.PartitionState
-	33, // 21: sluice.LeaderAndIsrRequest.states:type_name -> sluice.PartitionState
+	67, // 20: sluice.AlterPartitionResponse.state:type_name -> sluice.PartitionState
+	67, // 21: sluice.LeaderAndIsrRequest.states:type_name -> sluice.PartitionState
 	0,  // 22: sluice.LeaderAndIsrResponse.error:type_name -> sluice.ErrorCode
-	38, // 23: sluice.TopicRecord.configs:type_name -> sluice.TopicRecord.ConfigsEntry
-	32, // 24: sluice.TopicRecord.assignment:type_name -> sluice.ReplicaAssignment
-	31, // 25: sluice.ClusterSnapshot.topics:type_name -> sluice.TopicRecord
-	33, // 26: sluice.ClusterSnapshot.partitions:type_name -> sluice.PartitionState
-	27, // [27:27] is the sub-list for method output_type
-	27, // [27:27] is the sub-list for method input_type
-	27, // [27:27] is the sub-list for extension type_name
-	27, // [27:27] is the sub-list for extension extendee
-	0,  // [0:27] is the sub-list for field type_name
+	0,  // 23: sluice.FindCoordinatorResponse.error:type_name -> sluice.ErrorCode
+	0,  // 24: sluice.JoinGroupResponse.error:type_name -> sluice.ErrorCode
+	0,  // 25: sluice.SyncGroupResponse.error:type_name -> sluice.ErrorCode
+	33, // 26: sluice.SyncGroupResponse.assignment:type_name -> sluice.TopicPartitions
+	0,  // 27: sluice.HeartbeatResponse.error:type_name -> sluice.ErrorCode
+	0,  // 28: sluice.LeaveGroupResponse.error:type_name -> sluice.ErrorCode
+	42, // 29: sluice.OffsetCommitRequest.offsets:type_name -> sluice.OffsetCommitEntry
+	0,  // 30: sluice.OffsetCommitResponse.error:type_name -> sluice.ErrorCode
+	33, // 31: sluice.OffsetFetchRequest.partitions:type_name -> sluice.TopicPartitions
+	0,  // 32: sluice.OffsetFetchResponse.error:type_name -> sluice.ErrorCode
+	42, // 33: sluice.OffsetFetchResponse.offsets:type_name -> sluice.OffsetCommitEntry
+	48, // 34: sluice.ListGroupsResponse.groups:type_name -> sluice.GroupOverview
+	33, // 35: sluice.MemberDescription.assignment:type_name -> sluice.TopicPartitions
+	0,  // 36: sluice.DescribeGroupResponse.error:type_name -> sluice.ErrorCode
+	51, // 37: sluice.DescribeGroupResponse.members:type_name -> sluice.MemberDescription
+	0,  // 38: sluice.SubscribeResponse.error:type_name -> sluice.ErrorCode
+	55, // 39: sluice.PushRecords.records:type_name -> sluice.PushedRecord
+	33, // 40: sluice.PushAssignment.assigned:type_name -> sluice.TopicPartitions
+	33, // 41: sluice.GroupMemberRecord.assignment:type_name -> sluice.TopicPartitions
+	63, // 42: sluice.GroupMetadataValue.members:type_name -> sluice.GroupMemberRecord
+	72, // 43: sluice.TopicRecord.configs:type_name -> sluice.TopicRecord.ConfigsEntry
+	66, // 44: sluice.TopicRecord.assignment:type_name -> sluice.ReplicaAssignment
+	65, // 45: sluice.ClusterSnapshot.topics:type_name -> sluice.TopicRecord
+	67, // 46: sluice.ClusterSnapshot.partitions:type_name -> sluice.PartitionState
+	47, // [47:47] is the sub-list for method output_type
+	47, // [47:47] is the sub-list for method input_type
+	47, // [47:47] is the sub-list for extension type_name
+	47, // [47:47] is the sub-list for extension extendee
+	0,  // [0:47] is the sub-list for field type_name
 }
 
 func init() { file_sluice_proto_init() }
@@ -3097,7 +5633,7 @@ func file_sluice_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_sluice_proto_rawDesc), len(file_sluice_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   38,
+			NumMessages:   72,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -88,11 +88,13 @@ func runBroker(args []string, stderr io.Writer) error {
 		level := slog.LevelDebug
 		tcfg.LogLevel = &level
 	}
+	// The remote endpoint is not shut down on exit: the process ends right
+	// after the broker actor has stopped, and protoactor's Remote.Shutdown
+	// races with its own stream readers.
 	node, err := transport.Start(tcfg, logger)
 	if err != nil {
 		return err
 	}
-	defer node.Stop()
 
 	backend, mode, err := openBackend(cfg, node.Addr, *consulAddr, *clusterName, *checkTTL, logger)
 	if err != nil {

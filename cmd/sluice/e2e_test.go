@@ -336,11 +336,11 @@ func TestErrorCodesThroughTheClient(t *testing.T) {
 	expect("unknown message type", err, client.ErrUnknownMessageType)
 
 	// A paused broker: the client's request times out.
-	b.signal(19) // SIGSTOP
+	b.pause()
 	sctx, scancel := context.WithTimeout(ctx, 5*time.Second)
 	_, err = a.Request(sctx, b.Addr, &messages.MetadataRequest{})
 	scancel()
-	b.signal(18) // SIGCONT
+	b.resume()
 	expect("paused broker", err, client.ErrRequestTimedOut)
 
 	if !b.alive() {

@@ -163,10 +163,24 @@ func (b *brokerProc) signal(sig syscall.Signal) {
 	}
 }
 
-// pause stops the process with SIGSTOP (a zombie: alive, silent).
+// pause stops the process with SIGSTOP (a zombie: alive, silent) and
+// waits until the kernel reports it stopped: the signal is asynchronous.
 func (b *brokerProc) pause() {
 	b.paused.Store(true)
 	b.signal(syscall.SIGSTOP)
+	b.mu.Lock()
+	pid := b.cmd.Process.Pid
+	b.mu.Unlock()
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		// The state is the field after the parenthesised command name.
+		if i := bytes.LastIndexByte(stat, ')'); err == nil && i > 0 && i+2 < len(stat) && stat[i+2] == 'T' {
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	b.t.Fatalf("broker %s did not stop after SIGSTOP", b.Addr)
 }
 
 // resume continues a paused process.

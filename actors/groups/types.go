@@ -1,0 +1,216 @@
+package groups
+
+import (
+	"fmt"
+	"slices"
+	"time"
+)
+
+// TopicPartitions is a set of partitions of one topic. Assignments are
+// always sorted by topic and then partition, without duplicates, so that
+// they compare and persist stably.
+type TopicPartitions struct {
+	Topic      string
+	Partitions []int32
+}
+
+// PartitionCounts tells how many partitions a topic has; 0 for a topic that
+// does not exist or that the caller does not know (it gets no members).
+// A nil PartitionCounts knows no topic.
+type PartitionCounts func(topic string) int32
+
+// PushTarget is the application actor a push member's records go to. Both
+// strings are opaque here. The zero value means a pull member.
+type PushTarget struct {
+	Address string
+	ID      string
+}
+
+// IsZero reports whether t names no actor (a pull member).
+func (t PushTarget) IsZero() bool { return t == PushTarget{} }
+
+// JoinRequest is a JoinGroup (or, with Push set, a Subscribe).
+type JoinRequest struct {
+	// MemberID is empty on a member's first join.
+	MemberID string
+	ClientID string
+	Topics   []string
+	// Assignors the member supports, preferred first. Names this package
+	// does not implement are ignored; an empty list means
+	// Config.DefaultAssignor.
+	Assignors []string
+	// SessionTimeout must lie within the Config bounds (not checked for
+	// push members, which are never evicted by time).
+	SessionTimeout time.Duration
+	// RebalanceTimeout is how long a rebalance waits for this member to
+	// rejoin; <= 0 means SessionTimeout (as JoinGroup v0).
+	RebalanceTimeout time.Duration
+	Push             PushTarget
+	AutoOffsetReset  string
+	// ReplyTo is opaque: it comes back in the JoinReply that answers this
+	// request, so the actor can find the request to answer.
+	ReplyTo any
+}
+
+// JoinReply answers a parked join.
+type JoinReply struct {
+	ReplyTo any
+	// Code is None for a completed rebalance. A join superseded by a newer
+	// join of the same member gets RebalanceInProgress, and one whose member
+	// left before the rebalance completed gets UnknownMemberID; the other
+	// fields are then zero except MemberID.
+	Code       Code
+	Generation int32
+	MemberID   string
+	LeaderID   string
+	Assignor   string
+	// Members of the new generation, sorted.
+	Members []string
+	// Assignment of this member in the new generation (what Sync returns).
+	Assignment []TopicPartitions
+}
+
+// Outcome tells the actor what to do after a call.
+//
+// The order is: if Persist, write Snapshot() to __consumer_offsets; once
+// the write succeeded, send Replies (if it failed, answer each of them with
+// a coordinator error instead: the members will rejoin); notify the push
+// members named in Changed of their new assignment.
+type Outcome struct {
+	// Code answers the request itself. For Join: None means the join is
+	// parked and its answer is among the Replies of this or a later
+	// Outcome; anything else is to be answered at once (MEMBER_ID_REQUIRED
+	// with MemberID).
+	Code Code
+	// MemberID is the joining member's id (generated for a new member).
+	MemberID string
+	// Replies to parked joins, sorted by member id.
+	Replies []JoinReply
+	// Persist: the group metadata changed; write Snapshot() before replying.
+	Persist bool
+	// Rebalanced: a new generation was formed (or the group became Empty,
+	// which also ends a generation).
+	Rebalanced bool
+	// Changed lists, sorted, the members whose assignment changed.
+	Changed []string
+	// Removed lists, sorted, the members this call removed: left, evicted
+	// after their session timeout, or not rejoined by the rebalance deadline.
+	Removed []string
+}
+
+func (o *Outcome) merge(p Outcome) {
+	o.Replies = append(o.Replies, p.Replies...)
+	o.Persist = o.Persist || p.Persist
+	o.Rebalanced = o.Rebalanced || p.Rebalanced
+	o.Changed = append(o.Changed, p.Changed...)
+	o.Removed = append(o.Removed, p.Removed...)
+	slices.Sort(o.Removed)
+}
+
+// MemberRecord is one member as persisted and described.
+type MemberRecord struct {
+	MemberID         string
+	ClientID         string
+	Topics           []string // sorted, without duplicates
+	Assignors        []string // preferred first, only implemented names
+	SessionTimeout   time.Duration
+	RebalanceTimeout time.Duration
+	Push             PushTarget
+	AutoOffsetReset  string
+	Assignment       []TopicPartitions
+}
+
+func (r MemberRecord) clone() MemberRecord {
+	r.Topics = slices.Clone(r.Topics)
+	r.Assignors = slices.Clone(r.Assignors)
+	r.Assignment = cloneAssignment(r.Assignment)
+	return r
+}
+
+// Snapshot is the persistable group metadata (GroupMetadataValue).
+// Members are sorted by id.
+type Snapshot struct {
+	Generation int32
+	Assignor   string
+	Leader     string
+	Members    []MemberRecord
+}
+
+// Description is what `sluice group describe` shows. Members are sorted by id.
+type Description struct {
+	State      State
+	Generation int32
+	Assignor   string
+	Leader     string
+	Members    []MemberRecord
+}
+
+// Config bounds and tunes a group. Values are taken literally; start from
+// DefaultConfig.
+type Config struct {
+	// MinSessionTimeout and MaxSessionTimeout bound a member's session
+	// timeout (group.min/max.session.timeout.ms).
+	MinSessionTimeout time.Duration
+	MaxSessionTimeout time.Duration
+	// InitialRebalanceDelay is how long an Empty group's first rebalance
+	// waits for more members (group.initial.rebalance.delay.ms); every new
+	// member extends it by as much, up to the largest rebalance timeout.
+	// 0 completes the first rebalance as soon as its members have joined.
+	InitialRebalanceDelay time.Duration
+	// DefaultAssignor stands in for an empty assignor list.
+	DefaultAssignor string
+	// RequireMemberID answers a pull member's first join (empty member id)
+	// with MEMBER_ID_REQUIRED and a generated id to rejoin with, as Kafka
+	// does since KIP-394, so that a client retrying its first join does not
+	// leave a ghost member. Push members are never asked.
+	RequireMemberID bool
+	// NewMemberID makes the id of a new member from its client id and the
+	// group's counter (1, 2, ...); nil makes "<clientID>-<seq>". Ids already
+	// in use are skipped. The counter starts over on Restore, so an id may
+	// repeat that of a member gone before a failover; inject a function
+	// that adds something unique per coordinator if that matters.
+	NewMemberID func(clientID string, seq uint64) string
+}
+
+// DefaultConfig returns Kafka's defaults.
+func DefaultConfig() Config {
+	return Config{
+		MinSessionTimeout:     6 * time.Second,
+		MaxSessionTimeout:     30 * time.Minute,
+		InitialRebalanceDelay: 300 * time.Millisecond,
+		DefaultAssignor:       "range",
+	}
+}
+
+// Validate reports the first setting out of range, naming it.
+func (c Config) Validate() error {
+	switch {
+	case c.MinSessionTimeout <= 0:
+		return fmt.Errorf("min session timeout %v: must be > 0", c.MinSessionTimeout)
+	case c.MaxSessionTimeout < c.MinSessionTimeout:
+		return fmt.Errorf("max session timeout %v: must be >= min session timeout %v", c.MaxSessionTimeout, c.MinSessionTimeout)
+	case c.InitialRebalanceDelay < 0:
+		return fmt.Errorf("initial rebalance delay %v: must be >= 0", c.InitialRebalanceDelay)
+	}
+	if _, ok := Lookup(c.DefaultAssignor); c.DefaultAssignor != "" && !ok {
+		return fmt.Errorf("default assignor %q: not one of %v", c.DefaultAssignor, AssignorNames())
+	}
+	return nil
+}
+
+func cloneAssignment(a []TopicPartitions) []TopicPartitions {
+	if len(a) == 0 {
+		return nil
+	}
+	out := make([]TopicPartitions, len(a))
+	for i, tp := range a {
+		out[i] = TopicPartitions{Topic: tp.Topic, Partitions: slices.Clone(tp.Partitions)}
+	}
+	return out
+}
+
+func equalAssignment(a, b []TopicPartitions) bool {
+	return slices.EqualFunc(a, b, func(x, y TopicPartitions) bool {
+		return x.Topic == y.Topic && slices.Equal(x.Partitions, y.Partitions)
+	})
+}
