@@ -59,6 +59,10 @@ type brokerActor struct {
 	// knownController caches the backend's answer for metadata responses.
 	knownController   int32
 	controllerChecked time.Time
+	// groupHosts are the group hosts of the offsets partitions led here.
+	groupHosts map[int32]*groupHostRef
+	// published is the latest metadata, for child actors to read.
+	published atomic.Pointer[cluster.Snapshot]
 }
 
 // NewBrokerProps returns the props of the broker actor. Spawn it named
@@ -67,7 +71,8 @@ type brokerActor struct {
 func NewBrokerProps(cfg *BrokerConfig, backend cluster.Backend, addr string, initial *cluster.Snapshot) *actor.Props {
 	return actor.PropsFromProducer(func() actor.Actor {
 		return &brokerActor{cfg: cfg, backend: backend, addr: addr, initial: initial,
-			live: map[int32]cluster.Broker{}, replicas: map[cluster.TopicPartition]*replica{}}
+			live: map[int32]cluster.Broker{}, replicas: map[cluster.TopicPartition]*replica{},
+			groupHosts: map[int32]*groupHostRef{}}
 	}, actor.WithSupervisor(partitionSupervisor()))
 }
 
@@ -144,11 +149,17 @@ func (b *brokerActor) Receive(ctx actor.Context) {
 		})
 	case *messages.DescribeReplicasRequest:
 		b.onDescribeReplicas(ctx, msg)
+	case *messages.FindCoordinatorRequest:
+		b.onFindCoordinator(ctx, msg)
+	case *messages.ListGroupsRequest:
+		b.onListGroups(ctx)
 	case *messages.InvalidMessage:
 		respond(ctx, &messages.ErrorResponse{Error: messages.ErrorCode_UNKNOWN_MESSAGE_TYPE, Message: fmt.Sprintf("%s: %s", msg.TypeName, msg.Reason)})
 	case actor.SystemMessage, actor.AutoReceiveMessage:
 	default:
-		if _, ok := msg.(proto.Message); ok {
+		if group, ok := groupOf(msg); ok {
+			b.routeGroup(ctx, group)
+		} else if _, ok := msg.(proto.Message); ok {
 			respond(ctx, unknownMessage(msg))
 		}
 	}
@@ -295,6 +306,9 @@ func (b *brokerActor) sendState(ctx actor.Context, tp cluster.TopicPartition, r 
 		addr = br.Addr
 	}
 	ctx.Send(r.pid, &applyState{State: r.lastState, Topic: b.topicConfig(tp.Topic), LeaderAddr: addr})
+	if tp.Topic == OffsetsTopic {
+		b.syncGroupHost(ctx, tp, r.lastState)
+	}
 }
 
 // newerState reports whether a is a later state of the same partition than b.
@@ -351,6 +365,7 @@ func (b *brokerActor) onMetadata(ctx actor.Context, snap *cluster.Snapshot) {
 		return
 	}
 	b.meta = snap
+	b.published.Store(snap)
 	for tp, part := range snap.Partitions {
 		st := part.State
 		if !slices.Contains(st.Replicas, b.cfg.ID) {
@@ -452,6 +467,9 @@ func (b *brokerActor) removeReplica(ctx actor.Context, tp cluster.TopicPartition
 		return
 	}
 	delete(b.replicas, tp)
+	if tp.Topic == OffsetsTopic {
+		b.syncGroupHost(ctx, tp, nil)
+	}
 	// Wait for the actor to close its log before its files go.
 	if err := ctx.StopFuture(r.pid).Wait(); err != nil {
 		b.cfg.Logger.Warn("partition did not stop in time", "partition", tp, "error", err)
@@ -603,16 +621,20 @@ func (b *brokerActor) topicMetadata(t *messages.TopicRecord) *messages.TopicMeta
 // autoCreate asks the controller to create a topic with the defaults; the
 // answer is not awaited, the client retries its metadata request.
 func (b *brokerActor) autoCreate(ctx actor.Context, name string) {
-	req := &messages.CreateTopicsRequest{Topics: []*messages.TopicSpec{{Name: name}}}
+	b.sendToController(ctx, &messages.CreateTopicsRequest{Topics: []*messages.TopicSpec{{Name: name}}})
+}
+
+// sendToController sends msg to the controller without waiting for an answer.
+func (b *brokerActor) sendToController(ctx actor.Context, msg proto.Message) {
 	if b.controller != nil {
-		ctx.Send(b.controller, req)
+		ctx.Send(b.controller, msg)
 		return
 	}
 	qctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	if id, _, ok, err := b.backend.Controller(qctx); err == nil && ok && id != b.cfg.ID {
 		if br, live := b.live[id]; live {
-			ctx.Send(transport.ControllerPID(br.Addr), req)
+			ctx.Send(transport.ControllerPID(br.Addr), msg)
 		}
 	}
 }

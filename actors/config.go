@@ -32,6 +32,18 @@ type BrokerConfig struct {
 	MaxFetchBytes int
 	// MaxFetchWaitMs caps how long a fetch may be parked.
 	MaxFetchWaitMs int32
+	// OffsetsPartitions and OffsetsReplicationFactor shape the
+	// __consumer_offsets topic, created on a group's first request (the
+	// replication factor is capped by the live brokers).
+	OffsetsPartitions        int
+	OffsetsReplicationFactor int
+	// GroupInitialRebalanceDelay is how long an empty group waits for more
+	// members before its first generation.
+	GroupInitialRebalanceDelay time.Duration
+	// GroupMinSessionTimeout and GroupMaxSessionTimeout bound members'
+	// session timeouts.
+	GroupMinSessionTimeout time.Duration
+	GroupMaxSessionTimeout time.Duration
 	// OpenLog opens a partition's log; nil opens a WAL log. Tests use it to
 	// inject faults.
 	OpenLog func(dir string, topic TopicConfig) (storage.Log, error)
@@ -41,16 +53,21 @@ type BrokerConfig struct {
 // DefaultBrokerConfig returns a configuration with Kafka-like defaults.
 func DefaultBrokerConfig() BrokerConfig {
 	return BrokerConfig{
-		DataDir:                  "sluice-data",
-		DefaultTopic:             DefaultTopicConfig(),
-		DefaultPartitions:        1,
-		DefaultReplicationFactor: 1,
-		ReplicaLagTimeMax:        30 * time.Second,
-		RetentionCheckInterval:   5 * time.Minute,
-		HWCheckpointInterval:     5 * time.Second,
-		MaxFetchBytes:            8 << 20,
-		MaxFetchWaitMs:           30000,
-		Logger:                   slog.Default(),
+		DataDir:                    "sluice-data",
+		DefaultTopic:               DefaultTopicConfig(),
+		DefaultPartitions:          1,
+		DefaultReplicationFactor:   1,
+		ReplicaLagTimeMax:          30 * time.Second,
+		RetentionCheckInterval:     5 * time.Minute,
+		HWCheckpointInterval:       5 * time.Second,
+		MaxFetchBytes:              8 << 20,
+		MaxFetchWaitMs:             30000,
+		OffsetsPartitions:          16,
+		OffsetsReplicationFactor:   3,
+		GroupInitialRebalanceDelay: 300 * time.Millisecond,
+		GroupMinSessionTimeout:     time.Second,
+		GroupMaxSessionTimeout:     5 * time.Minute,
+		Logger:                     slog.Default(),
 	}
 }
 
@@ -75,6 +92,14 @@ func (c *BrokerConfig) Validate() error {
 		return fmt.Errorf("max fetch bytes %d: must be >= max message bytes %d", c.MaxFetchBytes, c.DefaultTopic.MaxMessageBytes)
 	case c.MaxFetchWaitMs < 0:
 		return fmt.Errorf("max fetch wait %d ms: must be >= 0", c.MaxFetchWaitMs)
+	case c.OffsetsPartitions < 1 || c.OffsetsPartitions > 1000:
+		return fmt.Errorf("offsets partitions %d: want 1 to 1000", c.OffsetsPartitions)
+	case c.OffsetsReplicationFactor < 1:
+		return fmt.Errorf("offsets replication factor %d: must be >= 1", c.OffsetsReplicationFactor)
+	case c.GroupMinSessionTimeout <= 0 || c.GroupMaxSessionTimeout < c.GroupMinSessionTimeout:
+		return fmt.Errorf("group session timeout bounds [%v, %v]: want 0 < min <= max", c.GroupMinSessionTimeout, c.GroupMaxSessionTimeout)
+	case c.GroupInitialRebalanceDelay < 0:
+		return fmt.Errorf("group initial rebalance delay %v: must be >= 0", c.GroupInitialRebalanceDelay)
 	case c.Logger == nil:
 		return fmt.Errorf("logger: must be set")
 	}

@@ -3,6 +3,7 @@ package client
 import (
 	"fmt"
 	"log/slog"
+	"os"
 	"sync"
 	"time"
 
@@ -40,6 +41,9 @@ type config struct {
 	fetchMinBytes int32
 	maxPollBuffer int64
 	resetOffset   Offset
+
+	// group consumer
+	group groupConfig
 }
 
 func defaultConfig() config {
@@ -62,7 +66,17 @@ func defaultConfig() config {
 		fetchMinBytes:   1,
 		maxPollBuffer:   64 << 20,
 		resetOffset:     AtStart(),
+		group: groupConfig{clientID: hostname(), assignors: []string{"range"}, sessionTimeout: 10 * time.Second,
+			rebalanceTimeout: 30 * time.Second, autoCommitInterval: 5 * time.Second},
 	}
+}
+
+func hostname() string {
+	h, err := os.Hostname()
+	if err != nil {
+		return "sluice-client"
+	}
+	return h
 }
 
 // Opt configures a Producer, Consumer or Admin.

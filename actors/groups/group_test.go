@@ -83,9 +83,9 @@ func TestMemberIDs(t *testing.T) {
 	cfg := testConfig()
 	cfg.NewMemberID = func(client string, seq uint64) string { return fmt.Sprintf("%s-%d", client, seq/2) }
 	g = New(cfg)
-	first := g.Join(pull("", "a", "t"), t0, nil).MemberID   // seq 1 -> a-0
-	second := g.Join(pull("", "a", "t"), t0, nil).MemberID  // seq 2 -> a-1
-	third := g.Join(pull("", "a", "t"), t0, nil).MemberID   // seq 3 -> a-1 in use, seq 4 -> a-2
+	first := g.Join(pull("", "a", "t"), t0, nil).MemberID  // seq 1 -> a-0
+	second := g.Join(pull("", "a", "t"), t0, nil).MemberID // seq 2 -> a-1
+	third := g.Join(pull("", "a", "t"), t0, nil).MemberID  // seq 3 -> a-1 in use, seq 4 -> a-2
 	if first != "a-0" || second != "a-1" || third != "a-2" {
 		t.Fatalf("injected ids %s %s %s", first, second, third)
 	}

@@ -3,6 +3,7 @@ package groups
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -84,22 +85,27 @@ type Outcome struct {
 	Code Code
 	// MemberID is the joining member's id (generated for a new member).
 	MemberID string
-	// Replies to parked joins, sorted by member id.
+	// Replies to parked joins, sorted by member id (a superseded join
+	// before the one that replaced it).
 	Replies []JoinReply
 	// Persist: the group metadata changed; write Snapshot() before replying.
 	Persist bool
 	// Rebalanced: a new generation was formed (or the group became Empty,
 	// which also ends a generation).
 	Rebalanced bool
-	// Changed lists, sorted, the members whose assignment changed.
+	// Changed lists, sorted, the members whose assignment changed. A member
+	// whose partitions stayed the same is not listed although the generation
+	// moved; when Rebalanced, Generation() is the new one.
 	Changed []string
 	// Removed lists, sorted, the members this call removed: left, evicted
 	// after their session timeout, or not rejoined by the rebalance deadline.
+	// Their assignments are void (stop pushing to push members among them).
 	Removed []string
 }
 
 func (o *Outcome) merge(p Outcome) {
 	o.Replies = append(o.Replies, p.Replies...)
+	slices.SortStableFunc(o.Replies, func(a, b JoinReply) int { return strings.Compare(a.MemberID, b.MemberID) })
 	o.Persist = o.Persist || p.Persist
 	o.Rebalanced = o.Rebalanced || p.Rebalanced
 	o.Changed = append(o.Changed, p.Changed...)
@@ -165,8 +171,9 @@ type Config struct {
 	// leave a ghost member. Push members are never asked.
 	RequireMemberID bool
 	// NewMemberID makes the id of a new member from its client id and the
-	// group's counter (1, 2, ...); nil makes "<clientID>-<seq>". Ids already
-	// in use are skipped. The counter starts over on Restore, so an id may
+	// group's counter (1, 2, ...); nil makes "<clientID>-<seq>" (an empty
+	// client id reads "member"). It must give distinct, non-empty ids for
+	// distinct seq; ids already in use are skipped. The counter starts over on Restore, so an id may
 	// repeat that of a member gone before a failover; inject a function
 	// that adds something unique per coordinator if that matters.
 	NewMemberID func(clientID string, seq uint64) string

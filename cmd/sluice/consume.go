@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/sluicemq/sluice/client"
 )
@@ -22,6 +23,7 @@ func runConsume(args []string, stdout, stderr io.Writer) error {
 	fromBeginning := fs.Bool("from-beginning", false, "start at the first offset (default: only new records)")
 	offset := fs.Int64("offset", -1, "start at this offset")
 	maxRecords := fs.Int("max", 0, "exit after this many records (0: run until interrupted)")
+	group := fs.String("group", "", "consume as a member of this consumer group (offsets committed to it)")
 	format := fs.String("format", "%v", "record format, one line each: %t topic, %p partition, %o offset, %k key, %v value, %T timestamp (ms), %% percent")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
@@ -42,6 +44,20 @@ func runConsume(args []string, stdout, stderr io.Writer) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	tmpl := unescape(*format)
+	if !strings.HasSuffix(tmpl, "\n") {
+		tmpl += "\n"
+	}
+	if *group != "" {
+		if *partition >= 0 || *offset >= 0 {
+			return usageErr("--group takes no --partition or --offset: the group assigns partitions and remembers offsets")
+		}
+		reset := client.AtEnd()
+		if *fromBeginning {
+			reset = client.AtStart()
+		}
+		return consumeGroup(ctx, *broker, *group, topic, reset, *maxRecords, tmpl, stdout, stderr)
+	}
 
 	admin, err := client.NewAdmin(*broker, client.WithLogger(clientLogger(stderr)))
 	if err != nil {
@@ -75,10 +91,6 @@ func runConsume(args []string, stdout, stderr io.Writer) error {
 	defer c.Close()
 	out := bufio.NewWriter(stdout)
 	defer out.Flush()
-	tmpl := unescape(*format)
-	if !strings.HasSuffix(tmpl, "\n") {
-		tmpl += "\n"
-	}
 	seen := 0
 	for *maxRecords == 0 || seen < *maxRecords {
 		limit := 0
@@ -129,4 +141,37 @@ func writeRecord(w *bufio.Writer, tmpl string, r *client.Record) {
 			w.WriteString("%" + string(tmpl[i]))
 		}
 	}
+}
+
+// consumeGroup consumes topic as a member of group, committing what it
+// printed: on exit after --max records, on Ctrl-C, and every few seconds.
+func consumeGroup(ctx context.Context, broker, group, topic string, reset client.Offset, maxRecords int, tmpl string, stdout, stderr io.Writer) error {
+	c, err := client.NewGroupConsumer(broker, group, []string{topic}, client.WithLogger(clientLogger(stderr)),
+		client.ConsumeResetOffset(reset), client.AutoCommitInterval(2*time.Second))
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	out := bufio.NewWriter(stdout)
+	defer out.Flush()
+	seen := 0
+	for maxRecords == 0 || seen < maxRecords {
+		limit := 0
+		if maxRecords > 0 {
+			limit = maxRecords - seen
+		}
+		f := c.PollRecords(ctx, limit)
+		for _, e := range f.Errors {
+			if errors.Is(e.Err, context.Canceled) {
+				return nil
+			}
+			return fmt.Errorf("partition %d: %w", e.Partition, e.Err)
+		}
+		for _, r := range f.Records {
+			writeRecord(out, tmpl, r)
+		}
+		seen += len(f.Records)
+		out.Flush()
+	}
+	return nil
 }

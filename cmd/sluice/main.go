@@ -20,7 +20,10 @@ Usage:
   sluice topic describe NAME             show partitions: leader, replicas, ISR, log start, LEO, HW
   sluice topic delete NAME               delete a topic and its data
   sluice produce TOPIC [flags]           produce one record per stdin line
-  sluice consume TOPIC [flags]           print consumed records, one per line
+  sluice consume TOPIC [flags]           print consumed records, one per line (--group G: as a group member)
+  sluice group list                      list consumer groups
+  sluice group describe GROUP            members, assignment, committed offset, end and lag per partition
+  sluice group reset-offsets GROUP --topic T --to-earliest|--to-latest|--to-offset N
   sluice bench produce|consume [flags]   measure throughput and latency
   sluice dev-cluster [--brokers 3]       run Consul and a local cluster of brokers until Ctrl-C
 
@@ -50,6 +53,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		err = runProduce(args[1:], stdin, stderr)
 	case "consume":
 		err = runConsume(args[1:], stdout, stderr)
+	case "group":
+		err = runGroup(args[1:], stdout, stderr)
 	case "bench":
 		err = runBench(args[1:], stdout, stderr)
 	case "dev-cluster":

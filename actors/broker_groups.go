@@ -1,0 +1,197 @@
+package actors
+
+import (
+	"fmt"
+	"slices"
+	"sync/atomic"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/sluicemq/sluice/cluster"
+	"github.com/sluicemq/sluice/messages"
+)
+
+// Consumer groups on the broker: each partition of __consumer_offsets this
+// broker leads gets a group host actor, which loads the partition and runs a
+// coordinator actor per group. The broker finds coordinators for clients and
+// routes group requests to its hosts.
+
+// groupHostRef is the broker's handle on one local group host.
+type groupHostRef struct {
+	pid      *actor.PID
+	epoch    int32
+	overview *atomic.Pointer[[]*messages.GroupOverview]
+}
+
+// groupOf returns the group a message is addressed to.
+func groupOf(msg any) (string, bool) {
+	switch m := msg.(type) {
+	case *messages.JoinGroupRequest:
+		return m.Group, true
+	case *messages.SyncGroupRequest:
+		return m.Group, true
+	case *messages.HeartbeatRequest:
+		return m.Group, true
+	case *messages.LeaveGroupRequest:
+		return m.Group, true
+	case *messages.OffsetCommitRequest:
+		return m.Group, true
+	case *messages.OffsetFetchRequest:
+		return m.Group, true
+	case *messages.DescribeGroupRequest:
+		return m.Group, true
+	case *messages.SubscribeRequest:
+		return m.Group, true
+	case *messages.UnsubscribeRequest:
+		return m.Group, true
+	case *messages.PushCredit:
+		return m.Group, true
+	case *messages.PushAck:
+		return m.Group, true
+	}
+	return "", false
+}
+
+// groupError builds the error answer of a group request (nil for one-way
+// messages).
+func groupError(msg any, code messages.ErrorCode, text string) proto.Message {
+	switch msg.(type) {
+	case *messages.JoinGroupRequest:
+		return &messages.JoinGroupResponse{Error: code, ErrorMessage: text}
+	case *messages.SyncGroupRequest:
+		return &messages.SyncGroupResponse{Error: code, ErrorMessage: text}
+	case *messages.HeartbeatRequest:
+		return &messages.HeartbeatResponse{Error: code, ErrorMessage: text}
+	case *messages.LeaveGroupRequest:
+		return &messages.LeaveGroupResponse{Error: code, ErrorMessage: text}
+	case *messages.OffsetCommitRequest:
+		return &messages.OffsetCommitResponse{Error: code, ErrorMessage: text}
+	case *messages.OffsetFetchRequest:
+		return &messages.OffsetFetchResponse{Error: code, ErrorMessage: text}
+	case *messages.DescribeGroupRequest:
+		return &messages.DescribeGroupResponse{Error: code, ErrorMessage: text}
+	case *messages.SubscribeRequest:
+		return &messages.SubscribeResponse{Error: code, ErrorMessage: text}
+	case *messages.UnsubscribeRequest:
+		return &messages.LeaveGroupResponse{Error: code, ErrorMessage: text}
+	}
+	return nil
+}
+
+// offsetsTopic returns the __consumer_offsets record, or nil before it exists.
+func (b *brokerActor) offsetsTopic() *messages.TopicRecord {
+	if b.meta == nil {
+		return nil
+	}
+	return b.meta.Topics[OffsetsTopic]
+}
+
+// ensureOffsetsTopic asks the controller to create __consumer_offsets.
+func (b *brokerActor) ensureOffsetsTopic(ctx actor.Context) {
+	rf := min(b.cfg.OffsetsReplicationFactor, max(len(b.live), 1))
+	req := &messages.CreateTopicsRequest{Topics: []*messages.TopicSpec{{Name: OffsetsTopic,
+		Partitions: int32(b.cfg.OffsetsPartitions), ReplicationFactor: int32(rf)}}}
+	b.sendToController(ctx, req)
+}
+
+// groupLeader returns the state of the offsets partition a group lives in.
+func (b *brokerActor) groupPartitionState(group string) (int32, *messages.PartitionState) {
+	t := b.offsetsTopic()
+	if t == nil {
+		return -1, nil
+	}
+	p := GroupPartition(group, t.Partitions)
+	tp := cluster.TopicPartition{Topic: OffsetsTopic, Partition: p}
+	st := b.meta.Partitions[tp].State
+	if r := b.replicas[tp]; r != nil && r.lastState != nil && newerState(r.lastState, st) {
+		st = r.lastState
+	}
+	return p, st
+}
+
+func (b *brokerActor) onFindCoordinator(ctx actor.Context, req *messages.FindCoordinatorRequest) {
+	resp := &messages.FindCoordinatorResponse{BrokerId: -1, Partition: -1}
+	if req.Group == "" {
+		resp.Error, resp.ErrorMessage = messages.ErrorCode_INVALID_REQUEST, "empty group id"
+		respond(ctx, resp)
+		return
+	}
+	p, st := b.groupPartitionState(req.Group)
+	switch {
+	case p < 0:
+		b.ensureOffsetsTopic(ctx)
+		resp.Error, resp.ErrorMessage = messages.ErrorCode_COORDINATOR_NOT_AVAILABLE, OffsetsTopic+" is being created"
+	case st == nil || st.Leader < 0:
+		resp.Error, resp.ErrorMessage = messages.ErrorCode_COORDINATOR_NOT_AVAILABLE, fmt.Sprintf("%s-%d has no leader", OffsetsTopic, p)
+	default:
+		br, ok := b.live[st.Leader]
+		if !ok {
+			resp.Error, resp.ErrorMessage = messages.ErrorCode_COORDINATOR_NOT_AVAILABLE, fmt.Sprintf("coordinator broker %d is not alive", st.Leader)
+		} else {
+			resp.BrokerId, resp.Address, resp.Partition = br.ID, br.Addr, p
+		}
+	}
+	respond(ctx, resp)
+}
+
+// routeGroup forwards a group request to the local host of its partition,
+// or answers NOT_COORDINATOR.
+func (b *brokerActor) routeGroup(ctx actor.Context, group string) {
+	p, _ := b.groupPartitionState(group)
+	if h := b.groupHosts[p]; p >= 0 && h != nil {
+		ctx.Forward(h.pid)
+		return
+	}
+	if resp := groupError(ctx.Message(), messages.ErrorCode_NOT_COORDINATOR,
+		fmt.Sprintf("broker %d does not coordinate group %q", b.cfg.ID, group)); resp != nil {
+		respond(ctx, resp)
+	}
+}
+
+// syncGroupHost starts or stops the group host of an offsets partition as
+// this broker gains or loses its leadership.
+func (b *brokerActor) syncGroupHost(ctx actor.Context, tp cluster.TopicPartition, st *messages.PartitionState) {
+	h := b.groupHosts[tp.Partition]
+	leading := st != nil && st.Leader == b.cfg.ID
+	switch {
+	case leading && h != nil && h.epoch == st.LeaderEpoch:
+	case leading:
+		if h != nil {
+			ctx.Stop(h.pid)
+		}
+		ref := &groupHostRef{epoch: st.LeaderEpoch, overview: &atomic.Pointer[[]*messages.GroupOverview]{}}
+		props := actor.PropsFromProducer(newGroupHost(groupHostConfig{Partition: tp.Partition, Broker: b.cfg,
+			BrokerPID: ctx.Self(), Meta: &b.published, Overview: ref.overview}))
+		pid, err := ctx.SpawnNamed(props, fmt.Sprintf("groups-%d-%d", tp.Partition, st.LeaderEpoch))
+		if err != nil {
+			b.cfg.Logger.Error("cannot start group host", "partition", tp, "error", err)
+			return
+		}
+		ref.pid = pid
+		b.groupHosts[tp.Partition] = ref
+	case h != nil:
+		ctx.Stop(h.pid)
+		delete(b.groupHosts, tp.Partition)
+	}
+}
+
+// onListGroups lists the groups this broker coordinates.
+func (b *brokerActor) onListGroups(ctx actor.Context) {
+	resp := &messages.ListGroupsResponse{}
+	for _, h := range b.groupHosts {
+		if list := h.overview.Load(); list != nil {
+			resp.Groups = append(resp.Groups, *list...)
+		}
+	}
+	slices.SortFunc(resp.Groups, func(x, y *messages.GroupOverview) int {
+		if x.Group < y.Group {
+			return -1
+		}
+		if x.Group > y.Group {
+			return 1
+		}
+		return 0
+	})
+	respond(ctx, resp)
+}

@@ -1,0 +1,480 @@
+package actors
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"slices"
+	"sync/atomic"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/sluicemq/sluice/actors/groups"
+	"github.com/sluicemq/sluice/cluster"
+	"github.com/sluicemq/sluice/messages"
+)
+
+// coordinatorConfig is what a group coordinator starts with.
+type coordinatorConfig struct {
+	Group     string
+	Partition int32
+	Broker    *BrokerConfig
+	BrokerPID *actor.PID
+	Meta      *atomic.Pointer[cluster.Snapshot]
+	// Loaded is the group's state replayed from the offsets partition.
+	Loaded *loadedGroup
+}
+
+type (
+	coordinatorTick struct{}
+	// pushMemberDown reports a push member's actor gone.
+	pushMemberDown struct{ member string }
+	// pushCommit is a pusher relaying its actor's PushAck.
+	pushCommit struct {
+		member string
+		ack    *messages.PushAck
+	}
+)
+
+// pendingWrite is a batch of group records and what to do once it is
+// durable in the offsets partition.
+type pendingWrite struct {
+	records []groupRecord
+	done    func(err error)
+}
+
+// groupCoordinator is one consumer group's coordinator: a shell around
+// groups.Group that persists the group's metadata and offsets to its
+// __consumer_offsets partition (acks=all, so they survive a failover) and
+// runs a pusher child per push member.
+type groupCoordinator struct {
+	cfg     coordinatorConfig
+	g       *groups.Group
+	offsets map[cluster.TopicPartition]*messages.OffsetValue
+
+	// writes queue behind the one in flight: every write completes in order.
+	queue    []pendingWrite
+	inflight bool
+
+	pushers map[string]*actor.PID // member id -> pusher
+	// pushCredit is each push member's initial credit from its subscription.
+	pushCredit map[string]int
+	ticker     *time.Ticker
+	stop    chan struct{}
+}
+
+func newGroupCoordinator(cfg coordinatorConfig) actor.Producer {
+	return func() actor.Actor {
+		return &groupCoordinator{cfg: cfg, offsets: map[cluster.TopicPartition]*messages.OffsetValue{},
+			pushers: map[string]*actor.PID{}, pushCredit: map[string]int{}}
+	}
+}
+
+// groupConfig is the groups.Group configuration of this broker, with member
+// ids unique across coordinator incarnations.
+func (c *groupCoordinator) groupConfig() groups.Config {
+	gc := groups.DefaultConfig()
+	gc.MinSessionTimeout = c.cfg.Broker.GroupMinSessionTimeout
+	gc.MaxSessionTimeout = c.cfg.Broker.GroupMaxSessionTimeout
+	gc.InitialRebalanceDelay = c.cfg.Broker.GroupInitialRebalanceDelay
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	incarnation := hex.EncodeToString(b[:])
+	gc.NewMemberID = func(clientID string, seq uint64) string {
+		return fmt.Sprintf("%s-%s-%d", clientID, incarnation, seq)
+	}
+	return gc
+}
+
+// partitionCounts reads topic sizes from the broker's latest metadata.
+func (c *groupCoordinator) partitionCounts(topic string) int32 {
+	snap := c.cfg.Meta.Load()
+	if snap == nil {
+		return 0
+	}
+	if t := snap.Topics[topic]; t != nil {
+		return t.Partitions
+	}
+	return 0
+}
+
+func (c *groupCoordinator) Receive(ctx actor.Context) {
+	switch msg := ctx.Message().(type) {
+	case *actor.Started:
+		c.onStarted(ctx)
+	case *actor.Stopping:
+		if c.ticker != nil {
+			c.ticker.Stop()
+			close(c.stop)
+		}
+	case coordinatorTick:
+		c.handle(ctx, c.g.Tick(time.Now(), c.partitionCounts))
+	case *messages.JoinGroupRequest:
+		c.onJoin(ctx, msg)
+	case *messages.SyncGroupRequest:
+		assignment, code := c.g.Sync(msg.MemberId, msg.Generation, time.Now())
+		respond(ctx, &messages.SyncGroupResponse{Error: groupCode(code), ErrorMessage: codeText(code, msg.MemberId), Assignment: toWireAssignment(assignment)})
+	case *messages.HeartbeatRequest:
+		code := c.g.Heartbeat(msg.MemberId, msg.Generation, time.Now())
+		respond(ctx, &messages.HeartbeatResponse{Error: groupCode(code), ErrorMessage: codeText(code, msg.MemberId)})
+	case *messages.LeaveGroupRequest:
+		c.onLeave(ctx, msg.MemberId, func(code messages.ErrorCode, text string) {
+			respond(ctx, &messages.LeaveGroupResponse{Error: code, ErrorMessage: text})
+		})
+	case *messages.UnsubscribeRequest:
+		c.onLeave(ctx, msg.MemberId, func(code messages.ErrorCode, text string) {
+			respond(ctx, &messages.LeaveGroupResponse{Error: code, ErrorMessage: text})
+		})
+	case *messages.OffsetCommitRequest:
+		c.onCommit(ctx, msg)
+	case *messages.OffsetFetchRequest:
+		respond(ctx, c.onOffsetFetch(msg))
+	case *messages.DescribeGroupRequest:
+		respond(ctx, c.describe())
+	case *messages.SubscribeRequest:
+		c.onSubscribe(ctx, msg)
+	case *messages.PushCredit:
+		if pid, ok := c.pushers[msg.MemberId]; ok {
+			ctx.Forward(pid)
+		}
+	case *messages.PushAck:
+		c.onPushAck(ctx, msg.MemberId, msg)
+	case pushCommit:
+		c.onPushAck(ctx, msg.member, msg.ack)
+	case pushMemberDown:
+		c.cfg.Broker.Logger.Info("push member's actor is gone; removing it", "group", c.cfg.Group, "member", msg.member)
+		c.handle(ctx, c.g.Leave(msg.member, time.Now(), c.partitionCounts))
+	}
+}
+
+func (c *groupCoordinator) onStarted(ctx actor.Context) {
+	now := time.Now()
+	loaded := c.cfg.Loaded
+	if loaded != nil && loaded.meta != nil {
+		c.g = groups.Restore(c.groupConfig(), fromWireSnapshot(loaded.meta), now, c.partitionCounts)
+	} else {
+		c.g = groups.New(c.groupConfig())
+	}
+	if loaded != nil {
+		c.offsets = loaded.offsets
+	}
+	c.ticker = time.NewTicker(tickInterval)
+	c.stop = make(chan struct{})
+	self, root, ticker, stop := ctx.Self(), ctx.ActorSystem().Root, c.ticker, c.stop
+	go func() {
+		for {
+			select {
+			case <-ticker.C:
+				root.Send(self, coordinatorTick{})
+			case <-stop:
+				return
+			}
+		}
+	}()
+	// Push members survive a coordinator failover: feed them again.
+	for _, id := range c.g.MemberIDs() {
+		if m, ok := c.g.Member(id); ok && !m.Push.IsZero() {
+			c.startPusher(ctx, m)
+		}
+	}
+	c.reportOverview(ctx)
+}
+
+// handle carries out an Outcome: persist the metadata, then answer the
+// parked joins, then update the push members.
+func (c *groupCoordinator) handle(ctx actor.Context, out groups.Outcome) {
+	if len(out.Replies) == 0 && !out.Persist && len(out.Changed) == 0 && len(out.Removed) == 0 && !out.Rebalanced {
+		return
+	}
+	replies := out.Replies
+	send := func(err error) {
+		for _, r := range replies {
+			pid, _ := r.ReplyTo.(*actor.PID)
+			if pid == nil {
+				continue // a push member's join: its pusher is told below
+			}
+			resp := &messages.JoinGroupResponse{Error: groupCode(r.Code), ErrorMessage: codeText(r.Code, r.MemberID),
+				Generation: r.Generation, MemberId: r.MemberID, LeaderId: r.LeaderID, Assignor: r.Assignor, Members: r.Members}
+			if err != nil && r.Code == groups.None {
+				resp.Error, resp.ErrorMessage = messages.ErrorCode_COORDINATOR_NOT_AVAILABLE, "group metadata not persisted: "+err.Error()
+			}
+			ctx.Send(pid, resp)
+		}
+	}
+	if out.Persist {
+		snap := toWireSnapshot(c.g.Snapshot())
+		c.write(ctx, []groupRecord{{Key: &messages.GroupRecordKey{Group: c.cfg.Group}, Metadata: snap}}, send)
+	} else {
+		send(nil)
+	}
+	for _, id := range out.Removed {
+		if pid, ok := c.pushers[id]; ok {
+			ctx.Stop(pid)
+			delete(c.pushers, id)
+		}
+	}
+	if out.Rebalanced || len(out.Changed) > 0 {
+		for _, id := range c.g.MemberIDs() {
+			m, ok := c.g.Member(id)
+			if !ok || m.Push.IsZero() {
+				continue
+			}
+			if _, running := c.pushers[id]; !running {
+				c.startPusher(ctx, m)
+			} else {
+				ctx.Send(c.pushers[id], c.pusherAssignment(m))
+			}
+		}
+	}
+	c.reportOverview(ctx)
+}
+
+func (c *groupCoordinator) onJoin(ctx actor.Context, req *messages.JoinGroupRequest) {
+	out := c.g.Join(groups.JoinRequest{MemberID: req.MemberId, ClientID: req.ClientId, Topics: req.Topics,
+		Assignors: req.Assignors, SessionTimeout: time.Duration(req.SessionTimeoutMs) * time.Millisecond,
+		RebalanceTimeout: time.Duration(req.RebalanceTimeoutMs) * time.Millisecond, ReplyTo: ctx.Sender()},
+		time.Now(), c.partitionCounts)
+	if out.Code != groups.None {
+		respond(ctx, &messages.JoinGroupResponse{Error: groupCode(out.Code), ErrorMessage: codeText(out.Code, req.MemberId), MemberId: out.MemberID})
+	}
+	c.handle(ctx, out)
+}
+
+func (c *groupCoordinator) onLeave(ctx actor.Context, member string, answer func(messages.ErrorCode, string)) {
+	out := c.g.Leave(member, time.Now(), c.partitionCounts)
+	answer(groupCode(out.Code), codeText(out.Code, member))
+	c.handle(ctx, out)
+}
+
+func (c *groupCoordinator) onSubscribe(ctx actor.Context, req *messages.SubscribeRequest) {
+	if req.TargetAddress == "" || req.TargetId == "" || len(req.Topics) == 0 {
+		respond(ctx, &messages.SubscribeResponse{Error: messages.ErrorCode_INVALID_REQUEST, ErrorMessage: "a subscription needs a target actor and topics"})
+		return
+	}
+	reset := req.AutoOffsetReset
+	if reset == "" {
+		reset = "earliest"
+	}
+	if reset != "earliest" && reset != "latest" {
+		respond(ctx, &messages.SubscribeResponse{Error: messages.ErrorCode_INVALID_CONFIG, ErrorMessage: fmt.Sprintf("auto offset reset %q: want earliest or latest", reset)})
+		return
+	}
+	rebalance := c.cfg.Broker.GroupInitialRebalanceDelay + 10*time.Second
+	out := c.g.Join(groups.JoinRequest{ClientID: "push-" + req.ClientId, Topics: req.Topics, Assignors: req.Assignors,
+		SessionTimeout: c.cfg.Broker.GroupMaxSessionTimeout, RebalanceTimeout: rebalance,
+		Push: groups.PushTarget{Address: req.TargetAddress, ID: req.TargetId}, AutoOffsetReset: reset},
+		time.Now(), c.partitionCounts)
+	respond(ctx, &messages.SubscribeResponse{Error: groupCode(out.Code), ErrorMessage: codeText(out.Code, ""), MemberId: out.MemberID})
+	if out.MemberID != "" {
+		c.pushCredit[out.MemberID] = int(req.InitialCredit)
+	}
+	c.handle(ctx, out)
+}
+
+// onCommit writes offsets for a member of the current generation (or an
+// admin commit to an empty group), then answers.
+func (c *groupCoordinator) onCommit(ctx actor.Context, req *messages.OffsetCommitRequest) {
+	sender := ctx.Sender()
+	answer := func(code messages.ErrorCode, text string) {
+		sendTo(ctx, sender, &messages.OffsetCommitResponse{Error: code, ErrorMessage: text})
+	}
+	if code := c.g.CommitCheck(req.MemberId, req.Generation); code != groups.None {
+		answer(groupCode(code), fmt.Sprintf("commit from member %q at generation %d: %s (group generation %d)",
+			req.MemberId, req.Generation, code, c.g.Generation()))
+		return
+	}
+	var recs []groupRecord
+	for _, o := range req.Offsets {
+		if o.Offset < 0 {
+			answer(messages.ErrorCode_INVALID_OFFSET, fmt.Sprintf("%s-%d: offset %d", o.Topic, o.Partition, o.Offset))
+			return
+		}
+		recs = append(recs, groupRecord{Key: &messages.GroupRecordKey{Group: c.cfg.Group, Topic: o.Topic, Partition: o.Partition},
+			Offset: &messages.OffsetValue{Offset: o.Offset, Metadata: o.Metadata, CommitUnixMs: time.Now().UnixMilli()}})
+	}
+	if len(recs) == 0 {
+		answer(messages.ErrorCode_NONE, "")
+		return
+	}
+	c.write(ctx, recs, func(err error) {
+		if err != nil {
+			answer(messages.ErrorCode_COORDINATOR_NOT_AVAILABLE, "offsets not persisted: "+err.Error())
+			return
+		}
+		answer(messages.ErrorCode_NONE, "")
+	})
+}
+
+// onPushAck commits what a push member has processed.
+func (c *groupCoordinator) onPushAck(ctx actor.Context, member string, ack *messages.PushAck) {
+	if _, ok := c.g.Member(member); !ok {
+		return
+	}
+	rec := groupRecord{Key: &messages.GroupRecordKey{Group: c.cfg.Group, Topic: ack.Topic, Partition: ack.Partition},
+		Offset: &messages.OffsetValue{Offset: ack.NextOffset, CommitUnixMs: time.Now().UnixMilli()}}
+	c.write(ctx, []groupRecord{rec}, func(error) {})
+}
+
+func (c *groupCoordinator) onOffsetFetch(req *messages.OffsetFetchRequest) *messages.OffsetFetchResponse {
+	resp := &messages.OffsetFetchResponse{}
+	add := func(tp cluster.TopicPartition) {
+		o := c.offsets[tp]
+		entry := &messages.OffsetCommitEntry{Topic: tp.Topic, Partition: tp.Partition, Offset: -1}
+		if o != nil {
+			entry.Offset, entry.Metadata = o.Offset, o.Metadata
+		}
+		resp.Offsets = append(resp.Offsets, entry)
+	}
+	if len(req.Partitions) == 0 {
+		keys := make([]cluster.TopicPartition, 0, len(c.offsets))
+		for tp := range c.offsets {
+			keys = append(keys, tp)
+		}
+		slices.SortFunc(keys, compareTP)
+		for _, tp := range keys {
+			add(tp)
+		}
+		return resp
+	}
+	for _, tps := range req.Partitions {
+		for _, p := range tps.Partitions {
+			add(cluster.TopicPartition{Topic: tps.Topic, Partition: p})
+		}
+	}
+	return resp
+}
+
+func compareTP(a, b cluster.TopicPartition) int {
+	if a.Topic != b.Topic {
+		if a.Topic < b.Topic {
+			return -1
+		}
+		return 1
+	}
+	return int(a.Partition - b.Partition)
+}
+
+func (c *groupCoordinator) describe() *messages.DescribeGroupResponse {
+	d := c.g.Describe()
+	resp := &messages.DescribeGroupResponse{Group: c.cfg.Group, State: d.State.String(), Generation: d.Generation,
+		Assignor: d.Assignor, LeaderId: d.Leader, Coordinator: c.cfg.Broker.ID}
+	for _, m := range d.Members {
+		resp.Members = append(resp.Members, &messages.MemberDescription{MemberId: m.MemberID, ClientId: m.ClientID,
+			Topics: m.Topics, Assignment: toWireAssignment(m.Assignment), PushAddress: m.Push.Address, PushId: m.Push.ID})
+	}
+	return resp
+}
+
+func (c *groupCoordinator) reportOverview(ctx actor.Context) {
+	ctx.Send(ctx.Parent(), groupOverviewChanged{&messages.GroupOverview{Group: c.cfg.Group, State: c.g.State().String(),
+		Members: int32(len(c.g.MemberIDs())), Coordinator: c.cfg.Broker.ID}})
+}
+
+// ---- writes to the offsets partition ------------------------------------------
+
+// write appends records to the group's offsets partition with acks=all;
+// done runs once they are replicated (or failed). Writes queued while one
+// is in flight go out together in the next batch.
+func (c *groupCoordinator) write(ctx actor.Context, recs []groupRecord, done func(error)) {
+	c.queue = append(c.queue, pendingWrite{records: recs, done: done})
+	c.flushWrites(ctx)
+}
+
+func (c *groupCoordinator) flushWrites(ctx actor.Context) {
+	if c.inflight || len(c.queue) == 0 {
+		return
+	}
+	batch := c.queue
+	c.queue = nil
+	var recs []groupRecord
+	for _, w := range batch {
+		recs = append(recs, w.records...)
+	}
+	// Offsets committed take effect in memory once durable; metadata lives
+	// in groups.Group already.
+	req := &messages.ProduceRequest{Topic: OffsetsTopic, Partition: c.cfg.Partition, Acks: -1,
+		TimeoutMs: 10000, Records: encodeGroupRecords(recs)}
+	c.inflight = true
+	fut := ctx.RequestFuture(c.cfg.BrokerPID, req, 15*time.Second)
+	ctx.ReenterAfter(fut, func(res any, err error) {
+		c.inflight = false
+		if err == nil {
+			if resp, ok := res.(*messages.ProduceResponse); !ok {
+				err = fmt.Errorf("unexpected answer %T", res)
+			} else if resp.Error != messages.ErrorCode_NONE {
+				err = resp.Error.Err(resp.ErrorMessage)
+			}
+		}
+		if err != nil {
+			c.cfg.Broker.Logger.Warn("group write failed", "group", c.cfg.Group, "error", err)
+		} else {
+			for _, r := range recs {
+				if r.Key.Topic != "" {
+					c.offsets[cluster.TopicPartition{Topic: r.Key.Topic, Partition: r.Key.Partition}] = r.Offset
+				}
+			}
+		}
+		for _, w := range batch {
+			w.done(err)
+		}
+		c.flushWrites(ctx)
+	})
+}
+
+// ---- conversions ----------------------------------------------------------------
+
+func groupCode(c groups.Code) messages.ErrorCode {
+	if c == groups.None {
+		return messages.ErrorCode_NONE
+	}
+	if v, ok := messages.ErrorCode_value[c.String()]; ok {
+		return messages.ErrorCode(v)
+	}
+	return messages.ErrorCode_UNKNOWN_SERVER_ERROR
+}
+
+func codeText(c groups.Code, member string) string {
+	if c == groups.None {
+		return ""
+	}
+	return fmt.Sprintf("member %q: %s", member, groupCode(c).Info().Description)
+}
+
+func toWireAssignment(a []groups.TopicPartitions) []*messages.TopicPartitions {
+	out := make([]*messages.TopicPartitions, 0, len(a))
+	for _, tp := range a {
+		out = append(out, &messages.TopicPartitions{Topic: tp.Topic, Partitions: slices.Clone(tp.Partitions)})
+	}
+	return out
+}
+
+func fromWireAssignment(a []*messages.TopicPartitions) []groups.TopicPartitions {
+	out := make([]groups.TopicPartitions, 0, len(a))
+	for _, tp := range a {
+		out = append(out, groups.TopicPartitions{Topic: tp.Topic, Partitions: slices.Clone(tp.Partitions)})
+	}
+	return out
+}
+
+func toWireSnapshot(s groups.Snapshot) *messages.GroupMetadataValue {
+	v := &messages.GroupMetadataValue{Generation: s.Generation, Assignor: s.Assignor, LeaderId: s.Leader}
+	for _, m := range s.Members {
+		v.Members = append(v.Members, &messages.GroupMemberRecord{MemberId: m.MemberID, ClientId: m.ClientID,
+			Topics: m.Topics, Assignors: m.Assignors, SessionTimeoutMs: int32(m.SessionTimeout.Milliseconds()),
+			RebalanceTimeoutMs: int32(m.RebalanceTimeout.Milliseconds()), Assignment: toWireAssignment(m.Assignment),
+			PushAddress: m.Push.Address, PushId: m.Push.ID, AutoOffsetReset: m.AutoOffsetReset})
+	}
+	return v
+}
+
+func fromWireSnapshot(v *messages.GroupMetadataValue) groups.Snapshot {
+	s := groups.Snapshot{Generation: v.Generation, Assignor: v.Assignor, Leader: v.LeaderId}
+	for _, m := range v.Members {
+		s.Members = append(s.Members, groups.MemberRecord{MemberID: m.MemberId, ClientID: m.ClientId, Topics: m.Topics,
+			Assignors: m.Assignors, SessionTimeout: time.Duration(m.SessionTimeoutMs) * time.Millisecond,
+			RebalanceTimeout: time.Duration(m.RebalanceTimeoutMs) * time.Millisecond, Assignment: fromWireAssignment(m.Assignment),
+			Push: groups.PushTarget{Address: m.PushAddress, ID: m.PushId}, AutoOffsetReset: m.AutoOffsetReset})
+	}
+	return s
+}

@@ -1,0 +1,210 @@
+package actors
+
+import (
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/sluicemq/sluice/cluster"
+	"github.com/sluicemq/sluice/messages"
+)
+
+// groupHostConfig is what a group host starts with.
+type groupHostConfig struct {
+	// Partition of __consumer_offsets this host serves; its leader is local.
+	Partition int32
+	Broker    *BrokerConfig
+	// BrokerPID is the local broker actor: reads and writes of the offsets
+	// partition go through it like any client's.
+	BrokerPID *actor.PID
+	// Meta is the broker's latest metadata (partition counts for assignments).
+	Meta *atomic.Pointer[cluster.Snapshot]
+	// Overview receives the list of groups, for ListGroups.
+	Overview *atomic.Pointer[[]*messages.GroupOverview]
+}
+
+// loadedGroup is a group's state as replayed from the offsets partition.
+type loadedGroup struct {
+	meta    *messages.GroupMetadataValue
+	offsets map[cluster.TopicPartition]*messages.OffsetValue
+}
+
+type (
+	// loadStep continues loading after a pause.
+	loadStep struct{}
+	// groupOverviewChanged is a coordinator reporting its group's summary.
+	groupOverviewChanged struct{ overview *messages.GroupOverview }
+)
+
+// groupHost serves the consumer groups of one __consumer_offsets partition
+// on its leader: it first replays the partition up to its log end (the
+// new leader's log is the truth, committed or not yet), then runs one
+// coordinator actor per group. Requests before the load ends get
+// COORDINATOR_NOT_AVAILABLE.
+type groupHost struct {
+	cfg          groupHostConfig
+	loaded       bool
+	next         int64
+	groups       map[string]*loadedGroup
+	coordinators map[string]*actor.PID
+	overviews    map[string]*messages.GroupOverview
+	backoff      time.Duration
+	started      time.Time
+}
+
+func newGroupHost(cfg groupHostConfig) actor.Producer {
+	return func() actor.Actor {
+		return &groupHost{cfg: cfg, groups: map[string]*loadedGroup{}, coordinators: map[string]*actor.PID{},
+			overviews: map[string]*messages.GroupOverview{}}
+	}
+}
+
+func (h *groupHost) Receive(ctx actor.Context) {
+	switch msg := ctx.Message().(type) {
+	case *actor.Started:
+		h.started = time.Now()
+		h.load(ctx)
+	case loadStep:
+		h.load(ctx)
+	case groupOverviewChanged:
+		h.overviews[msg.overview.Group] = msg.overview
+		h.publish()
+	case *actor.Terminated:
+		for g, pid := range h.coordinators {
+			if pid.Equal(msg.Who) {
+				delete(h.coordinators, g)
+			}
+		}
+	case actor.SystemMessage, actor.AutoReceiveMessage:
+	default:
+		group, ok := groupOf(msg)
+		if !ok {
+			return
+		}
+		if !h.loaded {
+			if resp := groupError(msg, messages.ErrorCode_COORDINATOR_NOT_AVAILABLE, "the coordinator is loading its groups"); resp != nil {
+				respond(ctx, resp)
+			}
+			return
+		}
+		ctx.Forward(h.coordinator(ctx, group))
+	}
+}
+
+// load reads the next chunk of the partition, up to its log end.
+func (h *groupHost) load(ctx actor.Context) {
+	req := &messages.FetchRequest{Topic: OffsetsTopic, Partition: h.cfg.Partition, Offset: h.next,
+		MaxBytes: int32(h.cfg.Broker.MaxFetchBytes), CurrentLeaderEpoch: -1, Isolation: isolationLogEnd}
+	fut := ctx.RequestFuture(h.cfg.BrokerPID, req, 10*time.Second)
+	ctx.ReenterAfter(fut, func(res any, err error) {
+		resp, ok := res.(*messages.FetchResponse)
+		switch {
+		case err != nil || !ok:
+			h.retryLoad(ctx, fmt.Sprintf("%v %T", err, res))
+		case resp.Error == messages.ErrorCode_OFFSET_OUT_OF_RANGE && h.next < resp.LogStartOffset:
+			h.next = resp.LogStartOffset // retention removed the front: start at the log start
+			h.load(ctx)
+		case resp.Error != messages.ErrorCode_NONE:
+			// The partition actor may not have taken the leadership yet.
+			h.retryLoad(ctx, resp.Error.String())
+		case len(resp.Batches) == 0:
+			h.finishLoad(ctx)
+		default:
+			for _, batch := range resp.Batches {
+				recs, next, err := decodeGroupRecords(batch, h.next, nil)
+				if err != nil {
+					h.cfg.Broker.Logger.Error("skipping an unreadable offsets batch", "partition", h.cfg.Partition, "offset", h.next, "error", err)
+					h.retryLoad(ctx, err.Error())
+					return
+				}
+				for _, r := range recs {
+					h.apply(r)
+				}
+				h.next = next
+			}
+			h.load(ctx)
+		}
+	})
+}
+
+func (h *groupHost) retryLoad(ctx actor.Context, why string) {
+	h.backoff = min(max(2*h.backoff, 50*time.Millisecond), time.Second)
+	h.cfg.Broker.Logger.Debug("group load retrying", "partition", h.cfg.Partition, "reason", why)
+	self, root := ctx.Self(), ctx.ActorSystem().Root
+	time.AfterFunc(h.backoff, func() { root.Send(self, loadStep{}) })
+}
+
+// apply folds one replayed record into the loaded state.
+func (h *groupHost) apply(r groupRecord) {
+	g := h.groups[r.Key.Group]
+	if g == nil {
+		g = &loadedGroup{offsets: map[cluster.TopicPartition]*messages.OffsetValue{}}
+		h.groups[r.Key.Group] = g
+	}
+	if r.Key.Topic == "" {
+		g.meta = r.Metadata // nil when deleted
+		return
+	}
+	tp := cluster.TopicPartition{Topic: r.Key.Topic, Partition: r.Key.Partition}
+	if r.Deleted {
+		delete(g.offsets, tp)
+	} else {
+		g.offsets[tp] = r.Offset
+	}
+}
+
+// finishLoad starts serving: groups with members get their coordinator at
+// once, so that silent members are evicted and push members fed again.
+func (h *groupHost) finishLoad(ctx actor.Context) {
+	h.loaded = true
+	h.cfg.Broker.Logger.Info("coordinating groups", "partition", fmt.Sprintf("%s-%d", OffsetsTopic, h.cfg.Partition),
+		"groups", len(h.groups), "records_to", h.next, "took", time.Since(h.started).Round(time.Millisecond))
+	for name, g := range h.groups {
+		if g.meta != nil && len(g.meta.Members) > 0 {
+			h.coordinator(ctx, name)
+		}
+	}
+	h.publish()
+}
+
+// coordinator returns the coordinator actor of group, starting it from the
+// loaded state when needed.
+func (h *groupHost) coordinator(ctx actor.Context, group string) *actor.PID {
+	if pid, ok := h.coordinators[group]; ok {
+		return pid
+	}
+	g := h.groups[group]
+	if g == nil {
+		g = &loadedGroup{offsets: map[cluster.TopicPartition]*messages.OffsetValue{}}
+	}
+	props := actor.PropsFromProducer(newGroupCoordinator(coordinatorConfig{Group: group, Partition: h.cfg.Partition,
+		Broker: h.cfg.Broker, BrokerPID: h.cfg.BrokerPID, Meta: h.cfg.Meta, Loaded: g}))
+	pid := ctx.Spawn(props)
+	ctx.Watch(pid)
+	h.coordinators[group] = pid
+	delete(h.groups, group) // the coordinator owns the state now
+	return pid
+}
+
+func (h *groupHost) publish() {
+	list := make([]*messages.GroupOverview, 0, len(h.overviews)+len(h.groups))
+	for _, o := range h.overviews {
+		list = append(list, o)
+	}
+	for name, g := range h.groups {
+		if _, ok := h.overviews[name]; !ok {
+			members := int32(0)
+			if g.meta != nil {
+				members = int32(len(g.meta.Members))
+			}
+			state := "Empty"
+			if members > 0 {
+				state = "Stable"
+			}
+			list = append(list, &messages.GroupOverview{Group: name, State: state, Members: members, Coordinator: h.cfg.Broker.ID})
+		}
+	}
+	h.cfg.Overview.Store(&list)
+}

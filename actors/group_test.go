@@ -1,0 +1,111 @@
+package actors
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/sluicemq/sluice/messages"
+)
+
+// askUntil repeats a group request while the coordinator is not ready.
+func (tb *testBroker) askGroup(msg any, code func(any) messages.ErrorCode) any {
+	tb.t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		res, err := tb.system.Root.RequestFuture(tb.pid, msg, 10*time.Second).Result()
+		if err != nil {
+			tb.t.Fatalf("request %T: %v", msg, err)
+		}
+		c := code(res)
+		if (c != messages.ErrorCode_COORDINATOR_NOT_AVAILABLE && c != messages.ErrorCode_NOT_COORDINATOR) || time.Now().After(deadline) {
+			return res
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestGroupMembershipAndOffsetsSurviveRestart(t *testing.T) {
+	dir := t.TempDir()
+	tb := startTestBroker(t, dir, func(c *BrokerConfig) {
+		c.OffsetsPartitions = 4
+		c.GroupInitialRebalanceDelay = 200 * time.Millisecond
+	})
+	tb.createTopic("events", 6, nil)
+	fc := tb.askGroup(&messages.FindCoordinatorRequest{Group: "g1"}, func(r any) messages.ErrorCode {
+		return r.(*messages.FindCoordinatorResponse).Error
+	}).(*messages.FindCoordinatorResponse)
+	if fc.Error != messages.ErrorCode_NONE || fc.BrokerId != 0 {
+		t.Fatalf("find coordinator: %v", fc)
+	}
+	join := func() *actor.Future {
+		return tb.system.Root.RequestFuture(tb.pid, &messages.JoinGroupRequest{Group: "g1", ClientId: "c",
+			SessionTimeoutMs: 10000, RebalanceTimeoutMs: 5000, Topics: []string{"events"}, Assignors: []string{"range"}}, 15*time.Second)
+	}
+	// Wait for the coordinator, then two members join at once.
+	tb.askGroup(&messages.DescribeGroupRequest{Group: "g1"}, func(r any) messages.ErrorCode { return r.(*messages.DescribeGroupResponse).Error })
+	f1, f2 := join(), join()
+	var members []*messages.JoinGroupResponse
+	for _, f := range []*actor.Future{f1, f2} {
+		res, err := f.Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := res.(*messages.JoinGroupResponse)
+		if r.Error != messages.ErrorCode_NONE || r.Generation != 1 {
+			t.Fatalf("join: %v", r)
+		}
+		members = append(members, r)
+	}
+	owned := map[int32]string{}
+	for _, m := range members {
+		s := tb.ask(&messages.SyncGroupRequest{Group: "g1", MemberId: m.MemberId, Generation: m.Generation}).(*messages.SyncGroupResponse)
+		if s.Error != messages.ErrorCode_NONE || len(s.Assignment) != 1 || len(s.Assignment[0].Partitions) != 3 {
+			t.Fatalf("sync: %v", s)
+		}
+		for _, p := range s.Assignment[0].Partitions {
+			if prev, dup := owned[p]; dup {
+				t.Fatalf("partition %d owned by %s and %s", p, prev, m.MemberId)
+			}
+			owned[p] = m.MemberId
+		}
+	}
+	if len(owned) != 6 {
+		t.Fatalf("%d partitions owned", len(owned))
+	}
+	m := members[0]
+	commit := tb.ask(&messages.OffsetCommitRequest{Group: "g1", MemberId: m.MemberId, Generation: m.Generation,
+		Offsets: []*messages.OffsetCommitEntry{{Topic: "events", Partition: 2, Offset: 42}}}).(*messages.OffsetCommitResponse)
+	if commit.Error != messages.ErrorCode_NONE {
+		t.Fatalf("commit: %v", commit)
+	}
+	stale := tb.ask(&messages.OffsetCommitRequest{Group: "g1", MemberId: m.MemberId, Generation: m.Generation - 1,
+		Offsets: []*messages.OffsetCommitEntry{{Topic: "events", Partition: 2, Offset: 7}}}).(*messages.OffsetCommitResponse)
+	if stale.Error != messages.ErrorCode_ILLEGAL_GENERATION {
+		t.Fatalf("commit from a stale generation: %v", stale.Error)
+	}
+	tb.stop()
+
+	tb2 := startTestBroker(t, dir, func(c *BrokerConfig) { c.OffsetsPartitions = 4 })
+	fetched := tb2.askGroup(&messages.OffsetFetchRequest{Group: "g1"}, func(r any) messages.ErrorCode {
+		return r.(*messages.OffsetFetchResponse).Error
+	}).(*messages.OffsetFetchResponse)
+	if len(fetched.Offsets) != 1 || fetched.Offsets[0].Offset != 42 {
+		t.Fatalf("offsets after restart: %v", fetched)
+	}
+	desc := tb2.ask(&messages.DescribeGroupRequest{Group: "g1"}).(*messages.DescribeGroupResponse)
+	var ids []string
+	for _, mem := range desc.Members {
+		ids = append(ids, mem.MemberId)
+	}
+	if desc.Generation != 1 || !slices.Contains(ids, m.MemberId) {
+		t.Fatalf("group after restart: %v", desc)
+	}
+	// A restored member keeps heartbeating in its generation.
+	hb := tb2.ask(&messages.HeartbeatRequest{Group: "g1", MemberId: m.MemberId, Generation: m.Generation}).(*messages.HeartbeatResponse)
+	if hb.Error != messages.ErrorCode_NONE {
+		t.Fatalf("heartbeat after restart: %v", hb)
+	}
+}

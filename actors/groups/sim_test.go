@@ -1,0 +1,226 @@
+package groups
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+)
+
+// client is what a consumer knows of its own membership.
+type client struct {
+	clientID   string
+	topics     []string
+	assignors  []string
+	push       bool
+	id         string
+	generation int32
+	assignment []TopicPartitions
+	joining    bool    // a join is parked at the coordinator
+	ticket     *ticket // that join's ReplyTo
+	silent     bool    // stopped heartbeating (a hung process)
+	gone       bool    // left for good
+}
+
+// ticket is the ReplyTo of one join request.
+type ticket struct {
+	c        *client
+	answered bool
+}
+
+// sim is a coordinator actor in miniature: it carries out Outcomes (the
+// stored snapshot stands for __consumer_offsets) and delivers join replies.
+type sim struct {
+	t       *testing.T
+	cfg     Config
+	g       *Group
+	now     time.Time
+	counts  counts
+	stored  Snapshot
+	clients []*client
+	// owned[gen] is who owns each partition in a generation, from every
+	// Stable observation and every join reply: never two owners.
+	owned       map[int32]map[tp]string
+	gen         int32
+	incarnation int
+}
+
+func newSim(t *testing.T, cfg Config, c counts) *sim {
+	return &sim{t: t, cfg: cfg, g: New(cfg), now: t0, counts: c, owned: map[int32]map[tp]string{}}
+}
+
+func (s *sim) apply(out Outcome) Outcome {
+	s.t.Helper()
+	if out.Rebalanced && !out.Persist {
+		s.t.Fatalf("a new generation without Persist: %+v", out)
+	}
+	if out.Persist {
+		s.stored = s.g.Snapshot()
+	}
+	for _, id := range out.Removed {
+		for _, c := range s.clients {
+			if c.id == id && c.push && !c.gone {
+				s.t.Fatalf("push member %s removed without Leave: %+v", id, out)
+			}
+		}
+	}
+	for _, r := range out.Replies {
+		tk := r.ReplyTo.(*ticket)
+		if tk.answered {
+			s.t.Fatalf("join of %s answered twice: %+v", tk.c.clientID, r)
+		}
+		tk.answered = true
+		c := tk.c
+		if tk != c.ticket {
+			// A join the client has since replaced.
+			if r.Code != RebalanceInProgress {
+				s.t.Fatalf("superseded join answered %+v", r)
+			}
+			continue
+		}
+		c.joining, c.ticket = false, nil
+		switch r.Code {
+		case None:
+			if r.Generation != s.g.Generation() || r.MemberID != c.id {
+				s.t.Fatalf("reply %+v to %+v, group at generation %d", r, c, s.g.Generation())
+			}
+			c.generation, c.assignment = r.Generation, r.Assignment
+			s.claim(r.Generation, r.MemberID, r.Assignment)
+		case UnknownMemberID:
+			c.id, c.generation, c.assignment = "", 0, nil
+		default:
+			s.t.Fatalf("join answered %+v", r)
+		}
+	}
+	s.check()
+	return out
+}
+
+// claim records that member id owns a in generation gen.
+func (s *sim) claim(gen int32, id string, a []TopicPartitions) {
+	s.t.Helper()
+	if s.owned[gen] == nil {
+		s.owned[gen] = map[tp]string{}
+	}
+	for _, x := range fromAssignment(a) {
+		if was, ok := s.owned[gen][x]; ok && was != id {
+			s.t.Fatalf("%v owned by %s and %s in generation %d", x, was, id, gen)
+		}
+		s.owned[gen][x] = id
+	}
+}
+
+// check asserts the invariants that hold after every step.
+func (s *sim) check() {
+	s.t.Helper()
+	if s.g.Generation() < s.gen {
+		s.t.Fatalf("generation went back from %d to %d", s.gen, s.g.Generation())
+	}
+	s.gen = s.g.Generation()
+	owners(s.t, s.g)
+	if s.g.State() == Stable {
+		checkCovers(s.t, s.g, s.counts)
+		for _, id := range s.g.MemberIDs() {
+			m, _ := s.g.Member(id)
+			s.claim(s.g.Generation(), id, m.Assignment)
+		}
+		for _, c := range s.clients {
+			if c.joining {
+				s.t.Fatalf("Stable with the join of %+v parked", c)
+			}
+		}
+	}
+	if (s.g.State() == Empty) != (len(s.g.MemberIDs()) == 0) {
+		s.t.Fatalf("state %v with members %v", s.g.State(), s.g.MemberIDs())
+	}
+	// A client that is not a member, or that holds an old generation, can
+	// neither heartbeat nor commit.
+	for _, c := range s.clients {
+		_, member := s.g.Member(c.id)
+		if c.id != "" && (!member || c.generation != s.g.Generation()) {
+			if code := s.g.CommitCheck(c.id, c.generation); code == None {
+				s.t.Fatalf("stale %+v may commit at generation %d", c, s.g.Generation())
+			}
+		}
+	}
+}
+
+func (s *sim) join(c *client) Outcome {
+	s.t.Helper()
+	req := JoinRequest{
+		MemberID: c.id, ClientID: c.clientID, Topics: c.topics, Assignors: c.assignors,
+		SessionTimeout: time.Second, RebalanceTimeout: 2 * time.Second,
+	}
+	if c.push {
+		req.Push = PushTarget{"addr", c.clientID}
+	}
+	tk := &ticket{c: c}
+	req.ReplyTo = tk
+	out := s.g.Join(req, s.now, s.counts.fn())
+	switch out.Code {
+	case None:
+		c.id, c.joining, c.ticket = out.MemberID, true, tk
+	case MemberIDRequired:
+		c.id = out.MemberID
+	case UnknownMemberID:
+		c.id, c.generation, c.assignment = "", 0, nil
+	case InconsistentGroupProtocol:
+		c.gone = true // a consumer gives up: it cannot be in this group
+	}
+	return s.apply(out)
+}
+
+// heartbeat is a client's heartbeat and its reaction to the answer.
+func (s *sim) heartbeat(c *client) {
+	s.t.Helper()
+	if c.gone || c.silent || c.joining || c.push {
+		return
+	}
+	if c.id == "" || c.generation == 0 {
+		s.join(c)
+		return
+	}
+	code := s.g.Heartbeat(c.id, c.generation, s.now)
+	switch code {
+	case None:
+		if _, ok := s.g.Member(c.id); !ok {
+			s.t.Fatalf("heartbeat of non-member %+v accepted", c)
+		}
+	case RebalanceInProgress, IllegalGeneration:
+		s.join(c)
+	case UnknownMemberID:
+		c.id, c.generation, c.assignment = "", 0, nil
+		s.join(c)
+	}
+}
+
+func (s *sim) tick(d time.Duration) Outcome {
+	s.t.Helper()
+	s.now = s.now.Add(d)
+	return s.apply(s.g.Tick(s.now, s.counts.fn()))
+}
+
+// failover restores the group from what was persisted; parked joins die
+// with the old coordinator and their clients retry.
+func (s *sim) failover() {
+	s.t.Helper()
+	s.incarnation++
+	inc := s.incarnation
+	cfg := s.cfg
+	// Unique per coordinator, as Config.NewMemberID advises.
+	cfg.NewMemberID = func(client string, seq uint64) string { return fmt.Sprintf("%s-i%d-%d", client, inc, seq) }
+	s.cfg = cfg
+	s.g = Restore(cfg, s.stored, s.now, s.counts.fn())
+	for _, c := range s.clients {
+		c.joining, c.ticket = false, nil
+	}
+	s.check()
+}
+
+func (s *sim) member(id string) *client {
+	i := slices.IndexFunc(s.clients, func(c *client) bool { return c.id == id && !c.gone })
+	if i < 0 {
+		s.t.Fatalf("no client for %s", id)
+	}
+	return s.clients[i]
+}

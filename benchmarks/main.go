@@ -1,0 +1,486 @@
+// Command benchmarks measures this machine's durable-write limits, Sluice
+// (one broker; three brokers with RF=3) and NATS JetStream (fsync always;
+// default sync) with one load generator, and writes RESULTS.md, a PNG chart
+// and the raw results.json. See README.md in this directory.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/sluicemq/sluice/client"
+)
+
+var verbose bool
+
+func logf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "%s "+format+"\n", append([]any{time.Now().Format("15:04:05")}, args...)...)
+}
+
+func vlogf(format string, args ...any) {
+	if verbose {
+		logf(format, args...)
+	}
+}
+
+// systemSpec is one system under test.
+type systemSpec struct {
+	Name  string `json:"name"`
+	Label string `json:"label"`
+	Desc  string `json:"desc"`
+}
+
+var allSystems = []systemSpec{
+	{"sluice-1", "Sluice, 1 broker", "one broker, acks=1 (answered after the leader's fsync)"},
+	{"sluice-3", "Sluice, 3 brokers", "three brokers + Consul, RF=3, acks=all, min.insync.replicas=2"},
+	{"nats-always", "NATS, sync always", "JetStream file store, R1, sync_interval: always (fsync every write)"},
+	{"nats-default", "NATS, default sync", "JetStream file store, R1, default sync_interval (fsync every 2 min)"},
+}
+
+type options struct {
+	Runs        int           `json:"runs"`
+	Systems     []string      `json:"systems"`
+	Sizes       []int         `json:"sizes"`
+	Records     []int         `json:"records"` // per size
+	LatSizes    []int         `json:"latency_sizes"`
+	Rates       []int         `json:"rates"`
+	LatDuration time.Duration `json:"latency_duration"`
+	LatWarmup   time.Duration `json:"latency_warmup"`
+	Window      int           `json:"window"`
+	MaxPhase    time.Duration `json:"max_phase"`
+	DDMiB       int           `json:"dd_mib"`
+	DDRuns      int           `json:"dd_runs"`
+	FsyncFor    time.Duration `json:"fsync_for"`
+	FsyncBlock  int           `json:"fsync_block"`
+	SluiceRev   string        `json:"sluice_rev"`
+	Linger      time.Duration `json:"sluice_linger"`
+	BatchBytes  int           `json:"sluice_batch_bytes"`
+	MaxInFlight int           `json:"sluice_max_in_flight"`
+	NATSVersion string        `json:"nats_version"`
+	Quick       bool          `json:"quick"`
+}
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "benchmarks:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	o := options{}
+	fs := flag.NewFlagSet("benchmarks", flag.ContinueOnError)
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "usage: go -C benchmarks run . [flags]   (or benchmarks/run.sh [flags])\n\n")
+		fs.PrintDefaults()
+	}
+	fs.IntVar(&o.Runs, "runs", 3, "runs per system (medians and min-max over these)")
+	systems := fs.String("systems", "sluice-1,sluice-3,nats-always,nats-default", "systems to measure, in order")
+	sizes := fs.String("sizes", "100,1024", "record sizes (bytes) of the throughput runs")
+	records := fs.String("records", "1000000,500000", "records per throughput run, one per size (the last repeats)")
+	latSizes := fs.String("latency-sizes", "1024", "record sizes of the latency runs")
+	rates := fs.String("rates", "1000,10000,50000", "fixed send rates (records/s) of the latency runs")
+	fs.DurationVar(&o.LatDuration, "latency-duration", 5*time.Second, "recorded time per latency run")
+	fs.DurationVar(&o.LatWarmup, "latency-warmup", time.Second, "time sent at the rate before recording starts")
+	fs.IntVar(&o.Window, "window", 8192, "most unacknowledged records of a producer, for every system")
+	fs.DurationVar(&o.MaxPhase, "max-phase", 20*time.Second, "time cap of one produce run (records/s is measured over what was sent)")
+	fs.IntVar(&o.DDMiB, "dd-mib", 1024, "MiB written by each dd run")
+	fs.IntVar(&o.DDRuns, "disk-runs", 3, "runs of dd and of the fsync loop")
+	fs.DurationVar(&o.FsyncFor, "fsync-for", 3*time.Second, "length of one write+fdatasync loop")
+	fs.IntVar(&o.FsyncBlock, "fsync-block", 4096, "bytes per write of the fsync loop")
+	fs.StringVar(&o.SluiceRev, "sluice-rev", "HEAD", "git revision of the broker to build, or \"worktree\" for the files as they are")
+	fs.DurationVar(&o.Linger, "sluice-linger", 5*time.Millisecond, "Sluice producer linger (client default 5ms)")
+	fs.IntVar(&o.BatchBytes, "sluice-batch-bytes", 1<<20, "Sluice producer batch size (client default 1 MiB)")
+	fs.IntVar(&o.MaxInFlight, "sluice-max-in-flight", 5, "Sluice produce requests in flight per partition (client default 5)")
+	fs.StringVar(&o.NATSVersion, "nats-version", "2.15.2", "nats-server version to build and run")
+	fs.BoolVar(&o.Quick, "quick", false, "a short smoke run: fewer records, 2 s latency runs, 256 MiB dd (about 4 minutes)")
+	consulBin := fs.String("consul-bin", "", "consul binary (default: $SLUICE_CONSUL, the .ci/install-consul.sh cache, or consul on PATH)")
+	baseDir := fs.String("dir", "", "directory for data, logs and builds (default: a new temp dir, removed at exit)")
+	keep := fs.Bool("keep", false, "keep the temp dir (server logs) at exit")
+	outDir := fs.String("out", "", "where RESULTS.md, results.png and results.json go (default: this benchmarks directory)")
+	reportOnly := fs.String("report", "", "only regenerate RESULTS.md and the PNG from this results.json")
+	timeout := fs.Duration("timeout", 40*time.Minute, "stop everything after this long")
+	fs.BoolVar(&verbose, "v", false, "log every process started")
+	if err := fs.Parse(os.Args[1:]); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if o.Quick {
+		def := func(name string, apply func()) {
+			if !set[name] {
+				apply()
+			}
+		}
+		def("records", func() { *records = "200000,100000" })
+		def("latency-duration", func() { o.LatDuration = 2 * time.Second })
+		def("latency-warmup", func() { o.LatWarmup = 500 * time.Millisecond })
+		def("max-phase", func() { o.MaxPhase = 8 * time.Second })
+		def("dd-mib", func() { o.DDMiB = 256 })
+		def("fsync-for", func() { o.FsyncFor = time.Second })
+	}
+	var err error
+	if o.Sizes, err = parseInts(*sizes); err != nil {
+		return fmt.Errorf("-sizes: %w", err)
+	}
+	if o.Records, err = parseInts(*records); err != nil {
+		return fmt.Errorf("-records: %w", err)
+	}
+	if o.LatSizes, err = parseInts(*latSizes); err != nil {
+		return fmt.Errorf("-latency-sizes: %w", err)
+	}
+	if o.Rates, err = parseInts(*rates); err != nil {
+		return fmt.Errorf("-rates: %w", err)
+	}
+	for _, s := range strings.Split(*systems, ",") {
+		s = strings.TrimSpace(s)
+		if s == "" {
+			continue
+		}
+		if !slices.ContainsFunc(allSystems, func(x systemSpec) bool { return x.Name == s }) {
+			return fmt.Errorf("-systems: unknown %q (want sluice-1, sluice-3, nats-always, nats-default)", s)
+		}
+		o.Systems = append(o.Systems, s)
+	}
+	if o.Runs < 1 || o.Window < 1 || len(o.Systems) == 0 {
+		return errors.New("need -runs >= 1, -window >= 1 and at least one system")
+	}
+	for _, s := range o.LatSizes {
+		if s < 8 {
+			return fmt.Errorf("-latency-sizes: %d is below the 8-byte timestamp", s)
+		}
+	}
+
+	root, err := repoRoot()
+	if err != nil {
+		return err
+	}
+	if *outDir == "" {
+		*outDir = filepath.Join(root, "benchmarks")
+	}
+	if *reportOnly != "" {
+		var rep report
+		b, err := os.ReadFile(*reportOnly)
+		if err != nil {
+			return err
+		}
+		if err := json.Unmarshal(b, &rep); err != nil {
+			return err
+		}
+		return writeOutputs(&rep, *outDir, false)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
+	defer cancel()
+	ctx, stopSignals := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
+	defer stopSignals()
+	go func() {
+		<-ctx.Done()
+		stopSignals() // a second Ctrl-C kills the harness outright
+	}()
+
+	base := *baseDir
+	if base == "" {
+		if base, err = os.MkdirTemp("", "sluice-bench-"); err != nil {
+			return err
+		}
+		if !*keep {
+			defer os.RemoveAll(base)
+		}
+	} else if err := os.MkdirAll(base, 0o755); err != nil {
+		return err
+	}
+	defer stopAll()
+	defer client.Shutdown()
+
+	rep := &report{Options: o, Started: time.Now(), Command: commandLine()}
+	for _, n := range o.Systems {
+		for _, s := range allSystems {
+			if s.Name == n {
+				rep.Systems = append(rep.Systems, s)
+			}
+		}
+	}
+	rep.Machine = machineInfo(base)
+	err = benchmark(ctx, rep, root, base, *consulBin)
+	rep.Finished = time.Now()
+	if err != nil {
+		if ctx.Err() != nil {
+			return fmt.Errorf("interrupted (%v); nothing written", context.Cause(ctx))
+		}
+		return err
+	}
+	logf("done in %s", rep.Finished.Sub(rep.Started).Round(time.Second))
+	return writeOutputs(rep, *outDir, true)
+}
+
+func benchmark(ctx context.Context, rep *report, root, base, consulFlag string) error {
+	o := rep.Options
+	cache := os.Getenv("SLUICE_CACHE")
+	if cache == "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return err
+		}
+		cache = filepath.Join(home, ".cache", "sluice")
+	}
+	buildDir := filepath.Join(base, "build")
+	if err := os.MkdirAll(buildDir, 0o755); err != nil {
+		return err
+	}
+
+	// Builds first, so a missing tool fails before anything is measured.
+	logf("building sluice (%s) ...", o.SluiceRev)
+	sb, err := buildSluice(ctx, root, o.SluiceRev, buildDir)
+	if err != nil {
+		return err
+	}
+	rep.Sluice = sluiceInfo{Rev: sb.rev, Commit: sb.commit, Subject: sb.subject, ClientDirty: sb.dirty}
+	if sb.dirty != "" && sb.rev != "worktree" {
+		logf("note: the harness's Sluice client is compiled from the work tree, which differs from %s in:\n%s", sb.commit[:12], sb.dirty)
+	}
+	var natsBin, consulBin string
+	if slices.ContainsFunc(o.Systems, func(s string) bool { return strings.HasPrefix(s, "nats") }) {
+		if natsBin, err = natsServer(ctx, cache, o.NATSVersion); err != nil {
+			return err
+		}
+		out, _ := runCmd(ctx, "", nil, natsBin, "--version")
+		rep.NATS.Server = strings.TrimSpace(out)
+	}
+	rep.NATS.Client = moduleVersion("github.com/nats-io/nats.go")
+	rep.Hdr = moduleVersion("github.com/HdrHistogram/hdrhistogram-go")
+	if slices.Contains(o.Systems, "sluice-3") {
+		if consulBin, err = findConsul(consulFlag); err != nil {
+			return err
+		}
+	}
+	rep.GoVersion = goVersion(ctx)
+
+	// The machine's limits.
+	diskDir := filepath.Join(base, "disk")
+	if err := os.MkdirAll(diskDir, 0o755); err != nil {
+		return err
+	}
+	for i := range o.DDRuns {
+		mbps, err := runDD(ctx, diskDir, o.DDMiB)
+		if err != nil {
+			return err
+		}
+		rep.Disk.DD = append(rep.Disk.DD, mbps)
+		fps, err := fsyncLoop(ctx, diskDir, o.FsyncBlock, o.FsyncFor)
+		if err != nil {
+			return err
+		}
+		rep.Disk.Fsync = append(rep.Disk.Fsync, fps)
+		logf("disk %d/%d: dd %.0f MB/s, %d B write+fdatasync %.0f/s", i+1, o.DDRuns, mbps, o.FsyncBlock, fps)
+	}
+	rep.Disk.DDCommand = "dd " + strings.Join(ddArgs("F", o.DDMiB), " ")
+
+	for run := 1; run <= o.Runs; run++ {
+		for _, sys := range o.Systems {
+			dir := filepath.Join(base, fmt.Sprintf("run%d-%s", run, sys))
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				return err
+			}
+			t0 := time.Now()
+			if err := runSystem(ctx, rep, sys, run, dir, sb.bin, natsBin, consulBin); err != nil {
+				return fmt.Errorf("%s run %d: %w", sys, run, err)
+			}
+			logf("[run %d/%d] %s took %s", run, o.Runs, sys, time.Since(t0).Round(100*time.Millisecond))
+			if err := os.RemoveAll(dir); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// runSystem starts one system fresh, runs every measurement on it and stops it.
+func runSystem(ctx context.Context, rep *report, sys string, run int, dir, sluiceBin, natsBin, consulBin string) error {
+	o := rep.Options
+	var t target
+	var stop func()
+	var commands []string
+	var config string
+	switch sys {
+	case "sluice-1", "sluice-3":
+		var c *sluiceCluster
+		var err error
+		acks, rf, configs := client.LeaderAck, int32(1), map[string]string(nil)
+		if sys == "sluice-1" {
+			c, err = startSluiceSingle(ctx, sluiceBin, dir)
+		} else {
+			c, err = startSluiceCluster(ctx, sluiceBin, consulBin, dir, 3)
+			acks, rf, configs = client.AllAcks, 3, map[string]string{"min.insync.replicas": "2"}
+		}
+		if err != nil {
+			return err
+		}
+		st, err := newSluiceTarget(c.addrs, acks, rf, configs, sluiceOptions{linger: o.Linger, batchBytes: o.BatchBytes, maxInFlight: o.MaxInFlight})
+		if err != nil {
+			c.stop()
+			return err
+		}
+		t, stop, commands = st, func() { st.close(); c.stop() }, c.commands
+		config = fmt.Sprintf("topic: 1 partition, RF %d%s; producer: acks=%s, linger %s, batch %d B, %d requests in flight",
+			rf, map[bool]string{true: ", min.insync.replicas=2", false: ""}[rf == 3],
+			map[bool]string{true: "all", false: "1"}[rf == 3], o.Linger, o.BatchBytes, o.MaxInFlight)
+	case "nats-always", "nats-default":
+		d, err := startNATS(ctx, natsBin, dir, sys == "nats-always")
+		if err != nil {
+			return err
+		}
+		nt, err := newNATSTarget(d.url)
+		if err != nil {
+			d.proc.stop(10 * time.Second)
+			return err
+		}
+		t, stop, commands = nt, func() { nt.close(); d.proc.stop(10 * time.Second) }, []string{d.command}
+		config = "nats.conf:\n" + d.config + "stream: file storage, 1 replica, limits retention; publisher: jetstream.PublishAsync, " +
+			"WithPublishAsyncMaxPending(window); consumer: ordered consumer (Consume)"
+	}
+	defer stop()
+	if run == 1 {
+		rep.Commands = append(rep.Commands, commandSet{System: sys, Commands: commands, Config: config})
+	}
+	lc := loadConfig{window: o.Window, maxPhase: o.MaxPhase}
+	add := func(r result) {
+		r.System, r.Run = sys, run
+		rep.Results = append(rep.Results, r)
+		logf("[run %d/%d] %s", run, o.Runs, r.summary())
+	}
+	for i, size := range o.Sizes {
+		n := o.Records[min(i, len(o.Records)-1)]
+		topic := fmt.Sprintf("tp-%d", size)
+		if err := t.createTopic(ctx, topic); err != nil {
+			return err
+		}
+		lc.seed = uint64(run*100000 + size)
+		p := runProduce(ctx, t, topic, size, n, lc)
+		add(p)
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if p.Records > 0 {
+			add(runConsume(ctx, t, topic, size, p.Records, lc))
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if err := t.deleteTopic(ctx, topic); err != nil {
+			vlogf("delete %s: %v", topic, err)
+		}
+	}
+	for _, size := range o.LatSizes {
+		for _, rate := range o.Rates {
+			topic := fmt.Sprintf("lat-%d-%d", size, rate)
+			if err := t.createTopic(ctx, topic); err != nil {
+				return err
+			}
+			lc.seed = uint64(run*100000 + size + rate)
+			add(runLatency(ctx, t, topic, size, latencyConfig{loadConfig: lc, rate: rate,
+				warmup: o.LatWarmup, duration: o.LatDuration, drain: 15 * time.Second}))
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			if err := t.deleteTopic(ctx, topic); err != nil {
+				vlogf("delete %s: %v", topic, err)
+			}
+		}
+	}
+	return nil
+}
+
+func (r result) summary() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s %s %d B", r.System, r.Kind, r.Size)
+	switch r.Kind {
+	case "latency":
+		fmt.Fprintf(&b, " @ %d/s: p50 %.2f ms, p99 %.2f ms, p99.9 %.2f ms, max %.2f ms (sent %d/%d at %.0f/s, got %d)",
+			r.Rate, r.P50, r.P99, r.P999, r.Max, r.Sent, r.Wanted, r.Achieved, r.Records)
+	default:
+		fmt.Fprintf(&b, ": %d records in %.2f s = %.0f records/s, %.1f MB/s", r.Records, r.Seconds, r.RecsPerSec, r.MBPerSec)
+	}
+	if r.Capped {
+		b.WriteString(" [time cap]")
+	}
+	if r.Failed > 0 || r.Missing > 0 {
+		fmt.Fprintf(&b, " [failed %d, missing %d]", r.Failed, r.Missing)
+	}
+	if r.Err != "" {
+		fmt.Fprintf(&b, " ERROR: %s", r.Err)
+	}
+	return b.String()
+}
+
+func parseInts(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			continue
+		}
+		n, err := strconv.Atoi(f)
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("%q: want positive integers separated by commas", s)
+		}
+		out = append(out, n)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%q: empty", s)
+	}
+	return out, nil
+}
+
+// repoRoot is the Sluice repository containing the working directory.
+func repoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for d := dir; ; d = filepath.Dir(d) {
+		if b, err := os.ReadFile(filepath.Join(d, "go.mod")); err == nil && strings.HasPrefix(string(b), "module github.com/sluicemq/sluice\n") {
+			return d, nil
+		}
+		if filepath.Dir(d) == d {
+			return "", fmt.Errorf("not inside the Sluice repository (from %s)", dir)
+		}
+	}
+}
+
+func commandLine() string {
+	args := os.Args[1:]
+	q := make([]string, len(args))
+	for i, a := range args {
+		q[i] = a
+		if strings.ContainsAny(a, " \t'\"") {
+			q[i] = strconv.Quote(a)
+		}
+	}
+	return strings.TrimSpace("go -C benchmarks run . " + strings.Join(q, " "))
+}
+
+func goVersion(ctx context.Context) string {
+	if out, err := runCmd(ctx, "", nil, "go", "version"); err == nil {
+		return strings.TrimSpace(out)
+	}
+	return runtime.Version()
+}

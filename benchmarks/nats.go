@@ -1,0 +1,218 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// natsServer returns the nats-server binary of version, building it from
+// the Go module proxy in a scratch module on first use and caching it under
+// cacheDir (no NATS code lives in this repository).
+func natsServer(ctx context.Context, cacheDir, version string) (string, error) {
+	bin := filepath.Join(cacheDir, "nats-server-"+version, "nats-server")
+	if out, err := runCmd(ctx, "", nil, bin, "--version"); err == nil && strings.Contains(out, version) {
+		return bin, nil
+	}
+	logf("building nats-server v%s from the Go module proxy into %s (once; about a minute)", version, filepath.Dir(bin))
+	if err := os.MkdirAll(filepath.Dir(bin), 0o755); err != nil {
+		return "", err
+	}
+	work, err := os.MkdirTemp("", "nats-server-build-")
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(work)
+	files := map[string]string{
+		"go.mod":   "module natsserverbuild\n\ngo 1.26\n",
+		"tools.go": "//go:build tools\n\npackage tools\n\nimport _ \"github.com/nats-io/nats-server/v2\"\n",
+	}
+	for name, body := range files {
+		if err := os.WriteFile(filepath.Join(work, name), []byte(body), 0o644); err != nil {
+			return "", err
+		}
+	}
+	env := []string{"GOWORK=off", "GOFLAGS=-mod=mod"}
+	steps := [][]string{
+		{"go", "get", "github.com/nats-io/nats-server/v2@v" + version},
+		{"go", "mod", "tidy"},
+		{"go", "build", "-o", bin + ".tmp", "github.com/nats-io/nats-server/v2"},
+	}
+	for _, s := range steps {
+		if _, err := runCmd(ctx, work, env, s[0], s[1:]...); err != nil {
+			return "", err
+		}
+	}
+	if err := os.Rename(bin+".tmp", bin); err != nil {
+		return "", err
+	}
+	return bin, nil
+}
+
+// natsConfig is the server's configuration file. Every listener is on
+// 127.0.0.1 (no monitoring, cluster, gateway or leaf ports are opened);
+// JetStream keeps its file store in storeDir. syncAlways sets
+// `sync_interval: always` (fsync after every write, durable like Sluice);
+// otherwise the default applies: data goes to the page cache on every write
+// and is fsync'd every 2 minutes.
+func natsConfig(port int, storeDir string, syncAlways bool) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "server_name: sluice_bench\nlisten: \"127.0.0.1:%d\"\n", port)
+	fmt.Fprintf(&b, "jetstream {\n  store_dir: %q\n  max_memory_store: 256MB\n", storeDir)
+	if syncAlways {
+		b.WriteString("  sync_interval: always\n")
+	}
+	b.WriteString("}\n")
+	return b.String()
+}
+
+type natsDeployment struct {
+	url     string
+	proc    *proc
+	config  string
+	command string
+}
+
+func startNATS(ctx context.Context, bin, dir string, syncAlways bool) (*natsDeployment, error) {
+	ports, err := freePorts(1)
+	if err != nil {
+		return nil, err
+	}
+	conf := natsConfig(ports[0], filepath.Join(dir, "jetstream"), syncAlways)
+	confPath := filepath.Join(dir, "nats.conf")
+	if err := os.WriteFile(confPath, []byte(conf), 0o644); err != nil {
+		return nil, err
+	}
+	p, err := startProc("nats-server", dir, bin, "-c", confPath)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.waitLog(ctx, "Server is ready", 30*time.Second); err != nil {
+		p.stop(10 * time.Second)
+		return nil, err
+	}
+	return &natsDeployment{url: "nats://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[0])), proc: p,
+		config: conf, command: "nats-server -c nats.conf"}, nil
+}
+
+// natsTarget drives a JetStream server: one stream per topic, file storage,
+// one replica; the publisher is nats.go's JetStream PublishAsync.
+type natsTarget struct {
+	url string
+	nc  *nats.Conn
+	js  jetstream.JetStream
+}
+
+func newNATSTarget(url string) (*natsTarget, error) {
+	nc, err := nats.Connect(url, nats.Name("sluice-bench-admin"))
+	if err != nil {
+		return nil, err
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		nc.Close()
+		return nil, err
+	}
+	return &natsTarget{url: url, nc: nc, js: js}, nil
+}
+
+func (t *natsTarget) close() { t.nc.Close() }
+
+func (t *natsTarget) createTopic(ctx context.Context, topic string) error {
+	_, err := t.js.CreateStream(ctx, jetstream.StreamConfig{Name: topic, Subjects: []string{topic},
+		Storage: jetstream.FileStorage, Replicas: 1, Retention: jetstream.LimitsPolicy, Discard: jetstream.DiscardOld})
+	return err
+}
+
+func (t *natsTarget) deleteTopic(ctx context.Context, topic string) error {
+	return t.js.DeleteStream(ctx, topic)
+}
+
+type natsProducer struct {
+	nc    *nats.Conn
+	js    jetstream.JetStream
+	topic string
+	onAck func(error)
+}
+
+func (t *natsTarget) newProducer(ctx context.Context, topic string, window int, onAck func(error)) (producer, error) {
+	nc, err := nats.Connect(t.url, nats.Name("sluice-bench-producer"))
+	if err != nil {
+		return nil, err
+	}
+	// The generator's window is the bound; the client's own cap on
+	// outstanding async publishes is set to the same number, so it never
+	// stalls first (it forgets a publish before calling the handlers).
+	js, err := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(window),
+		jetstream.WithPublishAsyncAckHandler(func(jetstream.JetStream, *nats.Msg, *jetstream.PubAck) { onAck(nil) }),
+		jetstream.WithPublishAsyncErrHandler(func(_ jetstream.JetStream, _ *nats.Msg, err error) { onAck(err) }))
+	if err != nil {
+		nc.Close()
+		return nil, err
+	}
+	return &natsProducer{nc: nc, js: js, topic: topic, onAck: onAck}, nil
+}
+
+func (p *natsProducer) send(_ context.Context, v []byte) {
+	if _, err := p.js.PublishAsync(p.topic, v); err != nil {
+		p.onAck(err)
+	}
+}
+
+func (p *natsProducer) flush(ctx context.Context) error {
+	if err := p.nc.Flush(); err != nil {
+		return err
+	}
+	select {
+	case <-p.js.PublishAsyncComplete():
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (p *natsProducer) close() { p.nc.Close() }
+
+type natsConsumer struct {
+	nc *nats.Conn
+	cc jetstream.ConsumeContext
+}
+
+// newConsumer is an ordered consumer (ephemeral, no acks, flow-controlled
+// pulls) from the stream's first message: like a Sluice consumer reading
+// by offset.
+func (t *natsTarget) newConsumer(ctx context.Context, topic string, onRecord func([]byte)) (consumer, error) {
+	nc, err := nats.Connect(t.url, nats.Name("sluice-bench-consumer"))
+	if err != nil {
+		return nil, err
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		nc.Close()
+		return nil, err
+	}
+	cons, err := js.OrderedConsumer(ctx, topic, jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverAllPolicy})
+	if err != nil {
+		nc.Close()
+		return nil, err
+	}
+	cc, err := cons.Consume(func(m jetstream.Msg) { onRecord(m.Data()) })
+	if err != nil {
+		nc.Close()
+		return nil, err
+	}
+	return &natsConsumer{nc: nc, cc: cc}, nil
+}
+
+func (c *natsConsumer) close() {
+	c.cc.Stop()
+	c.nc.Close()
+}

@@ -1,0 +1,516 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/sluicemq/sluice/actors/transport"
+	"github.com/sluicemq/sluice/messages"
+)
+
+// groupConfig holds the options of a GroupConsumer.
+type groupConfig struct {
+	clientID           string
+	assignors          []string
+	sessionTimeout     time.Duration
+	rebalanceTimeout   time.Duration
+	heartbeatInterval  time.Duration
+	autoCommitInterval time.Duration
+	onAssigned         func(map[string][]int32)
+	onRevoked          func(map[string][]int32)
+}
+
+// Assignors lists the assignment strategies the member supports, preferred
+// first: "range" (the default), "roundrobin", "sticky".
+func Assignors(names ...string) Opt { return func(c *config) { c.group.assignors = names } }
+
+// SessionTimeout is how long the coordinator waits for a heartbeat before
+// it evicts the member. Default 10 s.
+func SessionTimeout(d time.Duration) Opt { return func(c *config) { c.group.sessionTimeout = d } }
+
+// RebalanceTimeout is how long a rebalance waits for members to rejoin. Default 30 s.
+func RebalanceTimeout(d time.Duration) Opt { return func(c *config) { c.group.rebalanceTimeout = d } }
+
+// HeartbeatInterval is how often the member heartbeats. Default a third of the session timeout.
+func HeartbeatInterval(d time.Duration) Opt { return func(c *config) { c.group.heartbeatInterval = d } }
+
+// AutoCommitInterval commits consumed positions this often, and before a
+// rebalance and on Close. 0 disables auto-commit (commit with
+// CommitUncommitted or CommitOffsets). Default 5 s.
+func AutoCommitInterval(d time.Duration) Opt {
+	return func(c *config) { c.group.autoCommitInterval = d }
+}
+
+// ClientID names the member in `sluice group describe`. Default the host name.
+func ClientID(id string) Opt { return func(c *config) { c.group.clientID = id } }
+
+// OnAssigned is called with the partitions the member owns in a new
+// generation. It runs on the member's actor: keep it short.
+func OnAssigned(f func(map[string][]int32)) Opt { return func(c *config) { c.group.onAssigned = f } }
+
+// OnRevoked is called with the partitions the member gives up before a
+// rebalance, after their positions were committed (with auto-commit).
+func OnRevoked(f func(map[string][]int32)) Opt { return func(c *config) { c.group.onRevoked = f } }
+
+// GroupConsumer consumes the partitions a consumer group assigns it: each
+// partition of the group's topics goes to exactly one member. Records come
+// from PollFetches; consumed positions are committed to the group.
+type GroupConsumer struct {
+	cfg    config
+	gcfg   groupConfig
+	group  string
+	topics []string
+	node   *node
+	meta   *metadata
+	inner  *Consumer
+	pid    *actor.PID
+
+	mu         sync.Mutex
+	positions  map[topicPartition]int64 // next offset to commit, per owned partition
+	committed  map[topicPartition]int64
+	memberID   string
+	generation int32
+	coord      string
+	closed     bool
+}
+
+// NewGroupConsumer joins group and consumes topics. Besides the group
+// options (Assignors, SessionTimeout, AutoCommitInterval, OnAssigned, ...),
+// the consumer options apply: FetchMaxBytes, FetchMaxWait, and
+// ConsumeResetOffset for partitions without a committed offset.
+func NewGroupConsumer(broker, group string, topics []string, opts ...Opt) (*GroupConsumer, error) {
+	if group == "" || len(topics) == 0 {
+		return nil, errors.New("a group consumer needs a group and topics")
+	}
+	cfg := defaultConfig()
+	for _, o := range opts {
+		o(&cfg)
+	}
+	g := cfg.group
+	if g.heartbeatInterval <= 0 {
+		g.heartbeatInterval = g.sessionTimeout / 3
+	}
+	inner, err := NewConsumer(broker, opts...)
+	if err != nil {
+		return nil, err
+	}
+	c := &GroupConsumer{cfg: cfg, gcfg: g, group: group, topics: slices.Clone(topics), node: inner.node,
+		meta: newMetadata(inner.node.system, broker, cfg.requestTimeout), inner: inner,
+		positions: map[topicPartition]int64{}, committed: map[topicPartition]int64{}}
+	c.pid = c.node.system.Root.Spawn(actor.PropsFromProducer(func() actor.Actor { return &groupMember{c: c} }))
+	return c, nil
+}
+
+// PollFetches returns the records fetched for the partitions the member
+// owns, and records their positions for the next commit.
+func (c *GroupConsumer) PollFetches(ctx context.Context) Fetches { return c.PollRecords(ctx, 0) }
+
+// PollRecords is PollFetches returning at most max records.
+func (c *GroupConsumer) PollRecords(ctx context.Context, max int) Fetches {
+	for {
+		f := c.inner.PollRecords(ctx, max)
+		c.mu.Lock()
+		kept := f.Records[:0]
+		for _, r := range f.Records {
+			tp := topicPartition{r.Topic, r.Partition}
+			// Records of partitions revoked since they were fetched are dropped.
+			if pos, owned := c.positions[tp]; owned {
+				kept = append(kept, r)
+				c.positions[tp] = max64(pos, r.Offset+1)
+			}
+		}
+		c.mu.Unlock()
+		f.Records = kept
+		if len(f.Records) > 0 || len(f.Errors) > 0 || ctx.Err() != nil {
+			return f
+		}
+	}
+}
+
+func max64(a, b int64) int64 {
+	if a > b {
+		return a
+	}
+	return b
+}
+
+// MemberID and Generation are the member's current identity in the group.
+func (c *GroupConsumer) MemberID() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.memberID
+}
+
+// Generation is the group generation the member's assignment belongs to.
+func (c *GroupConsumer) Generation() int32 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.generation
+}
+
+// CommitUncommitted commits the positions of every record polled so far.
+func (c *GroupConsumer) CommitUncommitted(ctx context.Context) error {
+	c.mu.Lock()
+	offsets := map[string]map[int32]int64{}
+	for tp, pos := range c.positions {
+		if pos >= 0 && pos != c.committed[tp] {
+			if offsets[tp.topic] == nil {
+				offsets[tp.topic] = map[int32]int64{}
+			}
+			offsets[tp.topic][tp.partition] = pos
+		}
+	}
+	c.mu.Unlock()
+	if len(offsets) == 0 {
+		return nil
+	}
+	return c.CommitOffsets(ctx, offsets)
+}
+
+// CommitOffsets commits next-offsets (the offset of the next record to
+// read) for partitions, with the member's generation: a commit from an old
+// generation is refused with ILLEGAL_GENERATION.
+func (c *GroupConsumer) CommitOffsets(ctx context.Context, offsets map[string]map[int32]int64) error {
+	c.mu.Lock()
+	member, gen, coord := c.memberID, c.generation, c.coord
+	c.mu.Unlock()
+	if coord == "" {
+		return &messages.Error{Code: messages.ErrorCode_COORDINATOR_NOT_AVAILABLE, Message: "not joined yet"}
+	}
+	req := &messages.OffsetCommitRequest{Group: c.group, MemberId: member, Generation: gen}
+	for topic, parts := range offsets {
+		for p, off := range parts {
+			req.Offsets = append(req.Offsets, &messages.OffsetCommitEntry{Topic: topic, Partition: p, Offset: off})
+		}
+	}
+	res, err := request(c.node.system, coord, req, c.timeout(ctx))
+	if err != nil {
+		return err
+	}
+	resp, ok := res.(*messages.OffsetCommitResponse)
+	if !ok {
+		return fmt.Errorf("unexpected answer %T", res)
+	}
+	if err := resp.Error.Err(resp.ErrorMessage); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	for _, o := range req.Offsets {
+		c.committed[topicPartition{o.Topic, o.Partition}] = o.Offset
+	}
+	c.mu.Unlock()
+	return nil
+}
+
+func (c *GroupConsumer) timeout(ctx context.Context) time.Duration {
+	if d, ok := ctx.Deadline(); ok {
+		return max(min(time.Until(d), c.cfg.requestTimeout), time.Millisecond)
+	}
+	return c.cfg.requestTimeout
+}
+
+// Close commits (with auto-commit), leaves the group at once, and stops.
+func (c *GroupConsumer) Close() error {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil
+	}
+	c.closed = true
+	c.mu.Unlock()
+	var err error
+	if c.gcfg.autoCommitInterval > 0 {
+		ctx, cancel := context.WithTimeout(context.Background(), c.cfg.requestTimeout)
+		err = c.CommitUncommitted(ctx)
+		cancel()
+	}
+	_ = c.node.system.Root.StopFuture(c.pid).Wait()
+	c.inner.Close()
+	return err
+}
+
+// ---- member actor ---------------------------------------------------------------
+
+type (
+	memberStep      struct{ gen uint64 }
+	memberHeartbeat struct{ gen uint64 }
+	memberCommit    struct{}
+)
+
+// groupMember runs the membership protocol: find the coordinator, join,
+// sync, heartbeat; on a rebalance, commit and revoke, then join again.
+type groupMember struct {
+	c        *GroupConsumer
+	coord    string
+	memberID string
+	gen      int32
+	owned    map[string][]int32
+	// step guards timers and answers of an earlier round.
+	step    uint64
+	backoff time.Duration
+	ticker  *time.Ticker
+	stopped chan struct{}
+}
+
+func (m *groupMember) Receive(ctx actor.Context) {
+	switch msg := ctx.Message().(type) {
+	case *actor.Started:
+		m.stopped = make(chan struct{})
+		if iv := m.c.gcfg.autoCommitInterval; iv > 0 {
+			m.ticker = time.NewTicker(iv)
+			self, root, t, stop := ctx.Self(), ctx.ActorSystem().Root, m.ticker, m.stopped
+			go func() {
+				for {
+					select {
+					case <-t.C:
+						root.Send(self, memberCommit{})
+					case <-stop:
+						return
+					}
+				}
+			}()
+		}
+		m.find(ctx)
+	case *actor.Stopping:
+		if m.ticker != nil {
+			m.ticker.Stop()
+		}
+		close(m.stopped)
+		m.leave()
+	case memberStep:
+		if msg.gen == m.step {
+			m.find(ctx)
+		}
+	case memberHeartbeat:
+		if msg.gen == m.step {
+			m.heartbeat(ctx)
+		}
+	case memberCommit:
+		m.autoCommit()
+	}
+}
+
+// retry restarts the protocol from finding the coordinator after a pause.
+func (m *groupMember) retry(ctx actor.Context, why string) {
+	m.step++
+	m.backoff = min(max(2*m.backoff, 50*time.Millisecond), time.Second)
+	m.c.cfg.logger.Debug("group member retrying", "group", m.c.group, "reason", why)
+	self, root, gen := ctx.Self(), ctx.ActorSystem().Root, m.step
+	time.AfterFunc(m.backoff, func() { root.Send(self, memberStep{gen}) })
+}
+
+// ask sends a request and hands its decoded answer to then, unless a newer
+// round started meanwhile.
+func (m *groupMember) ask(ctx actor.Context, addr string, req proto.Message, timeout time.Duration, then func(proto.Message, error)) {
+	step := m.step
+	fut := ctx.RequestFuture(transport.BrokerPID(addr), req, timeout)
+	ctx.ReenterAfter(fut, func(res any, err error) {
+		if step != m.step {
+			return
+		}
+		msg, err := decodeResult(addr, res, err)
+		then(msg, err)
+	})
+}
+
+func (m *groupMember) find(ctx actor.Context) {
+	addrs := m.c.meta.addrs()
+	addr := addrs[int(m.step)%len(addrs)]
+	m.ask(ctx, addr, &messages.FindCoordinatorRequest{Group: m.c.group}, 5*time.Second, func(res proto.Message, err error) {
+		resp, ok := res.(*messages.FindCoordinatorResponse)
+		switch {
+		case err != nil:
+			m.retry(ctx, err.Error())
+		case !ok || resp.Error != messages.ErrorCode_NONE:
+			m.retry(ctx, fmt.Sprintf("find coordinator: %v", resp.GetError()))
+		default:
+			m.coord = resp.Address
+			m.c.mu.Lock()
+			m.c.coord = resp.Address
+			m.c.mu.Unlock()
+			if m.gen > 0 && m.memberID != "" {
+				m.heartbeat(ctx) // a new coordinator may still know us
+			} else {
+				m.join(ctx)
+			}
+		}
+	})
+}
+
+func (m *groupMember) join(ctx actor.Context) {
+	g := m.c.gcfg
+	req := &messages.JoinGroupRequest{Group: m.c.group, MemberId: m.memberID, ClientId: g.clientID,
+		SessionTimeoutMs: int32(g.sessionTimeout.Milliseconds()), RebalanceTimeoutMs: int32(g.rebalanceTimeout.Milliseconds()),
+		Topics: m.c.topics, Assignors: g.assignors}
+	m.ask(ctx, m.coord, req, g.rebalanceTimeout+10*time.Second, func(res proto.Message, err error) {
+		resp, ok := res.(*messages.JoinGroupResponse)
+		switch {
+		case err != nil:
+			m.retry(ctx, err.Error())
+		case !ok:
+			m.retry(ctx, fmt.Sprintf("unexpected answer %T", res))
+		case resp.Error == messages.ErrorCode_MEMBER_ID_REQUIRED:
+			m.memberID = resp.MemberId
+			m.join(ctx)
+		case resp.Error == messages.ErrorCode_UNKNOWN_MEMBER_ID:
+			m.memberID = ""
+			m.join(ctx)
+		case resp.Error == messages.ErrorCode_REBALANCE_IN_PROGRESS:
+			m.join(ctx)
+		case resp.Error != messages.ErrorCode_NONE:
+			m.retry(ctx, resp.Error.String())
+		default:
+			m.memberID, m.gen = resp.MemberId, resp.Generation
+			m.backoff = 0
+			m.sync(ctx)
+		}
+	})
+}
+
+func (m *groupMember) sync(ctx actor.Context) {
+	req := &messages.SyncGroupRequest{Group: m.c.group, MemberId: m.memberID, Generation: m.gen}
+	m.ask(ctx, m.coord, req, m.c.cfg.requestTimeout, func(res proto.Message, err error) {
+		resp, ok := res.(*messages.SyncGroupResponse)
+		switch {
+		case err != nil:
+			m.retry(ctx, err.Error())
+		case !ok:
+			m.retry(ctx, fmt.Sprintf("unexpected answer %T", res))
+		case resp.Error == messages.ErrorCode_REBALANCE_IN_PROGRESS || resp.Error == messages.ErrorCode_ILLEGAL_GENERATION:
+			m.join(ctx)
+		case resp.Error == messages.ErrorCode_UNKNOWN_MEMBER_ID:
+			m.memberID = ""
+			m.join(ctx)
+		case resp.Error != messages.ErrorCode_NONE:
+			m.retry(ctx, resp.Error.String())
+		default:
+			m.assign(ctx, resp.Assignment)
+		}
+	})
+}
+
+// assign starts consuming a new generation's partitions from their
+// committed offsets (or the reset policy).
+func (m *groupMember) assign(ctx actor.Context, assignment []*messages.TopicPartitions) {
+	owned := map[string][]int32{}
+	fetch := &messages.OffsetFetchRequest{Group: m.c.group}
+	for _, tps := range assignment {
+		owned[tps.Topic] = slices.Clone(tps.Partitions)
+		fetch.Partitions = append(fetch.Partitions, tps)
+	}
+	m.ask(ctx, m.coord, fetch, m.c.cfg.requestTimeout, func(res proto.Message, err error) {
+		resp, ok := res.(*messages.OffsetFetchResponse)
+		if err != nil || !ok || resp.Error != messages.ErrorCode_NONE {
+			m.retry(ctx, fmt.Sprintf("offset fetch: %v %v", err, resp.GetError()))
+			return
+		}
+		starts := map[string]map[int32]Offset{}
+		m.c.mu.Lock()
+		m.c.positions = map[topicPartition]int64{}
+		m.c.committed = map[topicPartition]int64{}
+		for _, o := range resp.Offsets {
+			if starts[o.Topic] == nil {
+				starts[o.Topic] = map[int32]Offset{}
+			}
+			tp := topicPartition{o.Topic, o.Partition}
+			if o.Offset >= 0 {
+				starts[o.Topic][o.Partition] = AtOffset(o.Offset)
+				m.c.positions[tp], m.c.committed[tp] = o.Offset, o.Offset
+			} else {
+				starts[o.Topic][o.Partition] = m.c.cfg.resetOffset
+				m.c.positions[tp], m.c.committed[tp] = -1, -1
+			}
+		}
+		m.c.memberID, m.c.generation = m.memberID, m.gen
+		m.c.mu.Unlock()
+		m.owned = owned
+		m.c.inner.AddPartitions(starts)
+		if f := m.c.gcfg.onAssigned; f != nil {
+			f(owned)
+		}
+		m.scheduleHeartbeat(ctx)
+	})
+}
+
+func (m *groupMember) scheduleHeartbeat(ctx actor.Context) {
+	self, root, gen := ctx.Self(), ctx.ActorSystem().Root, m.step
+	time.AfterFunc(m.c.gcfg.heartbeatInterval, func() { root.Send(self, memberHeartbeat{gen}) })
+}
+
+func (m *groupMember) heartbeat(ctx actor.Context) {
+	req := &messages.HeartbeatRequest{Group: m.c.group, MemberId: m.memberID, Generation: m.gen}
+	m.ask(ctx, m.coord, req, m.c.gcfg.sessionTimeout, func(res proto.Message, err error) {
+		resp, ok := res.(*messages.HeartbeatResponse)
+		switch {
+		case err != nil:
+			m.retry(ctx, err.Error()) // find the coordinator again; keep our generation
+		case !ok:
+			m.retry(ctx, fmt.Sprintf("unexpected answer %T", res))
+		case resp.Error == messages.ErrorCode_NONE:
+			if m.owned == nil {
+				m.sync(ctx) // a new coordinator knew us: fetch our assignment
+				return
+			}
+			m.scheduleHeartbeat(ctx)
+		case resp.Error == messages.ErrorCode_REBALANCE_IN_PROGRESS:
+			m.revoke(true)
+			m.join(ctx)
+		case resp.Error == messages.ErrorCode_ILLEGAL_GENERATION:
+			m.revoke(false)
+			m.join(ctx)
+		case resp.Error == messages.ErrorCode_UNKNOWN_MEMBER_ID:
+			m.revoke(false)
+			m.memberID = ""
+			m.join(ctx)
+		default:
+			m.retry(ctx, resp.Error.String())
+		}
+	})
+}
+
+// revoke gives up every owned partition; with commit, their positions are
+// committed first (still allowed in this generation while it rebalances).
+func (m *groupMember) revoke(commit bool) {
+	if m.owned == nil {
+		return
+	}
+	if commit {
+		m.autoCommit()
+	}
+	m.c.inner.RemovePartitions(m.owned)
+	m.c.mu.Lock()
+	m.c.positions = map[topicPartition]int64{}
+	m.c.mu.Unlock()
+	if f := m.c.gcfg.onRevoked; f != nil {
+		f(m.owned)
+	}
+	m.owned = nil
+}
+
+// autoCommit commits polled positions, when auto-commit is on. It blocks the
+// member briefly: commits must not overtake a rejoin.
+func (m *groupMember) autoCommit() {
+	if m.c.gcfg.autoCommitInterval <= 0 || m.owned == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), m.c.cfg.requestTimeout)
+	defer cancel()
+	if err := m.c.CommitUncommitted(ctx); err != nil {
+		m.c.cfg.logger.Warn("auto-commit failed", "group", m.c.group, "error", err)
+	}
+}
+
+// leave tells the coordinator the member is gone, so the group rebalances at once.
+func (m *groupMember) leave() {
+	if m.coord == "" || m.memberID == "" {
+		return
+	}
+	_, _ = request(m.c.node.system, m.coord, &messages.LeaveGroupRequest{Group: m.c.group, MemberId: m.memberID}, 5*time.Second)
+}

@@ -1,0 +1,111 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/sluicemq/sluice/client"
+)
+
+func runGroup(args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		return usageErr("want list, describe or reset-offsets")
+	}
+	sub, args := args[0], args[1:]
+	fs := newFlagSet("group "+sub, stderr)
+	broker := brokerFlag(fs)
+	timeout := fs.Duration("timeout", 30*time.Second, "give up after this long")
+	var topic *string
+	var toEarliest, toLatest *bool
+	var toOffset *int64
+	if sub == "reset-offsets" {
+		topic = fs.String("topic", "", "topic whose offsets to reset")
+		toEarliest = fs.Bool("to-earliest", false, "reset to the first offset")
+		toLatest = fs.Bool("to-latest", false, "reset to the end")
+		toOffset = fs.Int64("to-offset", -1, "reset to this offset")
+	}
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	admin, err := client.NewAdmin(*broker, client.WithLogger(clientLogger(stderr)))
+	if err != nil {
+		return err
+	}
+	defer admin.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
+	defer cancel()
+	switch sub {
+	case "list":
+		groups, err := admin.ListGroups(ctx)
+		if err != nil {
+			return err
+		}
+		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "GROUP\tSTATE\tMEMBERS\tCOORDINATOR")
+		for _, g := range groups {
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\n", g.Group, g.State, g.Members, g.Coordinator)
+		}
+		return tw.Flush()
+	case "describe":
+		if len(pos) != 1 {
+			return usageErr("want exactly one group")
+		}
+		info, err := admin.DescribeGroup(ctx, pos[0])
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "group %s: %s, generation %d, assignor %q, leader %q, coordinator %d\n",
+			info.Group, info.State, info.Generation, info.Assignor, info.LeaderId, info.Coordinator)
+		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "MEMBER\tCLIENT\tTOPICS\tASSIGNMENT")
+		for _, m := range info.Members {
+			var parts []string
+			for _, tps := range m.Assignment {
+				parts = append(parts, fmt.Sprintf("%s%v", tps.Topic, ids(tps.Partitions)))
+			}
+			client := m.ClientId
+			if m.PushId != "" {
+				client += " (push to " + m.PushAddress + "/" + m.PushId + ")"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", m.MemberId, client, strings.Join(m.Topics, ","), strings.Join(parts, " "))
+		}
+		fmt.Fprintln(tw)
+		fmt.Fprintln(tw, "TOPIC\tPARTITION\tCOMMITTED\tEND\tLEO\tLAG\tOWNER")
+		for _, p := range info.Partitions {
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%s\n", p.Topic, p.Partition, p.Committed, p.End, p.LogEnd, p.Lag, p.Owner)
+		}
+		return tw.Flush()
+	case "reset-offsets":
+		if len(pos) != 1 || *topic == "" {
+			return usageErr("want a group and --topic")
+		}
+		var to client.Offset
+		n := 0
+		if *toEarliest {
+			to, n = client.AtStart(), n+1
+		}
+		if *toLatest {
+			to, n = client.AtEnd(), n+1
+		}
+		if *toOffset >= 0 {
+			to, n = client.AtOffset(*toOffset), n+1
+		}
+		if n != 1 {
+			return usageErr("want exactly one of --to-earliest, --to-latest, --to-offset N")
+		}
+		offsets, err := admin.ResetOffsets(ctx, pos[0], *topic, to)
+		if err != nil {
+			return err
+		}
+		for p := int32(0); p < int32(len(offsets)); p++ {
+			fmt.Fprintf(stdout, "%s %d -> %d\n", *topic, p, offsets[p])
+		}
+		return nil
+	}
+	return usageErr("unknown group command %q: want list, describe or reset-offsets", sub)
+}
