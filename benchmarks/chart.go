@@ -5,6 +5,7 @@ import (
 	"image/color"
 	"math"
 	"os"
+	"strconv"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -52,7 +53,7 @@ func writeChart(r *report, path string) error {
 		bottom = append(bottom, nil)
 	}
 	const dpi = 110
-	w, h := vg.Length(cols)*6*vg.Inch, vg.Length(rows)*5*vg.Inch+0.6*vg.Inch
+	w, h := vg.Length(cols)*6*vg.Inch, vg.Length(rows)*5*vg.Inch+0.7*vg.Inch
 	img := vgimg.NewWith(vgimg.UseWH(w, h), vgimg.UseDPI(dpi))
 	dc := draw.New(img)
 	dc.SetColor(color.White)
@@ -63,8 +64,9 @@ func writeChart(r *report, path string) error {
 	ts := plot.New().Title.TextStyle
 	ts.Font.Size = vg.Points(15)
 	ts.XAlign = draw.XCenter
-	dc.FillText(ts, vg.Point{X: w / 2, Y: h - 0.4*vg.Inch}, title)
-	body := draw.Crop(dc, 0, 0, 0, -0.6*vg.Inch)
+	ts.YAlign = draw.YCenter
+	dc.FillText(ts, vg.Point{X: w / 2, Y: h - 0.3*vg.Inch}, title)
+	body := draw.Crop(dc, 0, 0, 0, -0.7*vg.Inch)
 	plots := [][]*plot.Plot{top, bottom}
 	tiles := draw.Tiles{Rows: rows, Cols: cols, PadX: vg.Points(12), PadY: vg.Points(12), PadTop: vg.Points(4), PadBottom: vg.Points(6), PadLeft: vg.Points(6), PadRight: vg.Points(10)}
 	canvases := plot.Align(plots, tiles, body)
@@ -84,6 +86,19 @@ func writeChart(r *report, path string) error {
 		return err
 	}
 	return f.Close()
+}
+
+// plainTicks are gonum's default ticks labelled without trailing zeros.
+type plainTicks struct{}
+
+func (plainTicks) Ticks(lo, hi float64) []plot.Tick {
+	ts := plot.DefaultTicks{}.Ticks(lo, hi)
+	for i := range ts {
+		if ts[i].Label != "" {
+			ts[i].Label = strconv.FormatFloat(ts[i].Value, 'f', -1, 64)
+		}
+	}
+	return ts
 }
 
 func short(s string) string {
@@ -113,6 +128,7 @@ func (r *report) barPanel(title, ylabel, kind string, f func(result) float64, dd
 	styled(p)
 	p.Title.Text = title
 	p.Y.Label.Text = ylabel
+	p.Y.Tick.Marker = plainTicks{}
 	p.X.Label.Text = "record size"
 	sizes := r.Options.Sizes
 	n := len(r.Systems)

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"syscall"
 	"time"
+
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 )
 
 // ddCommand is the durable sequential write the other numbers are set against.
@@ -39,16 +41,28 @@ func runDD(ctx context.Context, dir string, countMiB int) (float64, error) {
 	return bytes / secs / 1e6, nil
 }
 
+// fsyncResult is one run of the write+fdatasync loop.
+type fsyncResult struct {
+	PerSec float64 `json:"per_s"`
+	// Latency of one write+fdatasync, ms.
+	P50 float64 `json:"p50_ms"`
+	P99 float64 `json:"p99_ms"`
+	Max float64 `json:"max_ms"`
+}
+
 // fsyncLoop appends blockSize-byte writes to a fresh file, each followed by
-// fdatasync, for d, and returns the number of write+fdatasync pairs per second.
-func fsyncLoop(ctx context.Context, dir string, blockSize int, d time.Duration) (float64, error) {
+// fdatasync, for d, and returns the number of write+fdatasync pairs per
+// second and their latency.
+func fsyncLoop(ctx context.Context, dir string, blockSize int, d time.Duration) (fsyncResult, error) {
+	var res fsyncResult
 	file := filepath.Join(dir, "fsync.bin")
 	f, err := os.OpenFile(file, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
 	if err != nil {
-		return 0, err
+		return res, err
 	}
 	defer os.Remove(file)
 	defer f.Close()
+	hist := hdrhistogram.New(1, 60_000_000, 3)
 	buf := make([]byte, blockSize)
 	for i := range buf {
 		buf[i] = byte(i * 7)
@@ -56,16 +70,22 @@ func fsyncLoop(ctx context.Context, dir string, blockSize int, d time.Duration) 
 	start := time.Now()
 	n := 0
 	for time.Since(start) < d && ctx.Err() == nil {
+		t := time.Now()
 		if _, err := f.Write(buf); err != nil {
-			return 0, err
+			return res, err
 		}
 		if err := syscall.Fdatasync(int(f.Fd())); err != nil {
-			return 0, err
+			return res, err
 		}
+		_ = hist.RecordValue(max(1, time.Since(t).Microseconds()))
 		n++
 	}
 	if err := ctx.Err(); err != nil {
-		return 0, err
+		return res, err
 	}
-	return float64(n) / time.Since(start).Seconds(), nil
+	res.PerSec = float64(n) / time.Since(start).Seconds()
+	res.P50 = float64(hist.ValueAtQuantile(50)) / 1000
+	res.P99 = float64(hist.ValueAtQuantile(99)) / 1000
+	res.Max = float64(hist.Max()) / 1000
+	return res, nil
 }

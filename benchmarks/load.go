@@ -27,7 +27,8 @@ type target interface {
 	// one onAck call (nil once the system acknowledged it durably as
 	// configured). window is the generator's bound on unacknowledged
 	// records; the producer must not hold back earlier than that.
-	newProducer(ctx context.Context, topic string, window int, onAck func(error)) (producer, error)
+	// onAck gets the record's value back (read-only).
+	newProducer(ctx context.Context, topic string, window int, onAck func(value []byte, err error)) (producer, error)
 	// newConsumer reads topic from its first record, calling onRecord with
 	// each record's value, from one goroutine at a time.
 	newConsumer(ctx context.Context, topic string, onRecord func(value []byte)) (consumer, error)
@@ -62,6 +63,10 @@ type result struct {
 	P999    float64 `json:"p999_ms,omitempty"`
 	Max     float64 `json:"max_ms,omitempty"`
 	Samples int64   `json:"samples,omitempty"`
+	// The same from scheduled send time to the producer's acknowledgement.
+	AckP50  float64 `json:"ack_p50_ms,omitempty"`
+	AckP99  float64 `json:"ack_p99_ms,omitempty"`
+	AckP999 float64 `json:"ack_p999_ms,omitempty"`
 	// Sent/Wanted: records sent of those the schedule asked for; Achieved is
 	// the send rate the generator managed (records/s).
 	Wanted   int64   `json:"wanted,omitempty"`
@@ -181,7 +186,7 @@ func runProduce(ctx context.Context, t target, topic string, size, n int, cfg lo
 	res := result{Kind: "produce", Size: size}
 	a := newAcks()
 	w := make(window, cfg.window)
-	p, err := t.newProducer(ctx, topic, cfg.window, func(err error) { a.record(err); w.release() })
+	p, err := t.newProducer(ctx, topic, cfg.window, func(_ []byte, err error) { a.record(err); w.release() })
 	if err != nil {
 		res.Err = err.Error()
 		return res
@@ -304,7 +309,20 @@ func runLatency(ctx context.Context, t target, topic string, size int, cfg laten
 	defer c.close()
 	a := newAcks()
 	w := make(window, cfg.window)
-	p, err := t.newProducer(ctx, topic, cfg.window, func(err error) { a.record(err); w.release() })
+	ackHist := hdrhistogram.New(1, 120_000_000, 3)
+	var ackMu sync.Mutex
+	p, err := t.newProducer(ctx, topic, cfg.window, func(v []byte, err error) {
+		if err == nil && len(v) >= 8 {
+			sched := int64(binary.LittleEndian.Uint64(v))
+			if sched != 0 && sched >= recordFrom.Load() {
+				ackMu.Lock()
+				_ = ackHist.RecordValue(max(1, (time.Now().UnixNano()-sched)/1000))
+				ackMu.Unlock()
+			}
+		}
+		a.record(err)
+		w.release()
+	})
 	if err != nil {
 		res.Err = err.Error()
 		return res
@@ -375,6 +393,13 @@ func runLatency(ctx context.Context, t target, topic string, size int, cfg laten
 		res.Max = float64(hist.Max()) / 1000
 	}
 	histMu.Unlock()
+	ackMu.Lock()
+	if ackHist.TotalCount() > 0 {
+		res.AckP50 = float64(ackHist.ValueAtQuantile(50)) / 1000
+		res.AckP99 = float64(ackHist.ValueAtQuantile(99)) / 1000
+		res.AckP999 = float64(ackHist.ValueAtQuantile(99.9)) / 1000
+	}
+	ackMu.Unlock()
 	if e := a.firstErr(); e != nil && res.Err == "" {
 		res.Err = fmt.Sprintf("%d records failed; first: %v", res.Failed, e)
 	}

@@ -69,6 +69,7 @@ type options struct {
 	BatchBytes  int           `json:"sluice_batch_bytes"`
 	MaxInFlight int           `json:"sluice_max_in_flight"`
 	NATSVersion string        `json:"nats_version"`
+	Phases      []string      `json:"phases"`
 	Quick       bool          `json:"quick"`
 }
 
@@ -95,7 +96,8 @@ func run() error {
 	fs.DurationVar(&o.LatDuration, "latency-duration", 5*time.Second, "recorded time per latency run")
 	fs.DurationVar(&o.LatWarmup, "latency-warmup", time.Second, "time sent at the rate before recording starts")
 	fs.IntVar(&o.Window, "window", 8192, "most unacknowledged records of a producer, for every system")
-	fs.DurationVar(&o.MaxPhase, "max-phase", 20*time.Second, "time cap of one produce run (records/s is measured over what was sent)")
+	phases := fs.String("phases", "produce,consume,latency", "measurements to run (consume reads what produce wrote)")
+	fs.DurationVar(&o.MaxPhase, "max-phase", 15*time.Second, "time cap of one produce run (records/s is measured over what was sent)")
 	fs.IntVar(&o.DDMiB, "dd-mib", 1024, "MiB written by each dd run")
 	fs.IntVar(&o.DDRuns, "disk-runs", 3, "runs of dd and of the fsync loop")
 	fs.DurationVar(&o.FsyncFor, "fsync-for", 3*time.Second, "length of one write+fdatasync loop")
@@ -149,6 +151,15 @@ func run() error {
 	}
 	if o.Rates, err = parseInts(*rates); err != nil {
 		return fmt.Errorf("-rates: %w", err)
+	}
+	for _, ph := range strings.Split(*phases, ",") {
+		switch ph = strings.TrimSpace(ph); ph {
+		case "produce", "consume", "latency":
+			o.Phases = append(o.Phases, ph)
+		case "":
+		default:
+			return fmt.Errorf("-phases: unknown %q (want produce, consume, latency)", ph)
+		}
 	}
 	for _, s := range strings.Split(*systems, ",") {
 		s = strings.TrimSpace(s)
@@ -285,12 +296,14 @@ func benchmark(ctx context.Context, rep *report, root, base, consulFlag string) 
 			return err
 		}
 		rep.Disk.DD = append(rep.Disk.DD, mbps)
-		fps, err := fsyncLoop(ctx, diskDir, o.FsyncBlock, o.FsyncFor)
+		fr, err := fsyncLoop(ctx, diskDir, o.FsyncBlock, o.FsyncFor)
 		if err != nil {
 			return err
 		}
-		rep.Disk.Fsync = append(rep.Disk.Fsync, fps)
-		logf("disk %d/%d: dd %.0f MB/s, %d B write+fdatasync %.0f/s", i+1, o.DDRuns, mbps, o.FsyncBlock, fps)
+		rep.Disk.Fsync = append(rep.Disk.Fsync, fr.PerSec)
+		rep.Disk.FsyncRuns = append(rep.Disk.FsyncRuns, fr)
+		logf("disk %d/%d: dd %.0f MB/s; %d B write+fdatasync %.0f/s (each: p50 %.2f ms, p99 %.2f ms, max %.2f ms)",
+			i+1, o.DDRuns, mbps, o.FsyncBlock, fr.PerSec, fr.P50, fr.P99, fr.Max)
 	}
 	rep.Disk.DDCommand = "dd " + strings.Join(ddArgs("F", o.DDMiB), " ")
 
@@ -368,6 +381,9 @@ func runSystem(ctx context.Context, rep *report, sys string, run int, dir, sluic
 		logf("[run %d/%d] %s", run, o.Runs, r.summary())
 	}
 	for i, size := range o.Sizes {
+		if !slices.Contains(o.Phases, "produce") {
+			break
+		}
 		n := o.Records[min(i, len(o.Records)-1)]
 		topic := fmt.Sprintf("tp-%d", size)
 		if err := t.createTopic(ctx, topic); err != nil {
@@ -379,7 +395,7 @@ func runSystem(ctx context.Context, rep *report, sys string, run int, dir, sluic
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		if p.Records > 0 {
+		if p.Records > 0 && slices.Contains(o.Phases, "consume") {
 			add(runConsume(ctx, t, topic, size, p.Records, lc))
 		}
 		if ctx.Err() != nil {
@@ -390,6 +406,9 @@ func runSystem(ctx context.Context, rep *report, sys string, run int, dir, sluic
 		}
 	}
 	for _, size := range o.LatSizes {
+		if !slices.Contains(o.Phases, "latency") {
+			break
+		}
 		for _, rate := range o.Rates {
 			topic := fmt.Sprintf("lat-%d-%d", size, rate)
 			if err := t.createTopic(ctx, topic); err != nil {
@@ -414,8 +433,8 @@ func (r result) summary() string {
 	fmt.Fprintf(&b, "%s %s %d B", r.System, r.Kind, r.Size)
 	switch r.Kind {
 	case "latency":
-		fmt.Fprintf(&b, " @ %d/s: p50 %.2f ms, p99 %.2f ms, p99.9 %.2f ms, max %.2f ms (sent %d/%d at %.0f/s, got %d)",
-			r.Rate, r.P50, r.P99, r.P999, r.Max, r.Sent, r.Wanted, r.Achieved, r.Records)
+		fmt.Fprintf(&b, " @ %d/s: p50 %.2f ms, p99 %.2f ms, p99.9 %.2f ms, max %.2f ms; ack p50 %.2f, p99 %.2f ms (sent %d/%d at %.0f/s, got %d)",
+			r.Rate, r.P50, r.P99, r.P999, r.Max, r.AckP50, r.AckP99, r.Sent, r.Wanted, r.Achieved, r.Records)
 	default:
 		fmt.Fprintf(&b, ": %d records in %.2f s = %.0f records/s, %.1f MB/s", r.Records, r.Seconds, r.RecsPerSec, r.MBPerSec)
 	}

@@ -140,10 +140,10 @@ type natsProducer struct {
 	nc    *nats.Conn
 	js    jetstream.JetStream
 	topic string
-	onAck func(error)
+	onAck func([]byte, error)
 }
 
-func (t *natsTarget) newProducer(ctx context.Context, topic string, window int, onAck func(error)) (producer, error) {
+func (t *natsTarget) newProducer(ctx context.Context, topic string, window int, onAck func([]byte, error)) (producer, error) {
 	nc, err := nats.Connect(t.url, nats.Name("sluice-bench-producer"))
 	if err != nil {
 		return nil, err
@@ -152,8 +152,8 @@ func (t *natsTarget) newProducer(ctx context.Context, topic string, window int, 
 	// outstanding async publishes is set to the same number, so it never
 	// stalls first (it forgets a publish before calling the handlers).
 	js, err := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(window),
-		jetstream.WithPublishAsyncAckHandler(func(jetstream.JetStream, *nats.Msg, *jetstream.PubAck) { onAck(nil) }),
-		jetstream.WithPublishAsyncErrHandler(func(_ jetstream.JetStream, _ *nats.Msg, err error) { onAck(err) }))
+		jetstream.WithPublishAsyncAckHandler(func(_ jetstream.JetStream, m *nats.Msg, _ *jetstream.PubAck) { onAck(m.Data, nil) }),
+		jetstream.WithPublishAsyncErrHandler(func(_ jetstream.JetStream, m *nats.Msg, err error) { onAck(m.Data, err) }))
 	if err != nil {
 		nc.Close()
 		return nil, err
@@ -163,7 +163,7 @@ func (t *natsTarget) newProducer(ctx context.Context, topic string, window int, 
 
 func (p *natsProducer) send(_ context.Context, v []byte) {
 	if _, err := p.js.PublishAsync(p.topic, v); err != nil {
-		p.onAck(err)
+		p.onAck(v, err)
 	}
 }
 

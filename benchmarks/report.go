@@ -41,9 +41,10 @@ type machine struct {
 }
 
 type diskResults struct {
-	DDCommand string    `json:"dd_command"`
-	DD        []float64 `json:"dd_mb_per_s"`
-	Fsync     []float64 `json:"fsync_per_s"`
+	DDCommand string        `json:"dd_command"`
+	DD        []float64     `json:"dd_mb_per_s"`
+	Fsync     []float64     `json:"fsync_per_s"`
+	FsyncRuns []fsyncResult `json:"fsync_runs"`
 }
 
 type sluiceInfo struct {
@@ -334,6 +335,13 @@ func (r *report) markdown() string {
 	dd, fsync := newStat(r.Disk.DD), newStat(r.Disk.Fsync)
 	w("| disk, `%s` | %s MB/s |\n", r.Disk.DDCommand, dd.cell(func(v float64) string { return fmt.Sprintf("%.0f", v) }))
 	w("| disk, %d B write + fdatasync loop | %s fsyncs/s |\n", o.FsyncBlock, fsync.cell(func(v float64) string { return fmt.Sprintf("%.0f", v) }))
+	if len(r.Disk.FsyncRuns) > 0 {
+		var a, c, d []float64
+		for _, f := range r.Disk.FsyncRuns {
+			a, c, d = append(a, f.P50), append(c, f.P99), append(d, f.Max)
+		}
+		w("| disk, one write + fdatasync | p50 %s ms, p99 %s ms, max %s ms |\n", newStat(a).cell(fmtMs), newStat(c).cell(fmtMs), newStat(d).cell(fmtMs))
+	}
 	w("| Go | %s |\n", r.GoVersion)
 	sl := r.Sluice.Commit
 	if len(sl) > 12 {
@@ -375,14 +383,17 @@ func (r *report) markdown() string {
 		}
 	}
 	w("\n## Latency, produce → consume\n\n")
-	w("Milliseconds from a record's scheduled send time to its arrival at the consumer (open loop: waiting behind a full window counts).\n\n")
-	w("| system | size | rate/s | p50 | p99 | p99.9 | max | notes |\n| --- | --- | --- | --- | --- | --- | --- | --- |\n")
+	w("Milliseconds from a record's scheduled send time to its arrival at the consumer (open loop: waiting behind a full window counts). ")
+	w("The ack columns measure the same records from the scheduled send time to the producer's acknowledgement.\n\n")
+	w("| system | size | rate/s | p50 | p99 | p99.9 | max | ack p50 | ack p99 | notes |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
 	for _, s := range r.Systems {
 		for _, size := range o.LatSizes {
 			for _, rate := range o.Rates {
 				k := key{s.Name, "latency", size, rate}
-				w("| %s | %s | %s | %s | %s | %s | %s | %s |\n", s.Label, sizeName(size), fmtNum(float64(rate)),
-					r.stat(k, p50).cell(fmtMs), r.stat(k, p99).cell(fmtMs), r.stat(k, p999).cell(fmtMs), r.stat(k, pmax).cell(fmtMs), notes(r.group(k)))
+				w("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", s.Label, sizeName(size), fmtNum(float64(rate)),
+					r.stat(k, p50).cell(fmtMs), r.stat(k, p99).cell(fmtMs), r.stat(k, p999).cell(fmtMs), r.stat(k, pmax).cell(fmtMs),
+					r.stat(k, func(x result) float64 { return x.AckP50 }).cell(fmtMs), r.stat(k, func(x result) float64 { return x.AckP99 }).cell(fmtMs),
+					notes(r.group(k)))
 			}
 		}
 	}

@@ -311,7 +311,7 @@ type sluiceProducer struct {
 	promise client.Promise
 }
 
-func (t *sluiceTarget) newProducer(ctx context.Context, topic string, window int, onAck func(error)) (producer, error) {
+func (t *sluiceTarget) newProducer(ctx context.Context, topic string, window int, onAck func([]byte, error)) (producer, error) {
 	opts := []client.Opt{client.Acks(t.acks), client.Linger(t.opts.linger), client.BatchBytes(t.opts.batchBytes),
 		client.MaxInFlight(t.opts.maxInFlight), client.WithLogger(t.logger)}
 	// The generator's window is the only bound: the client's byte buffer
@@ -323,7 +323,7 @@ func (t *sluiceTarget) newProducer(ctx context.Context, topic string, window int
 	if err != nil {
 		return nil, err
 	}
-	return &sluiceProducer{p: p, topic: topic, promise: func(_ *client.Record, err error) { onAck(err) }}, nil
+	return &sluiceProducer{p: p, topic: topic, promise: func(r *client.Record, err error) { onAck(r.Value, err) }}, nil
 }
 
 func (p *sluiceProducer) send(ctx context.Context, v []byte) {

@@ -72,8 +72,12 @@ type GroupConsumer struct {
 	inner  *Consumer
 	pid    *actor.PID
 
-	mu         sync.Mutex
-	positions  map[topicPartition]int64 // next offset to commit, per owned partition
+	mu sync.Mutex
+	// positions are the next offsets to commit of the partitions polled in
+	// generation posGen; they are committed with that generation, so a
+	// commit after the group moved on is refused.
+	positions  map[topicPartition]int64
+	posGen     int32
 	committed  map[topicPartition]int64
 	memberID   string
 	generation int32
@@ -155,9 +159,13 @@ func (c *GroupConsumer) Generation() int32 {
 	return c.generation
 }
 
-// CommitUncommitted commits the positions of every record polled so far.
+// CommitUncommitted commits the positions of every record polled so far,
+// in the generation they were polled in: once the group has moved to a new
+// generation without this member (it was evicted), the commit fails with
+// ILLEGAL_GENERATION.
 func (c *GroupConsumer) CommitUncommitted(ctx context.Context) error {
 	c.mu.Lock()
+	gen := c.posGen
 	offsets := map[string]map[int32]int64{}
 	for tp, pos := range c.positions {
 		if pos >= 0 && pos != c.committed[tp] {
@@ -171,15 +179,18 @@ func (c *GroupConsumer) CommitUncommitted(ctx context.Context) error {
 	if len(offsets) == 0 {
 		return nil
 	}
-	return c.CommitOffsets(ctx, offsets)
+	return c.commit(ctx, gen, offsets)
 }
 
 // CommitOffsets commits next-offsets (the offset of the next record to
-// read) for partitions, with the member's generation: a commit from an old
-// generation is refused with ILLEGAL_GENERATION.
+// read) for partitions, with the member's current generation.
 func (c *GroupConsumer) CommitOffsets(ctx context.Context, offsets map[string]map[int32]int64) error {
+	return c.commit(ctx, c.Generation(), offsets)
+}
+
+func (c *GroupConsumer) commit(ctx context.Context, gen int32, offsets map[string]map[int32]int64) error {
 	c.mu.Lock()
-	member, gen, coord := c.memberID, c.generation, c.coord
+	member, coord := c.memberID, c.coord
 	c.mu.Unlock()
 	if coord == "" {
 		return &messages.Error{Code: messages.ErrorCode_COORDINATOR_NOT_AVAILABLE, Message: "not joined yet"}
@@ -428,7 +439,7 @@ func (m *groupMember) assign(ctx actor.Context, assignment []*messages.TopicPart
 				m.c.positions[tp], m.c.committed[tp] = -1, -1
 			}
 		}
-		m.c.memberID, m.c.generation = m.memberID, m.gen
+		m.c.memberID, m.c.generation, m.c.posGen = m.memberID, m.gen, m.gen
 		m.c.mu.Unlock()
 		m.owned = owned
 		m.c.inner.AddPartitions(starts)
@@ -485,12 +496,13 @@ func (m *groupMember) revoke(commit bool) {
 		m.autoCommit()
 	}
 	m.c.inner.RemovePartitions(m.owned)
-	m.c.mu.Lock()
-	m.c.positions = map[topicPartition]int64{}
-	m.c.mu.Unlock()
+	// The callback may still commit (and learn whether its generation holds).
 	if f := m.c.gcfg.onRevoked; f != nil {
 		f(m.owned)
 	}
+	m.c.mu.Lock()
+	m.c.positions = map[topicPartition]int64{}
+	m.c.mu.Unlock()
 	m.owned = nil
 }
 

@@ -44,6 +44,8 @@ type config struct {
 
 	// group consumer
 	group groupConfig
+	// push subscriber
+	pushCredit int
 }
 
 func defaultConfig() config {
@@ -66,6 +68,7 @@ func defaultConfig() config {
 		fetchMinBytes:   1,
 		maxPollBuffer:   64 << 20,
 		resetOffset:     AtStart(),
+		pushCredit:      100,
 		group: groupConfig{clientID: hostname(), assignors: []string{"range"}, sessionTimeout: 10 * time.Second,
 			rebalanceTimeout: 30 * time.Second, autoCommitInterval: 5 * time.Second},
 	}

@@ -38,6 +38,11 @@ func runBroker(args []string, stderr io.Writer) error {
 	lag := fs.Duration("replica-lag-time-max", def.ReplicaLagTimeMax, "a follower not caught up for this long leaves the ISR")
 	retentionCheck := fs.Duration("retention-check-interval", def.RetentionCheckInterval, "how often retention runs")
 	maxFetch := fs.Int("max-fetch-bytes", def.MaxFetchBytes, "largest fetch response")
+	offsetsPartitions := fs.Int("offsets-partitions", def.OffsetsPartitions, "partitions of the internal "+actors.OffsetsTopic+" topic")
+	offsetsRF := fs.Int("offsets-replication-factor", def.OffsetsReplicationFactor, "replicas of "+actors.OffsetsTopic+" (capped by the live brokers)")
+	rebalanceDelay := fs.Duration("group-initial-rebalance-delay", def.GroupInitialRebalanceDelay, "how long a new group waits for more members")
+	minSession := fs.Duration("group-min-session-timeout", def.GroupMinSessionTimeout, "smallest session timeout a member may ask for")
+	maxSession := fs.Duration("group-max-session-timeout", def.GroupMaxSessionTimeout, "largest session timeout a member may ask for")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	logFormat := fs.String("log-format", "text", "text or json")
 	pprofAddr := fs.String("pprof", "", "serve Go's pprof profiles on this host:port (off by default)")
@@ -62,6 +67,11 @@ func runBroker(args []string, stderr io.Writer) error {
 	cfg.ReplicaLagTimeMax = *lag
 	cfg.RetentionCheckInterval = *retentionCheck
 	cfg.MaxFetchBytes = *maxFetch
+	cfg.OffsetsPartitions = *offsetsPartitions
+	cfg.OffsetsReplicationFactor = *offsetsRF
+	cfg.GroupInitialRebalanceDelay = *rebalanceDelay
+	cfg.GroupMinSessionTimeout = *minSession
+	cfg.GroupMaxSessionTimeout = *maxSession
 	cfg.Logger = logger
 	if err := cfg.Validate(); err != nil {
 		return usageErr("%v", err)

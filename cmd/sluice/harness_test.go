@@ -22,6 +22,10 @@ import (
 var sluiceBin string
 
 func TestMain(m *testing.M) {
+	// The test binary doubles as a consumer-group member process.
+	if os.Getenv(memberEnv) != "" {
+		os.Exit(runMember())
+	}
 	dir, err := os.MkdirTemp("", "sluice-bin-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -1,0 +1,296 @@
+package main
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/sluicemq/sluice/client"
+	"github.com/sluicemq/sluice/messages"
+)
+
+// A group of 3 member processes on a 6-partition topic; a 4th joins, then
+// one is killed with -9. After each rebalance every partition has exactly
+// one owner, and every acknowledged record is consumed.
+func TestGroupMembersSharePartitions(t *testing.T) {
+	b := startBroker(t, "--group-initial-rebalance-delay", "500ms")
+	a := newAdmin(t, b.Addr)
+	createTopic(t, a, "shared", 6, nil)
+	prod := startSteadyProducer(t, b.Addr, "shared")
+	var members []*memberProc
+	for i := 1; i <= 3; i++ {
+		members = append(members, startMember(t, b.Addr, "g", "shared", "m"+string(rune('0'+i)), 3*time.Second))
+	}
+	gen3 := stableAssignment(t, members, 6)
+	for _, m := range members {
+		if _, parts, _ := m.lastAssignment(); len(parts) != 2 {
+			t.Fatalf("%s owns %v with 3 members on 6 partitions", m.name, parts)
+		}
+	}
+	members = append(members, startMember(t, b.Addr, "g", "shared", "m4", 3*time.Second))
+	gen4 := stableAssignment(t, members, 6)
+	if gen4 <= gen3 {
+		t.Fatalf("generation %d after a member joined, was %d", gen4, gen3)
+	}
+	members[1].kill9()
+	live := []*memberProc{members[0], members[2], members[3]}
+	gen5 := stableAssignment(t, live, 6)
+	if gen5 <= gen4 {
+		t.Fatalf("generation %d after a member died, was %d", gen5, gen4)
+	}
+	time.Sleep(500 * time.Millisecond) // a little more traffic in the last generation
+	prod.finish()
+	sent := prod.values()
+	waitConsumed(t, members, sent)
+	checkExclusive(t, members)
+	dups := 0
+	for _, n := range consumedValues(members) {
+		dups += n - 1
+	}
+	t.Logf("%d records, generations %d/%d/%d, %d consumed twice (across rebalances)", len(sent), gen3, gen4, gen5, dups)
+
+	// The CLI sees the group and its committed offsets.
+	out, errOut, code := runCLI(t, "", "group", "describe", "g", "--broker", b.Addr)
+	if code != 0 || !strings.Contains(out, "Stable") || !strings.Contains(out, "shared") {
+		t.Fatalf("group describe: %d %s %s", code, out, errOut)
+	}
+	if out, _, _ := runCLI(t, "", "group", "list", "--broker", b.Addr); !strings.Contains(out, "g ") {
+		t.Fatalf("group list: %s", out)
+	}
+}
+
+// A member paused past its session timeout (a zombie) is evicted; resumed,
+// its commit is refused with ILLEGAL_GENERATION.
+func TestGroupZombieCannotCommit(t *testing.T) {
+	b := startBroker(t, "--group-initial-rebalance-delay", "300ms")
+	a := newAdmin(t, b.Addr)
+	createTopic(t, a, "zz", 6, nil)
+	prod := startSteadyProducer(t, b.Addr, "zz")
+	defer prod.finish()
+	zombie := startMember(t, b.Addr, "gz", "zz", "zombie", 2*time.Second, "SLUICE_MEMBER_COMMIT=revoke")
+	other := startMember(t, b.Addr, "gz", "zz", "other", 2*time.Second)
+	gen := stableAssignment(t, []*memberProc{zombie, other}, 6)
+	// Let the zombie consume (and not commit) something in its generation.
+	waitEvent(t, zombie, func(e memberEvent) bool { return e.Ev == "rec" && e.Generation == gen })
+	zombie.pause()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		g, parts, ok := other.lastAssignment()
+		if ok && g > gen && len(parts) == 6 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the group did not move on without the paused member")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	zombie.resume()
+	e := waitEvent(t, zombie, func(e memberEvent) bool { return e.Ev == "commit_err" })
+	if e.Generation != gen || !strings.Contains(e.Err, "ILLEGAL_GENERATION") {
+		t.Fatalf("zombie's commit: generation %d, %q; want generation %d refused with ILLEGAL_GENERATION", e.Generation, e.Err, gen)
+	}
+	// And it comes back as a member in a later generation.
+	stableAssignment(t, []*memberProc{zombie, other}, 6)
+}
+
+func waitEvent(t *testing.T, m *memberProc, match func(memberEvent) bool) memberEvent {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		for _, e := range m.events() {
+			if match(e) {
+				return e
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("%s never printed the awaited event; it printed %d events", m.name, len(m.events()))
+	return memberEvent{}
+}
+
+// kill -9 the coordinator's broker: committed offsets are all there on the
+// new coordinator, and the members carry on from them.
+func TestGroupCoordinatorFailover(t *testing.T) {
+	c := startCluster(t, 3, "--group-initial-rebalance-delay", "300ms", "--offsets-partitions", "4")
+	c.createTopic("orders", 6, 3, nil)
+	prod := startSteadyProducer(t, c.seeds(), "orders")
+	members := []*memberProc{
+		startMember(t, c.seeds(), "gf", "orders", "a", 4*time.Second),
+		startMember(t, c.seeds(), "gf", "orders", "b", 4*time.Second),
+	}
+	stableAssignment(t, members, 6)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var before *client.GroupInfo
+	c.waitFor("commits on every partition", time.Minute, func() bool {
+		info, err := c.admin.DescribeGroup(ctx, "gf")
+		if err != nil {
+			return false
+		}
+		for _, p := range info.Partitions {
+			if p.Committed <= 0 {
+				return false
+			}
+		}
+		before = info
+		return true
+	})
+	victim := before.Coordinator
+	seenBefore := map[*memberProc]int{}
+	for _, m := range members {
+		seenBefore[m] = len(m.events())
+	}
+	c.brokers[victim].kill9()
+	c.waitFor("a new coordinator", time.Minute, func() bool {
+		info, err := c.admin.DescribeGroup(ctx, "gf")
+		if err != nil || info.Coordinator == victim {
+			return false
+		}
+		for i, p := range info.Partitions {
+			if p.Committed < before.Partitions[i].Committed {
+				t.Fatalf("partition %d: committed %d on the new coordinator, %d before", p.Partition, p.Committed, before.Partitions[i].Committed)
+			}
+		}
+		return true
+	})
+	time.Sleep(time.Second)
+	prod.finish()
+	waitConsumed(t, members, prod.values())
+	checkExclusive(t, members)
+	// Records below the offsets committed before the failover are not
+	// consumed again afterwards: members resumed from the commits.
+	committed := map[int32]int64{}
+	for _, p := range before.Partitions {
+		committed[p.Partition] = p.Committed
+	}
+	for _, m := range members {
+		for _, e := range m.events()[seenBefore[m]:] {
+			if e.Ev == "rec" && e.Offset < committed[e.Partition] {
+				t.Errorf("%s consumed partition %d offset %d after the failover, below the commit %d", m.name, e.Partition, e.Offset, committed[e.Partition])
+			}
+		}
+	}
+	t.Logf("coordinator %d killed; committed offsets before: %v", victim, committed)
+}
+
+// pushCounter is an application actor subscribed to a group: it counts
+// records per key, slowly, granting one record of credit per record done.
+type pushCounter struct {
+	mu          sync.Mutex
+	counts      map[string]int
+	outstanding int
+	maxOut      int
+	received    atomic.Int64
+}
+
+func (pc *pushCounter) Receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *messages.PushRecords:
+		pc.mu.Lock()
+		pc.outstanding += len(m.Records)
+		pc.maxOut = max(pc.maxOut, pc.outstanding)
+		pc.mu.Unlock()
+		next := map[int32]int64{}
+		for _, r := range m.Records {
+			time.Sleep(200 * time.Microsecond) // a slow consumer
+			pc.mu.Lock()
+			pc.counts[string(r.Key)]++
+			pc.outstanding--
+			pc.mu.Unlock()
+			pc.received.Add(1)
+			ctx.Respond(&messages.PushCredit{Group: m.Group, MemberId: m.MemberId, Credit: 1})
+			next[r.Partition] = r.Offset + 1
+		}
+		for p, off := range next {
+			ctx.Respond(&messages.PushAck{Group: m.Group, MemberId: m.MemberId, Topic: m.Records[0].Topic, Partition: p, NextOffset: off})
+		}
+	}
+}
+
+// A push subscriber that processes slowly never has more than its credit
+// outstanding, and gets every record.
+func TestPushSubscriberCredit(t *testing.T) {
+	b := startBroker(t, "--group-initial-rebalance-delay", "100ms")
+	a := newAdmin(t, b.Addr)
+	createTopic(t, a, "pushed", 3, nil)
+	p, err := client.NewProducer(b.Addr, client.Acks(client.AllAcks))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	const n, credit = 3000, 25
+	keys := []string{"a", "b", "c", "d", "e"}
+	for i := 0; i < n; i++ {
+		p.Produce(ctx, &client.Record{Topic: "pushed", Key: []byte(keys[i%len(keys)]), Value: []byte("v")}, nil)
+	}
+	if err := p.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	p.Close()
+	system, err := client.System()
+	if err != nil {
+		t.Fatal(err)
+	}
+	counter := &pushCounter{counts: map[string]int{}}
+	pid := system.Root.Spawn(actor.PropsFromProducer(func() actor.Actor { return counter }))
+	sub, err := client.Subscribe(ctx, b.Addr, "pg", []string{"pushed"}, pid, client.SubscribeCredit(credit))
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(90 * time.Second)
+	for counter.received.Load() < n && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	counter.mu.Lock()
+	counts, maxOut := counter.counts, counter.maxOut
+	counter.mu.Unlock()
+	if got := counter.received.Load(); got < n {
+		t.Fatalf("received %d of %d records", got, n)
+	}
+	for _, k := range keys {
+		if counts[k] < n/len(keys) {
+			t.Fatalf("key %s counted %d times, want %d", k, counts[k], n/len(keys))
+		}
+	}
+	if maxOut > credit {
+		t.Fatalf("%d records outstanding at once with a credit of %d", maxOut, credit)
+	}
+	t.Logf("%d records pushed, at most %d outstanding (credit %d)", counter.received.Load(), maxOut, credit)
+	// The acks were committed.
+	var info *client.GroupInfo
+	waitFor(t, "push acks committed", func() bool {
+		info, err = a.DescribeGroup(ctx, "pg")
+		if err != nil {
+			return false
+		}
+		var committed int64
+		for _, p := range info.Partitions {
+			committed += max(p.Committed, 0)
+		}
+		return committed == n
+	})
+	// A dead subscriber actor leaves the group.
+	system.Root.Stop(pid)
+	waitFor(t, "the dead subscriber removed", func() bool {
+		info, err := a.DescribeGroup(ctx, "pg")
+		return err == nil && len(info.Members) == 0
+	})
+	_ = sub
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
