@@ -61,7 +61,7 @@ type groupCoordinator struct {
 	// pushCredit is each push member's initial credit from its subscription.
 	pushCredit map[string]int
 	ticker     *time.Ticker
-	stop    chan struct{}
+	stop       chan struct{}
 }
 
 func newGroupCoordinator(cfg coordinatorConfig) actor.Producer {
