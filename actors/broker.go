@@ -63,6 +63,8 @@ type brokerActor struct {
 	groupHosts map[int32]*groupHostRef
 	// published is the latest metadata, for child actors to read.
 	published atomic.Pointer[cluster.Snapshot]
+	// pids is this broker's block of producer ids.
+	pids producerIDs
 }
 
 // NewBrokerProps returns the props of the broker actor. Spawn it named
@@ -151,6 +153,8 @@ func (b *brokerActor) Receive(ctx actor.Context) {
 		b.onDescribeReplicas(ctx, msg)
 	case *messages.FindCoordinatorRequest:
 		b.onFindCoordinator(ctx, msg)
+	case *messages.InitProducerIdRequest:
+		b.onInitProducerID(ctx)
 	case *messages.ListGroupsRequest:
 		b.onListGroups(ctx)
 	case *messages.InvalidMessage:

@@ -44,6 +44,8 @@ type BrokerConfig struct {
 	// session timeouts.
 	GroupMinSessionTimeout time.Duration
 	GroupMaxSessionTimeout time.Duration
+	// ProducerIDExpiration forgets an idempotent producer idle this long.
+	ProducerIDExpiration time.Duration
 	// OpenLog opens a partition's log; nil opens a WAL log. Tests use it to
 	// inject faults.
 	OpenLog func(dir string, topic TopicConfig) (storage.Log, error)
@@ -67,6 +69,7 @@ func DefaultBrokerConfig() BrokerConfig {
 		GroupInitialRebalanceDelay: 300 * time.Millisecond,
 		GroupMinSessionTimeout:     time.Second,
 		GroupMaxSessionTimeout:     5 * time.Minute,
+		ProducerIDExpiration:       7 * 24 * time.Hour,
 		Logger:                     slog.Default(),
 	}
 }

@@ -75,6 +75,8 @@ func (c *controllerActor) Receive(ctx actor.Context) {
 		}
 	case *messages.AlterPartitionRequest:
 		respond(ctx, c.onAlterPartition(ctx, msg))
+	case *messages.AllocateProducerIdsRequest:
+		respond(ctx, c.onAllocateProducerIDs(msg))
 	case *messages.CreateTopicsRequest:
 		respond(ctx, c.onCreateTopics(ctx, msg))
 	case *messages.DeleteTopicsRequest:
@@ -330,4 +332,24 @@ func (c *controllerActor) onAlterPartition(ctx actor.Context, req *messages.Alte
 	c.reload()
 	c.announce(ctx, []*messages.PartitionState{st})
 	return &messages.AlterPartitionResponse{State: st}
+}
+
+// onAllocateProducerIDs hands a broker a block of producer ids no other
+// broker got, from the fenced metadata store.
+func (c *controllerActor) onAllocateProducerIDs(req *messages.AllocateProducerIdsRequest) *messages.AllocateProducerIdsResponse {
+	count := req.Count
+	if count <= 0 || count > 100000 {
+		return &messages.AllocateProducerIdsResponse{Error: messages.ErrorCode_INVALID_REQUEST, ErrorMessage: fmt.Sprintf("count %d", count)}
+	}
+	ctx, cancel := c.storeCtx()
+	defer cancel()
+	first, err := c.store.AllocateProducerIDs(ctx, c.lead.Fence, int64(count))
+	if err != nil {
+		code := messages.ErrorCode_UNKNOWN_SERVER_ERROR
+		if errors.Is(err, cluster.ErrFenced) {
+			code = messages.ErrorCode_NOT_CONTROLLER
+		}
+		return &messages.AllocateProducerIdsResponse{Error: code, ErrorMessage: err.Error()}
+	}
+	return &messages.AllocateProducerIdsResponse{First: first, Count: count}
 }

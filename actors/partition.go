@@ -12,6 +12,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/sluicemq/sluice/actors/producerstate"
 	"github.com/sluicemq/sluice/actors/replication"
 	"github.com/sluicemq/sluice/cluster"
 	"github.com/sluicemq/sluice/messages"
@@ -105,6 +106,10 @@ type partitionActor struct {
 	// proposeAfter holds ISR proposals back after a refusal.
 	proposeAfter time.Time
 
+	// producers is the idempotent producers' sequence state, kept on every
+	// replica so that a new leader dedupes retries of what the old one wrote.
+	producers   *producerstate.State
+	lastExpiry  time.Time
 	pending     []pendingProduce
 	flushQueued bool
 	waiting     []waitingAck
@@ -121,7 +126,8 @@ type partitionActor struct {
 func newPartitionActor(cfg PartitionConfig) actor.Producer {
 	return func() actor.Actor {
 		return &partitionActor{cfg: cfg, parked: map[uint64]*parkedFetch{},
-			replicaParked: map[uint64]*parkedReplicaFetch{}, checkpointedHW: -1}
+			replicaParked: map[uint64]*parkedReplicaFetch{}, checkpointedHW: -1,
+			producers: producerstate.NewState(producerstate.Config{ProducerIDExpiration: cfg.Broker.ProducerIDExpiration})}
 	}
 }
 
@@ -173,6 +179,12 @@ func (p *partitionActor) Receive(ctx actor.Context) {
 
 func (p *partitionActor) onStarted(ctx actor.Context) {
 	p.log, p.openErr = p.openLog()
+	if p.openErr == nil {
+		if err := p.rebuildProducers(); err != nil {
+			p.log.Close()
+			p.log, p.openErr = nil, fmt.Errorf("rebuilding producer state: %w", err)
+		}
+	}
 	if p.openErr != nil {
 		p.cfg.Logger.Error("partition log unavailable", "partition", p.cfg.TP, "error", p.openErr)
 	} else if hw, ok, err := storage.ReadCheckpoint(p.checkpointPath()); err == nil && ok {
@@ -415,18 +427,42 @@ func (p *partitionActor) onFlush(ctx actor.Context) {
 	if len(pending) == 0 || p.role != roleLeader {
 		return
 	}
+	now := time.Now()
 	leo := p.log.LogEndOffset()
 	epoch := p.leader.Epoch()
-	batches := make([][]byte, len(pending))
-	bases := make([]int64, len(pending))
+	// Idempotent batches are checked in order, each as if the earlier ones of
+	// this group were already written (a producer's batch 2 may follow its
+	// batch 1 in the same write).
+	view := p.producers.Begin()
+	outcomes := make([]flushOutcome, len(pending))
+	batches := make([][]byte, 0, len(pending))
 	for i, pp := range pending {
-		record.SetBaseOffset(pp.req.Records, leo)
-		record.SetLeaderEpoch(pp.req.Records, epoch)
-		batches[i] = pp.req.Records
-		bases[i] = leo
-		leo += int64(pp.header.RecordCount)
+		b := producerBatch(pp.header)
+		d := view.Check(b, now)
+		switch d.Outcome {
+		case producerstate.Append:
+			record.SetBaseOffset(pp.req.Records, leo)
+			record.SetLeaderEpoch(pp.req.Records, epoch)
+			batches = append(batches, pp.req.Records)
+			view.Appended(b, leo, now)
+			outcomes[i] = flushOutcome{base: leo, next: leo + int64(pp.header.RecordCount)}
+			leo += int64(pp.header.RecordCount)
+		case producerstate.Duplicate:
+			// A retry of a batch already written: answer with its offsets,
+			// write nothing (acks=all still waits for the HW to pass it).
+			outcomes[i] = flushOutcome{base: d.FirstOffset, next: d.LastOffset + 1}
+		case producerstate.ProducerFenced:
+			outcomes[i] = flushOutcome{code: messages.ErrorCode_PRODUCER_FENCED, text: d.Reason}
+		case producerstate.OutOfOrderSequence:
+			outcomes[i] = flushOutcome{code: messages.ErrorCode_OUT_OF_ORDER_SEQUENCE, text: d.Reason}
+		default:
+			outcomes[i] = flushOutcome{code: messages.ErrorCode_CORRUPT_RECORD, text: d.Reason}
+		}
 	}
-	err := p.log.Append(batches...)
+	var err error
+	if len(batches) > 0 {
+		err = p.log.Append(batches...)
+	}
 	p.pending = nil
 	if err != nil {
 		p.cfg.Logger.Error("append failed", "partition", p.cfg.TP, "error", err)
@@ -440,7 +476,7 @@ func (p *partitionActor) onFlush(ctx actor.Context) {
 		}
 		return
 	}
-	now := time.Now()
+	view.Commit()
 	timeout := func(ms int32) time.Time {
 		if ms <= 0 {
 			ms = 30000
@@ -448,16 +484,20 @@ func (p *partitionActor) onFlush(ctx actor.Context) {
 		return now.Add(time.Duration(ms) * time.Millisecond)
 	}
 	for i, pp := range pending {
+		o := outcomes[i]
+		if o.code != messages.ErrorCode_NONE {
+			p.respondProduce(ctx, pp.sender, pp.req, o.code, o.text)
+			continue
+		}
 		resp := &messages.ProduceResponse{
-			Topic: pp.req.Topic, Partition: pp.req.Partition, BaseOffset: bases[i],
+			Topic: pp.req.Topic, Partition: pp.req.Partition, BaseOffset: o.base,
 			LogStartOffset: p.log.LogStartOffset(), LeaderEpoch: epoch,
 		}
 		switch pp.req.Acks {
 		case 1:
 			sendTo(ctx, pp.sender, resp)
 		case -1:
-			p.waiting = append(p.waiting, waitingAck{sender: pp.sender, resp: resp,
-				nextOffset: bases[i] + int64(pp.header.RecordCount), deadline: timeout(pp.req.TimeoutMs)})
+			p.waiting = append(p.waiting, waitingAck{sender: pp.sender, resp: resp, nextOffset: o.next, deadline: timeout(pp.req.TimeoutMs)})
 		}
 	}
 	if p.leader.Appended(leo) || len(p.waiting) > 0 {
@@ -465,6 +505,43 @@ func (p *partitionActor) onFlush(ctx actor.Context) {
 	}
 	p.serveReplicaFetches(ctx)
 	p.publishStatus()
+}
+
+// flushOutcome is how one produce request of a group commit ends.
+type flushOutcome struct {
+	base, next int64 // offsets of its batch (the original one for a duplicate)
+	code       messages.ErrorCode
+	text       string
+}
+
+// producerBatch is the part of a batch header the idempotence check uses.
+func producerBatch(h record.Header) producerstate.Batch {
+	return producerstate.Batch{ProducerID: h.ProducerID, Epoch: h.ProducerEpoch, BaseSequence: h.BaseSequence,
+		RecordCount: h.RecordCount, MaxTimestamp: h.MaxTimestamp}
+}
+
+// rebuildProducers replays every batch header of the log into a fresh
+// producer state: on open, and after a truncation.
+func (p *partitionActor) rebuildProducers() error {
+	p.producers.Reset()
+	for off := p.log.LogStartOffset(); off < p.log.LogEndOffset(); {
+		batches, err := p.log.Read(off, 8<<20, p.log.LogEndOffset())
+		if err != nil {
+			return err
+		}
+		if len(batches) == 0 {
+			break
+		}
+		for _, b := range batches {
+			h, err := record.ParseHeader(b)
+			if err != nil {
+				return err
+			}
+			p.producers.Replay(producerBatch(h), h.BaseOffset, time.UnixMilli(h.MaxTimestamp))
+			off = h.NextOffset()
+		}
+	}
+	return nil
 }
 
 // onHWAdvanced answers acks=all requests and parked fetches the HW now covers.
@@ -665,6 +742,10 @@ func (p *partitionActor) onTick(ctx actor.Context) {
 		if isr := p.leader.Tick(now); isr != nil {
 			p.proposeISR(ctx, isr)
 		}
+	}
+	if now.Sub(p.lastExpiry) >= time.Minute {
+		p.lastExpiry = now
+		p.producers.Expire(now)
 	}
 	if now.Sub(p.lastRetention) >= p.cfg.Broker.RetentionCheckInterval {
 		p.lastRetention = now

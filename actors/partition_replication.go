@@ -12,6 +12,7 @@ import (
 	"github.com/sluicemq/sluice/actors/replication"
 	"github.com/sluicemq/sluice/actors/transport"
 	"github.com/sluicemq/sluice/messages"
+	"github.com/sluicemq/sluice/messages/record"
 	"github.com/sluicemq/sluice/storage"
 )
 
@@ -347,6 +348,9 @@ func (p *partitionActor) onEpochAnswer(ctx actor.Context, resp *messages.OffsetF
 		}
 		p.cfg.Logger.Info("truncated divergent suffix", "partition", p.cfg.TP, "from", leo,
 			"to", p.log.LogEndOffset(), "leader_epoch", resp.Epoch, "leader_end", resp.EndOffset)
+		if err := p.rebuildProducers(); err != nil {
+			panic(fmt.Errorf("partition %s: rebuilding producer state: %w", p.cfg.TP, err))
+		}
 		f.hw = min(f.hw, p.log.LogEndOffset())
 	}
 	f.backoff = 0
@@ -390,6 +394,7 @@ func (p *partitionActor) onReplicaFetchAnswer(ctx actor.Context, req *messages.R
 			if err := p.log.Reset(resp.LogStartOffset); err != nil {
 				panic(fmt.Errorf("partition %s: reset: %w", p.cfg.TP, err))
 			}
+			p.producers.Reset()
 			f.hw = p.log.LogEndOffset()
 		} else {
 			f.truncated = false // our log runs past the leader's: truncate again
@@ -401,7 +406,16 @@ func (p *partitionActor) onReplicaFetchAnswer(ctx actor.Context, req *messages.R
 		return
 	}
 	if len(resp.Batches) > 0 {
-		if err := p.log.Append(resp.Batches...); err != nil {
+		err := p.log.Append(resp.Batches...)
+		if err == nil {
+			now := time.Now()
+			for _, b := range resp.Batches {
+				if h, herr := record.ParseHeader(b); herr == nil {
+					p.producers.Appended(producerBatch(h), h.BaseOffset, now)
+				}
+			}
+		}
+		if err != nil {
 			if errors.Is(err, storage.ErrLogFailed) {
 				panic(fmt.Errorf("partition %s: %w", p.cfg.TP, err))
 			}

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -265,6 +266,7 @@ type latencyConfig struct {
 	warmup   time.Duration // sent at the rate but not recorded
 	duration time.Duration // recorded part
 	drain    time.Duration // how long to wait for stragglers after the last send
+	timeline bool          // log when the slow acks were
 }
 
 // runLatency sends records at a fixed rate (open loop: each record has a
@@ -311,12 +313,21 @@ func runLatency(ctx context.Context, t target, topic string, size int, cfg laten
 	w := make(window, cfg.window)
 	ackHist := hdrhistogram.New(1, 120_000_000, 3)
 	var ackMu sync.Mutex
+	var slow []int64 // worst ack latency per 100 ms of schedule (timeline)
 	p, err := t.newProducer(ctx, topic, cfg.window, func(v []byte, err error) {
 		if err == nil && len(v) >= 8 {
 			sched := int64(binary.LittleEndian.Uint64(v))
 			if sched != 0 && sched >= recordFrom.Load() {
+				lat := time.Now().UnixNano() - sched
 				ackMu.Lock()
-				_ = ackHist.RecordValue(max(1, (time.Now().UnixNano()-sched)/1000))
+				_ = ackHist.RecordValue(max(1, lat/1000))
+				if cfg.timeline {
+					b := int((sched - recordFrom.Load()) / int64(100*time.Millisecond))
+					for len(slow) <= b {
+						slow = append(slow, 0)
+					}
+					slow[b] = max(slow[b], lat)
+				}
 				ackMu.Unlock()
 			}
 		}
@@ -398,6 +409,15 @@ func runLatency(ctx context.Context, t target, topic string, size int, cfg laten
 		res.AckP50 = float64(ackHist.ValueAtQuantile(50)) / 1000
 		res.AckP99 = float64(ackHist.ValueAtQuantile(99)) / 1000
 		res.AckP999 = float64(ackHist.ValueAtQuantile(99.9)) / 1000
+	}
+	if cfg.timeline {
+		var b strings.Builder
+		for i, l := range slow {
+			if l > int64(20*time.Millisecond) {
+				fmt.Fprintf(&b, " %.1fs:%dms", float64(i)/10, l/1e6)
+			}
+		}
+		logf("  timeline (records scheduled in 100 ms slices whose worst ack took > 20 ms):%s", b.String())
 	}
 	ackMu.Unlock()
 	if e := a.firstErr(); e != nil && res.Err == "" {

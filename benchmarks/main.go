@@ -23,7 +23,11 @@ import (
 	"github.com/sluicemq/sluice/client"
 )
 
-var verbose bool
+var (
+	verbose, timeline bool
+	extraBrokerFlags  []string
+	clientFrom        string // commit the client code was compiled from; "" for the work tree
+)
 
 func logf(format string, args ...any) {
 	fmt.Fprintf(os.Stderr, "%s "+format+"\n", append([]any{time.Now().Format("15:04:05")}, args...)...)
@@ -108,6 +112,8 @@ func run() error {
 	fs.IntVar(&o.MaxInFlight, "sluice-max-in-flight", 5, "Sluice produce requests in flight per partition (client default 5)")
 	fs.StringVar(&o.NATSVersion, "nats-version", "2.15.2", "nats-server version to build and run")
 	fs.BoolVar(&o.Quick, "quick", false, "a short smoke run: fewer records, 2 s latency runs, 256 MiB dd (about 4 minutes)")
+	brokerFlags := fs.String("broker-flags", "", "extra flags for every `sluice broker`, e.g. \"--pprof 127.0.0.1:6060\"")
+	clientRev := fs.String("client-rev", "", "set by run.sh: the commit the harness's Sluice client was compiled from (default: the work tree)")
 	consulBin := fs.String("consul-bin", "", "consul binary (default: $SLUICE_CONSUL, the .ci/install-consul.sh cache, or consul on PATH)")
 	baseDir := fs.String("dir", "", "directory for data, logs and builds (default: a new temp dir, removed at exit)")
 	keep := fs.Bool("keep", false, "keep the temp dir (server logs) at exit")
@@ -115,6 +121,7 @@ func run() error {
 	reportOnly := fs.String("report", "", "only regenerate RESULTS.md and the PNG from this results.json")
 	timeout := fs.Duration("timeout", 40*time.Minute, "stop everything after this long")
 	fs.BoolVar(&verbose, "v", false, "log every process started")
+	fs.BoolVar(&timeline, "timeline", false, "log, per latency run, when (in the schedule) acks were slow")
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
@@ -231,6 +238,9 @@ func run() error {
 		}
 	}
 	rep.Machine = machineInfo(base)
+	rep.LoadAvg = loadAvg()
+	extraBrokerFlags = strings.Fields(*brokerFlags)
+	clientFrom = *clientRev
 	err = benchmark(ctx, rep, root, base, *consulBin)
 	rep.Finished = time.Now()
 	if err != nil {
@@ -264,8 +274,10 @@ func benchmark(ctx context.Context, rep *report, root, base, consulFlag string) 
 	if err != nil {
 		return err
 	}
-	rep.Sluice = sluiceInfo{Rev: sb.rev, Commit: sb.commit, Subject: sb.subject, ClientDirty: sb.dirty}
-	if sb.dirty != "" && sb.rev != "worktree" {
+	rep.Sluice = sluiceInfo{Rev: sb.rev, Commit: sb.commit, Subject: sb.subject, ClientDirty: sb.dirty, ClientRev: clientFrom}
+	if clientFrom != "" {
+		rep.Sluice.ClientDirty = ""
+	} else if sb.dirty != "" && sb.rev != "worktree" {
 		logf("note: the harness's Sluice client is compiled from the work tree, which differs from %s in:\n%s", sb.commit[:12], sb.dirty)
 	}
 	var natsBin, consulBin string
@@ -314,10 +326,14 @@ func benchmark(ctx context.Context, rep *report, root, base, consulFlag string) 
 				return err
 			}
 			t0 := time.Now()
+			c0 := takeCPU()
 			if err := runSystem(ctx, rep, sys, run, dir, sb.bin, natsBin, consulBin); err != nil {
 				return fmt.Errorf("%s run %d: %w", sys, run, err)
 			}
-			logf("[run %d/%d] %s took %s", run, o.Runs, sys, time.Since(t0).Round(100*time.Millisecond))
+			other := otherCPU(c0, takeCPU(), rep.Machine.CPUs)
+			rep.Load = append(rep.Load, loadSample{System: sys, Run: run, Seconds: time.Since(t0).Seconds(), OtherCPU: other})
+			logf("[run %d/%d] %s took %s; other processes used %.0f%% of the CPUs meanwhile", run, o.Runs, sys,
+				time.Since(t0).Round(100*time.Millisecond), 100*other)
 			if err := os.RemoveAll(dir); err != nil {
 				return err
 			}
@@ -416,7 +432,7 @@ func runSystem(ctx context.Context, rep *report, sys string, run int, dir, sluic
 			}
 			lc.seed = uint64(run*100000 + size + rate)
 			add(runLatency(ctx, t, topic, size, latencyConfig{loadConfig: lc, rate: rate,
-				warmup: o.LatWarmup, duration: o.LatDuration, drain: 15 * time.Second}))
+				warmup: o.LatWarmup, duration: o.LatDuration, drain: 15 * time.Second, timeline: timeline}))
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
@@ -486,7 +502,20 @@ func repoRoot() (string, error) {
 }
 
 func commandLine() string {
-	args := os.Args[1:]
+	var args []string
+	skip := false
+	for _, a := range os.Args[1:] {
+		// run.sh's own plumbing is not part of the command a person types.
+		if skip {
+			skip = false
+			continue
+		}
+		if a == "-client-rev" || a == "-sluice-rev" && os.Getenv("SLUICE_BENCH_CMD") != "" {
+			skip = true
+			continue
+		}
+		args = append(args, a)
+	}
 	q := make([]string, len(args))
 	for i, a := range args {
 		q[i] = a
@@ -494,7 +523,11 @@ func commandLine() string {
 			q[i] = strconv.Quote(a)
 		}
 	}
-	return strings.TrimSpace("go -C benchmarks run . " + strings.Join(q, " "))
+	prefix := "go -C benchmarks run ."
+	if c := os.Getenv("SLUICE_BENCH_CMD"); c != "" {
+		prefix = c
+	}
+	return strings.TrimSpace(prefix + " " + strings.Join(q, " "))
 }
 
 func goVersion(ctx context.Context) string {

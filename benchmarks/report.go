@@ -30,6 +30,28 @@ type report struct {
 	Systems   []systemSpec `json:"systems"`
 	Commands  []commandSet `json:"commands"`
 	Results   []result     `json:"results"`
+	LoadAvg   string       `json:"loadavg_at_start"`
+	Load      []loadSample `json:"load"`
+}
+
+// loadSample is how busy the rest of the machine was during one system's run.
+type loadSample struct {
+	System   string  `json:"system"`
+	Run      int     `json:"run"`
+	Seconds  float64 `json:"seconds"`
+	OtherCPU float64 `json:"other_cpu"` // share of all CPUs used by processes not ours
+}
+
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return ""
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return ""
+	}
+	return strings.Join(f[:3], " ")
 }
 
 type machine struct {
@@ -52,6 +74,7 @@ type sluiceInfo struct {
 	Commit      string `json:"commit"`
 	Subject     string `json:"subject"`
 	ClientDirty string `json:"client_dirty,omitempty"`
+	ClientRev   string `json:"client_rev,omitempty"`
 }
 
 type natsInfo struct {
@@ -189,6 +212,11 @@ func (r *report) label(sys string) string {
 		}
 	}
 	return sys
+}
+
+// ran reports whether the run measured phase (older results.json: all).
+func (r *report) ran(phase string) bool {
+	return len(r.Options.Phases) == 0 || slices.Contains(r.Options.Phases, phase)
 }
 
 func (r *report) has(sys string) bool {
@@ -342,17 +370,34 @@ func (r *report) markdown() string {
 		}
 		w("| disk, one write + fdatasync | p50 %s ms, p99 %s ms, max %s ms |\n", newStat(a).cell(fmtMs), newStat(c).cell(fmtMs), newStat(d).cell(fmtMs))
 	}
+	if len(r.Load) > 0 {
+		var vs []float64
+		for _, l := range r.Load {
+			vs = append(vs, 100*l.OtherCPU)
+		}
+		st := newStat(vs)
+		w("| machine load | load average %s at the start; CPU used by processes other than the harness and its servers while a system was measured: median %.0f%%, max %.0f%% of both CPUs (per run in results.json) |\n",
+			r.LoadAvg, st.Med, st.Max)
+	}
 	w("| Go | %s |\n", r.GoVersion)
 	sl := r.Sluice.Commit
 	if len(sl) > 12 {
 		sl = sl[:12]
 	}
-	w("| Sluice broker | `%s` (%s, built from `-sluice-rev %s`) |\n", sl, r.Sluice.Subject, r.Sluice.Rev)
-	if r.Sluice.ClientDirty != "" {
+	from := "built from that commit, exported with git archive"
+	if r.Sluice.Rev == "worktree" {
+		from = "built from the work tree on top of it"
+	} else if r.Sluice.Rev != r.Sluice.Commit {
+		from = fmt.Sprintf("`-sluice-rev %s`, exported with git archive", r.Sluice.Rev)
+	}
+	w("| Sluice broker | `%s` “%s” (%s) |\n", sl, r.Sluice.Subject, from)
+	if r.Sluice.ClientRev != "" {
+		w("| Sluice client | compiled from the same commit (`benchmarks/run.sh` builds the harness against an export of it) |\n")
+	} else if r.Sluice.ClientDirty != "" {
 		w("| Sluice client | compiled from the work tree, which differed from that commit in: %s |\n",
 			strings.ReplaceAll(strings.ReplaceAll(r.Sluice.ClientDirty, "\n", ", "), "|", "/"))
 	} else {
-		w("| Sluice client | same commit (client/, messages/ and actors/transport unchanged in the work tree) |\n")
+		w("| Sluice client | compiled from the work tree; client/, messages/ and actors/transport were unchanged from that commit |\n")
 	}
 	if r.NATS.Server != "" {
 		w("| NATS | %s (built from the Go module proxy), nats.go %s |\n", r.NATS.Server, r.NATS.Client)
@@ -382,6 +427,16 @@ func (r *report) markdown() string {
 				r.stat(ck, recsPerSec).cell(fmtNum), r.stat(ck, mbPerSec).cell(fmtNum), n)
 		}
 	}
+	if r.ran("latency") {
+		r.latencyMarkdown(w)
+	}
+	r.ratiosMarkdown(w, dd)
+	r.commandsMarkdown(w, sl)
+	return b.String()
+}
+
+func (r *report) latencyMarkdown(w func(string, ...any)) {
+	o := r.Options
 	w("\n## Latency, produce → consume\n\n")
 	w("Milliseconds from a record's scheduled send time to its arrival at the consumer (open loop: waiting behind a full window counts). ")
 	w("The ack columns measure the same records from the scheduled send time to the producer's acknowledgement.\n\n")
@@ -397,6 +452,10 @@ func (r *report) markdown() string {
 			}
 		}
 	}
+}
+
+func (r *report) ratiosMarkdown(w func(string, ...any), dd stat) {
+	o := r.Options
 	w("\n## Ratios\n\n")
 	w("Of medians. Throughput: above 1× means Sluice moves more. The dd column sets Sluice's produce MB/s against 60%% of this disk's dd figure (%.0f MB/s × 0.6 = %.0f MB/s).\n\n", dd.Med, 0.6*dd.Med)
 	ddStat := stat{Med: 0.6 * dd.Med, Min: 0.6 * dd.Med, Max: 0.6 * dd.Med, N: 1}
@@ -420,6 +479,9 @@ func (r *report) markdown() string {
 			w("| %s MB/s / (60%% of dd) | %s | %s | – |\n", r.label(sys), sizeName(size), ratio(r.stat(key{sys, "produce", size, 0}, mbPerSec), ddStat))
 		}
 	}
+	if !r.ran("latency") {
+		return
+	}
 	w("\nLatency: Sluice's percentile divided by the peer's; below 1× means Sluice is faster.\n\n")
 	w("| ratio | size | rate/s | p50 | p99 | p99.9 |\n| --- | --- | --- | --- | --- | --- |\n")
 	for _, pr := range peers {
@@ -434,7 +496,10 @@ func (r *report) markdown() string {
 			}
 		}
 	}
+}
 
+func (r *report) commandsMarkdown(w func(string, ...any), sl string) {
+	o := r.Options
 	w("\n## Exact commands\n\n```sh\n")
 	w("# the harness (from the repository root)\n%s\n", r.Command)
 	w("# the machine's limits, in a directory on the data filesystem\n%s\n", r.Disk.DDCommand)
@@ -456,7 +521,6 @@ func (r *report) markdown() string {
 		}
 		w("```\n\n%s\n\n", indentConfig(shortenPaths(c.Config)))
 	}
-	return b.String()
 }
 
 // shortenPaths replaces the run's temp directory with DIR.
@@ -521,6 +585,9 @@ func (r *report) summaryTables() string {
 			fmt.Fprintf(&b, "%-20s %6s %12s %10s %12s %10s\n", s.Label, sizeName(size), fmtNum(r.stat(pk, recsPerSec).Med),
 				fmtNum(r.stat(pk, mbPerSec).Med), fmtNum(r.stat(ck, recsPerSec).Med), fmtNum(r.stat(ck, mbPerSec).Med))
 		}
+	}
+	if !r.ran("latency") {
+		return b.String()
 	}
 	fmt.Fprintf(&b, "\n%-20s %6s %7s %9s %9s %9s\n", "system", "size", "rate", "p50 ms", "p99 ms", "p99.9 ms")
 	for _, s := range r.Systems {

@@ -141,7 +141,7 @@ func startSluiceSingle(ctx context.Context, bin, dir string) (*sluiceCluster, er
 		return nil, err
 	}
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[0]))
-	args := []string{"broker", "--data", filepath.Join(dir, "data"), "--addr", addr}
+	args := append([]string{"broker", "--data", filepath.Join(dir, "data"), "--addr", addr}, extraBrokerFlags...)
 	c := &sluiceCluster{addrs: []string{addr}, commands: []string{"sluice " + strings.Join(args, " ")}}
 	p, err := startProc("sluice-broker", dir, bin, args...)
 	if err != nil {
@@ -184,6 +184,7 @@ func startSluiceCluster(ctx context.Context, bin, consulBin, dir string, n int) 
 		name := fmt.Sprintf("broker-%d", i)
 		args := []string{"broker", "--consul", consulAddr, "--cluster", "bench", "--id", strconv.Itoa(i),
 			"--data", filepath.Join(dir, name), "--addr", addr}
+		args = append(args, extraBrokerFlags...)
 		c.commands = append(c.commands, "sluice "+strings.Join(args, " "))
 		p, err := startProc("sluice-"+name, dir, bin, args...)
 		if err != nil {

@@ -33,6 +33,7 @@ type config struct {
 	deliveryTimeout time.Duration
 	partitioner     Partitioner
 	produceTimeout  time.Duration
+	idempotence     *bool // nil: on exactly when acks=all
 
 	// consumer
 	partitions    map[string]map[int32]Offset

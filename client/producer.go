@@ -2,7 +2,10 @@ package client
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"math"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -52,6 +55,13 @@ func RetryBackoff(d time.Duration) Opt { return func(c *config) { c.retryBackoff
 
 // DeliveryTimeout bounds the time from Produce to the final answer. Default 2 min.
 func DeliveryTimeout(d time.Duration) Opt { return func(c *config) { c.deliveryTimeout = d } }
+
+// Idempotence turns the idempotent producer on or off. It is on by default
+// with AllAcks: the producer gets a producer id and numbers its batches per
+// partition, so that a batch retried after a lost answer or a leader
+// failover is written once, in order. It needs AllAcks and at most 5
+// requests in flight per partition.
+func Idempotence(on bool) Opt { return func(c *config) { c.idempotence = &on } }
 
 // WithPartitioner sets the partitioner. Default KafkaPartitioner.
 func WithPartitioner(p Partitioner) Opt { return func(c *config) { c.partitioner = p } }
@@ -115,6 +125,10 @@ type sealedBatch struct {
 	created  time.Time
 	attempts int
 	lastErr  error // the retriable error of the last attempt
+	// seq is the batch's base sequence once first sent (idempotence), -1 before.
+	seq int32
+	// ordinal counts the partition's batches in send order (idempotence).
+	ordinal int64
 }
 
 // NewProducer connects a producer to the cluster that broker belongs to;
@@ -132,6 +146,13 @@ func NewProducer(broker string, opts ...Opt) (*Producer, error) {
 	}
 	if cfg.maxInFlight < 1 {
 		return nil, fmt.Errorf("max in flight %d: want >= 1", cfg.maxInFlight)
+	}
+	if cfg.idempotence == nil {
+		on := cfg.acks == -1 && cfg.maxInFlight <= 5
+		cfg.idempotence = &on
+	}
+	if *cfg.idempotence && (cfg.acks != -1 || cfg.maxInFlight > 5) {
+		return nil, fmt.Errorf("idempotence needs AllAcks and at most 5 requests in flight (acks %d, max in flight %d)", cfg.acks, cfg.maxInFlight)
 	}
 	n, err := acquireNode(&cfg)
 	if err != nil {
@@ -279,7 +300,7 @@ func (p *Producer) sealLocked(pb *partitionBuffer) {
 	for _, pr := range pb.recs {
 		size += int64(record.RecordSize(0, 0, pr.r.Key, pr.r.Value, pr.r.Headers) + 10)
 	}
-	b := &sealedBatch{tp: pb.tp, data: data, recs: pb.recs, size: size, created: pb.started}
+	b := &sealedBatch{tp: pb.tp, data: data, recs: pb.recs, size: size, created: pb.started, seq: -1, ordinal: -1}
 	pb.recs = nil
 	pb.gen++
 	p.node.system.Root.Send(p.pid, b)
@@ -335,27 +356,65 @@ func (p *Producer) Close() error {
 
 // sender is the producer's actor: it owns the queues of sealed batches,
 // keeps at most MaxInFlight requests per partition, and retries.
+//
+// With idempotence, batches are numbered per partition when first sent and
+// keep their number across retries. After a retriable failure nothing new
+// is sent to that partition until every request in flight has answered;
+// then the queue is sent again in sequence order, so that the leader sees
+// the sequence without gaps (requests behind the failed one come back with
+// OUT_OF_ORDER_SEQUENCE and are queued again too).
 type sender struct {
 	p          *Producer
 	queues     map[topicPartition]*partitionQueue
 	refreshing bool
+
+	producerID    int64 // -1 until InitProducerId answered
+	producerEpoch int16
+	initializing  bool
+	initBackoff   time.Duration
 }
 
 type partitionQueue struct {
+	// batches waiting to be sent: numbered ones by sequence, then new ones.
 	batches  []*sealedBatch
 	inflight int
 	// retryAt holds sends back after a retriable error.
 	retryAt time.Time
+	nextSeq int32
+	// draining is set after a retriable failure (idempotence).
+	draining bool
+	// nextOrdinal numbers batches as first sent; unacked holds the ordinals
+	// of batches sent and not yet answered for good. A new batch goes out
+	// only within MaxInFlight of the oldest unanswered one: the leader keeps
+	// the last 5 batches per producer, and a retry must still find its
+	// original there to be recognised as a duplicate.
+	nextOrdinal int64
+	unacked     []int64
+}
+
+// windowFull reports whether a never-sent batch must wait for the oldest
+// unanswered one.
+func (q *partitionQueue) windowFull(limit int) bool {
+	return len(q.unacked) > 0 && q.nextOrdinal-q.unacked[0] >= int64(limit)
+}
+
+func (q *partitionQueue) acked(ordinal int64) {
+	if i, ok := slices.BinarySearch(q.unacked, ordinal); ok {
+		q.unacked = slices.Delete(q.unacked, i, i+1)
+	}
 }
 
 type (
 	retryDue          struct{ tp topicPartition }
 	metadataRefreshed struct{}
+	initRetry         struct{}
 )
 
 func newSender(p *Producer) *sender {
-	return &sender{p: p, queues: map[topicPartition]*partitionQueue{}}
+	return &sender{p: p, queues: map[topicPartition]*partitionQueue{}, producerID: -1}
 }
+
+func (s *sender) idempotent() bool { return *s.p.cfg.idempotence }
 
 func (s *sender) Receive(ctx actor.Context) {
 	switch msg := ctx.Message().(type) {
@@ -367,9 +426,9 @@ func (s *sender) Receive(ctx actor.Context) {
 		s.trySend(ctx, msg.tp)
 	case metadataRefreshed:
 		s.refreshing = false
-		for tp := range s.queues {
-			s.trySend(ctx, tp)
-		}
+		s.sendAll(ctx)
+	case initRetry:
+		s.initProducerID(ctx)
 	case *actor.Stopping:
 		for _, q := range s.queues {
 			for _, b := range q.batches {
@@ -377,6 +436,12 @@ func (s *sender) Receive(ctx actor.Context) {
 			}
 			q.batches = nil
 		}
+	}
+}
+
+func (s *sender) sendAll(ctx actor.Context) {
+	for tp := range s.queues {
+		s.trySend(ctx, tp)
 	}
 }
 
@@ -389,16 +454,65 @@ func (s *sender) queue(tp topicPartition) *partitionQueue {
 	return q
 }
 
+// initProducerID asks a broker for a producer id, then starts sending.
+func (s *sender) initProducerID(ctx actor.Context) {
+	if s.initializing || s.producerID >= 0 {
+		return
+	}
+	s.initializing = true
+	addrs := s.p.meta.addrs()
+	addr := addrs[time.Now().Nanosecond()%len(addrs)]
+	fut := ctx.RequestFuture(transport.BrokerPID(addr), &messages.InitProducerIdRequest{}, s.p.cfg.requestTimeout)
+	ctx.ReenterAfter(fut, func(res any, err error) {
+		s.initializing = false
+		msg, err := decodeResult(addr, res, err)
+		resp, ok := msg.(*messages.InitProducerIdResponse)
+		if err == nil && ok && resp.Error == messages.ErrorCode_NONE {
+			s.producerID, s.producerEpoch, s.initBackoff = resp.ProducerId, int16(resp.ProducerEpoch), 0
+			s.sendAll(ctx)
+			return
+		}
+		s.p.cfg.logger.Debug("init producer id failed; retrying", "error", err, "answer", resp)
+		s.initBackoff = min(max(2*s.initBackoff, 50*time.Millisecond), time.Second)
+		self, root := ctx.Self(), ctx.ActorSystem().Root
+		time.AfterFunc(s.initBackoff, func() { root.Send(self, initRetry{}) })
+	})
+}
+
+// nextSequence is Kafka's sequence increment, wrapping after MaxInt32.
+func nextSequence(seq int32, n int32) int32 {
+	if seq > math.MaxInt32-n {
+		return n - (math.MaxInt32 - seq) - 1
+	}
+	return seq + n
+}
+
 // trySend starts requests for tp's queued batches while in-flight room remains.
 func (s *sender) trySend(ctx actor.Context, tp topicPartition) {
 	q := s.queue(tp)
 	cfg := &s.p.cfg
+	if s.idempotent() {
+		if s.producerID < 0 {
+			s.initProducerID(ctx)
+			return
+		}
+		if q.draining {
+			if q.inflight > 0 {
+				return // resend in order once everything in flight has answered
+			}
+			q.draining = false
+		}
+	}
 	for len(q.batches) > 0 && q.inflight < cfg.maxInFlight && !time.Now().Before(q.retryAt) {
 		b := q.batches[0]
 		if time.Since(b.created) > cfg.deliveryTimeout {
 			q.batches = q.batches[1:]
+			q.acked(b.ordinal)
 			s.finish(b, -1, deliveryTimeout(b))
 			continue
+		}
+		if s.idempotent() && b.seq < 0 && q.windowFull(cfg.maxInFlight) {
+			return // wait for the oldest unanswered batch
 		}
 		addr, _, err := s.p.meta.leader(tp.topic, tp.partition)
 		if err != nil {
@@ -406,6 +520,14 @@ func (s *sender) trySend(ctx actor.Context, tp topicPartition) {
 			return
 		}
 		q.batches = q.batches[1:]
+		if s.idempotent() && b.seq < 0 {
+			b.seq = q.nextSeq
+			q.nextSeq = nextSequence(q.nextSeq, int32(len(b.recs)))
+			b.ordinal = q.nextOrdinal
+			q.nextOrdinal++
+			q.unacked = append(q.unacked, b.ordinal)
+			record.SetProducer(b.data, record.Producer{ID: s.producerID, Epoch: s.producerEpoch, BaseSequence: b.seq})
+		}
 		req := &messages.ProduceRequest{Topic: tp.topic, Partition: tp.partition, Acks: cfg.acks,
 			TimeoutMs: int32(cfg.produceTimeout.Milliseconds()), Records: b.data}
 		if cfg.acks == 0 {
@@ -417,6 +539,16 @@ func (s *sender) trySend(ctx actor.Context, tp topicPartition) {
 		fut := ctx.RequestFuture(transport.BrokerPID(addr), req, cfg.requestTimeout)
 		ctx.ReenterAfter(fut, func(res any, err error) { s.onResult(ctx, b, addr, res, err) })
 	}
+}
+
+// requeue puts a batch back in its queue: numbered batches in sequence
+// order, ahead of batches never sent.
+func (q *partitionQueue) requeue(b *sealedBatch) {
+	i := 0
+	for i < len(q.batches) && q.batches[i].seq >= 0 && q.batches[i].seq < b.seq {
+		i++
+	}
+	q.batches = slices.Insert(q.batches, i, b)
 }
 
 func (s *sender) onResult(ctx actor.Context, b *sealedBatch, addr string, res any, err error) {
@@ -436,13 +568,19 @@ func (s *sender) onResult(ctx actor.Context, b *sealedBatch, addr string, res an
 		}
 	}
 	cfg := &s.p.cfg
+	again := retriable(err)
+	if s.idempotent() && errors.Is(err, messages.ErrorCode_OUT_OF_ORDER_SEQUENCE) && q.draining {
+		again = true // an earlier batch failed: this gap is ours, resent in order
+	}
 	switch {
 	case err == nil:
+		q.acked(b.ordinal)
 		s.finish(b, base, nil)
-	case retriable(err) && b.attempts < cfg.retries && time.Since(b.created) < cfg.deliveryTimeout:
+	case again && b.attempts < cfg.retries && time.Since(b.created) < cfg.deliveryTimeout:
 		b.attempts++
 		b.lastErr = err
-		q.batches = append([]*sealedBatch{b}, q.batches...)
+		q.requeue(b)
+		q.draining = s.idempotent()
 		q.retryAt = time.Now().Add(cfg.retryBackoff)
 		if needsMetadata(err) {
 			s.refresh(ctx, b.tp.topic)
@@ -452,6 +590,7 @@ func (s *sender) onResult(ctx actor.Context, b *sealedBatch, addr string, res an
 		s.p.cfg.logger.Debug("retrying produce", "topic", b.tp.topic, "partition", b.tp.partition, "attempt", b.attempts, "error", err)
 		return
 	default:
+		q.acked(b.ordinal)
 		s.finish(b, -1, err)
 	}
 	s.trySend(ctx, b.tp)

@@ -461,6 +461,11 @@ func (c *testCluster) verify(topic string, partitions int32, w *workload, hw *hw
 	if rep.lost > 0 {
 		c.t.Fatalf("%d acknowledged records lost", rep.lost)
 	}
+	// The workload's producers are idempotent (acks=all turns it on): a
+	// retried batch is never written twice.
+	if rep.duplicates > 0 {
+		c.t.Fatalf("%d records written twice", rep.duplicates)
+	}
 	return rep
 }
 

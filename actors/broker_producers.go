@@ -1,0 +1,93 @@
+package actors
+
+import (
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/sluicemq/sluice/actors/transport"
+	"github.com/sluicemq/sluice/messages"
+)
+
+// Producer ids: each broker hands out ids from a block the controller
+// reserved for it in the metadata store, so ids never repeat in the cluster.
+
+// producerIDBlock is how many ids a broker reserves at a time.
+const producerIDBlock = 1000
+
+// producerIDs is a broker's block of producer ids and the InitProducerId
+// requests waiting for the next block.
+type producerIDs struct {
+	next, end  int64
+	waiting    []*actor.PID
+	requesting bool
+}
+
+func (b *brokerActor) onInitProducerID(ctx actor.Context) {
+	if b.pids.next < b.pids.end {
+		respond(ctx, &messages.InitProducerIdResponse{ProducerId: b.pids.next})
+		b.pids.next++
+		return
+	}
+	if sender := ctx.Sender(); sender != nil {
+		b.pids.waiting = append(b.pids.waiting, sender)
+	}
+	b.requestProducerIDs(ctx)
+}
+
+// requestProducerIDs asks the controller for a block; the answer comes back
+// to this actor.
+func (b *brokerActor) requestProducerIDs(ctx actor.Context) {
+	if b.pids.requesting {
+		return
+	}
+	b.pids.requesting = true
+	req := &messages.AllocateProducerIdsRequest{BrokerId: b.cfg.ID, Count: producerIDBlock}
+	target := b.controller
+	if target == nil {
+		if id := b.controllerID(); id >= 0 {
+			if br, ok := b.live[id]; ok {
+				target = transport.ControllerPID(br.Addr)
+			}
+		}
+	}
+	if target == nil {
+		b.pids.requesting = false
+		b.failProducerIDs(ctx, messages.ErrorCode_NOT_CONTROLLER, "no controller is elected right now")
+		return
+	}
+	fut := ctx.RequestFuture(target, req, 10*time.Second)
+	ctx.ReenterAfter(fut, func(res any, err error) {
+		b.pids.requesting = false
+		resp, ok := res.(*messages.AllocateProducerIdsResponse)
+		switch {
+		case err != nil || !ok:
+			b.failProducerIDs(ctx, messages.ErrorCode_COORDINATOR_NOT_AVAILABLE, "producer id allocation failed")
+		case resp.Error != messages.ErrorCode_NONE:
+			b.failProducerIDs(ctx, resp.Error, resp.ErrorMessage)
+		default:
+			b.pids.next, b.pids.end = resp.First, resp.First+int64(resp.Count)
+			waiting := b.pids.waiting
+			b.pids.waiting = nil
+			for _, pid := range waiting {
+				if b.pids.next >= b.pids.end {
+					b.pids.waiting = append(b.pids.waiting, pid)
+					continue
+				}
+				ctx.Send(pid, &messages.InitProducerIdResponse{ProducerId: b.pids.next})
+				b.pids.next++
+			}
+			if len(b.pids.waiting) > 0 {
+				b.requestProducerIDs(ctx)
+			}
+		}
+	})
+}
+
+// failProducerIDs answers every waiting InitProducerId with a retriable error.
+func (b *brokerActor) failProducerIDs(ctx actor.Context, code messages.ErrorCode, text string) {
+	for _, pid := range b.pids.waiting {
+		ctx.Send(pid, &messages.InitProducerIdResponse{Error: code, ErrorMessage: text, ProducerId: -1})
+	}
+	b.pids.waiting = nil
+}
