@@ -173,18 +173,18 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-// panickingLog panics in Append when armed; it stands for any bug or fault
+// panickingLog panics in Write when armed; it stands for any bug or fault
 // that takes a partition actor down mid-stream.
 type panickingLog struct {
 	storage.Log
 	armed *atomic.Bool
 }
 
-func (l panickingLog) Append(batches ...[]byte) error {
+func (l panickingLog) Write(batches ...[]byte) error {
 	if l.armed.CompareAndSwap(true, false) {
 		panic("injected partition failure")
 	}
-	return l.Log.Append(batches...)
+	return l.Log.Write(batches...)
 }
 
 func TestPartitionPanicKeepsAckedDataAndOtherPartitions(t *testing.T) {

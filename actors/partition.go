@@ -69,12 +69,14 @@ type pendingProduce struct {
 	header record.Header
 }
 
-// waitingAck is an acks=all request appended locally, waiting for the HW.
+// waitingAck is a produce request written locally, waiting for the fsync
+// (unsynced) or, with acks=all, for the HW (waiting).
 type waitingAck struct {
 	sender     *actor.PID
 	resp       *messages.ProduceResponse
 	nextOffset int64
 	deadline   time.Time
+	acksAll    bool
 }
 
 // parkedFetch is a consumer fetch waiting for data or its deadline.
@@ -99,7 +101,8 @@ type partitionActor struct {
 	leader   *replication.Leader
 	follower *followerLoop
 	// gen changes with every role change, so that answers to requests sent
-	// under an earlier role are ignored.
+	// under an earlier role (or an earlier incarnation of the actor) are
+	// ignored.
 	gen uint64
 	// replicaParked holds follower fetches waiting for new data (leader only).
 	replicaParked map[uint64]*parkedReplicaFetch
@@ -112,6 +115,11 @@ type partitionActor struct {
 	lastExpiry  time.Time
 	pending     []pendingProduce
 	flushQueued bool
+	// unsynced requests wait for the fsync of their batch; durable is the
+	// offset below which the log is known to be on disk.
+	unsynced    []waitingAck
+	durable     int64
+	syncing     bool
 	waiting     []waitingAck
 	parked      map[uint64]*parkedFetch
 	nextFetchID uint64
@@ -125,13 +133,19 @@ type partitionActor struct {
 
 func newPartitionActor(cfg PartitionConfig) actor.Producer {
 	return func() actor.Actor {
-		return &partitionActor{cfg: cfg, parked: map[uint64]*parkedFetch{},
+		return &partitionActor{cfg: cfg, gen: nextGen(), parked: map[uint64]*parkedFetch{},
 			replicaParked: map[uint64]*parkedReplicaFetch{}, checkpointedHW: -1,
 			producers: producerstate.NewState(producerstate.Config{ProducerIDExpiration: cfg.Broker.ProducerIDExpiration})}
 	}
 }
 
 const tickInterval = 100 * time.Millisecond
+
+// generations numbers the roles of every partition actor of the process:
+// a restarted actor must not take an answer meant for its predecessor.
+var generations atomic.Uint64
+
+func nextGen() uint64 { return generations.Add(1) }
 
 func (p *partitionActor) logDir() string         { return filepath.Join(p.cfg.Dir, "log") }
 func (p *partitionActor) checkpointPath() string { return filepath.Join(p.cfg.Dir, "high-watermark") }
@@ -151,6 +165,8 @@ func (p *partitionActor) Receive(ctx actor.Context) {
 		p.onProduce(ctx, msg)
 	case flushProduce:
 		p.onFlush(ctx)
+	case syncDone:
+		p.onSyncDone(ctx, msg)
 	case *messages.FetchRequest:
 		p.onFetch(ctx, msg)
 	case fetchExpired:
@@ -243,18 +259,18 @@ func (p *partitionActor) onStopping(ctx actor.Context, why string) {
 		p.respondProduce(ctx, pp.sender, pp.req, messages.ErrorCode_NOT_LEADER, why)
 	}
 	p.pending = nil
-	for _, w := range p.waiting {
-		w.resp.Error, w.resp.ErrorMessage = messages.ErrorCode_REQUEST_TIMED_OUT, why
+	for _, w := range append(p.unsynced, p.waiting...) {
+		w.resp.Error, w.resp.ErrorMessage, w.resp.BaseOffset = messages.ErrorCode_REQUEST_TIMED_OUT, why, -1
 		sendTo(ctx, w.sender, w.resp)
 	}
-	p.waiting = nil
+	p.unsynced, p.waiting = nil, nil
 	for id, f := range p.parked {
 		f.timer.Stop()
 		sendTo(ctx, f.sender, p.fetchError(f.req, messages.ErrorCode_NOT_LEADER, why))
 		delete(p.parked, id)
 	}
 	p.releaseReplicaFetches(ctx, messages.ErrorCode_NOT_LEADER, why)
-	p.gen++
+	p.gen = nextGen()
 	if p.log != nil {
 		p.checkpointHW()
 		if err := p.log.Close(); err != nil {
@@ -316,6 +332,12 @@ func (p *partitionActor) currentHW() int64 {
 func (p *partitionActor) becomeLeader(ctx actor.Context) {
 	hw := p.currentHW()
 	p.stepDown(ctx, "leadership moved")
+	// What the log holds now counts toward the HW only once it is on disk
+	// (an earlier run may have died between its write and its fsync).
+	if err := p.log.SyncFunc()(); err != nil {
+		panic(fmt.Errorf("partition %s: fsync: %w", p.cfg.TP, err))
+	}
+	p.durable = p.log.LogEndOffset()
 	st := p.state
 	p.role = roleLeader
 	p.leader = replication.NewLeader(replication.LeaderConfig{
@@ -349,17 +371,17 @@ func (p *partitionActor) stepDown(ctx actor.Context, why string) {
 	if p.role == roleLeader {
 		p.checkpointedHW = p.leader.HighWatermark()
 	}
-	p.gen++
+	p.gen = nextGen()
 	p.role, p.leader, p.follower = roleNone, nil, nil
 	for _, pp := range p.pending {
 		p.respondProduce(ctx, pp.sender, pp.req, messages.ErrorCode_NOT_LEADER, why)
 	}
 	p.pending = nil
-	for _, w := range p.waiting {
-		w.resp.Error, w.resp.ErrorMessage = messages.ErrorCode_NOT_LEADER, why+" before the batch was replicated"
+	for _, w := range append(p.unsynced, p.waiting...) {
+		w.resp.Error, w.resp.ErrorMessage, w.resp.BaseOffset = messages.ErrorCode_NOT_LEADER, why+" before the batch was replicated", -1
 		sendTo(ctx, w.sender, w.resp)
 	}
-	p.waiting = nil
+	p.unsynced, p.waiting, p.syncing = nil, nil, false
 	for id, f := range p.parked {
 		f.timer.Stop()
 		sendTo(ctx, f.sender, p.fetchError(f.req, messages.ErrorCode_NOT_LEADER, why))
@@ -461,7 +483,7 @@ func (p *partitionActor) onFlush(ctx actor.Context) {
 	}
 	var err error
 	if len(batches) > 0 {
-		err = p.log.Append(batches...)
+		err = p.log.Write(batches...)
 	}
 	p.pending = nil
 	if err != nil {
@@ -489,22 +511,85 @@ func (p *partitionActor) onFlush(ctx actor.Context) {
 			p.respondProduce(ctx, pp.sender, pp.req, o.code, o.text)
 			continue
 		}
+		if pp.req.Acks == 0 {
+			continue
+		}
 		resp := &messages.ProduceResponse{
 			Topic: pp.req.Topic, Partition: pp.req.Partition, BaseOffset: o.base,
 			LogStartOffset: p.log.LogStartOffset(), LeaderEpoch: epoch,
 		}
-		switch pp.req.Acks {
-		case 1:
-			sendTo(ctx, pp.sender, resp)
-		case -1:
-			p.waiting = append(p.waiting, waitingAck{sender: pp.sender, resp: resp, nextOffset: o.next, deadline: timeout(pp.req.TimeoutMs)})
+		p.unsynced = append(p.unsynced, waitingAck{sender: pp.sender, resp: resp, nextOffset: o.next,
+			deadline: timeout(pp.req.TimeoutMs), acksAll: pp.req.Acks == -1})
+	}
+	// Acknowledgements, the HW and followers wait for the fsync, which runs
+	// while the next requests are written.
+	p.releaseDurable(ctx)
+	p.requestSync(ctx)
+	p.publishStatus()
+}
+
+// syncDone reports an fsync of the log up to offset.
+type syncDone struct {
+	gen    uint64
+	offset int64
+	err    error
+}
+
+// requestSync starts an fsync of everything written, on another goroutine;
+// with one already running, the next starts when it ends.
+func (p *partitionActor) requestSync(ctx actor.Context) {
+	if p.syncing || p.durable >= p.log.LogEndOffset() {
+		return
+	}
+	p.syncing = true
+	offset, fn := p.log.LogEndOffset(), p.log.SyncFunc()
+	self, root, gen := ctx.Self(), ctx.ActorSystem().Root, p.gen
+	go func() { root.Send(self, syncDone{gen: gen, offset: offset, err: fn()}) }()
+}
+
+// onSyncDone acknowledges what the fsync made durable.
+func (p *partitionActor) onSyncDone(ctx actor.Context, msg syncDone) {
+	if msg.gen != p.gen {
+		return // the role changed meanwhile; stepDown answered the waiters
+	}
+	p.syncing = false
+	if msg.err != nil {
+		p.cfg.Logger.Error("fsync failed", "partition", p.cfg.TP, "error", msg.err)
+		for _, w := range p.unsynced {
+			w.resp.Error, w.resp.ErrorMessage, w.resp.BaseOffset = messages.ErrorCode_STORAGE_ERROR, msg.err.Error(), -1
+			sendTo(ctx, w.sender, w.resp)
+		}
+		p.unsynced = nil
+		// What reached the disk is unknown: restart and reopen the log.
+		panic(fmt.Errorf("partition %s: fsync: %w", p.cfg.TP, msg.err))
+	}
+	p.durable = max(p.durable, msg.offset)
+	p.releaseDurable(ctx)
+	p.serveReplicaFetches(ctx)
+	p.requestSync(ctx)
+	p.publishStatus()
+}
+
+// releaseDurable moves the requests whose batches are on disk on: acks=1
+// ones are answered, acks=all ones wait for the HW, which counts only
+// durable data. A duplicate of a batch already durable passes at once.
+func (p *partitionActor) releaseDurable(ctx actor.Context) {
+	kept := p.unsynced[:0]
+	for _, w := range p.unsynced {
+		switch {
+		case w.nextOffset > p.durable:
+			kept = append(kept, w)
+		case w.acksAll:
+			p.waiting = append(p.waiting, w)
+		default:
+			sendTo(ctx, w.sender, w.resp)
 		}
 	}
-	if p.leader.Appended(leo) || len(p.waiting) > 0 {
+	clear(p.unsynced[len(kept):])
+	p.unsynced = kept
+	if p.role == roleLeader && (p.leader.Appended(p.durable) || len(p.waiting) > 0) {
 		p.onHWAdvanced(ctx)
 	}
-	p.serveReplicaFetches(ctx)
-	p.publishStatus()
 }
 
 // flushOutcome is how one produce request of a group commit ends.
@@ -618,6 +703,11 @@ func (p *partitionActor) onFetch(ctx actor.Context, req *messages.FetchRequest) 
 		sendTo(ctx, sender, p.fetchError(req, messages.ErrorCode_INVALID_REQUEST, "negative max_bytes, min_bytes or max_wait_ms"))
 		return
 	}
+	if req.Isolation != 0 && (req.Isolation != isolationLogEnd || sender == nil || sender.Address != ctx.Self().Address) {
+		sendTo(ctx, sender, p.fetchError(req, messages.ErrorCode_INVALID_REQUEST,
+			fmt.Sprintf("isolation %d: consumers read committed data only (isolation 0)", req.Isolation)))
+		return
+	}
 	resp, ready := p.readFetch(req, req.MaxWaitMs == 0)
 	if ready {
 		sendTo(ctx, sender, resp)
@@ -641,11 +731,14 @@ func (p *partitionActor) onFetchExpired(ctx actor.Context, id uint64) {
 	sendTo(ctx, f.sender, resp)
 }
 
-// isolationLogEnd reads up to the LEO instead of the HW.
+// isolationLogEnd reads up to the durable end of the log instead of the
+// HW. Only actors of this broker may ask for it (the group host replaying
+// the offsets topic); consumers never see data at or above the HW.
 const isolationLogEnd = 1
 
-// readFetch reads below the HW (or the LEO, for isolationLogEnd) for req. ready is true when the response
-// should go out now: min bytes reached, an error, or force.
+// readFetch reads below the HW (or the durable log end, for
+// isolationLogEnd) for req. ready is true when the response should go out
+// now: min bytes reached, an error, or force.
 func (p *partitionActor) readFetch(req *messages.FetchRequest, force bool) (*messages.FetchResponse, bool) {
 	hw := p.leader.HighWatermark()
 	start, leo := p.log.LogStartOffset(), p.log.LogEndOffset()
@@ -655,16 +748,16 @@ func (p *partitionActor) readFetch(req *messages.FetchRequest, force bool) (*mes
 	}
 	resp := &messages.FetchResponse{Topic: req.Topic, Partition: req.Partition, HighWatermark: hw,
 		LogStartOffset: start, LeaderEpoch: p.leader.Epoch()}
-	if req.Offset >= hw && (req.Isolation != isolationLogEnd || req.Offset >= leo) {
+	limit := hw
+	if req.Isolation == isolationLogEnd {
+		limit = max(hw, p.durable)
+	}
+	if req.Offset >= limit {
 		return resp, force
 	}
 	maxBytes := int(req.MaxBytes)
 	if maxBytes == 0 || maxBytes > p.cfg.Broker.MaxFetchBytes {
 		maxBytes = p.cfg.Broker.MaxFetchBytes
-	}
-	limit := hw
-	if req.Isolation == isolationLogEnd {
-		limit = leo
 	}
 	batches, err := p.log.Read(req.Offset, maxBytes, limit)
 	if err != nil {

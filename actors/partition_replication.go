@@ -124,8 +124,11 @@ func (p *partitionActor) onReplicaFetch(ctx actor.Context, req *messages.Replica
 	p.publishStatus()
 }
 
-// readReplicaFetch reads everything the leader has after the fetch offset,
-// committed or not: followers copy the leader's log up to its LEO.
+// readReplicaFetch reads everything the leader has on disk after the fetch
+// offset, committed or not: followers copy the leader's log up to its
+// durable end. (Data not yet fsync'd could still vanish in a crash of the
+// leader's machine, leaving a follower with records the leader no longer
+// has under the same epoch.)
 func (p *partitionActor) readReplicaFetch(req *messages.ReplicaFetchRequest) *messages.ReplicaFetchResponse {
 	resp := &messages.ReplicaFetchResponse{Topic: req.Topic, Partition: req.Partition,
 		HighWatermark: p.leader.HighWatermark(), LogStartOffset: p.log.LogStartOffset(),
@@ -134,7 +137,7 @@ func (p *partitionActor) readReplicaFetch(req *messages.ReplicaFetchRequest) *me
 	if maxBytes <= 0 || maxBytes > p.cfg.Broker.MaxFetchBytes {
 		maxBytes = p.cfg.Broker.MaxFetchBytes
 	}
-	batches, err := p.log.Read(req.FetchOffset, maxBytes, p.log.LogEndOffset())
+	batches, err := p.log.Read(req.FetchOffset, maxBytes, p.durable)
 	if err != nil {
 		code := messages.ErrorCode_STORAGE_ERROR
 		if errors.Is(err, storage.ErrCorrupt) {
@@ -155,9 +158,9 @@ func (p *partitionActor) serveReplicaFetches(ctx actor.Context) {
 	if p.role != roleLeader || len(p.replicaParked) == 0 {
 		return
 	}
-	leo, hw := p.log.LogEndOffset(), p.leader.HighWatermark()
+	end, hw := p.durable, p.leader.HighWatermark()
 	for id, f := range p.replicaParked {
-		if leo > f.req.FetchOffset || hw > f.hw {
+		if end > f.req.FetchOffset || hw > f.hw {
 			f.timer.Stop()
 			delete(p.replicaParked, id)
 			sendTo(ctx, f.sender, p.readReplicaFetch(f.req))

@@ -9,11 +9,12 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/sluicemq/sluice/messages"
+	"github.com/sluicemq/sluice/messages/record"
 	"github.com/sluicemq/sluice/storage"
 )
 
-// countingLog counts Append calls and, once armed, holds the next one
-// until released.
+// countingLog counts the writes of group commits and, once armed, holds
+// the next one until released.
 type countingLog struct {
 	storage.Log
 	appends *atomic.Int32
@@ -22,13 +23,13 @@ type countingLog struct {
 	held    chan struct{}
 }
 
-func (l countingLog) Append(batches ...[]byte) error {
+func (l countingLog) Write(batches ...[]byte) error {
 	l.appends.Add(1)
 	if l.armed.CompareAndSwap(true, false) {
 		close(l.held)
 		<-l.hold
 	}
-	return l.Log.Append(batches...)
+	return l.Log.Write(batches...)
 }
 
 // Every produce request queued while the partition is busy is written by
@@ -183,5 +184,144 @@ func TestTopicsSurviveRestart(t *testing.T) {
 	waitFor(t, "partition serving", func() bool { return tb2.fetch("keep", 2, 0).Error == messages.ErrorCode_NONE })
 	if got := tb2.readAll("keep", 2); len(got) != 2 || got[0] != "x" || got[1] != "y" {
 		t.Fatalf("data after restart: %v", got)
+	}
+}
+
+// A retry of an idempotent batch that is already on disk, arriving when
+// nothing else is written, is answered at once with its original offset:
+// it must not wait for an fsync that has nothing left to do.
+func TestDuplicateAloneIsAnsweredAtOnce(t *testing.T) {
+	tb := startTestBroker(t, t.TempDir(), nil)
+	tb.createTopic("dup", 1, nil)
+	tb.produce("dup", 0, 1, "before")
+	batch := makeBatch("once")
+	record.SetProducer(batch, record.Producer{ID: 7, Epoch: 0, BaseSequence: 0})
+	for attempt := range 3 {
+		r := tb.ask(&messages.ProduceRequest{Topic: "dup", Acks: 1, Records: append([]byte(nil), batch...)}).(*messages.ProduceResponse)
+		if r.Error != messages.ErrorCode_NONE || r.BaseOffset != 1 {
+			t.Fatalf("attempt %d: %v %s, offset %d; want offset 1", attempt, r.Error, r.ErrorMessage, r.BaseOffset)
+		}
+	}
+	if got := tb.readAll("dup", 0); len(got) != 2 || got[1] != "once" {
+		t.Fatalf("log holds %q", got)
+	}
+}
+
+// gatedSyncLog, once armed, holds every fsync until the gate opens.
+type gatedSyncLog struct {
+	storage.Log
+	armed *atomic.Bool
+	gate  chan struct{}
+}
+
+func (l gatedSyncLog) SyncFunc() func() error {
+	fn := l.Log.SyncFunc()
+	if !l.armed.Load() {
+		return fn
+	}
+	return func() error {
+		<-l.gate
+		return fn()
+	}
+}
+
+// probe collects the answers sent to it. A probeMark is answered once
+// every message queued before it has been collected.
+type probeMark struct{ done chan struct{} }
+
+func startProbe(tb *testBroker) (*actor.PID, chan any) {
+	got := make(chan any, 64)
+	pid := tb.system.Root.Spawn(actor.PropsFromFunc(func(ctx actor.Context) {
+		switch m := ctx.Message().(type) {
+		case probeMark:
+			close(m.done)
+		case actor.SystemMessage, actor.AutoReceiveMessage:
+		default:
+			got <- m
+		}
+	}))
+	return pid, got
+}
+
+// drain returns what the probe has collected so far.
+func drain(tb *testBroker, probe *actor.PID, got chan any) []any {
+	m := probeMark{done: make(chan struct{})}
+	tb.system.Root.Send(probe, m)
+	<-m.done
+	var out []any
+	for {
+		select {
+		case r := <-got:
+			out = append(out, r)
+		default:
+			return out
+		}
+	}
+}
+
+func (tb *testBroker) replicaState(topic string, partition int32) *messages.ReplicaState {
+	tb.t.Helper()
+	desc := tb.ask(&messages.DescribeReplicasRequest{Topics: []string{topic}}).(*messages.DescribeReplicasResponse)
+	for _, r := range desc.Replicas {
+		if r.Partition == partition {
+			return r
+		}
+	}
+	return &messages.ReplicaState{LogEndOffset: -1, HighWatermark: -1}
+}
+
+// Nothing is acknowledged, counted in the HW or shown to a consumer before
+// the fsync that makes it durable has returned.
+func TestAcksAndHighWatermarkWaitForTheFsync(t *testing.T) {
+	gate := make(chan struct{})
+	var armed atomic.Bool
+	tb := startTestBroker(t, t.TempDir(), func(c *BrokerConfig) {
+		c.OpenLog = func(dir string, tc TopicConfig) (storage.Log, error) {
+			l, err := storage.OpenWAL(dir, storage.WALOptions{}, c.Logger)
+			if err != nil {
+				return nil, err
+			}
+			return gatedSyncLog{Log: l, armed: &armed, gate: gate}, nil
+		}
+	})
+	tb.createTopic("sync", 1, nil)
+	if r := tb.produce("sync", 0, 1, "before"); r.Error != messages.ErrorCode_NONE {
+		t.Fatal(r.Error)
+	}
+	armed.Store(true)
+	probe, got := startProbe(tb)
+	for _, acks := range []int32{1, -1} {
+		tb.system.Root.RequestWithCustomSender(tb.pid, &messages.ProduceRequest{Topic: "sync", Acks: acks,
+			Records: makeBatch(fmt.Sprint("acks ", acks))}, probe)
+	}
+	tb.system.Root.RequestWithCustomSender(tb.pid, &messages.FetchRequest{Topic: "sync", Offset: 1, MaxBytes: 1 << 20,
+		MinBytes: 1, MaxWaitMs: 20000, CurrentLeaderEpoch: -1}, probe)
+	// Both batches are written (the LEO moves) while their fsync is held.
+	waitFor(t, "both batches written", func() bool { return tb.replicaState("sync", 0).LogEndOffset == 3 })
+	if st := tb.replicaState("sync", 0); st.HighWatermark != 1 {
+		t.Fatalf("HW %d before the fsync returned", st.HighWatermark)
+	}
+	if early := drain(tb, probe, got); len(early) > 0 {
+		t.Fatalf("answered before the fsync returned: %v", early)
+	}
+	close(gate)
+	var answers []any
+	waitFor(t, "three answers", func() bool {
+		answers = append(answers, drain(tb, probe, got)...)
+		return len(answers) == 3
+	})
+	for _, a := range answers {
+		switch r := a.(type) {
+		case *messages.ProduceResponse:
+			if r.Error != messages.ErrorCode_NONE {
+				t.Fatalf("produce after the fsync: %v %s", r.Error, r.ErrorMessage)
+			}
+		case *messages.FetchResponse:
+			if r.Error != messages.ErrorCode_NONE || r.HighWatermark != 3 || len(r.Batches) == 0 {
+				t.Fatalf("fetch after the fsync: %v, HW %d, %d batches", r.Error, r.HighWatermark, len(r.Batches))
+			}
+		default:
+			t.Fatalf("unexpected answer %T", a)
+		}
 	}
 }

@@ -19,6 +19,16 @@ type Log interface {
 	// the log unchanged in memory and, after ErrLogFailed, unusable.
 	Append(batches ...[]byte) error
 
+	// Write is Append without waiting for the disk: the batches are in the
+	// log (Read returns them, the LEO moves) but may not survive a crash
+	// until a function from SyncFunc has returned.
+	Write(batches ...[]byte) error
+	// SyncFunc returns a function that makes everything written so far
+	// durable. The function may run on another goroutine, concurrently with
+	// later calls on the log; it covers only what was written before
+	// SyncFunc was called.
+	SyncFunc() func() error
+
 	// Read returns whole batches in offset order, starting with the batch that
 	// contains offset and ending before the first batch whose base offset is at
 	// or above maxOffset, totalling at most maxBytes except that the first batch

@@ -22,6 +22,12 @@ var _ Log = (*MemLog)(nil)
 // NewMemLog returns an empty in-memory log starting at offset 0.
 func NewMemLog() *MemLog { return &MemLog{} }
 
+// Write is Append: memory needs no sync.
+func (m *MemLog) Write(batches ...[]byte) error { return m.Append(batches...) }
+
+// SyncFunc returns a function that does nothing.
+func (m *MemLog) SyncFunc() func() error { return func() error { return nil } }
+
 func (m *MemLog) Append(batches ...[]byte) error {
 	if m.closed {
 		return ErrClosed
