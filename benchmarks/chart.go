@@ -101,6 +101,19 @@ func (plainTicks) Ticks(lo, hi float64) []plot.Tick {
 	return ts
 }
 
+// plainLogTicks are gonum's log ticks labelled 0.1, 1, 10, ... 100000.
+type plainLogTicks struct{}
+
+func (plainLogTicks) Ticks(lo, hi float64) []plot.Tick {
+	ts := plot.LogTicks{Prec: -1}.Ticks(lo, hi)
+	for i := range ts {
+		if ts[i].Label != "" {
+			ts[i].Label = strconv.FormatFloat(ts[i].Value, 'f', -1, 64)
+		}
+	}
+	return ts
+}
+
 func short(s string) string {
 	if len(s) > 10 {
 		return s[:10]
@@ -219,7 +232,7 @@ func (r *report) latencyPanel(size, rate int) *plot.Plot {
 	p.Y.Label.Text = "ms (log scale)"
 	p.X.Label.Text = "percentile"
 	p.Y.Scale = plot.LogScale{}
-	p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+	p.Y.Tick.Marker = plainLogTicks{}
 	quantiles := []struct {
 		name string
 		f    func(result) float64
@@ -272,8 +285,8 @@ func (r *report) latencyPanel(size, rate int) *plot.Plot {
 	p.X.Min, p.X.Max = -0.4, float64(len(quantiles))-0.6
 	if hi > 0 {
 		p.Y.Min = math.Pow(10, math.Floor(math.Log10(lo)))
-		// A decade and a half of headroom for the legend.
-		p.Y.Max = math.Pow(10, math.Ceil(math.Log10(hi))+1.2)
+		// About a decade of headroom for the legend.
+		p.Y.Max = math.Pow(10, math.Log10(hi)+1.3)
 	} else {
 		p.Y.Min, p.Y.Max = 0.1, 1000
 	}

@@ -26,6 +26,7 @@ import (
 var (
 	verbose, timeline bool
 	extraBrokerFlags  []string
+	keepDirs          bool   // -keep: leave data and logs behind
 	clientFrom        string // commit the client code was compiled from; "" for the work tree
 )
 
@@ -112,11 +113,11 @@ func run() error {
 	fs.IntVar(&o.MaxInFlight, "sluice-max-in-flight", 5, "Sluice produce requests in flight per partition (client default 5)")
 	fs.StringVar(&o.NATSVersion, "nats-version", "2.15.2", "nats-server version to build and run")
 	fs.BoolVar(&o.Quick, "quick", false, "a short smoke run: fewer records, 2 s latency runs, 256 MiB dd (about 4 minutes)")
-	brokerFlags := fs.String("broker-flags", "", "extra flags for every `sluice broker`, e.g. \"--pprof 127.0.0.1:6060\"")
+	brokerFlags := fs.String("broker-flags", "", "extra flags for every sluice broker process, e.g. \"--pprof 127.0.0.1:6060\"")
 	clientRev := fs.String("client-rev", "", "set by run.sh: the commit the harness's Sluice client was compiled from (default: the work tree)")
 	consulBin := fs.String("consul-bin", "", "consul binary (default: $SLUICE_CONSUL, the .ci/install-consul.sh cache, or consul on PATH)")
 	baseDir := fs.String("dir", "", "directory for data, logs and builds (default: a new temp dir, removed at exit)")
-	keep := fs.Bool("keep", false, "keep the temp dir (server logs) at exit")
+	keep := fs.Bool("keep", false, "keep the data and server logs of every run (in the temp dir or -dir)")
 	outDir := fs.String("out", "", "where RESULTS.md, results.png and results.json go (default: this benchmarks directory)")
 	reportOnly := fs.String("report", "", "only regenerate RESULTS.md and the PNG from this results.json")
 	timeout := fs.Duration("timeout", 40*time.Minute, "stop everything after this long")
@@ -240,7 +241,7 @@ func run() error {
 	rep.Machine = machineInfo(base)
 	rep.LoadAvg = loadAvg()
 	extraBrokerFlags = strings.Fields(*brokerFlags)
-	clientFrom = *clientRev
+	clientFrom, keepDirs = *clientRev, *keep
 	err = benchmark(ctx, rep, root, base, *consulBin)
 	rep.Finished = time.Now()
 	if err != nil {
@@ -334,8 +335,10 @@ func benchmark(ctx context.Context, rep *report, root, base, consulFlag string) 
 			rep.Load = append(rep.Load, loadSample{System: sys, Run: run, Seconds: time.Since(t0).Seconds(), OtherCPU: other})
 			logf("[run %d/%d] %s took %s; other processes used %.0f%% of the CPUs meanwhile", run, o.Runs, sys,
 				time.Since(t0).Round(100*time.Millisecond), 100*other)
-			if err := os.RemoveAll(dir); err != nil {
-				return err
+			if !keepDirs {
+				if err := os.RemoveAll(dir); err != nil {
+					return err
+				}
 			}
 		}
 	}

@@ -198,7 +198,7 @@ func (r *report) group(k key) []result {
 func (r *report) stat(k key, f func(result) float64) stat {
 	var vs []float64
 	for _, x := range r.group(k) {
-		if x.Records > 0 {
+		if x.Records > 0 && (x.Kind != "latency" || x.Samples > 0) {
 			vs = append(vs, f(x))
 		}
 	}
@@ -271,7 +271,11 @@ func ratio(a, b stat) string {
 	if !a.ok() || !b.ok() || b.Med == 0 {
 		return "–"
 	}
-	return fmt.Sprintf("%.2f×", a.Med/b.Med)
+	v := a.Med / b.Med
+	if v < 0.1 {
+		return fmt.Sprintf("%.2g×", v)
+	}
+	return fmt.Sprintf("%.2f×", v)
 }
 
 func sizeName(n int) string {
@@ -300,6 +304,9 @@ func notes(rs []result) string {
 			}
 		} else if x.Kind == "latency" && x.Achieved < 0.95*float64(x.Rate) {
 			addNote(fmt.Sprintf("run %d: sent at %s/s only", x.Run, fmtNum(x.Achieved)))
+		}
+		if x.Kind == "latency" && x.Samples == 0 && x.Err == "" {
+			addNote(fmt.Sprintf("run %d: no record sent after the warm-up, so no latency figure", x.Run))
 		}
 		if x.Failed > 0 {
 			addNote(fmt.Sprintf("run %d: %d failed", x.Run, x.Failed))
@@ -431,6 +438,9 @@ func (r *report) markdown() string {
 		r.latencyMarkdown(w)
 	}
 	r.ratiosMarkdown(w, dd)
+	if r.ran("latency") {
+		r.latencyFootnote(w)
+	}
 	r.commandsMarkdown(w, sl)
 	return b.String()
 }
@@ -491,11 +501,19 @@ func (r *report) ratiosMarkdown(w func(string, ...any), dd stat) {
 		for _, size := range o.LatSizes {
 			for _, rate := range o.Rates {
 				a, c := key{pr[0], "latency", size, rate}, key{pr[1], "latency", size, rate}
-				w("| %s / %s | %s | %s | %s | %s | %s |\n", r.label(pr[0]), r.label(pr[1]), sizeName(size), fmtNum(float64(rate)),
-					ratio(r.stat(a, p50), r.stat(c, p50)), ratio(r.stat(a, p99), r.stat(c, p99)), ratio(r.stat(a, p999), r.stat(c, p999)))
+				mark := ""
+				if !sustained(r.group(a)) || !sustained(r.group(c)) {
+					mark = " †"
+				}
+				w("| %s / %s | %s | %s | %s%s | %s%s | %s%s |\n", r.label(pr[0]), r.label(pr[1]), sizeName(size), fmtNum(float64(rate)),
+					ratio(r.stat(a, p50), r.stat(c, p50)), mark, ratio(r.stat(a, p99), r.stat(c, p99)), mark, ratio(r.stat(a, p999), r.stat(c, p999)), mark)
 			}
 		}
 	}
+}
+
+func (r *report) latencyFootnote(w func(string, ...any)) {
+	w("\n† At least one side did not send at the asked rate in some run: its latency is time spent queueing behind the window, which grows with the length of the run, so the ratio only says which side kept up.\n")
 }
 
 func (r *report) commandsMarkdown(w func(string, ...any), sl string) {
