@@ -393,23 +393,24 @@ func testClosed(h *harness) {
 }
 
 // Write and SyncFunc: a sync may run on another goroutine while later
-// writes go on; everything written stays readable and survives a reopen.
+// writes go on (and start new segments: 4 KiB values in 1 MiB segments);
+// everything written stays readable and survives a reopen.
 func TestWriteWithConcurrentSync(t *testing.T) {
 	for _, im := range impls {
 		t.Run(im.name, func(t *testing.T) {
 			h := im.open(t)
 			var next int64
 			var all [][]byte
-			done := make(chan error, 64)
-			for round := 0; round < 20; round++ {
-				b := mkBatch(next, spec{records: 3, value: 100})
+			done := make(chan error, 600)
+			for round := 0; round < 600; round++ {
+				b := mkBatch(next, spec{records: 3, value: 4 << 10})
 				next += 3
 				all = append(all, b)
 				must(h, h.l.Write(b))
 				fn := h.l.SyncFunc()
 				go func() { done <- fn() }()
 			}
-			for range 20 {
+			for range 600 {
 				must(h, <-done)
 			}
 			h.state(0, next, all)

@@ -33,6 +33,15 @@ func runModel(t *testing.T, seed uint64, steps int) {
 	}
 	w, m := open(), NewMemLog()
 	t.Cleanup(func() { w.Close() })
+	// syncs run on their own goroutines, as the partition actor runs them,
+	// while the steps go on; each is waited for before a reopen.
+	var syncs []chan error
+	waitSyncs := func() {
+		for _, ch := range syncs {
+			must(t, <-ch)
+		}
+		syncs = nil
+	}
 	epoch, ts := int32(0), int64(1_000_000)
 	var ops []string // for failure messages
 	for step := range steps {
@@ -49,8 +58,16 @@ func runModel(t *testing.T, seed uint64, steps int) {
 				specs = append(specs, spec{records: 1 + rng.IntN(20), epoch: epoch, ts: ts, value: rng.IntN(200)})
 			}
 			batches := mkBatches(leo, specs...)
-			ops = append(ops, fmt.Sprintf("append %d batches at %d", len(batches), leo))
-			must(t, w.Append(batches...))
+			if rng.IntN(2) == 0 {
+				ops = append(ops, fmt.Sprintf("append %d batches at %d", len(batches), leo))
+				must(t, w.Append(batches...))
+			} else {
+				ops = append(ops, fmt.Sprintf("write %d batches at %d, sync in the background", len(batches), leo))
+				must(t, w.Write(batches...))
+				ch, fn := make(chan error, 1), w.SyncFunc()
+				go func() { ch <- fn() }()
+				syncs = append(syncs, ch)
+			}
 			must(t, m.Append(batches...))
 		case op < 50:
 			bad := mkBatches(leo+1+rng.Int64N(3), spec{records: 1, epoch: epoch})
@@ -102,6 +119,7 @@ func runModel(t *testing.T, seed uint64, steps int) {
 			}
 		default:
 			ops = append(ops, "reopen")
+			waitSyncs()
 			must(t, w.Close())
 			w = open()
 		}
@@ -125,6 +143,7 @@ func runModel(t *testing.T, seed uint64, steps int) {
 			checkSegments(t, w)
 		}()
 	}
+	waitSyncs()
 }
 
 // checkDeleted checks a WAL DeleteBefore(off) against the model before it

@@ -148,7 +148,7 @@ func aliveCheck(t *testing.T, system *actor.ActorSystem, target *actor.PID) {
 // A message type the receiver does not know crashes an unguarded protoactor
 // process; the guard turns it into an UNKNOWN_MESSAGE_TYPE answer.
 func TestUnknownMessageTypeFromAnotherProcess(t *testing.T) {
-	addr, child := startChild(t)
+	addr, _ := startChild(t)
 	node := sender
 	target := actor.NewPID(addr, "echo")
 	aliveCheck(t, node.System, target)
@@ -163,10 +163,8 @@ func TestUnknownMessageTypeFromAnotherProcess(t *testing.T) {
 	if !ok || er.Error != messages.ErrorCode_UNKNOWN_MESSAGE_TYPE || !strings.Contains(er.Message, "evil.Unknown") {
 		t.Fatalf("answer %T %v, want UNKNOWN_MESSAGE_TYPE naming evil.Unknown", res, res)
 	}
+	// The receiver still answers: the unknown type did not take it down.
 	aliveCheck(t, node.System, target)
-	if child.ProcessState != nil {
-		t.Fatal("receiver exited")
-	}
 }
 
 // Raw gRPC frames with out-of-range indexes and serializer ids, which

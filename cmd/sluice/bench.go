@@ -59,6 +59,9 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 			client.BatchBytes(*batchBytes), client.Linger(*linger), client.MaxInFlight(*inFlight), client.WithLogger(logger))
 		stopProgress()
 		if err != nil {
+			if res.records > 0 {
+				res.print(stdout, mode) // what was measured before the failures
+			}
 			return err
 		}
 	} else {
@@ -117,7 +120,11 @@ func (r benchResult) print(w io.Writer, mode string) {
 		q := func(f float64) time.Duration {
 			return r.latencies[min(len(r.latencies)-1, int(f*float64(len(r.latencies))))]
 		}
-		fmt.Fprintf(w, "  latency: p50 %s, p99 %s, max %s\n", fmtDur(q(0.5)), fmtDur(q(0.99)), fmtDur(r.latencies[len(r.latencies)-1]))
+		what := "latency, send to acknowledgement"
+		if mode == "consume" {
+			what = "age at arrival, record timestamp to poll"
+		}
+		fmt.Fprintf(w, "  %s: p50 %s, p99 %s, max %s\n", what, fmtDur(q(0.5)), fmtDur(q(0.99)), fmtDur(r.latencies[len(r.latencies)-1]))
 	}
 	if r.failed > 0 {
 		fmt.Fprintf(w, "  failed: %d records\n", r.failed)
