@@ -4,6 +4,10 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 command -v protoc >/dev/null || { echo "protoc not found: apt-get install protobuf-compiler" >&2; exit 1; }
+# The generated files name the protoc version; CI compares them byte for byte.
+want="libprotoc 3.21.12"
+have=$(protoc --version)
+[ "$have" = "$want" ] || { echo "protoc is '$have'; the committed code was generated with '$want' (Debian 12's protobuf-compiler)" >&2; exit 1; }
 bin=$(mktemp -d)
 trap 'rm -rf "$bin"' EXIT
 go build -o "$bin/protoc-gen-go" google.golang.org/protobuf/cmd/protoc-gen-go
