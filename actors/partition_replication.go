@@ -345,6 +345,12 @@ func (p *partitionActor) onEpochAnswer(ctx actor.Context, resp *messages.OffsetF
 	leo := p.log.LogEndOffset()
 	step := replication.TruncationStep(resp.Epoch, resp.EndOffset, p.log.EndOffsetForEpoch, leo, f.hw)
 	if step.TruncateTo < leo {
+		if step.TruncateTo < f.hw {
+			// Below the HW is data every in-sync replica had: only an
+			// unclean election can take it away.
+			p.cfg.Logger.Error("truncating below the high watermark", "partition", p.cfg.TP,
+				"hw", f.hw, "to", step.TruncateTo, "leader_epoch", resp.Epoch, "leader_end", resp.EndOffset)
+		}
 		if err := p.log.TruncateTo(max(step.TruncateTo, p.log.LogStartOffset())); err != nil {
 			p.cfg.Logger.Error("truncation failed", "partition", p.cfg.TP, "error", err)
 			panic(fmt.Errorf("partition %s: truncate: %w", p.cfg.TP, err))

@@ -224,10 +224,12 @@ type ledger struct {
 	acked      map[int32]map[int64]string // partition -> offset -> value
 	failed     int
 	violations []string
-	ackTimes   []time.Time
+	ackTimes   map[int32][]time.Time // partition -> when each ack came, in order
 }
 
-func newLedger() *ledger { return &ledger{acked: map[int32]map[int64]string{}} }
+func newLedger() *ledger {
+	return &ledger{acked: map[int32]map[int64]string{}, ackTimes: map[int32][]time.Time{}}
+}
 
 func (l *ledger) ack(r *client.Record) {
 	l.mu.Lock()
@@ -241,7 +243,7 @@ func (l *ledger) ack(r *client.Record) {
 		l.violations = append(l.violations, fmt.Sprintf("offset %d-%d acknowledged for %q and %q", r.Partition, r.Offset, prev, r.Value))
 	}
 	m[r.Offset] = string(r.Value)
-	l.ackTimes = append(l.ackTimes, time.Now())
+	l.ackTimes[r.Partition] = append(l.ackTimes[r.Partition], time.Now())
 }
 
 func (l *ledger) count() int {
@@ -259,12 +261,40 @@ func (l *ledger) acksSince(t time.Time) int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	n := 0
-	for _, at := range l.ackTimes {
-		if at.After(t) {
-			n++
+	for _, times := range l.ackTimes {
+		for _, at := range times {
+			if at.After(t) {
+				n++
+			}
 		}
 	}
 	return n
+}
+
+// firstAckAfter is when partition p got its first acknowledgement after t
+// (zero if none).
+func (l *ledger) firstAckAfter(p int32, t time.Time) time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, at := range l.ackTimes[p] {
+		if at.After(t) {
+			return at
+		}
+	}
+	return time.Time{}
+}
+
+// longestGap is the longest time partition p went without an
+// acknowledgement: how long it was unavailable to producers.
+func (l *ledger) longestGap(p int32) time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var gap time.Duration
+	times := l.ackTimes[p]
+	for i := 1; i < len(times); i++ {
+		gap = max(gap, times[i].Sub(times[i-1]))
+	}
+	return gap
 }
 
 // workload runs acks=all producers writing unique values until stopped.
@@ -404,6 +434,8 @@ func (m *hwMonitor) finish() []string {
 // report is what a fault test measured.
 type report struct {
 	acked, lost, duplicates, failed int
+	// truncations counts "truncated divergent suffix" lines in broker logs.
+	truncations int
 }
 
 // verify waits for full replication, reads every partition from its
@@ -457,7 +489,19 @@ func (c *testCluster) verify(topic string, partitions int32, w *workload, hw *hw
 			c.compareReplica(id, dir, logs[p])
 		}
 	}
-	c.t.Logf("acked %d, lost %d, failed %d, duplicates in the log %d", rep.acked, rep.lost, rep.failed, rep.duplicates)
+	for _, id := range c.ids() {
+		logs := c.brokers[id].logs.String()
+		rep.truncations += strings.Count(logs, "truncated divergent suffix")
+		if strings.Contains(logs, "truncating below the high watermark") {
+			c.t.Errorf("broker %d truncated committed data:\n%s", id, grepLines(logs, "truncating below the high watermark"))
+		}
+	}
+	var gaps []string
+	for p := int32(0); p < partitions; p++ {
+		gaps = append(gaps, fmt.Sprintf("p%d %v", p, w.ledger.longestGap(p).Round(time.Millisecond)))
+	}
+	c.t.Logf("acked %d, lost %d, failed %d, duplicates in the log %d; divergent suffixes truncated %d; longest time without an ack: %s",
+		rep.acked, rep.lost, rep.failed, rep.duplicates, rep.truncations, strings.Join(gaps, ", "))
 	if rep.lost > 0 {
 		c.t.Fatalf("%d acknowledged records lost", rep.lost)
 	}
@@ -547,4 +591,32 @@ func (c *testCluster) probeProduce(topic string, p int32) time.Duration {
 		c.t.Fatalf("probe produce to %s-%d: %v", topic, p, err)
 	}
 	return time.Since(start)
+}
+
+// grepLines returns the lines of text that contain sub.
+func grepLines(text, sub string) string {
+	var out []string
+	for _, line := range strings.Split(text, "\n") {
+		if strings.Contains(line, sub) {
+			out = append(out, line)
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
+// replicaLEO asks broker id directly (no Consul involved) for the LEO of
+// its replica of topic-p; -1 if it does not answer.
+func (c *testCluster) replicaLEO(id int32, topic string, p int32) int64 {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	res, err := c.admin.Request(ctx, c.brokers[id].Addr, &messages.DescribeReplicasRequest{Topics: []string{topic}})
+	if err != nil {
+		return -1
+	}
+	for _, rs := range res.(*messages.DescribeReplicasResponse).Replicas {
+		if rs.Partition == p {
+			return rs.LogEndOffset
+		}
+	}
+	return -1
 }

@@ -3,8 +3,10 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -38,10 +40,11 @@ func TestFaultLeaderKilled(t *testing.T) {
 	c, w, hw := startFaultCluster(t)
 	leader := c.leaderOf(faultTopic, 0)
 	before := c.partitionState(faultTopic, 0)
-	c.brokers[leader].kill9()
 	killed := time.Now()
-	failover := c.probeProduce(faultTopic, 0)
-	t.Logf("failover of partition 0: %v from kill -9 of broker %d to the first acknowledged produce", failover, leader)
+	c.brokers[leader].kill9()
+	c.probeProduce(faultTopic, 0)
+	t.Logf("failover of partition 0: %v from kill -9 of broker %d to the first acknowledged produce on the new leader",
+		time.Since(killed).Round(time.Millisecond), leader)
 	after := c.partitionState(faultTopic, 0)
 	if after.Leader == leader || !slices.Contains(before.Isr, after.Leader) || after.LeaderEpoch <= before.LeaderEpoch {
 		t.Fatalf("new leader %d (epoch %d) after %d died (epoch %d, ISR %v)", after.Leader, after.LeaderEpoch, leader, before.LeaderEpoch, before.Isr)
@@ -83,9 +86,15 @@ func TestFaultFollowerKilled(t *testing.T) {
 }
 
 // 3. SIGSTOP a follower past the lag time, then SIGCONT: it is dropped from
-// the ISR and re-added once it has caught up.
+// the ISR and re-added once it has caught up. The lag time (1 s) is far
+// below the health-check TTL (15 s), so the leader's lag check drops the
+// follower while Consul still counts its broker alive.
 func TestFaultFollowerPaused(t *testing.T) {
-	c, w, hw := startFaultCluster(t)
+	c := startCluster(t, 3, "--replica-lag-time-max", "1s", "--check-ttl", "15s")
+	c.createTopic(faultTopic, 3, 3, faultConfig)
+	hw := startHWMonitor(c, faultTopic)
+	w := startWorkload(t, c, faultTopic, 2)
+	w.waitAcks(c, 2000)
 	leader := c.leaderOf(faultTopic, 0)
 	var follower int32
 	for _, id := range c.partitionState(faultTopic, 0).Replicas {
@@ -93,12 +102,25 @@ func TestFaultFollowerPaused(t *testing.T) {
 			follower = id
 		}
 	}
+	paused := time.Now()
 	c.brokers[follower].pause()
 	c.waitFor("the paused follower out of the ISR", 30*time.Second, func() bool {
-		pm := c.partitionState(faultTopic, 0)
-		return pm != nil && !slices.Contains(pm.Isr, follower)
+		md, err := c.metadata(faultTopic)
+		if err != nil || len(md.Topics) != 1 {
+			return false
+		}
+		if !slices.ContainsFunc(md.Brokers, func(b *messages.BrokerInfo) bool { return b.Id == follower }) {
+			t.Fatalf("broker %d left the cluster before the leader's lag check dropped it from the ISR", follower)
+		}
+		for _, pm := range md.Topics[0].Partitions {
+			if pm.Partition == 0 {
+				return !slices.Contains(pm.Isr, follower)
+			}
+		}
+		return false
 	})
-	time.Sleep(time.Second) // stay paused a little past the shrink
+	t.Logf("ISR shrank %v after the follower stopped", time.Since(paused).Round(time.Millisecond))
+	w.waitAcks(c, 1000) // two in-sync replicas still meet min.insync.replicas
 	w.waitAcks(c, 1000)
 	c.brokers[follower].resume()
 	c.waitFor("the resumed follower back in the ISR", time.Minute, func() bool {
@@ -139,8 +161,58 @@ func TestFaultTwoQuickLeaderChanges(t *testing.T) {
 }
 
 // 4b. KIP-101 scenario 2: both replicas of an RF=2 topic crash and the one
-// with the shorter log comes back first.
+// with the shorter log comes back first. The health-check TTL and the lag
+// time are long here, so both replicas are still in the ISR when both have
+// died: the follower dies first, the leader writes on alone (no acks=all
+// can complete without the follower), then the leader dies. The follower
+// restarts before Consul noticed it was gone, and once the leader's TTL
+// runs out it leads at a new epoch with the shorter log. The old leader
+// returns, truncates its unreplicated suffix and follows. Nothing
+// acknowledged is lost and the two logs agree.
 func TestFaultBothReplicasCrashShorterFirst(t *testing.T) {
+	c := startCluster(t, 3, "--check-ttl", "24s", "--replica-lag-time-max", "60s")
+	const topic = "pair"
+	c.createTopic(topic, 1, 2, map[string]string{"min.insync.replicas": "1"})
+	hw := startHWMonitor(c, topic)
+	w := startWorkload(t, c, topic, 2)
+	w.waitAcks(c, 3000)
+	st := c.partitionState(topic, 0)
+	leader, follower := st.Leader, otherReplica(st, st.Leader)
+	c.brokers[follower].kill9()
+	// Whatever the follower had, the leader had too when it died: once the
+	// leader's LEO passes what it was then, the leader's log is longer. The
+	// workload's requests are all stuck waiting for the dead follower, so
+	// one more goes straight to the leader, which writes it and waits too.
+	leoAtKill := c.replicaLEO(leader, topic, 0)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_, _ = c.admin.Request(ctx, c.brokers[leader].Addr, &messages.ProduceRequest{Topic: topic, Acks: -1, Records: rawBatch("unreplicated")})
+	}()
+	c.waitFor("the leader writing past the dead follower", 30*time.Second, func() bool {
+		return c.replicaLEO(leader, topic, 0) > leoAtKill
+	})
+	c.brokers[leader].kill9()
+	c.brokers[follower].start()
+	if pm := c.partitionState(topic, 0); pm == nil || !slices.Contains(pm.Isr, follower) || !slices.Contains(pm.Isr, leader) {
+		t.Fatalf("both replicas should still be in the ISR: %v", pm)
+	}
+	c.waitFor("the shorter replica leading at a new epoch", time.Minute, func() bool {
+		pm := c.partitionState(topic, 0)
+		return pm != nil && pm.Leader == follower && pm.LeaderEpoch > st.LeaderEpoch
+	})
+	w.waitAcks(c, 1000)
+	c.brokers[leader].start()
+	rep := c.verify(topic, 1, w, hw)
+	if rep.truncations == 0 {
+		t.Fatal("the old leader's unreplicated suffix was never truncated")
+	}
+}
+
+// An out-of-sync replica never leads while unclean election is off: the
+// follower dies and leaves the ISR, the leader dies, the follower returns
+// alone, and the partition stays offline until the in-sync replica is back.
+func TestFaultOutOfSyncReplicaDoesNotLead(t *testing.T) {
 	c := startCluster(t, 3)
 	const topic = "pair"
 	c.createTopic(topic, 1, 2, map[string]string{"min.insync.replicas": "1"})
@@ -148,21 +220,21 @@ func TestFaultBothReplicasCrashShorterFirst(t *testing.T) {
 	w := startWorkload(t, c, topic, 2)
 	w.waitAcks(c, 3000)
 	st := c.partitionState(topic, 0)
-	// Kill the follower first and the leader a moment later: the follower
-	// has the shorter log.
-	leader := st.Leader
-	var follower int32
-	for _, id := range st.Replicas {
-		if id != leader {
-			follower = id
-		}
-	}
+	leader, follower := st.Leader, otherReplica(st, st.Leader)
 	c.brokers[follower].kill9()
+	c.waitFor("the dead follower out of the ISR", 30*time.Second, func() bool {
+		pm := c.partitionState(topic, 0)
+		return pm != nil && !slices.Contains(pm.Isr, follower)
+	})
 	w.waitAcks(c, 500)
 	c.brokers[leader].kill9()
 	c.brokers[follower].start()
-	// The follower was dropped from the ISR, so it must not lead: the
-	// partition stays offline until the last in-sync replica returns.
+	c.waitFor("the follower registered again", 30*time.Second, func() bool {
+		md, err := c.metadata()
+		return err == nil && slices.ContainsFunc(md.Brokers, func(b *messages.BrokerInfo) bool { return b.Id == follower })
+	})
+	// The controller has seen the follower come back; give it a few of its
+	// reconciliation rounds, then the partition must still have no leader.
 	time.Sleep(3 * time.Second)
 	if pm := c.partitionState(topic, 0); pm == nil || pm.Leader == follower {
 		t.Fatalf("the out-of-sync replica %d became leader: %v", follower, pm)
@@ -172,26 +244,80 @@ func TestFaultBothReplicasCrashShorterFirst(t *testing.T) {
 	c.verify(topic, 1, w, hw)
 }
 
+// otherReplica returns a replica of the partition other than id.
+func otherReplica(st *messages.PartitionMetadata, id int32) int32 {
+	for _, r := range st.Replicas {
+		if r != id {
+			return r
+		}
+	}
+	return -1
+}
+
 // 5. SIGSTOP the leader until a new leader is elected, then SIGCONT: the
-// paused leader must not complete acks=all requests, and its divergent
-// suffix is truncated when it follows.
+// paused leader must not complete any acks=all request from the paused
+// time, and its divergent suffix is truncated when it follows. Besides the
+// workload, acks=all requests are sent straight to the zombie while it is
+// paused; it reads them when it wakes, and none may be acknowledged.
 func TestFaultZombieLeader(t *testing.T) {
 	c, w, hw := startFaultCluster(t)
 	leader := c.leaderOf(faultTopic, 0)
 	epoch := c.partitionState(faultTopic, 0).LeaderEpoch
+	zombie, err := client.NewAdmin(c.brokers[leader].Addr, client.RequestTimeout(90*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer zombie.Close()
+	paused := time.Now()
 	c.brokers[leader].pause()
+	const direct = 20
+	type answer struct {
+		resp *messages.ProduceResponse
+		err  error
+	}
+	answers := make(chan answer, direct)
+	for i := range direct {
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+			defer cancel()
+			res, err := zombie.Request(ctx, c.brokers[leader].Addr, &messages.ProduceRequest{Topic: faultTopic, Partition: 0,
+				Acks: -1, TimeoutMs: 60000, Records: rawBatch(fmt.Sprintf("zombie-%d", i))})
+			r, _ := res.(*messages.ProduceResponse)
+			answers <- answer{r, err}
+		}()
+	}
 	c.waitFor("a new leader while the old one is paused", 30*time.Second, func() bool {
 		pm := c.partitionState(faultTopic, 0)
 		return pm != nil && pm.Leader != leader && pm.Leader > 0 && pm.LeaderEpoch > epoch
 	})
 	w.waitAcks(c, 2000)
+	if at := w.ledger.firstAckAfter(0, paused); !at.IsZero() {
+		t.Logf("partition 0 acknowledged again %v after its leader was paused", at.Sub(paused).Round(time.Millisecond))
+	}
 	c.brokers[leader].resume()
+	appended, unanswered := 0, 0
+	for range direct {
+		a := <-answers
+		switch {
+		case a.err != nil:
+			unanswered++ // not acknowledged either: the transport delivers at most once
+		case a.resp.Error == messages.ErrorCode_NONE:
+			t.Fatalf("the deposed leader acknowledged an acks=all produce at offset %d", a.resp.BaseOffset)
+		case strings.Contains(a.resp.ErrorMessage, "before the batch was replicated"):
+			appended++
+		}
+	}
+	t.Logf("the zombie acknowledged none of %d direct requests (%d unanswered); %d were written to its log before it stepped down",
+		direct, unanswered, appended)
 	c.waitFor("the old leader following", time.Minute, func() bool {
 		pm := c.partitionState(faultTopic, 0)
 		return pm != nil && slices.Contains(pm.Isr, leader) && pm.Leader != leader
 	})
 	w.waitAcks(c, 2000)
-	c.verify(faultTopic, 3, w, hw)
+	rep := c.verify(faultTopic, 3, w, hw)
+	if appended > 0 && rep.truncations == 0 {
+		t.Fatal("the zombie wrote batches nobody else has, yet no divergent suffix was truncated")
+	}
 }
 
 // 6. kill -9 the controller's broker: another broker becomes controller and
@@ -202,11 +328,13 @@ func TestFaultControllerKilled(t *testing.T) {
 	if ctrl <= 0 {
 		t.Fatal("no controller")
 	}
+	killed := time.Now()
 	c.brokers[ctrl].kill9()
 	c.waitFor("a new controller", 30*time.Second, func() bool {
 		id := c.controller()
 		return id > 0 && id != ctrl
 	})
+	t.Logf("a new controller %v after kill -9 of broker %d", time.Since(killed).Round(time.Millisecond), ctrl)
 	// The new controller works: it creates topics and elects leaders.
 	c.createTopic("after-controller", 2, 2, nil)
 	w.waitAcks(c, 2000)
@@ -240,7 +368,7 @@ func TestFaultRandomKills(t *testing.T) {
 // (FENCED_LEADER_EPOCH), and a topic needing more brokers than are alive.
 func TestClusterErrorCodes(t *testing.T) {
 	c := startCluster(t, 3)
-	c.createTopic("codes", 1, 2, nil)
+	c.createTopic("codes", 1, 2, map[string]string{"min.insync.replicas": "2"})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	st := c.partitionState("codes", 0)
@@ -276,6 +404,30 @@ func TestClusterErrorCodes(t *testing.T) {
 	}
 	if code := res.(*messages.FetchResponse).Error; code != messages.ErrorCode_FENCED_LEADER_EPOCH {
 		t.Errorf("fetch with the deposed epoch: %v, want FENCED_LEADER_EPOCH", code)
+	}
+	// The new leader is the last in-sync replica, below min.insync.replicas=2:
+	// acks=all is refused before anything is written; acks=1 still works.
+	c.waitFor("an ISR of one", 30*time.Second, func() bool {
+		pm := c.partitionState("codes", 0)
+		return pm != nil && len(pm.Isr) == 1
+	})
+	leo := c.replicaLEO(follower, "codes", 0)
+	res, err = c.admin.Request(ctx, c.brokers[follower].Addr, &messages.ProduceRequest{Topic: "codes", Acks: -1, Records: batch})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code := res.(*messages.ProduceResponse).Error; code != messages.ErrorCode_NOT_ENOUGH_REPLICAS {
+		t.Errorf("acks=all with an ISR of 1: %v, want NOT_ENOUGH_REPLICAS", code)
+	}
+	if after := c.replicaLEO(follower, "codes", 0); after != leo {
+		t.Errorf("a refused acks=all produce moved the LEO from %d to %d", leo, after)
+	}
+	res, err = c.admin.Request(ctx, c.brokers[follower].Addr, &messages.ProduceRequest{Topic: "codes", Acks: 1, Records: batch})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := res.(*messages.ProduceResponse); r.Error != messages.ErrorCode_NONE || r.BaseOffset != leo {
+		t.Errorf("acks=1 with an ISR of 1: %v at %d, want offset %d", r.Error, r.BaseOffset, leo)
 	}
 	// Two brokers alive: replication factor 3 is refused.
 	err = c.admin.CreateTopic(ctx, client.TopicSpec{Name: "too-wide", Partitions: 1, ReplicationFactor: 3})
