@@ -117,3 +117,32 @@ func TestAppendAllocs(t *testing.T) {
 		must(t, w.Close())
 	}
 }
+
+// BenchmarkWriteThroughSegments writes 1 MiB groups (as a partition's group
+// commit does) without fsync through many segments of each size: the cost
+// of wal's in-memory copy of the segment being written, which grows with
+// the segment.
+func BenchmarkWriteThroughSegments(b *testing.B) {
+	for _, seg := range []int{1 << 20, 4 << 20, 16 << 20, 64 << 20} {
+		b.Run(fmt.Sprintf("segment=%dMiB", seg>>20), func(b *testing.B) {
+			w, err := OpenWAL(b.TempDir(), WALOptions{SegmentBytes: seg, NoSync: true}, quietLogger())
+			must(b, err)
+			defer w.Close()
+			batches := benchBatches(16, 64)
+			var size int64
+			for _, bb := range batches {
+				size += int64(len(bb))
+			}
+			b.SetBytes(size)
+			b.ReportAllocs()
+			for i := range b.N {
+				appendAll(b, w, batches)
+				if i%1024 == 1023 { // keep the disk use down
+					b.StopTimer()
+					must(b, w.DeleteBefore(w.LogEndOffset()))
+					b.StartTimer()
+				}
+			}
+		})
+	}
+}

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"os"
+	"runtime/pprof"
 	"slices"
 	"sync/atomic"
 	"time"
@@ -30,8 +32,20 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	linger := fs.Duration("linger", 5*time.Millisecond, "producer linger")
 	inFlight := fs.Int("in-flight", 5, "produce requests in flight per partition")
 	quiet := fs.Bool("quiet", false, "no progress line")
+	cpuProfile := fs.String("cpu-profile", "", "write a CPU profile of this client process to FILE")
 	if _, err := parseArgs(fs, args); err != nil {
 		return err
+	}
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
 	}
 	if *records < 1 || *size < 0 {
 		return usageErr("--records must be >= 1 and --size >= 0")
