@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -17,28 +18,86 @@ import (
 	"github.com/sluicemq/sluice/actors/transport"
 	"github.com/sluicemq/sluice/client"
 	"github.com/sluicemq/sluice/messages"
+	"github.com/sluicemq/sluice/messages/record"
 )
 
-// replyDropper stands in front of a broker: clients talk to it as if it
-// were the broker (metadata points them back at it), it forwards every
-// request and throws away a share of the produce answers, as a lost reply
-// would. It runs as the "broker" actor of the test process's actor system.
-type replyDropper struct {
-	target  string
-	self    string
-	share   float64
-	dropped atomic.Int64
-	rng     *rand.Rand
-	mu      sync.Mutex
+// ---- a broker proxy with faults ---------------------------------------------
+
+// verdict is what a brokerProxy does with one produce request.
+type verdict struct {
+	// forward sends the request on to the broker.
+	forward bool
+	// answer, unless NONE, is the error the client gets instead of the
+	// broker's answer (or of an answer at all, when not forwarded).
+	answer messages.ErrorCode
+	// lose throws the broker's answer away, as a lost reply.
+	lose bool
 }
 
-func (d *replyDropper) Receive(ctx actor.Context) {
+var pass = verdict{forward: true}
+
+// brokerProxy stands in front of a broker: clients talk to it as if it
+// were the broker (metadata points them back at it); it forwards every
+// request, and decide says what becomes of each produce request and its
+// answer. It runs as the "broker" actor of the test process's actor system
+// until the test ends. decide and answered run on the proxy's actor, one
+// call at a time.
+type brokerProxy struct {
+	target, self string
+	decide       func(h record.Header, req *messages.ProduceRequest) verdict
+	// answered, if set, sees every answer of the broker to a forwarded
+	// produce request, and whether the client gets it.
+	answered func(h record.Header, resp *messages.ProduceResponse, delivered bool)
+	// bumps counts InitProducerId requests for the next epoch of an id.
+	bumps atomic.Int64
+}
+
+// startProxy runs px in front of the broker at target and returns the
+// address clients should use.
+func startProxy(t *testing.T, target string, px *brokerProxy) string {
+	t.Helper()
+	system, err := client.System()
+	if err != nil {
+		t.Fatal(err)
+	}
+	px.target, px.self = target, system.Address()
+	pid, err := system.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return px }), transport.BrokerActorName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = system.Root.StopFuture(pid).Wait() })
+	return px.self
+}
+
+func (px *brokerProxy) Receive(ctx actor.Context) {
 	msg, ok := ctx.Message().(proto.Message)
 	if !ok {
 		return
 	}
 	sender := ctx.Sender()
-	fut := ctx.RequestFuture(transport.BrokerPID(d.target), msg, 10*time.Second)
+	v := pass
+	var h record.Header
+	switch m := msg.(type) {
+	case *messages.ProduceRequest:
+		h, _ = record.ParseHeader(m.Records)
+		v = px.decide(h, m)
+	case *messages.InitProducerIdRequest:
+		if m.ProducerId > 0 {
+			px.bumps.Add(1)
+		}
+	}
+	refusal := func() *messages.ProduceResponse {
+		req := msg.(*messages.ProduceRequest)
+		return &messages.ProduceResponse{Topic: req.Topic, Partition: req.Partition, Error: v.answer, BaseOffset: -1,
+			ErrorMessage: "injected by the test's proxy"}
+	}
+	if !v.forward {
+		if v.answer != messages.ErrorCode_NONE && sender != nil {
+			ctx.Send(sender, refusal())
+		}
+		return
+	}
+	fut := ctx.RequestFuture(transport.BrokerPID(px.target), msg, 10*time.Second)
 	ctx.ReenterAfter(fut, func(res any, err error) {
 		if err != nil || sender == nil {
 			return
@@ -46,36 +105,117 @@ func (d *replyDropper) Receive(ctx actor.Context) {
 		switch r := res.(type) {
 		case *messages.MetadataResponse:
 			for _, b := range r.Brokers {
-				b.Address = d.self
+				b.Address = px.self
 			}
 		case *messages.ProduceResponse:
-			d.mu.Lock()
-			drop := d.rng.Float64() < d.share
-			d.mu.Unlock()
-			if drop {
-				d.dropped.Add(1)
+			if px.answered != nil {
+				px.answered(h, r, !v.lose && v.answer == messages.ErrorCode_NONE)
+			}
+			if v.lose {
 				return
+			}
+			if v.answer != messages.ErrorCode_NONE {
+				res = refusal()
 			}
 		}
 		ctx.Send(sender, res)
 	})
 }
 
-// A producer whose answers are lost retries, and the log holds each record
-// exactly once, in the order it was sent.
+// ---- acknowledgements ----------------------------------------------------------
+
+// acks records what a producer was told about each record, by value.
+type acks struct {
+	mu     sync.Mutex
+	at     map[string][2]int64 // value -> partition, offset
+	failed map[string]error
+}
+
+func newAcks() *acks { return &acks{at: map[string][2]int64{}, failed: map[string]error{}} }
+
+func (a *acks) promise(r *client.Record, err error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if err != nil {
+		a.failed[string(r.Value)] = err
+		return
+	}
+	a.at[string(r.Value)] = [2]int64{int64(r.Partition), r.Offset}
+}
+
+// checkLog fails unless partition part's log holds exactly want, in order,
+// and every record of it acknowledged was acknowledged at its offset there.
+func (a *acks) checkLog(t *testing.T, addr, topic string, part int32, want []string) {
+	t.Helper()
+	recs := consumeAll(t, addr, topic, part)
+	var got []string
+	for _, r := range recs {
+		got = append(got, string(r.Value))
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("partition %d holds %d records, want %d in send order, each once; first difference at %d",
+			part, len(got), len(want), firstDifference(got, want))
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, r := range recs {
+		if at, ok := a.at[string(r.Value)]; ok && at != [2]int64{int64(part), r.Offset} {
+			t.Fatalf("%q acknowledged at partition %d offset %d, but it is at partition %d offset %d", r.Value, at[0], at[1], part, r.Offset)
+		}
+	}
+}
+
+func firstDifference(a, b []string) int {
+	for i := range min(len(a), len(b)) {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return min(len(a), len(b))
+}
+
+// ---- tests ----------------------------------------------------------------------
+
+// A producer whose answers are lost retries; the log holds each record
+// exactly once, in the order it was sent, and each record was acknowledged
+// at the offset it has there: a retry of a batch already written is
+// answered with the original offsets.
 func TestIdempotentProducerWithLostReplies(t *testing.T) {
 	b := startBroker(t)
-	a := newAdmin(t, b.Addr)
-	createTopic(t, a, "idem", 2, nil)
-	system, err := client.System()
-	if err != nil {
-		t.Fatal(err)
+	createTopic(t, newAdmin(t, b.Addr), "idem", 2, nil)
+	rng := rand.New(rand.NewPCG(1, 2))
+	// The proxy's bookkeeping; a late answer to an attempt the client gave
+	// up on may still come in while the test reads it.
+	var mu sync.Mutex
+	var dropped, dedupedAtOriginal int
+	var mismatches []string
+	droppedAt := map[string]int64{} // batch -> base offset of an answer thrown away
+	px := &brokerProxy{
+		decide: func(record.Header, *messages.ProduceRequest) verdict {
+			return verdict{forward: true, lose: rng.Float64() < 0.3}
+		},
+		answered: func(h record.Header, r *messages.ProduceResponse, delivered bool) {
+			if r.Error != messages.ErrorCode_NONE {
+				return
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			key := fmt.Sprintf("%d/%d/%d", r.Partition, h.ProducerEpoch, h.BaseSequence)
+			if !delivered {
+				dropped++
+				droppedAt[key] = r.BaseOffset
+				return
+			}
+			if first, ok := droppedAt[key]; ok {
+				if r.BaseOffset != first {
+					mismatches = append(mismatches, fmt.Sprintf("batch %s: written at %d, retry answered with %d", key, first, r.BaseOffset))
+				}
+				dedupedAtOriginal++
+			}
+		},
 	}
-	d := &replyDropper{target: b.Addr, self: system.Address(), share: 0.3, rng: rand.New(rand.NewPCG(1, 2))}
-	if _, err := system.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return d }), transport.BrokerActorName); err != nil {
-		t.Fatal(err)
-	}
-	p, err := client.NewProducer(system.Address(), client.Acks(client.AllAcks), client.RequestTimeout(300*time.Millisecond),
+	addr := startProxy(t, b.Addr, px)
+	p, err := client.NewProducer(addr, client.Acks(client.AllAcks), client.RequestTimeout(300*time.Millisecond),
 		client.RetryBackoff(20*time.Millisecond), client.Linger(time.Millisecond), client.BatchBytes(1024),
 		client.WithPartitioner(client.ManualPartitioner()))
 	if err != nil {
@@ -84,37 +224,32 @@ func TestIdempotentProducerWithLostReplies(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	const n = 20000
-	var failed atomic.Int64
+	a := newAcks()
+	want := [2][]string{}
 	for i := 0; i < n; i++ {
 		v := strconv.Itoa(i)
-		p.Produce(ctx, &client.Record{Topic: "idem", Partition: int32(i % 2), Value: []byte(v)}, func(_ *client.Record, err error) {
-			if err != nil {
-				failed.Add(1)
-			}
-		})
+		want[i%2] = append(want[i%2], v)
+		p.Produce(ctx, &client.Record{Topic: "idem", Partition: int32(i % 2), Value: []byte(v)}, a.promise)
 	}
 	if err := p.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
 	p.Close()
-	if failed.Load() > 0 {
-		t.Fatalf("%d records failed", failed.Load())
+	if len(a.failed) > 0 {
+		t.Fatalf("%d records failed", len(a.failed))
 	}
-	if d.dropped.Load() == 0 {
-		t.Fatal("no answer was dropped: the test tested nothing")
+	mu.Lock()
+	defer mu.Unlock()
+	if dropped == 0 || dedupedAtOriginal == 0 {
+		t.Fatalf("%d answers dropped, %d retries of a written batch answered: the test tested nothing", dropped, dedupedAtOriginal)
+	}
+	if len(mismatches) > 0 {
+		t.Fatalf("%d retries answered with other offsets than the original, first: %v", len(mismatches), mismatches[:min(len(mismatches), 5)])
 	}
 	for part := int32(0); part < 2; part++ {
-		recs := consumeAll(t, b.Addr, "idem", part)
-		if len(recs) != n/2 {
-			t.Fatalf("partition %d holds %d records, %d were sent (%d answers dropped)", part, len(recs), n/2, d.dropped.Load())
-		}
-		for i, r := range recs {
-			if want := strconv.Itoa(2*i + int(part)); string(r.Value) != want {
-				t.Fatalf("partition %d offset %d: %q, want %q: out of order or duplicated", part, i, r.Value, want)
-			}
-		}
+		a.checkLog(t, b.Addr, "idem", part, want[part])
 	}
-	t.Logf("%d records, %d answers dropped, each record written once in order", n, d.dropped.Load())
+	t.Logf("%d records, %d answers dropped, %d retries answered with the original offsets", n, dropped, dedupedAtOriginal)
 }
 
 // kill -9 the leader repeatedly while an idempotent acks=all producer writes
