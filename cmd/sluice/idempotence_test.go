@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -250,6 +251,130 @@ func TestIdempotentProducerWithLostReplies(t *testing.T) {
 		a.checkLog(t, b.Addr, "idem", part, want[part])
 	}
 	t.Logf("%d records, %d answers dropped, %d retries answered with the original offsets", n, dropped, dedupedAtOriginal)
+}
+
+// A numbered batch that fails for good leaves no gap the producer cannot
+// get past: if a later batch shows it was written the sequence goes on,
+// otherwise the producer bumps its epoch and renumbers the partition from
+// sequence 0. Either way every other record gets through once, in order.
+func TestIdempotentProducerRecoversFromALostBatch(t *testing.T) {
+	b := startBroker(t)
+	admin := newAdmin(t, b.Addr)
+	for _, tc := range []struct {
+		name string
+		// fault is what the proxy does with every attempt of the lost batch.
+		fault verdict
+		// written: the lost batch is in the log (only its answers were lost).
+		written bool
+		wantErr error
+	}{
+		{"retries used up, never written", verdict{answer: messages.ErrorCode_REQUEST_TIMED_OUT}, false, client.ErrRequestTimedOut},
+		{"non-retriable error", verdict{answer: messages.ErrorCode_CORRUPT_RECORD}, false, client.ErrCorruptRecord},
+		{"written, every answer lost", verdict{forward: true, answer: messages.ErrorCode_REQUEST_TIMED_OUT}, true, client.ErrRequestTimedOut},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			topic := strings.ReplaceAll(tc.name, " ", "-")
+			topic = strings.ReplaceAll(topic, ",", "")
+			createTopic(t, admin, topic, 2, nil)
+			var mu sync.Mutex
+			var lost []string // values of the lost batch
+			lostSeq := int32(-1)
+			seen := map[int32]bool{} // base sequences of partition 0 under epoch 0
+			restarted := false       // partition 0 sent a batch at sequence 0 of a newer epoch
+			px := &brokerProxy{decide: func(h record.Header, req *messages.ProduceRequest) verdict {
+				mu.Lock()
+				defer mu.Unlock()
+				if req.Partition != 0 {
+					return pass
+				}
+				if h.ProducerEpoch > 0 {
+					restarted = restarted || h.BaseSequence == 0
+					return pass
+				}
+				if !seen[h.BaseSequence] {
+					seen[h.BaseSequence] = true
+					if len(seen) == 5 { // the fifth batch is lost
+						lostSeq, lost = h.BaseSequence, batchValues(t, req.Records)
+					}
+				}
+				if h.BaseSequence == lostSeq {
+					return tc.fault
+				}
+				return pass
+			}}
+			addr := startProxy(t, b.Addr, px)
+			p, err := client.NewProducer(addr, client.Acks(client.AllAcks), client.Retries(2), client.RetryBackoff(10*time.Millisecond),
+				client.Linger(time.Millisecond), client.BatchBytes(1024), client.RequestTimeout(10*time.Second),
+				client.WithPartitioner(client.ManualPartitioner()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			a := newAcks()
+			var sent [2][]string
+			for i := 0; i < 3000; i++ {
+				v := fmt.Sprintf("%05d", i)
+				sent[i%2] = append(sent[i%2], v)
+				p.Produce(ctx, &client.Record{Topic: topic, Partition: int32(i % 2), Value: []byte(v)}, a.promise)
+			}
+			if err := p.Flush(ctx); err != nil {
+				t.Fatal(err)
+			}
+			p.Close()
+			mu.Lock()
+			defer mu.Unlock()
+			if len(lost) == 0 {
+				t.Fatal("no batch was lost: the test tested nothing")
+			}
+			// Exactly the lost batch's records failed, with its error.
+			a.mu.Lock()
+			failed := slices.Sorted(func(yield func(string) bool) {
+				for v := range a.failed {
+					if !yield(v) {
+						return
+					}
+				}
+			})
+			for v, err := range a.failed {
+				if !errors.Is(err, tc.wantErr) {
+					t.Fatalf("%s failed with %v, want %v", v, err, tc.wantErr)
+				}
+			}
+			a.mu.Unlock()
+			if !slices.Equal(failed, lost) {
+				t.Fatalf("%d records failed, want the %d of the lost batch (%v)", len(failed), len(lost), lost)
+			}
+			want0 := sent[0]
+			if !tc.written {
+				want0 = slices.DeleteFunc(slices.Clone(want0), func(v string) bool { return slices.Contains(lost, v) })
+			}
+			a.checkLog(t, b.Addr, topic, 0, want0)
+			a.checkLog(t, b.Addr, topic, 1, sent[1])
+			// A written batch needs no new epoch; a missing one does.
+			if bumped := px.bumps.Load() > 0; bumped != !tc.written || restarted != !tc.written {
+				t.Fatalf("epoch bumps %d, partition 0 restarted at sequence 0: %v; want both only if the batch was not written",
+					px.bumps.Load(), restarted)
+			}
+		})
+	}
+}
+
+// batchValues returns the values of a record batch's records.
+func batchValues(t *testing.T, batch []byte) []string {
+	t.Helper()
+	var out []string
+	it := record.Records(batch)
+	for {
+		r, more, err := it.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !more {
+			return out
+		}
+		out = append(out, string(r.Value))
+	}
 }
 
 // kill -9 the leader repeatedly while an idempotent acks=all producer writes
