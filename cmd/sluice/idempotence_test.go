@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"slices"
 	"strconv"
@@ -377,21 +378,75 @@ func batchValues(t *testing.T, batch []byte) []string {
 	}
 }
 
+// retryCounter is a slog handler that counts the producer's "retrying
+// produce" lines per partition: each is a batch sent again.
+type retryCounter struct {
+	mu sync.Mutex
+	n  map[int64]int
+}
+
+func (h *retryCounter) Enabled(context.Context, slog.Level) bool { return true }
+func (h *retryCounter) WithAttrs([]slog.Attr) slog.Handler       { return h }
+func (h *retryCounter) WithGroup(string) slog.Handler            { return h }
+
+func (h *retryCounter) Handle(_ context.Context, r slog.Record) error {
+	if r.Message != "retrying produce" {
+		return nil
+	}
+	r.Attrs(func(a slog.Attr) bool {
+		if a.Key == "partition" {
+			h.mu.Lock()
+			h.n[a.Value.Int64()]++
+			h.mu.Unlock()
+		}
+		return true
+	})
+	return nil
+}
+
+func (h *retryCounter) count(part int32) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.n[int64(part)]
+}
+
+func (h *retryCounter) String() string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return fmt.Sprint(h.n)
+}
+
 // kill -9 the leader repeatedly while an idempotent acks=all producer writes
 // 200k records with unique values: none lost, none duplicated, and every
-// partition holds its records in the order they were sent.
+// partition holds its records in the order they were sent. Each kill hits
+// a partition with records unanswered, and the producer resends them.
 func TestIdempotentProducerThroughLeaderKills(t *testing.T) {
 	c := startCluster(t, 3)
-	const topic, parts, total = "exactly-once", 3, 200_000
+	const topic, parts, total, kills = "exactly-once", 3, 200_000, 4
+	// Production keeps this many records unanswered at most, so that it is
+	// still going on at every kill.
+	const window = 20_000
 	c.createTopic(topic, parts, 3, map[string]string{"min.insync.replicas": "2"})
+	ids := newProducerIDs(t)
+	ids.collect(c, 3)
+	retries := &retryCounter{n: map[int64]int{}}
 	p, err := client.NewProducer(c.seeds(), client.Acks(client.AllAcks), client.Linger(2*time.Millisecond),
 		client.BatchBytes(64<<10), client.RequestTimeout(3*time.Second), client.RetryBackoff(50*time.Millisecond),
-		client.DeliveryTimeout(5*time.Minute), client.WithPartitioner(client.ManualPartitioner()))
+		client.DeliveryTimeout(5*time.Minute), client.WithPartitioner(client.ManualPartitioner()), client.WithLogger(slog.New(retries)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var acked, failed atomic.Int64
+	var sent, acked [parts]atomic.Int64
+	var failed atomic.Int64
 	var firstErr atomic.Value
+	unanswered := func(part int) int64 { return sent[part].Load() - acked[part].Load() }
+	ackedAll := func() (n int64) {
+		for i := range acked {
+			n += acked[i].Load()
+		}
+		return n
+	}
+	inflight := make(chan struct{}, window)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -399,27 +454,49 @@ func TestIdempotentProducerThroughLeaderKills(t *testing.T) {
 		for i := 0; i < total; i++ {
 			part := i % parts
 			v := fmt.Sprintf("%d-%07d", part, i/parts) // per-partition send order
+			inflight <- struct{}{}
+			sent[part].Add(1)
 			p.Produce(ctx, &client.Record{Topic: topic, Partition: int32(part), Value: []byte(v)}, func(_ *client.Record, err error) {
+				<-inflight
 				if err != nil {
 					failed.Add(1)
 					firstErr.CompareAndSwap(nil, err)
 					return
 				}
-				acked.Add(1)
+				acked[part].Add(1)
 			})
 		}
 	}()
-	kills := 0
-	for kills < 4 {
-		time.Sleep(2 * time.Second)
-		leader := c.leaderOf(topic, int32(kills%parts))
-		if leader <= 0 {
-			continue
-		}
+	for k := 0; k < kills; k++ {
+		part := k % parts
+		// Spread the kills over the run; each one while the partition is
+		// fully replicated (so that min.insync.replicas holds after it) and
+		// has records unanswered.
+		c.waitFor(fmt.Sprintf("kill %d: %d records acknowledged", k, (k+1)*total/(kills+1)), 2*time.Minute, func() bool {
+			return ackedAll() >= int64((k+1)*total/(kills+1))
+		})
+		var leader int32
+		c.waitFor(fmt.Sprintf("kill %d: partition %d fully in sync with unanswered records", k, part), time.Minute, func() bool {
+			pm := c.partitionState(topic, int32(part))
+			if pm == nil || pm.Leader <= 0 || len(pm.Isr) != 3 {
+				return false
+			}
+			leader = pm.Leader
+			return unanswered(part) > 0
+		})
+		before := retries.count(int32(part))
 		c.brokers[leader].kill9()
-		kills++
-		time.Sleep(time.Duration(500+rand.IntN(1500)) * time.Millisecond)
+		t.Logf("kill %d: broker %d, leader of partition %d, with %d of its records unanswered; %d records acknowledged",
+			k, leader, part, unanswered(part), ackedAll())
+		c.waitFor(fmt.Sprintf("kill %d: a new leader for partition %d", k, part), time.Minute, func() bool {
+			l := c.leaderOf(topic, int32(part))
+			return l > 0 && l != leader
+		})
 		c.brokers[leader].start()
+		// The killed leader's unanswered records are sent again.
+		c.waitFor(fmt.Sprintf("kill %d: the producer resending partition %d's records", k, part), time.Minute, func() bool {
+			return retries.count(int32(part)) > before
+		})
 	}
 	<-done
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
@@ -432,6 +509,8 @@ func TestIdempotentProducerThroughLeaderKills(t *testing.T) {
 		t.Fatalf("%d records failed, first: %v", failed.Load(), firstErr.Load())
 	}
 	c.waitFullyReplicated(topic, 2*time.Minute)
+	// Restarted brokers reserved new blocks of producer ids.
+	ids.collect(c, 3)
 	lost, dups := 0, 0
 	for part := 0; part < parts; part++ {
 		recs := c.consumeAll(topic, int32(part))
@@ -458,7 +537,8 @@ func TestIdempotentProducerThroughLeaderKills(t *testing.T) {
 		}
 		lost += (total/parts + boolInt(part < total%parts)) - want
 	}
-	t.Logf("%d records acknowledged through %d leader kills: %d lost, %d duplicated", acked.Load(), kills, lost, dups)
+	t.Logf("%d records acknowledged through %d leader kills: %d lost, %d duplicated; retries per partition %v",
+		ackedAll(), kills, lost, dups, retries)
 	if lost > 0 || dups > 0 {
 		t.Fatalf("%d lost, %d duplicated", lost, dups)
 	}
@@ -469,4 +549,34 @@ func boolInt(b bool) int {
 		return 1
 	}
 	return 0
+}
+
+// producerIDs collects the producer ids brokers hand out and fails the test
+// on one handed out twice.
+type producerIDs struct {
+	t    *testing.T
+	from map[int64]int32 // id -> broker
+}
+
+func newProducerIDs(t *testing.T) *producerIDs { return &producerIDs{t: t, from: map[int64]int32{}} }
+
+// collect asks every broker of c for n new producer ids.
+func (p *producerIDs) collect(c *testCluster, n int) {
+	p.t.Helper()
+	for _, id := range c.ids() {
+		for range n {
+			var resp *messages.InitProducerIdResponse
+			c.waitFor(fmt.Sprintf("a producer id from broker %d", id), 30*time.Second, func() bool {
+				ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+				defer cancel()
+				res, err := c.admin.Request(ctx, c.brokers[id].Addr, &messages.InitProducerIdRequest{})
+				resp, _ = res.(*messages.InitProducerIdResponse)
+				return err == nil && resp != nil && resp.Error == messages.ErrorCode_NONE
+			})
+			if prev, ok := p.from[resp.ProducerId]; ok {
+				p.t.Fatalf("producer id %d handed out by broker %d and broker %d", resp.ProducerId, prev, id)
+			}
+			p.from[resp.ProducerId] = id
+		}
+	}
 }
