@@ -580,3 +580,49 @@ func (p *producerIDs) collect(c *testCluster, n int) {
 		}
 	}
 }
+
+// --producer-id-expiration makes a partition forget an idle producer: a
+// batch that leaves a gap after its last one is refused until then, and
+// taken as the first batch of an unknown producer after.
+func TestProducerIDExpirationFlag(t *testing.T) {
+	const expiration = 2 * time.Second
+	b := startBroker(t, "--producer-id-expiration", expiration.String())
+	a := newAdmin(t, b.Addr)
+	createTopic(t, a, "expiry", 1, nil)
+	produce := func(seq int32) *messages.ProduceResponse {
+		t.Helper()
+		var bld record.Builder
+		bld.Reset(record.Producer{ID: 1 << 40, BaseSequence: seq})
+		bld.Append(time.Now().UnixMilli(), nil, []byte(fmt.Sprint("seq ", seq)), nil)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		res, err := a.Request(ctx, b.Addr, &messages.ProduceRequest{Topic: "expiry", Acks: 1, Records: bld.Finish()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.(*messages.ProduceResponse)
+	}
+	start := time.Now()
+	if r := produce(0); r.Error != messages.ErrorCode_NONE {
+		t.Fatalf("first batch: %v %s", r.Error, r.ErrorMessage)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		r := produce(5)
+		if r.Error == messages.ErrorCode_NONE {
+			break
+		}
+		if r.Error != messages.ErrorCode_OUT_OF_ORDER_SEQUENCE || time.Now().After(deadline) {
+			t.Fatalf("batch after the gap, %v after the first: %v %s", time.Since(start), r.Error, r.ErrorMessage)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	// The producer was known until the expiration had passed.
+	if elapsed := time.Since(start); elapsed < expiration {
+		t.Fatalf("the gap was accepted %v after the first batch, before the %v expiration", elapsed, expiration)
+	}
+	if _, stderr, code := runCLI(t, "", "broker", "--data", t.TempDir(), "--producer-id-expiration", "0s"); code != 2 ||
+		!strings.Contains(stderr, "producer id expiration") {
+		t.Fatalf("--producer-id-expiration 0s: exit %d, %q", code, stderr)
+	}
+}
