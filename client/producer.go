@@ -454,30 +454,27 @@ func (s *sender) requestProducerID(ctx actor.Context, bump bool) {
 	})
 }
 
-// sendable reports whether q may send now (idempotence): the producer has
-// an id and, after a failure, every request in flight has answered and any
-// gap in the sequence is closed by restarting it under a newer epoch.
-func (s *sender) sendable(ctx actor.Context, tp topicPartition, q *partitionQueue) bool {
+// readyToSend reports whether q may send its first batch now (idempotence):
+// the producer has an id and the partition's next step is a send, after its
+// sequences were restarted under a newer epoch if they had a gap.
+func (s *sender) readyToSend(ctx actor.Context, tp topicPartition, q *partitionQueue) bool {
 	if s.producerID < 0 {
 		s.requestProducerID(ctx, false)
 		return false
 	}
-	if !q.draining {
-		return true
-	}
-	if q.inflight > 0 {
-		return false // resend in order once everything in flight has answered
-	}
-	if q.hasGap() {
+	switch q.nextStep(s.p.cfg.maxInFlight) {
+	case stepWait:
+		return false
+	case stepRestart:
 		if q.producerID == s.producerID && q.epoch == s.producerEpoch {
 			s.requestProducerID(ctx, true)
-			return false // wait for the new epoch
+			return false // until the next epoch comes
 		}
 		q.restart(s.producerID, s.producerEpoch)
 		s.p.cfg.logger.Info("sequences restarted at 0 under a new producer epoch after a lost batch", "topic", tp.topic,
 			"partition", tp.partition, "producer_id", q.producerID, "epoch", q.epoch)
+		return q.nextStep(s.p.cfg.maxInFlight) == stepSend
 	}
-	q.draining = false
 	return true
 }
 
@@ -486,18 +483,13 @@ func (s *sender) trySend(ctx actor.Context, tp topicPartition) {
 	q := s.queue(tp)
 	cfg := &s.p.cfg
 	for len(q.batches) > 0 && q.inflight < cfg.maxInFlight && !time.Now().Before(q.retryAt) {
-		if s.idempotent() && !s.sendable(ctx, tp, q) {
-			return
-		}
 		b := q.batches[0]
 		if time.Since(b.created) > cfg.deliveryTimeout {
 			q.batches = q.batches[1:]
 			s.fail(q, b, deliveryTimeout(b))
 			continue
 		}
-		// A never-sent batch waits for the oldest unanswered one, and for a
-		// lost batch to be resolved.
-		if s.idempotent() && b.seq < 0 && (q.lost >= 0 || q.windowFull(cfg.maxInFlight)) {
+		if s.idempotent() && !s.readyToSend(ctx, tp, q) {
 			return
 		}
 		addr, _, err := s.p.meta.leader(tp.topic, tp.partition)

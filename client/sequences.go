@@ -130,6 +130,39 @@ func (q *partitionQueue) oldestNumbered() *sealedBatch {
 	return nil
 }
 
+// step is what a partition does next (idempotence).
+type step int
+
+const (
+	stepWait    step = iota // wait for answers
+	stepSend                // send the first queued batch
+	stepRestart             // restart the sequences under a newer epoch first
+)
+
+// nextStep decides what q does next. After a failure (draining), or while a
+// lost batch holds never-sent ones back, it waits until nothing is in
+// flight, then resends the queue in order or, if the sequence has a gap,
+// restarts it. A never-sent batch also waits for room in the window.
+func (q *partitionQueue) nextStep(maxInFlight int) step {
+	if len(q.batches) == 0 {
+		return stepWait
+	}
+	fresh := q.batches[0].seq < 0
+	if q.draining || (fresh && q.lost >= 0) {
+		switch {
+		case q.inflight > 0:
+			return stepWait
+		case q.hasGap():
+			return stepRestart
+		}
+		q.draining = false
+	}
+	if fresh && q.windowFull(maxInFlight) {
+		return stepWait
+	}
+	return stepSend
+}
+
 // hasGap reports, once nothing is in flight, whether the partition's
 // sequence has a gap resending cannot fill: its oldest unanswered batch was
 // answered OUT_OF_ORDER_SEQUENCE (the leader misses something before it), or
@@ -150,7 +183,7 @@ func (q *partitionQueue) hasGap() bool {
 // is renumbered in ordinal order. Nothing may be in flight.
 func (q *partitionQueue) restart(producerID int64, epoch int16) {
 	q.producerID, q.epoch, q.nextSeq = producerID, epoch, 0
-	q.maxAcked, q.lost = -1, -1
+	q.maxAcked, q.lost, q.draining = -1, -1, false
 	for _, b := range q.batches {
 		if b.seq < 0 {
 			break

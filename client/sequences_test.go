@@ -164,3 +164,97 @@ func TestGapDecisions(t *testing.T) {
 		t.Fatal("a never-sent batch left a gap")
 	}
 }
+
+// sendFirst takes q's first batch out as trySend does.
+func sendFirst(q *partitionQueue) *sealedBatch {
+	b := q.batches[0]
+	q.batches = q.batches[1:]
+	if b.seq < 0 {
+		q.number(b, 7, 0)
+	}
+	q.inflight++
+	return b
+}
+
+// answered takes b's answer in as onResult does: acknowledged, queued again
+// after a retriable error, or failed for good.
+func answered(q *partitionQueue, b *sealedBatch, outcome string) {
+	q.inflight--
+	switch outcome {
+	case "acked":
+		q.acked(b)
+	case "retry":
+		q.requeue(b)
+		q.draining = true
+	case "failed":
+		if q.failed(b) {
+			q.draining = true
+		}
+	}
+}
+
+func wantStep(t *testing.T, q *partitionQueue, want step) {
+	t.Helper()
+	if got := q.nextStep(5); got != want {
+		t.Fatalf("next step %d, want %d (queue %v, in flight %d, lost %d)", got, want, seqs(q.batches), q.inflight, q.lost)
+	}
+}
+
+// New batches wait while a lost batch is unresolved; once nothing in flight
+// can tell whether it was written, the sequences restart.
+func TestNextStepAfterALostBatch(t *testing.T) {
+	q := newPartitionQueue()
+	for range 4 {
+		q.batches = append(q.batches, testBatch(1))
+	}
+	b0, b1 := sendFirst(q), sendFirst(q)
+	answered(q, b0, "retry")
+	wantStep(t, q, stepWait) // b1 is in flight
+	answered(q, b1, "failed")
+	wantStep(t, q, stepSend) // b0 again, first
+	sendFirst(q)
+	wantStep(t, q, stepWait) // new batches wait for the lost one
+	answered(q, b0, "acked")
+	wantStep(t, q, stepRestart) // b0 came before b1: nothing tells whether b1 was written
+	q.restart(7, 1)
+	wantStep(t, q, stepSend)
+	if b := sendFirst(q); b.seq != 0 || header(t, b).ProducerEpoch != 1 {
+		t.Fatalf("first batch after the restart: seq %d, epoch %d", b.seq, header(t, b).ProducerEpoch)
+	}
+}
+
+// A later batch acknowledged shows the lost one was written: no restart.
+func TestNextStepLostBatchShownWritten(t *testing.T) {
+	q := newPartitionQueue()
+	for range 4 {
+		q.batches = append(q.batches, testBatch(1))
+	}
+	b0, b1 := sendFirst(q), sendFirst(q)
+	answered(q, b0, "failed")
+	wantStep(t, q, stepWait)
+	answered(q, b1, "acked")
+	wantStep(t, q, stepSend)
+	if b := sendFirst(q); b.seq != 2 || header(t, b).ProducerEpoch != 0 {
+		t.Fatalf("next batch: seq %d epoch %d, want 2 under epoch 0", b.seq, header(t, b).ProducerEpoch)
+	}
+}
+
+// A never-sent batch goes out only within five of the oldest unanswered one.
+func TestNextStepWindow(t *testing.T) {
+	q := newPartitionQueue()
+	for range 7 {
+		q.batches = append(q.batches, testBatch(1))
+	}
+	var first *sealedBatch
+	for i := range 5 {
+		wantStep(t, q, stepSend)
+		b := sendFirst(q)
+		if i == 0 {
+			first = b
+		}
+	}
+	q.inflight = 0 // room in flight, but the oldest is still unanswered
+	wantStep(t, q, stepWait)
+	q.acked(first)
+	wantStep(t, q, stepSend)
+}
