@@ -58,7 +58,9 @@ func DeliveryTimeout(d time.Duration) Opt { return func(c *config) { c.deliveryT
 // with AllAcks: the producer gets a producer id and numbers its batches per
 // partition, so that a batch retried after a lost answer or a leader
 // failover is written once, in order. It needs AllAcks and at most 5
-// requests in flight per partition.
+// requests in flight per partition. A batch that fails for good does not
+// block its partition: if nothing shows it was written, the partition's
+// sequences restart under the producer's next epoch.
 func Idempotence(on bool) Opt { return func(c *config) { c.idempotence = &on } }
 
 // WithPartitioner sets the partitioner. Default KafkaPartitioner.

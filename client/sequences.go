@@ -179,8 +179,10 @@ func (q *partitionQueue) hasGap() bool {
 }
 
 // restart starts the partition's sequences again at 0 under producerID and
-// epoch: every queued numbered batch, none of which is in the log (hasGap),
-// is renumbered in ordinal order. Nothing may be in flight.
+// epoch: every queued numbered batch is renumbered in ordinal order. None is
+// in the log (hasGap): the first was refused, and a leader appends a
+// producer's sequences without gaps, so none after it got in either.
+// Nothing may be in flight.
 func (q *partitionQueue) restart(producerID int64, epoch int16) {
 	q.producerID, q.epoch, q.nextSeq = producerID, epoch, 0
 	q.maxAcked, q.lost, q.draining = -1, -1, false
