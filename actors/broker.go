@@ -154,7 +154,7 @@ func (b *brokerActor) Receive(ctx actor.Context) {
 	case *messages.FindCoordinatorRequest:
 		b.onFindCoordinator(ctx, msg)
 	case *messages.InitProducerIdRequest:
-		b.onInitProducerID(ctx)
+		b.onInitProducerID(ctx, msg)
 	case *messages.ListGroupsRequest:
 		b.onListGroups(ctx)
 	case *messages.InvalidMessage:

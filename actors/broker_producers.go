@@ -5,6 +5,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/sluicemq/sluice/actors/producerstate"
 	"github.com/sluicemq/sluice/actors/transport"
 	"github.com/sluicemq/sluice/messages"
 )
@@ -23,7 +24,22 @@ type producerIDs struct {
 	requesting bool
 }
 
-func (b *brokerActor) onInitProducerID(ctx actor.Context) {
+// onInitProducerID answers with the next epoch of the producer's id, or
+// with a new id (see producerstate.InitProducer).
+func (b *brokerActor) onInitProducerID(ctx actor.Context, req *messages.InitProducerIdRequest) {
+	d, err := producerstate.InitProducer(req.ProducerId, req.ProducerEpoch)
+	switch {
+	case err != nil:
+		respond(ctx, &messages.InitProducerIdResponse{Error: messages.ErrorCode_INVALID_REQUEST, ErrorMessage: err.Error(), ProducerId: -1})
+	case !d.NewID:
+		respond(ctx, &messages.InitProducerIdResponse{ProducerId: req.ProducerId, ProducerEpoch: int32(d.Epoch)})
+	default:
+		b.newProducerID(ctx)
+	}
+}
+
+// newProducerID answers with the next id of this broker's block, once it has one.
+func (b *brokerActor) newProducerID(ctx actor.Context) {
 	if b.pids.next < b.pids.end {
 		respond(ctx, &messages.InitProducerIdResponse{ProducerId: b.pids.next})
 		b.pids.next++

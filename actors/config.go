@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/sluicemq/sluice/actors/producerstate"
 	"github.com/sluicemq/sluice/storage"
 )
 
@@ -44,7 +45,10 @@ type BrokerConfig struct {
 	// session timeouts.
 	GroupMinSessionTimeout time.Duration
 	GroupMaxSessionTimeout time.Duration
-	// ProducerIDExpiration forgets an idempotent producer idle this long.
+	// ProducerIDExpiration: a partition forgets an idempotent producer id
+	// that has appended nothing for this long (Kafka's
+	// producer.id.expiration.ms); a retry arriving later is not recognised
+	// as a duplicate.
 	ProducerIDExpiration time.Duration
 	// OpenLog opens a partition's log; nil opens a WAL log. Tests use it to
 	// inject faults.
@@ -69,7 +73,7 @@ func DefaultBrokerConfig() BrokerConfig {
 		GroupInitialRebalanceDelay: 300 * time.Millisecond,
 		GroupMinSessionTimeout:     time.Second,
 		GroupMaxSessionTimeout:     5 * time.Minute,
-		ProducerIDExpiration:       7 * 24 * time.Hour,
+		ProducerIDExpiration:       producerstate.DefaultProducerIDExpiration,
 		Logger:                     slog.Default(),
 	}
 }
@@ -103,6 +107,8 @@ func (c *BrokerConfig) Validate() error {
 		return fmt.Errorf("group session timeout bounds [%v, %v]: want 0 < min <= max", c.GroupMinSessionTimeout, c.GroupMaxSessionTimeout)
 	case c.GroupInitialRebalanceDelay < 0:
 		return fmt.Errorf("group initial rebalance delay %v: must be >= 0", c.GroupInitialRebalanceDelay)
+	case c.ProducerIDExpiration <= 0:
+		return fmt.Errorf("producer id expiration %v: must be > 0", c.ProducerIDExpiration)
 	case c.Logger == nil:
 		return fmt.Errorf("logger: must be set")
 	}

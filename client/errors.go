@@ -28,6 +28,12 @@ var (
 	ErrLeaderNotAvailable       error = messages.ErrorCode_LEADER_NOT_AVAILABLE
 	ErrBrokerNotAvailable       error = messages.ErrorCode_BROKER_NOT_AVAILABLE
 	ErrNotController            error = messages.ErrorCode_NOT_CONTROLLER
+	// ErrOutOfOrderSequence: the leader misses an earlier batch of this
+	// idempotent producer. The producer handles it (resend in order, or a
+	// new epoch); it shows only as the last error of a failed batch.
+	ErrOutOfOrderSequence error = messages.ErrorCode_OUT_OF_ORDER_SEQUENCE
+	// ErrProducerFenced: the leader has a newer epoch of this producer id.
+	ErrProducerFenced error = messages.ErrorCode_PRODUCER_FENCED
 )
 
 // Client-side errors.

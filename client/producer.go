@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -60,7 +58,9 @@ func DeliveryTimeout(d time.Duration) Opt { return func(c *config) { c.deliveryT
 // with AllAcks: the producer gets a producer id and numbers its batches per
 // partition, so that a batch retried after a lost answer or a leader
 // failover is written once, in order. It needs AllAcks and at most 5
-// requests in flight per partition.
+// requests in flight per partition. A batch that fails for good does not
+// block its partition: if nothing shows it was written, the partition's
+// sequences restart under the producer's next epoch.
 func Idempotence(on bool) Opt { return func(c *config) { c.idempotence = &on } }
 
 // WithPartitioner sets the partitioner. Default KafkaPartitioner.
@@ -127,8 +127,12 @@ type sealedBatch struct {
 	lastErr  error // the retriable error of the last attempt
 	// seq is the batch's base sequence once first sent (idempotence), -1 before.
 	seq int32
-	// ordinal counts the partition's batches in send order (idempotence).
+	// ordinal counts the partition's batches in send order (idempotence), -1
+	// before.
 	ordinal int64
+	// notInLog: the last attempt was answered OUT_OF_ORDER_SEQUENCE, so the
+	// leader does not have the batch (idempotence).
+	notInLog bool
 }
 
 // NewProducer connects a producer to the cluster that broker belongs to;
@@ -355,53 +359,21 @@ func (p *Producer) Close() error {
 // ---- sender actor -----------------------------------------------------------
 
 // sender is the producer's actor: it owns the queues of sealed batches,
-// keeps at most MaxInFlight requests per partition, and retries.
-//
-// With idempotence, batches are numbered per partition when first sent and
-// keep their number across retries. After a retriable failure nothing new
-// is sent to that partition until every request in flight has answered;
-// then the queue is sent again in sequence order, so that the leader sees
-// the sequence without gaps (requests behind the failed one come back with
-// OUT_OF_ORDER_SEQUENCE and are queued again too).
+// keeps at most MaxInFlight requests per partition, and retries. With
+// idempotence it numbers batches per partition and keeps the sequences
+// without gaps (see partitionQueue).
 type sender struct {
 	p          *Producer
 	queues     map[topicPartition]*partitionQueue
 	refreshing bool
 
-	producerID    int64 // -1 until InitProducerId answered
+	// producerID and producerEpoch are the newest the brokers gave (-1
+	// until InitProducerId answered); a partition adopts them when it
+	// numbers its first batch or restarts its sequences.
+	producerID    int64
 	producerEpoch int16
 	initializing  bool
 	initBackoff   time.Duration
-}
-
-type partitionQueue struct {
-	// batches waiting to be sent: numbered ones by sequence, then new ones.
-	batches  []*sealedBatch
-	inflight int
-	// retryAt holds sends back after a retriable error.
-	retryAt time.Time
-	nextSeq int32
-	// draining is set after a retriable failure (idempotence).
-	draining bool
-	// nextOrdinal numbers batches as first sent; unacked holds the ordinals
-	// of batches sent and not yet answered for good. A new batch goes out
-	// only within MaxInFlight of the oldest unanswered one: the leader keeps
-	// the last 5 batches per producer, and a retry must still find its
-	// original there to be recognised as a duplicate.
-	nextOrdinal int64
-	unacked     []int64
-}
-
-// windowFull reports whether a never-sent batch must wait for the oldest
-// unanswered one.
-func (q *partitionQueue) windowFull(limit int) bool {
-	return len(q.unacked) > 0 && q.nextOrdinal-q.unacked[0] >= int64(limit)
-}
-
-func (q *partitionQueue) acked(ordinal int64) {
-	if i, ok := slices.BinarySearch(q.unacked, ordinal); ok {
-		q.unacked = slices.Delete(q.unacked, i, i+1)
-	}
 }
 
 type (
@@ -428,7 +400,7 @@ func (s *sender) Receive(ctx actor.Context) {
 		s.refreshing = false
 		s.sendAll(ctx)
 	case initRetry:
-		s.initProducerID(ctx)
+		s.sendAll(ctx) // the queues still waiting ask again
 	case *actor.Stopping:
 		for _, q := range s.queues {
 			for _, b := range q.batches {
@@ -448,21 +420,26 @@ func (s *sender) sendAll(ctx actor.Context) {
 func (s *sender) queue(tp topicPartition) *partitionQueue {
 	q := s.queues[tp]
 	if q == nil {
-		q = &partitionQueue{}
+		q = newPartitionQueue()
 		s.queues[tp] = q
 	}
 	return q
 }
 
-// initProducerID asks a broker for a producer id, then starts sending.
-func (s *sender) initProducerID(ctx actor.Context) {
-	if s.initializing || s.producerID >= 0 {
+// requestProducerID asks a broker for a producer id or, with bump, for the
+// next epoch of the current one; every queue is woken when it answers.
+func (s *sender) requestProducerID(ctx actor.Context, bump bool) {
+	if s.initializing {
 		return
 	}
 	s.initializing = true
+	req := &messages.InitProducerIdRequest{}
+	if bump {
+		req.ProducerId, req.ProducerEpoch = s.producerID, int32(s.producerEpoch)
+	}
 	addrs := s.p.meta.addrs()
 	addr := addrs[time.Now().Nanosecond()%len(addrs)]
-	fut := ctx.RequestFuture(transport.BrokerPID(addr), &messages.InitProducerIdRequest{}, s.p.cfg.requestTimeout)
+	fut := ctx.RequestFuture(transport.BrokerPID(addr), req, s.p.cfg.requestTimeout)
 	ctx.ReenterAfter(fut, func(res any, err error) {
 		s.initializing = false
 		msg, err := decodeResult(addr, res, err)
@@ -472,47 +449,50 @@ func (s *sender) initProducerID(ctx actor.Context) {
 			s.sendAll(ctx)
 			return
 		}
-		s.p.cfg.logger.Debug("init producer id failed; retrying", "error", err, "answer", resp)
+		s.p.cfg.logger.Debug("init producer id failed; retrying", "bump", bump, "error", err, "answer", resp)
 		s.initBackoff = min(max(2*s.initBackoff, 50*time.Millisecond), time.Second)
 		self, root := ctx.Self(), ctx.ActorSystem().Root
 		time.AfterFunc(s.initBackoff, func() { root.Send(self, initRetry{}) })
 	})
 }
 
-// nextSequence is Kafka's sequence increment, wrapping after MaxInt32.
-func nextSequence(seq int32, n int32) int32 {
-	if seq > math.MaxInt32-n {
-		return n - (math.MaxInt32 - seq) - 1
+// readyToSend reports whether q may send its first batch now (idempotence):
+// the producer has an id and the partition's next step is a send, after its
+// sequences were restarted under a newer epoch if they had a gap.
+func (s *sender) readyToSend(ctx actor.Context, tp topicPartition, q *partitionQueue) bool {
+	if s.producerID < 0 {
+		s.requestProducerID(ctx, false)
+		return false
 	}
-	return seq + n
+	switch q.nextStep(s.p.cfg.maxInFlight) {
+	case stepWait:
+		return false
+	case stepRestart:
+		if q.producerID == s.producerID && q.epoch == s.producerEpoch {
+			s.requestProducerID(ctx, true)
+			return false // until the next epoch comes
+		}
+		q.restart(s.producerID, s.producerEpoch)
+		s.p.cfg.logger.Info("sequences restarted at 0 under a new producer epoch after a lost batch", "topic", tp.topic,
+			"partition", tp.partition, "producer_id", q.producerID, "epoch", q.epoch)
+		return q.nextStep(s.p.cfg.maxInFlight) == stepSend
+	}
+	return true
 }
 
 // trySend starts requests for tp's queued batches while in-flight room remains.
 func (s *sender) trySend(ctx actor.Context, tp topicPartition) {
 	q := s.queue(tp)
 	cfg := &s.p.cfg
-	if s.idempotent() {
-		if s.producerID < 0 {
-			s.initProducerID(ctx)
-			return
-		}
-		if q.draining {
-			if q.inflight > 0 {
-				return // resend in order once everything in flight has answered
-			}
-			q.draining = false
-		}
-	}
 	for len(q.batches) > 0 && q.inflight < cfg.maxInFlight && !time.Now().Before(q.retryAt) {
 		b := q.batches[0]
 		if time.Since(b.created) > cfg.deliveryTimeout {
 			q.batches = q.batches[1:]
-			q.acked(b.ordinal)
-			s.finish(b, -1, deliveryTimeout(b))
+			s.fail(q, b, deliveryTimeout(b))
 			continue
 		}
-		if s.idempotent() && b.seq < 0 && q.windowFull(cfg.maxInFlight) {
-			return // wait for the oldest unanswered batch
+		if s.idempotent() && !s.readyToSend(ctx, tp, q) {
+			return
 		}
 		addr, _, err := s.p.meta.leader(tp.topic, tp.partition)
 		if err != nil {
@@ -521,13 +501,9 @@ func (s *sender) trySend(ctx actor.Context, tp topicPartition) {
 		}
 		q.batches = q.batches[1:]
 		if s.idempotent() && b.seq < 0 {
-			b.seq = q.nextSeq
-			q.nextSeq = nextSequence(q.nextSeq, int32(len(b.recs)))
-			b.ordinal = q.nextOrdinal
-			q.nextOrdinal++
-			q.unacked = append(q.unacked, b.ordinal)
-			record.SetProducer(b.data, record.Producer{ID: s.producerID, Epoch: s.producerEpoch, BaseSequence: b.seq})
+			q.number(b, s.producerID, s.producerEpoch)
 		}
+		b.notInLog = false
 		req := &messages.ProduceRequest{Topic: tp.topic, Partition: tp.partition, Acks: cfg.acks,
 			TimeoutMs: int32(cfg.produceTimeout.Milliseconds()), Records: b.data}
 		if cfg.acks == 0 {
@@ -539,16 +515,6 @@ func (s *sender) trySend(ctx actor.Context, tp topicPartition) {
 		fut := ctx.RequestFuture(transport.BrokerPID(addr), req, cfg.requestTimeout)
 		ctx.ReenterAfter(fut, func(res any, err error) { s.onResult(ctx, b, addr, res, err) })
 	}
-}
-
-// requeue puts a batch back in its queue: numbered batches in sequence
-// order, ahead of batches never sent.
-func (q *partitionQueue) requeue(b *sealedBatch) {
-	i := 0
-	for i < len(q.batches) && q.batches[i].seq >= 0 && q.batches[i].seq < b.seq {
-		i++
-	}
-	q.batches = slices.Insert(q.batches, i, b)
 }
 
 func (s *sender) onResult(ctx actor.Context, b *sealedBatch, addr string, res any, err error) {
@@ -568,15 +534,18 @@ func (s *sender) onResult(ctx actor.Context, b *sealedBatch, addr string, res an
 		}
 	}
 	cfg := &s.p.cfg
-	again := retriable(err)
-	if s.idempotent() && errors.Is(err, messages.ErrorCode_OUT_OF_ORDER_SEQUENCE) && q.draining {
-		again = true // an earlier batch failed: this gap is ours, resent in order
-	}
 	switch {
 	case err == nil:
-		q.acked(b.ordinal)
+		q.acked(b)
 		s.finish(b, base, nil)
-	case again && b.attempts < cfg.retries && time.Since(b.created) < cfg.deliveryTimeout:
+	case s.idempotent() && errors.Is(err, messages.ErrorCode_OUT_OF_ORDER_SEQUENCE):
+		// Not written: the leader misses an earlier batch. Not this batch's
+		// fault, so no attempt counted: it goes again in order, or under a
+		// new epoch if the gap stays.
+		b.notInLog, b.lastErr = true, err
+		q.requeue(b)
+		q.draining = true
+	case retriable(err) && b.attempts < cfg.retries && time.Since(b.created) < cfg.deliveryTimeout:
 		b.attempts++
 		b.lastErr = err
 		q.requeue(b)
@@ -590,10 +559,20 @@ func (s *sender) onResult(ctx actor.Context, b *sealedBatch, addr string, res an
 		s.p.cfg.logger.Debug("retrying produce", "topic", b.tp.topic, "partition", b.tp.partition, "attempt", b.attempts, "error", err)
 		return
 	default:
-		q.acked(b.ordinal)
-		s.finish(b, -1, err)
+		s.fail(q, b, err)
 	}
 	s.trySend(ctx, b.tp)
+}
+
+// fail ends b with err. A numbered batch that may be missing from the log
+// holds its partition back until its gap is resolved (see partitionQueue).
+func (s *sender) fail(q *partitionQueue, b *sealedBatch, err error) {
+	if s.idempotent() && q.failed(b) {
+		q.draining = true
+		s.p.cfg.logger.Debug("numbered batch failed for good", "topic", b.tp.topic, "partition", b.tp.partition,
+			"base_sequence", b.seq, "error", err)
+	}
+	s.finish(b, -1, err)
 }
 
 // deliveryTimeout is the error of a batch that ran out of time; it matches

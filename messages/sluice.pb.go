@@ -2354,8 +2354,16 @@ func (x *LeaderAndIsrResponse) GetErrorMessage() string {
 // InitProducerIdRequest gives a producer a producer id (unique in the
 // cluster) and epoch, which it stamps on its batches with a sequence number
 // per partition so that leaders drop duplicates of retried batches.
+//
+// With producer_id unset (0; ids start at 1) it asks for a new producer id at
+// epoch 0. With the producer's current producer_id and producer_epoch it asks
+// for the next epoch (KIP-360): a producer whose batch failed for good
+// restarts that partition's sequences at 0 under it. The answer is the same id
+// at producer_epoch + 1, or a new id at epoch 0 once the epoch reaches 32767.
 type InitProducerIdRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
+	ProducerId    int64                  `protobuf:"varint,1,opt,name=producer_id,json=producerId,proto3" json:"producer_id,omitempty"`
+	ProducerEpoch int32                  `protobuf:"varint,2,opt,name=producer_epoch,json=producerEpoch,proto3" json:"producer_epoch,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2388,6 +2396,20 @@ func (x *InitProducerIdRequest) ProtoReflect() protoreflect.Message {
 // Deprecated: Use InitProducerIdRequest.ProtoReflect.Descriptor instead.
 func (*InitProducerIdRequest) Descriptor() ([]byte, []int) {
 	return file_sluice_proto_rawDescGZIP(), []int{30}
+}
+
+func (x *InitProducerIdRequest) GetProducerId() int64 {
+	if x != nil {
+		return x.ProducerId
+	}
+	return 0
+}
+
+func (x *InitProducerIdRequest) GetProducerEpoch() int32 {
+	if x != nil {
+		return x.ProducerEpoch
+	}
+	return 0
 }
 
 type InitProducerIdResponse struct {
@@ -5431,8 +5453,11 @@ const file_sluice_proto_rawDesc = "" +
 	"\x06states\x18\x03 \x03(\v2\x16.sluice.PartitionStateR\x06states\"d\n" +
 	"\x14LeaderAndIsrResponse\x12'\n" +
 	"\x05error\x18\x01 \x01(\x0e2\x11.sluice.ErrorCodeR\x05error\x12#\n" +
-	"\rerror_message\x18\x02 \x01(\tR\ferrorMessage\"\x17\n" +
-	"\x15InitProducerIdRequest\"\xae\x01\n" +
+	"\rerror_message\x18\x02 \x01(\tR\ferrorMessage\"_\n" +
+	"\x15InitProducerIdRequest\x12\x1f\n" +
+	"\vproducer_id\x18\x01 \x01(\x03R\n" +
+	"producerId\x12%\n" +
+	"\x0eproducer_epoch\x18\x02 \x01(\x05R\rproducerEpoch\"\xae\x01\n" +
 	"\x16InitProducerIdResponse\x12'\n" +
 	"\x05error\x18\x01 \x01(\x0e2\x11.sluice.ErrorCodeR\x05error\x12#\n" +
 	"\rerror_message\x18\x02 \x01(\tR\ferrorMessage\x12\x1f\n" +

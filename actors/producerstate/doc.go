@@ -9,7 +9,9 @@
 // OutOfOrderSequence, ProducerFenced, InvalidBatch), the group-commit view
 // (Pending), the rebuild from the log (Replay, Reset, TruncateTo), and the
 // memory bound (Expire after ProducerIDExpiration, at most MaxProducerIDs
-// ids, least recently updated dropped first; O(WindowSize) per id). Nothing
+// ids, least recently updated dropped first; O(WindowSize) per id), and the
+// answer to InitProducerId (InitProducer: a new id, or the next epoch of an
+// id whose producer lost a batch for good). Nothing
 // here does I/O or reads a clock: times are passed in. The partition actor
 // converts record headers to Batch and Decisions to error codes.
 //

@@ -43,6 +43,8 @@ func runBroker(args []string, stderr io.Writer) error {
 	rebalanceDelay := fs.Duration("group-initial-rebalance-delay", def.GroupInitialRebalanceDelay, "how long a new group waits for more members")
 	minSession := fs.Duration("group-min-session-timeout", def.GroupMinSessionTimeout, "smallest session timeout a member may ask for")
 	maxSession := fs.Duration("group-max-session-timeout", def.GroupMaxSessionTimeout, "largest session timeout a member may ask for")
+	pidExpiration := fs.Duration("producer-id-expiration", def.ProducerIDExpiration,
+		"forget an idempotent producer that has written nothing for this long (Kafka's producer.id.expiration.ms)")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	logFormat := fs.String("log-format", "text", "text or json")
 	pprofAddr := fs.String("pprof", "", "serve Go's pprof profiles on this host:port (off by default)")
@@ -72,6 +74,7 @@ func runBroker(args []string, stderr io.Writer) error {
 	cfg.GroupInitialRebalanceDelay = *rebalanceDelay
 	cfg.GroupMinSessionTimeout = *minSession
 	cfg.GroupMaxSessionTimeout = *maxSession
+	cfg.ProducerIDExpiration = *pidExpiration
 	cfg.Logger = logger
 	if err := cfg.Validate(); err != nil {
 		return usageErr("%v", err)
