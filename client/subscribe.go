@@ -43,7 +43,15 @@ func SubscribeCredit(n int) Opt { return func(c *config) { c.pushCredit = n } }
 // than the credit granted. The actor answers each PushRecords (ctx.Respond)
 // with *messages.PushCredit as it processes records and *messages.PushAck
 // to commit; when the actor stops, the broker removes it from the group.
-// ConsumeResetOffset(AtEnd()) starts partitions without a commit at the end.
+// Each PushAck carries the Generation of the PushRecords it acknowledges;
+// an ack for a partition the member has not owned without a break since
+// then is refused with ILLEGAL_GENERATION (send it with ctx.Request to get
+// the OffsetCommitResponse).
+//
+// ConsumeResetOffset(AtEnd()) starts partitions without a commit at the
+// end, AtStart() (the default) at the start; NoResetOffset() is refused
+// with ErrInvalidConfig, as a push member has no poll to report a
+// partition without a commit to.
 func Subscribe(ctx context.Context, broker, group string, topics []string, pid *actor.PID, opts ...Opt) (*Subscription, error) {
 	if pid == nil || pid.Address == "" || pid.Address == "nonhost" {
 		return nil, errors.New("subscribe: the actor must run on an actor system with remote started (see client.System)")
@@ -52,13 +60,25 @@ func Subscribe(ctx context.Context, broker, group string, topics []string, pid *
 	if err != nil {
 		return nil, err
 	}
+	sub, err := subscribe(ctx, admin, group, topics, pid)
+	if err != nil {
+		admin.Close()
+		return nil, err
+	}
+	return sub, nil
+}
+
+func subscribe(ctx context.Context, admin *Admin, group string, topics []string, pid *actor.PID) (*Subscription, error) {
 	coord, err := admin.FindCoordinator(ctx, group)
 	if err != nil {
 		return nil, err
 	}
 	reset := "earliest"
-	if admin.cfg.resetOffset.at == -1 {
+	switch admin.cfg.resetOffset.at {
+	case -1:
 		reset = "latest"
+	case noReset:
+		reset = "none" // the broker refuses it with INVALID_CONFIG
 	}
 	req := &messages.SubscribeRequest{Group: group, Topics: topics, TargetAddress: pid.Address, TargetId: pid.Id,
 		InitialCredit: int32(admin.cfg.pushCredit), ClientId: admin.cfg.group.clientID, AutoOffsetReset: reset,
