@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -108,8 +109,11 @@ func waitEvent(t *testing.T, m *memberProc, match func(memberEvent) bool) member
 	return memberEvent{}
 }
 
-// kill -9 the coordinator's broker: committed offsets are all there on the
-// new coordinator, and the members carry on from them.
+// kill -9 the coordinator's broker: the committed offsets are all on the
+// new coordinator, and the members carry on committing through it. Then
+// the members die too (kill -9: no leave, no last commit), and fresh member
+// processes resume exactly at the committed offsets: nothing below them is
+// read again, nothing above them skipped.
 func TestGroupCoordinatorFailover(t *testing.T) {
 	c := startCluster(t, 3, "--group-initial-rebalance-delay", "300ms", "--offsets-partitions", "4")
 	c.createTopic("orders", 6, 3, nil)
@@ -119,58 +123,85 @@ func TestGroupCoordinatorFailover(t *testing.T) {
 		startMember(t, c.seeds(), "gf", "orders", "b", 4*time.Second),
 	}
 	stableAssignment(t, members, 6)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	var before *client.GroupInfo
+	var before *groupState
 	c.waitFor("commits on every partition", time.Minute, func() bool {
-		info, err := c.admin.DescribeGroup(ctx, "gf")
-		if err != nil {
-			return false
-		}
-		for _, p := range info.Partitions {
-			if p.Committed <= 0 {
-				return false
-			}
-		}
-		before = info
-		return true
+		before = describeGroup(c.admin, "gf", 6)
+		return before != nil && before.allCommittedAbove(map[int32]int64{})
 	})
-	victim := before.Coordinator
+	victim := before.coordinator
 	seenBefore := map[*memberProc]int{}
 	for _, m := range members {
 		seenBefore[m] = len(m.events())
 	}
 	c.brokers[victim].kill9()
+	var after *groupState
 	c.waitFor("a new coordinator", time.Minute, func() bool {
-		info, err := c.admin.DescribeGroup(ctx, "gf")
-		if err != nil || info.Coordinator == victim {
-			return false
-		}
-		for i, p := range info.Partitions {
-			if p.Committed < before.Partitions[i].Committed {
-				t.Fatalf("partition %d: committed %d on the new coordinator, %d before", p.Partition, p.Committed, before.Partitions[i].Committed)
-			}
-		}
-		return true
+		after = describeGroup(c.admin, "gf", 6)
+		return after != nil && after.coordinator != victim
 	})
-	time.Sleep(time.Second)
-	prod.finish()
-	waitConsumed(t, members, prod.values())
-	checkExclusive(t, members)
-	// Records below the offsets committed before the failover are not
-	// consumed again afterwards: members resumed from the commits.
-	committed := map[int32]int64{}
-	for _, p := range before.Partitions {
-		committed[p.Partition] = p.Committed
+	for p, off := range before.committed {
+		if after.committed[p] < off {
+			t.Fatalf("partition %d: committed %d on the new coordinator, %d before", p, after.committed[p], off)
+		}
 	}
+	c.waitFor("the members committing through the new coordinator", time.Minute, func() bool {
+		s := describeGroup(c.admin, "gf", 6)
+		return s != nil && s.allCommittedAbove(after.committed)
+	})
+	// Records below the offsets committed before the failover are not
+	// consumed again afterwards: the members kept their positions.
 	for _, m := range members {
 		for _, e := range m.events()[seenBefore[m]:] {
-			if e.Ev == "rec" && e.Offset < committed[e.Partition] {
-				t.Errorf("%s consumed partition %d offset %d after the failover, below the commit %d", m.name, e.Partition, e.Offset, committed[e.Partition])
+			if e.Ev == "rec" && e.Offset < before.committed[e.Partition] {
+				t.Errorf("%s consumed partition %d offset %d after the failover, below the commit %d", m.name, e.Partition, e.Offset, before.committed[e.Partition])
 			}
 		}
 	}
-	t.Logf("coordinator %d killed; committed offsets before: %v", victim, committed)
+
+	// The members die; once the coordinator has evicted them, nothing
+	// commits until fresh members join and read the commits.
+	for _, m := range members {
+		m.kill9()
+	}
+	var atDeath *groupState
+	c.waitFor("the dead members evicted", time.Minute, func() bool {
+		atDeath = describeGroup(c.admin, "gf", 6)
+		return atDeath != nil && len(atDeath.members) == 0
+	})
+	fresh := []*memberProc{
+		startMember(t, c.seeds(), "gf", "orders", "c", 4*time.Second),
+		startMember(t, c.seeds(), "gf", "orders", "d", 4*time.Second),
+	}
+	stableAssignment(t, fresh, 6)
+	prod.finish()
+	all := append(slices.Clone(members), fresh...)
+	waitConsumed(t, all, prod.values())
+	checkExclusive(t, all)
+	final := describeGroup(c.admin, "gf", 6)
+	if final == nil {
+		t.Fatal("cannot describe the group at the end")
+	}
+	first := map[int32]int64{} // lowest offset the fresh members read per partition
+	for _, m := range fresh {
+		for _, e := range m.events() {
+			if e.Ev != "rec" {
+				continue
+			}
+			if prev, ok := first[e.Partition]; !ok || e.Offset < prev {
+				first[e.Partition] = e.Offset
+			}
+		}
+	}
+	for p := int32(0); p < 6; p++ {
+		got, read := first[p]
+		switch {
+		case read && got != atDeath.committed[p]:
+			t.Errorf("partition %d: fresh members started at %d, the commit was %d", p, got, atDeath.committed[p])
+		case !read && atDeath.committed[p] != final.end[p]:
+			t.Errorf("partition %d: fresh members read nothing from the commit %d to the end %d", p, atDeath.committed[p], final.end[p])
+		}
+	}
+	t.Logf("coordinator %d killed; commits before %v, when the members died %v", victim, before.committed, atDeath.committed)
 }
 
 // A push subscriber that processes slowly is never pushed more than its
