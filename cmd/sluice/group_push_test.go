@@ -309,6 +309,8 @@ func committedOffsets(t *testing.T, a *client.Admin, group string) map[int32]int
 func TestPushAckChecksOwnership(t *testing.T) {
 	b := startBroker(t, "--group-initial-rebalance-delay", "100ms")
 	a := newAdmin(t, b.Addr)
+	// The topic stays empty: the subscribers get no records to ack, so
+	// every commit is one of the test's acks.
 	createTopic(t, a, "acked", 2, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
