@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 
@@ -68,11 +69,10 @@ func Subscribe(ctx context.Context, broker, group string, topics []string, pid *
 	return sub, nil
 }
 
+// subscribe sends the subscription to the group's coordinator, again
+// (after finding it anew) while the coordinator is loading or has moved:
+// neither answer means a member was added.
 func subscribe(ctx context.Context, admin *Admin, group string, topics []string, pid *actor.PID) (*Subscription, error) {
-	coord, err := admin.FindCoordinator(ctx, group)
-	if err != nil {
-		return nil, err
-	}
 	reset := "earliest"
 	switch admin.cfg.resetOffset.at {
 	case -1:
@@ -83,18 +83,34 @@ func subscribe(ctx context.Context, admin *Admin, group string, topics []string,
 	req := &messages.SubscribeRequest{Group: group, Topics: topics, TargetAddress: pid.Address, TargetId: pid.Id,
 		InitialCredit: int32(admin.cfg.pushCredit), ClientId: admin.cfg.group.clientID, AutoOffsetReset: reset,
 		Assignors: admin.cfg.group.assignors}
-	res, err := request(admin.node.system, coord, req, admin.timeout(ctx))
-	if err != nil {
-		return nil, err
+	backoff := 50 * time.Millisecond
+	for {
+		coord, err := admin.FindCoordinator(ctx, group)
+		if err != nil {
+			return nil, err
+		}
+		res, err := request(admin.node.system, coord, req, admin.timeout(ctx))
+		if err != nil {
+			return nil, err
+		}
+		resp, ok := res.(*messages.SubscribeResponse)
+		if !ok {
+			return nil, fmt.Errorf("unexpected answer %T", res)
+		}
+		switch resp.Error {
+		case messages.ErrorCode_NONE:
+			return &Subscription{admin: admin, group: group, memberID: resp.MemberId, coord: coord}, nil
+		case messages.ErrorCode_COORDINATOR_NOT_AVAILABLE, messages.ErrorCode_NOT_COORDINATOR:
+		default:
+			return nil, resp.Error.Err(resp.ErrorMessage)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("%w (gave up: %v)", resp.Error.Err(resp.ErrorMessage), ctx.Err())
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, time.Second)
 	}
-	resp, ok := res.(*messages.SubscribeResponse)
-	if !ok {
-		return nil, fmt.Errorf("unexpected answer %T", res)
-	}
-	if err := resp.Error.Err(resp.ErrorMessage); err != nil {
-		return nil, err
-	}
-	return &Subscription{admin: admin, group: group, memberID: resp.MemberId, coord: coord}, nil
 }
 
 // MemberID is the subscriber's member id in the group.
