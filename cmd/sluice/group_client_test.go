@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/sluicemq/sluice/client"
 	"github.com/sluicemq/sluice/messages"
 )
@@ -29,6 +31,27 @@ func produceTo(t *testing.T, addr, topic string, partition int32, prefix string,
 			t.Fatal(err)
 		}
 	}
+}
+
+// groupAsk sends a group request to the group's coordinator, again while
+// the coordinator is loading or moving, and returns the answer.
+func groupAsk(t *testing.T, a *client.Admin, group string, req proto.Message) proto.Message {
+	t.Helper()
+	var res proto.Message
+	waitFor(t, "an answer from the coordinator of "+group, func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		coord, err := a.FindCoordinator(ctx, group)
+		if err != nil {
+			return false
+		}
+		if res, err = a.Request(ctx, coord, req); err != nil {
+			t.Fatalf("%T to %s: %v", req, coord, err)
+		}
+		code := res.(coded).GetError()
+		return code != messages.ErrorCode_COORDINATOR_NOT_AVAILABLE && code != messages.ErrorCode_NOT_COORDINATOR
+	})
+	return res
 }
 
 // groupPoller is a GroupConsumer polled by the test goroutine, with what it
@@ -120,17 +143,11 @@ func TestGroupNoResetOffset(t *testing.T) {
 	createTopic(t, a, "nreset", 2, nil)
 	produceTo(t, b.Addr, "nreset", 0, "a", 0, 3)
 	produceTo(t, b.Addr, "nreset", 1, "b", 0, 3)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	coord, err := a.FindCoordinator(ctx, "gnone")
-	if err != nil {
-		t.Fatal(err)
-	}
 	// An admin commit for partition 0 only.
-	res, err := a.Request(ctx, coord, &messages.OffsetCommitRequest{Group: "gnone", Generation: -1,
+	res := groupAsk(t, a, "gnone", &messages.OffsetCommitRequest{Group: "gnone", Generation: -1,
 		Offsets: []*messages.OffsetCommitEntry{{Topic: "nreset", Partition: 0, Offset: 1}}})
-	if err != nil || res.(*messages.OffsetCommitResponse).Error != messages.ErrorCode_NONE {
-		t.Fatalf("admin commit: %v %v", res, err)
+	if res.(*messages.OffsetCommitResponse).Error != messages.ErrorCode_NONE {
+		t.Fatalf("admin commit: %v", res)
 	}
 	gp := newGroupPoller(t, b.Addr, "gnone", "nreset", client.ConsumeResetOffset(client.NoResetOffset()), client.AutoCommitInterval(0))
 	noCommit := func() int {
@@ -156,6 +173,8 @@ func TestGroupNoResetOffset(t *testing.T) {
 		t.Fatalf("errors %v, partition 1 offsets %v: want the one error and nothing of partition 1", gp.errs, gp.offsets(1))
 	}
 	// Committing an offset for partition 1 starts it there.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
 	if err := gp.c.CommitOffsets(ctx, map[string]map[int32]int64{"nreset": {1: 1}}); err != nil {
 		t.Fatal(err)
 	}

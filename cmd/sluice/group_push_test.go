@@ -269,16 +269,11 @@ func TestPushDeadMemberPartitionsMove(t *testing.T) {
 	t.Logf("%d records; processed by the stopped subscriber %d, by the survivor %d", len(sent), len(subs[0].processed()), len(subs[1].processed()))
 }
 
-// ackAnswer sends a PushAck as a request to the broker at addr and returns
-// the answer's error code.
-func ackAnswer(t *testing.T, a *client.Admin, addr string, ack *messages.PushAck) messages.ErrorCode {
+// ackAnswer sends a PushAck as a request to the group's coordinator and
+// returns the answer's error code.
+func ackAnswer(t *testing.T, a *client.Admin, ack *messages.PushAck) messages.ErrorCode {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	res, err := a.Request(ctx, addr, ack)
-	if err != nil {
-		t.Fatalf("push ack %v: %v", ack, err)
-	}
+	res := groupAsk(t, a, ack.Group, ack)
 	resp, ok := res.(*messages.OffsetCommitResponse)
 	if !ok {
 		t.Fatalf("push ack answered with %T", res)
@@ -312,12 +307,6 @@ func TestPushAckChecksOwnership(t *testing.T) {
 	// The topic stays empty: the subscribers get no records to ack, so
 	// every commit is one of the test's acks.
 	createTopic(t, a, "acked", 2, nil)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	coord, err := a.FindCoordinator(ctx, "gpa")
-	if err != nil {
-		t.Fatal(err)
-	}
 	first := newPushSubscriber(10, time.Millisecond)
 	_, subA := spawnSubscriber(t, first, b.Addr, "gpa", []string{"acked"})
 	waitFor(t, "the first subscriber's assignment", func() bool { _, parts := first.lastAssignment(); return len(parts) == 2 })
@@ -327,7 +316,7 @@ func TestPushAckChecksOwnership(t *testing.T) {
 	}
 	expect := func(what string, a2 *messages.PushAck, want messages.ErrorCode) {
 		t.Helper()
-		if got := ackAnswer(t, a, coord, a2); got != want {
+		if got := ackAnswer(t, a, a2); got != want {
 			t.Fatalf("%s: %v, want %v", what, got, want)
 		}
 	}
@@ -375,7 +364,8 @@ func TestPushAckChecksOwnership(t *testing.T) {
 }
 
 // A subscription asking for auto.offset.reset none is refused: a push
-// member has no poll loop to report a partition without a commit to.
+// member has no poll loop to report a partition without a commit to. So is
+// a negative credit.
 func TestPushSubscribeRefusesNoReset(t *testing.T) {
 	b := startBroker(t)
 	a := newAdmin(t, b.Addr)
@@ -391,6 +381,10 @@ func TestPushSubscribeRefusesNoReset(t *testing.T) {
 	sub, err := client.Subscribe(ctx, b.Addr, "gnr", []string{"nr"}, pid, client.ConsumeResetOffset(client.NoResetOffset()))
 	if !errors.Is(err, client.ErrInvalidConfig) {
 		t.Fatalf("subscribe with NoResetOffset: %v %v, want INVALID_CONFIG", sub, err)
+	}
+	sub, err = client.Subscribe(ctx, b.Addr, "gnr", []string{"nr"}, pid, client.SubscribeCredit(-1))
+	if !errors.Is(err, client.ErrInvalidRequest) {
+		t.Fatalf("subscribe with a negative credit: %v %v, want INVALID_REQUEST", sub, err)
 	}
 	if info, err := a.DescribeGroup(ctx, "gnr"); err != nil || len(info.Members) != 0 {
 		t.Fatalf("group after the refused subscription: %v %v", info, err)
