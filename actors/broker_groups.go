@@ -53,8 +53,8 @@ func groupOf(msg any) (string, bool) {
 	return "", false
 }
 
-// groupError builds the error answer of a group request (nil for one-way
-// messages).
+// groupError builds the error answer of a group request (nil for
+// PushCredit, which is never answered).
 func groupError(msg any, code messages.ErrorCode, text string) proto.Message {
 	switch msg.(type) {
 	case *messages.JoinGroupRequest:
@@ -75,6 +75,8 @@ func groupError(msg any, code messages.ErrorCode, text string) proto.Message {
 		return &messages.SubscribeResponse{Error: code, ErrorMessage: text}
 	case *messages.UnsubscribeRequest:
 		return &messages.LeaveGroupResponse{Error: code, ErrorMessage: text}
+	case *messages.PushAck: // answered only when sent as a request
+		return &messages.OffsetCommitResponse{Error: code, ErrorMessage: text}
 	}
 	return nil
 }

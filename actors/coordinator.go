@@ -30,10 +30,12 @@ type (
 	coordinatorTick struct{}
 	// pushMemberDown reports a push member's actor gone.
 	pushMemberDown struct{ member string }
-	// pushCommit is a pusher relaying its actor's PushAck.
+	// pushCommit is a pusher relaying its actor's PushAck; replyTo is the
+	// ack's sender, if it asked for an answer.
 	pushCommit struct {
-		member string
-		ack    *messages.PushAck
+		member  string
+		ack     *messages.PushAck
+		replyTo *actor.PID
 	}
 )
 
@@ -58,16 +60,14 @@ type groupCoordinator struct {
 	inflight bool
 
 	pushers map[string]*actor.PID // member id -> pusher
-	// pushCredit is each push member's initial credit from its subscription.
-	pushCredit map[string]int
-	ticker     *time.Ticker
-	stop       chan struct{}
+	ticker  *time.Ticker
+	stop    chan struct{}
 }
 
 func newGroupCoordinator(cfg coordinatorConfig) actor.Producer {
 	return func() actor.Actor {
 		return &groupCoordinator{cfg: cfg, offsets: map[cluster.TopicPartition]*messages.OffsetValue{},
-			pushers: map[string]*actor.PID{}, pushCredit: map[string]int{}}
+			pushers: map[string]*actor.PID{}}
 	}
 }
 
@@ -139,9 +139,9 @@ func (c *groupCoordinator) Receive(ctx actor.Context) {
 			ctx.Forward(pid)
 		}
 	case *messages.PushAck:
-		c.onPushAck(ctx, msg.MemberId, msg)
+		c.onPushAck(ctx, msg.MemberId, msg, ctx.Sender())
 	case pushCommit:
-		c.onPushAck(ctx, msg.member, msg.ack)
+		c.onPushAck(ctx, msg.member, msg.ack, msg.replyTo)
 	case pushMemberDown:
 		c.cfg.Broker.Logger.Info("push member's actor is gone; removing it", "group", c.cfg.Group, "member", msg.member)
 		c.handle(ctx, c.g.Leave(msg.member, time.Now(), c.partitionCounts))
@@ -257,18 +257,23 @@ func (c *groupCoordinator) onSubscribe(ctx actor.Context, req *messages.Subscrib
 		reset = "earliest"
 	}
 	if reset != "earliest" && reset != "latest" {
-		respond(ctx, &messages.SubscribeResponse{Error: messages.ErrorCode_INVALID_CONFIG, ErrorMessage: fmt.Sprintf("auto offset reset %q: want earliest or latest", reset)})
+		// "none" too: a push member has no poll loop to report a partition
+		// without a commit to, so it would sit there unconsumed.
+		respond(ctx, &messages.SubscribeResponse{Error: messages.ErrorCode_INVALID_CONFIG,
+			ErrorMessage: fmt.Sprintf("auto offset reset %q: a push subscriber takes earliest or latest", reset)})
+		return
+	}
+	if req.InitialCredit < 0 {
+		respond(ctx, &messages.SubscribeResponse{Error: messages.ErrorCode_INVALID_REQUEST,
+			ErrorMessage: fmt.Sprintf("initial credit %d: must be >= 0 (0: the default, %d)", req.InitialCredit, DefaultPushCredit)})
 		return
 	}
 	rebalance := c.cfg.Broker.GroupInitialRebalanceDelay + 10*time.Second
 	out := c.g.Join(groups.JoinRequest{ClientID: "push-" + req.ClientId, Topics: req.Topics, Assignors: req.Assignors,
 		SessionTimeout: c.cfg.Broker.GroupMaxSessionTimeout, RebalanceTimeout: rebalance,
-		Push: groups.PushTarget{Address: req.TargetAddress, ID: req.TargetId}, AutoOffsetReset: reset},
+		Push: groups.PushTarget{Address: req.TargetAddress, ID: req.TargetId, Credit: req.InitialCredit}, AutoOffsetReset: reset},
 		time.Now(), c.partitionCounts)
 	respond(ctx, &messages.SubscribeResponse{Error: groupCode(out.Code), ErrorMessage: codeText(out.Code, ""), MemberId: out.MemberID})
-	if out.MemberID != "" {
-		c.pushCredit[out.MemberID] = int(req.InitialCredit)
-	}
 	c.handle(ctx, out)
 }
 
@@ -306,14 +311,33 @@ func (c *groupCoordinator) onCommit(ctx actor.Context, req *messages.OffsetCommi
 	})
 }
 
-// onPushAck commits what a push member has processed.
-func (c *groupCoordinator) onPushAck(ctx actor.Context, member string, ack *messages.PushAck) {
-	if _, ok := c.g.Member(member); !ok {
+// onPushAck commits what a push member has processed, if the member has
+// owned the partition since the generation of the records acknowledged;
+// replyTo (if any) is answered like an OffsetCommit.
+func (c *groupCoordinator) onPushAck(ctx actor.Context, member string, ack *messages.PushAck, replyTo *actor.PID) {
+	answer := func(code messages.ErrorCode, text string) {
+		sendTo(ctx, replyTo, &messages.OffsetCommitResponse{Error: code, ErrorMessage: text})
+	}
+	if code := c.g.AckCheck(member, ack.Generation, ack.Topic, ack.Partition); code != groups.None {
+		text := fmt.Sprintf("push ack of %s-%d from member %q at generation %d: %s (group generation %d)",
+			ack.Topic, ack.Partition, member, ack.Generation, code, c.g.Generation())
+		c.cfg.Broker.Logger.Debug("push ack refused", "group", c.cfg.Group, "reason", text)
+		answer(groupCode(code), text)
+		return
+	}
+	if ack.NextOffset < 0 {
+		answer(messages.ErrorCode_INVALID_OFFSET, fmt.Sprintf("%s-%d: offset %d", ack.Topic, ack.Partition, ack.NextOffset))
 		return
 	}
 	rec := groupRecord{Key: &messages.GroupRecordKey{Group: c.cfg.Group, Topic: ack.Topic, Partition: ack.Partition},
 		Offset: &messages.OffsetValue{Offset: ack.NextOffset, CommitUnixMs: time.Now().UnixMilli()}}
-	c.write(ctx, []groupRecord{rec}, func(error) {})
+	c.write(ctx, []groupRecord{rec}, func(err error) {
+		if err != nil {
+			answer(messages.ErrorCode_COORDINATOR_NOT_AVAILABLE, "offsets not persisted: "+err.Error())
+			return
+		}
+		answer(messages.ErrorCode_NONE, "")
+	})
 }
 
 func (c *groupCoordinator) onOffsetFetch(req *messages.OffsetFetchRequest) *messages.OffsetFetchResponse {
@@ -463,7 +487,7 @@ func toWireSnapshot(s groups.Snapshot) *messages.GroupMetadataValue {
 		v.Members = append(v.Members, &messages.GroupMemberRecord{MemberId: m.MemberID, ClientId: m.ClientID,
 			Topics: m.Topics, Assignors: m.Assignors, SessionTimeoutMs: int32(m.SessionTimeout.Milliseconds()),
 			RebalanceTimeoutMs: int32(m.RebalanceTimeout.Milliseconds()), Assignment: toWireAssignment(m.Assignment),
-			PushAddress: m.Push.Address, PushId: m.Push.ID, AutoOffsetReset: m.AutoOffsetReset})
+			PushAddress: m.Push.Address, PushId: m.Push.ID, PushCredit: m.Push.Credit, AutoOffsetReset: m.AutoOffsetReset})
 	}
 	return v
 }
@@ -474,7 +498,7 @@ func fromWireSnapshot(v *messages.GroupMetadataValue) groups.Snapshot {
 		s.Members = append(s.Members, groups.MemberRecord{MemberID: m.MemberId, ClientID: m.ClientId, Topics: m.Topics,
 			Assignors: m.Assignors, SessionTimeout: time.Duration(m.SessionTimeoutMs) * time.Millisecond,
 			RebalanceTimeout: time.Duration(m.RebalanceTimeoutMs) * time.Millisecond, Assignment: fromWireAssignment(m.Assignment),
-			Push: groups.PushTarget{Address: m.PushAddress, ID: m.PushId}, AutoOffsetReset: m.AutoOffsetReset})
+			Push: groups.PushTarget{Address: m.PushAddress, ID: m.PushId, Credit: m.PushCredit}, AutoOffsetReset: m.AutoOffsetReset})
 	}
 	return s
 }

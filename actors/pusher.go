@@ -16,7 +16,7 @@ import (
 )
 
 // DefaultPushCredit is the credit a push member starts with when its
-// subscription did not say (and after a coordinator failover).
+// subscription did not say.
 const DefaultPushCredit = 100
 
 // pusherConfig is what a pusher starts with.
@@ -73,16 +73,17 @@ func newPusher(cfg pusherConfig) actor.Producer {
 func (c *groupCoordinator) startPusher(ctx actor.Context, m groups.MemberRecord) {
 	target := actor.NewPID(m.Push.Address, m.Push.ID)
 	props := actor.PropsFromProducer(newPusher(pusherConfig{Group: c.cfg.Group, Member: m.MemberID, Target: target,
-		Credit: c.credit(m.MemberID), Broker: c.cfg.Broker, BrokerPID: c.cfg.BrokerPID}))
+		Credit: pushCredit(m.Push), Broker: c.cfg.Broker, BrokerPID: c.cfg.BrokerPID}))
 	pid := ctx.Spawn(props)
 	c.pushers[m.MemberID] = pid
 	ctx.Send(pid, c.pusherAssignment(m))
 }
 
-// credit is the initial credit of a push member.
-func (c *groupCoordinator) credit(member string) int {
-	if n, ok := c.pushCredit[member]; ok && n > 0 {
-		return n
+// pushCredit is the credit a push member's pusher starts with: the one it
+// subscribed with, which the member record keeps across a failover.
+func pushCredit(t groups.PushTarget) int {
+	if t.Credit > 0 {
+		return int(t.Credit)
 	}
 	return DefaultPushCredit
 }
@@ -117,7 +118,7 @@ func (p *pusher) Receive(ctx actor.Context) {
 		}
 		p.pump(ctx)
 	case *messages.PushAck:
-		ctx.Send(ctx.Parent(), pushCommit{member: p.cfg.Member, ack: msg})
+		ctx.Send(ctx.Parent(), pushCommit{member: p.cfg.Member, ack: msg, replyTo: ctx.Sender()})
 	case pusherRetry:
 		p.retrying = false
 		p.pump(ctx)

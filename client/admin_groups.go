@@ -157,9 +157,11 @@ func (a *Admin) DescribeGroup(ctx context.Context, group string) (*GroupInfo, er
 }
 
 // ResetOffsets commits new offsets for topic's partitions in group: to the
-// start (timestamp -2), the end (-1), or an exact offset (offset >= 0 with
-// timestamp ignored). The group must have no members (NON_EMPTY_GROUP
-// otherwise), as with Kafka's reset-offsets tool.
+// start (AtStart), the end (AtEnd), the first record at or after a time
+// (AtTimestamp), or an exact offset (AtOffset), which is moved into the
+// partition's range, log start to end, as Kafka's reset-offsets tool does.
+// The group must have no members (NON_EMPTY_GROUP otherwise), as with
+// Kafka's tool.
 func (a *Admin) ResetOffsets(ctx context.Context, group, topic string, to Offset) (map[int32]int64, error) {
 	ti, err := a.DescribeTopic(ctx, topic)
 	if err != nil {
@@ -180,6 +182,9 @@ func (a *Admin) ResetOffsets(ctx context.Context, group, topic string, to Offset
 			if off < 0 { // no record at or after the timestamp
 				off = p.HighWatermark
 			}
+		} else if p.HighWatermark >= 0 {
+			// An offset outside the log would only be reset by the consumer.
+			off = min(max(off, p.LogStartOffset), p.HighWatermark)
 		}
 		out[p.Partition] = off
 		req.Offsets = append(req.Offsets, &messages.OffsetCommitEntry{Topic: topic, Partition: p.Partition, Offset: off})

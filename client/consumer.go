@@ -26,11 +26,19 @@ func FetchMaxBytes(n int32) Opt { return func(c *config) { c.fetchMaxBytes = n }
 func FetchMaxWait(d time.Duration) Opt { return func(c *config) { c.fetchMaxWait = d } }
 
 // ConsumeResetOffset is where a partition restarts when its offset is out of
-// range. Default AtStart. NoResetOffset reports the error instead.
+// range, and where a GroupConsumer or a push subscriber starts a partition
+// the group has no committed offset for. Default AtStart. NoResetOffset
+// reports the error instead.
 func ConsumeResetOffset(o Offset) Opt { return func(c *config) { c.resetOffset = o } }
 
-// NoResetOffset makes an out-of-range offset an error in Fetches.Errors.
-func NoResetOffset() Offset { return Offset{at: -100} }
+// NoResetOffset makes an out-of-range offset an error in Fetches.Errors
+// (ErrOffsetOutOfRange). For a GroupConsumer, a partition without a
+// committed offset is not consumed and ErrNoCommittedOffset is reported
+// instead; Subscribe refuses it with ErrInvalidConfig.
+func NoResetOffset() Offset { return Offset{at: noReset} }
+
+// noReset is NoResetOffset's marker.
+const noReset = -100
 
 // FetchError is a partition's error seen while fetching.
 type FetchError struct {
@@ -366,7 +374,7 @@ func (f *fetcher) onFetch(ctx actor.Context, cur *partitionCursor, gen uint64, a
 			return
 		}
 		f.step(ctx, cur)
-	case errors.Is(err, ErrOffsetOutOfRange) && f.c.cfg.resetOffset.at != -100:
+	case errors.Is(err, ErrOffsetOutOfRange) && f.c.cfg.resetOffset.at != noReset:
 		f.c.cfg.logger.Info("offset out of range; resetting", "topic", cur.tp.topic, "partition", cur.tp.partition,
 			"offset", cur.offset, "reset", f.c.cfg.resetOffset)
 		cur.want, cur.offset = f.c.cfg.resetOffset, -1

@@ -42,6 +42,12 @@ var (
 	ErrClosed = errors.New("client closed")
 	// ErrNoBrokers is returned when no broker answered.
 	ErrNoBrokers = errors.New("no broker reachable")
+	// ErrNoCommittedOffset is reported in Fetches.Errors, once per
+	// assignment, by a GroupConsumer with ConsumeResetOffset(NoResetOffset())
+	// for each assigned partition the group has no committed offset for
+	// (Kafka's auto.offset.reset=none). The partition is not consumed until
+	// an offset is committed for it with CommitOffsets, which starts it there.
+	ErrNoCommittedOffset = errors.New("no committed offset and no reset policy (auto offset reset none)")
 )
 
 // retriable reports whether err may go away when the request is sent again,

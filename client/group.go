@@ -76,9 +76,12 @@ type GroupConsumer struct {
 	// positions are the next offsets to commit of the partitions polled in
 	// generation posGen; they are committed with that generation, so a
 	// commit after the group moved on is refused.
-	positions  map[topicPartition]int64
-	posGen     int32
-	committed  map[topicPartition]int64
+	positions map[topicPartition]int64
+	posGen    int32
+	committed map[topicPartition]int64
+	// waiting are owned partitions not consumed for lack of a committed
+	// offset (NoResetOffset); committing one starts it.
+	waiting    map[topicPartition]bool
 	memberID   string
 	generation int32
 	coord      string
@@ -88,7 +91,9 @@ type GroupConsumer struct {
 // NewGroupConsumer joins group and consumes topics. Besides the group
 // options (Assignors, SessionTimeout, AutoCommitInterval, OnAssigned, ...),
 // the consumer options apply: FetchMaxBytes, FetchMaxWait, and
-// ConsumeResetOffset for partitions without a committed offset.
+// ConsumeResetOffset for partitions without a committed offset: AtStart
+// (the default), AtEnd, or NoResetOffset, which leaves such a partition
+// unconsumed and reports ErrNoCommittedOffset for it in PollFetches.
 func NewGroupConsumer(broker, group string, topics []string, opts ...Opt) (*GroupConsumer, error) {
 	if group == "" || len(topics) == 0 {
 		return nil, errors.New("a group consumer needs a group and topics")
@@ -107,7 +112,7 @@ func NewGroupConsumer(broker, group string, topics []string, opts ...Opt) (*Grou
 	}
 	c := &GroupConsumer{cfg: cfg, gcfg: g, group: group, topics: slices.Clone(topics), node: inner.node,
 		meta: newMetadata(inner.node.system, broker, cfg.requestTimeout), inner: inner,
-		positions: map[topicPartition]int64{}, committed: map[topicPartition]int64{}}
+		positions: map[topicPartition]int64{}, committed: map[topicPartition]int64{}, waiting: map[topicPartition]bool{}}
 	c.pid = c.node.system.Root.Spawn(actor.PropsFromProducer(func() actor.Actor { return &groupMember{c: c} }))
 	return c, nil
 }
@@ -183,7 +188,9 @@ func (c *GroupConsumer) CommitUncommitted(ctx context.Context) error {
 }
 
 // CommitOffsets commits next-offsets (the offset of the next record to
-// read) for partitions, with the member's current generation.
+// read) for partitions, with the member's current generation. An owned
+// partition left unconsumed for lack of a committed offset
+// (ErrNoCommittedOffset) starts at the offset committed for it.
 func (c *GroupConsumer) CommitOffsets(ctx context.Context, offsets map[string]map[int32]int64) error {
 	return c.commit(ctx, c.Generation(), offsets)
 }
@@ -212,11 +219,20 @@ func (c *GroupConsumer) commit(ctx context.Context, gen int32, offsets map[strin
 	if err := resp.Error.Err(resp.ErrorMessage); err != nil {
 		return err
 	}
+	start := map[topicPartition]int64{}
 	c.mu.Lock()
 	for _, o := range req.Offsets {
-		c.committed[topicPartition{o.Topic, o.Partition}] = o.Offset
+		tp := topicPartition{o.Topic, o.Partition}
+		c.committed[tp] = o.Offset
+		if c.waiting[tp] {
+			start[tp] = o.Offset
+		}
 	}
 	c.mu.Unlock()
+	if len(start) > 0 {
+		// The member actor starts them: it orders this with revocations.
+		c.node.system.Root.Send(c.pid, memberStart{gen: gen, offsets: start})
+	}
 	return nil
 }
 
@@ -253,6 +269,12 @@ type (
 	memberStep      struct{ gen uint64 }
 	memberHeartbeat struct{ gen uint64 }
 	memberCommit    struct{}
+	// memberStart starts waiting partitions at the offsets just committed
+	// for them in generation gen.
+	memberStart struct {
+		gen     int32
+		offsets map[topicPartition]int64
+	}
 )
 
 // groupMember runs the membership protocol: find the coordinator, join,
@@ -305,6 +327,8 @@ func (m *groupMember) Receive(ctx actor.Context) {
 		}
 	case memberCommit:
 		m.autoCommit()
+	case memberStart:
+		m.startWaiting(msg)
 	}
 }
 
@@ -423,26 +447,36 @@ func (m *groupMember) assign(ctx actor.Context, assignment []*messages.TopicPart
 			return
 		}
 		starts := map[string]map[int32]Offset{}
+		var missing []FetchError
 		m.c.mu.Lock()
 		m.c.positions = map[topicPartition]int64{}
 		m.c.committed = map[topicPartition]int64{}
+		m.c.waiting = map[topicPartition]bool{}
 		for _, o := range resp.Offsets {
 			if starts[o.Topic] == nil {
 				starts[o.Topic] = map[int32]Offset{}
 			}
 			tp := topicPartition{o.Topic, o.Partition}
-			if o.Offset >= 0 {
+			m.c.positions[tp], m.c.committed[tp] = max(o.Offset, -1), max(o.Offset, -1)
+			switch {
+			case o.Offset >= 0:
 				starts[o.Topic][o.Partition] = AtOffset(o.Offset)
-				m.c.positions[tp], m.c.committed[tp] = o.Offset, o.Offset
-			} else {
+			case m.c.cfg.resetOffset.at == noReset:
+				// auto.offset.reset=none: tell the poller, do not guess.
+				m.c.waiting[tp] = true
+				missing = append(missing, FetchError{Topic: o.Topic, Partition: o.Partition,
+					Err: fmt.Errorf("%w: group %q, %s-%d", ErrNoCommittedOffset, m.c.group, o.Topic, o.Partition)})
+			default:
 				starts[o.Topic][o.Partition] = m.c.cfg.resetOffset
-				m.c.positions[tp], m.c.committed[tp] = -1, -1
 			}
 		}
 		m.c.memberID, m.c.generation, m.c.posGen = m.memberID, m.gen, m.gen
 		m.c.mu.Unlock()
 		m.owned = owned
 		m.c.inner.AddPartitions(starts)
+		if len(missing) > 0 {
+			m.c.inner.push(nil, missing)
+		}
 		if f := m.c.gcfg.onAssigned; f != nil {
 			f(owned)
 		}
@@ -502,8 +536,31 @@ func (m *groupMember) revoke(commit bool) {
 	}
 	m.c.mu.Lock()
 	m.c.positions = map[topicPartition]int64{}
+	m.c.waiting = map[topicPartition]bool{}
 	m.c.mu.Unlock()
 	m.owned = nil
+}
+
+// startWaiting starts partitions that had no committed offset at the
+// offsets since committed for them, unless they were revoked meanwhile.
+func (m *groupMember) startWaiting(s memberStart) {
+	starts := map[string]map[int32]Offset{}
+	m.c.mu.Lock()
+	for tp, off := range s.offsets {
+		if s.gen != m.c.posGen || !m.c.waiting[tp] {
+			continue
+		}
+		delete(m.c.waiting, tp)
+		m.c.positions[tp] = off
+		if starts[tp.topic] == nil {
+			starts[tp.topic] = map[int32]Offset{}
+		}
+		starts[tp.topic][tp.partition] = AtOffset(off)
+	}
+	m.c.mu.Unlock()
+	if len(starts) > 0 {
+		m.c.inner.AddPartitions(starts)
+	}
 }
 
 // autoCommit commits polled positions, when auto-commit is on. It blocks the

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 
@@ -43,7 +44,15 @@ func SubscribeCredit(n int) Opt { return func(c *config) { c.pushCredit = n } }
 // than the credit granted. The actor answers each PushRecords (ctx.Respond)
 // with *messages.PushCredit as it processes records and *messages.PushAck
 // to commit; when the actor stops, the broker removes it from the group.
-// ConsumeResetOffset(AtEnd()) starts partitions without a commit at the end.
+// Each PushAck carries the Generation of the PushRecords it acknowledges;
+// an ack for a partition the member has not owned without a break since
+// then is refused with ILLEGAL_GENERATION (send it with ctx.Request to get
+// the OffsetCommitResponse).
+//
+// ConsumeResetOffset(AtEnd()) starts partitions without a commit at the
+// end, AtStart() (the default) at the start; NoResetOffset() is refused
+// with ErrInvalidConfig, as a push member has no poll to report a
+// partition without a commit to.
 func Subscribe(ctx context.Context, broker, group string, topics []string, pid *actor.PID, opts ...Opt) (*Subscription, error) {
 	if pid == nil || pid.Address == "" || pid.Address == "nonhost" {
 		return nil, errors.New("subscribe: the actor must run on an actor system with remote started (see client.System)")
@@ -52,29 +61,56 @@ func Subscribe(ctx context.Context, broker, group string, topics []string, pid *
 	if err != nil {
 		return nil, err
 	}
-	coord, err := admin.FindCoordinator(ctx, group)
+	sub, err := subscribe(ctx, admin, group, topics, pid)
 	if err != nil {
+		admin.Close()
 		return nil, err
 	}
+	return sub, nil
+}
+
+// subscribe sends the subscription to the group's coordinator, again
+// (after finding it anew) while the coordinator is loading or has moved:
+// neither answer means a member was added.
+func subscribe(ctx context.Context, admin *Admin, group string, topics []string, pid *actor.PID) (*Subscription, error) {
 	reset := "earliest"
-	if admin.cfg.resetOffset.at == -1 {
+	switch admin.cfg.resetOffset.at {
+	case -1:
 		reset = "latest"
+	case noReset:
+		reset = "none" // the broker refuses it with INVALID_CONFIG
 	}
 	req := &messages.SubscribeRequest{Group: group, Topics: topics, TargetAddress: pid.Address, TargetId: pid.Id,
 		InitialCredit: int32(admin.cfg.pushCredit), ClientId: admin.cfg.group.clientID, AutoOffsetReset: reset,
 		Assignors: admin.cfg.group.assignors}
-	res, err := request(admin.node.system, coord, req, admin.timeout(ctx))
-	if err != nil {
-		return nil, err
+	backoff := 50 * time.Millisecond
+	for {
+		coord, err := admin.FindCoordinator(ctx, group)
+		if err != nil {
+			return nil, err
+		}
+		res, err := request(admin.node.system, coord, req, admin.timeout(ctx))
+		if err != nil {
+			return nil, err
+		}
+		resp, ok := res.(*messages.SubscribeResponse)
+		if !ok {
+			return nil, fmt.Errorf("unexpected answer %T", res)
+		}
+		switch resp.Error {
+		case messages.ErrorCode_NONE:
+			return &Subscription{admin: admin, group: group, memberID: resp.MemberId, coord: coord}, nil
+		case messages.ErrorCode_COORDINATOR_NOT_AVAILABLE, messages.ErrorCode_NOT_COORDINATOR:
+		default:
+			return nil, resp.Error.Err(resp.ErrorMessage)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("%w (gave up: %v)", resp.Error.Err(resp.ErrorMessage), ctx.Err())
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, time.Second)
 	}
-	resp, ok := res.(*messages.SubscribeResponse)
-	if !ok {
-		return nil, fmt.Errorf("unexpected answer %T", res)
-	}
-	if err := resp.Error.Err(resp.ErrorMessage); err != nil {
-		return nil, err
-	}
-	return &Subscription{admin: admin, group: group, memberID: resp.MemberId, coord: coord}, nil
 }
 
 // MemberID is the subscriber's member id in the group.

@@ -4008,7 +4008,8 @@ type SubscribeRequest struct {
 	Assignors     []string `protobuf:"bytes,6,rep,name=assignors,proto3" json:"assignors,omitempty"`
 	ClientId      string   `protobuf:"bytes,7,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
 	// Where to start in partitions without a committed offset: "earliest"
-	// (default) or "latest".
+	// (default) or "latest". "none" is refused with INVALID_CONFIG: a push
+	// member has no poll loop to report a partition without a commit to.
 	AutoOffsetReset string `protobuf:"bytes,8,opt,name=auto_offset_reset,json=autoOffsetReset,proto3" json:"auto_offset_reset,omitempty"`
 	unknownFields   protoimpl.UnknownFields
 	sizeCache       protoimpl.SizeCache
@@ -4446,6 +4447,12 @@ func (x *PushCredit) GetCredit() int32 {
 }
 
 // PushAck commits: the actor has processed everything before next_offset.
+// generation is that of the PushRecords acknowledged: the ack is refused
+// with ILLEGAL_GENERATION unless the member has owned the partition without
+// a break since then (UNKNOWN_MEMBER_ID once it left the group). An ack
+// sent as a request (ctx.Request to the pusher, or to the broker) is
+// answered with an OffsetCommitResponse once committed or refused; a
+// one-way ack (ctx.Respond) is not answered.
 type PushAck struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Group         string                 `protobuf:"bytes,1,opt,name=group,proto3" json:"group,omitempty"`
@@ -4453,6 +4460,7 @@ type PushAck struct {
 	Topic         string                 `protobuf:"bytes,3,opt,name=topic,proto3" json:"topic,omitempty"`
 	Partition     int32                  `protobuf:"varint,4,opt,name=partition,proto3" json:"partition,omitempty"`
 	NextOffset    int64                  `protobuf:"varint,5,opt,name=next_offset,json=nextOffset,proto3" json:"next_offset,omitempty"`
+	Generation    int32                  `protobuf:"varint,6,opt,name=generation,proto3" json:"generation,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -4518,6 +4526,13 @@ func (x *PushAck) GetPartition() int32 {
 func (x *PushAck) GetNextOffset() int64 {
 	if x != nil {
 		return x.NextOffset
+	}
+	return 0
+}
+
+func (x *PushAck) GetGeneration() int32 {
+	if x != nil {
+		return x.Generation
 	}
 	return 0
 }
@@ -4710,8 +4725,10 @@ type GroupMemberRecord struct {
 	PushAddress        string                 `protobuf:"bytes,8,opt,name=push_address,json=pushAddress,proto3" json:"push_address,omitempty"`
 	PushId             string                 `protobuf:"bytes,9,opt,name=push_id,json=pushId,proto3" json:"push_id,omitempty"`
 	AutoOffsetReset    string                 `protobuf:"bytes,10,opt,name=auto_offset_reset,json=autoOffsetReset,proto3" json:"auto_offset_reset,omitempty"`
-	unknownFields      protoimpl.UnknownFields
-	sizeCache          protoimpl.SizeCache
+	// A push member's credit from its subscription (0: the default).
+	PushCredit    int32 `protobuf:"varint,11,opt,name=push_credit,json=pushCredit,proto3" json:"push_credit,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *GroupMemberRecord) Reset() {
@@ -4812,6 +4829,13 @@ func (x *GroupMemberRecord) GetAutoOffsetReset() string {
 		return x.AutoOffsetReset
 	}
 	return ""
+}
+
+func (x *GroupMemberRecord) GetPushCredit() int32 {
+	if x != nil {
+		return x.PushCredit
+	}
+	return 0
 }
 
 type GroupMetadataValue struct {
@@ -5623,14 +5647,17 @@ const file_sluice_proto_rawDesc = "" +
 	"PushCredit\x12\x14\n" +
 	"\x05group\x18\x01 \x01(\tR\x05group\x12\x1b\n" +
 	"\tmember_id\x18\x02 \x01(\tR\bmemberId\x12\x16\n" +
-	"\x06credit\x18\x03 \x01(\x05R\x06credit\"\x91\x01\n" +
+	"\x06credit\x18\x03 \x01(\x05R\x06credit\"\xb1\x01\n" +
 	"\aPushAck\x12\x14\n" +
 	"\x05group\x18\x01 \x01(\tR\x05group\x12\x1b\n" +
 	"\tmember_id\x18\x02 \x01(\tR\bmemberId\x12\x14\n" +
 	"\x05topic\x18\x03 \x01(\tR\x05topic\x12\x1c\n" +
 	"\tpartition\x18\x04 \x01(\x05R\tpartition\x12\x1f\n" +
 	"\vnext_offset\x18\x05 \x01(\x03R\n" +
-	"nextOffset\"G\n" +
+	"nextOffset\x12\x1e\n" +
+	"\n" +
+	"generation\x18\x06 \x01(\x05R\n" +
+	"generation\"G\n" +
 	"\x12UnsubscribeRequest\x12\x14\n" +
 	"\x05group\x18\x01 \x01(\tR\x05group\x12\x1b\n" +
 	"\tmember_id\x18\x02 \x01(\tR\bmemberId\"Z\n" +
@@ -5641,7 +5668,7 @@ const file_sluice_proto_rawDesc = "" +
 	"\vOffsetValue\x12\x16\n" +
 	"\x06offset\x18\x01 \x01(\x03R\x06offset\x12\x1a\n" +
 	"\bmetadata\x18\x02 \x01(\tR\bmetadata\x12$\n" +
-	"\x0ecommit_unix_ms\x18\x03 \x01(\x03R\fcommitUnixMs\"\x84\x03\n" +
+	"\x0ecommit_unix_ms\x18\x03 \x01(\x03R\fcommitUnixMs\"\xa5\x03\n" +
 	"\x11GroupMemberRecord\x12\x1b\n" +
 	"\tmember_id\x18\x01 \x01(\tR\bmemberId\x12\x1b\n" +
 	"\tclient_id\x18\x02 \x01(\tR\bclientId\x12\x16\n" +
@@ -5655,7 +5682,9 @@ const file_sluice_proto_rawDesc = "" +
 	"\fpush_address\x18\b \x01(\tR\vpushAddress\x12\x17\n" +
 	"\apush_id\x18\t \x01(\tR\x06pushId\x12*\n" +
 	"\x11auto_offset_reset\x18\n" +
-	" \x01(\tR\x0fautoOffsetReset\"\xa2\x01\n" +
+	" \x01(\tR\x0fautoOffsetReset\x12\x1f\n" +
+	"\vpush_credit\x18\v \x01(\x05R\n" +
+	"pushCredit\"\xa2\x01\n" +
 	"\x12GroupMetadataValue\x12\x1e\n" +
 	"\n" +
 	"generation\x18\x01 \x01(\x05R\n" +

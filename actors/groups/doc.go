@@ -38,6 +38,9 @@
 //   - Push members (a PushTarget set) join every rebalance by themselves
 //     and are never evicted by time: the broker is their client, and the
 //     actor calls Leave when their actor dies.
+//   - A push member's acks (AckCheck) are checked against partition
+//     ownership, not the generation alone: an ack from an earlier generation
+//     counts for a partition the member has held since then.
 //   - The assignor vote breaks ties by the leader's preference; the leader
 //     stays while it is a member, otherwise the lowest member id leads.
 //   - Names of assignors this package does not implement are dropped from a

@@ -40,6 +40,9 @@ type member struct {
 	joined  bool
 	parked  bool // a JoinReply is owed to replyTo
 	replyTo any
+	// since is, for each partition of rec.Assignment, the generation since
+	// which the member has owned it without a break (see AckCheck).
+	since map[tp]int32
 }
 
 func (m *member) push() bool { return !m.rec.Push.IsZero() }
@@ -189,6 +192,43 @@ func (g *Group) CommitCheck(memberID string, generation int32) Code {
 	}
 	_, code := g.current(memberID, generation)
 	return code
+}
+
+// AckCheck says whether a push member's acknowledgement (PushAck) of
+// records of a partition, pushed to it in generation, may be committed.
+// The member must own the partition now and must have owned it without a
+// break since generation: an ack that arrives after the partition moved to
+// another member (and perhaps back) would overwrite the commits of the
+// owner in between. Unlike CommitCheck, an ack from an earlier generation
+// is accepted for a partition the member kept across the rebalances since:
+// push members do not commit before they rejoin, the broker rejoins them.
+// Errors: UNKNOWN_MEMBER_ID for a member not in the group, else
+// ILLEGAL_GENERATION (a partition not owned, owned only since a later
+// generation, or a generation ahead of the group's).
+func (g *Group) AckCheck(memberID string, generation int32, topic string, partition int32) Code {
+	m, ok := g.members[memberID]
+	if !ok {
+		return UnknownMemberID
+	}
+	since, owned := m.since[tp{topic, partition}]
+	if !owned || generation < since || generation > g.generation {
+		return IllegalGeneration
+	}
+	return None
+}
+
+// ownedSince carries over, for each partition of next, the generation since
+// which the member has owned it; partitions new to it start at gen.
+func ownedSince(prev map[tp]int32, next []TopicPartitions, gen int32) map[tp]int32 {
+	out := map[tp]int32{}
+	for _, x := range fromAssignment(next) {
+		if s, ok := prev[x]; ok {
+			out[x] = s
+		} else {
+			out[x] = gen
+		}
+	}
+	return out
 }
 
 // Leave removes a member at once (LeaveGroup, Unsubscribe, or the actor

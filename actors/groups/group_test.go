@@ -555,3 +555,53 @@ func TestCodeNamesMatchTheProto(t *testing.T) {
 		}
 	}
 }
+
+// A push member's ack counts only for a partition it has owned without a
+// break since the generation of the records acknowledged.
+func TestAckCheck(t *testing.T) {
+	c := counts{"t": 4}
+	g := New(testConfig())
+	p := pushReq("p", "t")
+	p.Push.Credit = 7
+	g.Join(p, t0, c.fn()) // p-1 owns t 0-3 in generation 1
+	check := func(step, member string, gen int32, partition int32, want Code) {
+		t.Helper()
+		if got := g.AckCheck(member, gen, "t", partition); got != want {
+			t.Errorf("%s: ack of %s generation %d partition %d: %v, want %v", step, member, gen, partition, got, want)
+		}
+	}
+	check("alone", "p-1", 1, 0, None)
+	check("alone", "p-1", 0, 0, IllegalGeneration)
+	check("alone", "p-1", 2, 0, IllegalGeneration) // ahead of the group
+	check("alone", "p-1", 1, 9, IllegalGeneration) // no such partition
+	check("alone", "x-9", 1, 0, UnknownMemberID)
+
+	g.Join(pushReq("q", "t"), t0, c.fn()) // generation 2: p-1 keeps 0-1, q-2 gets 2-3
+	if m, _ := g.Member("q-2"); g.Generation() != 2 || !slices.Equal(fromAssignment(m.Assignment), []tp{{"t", 2}, {"t", 3}}) {
+		t.Fatalf("generation %d, q-2 owns %v", g.Generation(), m.Assignment)
+	}
+	check("kept", "p-1", 1, 0, None) // a late ack of a partition p-1 kept
+	check("moved", "p-1", 1, 2, IllegalGeneration)
+	check("moved", "p-1", 2, 2, IllegalGeneration)
+	check("new owner", "q-2", 2, 2, None)
+	check("new owner", "q-2", 1, 2, IllegalGeneration) // q-2 did not own it then
+
+	g.Leave("q-2", t0, c.fn())                    // generation 3: p-1 owns 0-3 again
+	check("back", "p-1", 1, 2, IllegalGeneration) // q-2 owned it in between
+	check("back", "p-1", 3, 2, None)
+	check("back", "p-1", 1, 0, None)
+	check("left", "q-2", 2, 2, UnknownMemberID)
+
+	// A new coordinator knows ownership from the snapshot's generation on,
+	// and the subscription's credit.
+	r := Restore(testConfig(), g.Snapshot(), t0, c.fn())
+	if got := r.AckCheck("p-1", 3, "t", 0); got != None {
+		t.Errorf("restored: ack of generation 3: %v", got)
+	}
+	if got := r.AckCheck("p-1", 2, "t", 0); got != IllegalGeneration {
+		t.Errorf("restored: ack of generation 2: %v", got)
+	}
+	if m, _ := r.Member("p-1"); m.Push != (PushTarget{"127.0.0.1:9", "p", 7}) {
+		t.Errorf("restored push target %+v", m.Push)
+	}
+}

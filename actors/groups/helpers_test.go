@@ -33,7 +33,7 @@ func pull(memberID, clientID string, topics ...string) JoinRequest {
 }
 
 func pushReq(clientID string, topics ...string) JoinRequest {
-	return JoinRequest{ClientID: clientID, Topics: topics, Push: PushTarget{"127.0.0.1:9", clientID}, ReplyTo: clientID}
+	return JoinRequest{ClientID: clientID, Topics: topics, Push: PushTarget{Address: "127.0.0.1:9", ID: clientID}, ReplyTo: clientID}
 }
 
 // owners maps every owned partition to its member, failing on a partition

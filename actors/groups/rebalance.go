@@ -80,6 +80,7 @@ func (g *Group) complete(now time.Time, parts PartitionCounts) Outcome {
 			out.Changed = append(out.Changed, id)
 		}
 		m.rec.Assignment = next
+		m.since = ownedSince(m.since, next, g.generation)
 		m.lastSeen = now
 		m.joined = false
 		if m.parked {

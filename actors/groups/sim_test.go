@@ -152,7 +152,7 @@ func (s *sim) join(c *client) Outcome {
 		SessionTimeout: time.Second, RebalanceTimeout: 2 * time.Second,
 	}
 	if c.push {
-		req.Push = PushTarget{"addr", c.clientID}
+		req.Push = PushTarget{Address: "addr", ID: c.clientID}
 	}
 	tk := &ticket{c: c}
 	req.ReplyTo = tk

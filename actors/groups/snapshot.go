@@ -30,8 +30,9 @@ func (g *Group) Describe() Description {
 // the subscribed partitions of parts exactly once (the snapshot was written
 // mid-rebalance, after a member left, or partitions changed meanwhile):
 // then a rebalance starts at now, which the members learn from their next
-// heartbeat. Push members are restored too; the actor must watch their
-// actors again and Leave those that are gone.
+// heartbeat. Push members are restored too, with their PushTarget (and its
+// credit); the actor must watch their actors again and Leave those that are
+// gone. AckCheck then accepts acks of the snapshot's generation onwards.
 func Restore(cfg Config, s Snapshot, now time.Time, parts PartitionCounts) *Group {
 	g := New(cfg)
 	g.generation = s.Generation
@@ -45,7 +46,8 @@ func Restore(cfg Config, s Snapshot, now time.Time, parts PartitionCounts) *Grou
 		r.Topics = slices.Compact(slices.Sorted(slices.Values(r.Topics)))
 		r.Assignors = g.implemented(r.Assignors)
 		r.Assignment = toAssignment(fromAssignment(r.Assignment))
-		g.members[r.MemberID] = &member{rec: r, lastSeen: now}
+		// Ownership before the snapshot's generation is not persisted.
+		g.members[r.MemberID] = &member{rec: r, lastSeen: now, since: ownedSince(nil, r.Assignment, s.Generation)}
 	}
 	if len(g.members) == 0 {
 		g.assignor, g.leader = "", ""

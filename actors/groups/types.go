@@ -20,15 +20,20 @@ type TopicPartitions struct {
 // A nil PartitionCounts knows no topic.
 type PartitionCounts func(topic string) int32
 
-// PushTarget is the application actor a push member's records go to. Both
-// strings are opaque here. The zero value means a pull member.
+// PushTarget is the application actor a push member's records go to, and
+// the credit it subscribed with. All of it is opaque here; it is persisted
+// with the member so that a new coordinator restarts the member's pusher
+// as it was subscribed. The zero value means a pull member.
 type PushTarget struct {
 	Address string
 	ID      string
+	// Credit is the number of records the actor accepts before it grants
+	// more (0: the actor's default).
+	Credit int32
 }
 
 // IsZero reports whether t names no actor (a pull member).
-func (t PushTarget) IsZero() bool { return t == PushTarget{} }
+func (t PushTarget) IsZero() bool { return t.Address == "" && t.ID == "" }
 
 // JoinRequest is a JoinGroup (or, with Push set, a Subscribe).
 type JoinRequest struct {

@@ -26,7 +26,7 @@ func runGroup(args []string, stdout, stderr io.Writer) error {
 		topic = fs.String("topic", "", "topic whose offsets to reset")
 		toEarliest = fs.Bool("to-earliest", false, "reset to the first offset")
 		toLatest = fs.Bool("to-latest", false, "reset to the end")
-		toOffset = fs.Int64("to-offset", -1, "reset to this offset")
+		toOffset = fs.Int64("to-offset", -1, "reset to this offset (moved into the log start..end range)")
 	}
 	pos, err := parseArgs(fs, args)
 	if err != nil {
