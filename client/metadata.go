@@ -117,19 +117,28 @@ func (m *metadata) update(resp *messages.MetadataResponse, all bool) {
 
 // partitionCount returns how many partitions topic has, fetching metadata
 // (and retrying retriable errors) until ctx ends.
-func (m *metadata) partitionCount(ctx context.Context, topic string, autoCreate bool) (int, error) {
+// cachedPartitionCount is partitionCount when the topic's metadata is
+// already known, without waiting or asking a broker.
+func (m *metadata) cachedPartitionCount(topic string) (int, bool) {
 	m.mu.Lock()
 	tm := m.topics[topic]
 	m.mu.Unlock()
 	if tm != nil && tm.err == nil && len(tm.partitions) > 0 {
-		return len(tm.partitions), nil
+		return len(tm.partitions), true
+	}
+	return 0, false
+}
+
+func (m *metadata) partitionCount(ctx context.Context, topic string, autoCreate bool) (int, error) {
+	if n, ok := m.cachedPartitionCount(topic); ok {
+		return n, nil
 	}
 	backoff := 50 * time.Millisecond
 	for {
 		_, err := m.fetch([]string{topic}, autoCreate)
 		if err == nil {
 			m.mu.Lock()
-			tm = m.topics[topic]
+			tm := m.topics[topic]
 			m.mu.Unlock()
 			if tm == nil {
 				err = &messages.Error{Code: messages.ErrorCode_UNKNOWN_TOPIC_OR_PARTITION, Message: topic}

@@ -206,13 +206,18 @@ func (p *Producer) produce(ctx context.Context, r *Record, promise Promise) erro
 		return &messages.Error{Code: messages.ErrorCode_RECORD_TOO_LARGE,
 			Message: fmt.Sprintf("record of %d bytes exceeds the batch limit of %d bytes", size, p.cfg.batchBytes)}
 	}
-	// Like Kafka's max.block.ms: wait for the topic's metadata, within the
-	// delivery timeout, while brokers fail over or the topic is created.
-	mctx, cancel := context.WithTimeout(ctx, p.cfg.deliveryTimeout)
-	n, err := p.meta.partitionCount(mctx, r.Topic, true)
-	cancel()
-	if err != nil {
-		return err
+	n, ok := p.meta.cachedPartitionCount(r.Topic)
+	if !ok {
+		// Like Kafka's max.block.ms: wait for the topic's metadata, within
+		// the delivery timeout, while brokers fail over or the topic is
+		// created.
+		mctx, cancel := context.WithTimeout(ctx, p.cfg.deliveryTimeout)
+		var err error
+		n, err = p.meta.partitionCount(mctx, r.Topic, true)
+		cancel()
+		if err != nil {
+			return err
+		}
 	}
 	part := p.cfg.partitioner.Partition(r, n)
 	if part < 0 || part >= n {

@@ -126,7 +126,7 @@ func TestCLITour(t *testing.T) {
 	// describe: one row per partition; 5 records in all, all below the HW,
 	// at least the 3 keyed ones in the keyed partition.
 	desc := run("", "topic", "describe", "tour")
-	rows := describeRows(t, desc)
+	rows := topicDescribeRows(t, desc)
 	if len(rows) != 3 {
 		t.Fatalf("describe shows %d partitions:\n%s", len(rows), desc)
 	}
@@ -490,9 +490,9 @@ func TestAutoCreateTopics(t *testing.T) {
 	}
 }
 
-// describeRows parses the partition table of `sluice topic describe`:
+// topicDescribeRows parses the partition table of `sluice topic describe`:
 // partition -> column -> value.
-func describeRows(t *testing.T, out string) map[string]map[string]string {
+func topicDescribeRows(t *testing.T, out string) map[string]map[string]string {
 	t.Helper()
 	rows := map[string]map[string]string{}
 	var header []string
