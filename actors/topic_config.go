@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strconv"
 	"time"
+
+	"github.com/sluicemq/sluice/storage"
 )
 
 // Topic configuration names, as in Kafka.
@@ -34,12 +36,12 @@ type TopicConfig struct {
 	UncleanLeaderElection bool
 }
 
-// DefaultTopicConfig is Kafka's defaults, with 64 MiB segments.
+// DefaultTopicConfig is Kafka's defaults, except for the segment size.
 func DefaultTopicConfig() TopicConfig {
 	return TopicConfig{
 		RetentionMs:     7 * 24 * time.Hour.Milliseconds(),
 		RetentionBytes:  -1,
-		SegmentBytes:    64 << 20,
+		SegmentBytes:    storage.DefaultSegmentBytes,
 		MaxMessageBytes: 1 << 20,
 		MinISR:          1,
 	}

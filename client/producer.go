@@ -114,6 +114,11 @@ type partitionBuffer struct {
 	recs    []pendingRecord
 	started time.Time
 	gen     uint64 // bumped per sealed batch, so a stale linger timer does nothing
+	// lastLen is the size of the partition's previous batch: the next one
+	// starts with room for as much, so that it rarely has to grow.
+	lastLen int
+	// reserved is what the open batch's records took from the buffer.
+	reserved int64
 }
 
 // sealedBatch is a finished batch on its way to the leader.
@@ -235,7 +240,11 @@ func (p *Producer) produce(ctx context.Context, r *Record, promise Promise) erro
 		p.sealLocked(pb)
 	}
 	if len(pb.recs) == 0 {
-		pb.builder.ResetBuffer(p.pool.Get().([]byte), record.NoProducer)
+		buf := p.pool.Get().([]byte)
+		if cap(buf) < pb.lastLen {
+			buf = make([]byte, 0, min(pb.lastLen+pb.lastLen/8, p.cfg.batchBytes))
+		}
+		pb.builder.ResetBuffer(buf, record.NoProducer)
 		pb.started = time.Now()
 		gen := pb.gen
 		if p.cfg.linger > 0 {
@@ -244,6 +253,7 @@ func (p *Producer) produce(ctx context.Context, r *Record, promise Promise) erro
 	}
 	pb.builder.Append(r.Timestamp.UnixMilli(), r.Key, r.Value, r.Headers)
 	pb.recs = append(pb.recs, pendingRecord{r: r, promise: promise})
+	pb.reserved += int64(size)
 	if p.cfg.linger <= 0 || pb.builder.Len() >= p.cfg.batchBytes-64 {
 		p.sealLocked(pb)
 	}
@@ -305,10 +315,8 @@ func (p *Producer) sealLocked(pb *partitionBuffer) {
 		return
 	}
 	data := pb.builder.Finish()
-	var size int64
-	for _, pr := range pb.recs {
-		size += int64(record.RecordSize(0, 0, pr.r.Key, pr.r.Value, pr.r.Headers) + 10)
-	}
+	size := pb.reserved
+	pb.reserved, pb.lastLen = 0, len(data)
 	b := &sealedBatch{tp: pb.tp, data: data, recs: pb.recs, size: size, created: pb.started, seq: -1, ordinal: -1}
 	pb.recs = nil
 	pb.gen++
@@ -332,7 +340,7 @@ func (p *Producer) Flush(ctx context.Context) error {
 		p.signalMu.Lock()
 		if p.outstanding.Load() == 0 {
 			p.signalMu.Unlock()
-			return nil
+			break
 		}
 		ch := p.signal
 		p.signalMu.Unlock()
@@ -342,6 +350,26 @@ func (p *Producer) Flush(ctx context.Context) error {
 			return ctx.Err()
 		}
 	}
+	if p.cfg.acks != 0 {
+		return nil
+	}
+	// acks=0 records count as sent when handed to the transport, which may
+	// still hold them: wait until each leader they went to has them.
+	done := make(chan struct{})
+	p.node.system.Root.Send(p.pid, &deliveryBarrier{ctx: ctx, done: done})
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// deliveryBarrier asks the sender to confirm that every acks=0 request sent
+// so far has reached its leader, then close done.
+type deliveryBarrier struct {
+	ctx  context.Context
+	done chan struct{}
 }
 
 // Close flushes (for at most the delivery timeout), then stops the producer.
@@ -379,6 +407,10 @@ type sender struct {
 	producerEpoch int16
 	initializing  bool
 	initBackoff   time.Duration
+
+	// unconfirmed holds the partitions sent acks=0 requests since the last
+	// delivery barrier, with their leader's address.
+	unconfirmed map[topicPartition]string
 }
 
 type (
@@ -388,7 +420,8 @@ type (
 )
 
 func newSender(p *Producer) *sender {
-	return &sender{p: p, queues: map[topicPartition]*partitionQueue{}, producerID: -1}
+	return &sender{p: p, queues: map[topicPartition]*partitionQueue{}, producerID: -1,
+		unconfirmed: map[topicPartition]string{}}
 }
 
 func (s *sender) idempotent() bool { return *s.p.cfg.idempotence }
@@ -406,6 +439,8 @@ func (s *sender) Receive(ctx actor.Context) {
 		s.sendAll(ctx)
 	case initRetry:
 		s.sendAll(ctx) // the queues still waiting ask again
+	case *deliveryBarrier:
+		s.onDeliveryBarrier(ctx, msg)
 	case *actor.Stopping:
 		for _, q := range s.queues {
 			for _, b := range q.batches {
@@ -413,6 +448,33 @@ func (s *sender) Receive(ctx actor.Context) {
 			}
 			q.batches = nil
 		}
+	}
+}
+
+// onDeliveryBarrier asks the leader of every partition that got acks=0
+// requests since the last barrier for the partition's end offset. The
+// transport keeps the order of messages to one broker, and the broker routes
+// them to the partition in order, so each answer means the requests before
+// it were delivered.
+func (s *sender) onDeliveryBarrier(ctx actor.Context, b *deliveryBarrier) {
+	pending := len(s.unconfirmed)
+	if pending == 0 {
+		close(b.done)
+		return
+	}
+	timeout := s.p.cfg.requestTimeout
+	if d, ok := b.ctx.Deadline(); ok {
+		timeout = max(min(time.Until(d), timeout), time.Millisecond)
+	}
+	for tp, addr := range s.unconfirmed {
+		delete(s.unconfirmed, tp)
+		req := &messages.ListOffsetsRequest{Topic: tp.topic, Partition: tp.partition, Timestamp: -1, CurrentLeaderEpoch: -1}
+		fut := ctx.RequestFuture(transport.BrokerPID(addr), req, timeout)
+		ctx.ReenterAfter(fut, func(any, error) {
+			if pending--; pending == 0 {
+				close(b.done)
+			}
+		})
 	}
 }
 
@@ -513,6 +575,7 @@ func (s *sender) trySend(ctx actor.Context, tp topicPartition) {
 			TimeoutMs: int32(cfg.produceTimeout.Milliseconds()), Records: b.data}
 		if cfg.acks == 0 {
 			ctx.Send(transport.BrokerPID(addr), req)
+			s.unconfirmed[tp] = addr
 			s.finish(b, -1, nil)
 			continue
 		}

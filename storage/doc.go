@@ -18,7 +18,7 @@
 // WriteCheckpoint and ReadCheckpoint store one int64 (such as the high
 // watermark) atomically and with a checksum.
 //
-//	log, err := storage.OpenWAL(dir, storage.WALOptions{SegmentBytes: 64 << 20}, slog.Default())
+//	log, err := storage.OpenWAL(dir, storage.WALOptions{SegmentBytes: storage.DefaultSegmentBytes}, slog.Default())
 //	err = log.Append(batch)                    // fsync'd when it returns
 //	batches, err := log.Read(0, 1<<20, log.LogEndOffset())
 //

@@ -16,11 +16,22 @@ import (
 // WALOptions configure OpenWAL.
 type WALOptions struct {
 	// SegmentBytes is the target size of a segment file, the unit that
-	// DeleteBefore and retention remove. Default 64 MiB.
+	// DeleteBefore and retention remove. Default DefaultSegmentBytes.
 	SegmentBytes int
 	// NoSync skips every fsync. For tests and benchmarks only.
 	NoSync bool
 }
+
+// DefaultSegmentBytes is the default segment size. tidwall/wal keeps the
+// segment being written in memory, as one slice that append grows (and so
+// copies) many times over before the segment is full, and fsyncs a segment
+// in the writer when it starts the next one. Small segments keep that slice
+// cheap to grow while the fsync per segment stays rare enough: writing 1 MiB
+// groups ran at 190 MB/s with 4 MiB segments against 75 MB/s with 64 MiB
+// ones on a 2-core machine (go test -bench WriteThroughSegments ./storage),
+// and a partition holds at most 3 segments in memory (the one being
+// written and wal's cache of 2).
+const DefaultSegmentBytes = 4 << 20
 
 // metaFile holds the log start offset (= LEO) while the WAL is empty; it is
 // ignored while the WAL holds batches, whose first base offset is the start.
@@ -51,7 +62,7 @@ var _ Log = (*WALLog)(nil)
 // any other stored byte is wrong.
 func OpenWAL(dir string, opts WALOptions, logger *slog.Logger) (*WALLog, error) {
 	if opts.SegmentBytes <= 0 {
-		opts.SegmentBytes = 64 << 20
+		opts.SegmentBytes = DefaultSegmentBytes
 	}
 	if logger == nil {
 		logger = slog.Default()

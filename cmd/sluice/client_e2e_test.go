@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -184,6 +185,37 @@ func TestConsumerStartsAndAcksZero(t *testing.T) {
 		}
 		if ctx.Err() != nil {
 			t.Fatal("nothing consumed from the end")
+		}
+	}
+}
+
+// acks=0 records are not answered, but Close waits until the leader has
+// them: `sluice produce --acks 0` exits with nothing left in its transport.
+func TestAcksZeroCloseDeliversEverything(t *testing.T) {
+	b := startBroker(t)
+	a := newAdmin(t, b.Addr)
+	createTopic(t, a, "zero", 1, nil)
+	// Enough that the transport still holds megabytes when Close is called.
+	const total = 60_000
+	line := strings.Repeat("z", 1000) + "\n"
+	out, errOut, code := runCLI(t, strings.Repeat(line, total), "produce", "zero", "--acks", "0", "--broker", b.Addr)
+	if code != 0 {
+		t.Fatalf("produce --acks 0: exit %d\n%s%s", code, out, errOut)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for {
+		end, err := a.ListOffset(ctx, "zero", 0, -1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if end == total {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("%d of %d acks=0 records in the log after the producer exited", end, total)
+		case <-time.After(20 * time.Millisecond):
 		}
 	}
 }
