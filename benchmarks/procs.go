@@ -30,6 +30,11 @@ var (
 	procs   []*proc
 )
 
+// serverEnv is added to every server's environment: Go's runtime returns
+// freed memory with MADV_FREE (the sluice binary sets this itself), so that
+// no Go server pays page faults the others do not.
+var serverEnv = []string{"GODEBUG=madvdontneed=0"}
+
 // startProc starts bin with args, its output going to logDir/name.log.
 func startProc(name, logDir, bin string, args ...string) (*proc, error) {
 	logPath := filepath.Join(logDir, name+".log")
@@ -38,6 +43,7 @@ func startProc(name, logDir, bin string, args ...string) (*proc, error) {
 		return nil, err
 	}
 	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), serverEnv...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	// Own process group: a Ctrl-C in the terminal reaches the harness only,
 	// which then stops its servers in order.

@@ -9,6 +9,9 @@ here=$(cd "$(dirname "$0")" && pwd)
 root=$(dirname "$here")
 rev=${SLUICE_REV:-HEAD}
 export SLUICE_BENCH_CMD="SLUICE_REV=$rev benchmarks/run.sh"
+# Go returns freed memory lazily (MADV_FREE) in the load generator, as the
+# sluice binary does and as every server gets it (serverEnv in procs.go).
+export GODEBUG="${GODEBUG:+$GODEBUG,}madvdontneed=0"
 if [ "$rev" = worktree ]; then
   cd "$here"
   exec go run . -sluice-rev worktree "$@"

@@ -32,6 +32,9 @@ Run 'sluice COMMAND -h' for a command's flags.
 `
 
 func main() {
+	if len(os.Args) > 1 && (os.Args[1] == "broker" || os.Args[1] == "bench") {
+		freeMemoryLazily()
+	}
 	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 
