@@ -93,6 +93,10 @@ func Start(cfg Config, logger *slog.Logger) (node *Node, err error) {
 	system := NewSystem(logger, level)
 	opts := []remote.ConfigOption{
 		remote.WithEndpointWriterBatchSize(endpointBatchSize),
+		// The writer's queue starts this small and doubles when full; the
+		// default preallocates a million slots (16 MiB of pointers) per
+		// peer, which every garbage collection then scans.
+		remote.WithEndpointWriterQueueSize(1024),
 		remote.WithServerOptions(
 			grpc.MaxRecvMsgSize(MaxFrameBytes),
 			grpc.MaxSendMsgSize(MaxFrameBytes),
