@@ -23,7 +23,7 @@ import (
 // testBroker is a broker actor on an actor system without remote, so tests
 // run in one process under -race.
 type testBroker struct {
-	t      *testing.T
+	t      testing.TB
 	system *actor.ActorSystem
 	broker *Broker
 	pid    *actor.PID
@@ -33,7 +33,7 @@ type testBroker struct {
 	stopped bool
 }
 
-func startTestBroker(t *testing.T, dir string, tweak func(*BrokerConfig)) *testBroker {
+func startTestBroker(t testing.TB, dir string, tweak func(*BrokerConfig)) *testBroker {
 	t.Helper()
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	system := transport.NewSystem(logger, slog.LevelError)
