@@ -822,7 +822,7 @@ func (p *partitionActor) onTick(ctx actor.Context) {
 		kept := p.waiting[:0]
 		for _, w := range p.waiting {
 			if now.After(w.deadline) {
-				w.resp.Error, w.resp.ErrorMessage = messages.ErrorCode_REQUEST_TIMED_OUT, "not replicated to the ISR in time"
+				w.resp.Error, w.resp.ErrorMessage, w.resp.BaseOffset = messages.ErrorCode_REQUEST_TIMED_OUT, "not replicated to the ISR in time", -1
 				sendTo(ctx, w.sender, w.resp)
 			} else {
 				kept = append(kept, w)
