@@ -170,40 +170,34 @@ func TestFaultTwoQuickLeaderChanges(t *testing.T) {
 // returns, truncates its unreplicated suffix and follows. Nothing
 // acknowledged is lost and the two logs agree.
 func TestFaultBothReplicasCrashShorterFirst(t *testing.T) {
-	c := startCluster(t, 3, "--check-ttl", "24s", "--replica-lag-time-max", "60s")
-	const topic = "pair"
-	c.createTopic(topic, 1, 2, map[string]string{"min.insync.replicas": "1"})
-	hw := startHWMonitor(c, topic)
-	w := startWorkload(t, c, topic, 2)
-	w.waitAcks(c, 3000)
-	st := c.partitionState(topic, 0)
+	c, w, hw, st := startPairCluster(t, "--check-ttl", "24s", "--replica-lag-time-max", "60s")
 	leader, follower := st.Leader, otherReplica(st, st.Leader)
 	c.brokers[follower].kill9()
 	// Whatever the follower had, the leader had too when it died: once the
 	// leader's LEO passes what it was then, the leader's log is longer. The
 	// workload's requests are all stuck waiting for the dead follower, so
 	// one more goes straight to the leader, which writes it and waits too.
-	leoAtKill := c.replicaLEO(leader, topic, 0)
+	leoAtKill := c.replicaLEO(leader, pairTopic, 0)
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		_, _ = c.admin.Request(ctx, c.brokers[leader].Addr, &messages.ProduceRequest{Topic: topic, Acks: -1, Records: rawBatch("unreplicated")})
+		_, _ = c.admin.Request(ctx, c.brokers[leader].Addr, &messages.ProduceRequest{Topic: pairTopic, Acks: -1, Records: rawBatch("unreplicated")})
 	}()
 	c.waitFor("the leader writing past the dead follower", 30*time.Second, func() bool {
-		return c.replicaLEO(leader, topic, 0) > leoAtKill
+		return c.replicaLEO(leader, pairTopic, 0) > leoAtKill
 	})
 	c.brokers[leader].kill9()
 	c.brokers[follower].start()
-	if pm := c.partitionState(topic, 0); pm == nil || !slices.Contains(pm.Isr, follower) || !slices.Contains(pm.Isr, leader) {
+	if pm := c.partitionState(pairTopic, 0); pm == nil || !slices.Contains(pm.Isr, follower) || !slices.Contains(pm.Isr, leader) {
 		t.Fatalf("both replicas should still be in the ISR: %v", pm)
 	}
 	c.waitFor("the shorter replica leading at a new epoch", time.Minute, func() bool {
-		pm := c.partitionState(topic, 0)
+		pm := c.partitionState(pairTopic, 0)
 		return pm != nil && pm.Leader == follower && pm.LeaderEpoch > st.LeaderEpoch
 	})
 	w.waitAcks(c, 1000)
 	c.brokers[leader].start()
-	rep := c.verify(topic, 1, w, hw)
+	rep := c.verify(pairTopic, 1, w, hw)
 	if rep.truncations == 0 {
 		t.Fatal("the old leader's unreplicated suffix was never truncated")
 	}
@@ -213,17 +207,11 @@ func TestFaultBothReplicasCrashShorterFirst(t *testing.T) {
 // follower dies and leaves the ISR, the leader dies, the follower returns
 // alone, and the partition stays offline until the in-sync replica is back.
 func TestFaultOutOfSyncReplicaDoesNotLead(t *testing.T) {
-	c := startCluster(t, 3)
-	const topic = "pair"
-	c.createTopic(topic, 1, 2, map[string]string{"min.insync.replicas": "1"})
-	hw := startHWMonitor(c, topic)
-	w := startWorkload(t, c, topic, 2)
-	w.waitAcks(c, 3000)
-	st := c.partitionState(topic, 0)
+	c, w, hw, st := startPairCluster(t)
 	leader, follower := st.Leader, otherReplica(st, st.Leader)
 	c.brokers[follower].kill9()
 	c.waitFor("the dead follower out of the ISR", 30*time.Second, func() bool {
-		pm := c.partitionState(topic, 0)
+		pm := c.partitionState(pairTopic, 0)
 		return pm != nil && !slices.Contains(pm.Isr, follower)
 	})
 	w.waitAcks(c, 500)
@@ -236,12 +224,29 @@ func TestFaultOutOfSyncReplicaDoesNotLead(t *testing.T) {
 	// The controller has seen the follower come back; give it a few of its
 	// reconciliation rounds, then the partition must still have no leader.
 	time.Sleep(3 * time.Second)
-	if pm := c.partitionState(topic, 0); pm == nil || pm.Leader == follower {
+	if pm := c.partitionState(pairTopic, 0); pm == nil || pm.Leader == follower {
 		t.Fatalf("the out-of-sync replica %d became leader: %v", follower, pm)
 	}
 	c.brokers[leader].start()
 	w.waitAcks(c, 1000)
-	c.verify(topic, 1, w, hw)
+	c.verify(pairTopic, 1, w, hw)
+}
+
+// pairTopic is the RF=2 topic of the two-replica scenarios.
+const pairTopic = "pair"
+
+// startPairCluster starts three brokers (with extra flags) and acks=all
+// producers on pairTopic, one partition with two replicas and
+// min.insync.replicas=1, and returns once 3000 records are acknowledged,
+// with the partition's state then.
+func startPairCluster(t *testing.T, extra ...string) (*testCluster, *workload, *hwMonitor, *messages.PartitionMetadata) {
+	t.Helper()
+	c := startCluster(t, 3, extra...)
+	c.createTopic(pairTopic, 1, 2, map[string]string{"min.insync.replicas": "1"})
+	hw := startHWMonitor(c, pairTopic)
+	w := startWorkload(t, c, pairTopic, 2)
+	w.waitAcks(c, 3000)
+	return c, w, hw, c.partitionState(pairTopic, 0)
 }
 
 // otherReplica returns a replica of the partition other than id.
