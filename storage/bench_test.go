@@ -29,6 +29,26 @@ func appendAll(tb testing.TB, l Log, batches [][]byte) {
 	}
 }
 
+// appendRepeatedly appends batches b.N times, emptying the log every so
+// often to keep the disk use down, and reports the bytes per append.
+func appendRepeatedly(b *testing.B, w *WALLog, batches [][]byte, every int) {
+	var size int64
+	for _, bb := range batches {
+		size += int64(len(bb))
+	}
+	b.SetBytes(size)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		appendAll(b, w, batches)
+		if i%every == every-1 {
+			b.StopTimer()
+			must(b, w.DeleteBefore(w.LogEndOffset()))
+			b.StartTimer()
+		}
+	}
+}
+
 // BenchmarkAppend appends 4 batches of ~64 KiB per call: 1 KiB records, or
 // 16 times as many 64-byte records to show that the cost per Append does not
 // depend on the record count.
@@ -40,21 +60,7 @@ func BenchmarkAppend(b *testing.B) {
 				must(b, err)
 				defer w.Close()
 				batches := benchBatches(4, records)
-				var size int64
-				for _, bb := range batches {
-					size += int64(len(bb))
-				}
-				b.SetBytes(size)
-				b.ReportAllocs()
-				b.ResetTimer()
-				for i := range b.N {
-					appendAll(b, w, batches)
-					if i%256 == 255 { // keep the disk use down
-						b.StopTimer()
-						must(b, w.DeleteBefore(w.LogEndOffset()))
-						b.StartTimer()
-					}
-				}
+				appendRepeatedly(b, w, batches, 256)
 				b.ReportMetric(float64(b.N*len(batches)*records)/b.Elapsed().Seconds(), "records/s")
 			})
 		}
@@ -128,21 +134,7 @@ func BenchmarkWriteThroughSegments(b *testing.B) {
 			w, err := OpenWAL(b.TempDir(), WALOptions{SegmentBytes: seg, NoSync: true}, quietLogger())
 			must(b, err)
 			defer w.Close()
-			batches := benchBatches(16, 64)
-			var size int64
-			for _, bb := range batches {
-				size += int64(len(bb))
-			}
-			b.SetBytes(size)
-			b.ReportAllocs()
-			for i := range b.N {
-				appendAll(b, w, batches)
-				if i%1024 == 1023 { // keep the disk use down
-					b.StopTimer()
-					must(b, w.DeleteBefore(w.LogEndOffset()))
-					b.StartTimer()
-				}
-			}
+			appendRepeatedly(b, w, benchBatches(16, 64), 1024)
 		})
 	}
 }

@@ -88,14 +88,7 @@ func consumeAll(t *testing.T, addr, topic string, partition int32) []*client.Rec
 
 func TestCLITour(t *testing.T) {
 	b := startBroker(t)
-	run := func(stdin string, args ...string) string {
-		t.Helper()
-		out, errOut, code := runCLI(t, stdin, append(args, "--broker", b.Addr)...)
-		if code != 0 {
-			t.Fatalf("sluice %v: exit %d\n%s%s", args, code, out, errOut)
-		}
-		return out
-	}
+	run := b.cli
 	run("", "topic", "create", "tour", "--partitions", "3")
 	if out := run("", "topic", "list"); !strings.Contains(out, "tour") {
 		t.Fatalf("topic list: %q", out)

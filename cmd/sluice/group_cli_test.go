@@ -83,14 +83,7 @@ func sortedLines(out string) []string {
 // has a member.
 func TestCLIGroups(t *testing.T) {
 	b := startBroker(t, "--group-initial-rebalance-delay", "100ms")
-	run := func(stdin string, args ...string) string {
-		t.Helper()
-		out, errOut, code := runCLI(t, stdin, append(args, "--broker", b.Addr)...)
-		if code != 0 {
-			t.Fatalf("sluice %v: exit %d\n%s%s", args, code, out, errOut)
-		}
-		return out
-	}
+	run := b.cli
 	consume := func(max int, extra ...string) []string {
 		t.Helper()
 		args := append([]string{"consume", "cli", "--group", "G", "--max", strconv.Itoa(max), "--format", "%p %o %v"}, extra...)

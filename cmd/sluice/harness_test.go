@@ -253,6 +253,17 @@ func tail(s string, lines int) string {
 	return strings.Join(parts, "\n")
 }
 
+// cli runs a sluice client command against this broker and returns its
+// standard output; a non-zero exit fails the test.
+func (b *brokerProc) cli(stdin string, args ...string) string {
+	b.t.Helper()
+	out, errOut, code := runCLI(b.t, stdin, append(args, "--broker", b.Addr)...)
+	if code != 0 {
+		b.t.Fatalf("sluice %v: exit %d\n%s%s", args, code, out, errOut)
+	}
+	return out
+}
+
 // runCLI runs the sluice binary with args and stdin, returning stdout,
 // stderr and the exit code.
 func runCLI(t *testing.T, stdin string, args ...string) (string, string, int) {
