@@ -51,6 +51,7 @@ type brokerActor struct {
 	live       map[int32]cluster.Broker
 	replicas   map[cluster.TopicPartition]*replica
 	controller *actor.PID
+	lead       *cluster.Leadership // the leadership controller runs under
 	cancel     context.CancelFunc
 	cleaned    bool
 	stopping   bool
@@ -61,21 +62,40 @@ type brokerActor struct {
 	controllerChecked time.Time
 	// groupHosts are the group hosts of the offsets partitions led here.
 	groupHosts map[int32]*groupHostRef
-	// published is the latest metadata, for child actors to read.
-	published atomic.Pointer[cluster.Snapshot]
+	// shared outlives a restart of this actor.
+	shared *brokerShared
+	// pendingController is a leadership won while the previous controller
+	// actor is still stopping: its successor is spawned once it is gone.
+	pendingController *cluster.Leadership
 	// pids is this broker's block of producer ids.
 	pids producerIDs
+}
+
+// brokerShared is what every incarnation of one broker's actor shares.
+type brokerShared struct {
+	// published is the latest metadata, for child actors to read and for a
+	// restarted broker actor to start from.
+	published atomic.Pointer[cluster.Snapshot]
 }
 
 // NewBrokerProps returns the props of the broker actor. Spawn it named
 // transport.BrokerActorName on a system whose address is addr; initial is
 // the metadata it starts from (nil: wait for the first watch result).
+//
+// A failure of the broker actor restarts it (its children are stopped and
+// started again from the latest metadata), with the same backoff as its
+// children.
 func NewBrokerProps(cfg *BrokerConfig, backend cluster.Backend, addr string, initial *cluster.Snapshot) *actor.Props {
+	shared := &brokerShared{}
 	return actor.PropsFromProducer(func() actor.Actor {
-		return &brokerActor{cfg: cfg, backend: backend, addr: addr, initial: initial,
+		start := initial
+		if latest := shared.published.Load(); latest != nil {
+			start = latest
+		}
+		return &brokerActor{cfg: cfg, backend: backend, addr: addr, initial: start, shared: shared,
 			live: map[int32]cluster.Broker{}, replicas: map[cluster.TopicPartition]*replica{},
 			groupHosts: map[int32]*groupHostRef{}}
-	}, actor.WithSupervisor(partitionSupervisor()))
+	}, actor.WithSupervisor(partitionSupervisor()), actor.WithGuardian(partitionSupervisor()))
 }
 
 // partitionSupervisor restarts a failed child alone, waiting longer after
@@ -94,6 +114,14 @@ func (b *brokerActor) Receive(ctx actor.Context) {
 		if b.cancel != nil {
 			b.cancel()
 		}
+	case *actor.Restarting:
+		// The next incarnation starts its own watches and campaign.
+		b.stopping = true
+		if b.cancel != nil {
+			b.cancel()
+		}
+	case *actor.Terminated:
+		b.onChildTerminated(ctx, msg.Who)
 	case *metadataUpdated:
 		b.onMetadata(ctx, msg.snap)
 	case replicaStarted:
@@ -263,9 +291,19 @@ func (b *brokerActor) onBecameController(ctx actor.Context, lead *cluster.Leader
 		return
 	}
 	if b.controller != nil {
+		// Its name is taken until it has stopped; onChildTerminated goes on.
 		ctx.Stop(b.controller)
+		b.pendingController = lead
+		return
 	}
+	b.spawnController(ctx, lead)
+}
+
+// spawnController starts the controller actor for a won leadership.
+func (b *brokerActor) spawnController(ctx actor.Context, lead *cluster.Leadership) {
+	b.pendingController = nil
 	props := actor.PropsFromProducer(newControllerActor(b.cfg, b.backend, lead))
+	b.lead = lead
 	pid, err := ctx.SpawnNamed(props, "controller")
 	if err != nil {
 		b.cfg.Logger.Error("cannot start controller", "error", err)
@@ -280,6 +318,7 @@ func (b *brokerActor) onBecameController(ctx actor.Context, lead *cluster.Leader
 }
 
 func (b *brokerActor) onLostController(ctx actor.Context) {
+	b.pendingController = nil
 	if b.controller != nil {
 		ctx.Poison(b.controller)
 		b.controller = nil
@@ -369,7 +408,7 @@ func (b *brokerActor) onMetadata(ctx actor.Context, snap *cluster.Snapshot) {
 		return
 	}
 	b.meta = snap
-	b.published.Store(snap)
+	b.shared.published.Store(snap)
 	for tp, part := range snap.Partitions {
 		st := part.State
 		if !slices.Contains(st.Replicas, b.cfg.ID) {
@@ -451,17 +490,77 @@ func (b *brokerActor) startReplica(ctx actor.Context, tp cluster.TopicPartition,
 		return nil, err
 	}
 	r := &replica{topicID: topicID, dir: dir, status: &atomic.Pointer[messages.ReplicaState]{}}
+	if err := b.spawnReplica(ctx, tp, r); err != nil {
+		return nil, err
+	}
+	b.replicas[tp] = r
+	return r, nil
+}
+
+// spawnReplica starts the partition actor of r.
+func (b *brokerActor) spawnReplica(ctx actor.Context, tp cluster.TopicPartition, r *replica) error {
 	props := actor.PropsFromProducer(newPartitionActor(PartitionConfig{
-		TP: tp, TopicID: topicID, BrokerID: b.cfg.ID, Dir: dir, Topic: b.topicConfig(tp.Topic),
+		TP: tp, TopicID: r.topicID, BrokerID: b.cfg.ID, Dir: r.dir, Topic: b.topicConfig(tp.Topic),
 		Broker: b.cfg, Status: r.status, Logger: b.cfg.Logger,
 	}))
 	pid, err := ctx.SpawnNamed(props, fmt.Sprintf("p/%s/%d", tp.Topic, tp.Partition))
 	if err != nil {
-		return nil, err
+		return err
 	}
 	r.pid = pid
-	b.replicas[tp] = r
-	return r, nil
+	return nil
+}
+
+// onChildTerminated starts a child again that stopped although the broker
+// still needs it: no actor this broker routes to may stay dead behind its
+// name. Children the broker stopped itself are no longer tracked here.
+func (b *brokerActor) onChildTerminated(ctx actor.Context, who *actor.PID) {
+	if b.stopping {
+		return
+	}
+	if b.controller != nil && who.Equal(b.controller) {
+		b.controller = nil
+		lead := b.pendingController
+		if lead == nil && b.lead != nil && !isClosed(b.lead.Lost) {
+			b.cfg.Logger.Error("controller actor stopped; starting it again")
+			lead = b.lead
+		}
+		if lead != nil {
+			b.spawnController(ctx, lead)
+		}
+		return
+	}
+	for tp, r := range b.replicas {
+		if r.pid.Equal(who) {
+			b.cfg.Logger.Error("partition actor stopped; starting it again", "partition", tp)
+			if err := b.spawnReplica(ctx, tp, r); err != nil {
+				b.cfg.Logger.Error("cannot start partition", "partition", tp, "error", err)
+				delete(b.replicas, tp)
+			}
+			// The new actor asks for its state when it has started.
+			return
+		}
+	}
+	for p, h := range b.groupHosts {
+		if h.pid.Equal(who) {
+			b.cfg.Logger.Error("group host stopped; starting it again", "partition", p)
+			delete(b.groupHosts, p)
+			tp := cluster.TopicPartition{Topic: OffsetsTopic, Partition: p}
+			if r := b.replicas[tp]; r != nil {
+				b.syncGroupHost(ctx, tp, r.lastState)
+			}
+			return
+		}
+	}
+}
+
+func isClosed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
 }
 
 // removeReplica stops a replica actor and, when deleteData, removes its files.

@@ -161,10 +161,11 @@ func (b *brokerActor) syncGroupHost(ctx actor.Context, tp cluster.TopicPartition
 	case leading:
 		if h != nil {
 			ctx.Stop(h.pid)
+			delete(b.groupHosts, tp.Partition)
 		}
 		ref := &groupHostRef{epoch: st.LeaderEpoch, overview: &atomic.Pointer[[]*messages.GroupOverview]{}}
 		props := actor.PropsFromProducer(newGroupHost(groupHostConfig{Partition: tp.Partition, Broker: b.cfg,
-			BrokerPID: ctx.Self(), Meta: &b.published, Overview: ref.overview}))
+			BrokerPID: ctx.Self(), Meta: &b.shared.published, Overview: ref.overview}))
 		pid, err := ctx.SpawnNamed(props, fmt.Sprintf("groups-%d-%d", tp.Partition, st.LeaderEpoch))
 		if err != nil {
 			b.cfg.Logger.Error("cannot start group host", "partition", tp, "error", err)

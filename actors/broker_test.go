@@ -264,3 +264,35 @@ func TestPartitionPanicKeepsAckedDataAndOtherPartitions(t *testing.T) {
 		t.Fatalf("partition 1 has %d records, want 20", len(p1))
 	}
 }
+
+// Every actor the broker routes to is started again if it stops: the
+// broker actor itself (by its keeper), a partition, the controller. A
+// request addressed by name then reaches the new actor.
+func TestStoppedActorsAreStartedAgain(t *testing.T) {
+	tb := startTestBroker(t, t.TempDir(), nil)
+	tb.createTopic("s", 1, nil)
+	if r := tb.produce("s", 0, 1, "before"); r.Error != messages.ErrorCode_NONE {
+		t.Fatal(r.Error)
+	}
+	partition := actor.NewPID(tb.pid.Address, transport.BrokerActorName+"/p/s/0")
+	controller := actor.NewPID(tb.pid.Address, transport.ControllerActorName)
+	for _, target := range []*actor.PID{partition, controller, tb.pid} {
+		if err := tb.system.Root.PoisonFuture(target).Wait(); err != nil {
+			t.Fatalf("poison %s: %v", target.Id, err)
+		}
+		// The request is retried until the new actor answers it.
+		waitFor(t, target.Id+" serving again", func() bool {
+			res, err := tb.system.Root.RequestFuture(tb.pid, &messages.ProduceRequest{Topic: "s", Acks: 1,
+				Records: makeBatch("after " + target.Id)}, time.Second).Result()
+			return err == nil && res.(*messages.ProduceResponse).Error == messages.ErrorCode_NONE
+		})
+		waitFor(t, "a controller", func() bool {
+			res := tb.ask(&messages.MetadataRequest{}).(*messages.MetadataResponse)
+			return res.ControllerId == 0
+		})
+	}
+	if got := tb.readAll("s", 0); len(got) < 4 || got[0] != "before" {
+		t.Fatalf("log after the restarts: %q", got)
+	}
+	tb.createTopic("s2", 1, nil) // the controller works
+}

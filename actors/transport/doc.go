@@ -4,10 +4,15 @@
 //   - gRPC frame limits and the remote's endpoint batch size are derived from
 //     the largest message the node sends, so a record batch at the maximum
 //     size always goes through instead of silently dropping the connection;
-//   - a stream interceptor (guard.go) checks every incoming MessageBatch and
-//     replaces envelopes the remote would crash on (unknown type names,
-//     out-of-range type or serializer ids, undecodable bytes) with a
-//     messages.InvalidMessage, and closes streams whose framing is broken;
+//   - a stream interceptor (guard.go) checks every incoming MessageBatch: it
+//     admits Sluice's own message types and only the protoactor system
+//     messages Sluice needs (Watch, Unwatch and Terminated naming actors of
+//     the sending node, DeadLetterResponse), replaces every other envelope
+//     (Stop, PoisonPill, unknown type names, out-of-range type or serializer
+//     ids, undecodable bytes) with a messages.InvalidMessage, stamps
+//     PeerHeader on every envelope so actors can tell network messages from
+//     local ones (FromNetwork), counts what it refused (Node.Guard), and
+//     closes streams whose framing is broken;
 //   - protoactor logs through slog at the level given.
 //
 // Usage:

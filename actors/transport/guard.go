@@ -5,10 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
+	"time"
 
+	"github.com/asynkron/protoactor-go/actor"
 	"github.com/asynkron/protoactor-go/remote"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
@@ -21,15 +25,119 @@ import (
 // protoSerializerID is protoactor's protobuf serializer, the only one we accept.
 const protoSerializerID = 0
 
+// PeerHeader is the message header the guard puts on every envelope that
+// arrives from the network: the TCP address of the connection it came on.
+// Whatever headers the sender wrote are dropped first, so an actor can tell
+// a message from another process (the header is set) from one sent inside
+// its own process (it is not), whatever the sender PID claims.
+const PeerHeader = "sluice-peer"
+
+// FromNetwork reports whether the current message of ctx came from another
+// process through the guard.
+func FromNetwork(ctx actor.Context) bool { return ctx.MessageHeader().Get(PeerHeader) != "" }
+
 var invalidMessageName = string(proto.MessageName(&messages.InvalidMessage{}))
+
+// sluicePackage is the protobuf package of every Sluice message.
+const sluicePackage protoreflect.FullName = "sluice"
+
+// System messages of protoactor that Sluice's own features need from other
+// processes: remote watches (a pusher watching a push subscriber's actor)
+// and their Terminated, and the dead-letter answer to a request whose
+// target does not exist. Every other protoactor type (Stop, PoisonPill,
+// Touch, remote activation, ...) is refused.
+var allowedSystemTypes = map[string]func([]byte, Origin) string{
+	"actor.Watch": func(data []byte, o Origin) string {
+		var m actor.Watch
+		if err := proto.Unmarshal(data, &m); err != nil {
+			return err.Error()
+		}
+		return checkPeerPID("watcher", m.Watcher, o)
+	},
+	"actor.Unwatch": func(data []byte, o Origin) string {
+		var m actor.Unwatch
+		if err := proto.Unmarshal(data, &m); err != nil {
+			return err.Error()
+		}
+		return checkPeerPID("watcher", m.Watcher, o)
+	},
+	"actor.Terminated": func(data []byte, o Origin) string {
+		var m actor.Terminated
+		if err := proto.Unmarshal(data, &m); err != nil {
+			return err.Error()
+		}
+		return checkPeerPID("terminated actor", m.Who, o)
+	},
+	"actor.DeadLetterResponse": func(data []byte, o Origin) string {
+		var m actor.DeadLetterResponse
+		if err := proto.Unmarshal(data, &m); err != nil {
+			return err.Error()
+		}
+		return ""
+	},
+}
+
+// checkPeerPID accepts a PID of an actor on the sending node itself: a
+// node only reports on (or watches from) its own actors. protoactor
+// dereferences these PIDs and connects to their address.
+func checkPeerPID(what string, pid *actor.PID, o Origin) string {
+	switch {
+	case pid == nil || pid.Id == "" || pid.Address == "":
+		return what + " is missing"
+	case o.Address == "":
+		return "the connection has not said which node it is"
+	case pid.Address != o.Address:
+		return fmt.Sprintf("%s is on %s, not on the sending node %s", what, pid.Address, o.Address)
+	}
+	return ""
+}
+
+// Origin is what the guard knows of the connection a batch came on.
+type Origin struct {
+	// Peer is the TCP address of the connection.
+	Peer string
+	// Address is the actor-system address the peer gave in its
+	// ConnectRequest ("" until it did).
+	Address string
+}
+
+// GuardStats counts what the guard refused, for every stream of a node.
+type GuardStats struct {
+	replaced atomic.Int64
+	closed   atomic.Int64
+	lastLog  atomic.Int64 // UnixNano of the last warning
+}
+
+// Replaced is how many envelopes were replaced by an InvalidMessage.
+func (s *GuardStats) Replaced() int64 { return s.replaced.Load() }
+
+// ClosedStreams is how many streams were closed for a malformed batch.
+func (s *GuardStats) ClosedStreams() int64 { return s.closed.Load() }
+
+// warnEvery spaces the guard's warnings: a hostile peer must not be able to
+// flood the log.
+const warnEvery = time.Second
+
+func (s *GuardStats) shouldLog() bool {
+	now, last := time.Now().UnixNano(), s.lastLog.Load()
+	return now-last >= int64(warnEvery) && s.lastLog.CompareAndSwap(last, now)
+}
 
 // guardStream wraps every incoming remote stream so that each received
 // MessageBatch is checked before protoactor's endpoint reader sees it.
 // protoactor indexes arrays and dereferences type lookups from the batch
-// without checks; a bad envelope would panic the process.
-func guardStream(logger *slog.Logger) grpc.StreamServerInterceptor {
+// without checks, and hands system messages (Stop, PoisonPill) straight
+// to their target; a bad envelope would panic the process or stop an actor.
+func guardStream(logger *slog.Logger, stats *GuardStats) grpc.StreamServerInterceptor {
 	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
-		return handler(srv, &guardedStream{ServerStream: ss, logger: logger})
+		gs := &guardedStream{ServerStream: ss, logger: logger, stats: stats}
+		if p, ok := peer.FromContext(ss.Context()); ok && p.Addr != nil {
+			gs.origin.Peer = p.Addr.String()
+		}
+		if gs.origin.Peer == "" {
+			gs.origin.Peer = "unknown"
+		}
+		return handler(srv, gs)
 	}
 }
 
@@ -42,6 +150,8 @@ func guardUnary(ctx context.Context, req any, info *grpc.UnaryServerInfo, handle
 type guardedStream struct {
 	grpc.ServerStream
 	logger *slog.Logger
+	stats  *GuardStats
+	origin Origin
 }
 
 func (s *guardedStream) RecvMsg(m any) error {
@@ -52,17 +162,31 @@ func (s *guardedStream) RecvMsg(m any) error {
 	if !ok {
 		return nil
 	}
+	if c := rm.GetConnectRequest(); c != nil {
+		if sc := c.GetServerConnection(); sc != nil && s.origin.Address == "" {
+			s.origin.Address = sc.Address
+		}
+		return nil
+	}
 	batch := rm.GetMessageBatch()
 	if batch == nil {
 		return nil
 	}
-	replaced, err := SanitizeBatch(batch)
+	replaced, err := SanitizeBatch(batch, s.origin)
 	if err != nil {
-		s.logger.Warn("closing remote stream with a malformed message batch", "error", err)
+		s.stats.closed.Add(1)
+		if s.stats.shouldLog() {
+			s.logger.Warn("closing remote stream with a malformed message batch", "peer", s.origin.Peer, "error", err,
+				"closed_streams", s.stats.ClosedStreams())
+		}
 		return status.Error(codes.InvalidArgument, err.Error())
 	}
 	if replaced > 0 {
-		s.logger.Warn("replaced undecodable remote messages", "count", replaced)
+		s.stats.replaced.Add(int64(replaced))
+		if s.stats.shouldLog() {
+			s.logger.Warn("refused remote messages", "peer", s.origin.Peer, "node", s.origin.Address,
+				"count", replaced, "refused_total", s.stats.Replaced())
+		}
 	}
 	return nil
 }
@@ -71,11 +195,18 @@ func (s *guardedStream) RecvMsg(m any) error {
 // repaired (targets or senders out of range).
 var ErrMalformedBatch = errors.New("malformed message batch")
 
-// SanitizeBatch checks every envelope of b in place. Envelopes whose message
-// cannot be decoded are replaced by a messages.InvalidMessage addressed to the
-// same target, so the target can answer with an error. It returns how many
-// envelopes it replaced, or an error for a batch that cannot be delivered at all.
-func SanitizeBatch(b *remote.MessageBatch) (replaced int, err error) {
+// SanitizeBatch checks every envelope of b, which arrived on a connection
+// from origin, in place:
+//   - envelopes whose type is not a Sluice message or one of the few
+//     protoactor system messages Sluice needs (with valid PIDs of the
+//     sending node), or whose bytes cannot be decoded, are replaced by a
+//     messages.InvalidMessage addressed to the same target, so the target
+//     can answer with an error;
+//   - every envelope's headers are replaced by PeerHeader = origin.Peer.
+//
+// It returns how many envelopes it replaced, or an error for a batch that
+// cannot be delivered at all.
+func SanitizeBatch(b *remote.MessageBatch, origin Origin) (replaced int, err error) {
 	invalidID := int32(-1)
 	for i, env := range b.Envelopes {
 		if env == nil {
@@ -87,7 +218,9 @@ func SanitizeBatch(b *remote.MessageBatch) (replaced int, err error) {
 		if env.Sender < 0 || int(env.Sender) > len(b.Senders) || (env.Sender > 0 && b.Senders[env.Sender-1] == nil) {
 			return replaced, fmt.Errorf("%w: envelope %d has sender index %d of %d", ErrMalformedBatch, i, env.Sender, len(b.Senders))
 		}
-		typeName, reason := checkEnvelope(b, env)
+		// One map per envelope: actors may add headers to the one they got.
+		env.MessageHeader = &remote.MessageHeader{HeaderData: map[string]string{PeerHeader: origin.Peer}}
+		typeName, reason := checkEnvelope(b, env, origin)
 		if reason == "" {
 			continue
 		}
@@ -104,9 +237,9 @@ func SanitizeBatch(b *remote.MessageBatch) (replaced int, err error) {
 	return replaced, nil
 }
 
-// checkEnvelope returns the envelope's type name and, when it cannot be
-// decoded safely, the reason.
-func checkEnvelope(b *remote.MessageBatch, env *remote.MessageEnvelope) (string, string) {
+// checkEnvelope returns the envelope's type name and, when it must not be
+// delivered, the reason.
+func checkEnvelope(b *remote.MessageBatch, env *remote.MessageEnvelope, origin Origin) (string, string) {
 	if env.TypeId < 0 || int(env.TypeId) >= len(b.TypeNames) {
 		return "", fmt.Sprintf("type id %d out of range", env.TypeId)
 	}
@@ -114,7 +247,17 @@ func checkEnvelope(b *remote.MessageBatch, env *remote.MessageEnvelope) (string,
 	if env.SerializerId != protoSerializerID {
 		return name, fmt.Sprintf("serializer %d is not accepted", env.SerializerId)
 	}
-	if _, err := protoregistry.GlobalTypes.FindMessageByName(protoreflect.FullName(name)); err != nil {
+	if check, ok := allowedSystemTypes[name]; ok {
+		if reason := check(env.MessageData, origin); reason != "" {
+			return name, reason
+		}
+		return name, ""
+	}
+	full := protoreflect.FullName(name)
+	if !full.IsValid() || full.Parent() != sluicePackage {
+		return name, "not a Sluice message type"
+	}
+	if _, err := protoregistry.GlobalTypes.FindMessageByName(full); err != nil {
 		return name, "unknown message type"
 	}
 	if err := checkWireFormat(env.MessageData); err != nil {

@@ -233,7 +233,7 @@ func TestSanitizeBatch(t *testing.T) {
 			{TypeId: 0, SerializerId: 1, MessageData: good},
 		},
 	}
-	n, err := SanitizeBatch(b)
+	n, err := SanitizeBatch(b, Origin{Peer: "127.0.0.1:5", Address: "x"})
 	if err != nil || n != 3 {
 		t.Fatalf("replaced %d, err %v; want 3, nil", n, err)
 	}
@@ -251,7 +251,180 @@ func TestSanitizeBatch(t *testing.T) {
 	}
 	bad := &remote.MessageBatch{TypeNames: []string{"sluice.MetadataRequest"}, Targets: []*actor.PID{target},
 		Envelopes: []*remote.MessageEnvelope{{Target: 1}}}
-	if _, err := SanitizeBatch(bad); err == nil {
+	if _, err := SanitizeBatch(bad, Origin{}); err == nil {
 		t.Fatal("out-of-range target accepted")
 	}
+}
+
+// sendRaw sends batches over one raw remote stream that introduces itself
+// as node from, and waits until the receiver closes it or 2 s pass.
+func sendRaw(t *testing.T, addr, from string, batches ...*remote.MessageBatch) {
+	t.Helper()
+	conn, err := grpc.Dial(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	stream, err := remote.NewRemotingClient(conn).Receive(ctx)
+	if err != nil {
+		t.Fatalf("open stream: %v", err)
+	}
+	_ = stream.Send(&remote.RemoteMessage{MessageType: &remote.RemoteMessage_ConnectRequest{
+		ConnectRequest: &remote.ConnectRequest{ConnectionType: &remote.ConnectRequest_ServerConnection{
+			ServerConnection: &remote.ServerConnection{SystemId: "raw", Address: from}}}}})
+	for _, b := range batches {
+		if err := stream.Send(&remote.RemoteMessage{MessageType: &remote.RemoteMessage_MessageBatch{MessageBatch: b}}); err != nil {
+			break
+		}
+	}
+	_ = stream.CloseSend()
+	for {
+		if _, err := stream.Recv(); err != nil {
+			break
+		}
+	}
+}
+
+// systemBatch is one envelope of protoactor system message msg to target.
+func systemBatch(t *testing.T, target *actor.PID, msg proto.Message) *remote.MessageBatch {
+	t.Helper()
+	data, err := proto.Marshal(msg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &remote.MessageBatch{TypeNames: []string{string(proto.MessageName(msg))}, Targets: []*actor.PID{target},
+		Envelopes: []*remote.MessageEnvelope{{TypeId: 0, MessageData: data}}}
+}
+
+// Stop and PoisonPill from another process would stop the target for good,
+// and a Terminated without a PID crashes an unguarded process; the guard
+// refuses every such system message, and the target keeps answering.
+func TestSystemMessagesFromAnotherProcess(t *testing.T) {
+	addr, cmd := startChild(t)
+	target := actor.NewPID(addr, "echo")
+	aliveCheck(t, sender.System, target)
+	from := "127.0.0.1:1"
+	msgs := []proto.Message{
+		&actor.Terminated{}, &actor.PoisonPill{}, &actor.Stop{}, &actor.Watch{}, &actor.Unwatch{},
+		&actor.Terminated{Who: actor.NewPID("127.0.0.1:2", "elsewhere")},
+		&actor.Watch{Watcher: actor.NewPID("127.0.0.1:2", "elsewhere")},
+		&actor.Touch{},
+	}
+	for _, m := range msgs {
+		sendRaw(t, addr, from, systemBatch(t, target, m))
+		if cmd.ProcessState != nil {
+			t.Fatalf("receiver exited after %T", m)
+		}
+		aliveCheck(t, sender.System, target)
+	}
+	// A well-formed Terminated of the sending node's own actor is delivered.
+	sendRaw(t, addr, from, systemBatch(t, target, &actor.Terminated{Who: actor.NewPID(from, "gone")}))
+	aliveCheck(t, sender.System, target)
+}
+
+func TestSanitizeSystemTypes(t *testing.T) {
+	origin := Origin{Peer: "10.0.0.9:4242", Address: "10.0.0.9:9470"}
+	target := actor.NewPID("me:1", "broker")
+	protoregistry.GlobalTypes.RangeMessages(func(mt protoreflect.MessageType) bool {
+		name := mt.Descriptor().FullName()
+		if name.Parent() == sluicePackage {
+			return true
+		}
+		b := &remote.MessageBatch{TypeNames: []string{string(name)}, Targets: []*actor.PID{target},
+			Envelopes: []*remote.MessageEnvelope{{TypeId: 0}}}
+		n, err := SanitizeBatch(b, origin)
+		want := 1
+		if name == "actor.DeadLetterResponse" {
+			want = 0
+		}
+		if err != nil || n != want {
+			t.Errorf("%s with an empty body: replaced %d (err %v), want %d", name, n, err, want)
+		}
+		return true
+	})
+	valid := []proto.Message{
+		&actor.Watch{Watcher: actor.NewPID(origin.Address, "pusher")},
+		&actor.Unwatch{Watcher: actor.NewPID(origin.Address, "pusher")},
+		&actor.Terminated{Who: actor.NewPID(origin.Address, "member")},
+	}
+	for _, m := range valid {
+		b := systemBatch(t, target, m)
+		b.Envelopes[0].MessageHeader = &remote.MessageHeader{HeaderData: map[string]string{PeerHeader: "forged", "x": "y"}}
+		if n, err := SanitizeBatch(b, origin); n != 0 || err != nil {
+			t.Errorf("%T from its own node refused: %d %v", m, n, err)
+		}
+		if h := b.Envelopes[0].MessageHeader.HeaderData; len(h) != 1 || h[PeerHeader] != origin.Peer {
+			t.Errorf("headers after the guard: %v, want only %s=%s", h, PeerHeader, origin.Peer)
+		}
+	}
+	// Before the peer said who it is, no PID can be checked against it.
+	if n, _ := SanitizeBatch(systemBatch(t, target, valid[2]), Origin{Peer: origin.Peer}); n != 1 {
+		t.Error("Terminated accepted from a connection that has not introduced itself")
+	}
+}
+
+// FuzzSanitizeBatch feeds arbitrary MessageBatch bytes through the guard and
+// then decodes every envelope the way protoactor's endpoint reader does: no
+// input may panic, and whatever passes is a decodable Sluice message or a
+// system message with the PIDs protoactor dereferences.
+func FuzzSanitizeBatch(f *testing.F) {
+	target := actor.NewPID("127.0.0.1:1", "broker")
+	good, _ := proto.Marshal(&messages.ProduceRequest{Topic: "t", Acks: 1, Records: []byte{1, 2, 3}})
+	term, _ := proto.Marshal(&actor.Terminated{Who: actor.NewPID("127.0.0.1:2", "x")})
+	for _, b := range []*remote.MessageBatch{
+		{TypeNames: []string{"sluice.ProduceRequest"}, Targets: []*actor.PID{target},
+			Envelopes: []*remote.MessageEnvelope{{TypeId: 0, MessageData: good}}},
+		{TypeNames: []string{"actor.Terminated", "actor.PoisonPill"}, Targets: []*actor.PID{target},
+			Senders:   []*actor.PID{target},
+			Envelopes: []*remote.MessageEnvelope{{TypeId: 0, MessageData: term}, {TypeId: 1, Sender: 1}}},
+		{TypeNames: []string{"remote.ActorPidRequest"}, Targets: []*actor.PID{target},
+			Envelopes: []*remote.MessageEnvelope{{TypeId: 0, Target: 0}}},
+	} {
+		data, _ := proto.Marshal(b)
+		f.Add(data)
+	}
+	origin := Origin{Peer: "127.0.0.1:3", Address: "127.0.0.1:2"}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		b := &remote.MessageBatch{}
+		if proto.Unmarshal(data, b) != nil {
+			return
+		}
+		if _, err := SanitizeBatch(b, origin); err != nil {
+			return // the stream is closed; nothing is delivered
+		}
+		for _, env := range b.Envelopes {
+			if env.TypeId < 0 || int(env.TypeId) >= len(b.TypeNames) || env.SerializerId != protoSerializerID {
+				t.Fatalf("envelope passed with type %d of %d, serializer %d", env.TypeId, len(b.TypeNames), env.SerializerId)
+			}
+			if env.MessageHeader.GetHeaderData()[PeerHeader] != origin.Peer {
+				t.Fatal("envelope passed without the peer header")
+			}
+			name := b.TypeNames[env.TypeId]
+			msg, err := remote.Deserialize(env.MessageData, name, env.SerializerId)
+			if err != nil {
+				continue // the endpoint reader closes the sender's own stream
+			}
+			switch m := msg.(type) {
+			case *actor.Terminated:
+				if m.Who == nil || m.Who.Address != origin.Address {
+					t.Fatalf("Terminated passed with %v", m.Who)
+				}
+			case *actor.Watch:
+				if m.Watcher == nil || m.Watcher.Address != origin.Address {
+					t.Fatalf("Watch passed with %v", m.Watcher)
+				}
+			case *actor.Unwatch:
+				if m.Watcher == nil || m.Watcher.Address != origin.Address {
+					t.Fatalf("Unwatch passed with %v", m.Watcher)
+				}
+			case *actor.DeadLetterResponse:
+			case proto.Message:
+				if proto.MessageName(m).Parent() != sluicePackage {
+					t.Fatalf("%s passed the guard", proto.MessageName(m))
+				}
+			}
+		}
+	})
 }

@@ -46,6 +46,8 @@ type Node struct {
 	Remote *remote.Remote
 	// Addr is the address peers reach this node at.
 	Addr string
+	// Guard counts what the stream guard refused from other processes.
+	Guard *GuardStats
 }
 
 // ParseAddr splits "host:port" for Config.
@@ -91,6 +93,7 @@ func Start(cfg Config, logger *slog.Logger) (node *Node, err error) {
 		level = *cfg.LogLevel
 	}
 	system := NewSystem(logger, level)
+	stats := &GuardStats{}
 	opts := []remote.ConfigOption{
 		remote.WithEndpointWriterBatchSize(endpointBatchSize),
 		// The writer's queue starts this small and doubles when full; the
@@ -108,7 +111,7 @@ func Start(cfg Config, logger *slog.Logger) (node *Node, err error) {
 			grpc.ReadBufferSize(bufferBytes),
 			grpc.WriteBufferSize(bufferBytes),
 			grpc.RecvBufferPool(grpc.NewSharedBufferPool()),
-			grpc.StreamInterceptor(guardStream(logger)),
+			grpc.StreamInterceptor(guardStream(logger, stats)),
 			grpc.UnaryInterceptor(guardUnary),
 			grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 5 * time.Second, PermitWithoutStream: true}),
 		),
@@ -140,7 +143,7 @@ func Start(cfg Config, logger *slog.Logger) (node *Node, err error) {
 		}
 	}()
 	r.Start()
-	return &Node{System: system, Remote: r, Addr: system.Address()}, nil
+	return &Node{System: system, Remote: r, Addr: system.Address(), Guard: stats}, nil
 }
 
 // Stop shuts the remote endpoint and the actor system down.
