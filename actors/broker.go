@@ -55,11 +55,13 @@ type brokerActor struct {
 	cancel     context.CancelFunc
 	cleaned    bool
 	stopping   bool
-	// controllerEpoch is the largest controller epoch seen in LeaderAndIsr.
-	controllerEpoch int64
-	// knownController caches the backend's answer for metadata responses.
-	knownController   int32
-	controllerChecked time.Time
+	// foreign is set while the store's snapshots carry another cluster id
+	// than this broker's data directory; lastForeignLog spaces the errors.
+	foreign        bool
+	lastForeignLog time.Time
+	// missing are the partitions held here that the metadata lacks without
+	// a recorded deletion (logged once each).
+	missing map[cluster.TopicPartition]bool
 	// groupHosts are the group hosts of the offsets partitions led here.
 	groupHosts map[int32]*groupHostRef
 	// shared outlives a restart of this actor.
@@ -94,7 +96,7 @@ func NewBrokerProps(cfg *BrokerConfig, backend cluster.Backend, addr string, ini
 		}
 		return &brokerActor{cfg: cfg, backend: backend, addr: addr, initial: start, shared: shared,
 			live: map[int32]cluster.Broker{}, replicas: map[cluster.TopicPartition]*replica{},
-			groupHosts: map[int32]*groupHostRef{}}
+			groupHosts: map[int32]*groupHostRef{}, missing: map[cluster.TopicPartition]bool{}}
 	}, actor.WithSupervisor(partitionSupervisor()), actor.WithGuardian(partitionSupervisor()))
 }
 
@@ -133,9 +135,15 @@ func (b *brokerActor) Receive(ctx actor.Context) {
 	case *lostController:
 		b.onLostController(ctx)
 	case *messages.ProduceRequest:
-		b.route(ctx, msg.Topic, msg.Partition, func(code messages.ErrorCode, text string) proto.Message {
+		fail := func(code messages.ErrorCode, text string) proto.Message {
 			return &messages.ProduceResponse{Topic: msg.Topic, Partition: msg.Partition, Error: code, ErrorMessage: text, BaseOffset: -1}
-		})
+		}
+		if msg.Topic == OffsetsTopic && transport.FromNetwork(ctx) {
+			// Only the group coordinators of this broker write it.
+			respond(ctx, fail(messages.ErrorCode_INVALID_TOPIC, "the internal topic "+OffsetsTopic+" cannot be produced to"))
+			return
+		}
+		b.route(ctx, msg.Topic, msg.Partition, fail)
 	case *messages.FetchRequest:
 		b.route(ctx, msg.Topic, msg.Partition, func(code messages.ErrorCode, text string) proto.Message {
 			return &messages.FetchResponse{Topic: msg.Topic, Partition: msg.Partition, Error: code, ErrorMessage: text, HighWatermark: -1, LogStartOffset: -1}
@@ -145,20 +153,40 @@ func (b *brokerActor) Receive(ctx actor.Context) {
 			return &messages.ListOffsetsResponse{Topic: msg.Topic, Partition: msg.Partition, Error: code, ErrorMessage: text, Offset: -1, Timestamp: -1}
 		})
 	case *messages.ReplicaFetchRequest:
-		b.route(ctx, msg.Topic, msg.Partition, func(code messages.ErrorCode, text string) proto.Message {
+		fail := func(code messages.ErrorCode, text string) proto.Message {
 			return &messages.ReplicaFetchResponse{Topic: msg.Topic, Partition: msg.Partition, Error: code, ErrorMessage: text,
 				HighWatermark: -1, LogStartOffset: -1, LogEndOffset: -1, LeaderEpoch: -1}
-		})
+		}
+		if b.fromFollower(ctx, msg.ReplicaId, fail) {
+			b.route(ctx, msg.Topic, msg.Partition, fail)
+		}
 	case *messages.OffsetForLeaderEpochRequest:
-		b.route(ctx, msg.Topic, msg.Partition, func(code messages.ErrorCode, text string) proto.Message {
+		fail := func(code messages.ErrorCode, text string) proto.Message {
 			return &messages.OffsetForLeaderEpochResponse{Topic: msg.Topic, Partition: msg.Partition, Error: code, ErrorMessage: text, Epoch: -1, EndOffset: -1}
-		})
+		}
+		if b.fromFollower(ctx, msg.ReplicaId, fail) {
+			b.route(ctx, msg.Topic, msg.Partition, fail)
+		}
 	case *messages.AlterPartitionRequest:
-		b.forwardToController(ctx, func(code messages.ErrorCode, text string) proto.Message {
+		fail := func(code messages.ErrorCode, text string) proto.Message {
 			return &messages.AlterPartitionResponse{Error: code, ErrorMessage: text}
-		})
+		}
+		if b.fromOwnPartition(ctx, msg.BrokerId, fail) {
+			b.forwardToController(ctx, fail)
+		}
+	case *messages.ReplicaOfflineRequest:
+		fail := func(code messages.ErrorCode, text string) proto.Message {
+			return &messages.ReplicaOfflineResponse{Error: code, ErrorMessage: text}
+		}
+		if b.fromOwnPartition(ctx, msg.BrokerId, fail) {
+			b.forwardToController(ctx, fail)
+		}
 	case *messages.LeaderAndIsrRequest:
 		b.onLeaderAndIsr(ctx, msg)
+	case *leaderAndIsrChecked:
+		b.onLeaderAndIsrChecked(ctx, msg)
+	case *messages.CreateTopicsResponse:
+		// The controller's answer to ensureOffsetsTopic; clients retry.
 	case *messages.MetadataRequest:
 		b.onMetadataRequest(ctx, msg)
 	case *messages.CreateTopicsRequest:
@@ -365,15 +393,83 @@ func newerState(a, b *messages.PartitionState) bool {
 	return a.LeaderEpoch > b.LeaderEpoch || (a.LeaderEpoch == b.LeaderEpoch && a.PartitionEpoch > b.PartitionEpoch)
 }
 
+// leaderAndIsrChecked carries a LeaderAndIsr from a controller epoch newer
+// than this broker's metadata shows, with the store's answer about who the
+// controller is.
+type leaderAndIsrChecked struct {
+	req    *messages.LeaderAndIsrRequest
+	sender *actor.PID
+	ctl    cluster.Controller
+	err    error
+}
+
 // onLeaderAndIsr applies states the controller pushed, ahead of the
-// metadata watch. Requests from an older controller are refused.
+// metadata watch. From another process it is accepted only from the
+// controller the metadata store names, at the store's controller epoch,
+// sent from that broker's registered address: an older epoch is
+// STALE_CONTROLLER_EPOCH, anything else CLUSTER_AUTHORIZATION_FAILED. A
+// newer epoch than this broker has seen is checked against the store
+// first, off this actor.
 func (b *brokerActor) onLeaderAndIsr(ctx actor.Context, req *messages.LeaderAndIsrRequest) {
-	if req.ControllerEpoch < b.controllerEpoch {
-		respond(ctx, &messages.LeaderAndIsrResponse{Error: messages.ErrorCode_STALE_CONTROLLER_EPOCH,
-			ErrorMessage: fmt.Sprintf("controller epoch %d, seen %d", req.ControllerEpoch, b.controllerEpoch)})
+	if !transport.FromNetwork(ctx) {
+		b.applyLeaderAndIsr(ctx, req) // from this broker's own controller actor
+		respond(ctx, &messages.LeaderAndIsrResponse{})
 		return
 	}
-	b.controllerEpoch = req.ControllerEpoch
+	var known cluster.Controller
+	if b.meta != nil {
+		known = b.meta.Controller
+	}
+	if req.ControllerEpoch > known.Epoch {
+		sender, self, root, backend := ctx.Sender(), ctx.Self(), ctx.ActorSystem().Root, b.backend
+		go func() {
+			qctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			id, epoch, ok, err := backend.Controller(qctx)
+			ctl := cluster.Controller{ID: -1}
+			if ok {
+				ctl = cluster.Controller{ID: id, Epoch: epoch}
+			}
+			root.Send(self, &leaderAndIsrChecked{req: req, sender: sender, ctl: ctl, err: err})
+		}()
+		return
+	}
+	sendTo(ctx, ctx.Sender(), b.checkLeaderAndIsr(ctx, req, ctx.Sender(), known))
+}
+
+func (b *brokerActor) onLeaderAndIsrChecked(ctx actor.Context, msg *leaderAndIsrChecked) {
+	if msg.err != nil {
+		sendTo(ctx, msg.sender, &messages.LeaderAndIsrResponse{Error: messages.ErrorCode_NOT_CONTROLLER,
+			ErrorMessage: "cannot check the controller epoch with the metadata store: " + msg.err.Error()})
+		return
+	}
+	sendTo(ctx, msg.sender, b.checkLeaderAndIsr(ctx, msg.req, msg.sender, msg.ctl))
+}
+
+// checkLeaderAndIsr applies req if it comes from the controller ctl, and
+// returns the answer.
+func (b *brokerActor) checkLeaderAndIsr(ctx actor.Context, req *messages.LeaderAndIsrRequest, sender *actor.PID, ctl cluster.Controller) *messages.LeaderAndIsrResponse {
+	switch {
+	case req.ControllerEpoch < ctl.Epoch:
+		return &messages.LeaderAndIsrResponse{Error: messages.ErrorCode_STALE_CONTROLLER_EPOCH,
+			ErrorMessage: fmt.Sprintf("controller epoch %d, the current controller's is %d", req.ControllerEpoch, ctl.Epoch)}
+	case req.ControllerEpoch != ctl.Epoch || req.ControllerId != ctl.ID:
+		return b.refuseControl(sender, "LeaderAndIsr", fmt.Sprintf("from controller %d at epoch %d; the metadata store names controller %d at epoch %d",
+			req.ControllerId, req.ControllerEpoch, ctl.ID, ctl.Epoch))
+	case !b.sentByBroker(sender, req.ControllerId):
+		return b.refuseControl(sender, "LeaderAndIsr", fmt.Sprintf("not sent from controller %d's address", req.ControllerId))
+	}
+	b.applyLeaderAndIsr(ctx, req)
+	return &messages.LeaderAndIsrResponse{}
+}
+
+func (b *brokerActor) refuseControl(sender *actor.PID, what, why string) *messages.LeaderAndIsrResponse {
+	b.cfg.Logger.Warn("refused a control message", "message", what, "sender", sender, "reason", why)
+	return &messages.LeaderAndIsrResponse{Error: messages.ErrorCode_CLUSTER_AUTHORIZATION_FAILED, ErrorMessage: why}
+}
+
+// applyLeaderAndIsr hands each newer state to its local replica.
+func (b *brokerActor) applyLeaderAndIsr(ctx actor.Context, req *messages.LeaderAndIsrRequest) {
 	for _, st := range req.States {
 		tp := cluster.TopicPartition{Topic: st.Topic, Partition: st.Partition}
 		r := b.replicas[tp]
@@ -383,7 +479,39 @@ func (b *brokerActor) onLeaderAndIsr(ctx actor.Context, req *messages.LeaderAndI
 		r.lastState = st
 		b.sendState(ctx, tp, r)
 	}
-	respond(ctx, &messages.LeaderAndIsrResponse{})
+}
+
+// sentByBroker reports whether sender is an actor at the registered
+// address of live broker id. Until connections are authenticated this is
+// what ties a control or replication message to the broker it names.
+func (b *brokerActor) sentByBroker(sender *actor.PID, id int32) bool {
+	br, ok := b.live[id]
+	return ok && sender != nil && sender.Address == br.Addr
+}
+
+// fromFollower admits a replication request from the network only from the
+// registered address of the broker it names; it answers the refusal.
+func (b *brokerActor) fromFollower(ctx actor.Context, replica int32, fail func(messages.ErrorCode, string) proto.Message) bool {
+	if !transport.FromNetwork(ctx) || b.sentByBroker(ctx.Sender(), replica) {
+		return true
+	}
+	why := fmt.Sprintf("replication request for broker %d, not sent from its registered address", replica)
+	b.cfg.Logger.Warn("refused a replication request", "sender", ctx.Sender(), "peer", ctx.MessageHeader().Get(transport.PeerHeader), "reason", why)
+	respond(ctx, fail(messages.ErrorCode_CLUSTER_AUTHORIZATION_FAILED, why))
+	return false
+}
+
+// fromOwnPartition admits a request a broker only takes from its own
+// partition actors (ISR proposals, offline reports) before forwarding it to
+// the controller.
+func (b *brokerActor) fromOwnPartition(ctx actor.Context, broker int32, fail func(messages.ErrorCode, string) proto.Message) bool {
+	if !transport.FromNetwork(ctx) && broker == b.cfg.ID {
+		return true
+	}
+	why := fmt.Sprintf("a broker takes %T only from its own partitions", ctx.Message())
+	b.cfg.Logger.Warn("refused a control message", "sender", ctx.Sender(), "peer", ctx.MessageHeader().Get(transport.PeerHeader), "reason", why)
+	respond(ctx, fail(messages.ErrorCode_CLUSTER_AUTHORIZATION_FAILED, why))
+	return false
 }
 
 func (b *brokerActor) liveList() []cluster.Broker {
@@ -402,10 +530,32 @@ func (b *brokerActor) partitionDir(tp cluster.TopicPartition) string {
 }
 
 // onMetadata brings local replica actors in line with the snapshot: start
-// the ones assigned here, hand each its latest state, stop the rest.
+// the ones assigned here, hand each its latest state, and stop (deleting
+// their data) only those whose deletion the metadata records.
+//
+// A snapshot of another cluster, or of a store that lost its cluster id
+// (a wiped or restarted -dev Consul, a wrong --cluster), is not acted on at
+// all: the broker goes on with the last metadata of its own cluster.
 func (b *brokerActor) onMetadata(ctx actor.Context, snap *cluster.Snapshot) {
 	if b.stopping {
 		return
+	}
+	if snap.ClusterID != b.cfg.ClusterID {
+		if !b.foreign || time.Since(b.lastForeignLog) >= foreignLogEvery {
+			b.lastForeignLog = time.Now()
+			b.cfg.Logger.Error("the metadata store does not hold this broker's cluster: not acting on it; every partition is kept as it is",
+				"store_cluster_id", snap.ClusterID, "cluster_id", b.cfg.ClusterID, "code", messages.ErrorCode_INCONSISTENT_CLUSTER_ID,
+				"hint", "the store lost its data or --consul/--cluster point at another one; restore it from a snapshot")
+		}
+		b.foreign = true
+		return
+	}
+	if b.foreign {
+		b.foreign = false
+		b.cfg.Logger.Info("the metadata store holds this broker's cluster again", "cluster_id", snap.ClusterID)
+	}
+	if snap.Regressed {
+		b.cfg.Logger.Warn("the metadata store's index went backwards; its cluster id is this cluster's, going on", "index", snap.Index)
 	}
 	b.meta = snap
 	b.shared.published.Store(snap)
@@ -419,6 +569,7 @@ func (b *brokerActor) onMetadata(ctx actor.Context, snap *cluster.Snapshot) {
 		}
 		r := b.replicas[tp]
 		if r != nil && r.topicID != st.TopicId {
+			// The topic was deleted and created again under its name.
 			b.removeReplica(ctx, tp, true)
 			r = nil
 		}
@@ -429,26 +580,46 @@ func (b *brokerActor) onMetadata(ctx actor.Context, snap *cluster.Snapshot) {
 				continue
 			}
 		}
+		delete(b.missing, tp)
 		if r.lastState != st && newerState(st, r.lastState) {
 			r.lastState = st
 			b.sendState(ctx, tp, r)
 		}
 	}
-	for tp := range b.replicas {
+	for tp, r := range b.replicas {
 		part, ok := snap.Partitions[tp]
-		if !ok {
+		switch {
+		case deletionRecorded(snap, tp.Topic, r.topicID):
 			b.removeReplica(ctx, tp, true)
-		} else if !slices.Contains(part.State.Replicas, b.cfg.ID) {
-			b.removeReplica(ctx, tp, true)
+		case ok && part.State.TopicId == r.topicID && !slices.Contains(part.State.Replicas, b.cfg.ID):
+			b.removeReplica(ctx, tp, true) // moved to other brokers
+		case !ok && !b.missing[tp]:
+			b.missing[tp] = true
+			b.cfg.Logger.Warn("the metadata lacks a partition held here, and records no deletion of it: keeping its data",
+				"partition", tp, "topic_id", r.topicID)
 		}
 	}
 	if !b.cleaned {
 		b.cleaned = true
-		b.removeOrphanDirs()
+		b.removeDeletedDirs(snap)
 	}
 	if b.controller != nil {
 		ctx.Send(b.controller, &metadataUpdated{snap: snap})
 	}
+}
+
+// foreignLogEvery spaces the errors about a store of another cluster.
+const foreignLogEvery = 30 * time.Second
+
+// deletionRecorded reports whether the metadata records that the topic
+// with id topicID (named topic) was deleted: a deletion record, or the name
+// now taken by a topic with another id. Data is deleted for nothing else.
+func deletionRecorded(snap *cluster.Snapshot, topic, topicID string) bool {
+	if _, ok := snap.Deleted[topicID]; ok {
+		return true
+	}
+	t, ok := snap.Topics[topic]
+	return ok && topicID != "" && t.TopicId != topicID
 }
 
 // onReplicaStarted re-sends a (re)started replica its current state.
@@ -586,9 +757,10 @@ func (b *brokerActor) removeReplica(ctx actor.Context, tp cluster.TopicPartition
 	}
 }
 
-// removeOrphanDirs deletes partition directories no replica owns: topics
-// deleted while this broker was down.
-func (b *brokerActor) removeOrphanDirs() {
+// removeDeletedDirs deletes partition directories that no replica owns
+// and whose topic's deletion the metadata records: topics deleted while
+// this broker was down. Anything else is kept.
+func (b *brokerActor) removeDeletedDirs(snap *cluster.Snapshot) {
 	root := filepath.Join(b.cfg.DataDir, "topics")
 	entries, err := os.ReadDir(root)
 	if err != nil {
@@ -599,11 +771,23 @@ func (b *brokerActor) removeOrphanDirs() {
 		owned[filepath.Base(r.dir)] = true
 	}
 	for _, e := range entries {
-		if e.IsDir() && !owned[e.Name()] && !strings.HasPrefix(e.Name(), ".") {
-			dir := filepath.Join(root, e.Name())
-			b.cfg.Logger.Info("removing data of a partition no longer assigned here", "dir", dir)
-			_ = os.RemoveAll(dir)
+		if !e.IsDir() || owned[e.Name()] || strings.HasPrefix(e.Name(), ".") {
+			continue
 		}
+		dir := filepath.Join(root, e.Name())
+		id, err := os.ReadFile(filepath.Join(dir, "topic-id"))
+		cut := strings.LastIndexByte(e.Name(), '-')
+		if err != nil || cut <= 0 {
+			b.cfg.Logger.Warn("keeping a partition directory without a topic id", "dir", dir)
+			continue
+		}
+		if !deletionRecorded(snap, e.Name()[:cut], string(id)) {
+			b.cfg.Logger.Warn("keeping the data of a partition the metadata does not assign here, with no deletion recorded",
+				"dir", dir, "topic_id", string(id))
+			continue
+		}
+		b.cfg.Logger.Info("removing the data of a deleted topic", "dir", dir, "topic_id", string(id))
+		_ = os.RemoveAll(dir)
 	}
 }
 
@@ -626,44 +810,48 @@ func (b *brokerActor) route(ctx actor.Context, topic string, partition int32, fa
 	respond(ctx, fail(messages.ErrorCode_UNKNOWN_TOPIC_OR_PARTITION, fmt.Sprintf("%s does not exist", tp)))
 }
 
+// forwardToController forwards the current request to the controller,
+// keeping the sender, or answers NOT_CONTROLLER. It never waits for the
+// metadata store: the controller is known from the metadata.
 func (b *brokerActor) forwardToController(ctx actor.Context, fail func(messages.ErrorCode, string) proto.Message) {
-	if b.controller != nil {
-		ctx.Forward(b.controller)
+	pid, why := b.controllerPID()
+	if pid == nil {
+		respond(ctx, fail(messages.ErrorCode_NOT_CONTROLLER, why))
 		return
 	}
-	qctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	id, _, ok, err := b.backend.Controller(qctx)
-	if err != nil || !ok || id == b.cfg.ID {
-		// id == ours: the lock is won but the controller actor not started yet.
-		respond(ctx, fail(messages.ErrorCode_NOT_CONTROLLER, "no controller is elected right now"))
-		return
+	ctx.Forward(pid)
+}
+
+// controllerPID is the controller actor's PID, or why there is none.
+func (b *brokerActor) controllerPID() (*actor.PID, string) {
+	if b.controller != nil {
+		return b.controller, ""
+	}
+	id := b.controllerID()
+	switch {
+	case id < 0:
+		return nil, "no controller is elected right now"
+	case id == b.cfg.ID:
+		// The lock is won but the controller actor not started yet.
+		return nil, "the controller is starting"
 	}
 	br, live := b.live[id]
 	if !live {
-		respond(ctx, fail(messages.ErrorCode_NOT_CONTROLLER, fmt.Sprintf("controller %d is not reachable", id)))
-		return
+		return nil, fmt.Sprintf("controller %d is not reachable", id)
 	}
-	ctx.Forward(transport.ControllerPID(br.Addr))
+	return transport.ControllerPID(br.Addr), ""
 }
 
-// controllerID is the controller's broker id (-1: none known), asked of the
-// backend at most once a second.
+// controllerID is the controller's broker id as the metadata shows it (-1:
+// none known).
 func (b *brokerActor) controllerID() int32 {
 	if b.controller != nil {
 		return b.cfg.ID
 	}
-	if time.Since(b.controllerChecked) > time.Second {
-		b.controllerChecked = time.Now()
-		qctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		defer cancel()
-		if id, _, ok, err := b.backend.Controller(qctx); err == nil && ok {
-			b.knownController = id
-		} else {
-			b.knownController = -1
-		}
+	if b.meta == nil {
+		return -1
 	}
-	return b.knownController
+	return b.meta.Controller.ID
 }
 
 func (b *brokerActor) onMetadataRequest(ctx actor.Context, req *messages.MetadataRequest) {
@@ -727,18 +915,11 @@ func (b *brokerActor) autoCreate(ctx actor.Context, name string) {
 	b.sendToController(ctx, &messages.CreateTopicsRequest{Topics: []*messages.TopicSpec{{Name: name}}})
 }
 
-// sendToController sends msg to the controller without waiting for an answer.
+// sendToController sends msg to the controller without waiting for an
+// answer; the controller's answer, if any, comes back to this actor.
 func (b *brokerActor) sendToController(ctx actor.Context, msg proto.Message) {
-	if b.controller != nil {
-		ctx.Send(b.controller, msg)
-		return
-	}
-	qctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	if id, _, ok, err := b.backend.Controller(qctx); err == nil && ok && id != b.cfg.ID {
-		if br, live := b.live[id]; live {
-			ctx.Send(transport.ControllerPID(br.Addr), msg)
-		}
+	if pid, _ := b.controllerPID(); pid != nil {
+		ctx.Request(pid, msg)
 	}
 }
 

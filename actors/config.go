@@ -7,6 +7,7 @@ import (
 
 	"github.com/sluicemq/sluice/actors/producerstate"
 	"github.com/sluicemq/sluice/storage"
+	"github.com/sluicemq/sluice/storage/datadir"
 )
 
 // BrokerConfig configures one broker.
@@ -54,6 +55,13 @@ type BrokerConfig struct {
 	// inject faults.
 	OpenLog func(dir string, topic TopicConfig) (storage.Log, error)
 	Logger  *slog.Logger
+
+	// Dir is DataDir, opened (locked) by the caller; nil: StartBroker opens it.
+	Dir *datadir.Dir
+	// ClusterID and BrokerEpoch are set by StartBroker: the cluster the data
+	// directory belongs to, and this start's broker epoch.
+	ClusterID   string
+	BrokerEpoch int64
 }
 
 // DefaultBrokerConfig returns a configuration with Kafka-like defaults.

@@ -74,13 +74,21 @@ func (c *controllerActor) Receive(ctx actor.Context) {
 			c.snap = msg.snap
 		}
 	case *messages.AlterPartitionRequest:
-		respond(ctx, c.onAlterPartition(ctx, msg))
+		if c.admit(ctx, msg.BrokerId) {
+			respond(ctx, c.onAlterPartition(ctx, msg))
+		}
 	case *messages.AllocateProducerIdsRequest:
-		respond(ctx, c.onAllocateProducerIDs(msg))
+		if c.admit(ctx, msg.BrokerId) {
+			respond(ctx, c.onAllocateProducerIDs(msg))
+		}
 	case *messages.CreateTopicsRequest:
 		respond(ctx, c.onCreateTopics(ctx, msg))
 	case *messages.DeleteTopicsRequest:
 		respond(ctx, c.onDeleteTopics(msg))
+	case *messages.LeaderAndIsrResponse:
+		if msg.Error != messages.ErrorCode_NONE {
+			c.cfg.Logger.Warn("a broker refused the controller's LeaderAndIsr", "broker", ctx.Sender(), "error", msg.Error, "reason", msg.ErrorMessage)
+		}
 	case *messages.InvalidMessage:
 		respond(ctx, &messages.ErrorResponse{Error: messages.ErrorCode_UNKNOWN_MESSAGE_TYPE, Message: fmt.Sprintf("%s: %s", msg.TypeName, msg.Reason)})
 	case actor.SystemMessage, actor.AutoReceiveMessage:
@@ -91,6 +99,45 @@ func (c *controllerActor) Receive(ctx actor.Context) {
 	}
 }
 
+// admit lets a broker-to-controller request through when it comes from
+// this process or from the registered address of the broker it names, and
+// answers CLUSTER_AUTHORIZATION_FAILED otherwise.
+func (c *controllerActor) admit(ctx actor.Context, broker int32) bool {
+	if !transport.FromNetwork(ctx) || c.sentByBroker(ctx.Sender(), broker) {
+		return true
+	}
+	why := fmt.Sprintf("%T names broker %d but was not sent from its registered address", ctx.Message(), broker)
+	c.cfg.Logger.Warn("controller refused a request", "sender", ctx.Sender(), "peer", ctx.MessageHeader().Get(transport.PeerHeader), "reason", why)
+	respond(ctx, &messages.ErrorResponse{Error: messages.ErrorCode_CLUSTER_AUTHORIZATION_FAILED, Message: why})
+	return false
+}
+
+// sentByBroker reports whether sender is an actor at live broker id's
+// registered address (any broker's, for id -1).
+func (c *controllerActor) sentByBroker(sender *actor.PID, id int32) bool {
+	if sender == nil {
+		return false
+	}
+	for _, b := range c.live {
+		if (id < 0 || b.ID == id) && b.Addr == sender.Address {
+			return true
+		}
+	}
+	return false
+}
+
+// trusted returns why the controller must not write, or "": its metadata
+// must be its own cluster's (a wiped store is not written to).
+func (c *controllerActor) trusted() string {
+	switch {
+	case c.snap == nil:
+		return "the controller has not loaded the metadata yet"
+	case c.snap.ClusterID != c.cfg.ClusterID:
+		return fmt.Sprintf("the metadata store holds cluster %q, not this cluster %q: it lost its data or is another cluster's", c.snap.ClusterID, c.cfg.ClusterID)
+	}
+	return ""
+}
+
 func (c *controllerActor) storeCtx() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), 10*time.Second)
 }
@@ -98,7 +145,16 @@ func (c *controllerActor) storeCtx() (context.Context, context.CancelFunc) {
 func (c *controllerActor) onCreateTopics(ctx actor.Context, req *messages.CreateTopicsRequest) *messages.CreateTopicsResponse {
 	resp := &messages.CreateTopicsResponse{}
 	for _, spec := range req.Topics {
-		code, text := c.createTopic(ctx, spec, req.ValidateOnly)
+		code, text := messages.ErrorCode_NONE, ""
+		switch {
+		case c.trusted() != "":
+			code, text = messages.ErrorCode_INCONSISTENT_CLUSTER_ID, c.trusted()
+		case spec.Name == OffsetsTopic && transport.FromNetwork(ctx) && !c.sentByBroker(ctx.Sender(), -1):
+			// Brokers create it on a group's first request.
+			code, text = messages.ErrorCode_INVALID_TOPIC, "the internal topic "+OffsetsTopic+" is created by the brokers"
+		default:
+			code, text = c.createTopic(ctx, spec, req.ValidateOnly)
+		}
 		resp.Results = append(resp.Results, &messages.TopicResult{Name: spec.Name, Error: code, ErrorMessage: text})
 	}
 	return resp
@@ -143,9 +199,15 @@ func (c *controllerActor) createTopic(ctx actor.Context, spec *messages.TopicSpe
 	states := make([]*messages.PartitionState, partitions)
 	for p, replicas := range assignment {
 		topic.Assignment = append(topic.Assignment, &messages.ReplicaAssignment{Replicas: replicas})
+		epochs := map[int32]int64{}
+		for _, id := range replicas {
+			if e, ok := c.isLive(id); ok && e != 0 {
+				epochs[id] = e
+			}
+		}
 		states[p] = &messages.PartitionState{
 			Topic: spec.Name, Partition: int32(p), TopicId: topic.TopicId,
-			Leader: replicas[0], LeaderEpoch: 0, Isr: replicas, PartitionEpoch: 0, Replicas: replicas,
+			Leader: replicas[0], LeaderEpoch: 0, Isr: replicas, PartitionEpoch: 0, Replicas: replicas, IsrEpochs: epochs,
 		}
 	}
 	sctx, cancel := c.storeCtx()
@@ -168,6 +230,16 @@ func (c *controllerActor) onDeleteTopics(req *messages.DeleteTopicsRequest) *mes
 	resp := &messages.DeleteTopicsResponse{}
 	for _, name := range req.Names {
 		r := &messages.TopicResult{Name: name}
+		if name == OffsetsTopic {
+			r.Error, r.ErrorMessage = messages.ErrorCode_INVALID_TOPIC, "the internal topic "+OffsetsTopic+" cannot be deleted"
+			resp.Results = append(resp.Results, r)
+			continue
+		}
+		if why := c.trusted(); why != "" {
+			r.Error, r.ErrorMessage = messages.ErrorCode_INCONSISTENT_CLUSTER_ID, why
+			resp.Results = append(resp.Results, r)
+			continue
+		}
 		ctx, cancel := c.storeCtx()
 		err := c.store.DeleteTopic(ctx, c.lead.Fence, name)
 		cancel()
@@ -201,30 +273,32 @@ func (c *controllerActor) reload() {
 	}
 }
 
-func (c *controllerActor) isLive(id int32) bool {
+// isLive tells whether broker id is alive, and under which broker epoch.
+func (c *controllerActor) isLive(id int32) (int64, bool) {
 	for _, b := range c.live {
 		if b.ID == id {
-			return true
+			return b.Epoch, true
 		}
 	}
-	return false
+	return 0, false
 }
 
 func toElection(st *messages.PartitionState) election.Partition {
 	return election.Partition{Replicas: st.Replicas, Leader: st.Leader, LeaderEpoch: st.LeaderEpoch,
-		ISR: st.Isr, PartitionEpoch: st.PartitionEpoch}
+		ISR: st.Isr, PartitionEpoch: st.PartitionEpoch, ISREpochs: st.IsrEpochs}
 }
 
 func fromElection(st *messages.PartitionState, p election.Partition) *messages.PartitionState {
 	next := proto.Clone(st).(*messages.PartitionState)
 	next.Leader, next.LeaderEpoch, next.Isr, next.PartitionEpoch = p.Leader, p.LeaderEpoch, p.ISR, p.PartitionEpoch
+	next.IsrEpochs = p.ISREpochs
 	return next
 }
 
 // electAll brings every partition in line with the live brokers: new
 // leaders for partitions whose leader is gone, dead followers out of ISRs.
 func (c *controllerActor) electAll(ctx actor.Context) {
-	if c.snap == nil || !c.liveKnown {
+	if !c.liveKnown || c.trusted() != "" {
 		return
 	}
 	var updates []cluster.PartitionUpdate
@@ -291,7 +365,8 @@ func (c *controllerActor) announce(ctx actor.Context, states []*messages.Partiti
 	}
 	for _, b := range c.live {
 		if sts := byBroker[b.ID]; len(sts) > 0 {
-			ctx.Send(transport.BrokerPID(b.Addr), &messages.LeaderAndIsrRequest{ControllerId: c.cfg.ID,
+			// As a request, so the broker can tell where it came from.
+			ctx.Request(transport.BrokerPID(b.Addr), &messages.LeaderAndIsrRequest{ControllerId: c.cfg.ID,
 				ControllerEpoch: c.lead.Epoch, States: sts})
 		}
 	}
@@ -302,13 +377,16 @@ func (c *controllerActor) onAlterPartition(ctx actor.Context, req *messages.Alte
 	if c.snap == nil {
 		c.reload()
 	}
+	if why := c.trusted(); why != "" {
+		return &messages.AlterPartitionResponse{Error: messages.ErrorCode_INCONSISTENT_CLUSTER_ID, ErrorMessage: why}
+	}
 	tp := cluster.TopicPartition{Topic: req.Topic, Partition: req.Partition}
 	part, ok := c.snap.Partitions[tp]
 	if !ok {
 		return &messages.AlterPartitionResponse{Error: messages.ErrorCode_UNKNOWN_TOPIC_OR_PARTITION, ErrorMessage: tp.String()}
 	}
 	next, rej := election.AlterISR(toElection(part.State), election.Proposal{Leader: req.BrokerId, LeaderEpoch: req.LeaderEpoch,
-		PartitionEpoch: req.PartitionEpoch, ISR: req.NewIsr}, c.isLive)
+		PartitionEpoch: req.PartitionEpoch, ISR: req.NewIsr, Epochs: req.IsrEpochs}, c.isLive)
 	if rej != nil {
 		code := messages.ErrorCode_INVALID_REQUEST
 		switch rej.Code {
@@ -316,6 +394,8 @@ func (c *controllerActor) onAlterPartition(ctx actor.Context, req *messages.Alte
 			code = messages.ErrorCode_FENCED_LEADER_EPOCH
 		case election.RejectStalePartitionEpoch:
 			code = messages.ErrorCode_INVALID_PARTITION_EPOCH
+		case election.RejectStaleBrokerEpoch:
+			code = messages.ErrorCode_STALE_BROKER_EPOCH
 		}
 		return &messages.AlterPartitionResponse{Error: code, ErrorMessage: rej.Reason, State: part.State}
 	}
@@ -338,6 +418,9 @@ func (c *controllerActor) onAlterPartition(ctx actor.Context, req *messages.Alte
 // broker got, from the fenced metadata store.
 func (c *controllerActor) onAllocateProducerIDs(req *messages.AllocateProducerIdsRequest) *messages.AllocateProducerIdsResponse {
 	count := req.Count
+	if why := c.trusted(); why != "" {
+		return &messages.AllocateProducerIdsResponse{Error: messages.ErrorCode_INCONSISTENT_CLUSTER_ID, ErrorMessage: why}
+	}
 	if count <= 0 || count > 100000 {
 		return &messages.AllocateProducerIdsResponse{Error: messages.ErrorCode_INVALID_REQUEST, ErrorMessage: fmt.Sprintf("count %d", count)}
 	}

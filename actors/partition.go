@@ -14,6 +14,7 @@ import (
 
 	"github.com/sluicemq/sluice/actors/producerstate"
 	"github.com/sluicemq/sluice/actors/replication"
+	"github.com/sluicemq/sluice/actors/transport"
 	"github.com/sluicemq/sluice/cluster"
 	"github.com/sluicemq/sluice/messages"
 	"github.com/sluicemq/sluice/messages/record"
@@ -303,7 +304,7 @@ func (p *partitionActor) onApplyState(ctx actor.Context, msg *applyState) {
 		p.becomeNone(ctx)
 	case st.Leader == p.cfg.BrokerID && sameEpoch && p.role == roleLeader:
 		// Only the ISR changed under the same leader epoch.
-		if p.leader.ISRCommitted(st.Isr, st.PartitionEpoch) {
+		if p.leader.ISRCommitted(st.Isr, st.IsrEpochs, st.PartitionEpoch) {
 			p.onHWAdvanced(ctx)
 		}
 	case st.Leader == p.cfg.BrokerID:
@@ -346,6 +347,7 @@ func (p *partitionActor) becomeLeader(ctx actor.Context) {
 		PartitionEpoch: st.PartitionEpoch,
 		Replicas:       st.Replicas,
 		ISR:            st.Isr,
+		ISREpochs:      st.IsrEpochs,
 		MinISR:         p.cfg.Topic.MinISR,
 		LagTimeMax:     p.cfg.Broker.ReplicaLagTimeMax,
 		HighWatermark:  hw,
@@ -703,7 +705,7 @@ func (p *partitionActor) onFetch(ctx actor.Context, req *messages.FetchRequest) 
 		sendTo(ctx, sender, p.fetchError(req, messages.ErrorCode_INVALID_REQUEST, "negative max_bytes, min_bytes or max_wait_ms"))
 		return
 	}
-	if req.Isolation != 0 && (req.Isolation != isolationLogEnd || sender == nil || sender.Address != ctx.Self().Address) {
+	if req.Isolation != 0 && (req.Isolation != isolationLogEnd || transport.FromNetwork(ctx)) {
 		sendTo(ctx, sender, p.fetchError(req, messages.ErrorCode_INVALID_REQUEST,
 			fmt.Sprintf("isolation %d: consumers read committed data only (isolation 0)", req.Isolation)))
 		return

@@ -102,7 +102,7 @@ func (p *partitionActor) onReplicaFetch(ctx actor.Context, req *messages.Replica
 			fmt.Sprintf("fetch offset %d is outside [%d, %d]", req.FetchOffset, start, leo)))
 		return
 	}
-	hwMoved, propose := p.leader.FollowerFetched(req.ReplicaId, req.FetchOffset, time.Now())
+	hwMoved, propose := p.leader.FollowerFetched(req.ReplicaId, req.FetchOffset, req.BrokerEpoch, time.Now())
 	if propose != nil {
 		p.proposeISR(ctx, propose)
 	}
@@ -217,8 +217,21 @@ func (p *partitionActor) proposeISR(ctx actor.Context, isr []int32) {
 		p.leader.ProposalFailed() // too soon after a refusal; asked again later
 		return
 	}
+	epochs := make(map[int32]int64, len(isr))
+	for _, id := range isr {
+		e := p.leader.FollowerEpoch(id)
+		switch {
+		case id == p.cfg.BrokerID:
+			e = p.cfg.Broker.BrokerEpoch
+		case e == 0:
+			e = p.leader.ISREpoch(id)
+		}
+		if e != 0 {
+			epochs[id] = e
+		}
+	}
 	req := &messages.AlterPartitionRequest{Topic: p.cfg.TP.Topic, Partition: p.cfg.TP.Partition, BrokerId: p.cfg.BrokerID,
-		LeaderEpoch: p.leader.Epoch(), PartitionEpoch: p.leader.PartitionEpoch(), NewIsr: isr}
+		LeaderEpoch: p.leader.Epoch(), PartitionEpoch: p.leader.PartitionEpoch(), NewIsr: isr, IsrEpochs: epochs}
 	p.cfg.Logger.Info("proposing ISR change", "partition", p.cfg.TP, "isr", p.leader.ISR(), "proposed", isr)
 	gen := p.gen
 	fut := ctx.RequestFuture(ctx.Parent(), req, 5*time.Second)
@@ -373,7 +386,7 @@ func (p *partitionActor) onEpochAnswer(ctx actor.Context, resp *messages.OffsetF
 // sendReplicaFetch pulls batches from our LEO on.
 func (p *partitionActor) sendReplicaFetch(ctx actor.Context) {
 	req := &messages.ReplicaFetchRequest{Topic: p.cfg.TP.Topic, Partition: p.cfg.TP.Partition,
-		ReplicaId: p.cfg.BrokerID, LeaderEpoch: p.follower.epoch, FetchOffset: p.log.LogEndOffset(),
+		ReplicaId: p.cfg.BrokerID, BrokerEpoch: p.cfg.Broker.BrokerEpoch, LeaderEpoch: p.follower.epoch, FetchOffset: p.log.LogEndOffset(),
 		MaxBytes: int32(p.cfg.Broker.MaxFetchBytes), MaxWaitMs: int32(replicaFetchWait.Milliseconds())}
 	p.askLeader(ctx, req, replicaFetchWait+replicaRequestTimeout, func(m proto.Message, err error) {
 		resp, ok := m.(*messages.ReplicaFetchResponse)

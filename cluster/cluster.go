@@ -12,6 +12,10 @@ import (
 type Broker struct {
 	ID   int32
 	Addr string
+	// Epoch is the broker epoch: a new, larger one with every start of the
+	// broker's process (Kafka's broker epoch, KIP-380), set by Register.
+	// A replica is in sync only under the epoch it was in sync under.
+	Epoch int64
 }
 
 // TopicPartition names one partition.
@@ -33,10 +37,27 @@ type Partition struct {
 // store may hand the same snapshot to several readers.
 type Snapshot struct {
 	// Index grows with every change; Watch(afterIndex) waits for a larger one.
-	Index      uint64
+	Index uint64
+	// ClusterID is the store's cluster id; "" when the store has none (it
+	// is new, or it lost its data).
 	ClusterID  string
 	Topics     map[string]*messages.TopicRecord
 	Partitions map[TopicPartition]Partition
+	// Deleted holds the recorded topic deletions, by topic id.
+	Deleted map[string]*messages.TopicDeletion
+	// Controller is the current controller (ID -1: none) and the epoch of
+	// the latest controller election.
+	Controller Controller
+	// Regressed is set when the store's own index went backwards before
+	// this snapshot (a restored or wiped store): a reason to check the
+	// cluster id before acting on it.
+	Regressed bool
+}
+
+// Controller names the controller broker and its epoch.
+type Controller struct {
+	ID    int32
+	Epoch int64
 }
 
 // PartitionsOf returns the states of a topic's partitions in partition order.
@@ -73,13 +94,19 @@ type PartitionUpdate struct {
 type MetadataStore interface {
 	// Load returns the current snapshot.
 	Load(ctx context.Context) (*Snapshot, error)
+	// CreateClusterID gives a store without a cluster id a new one, and
+	// returns the store's cluster id (the existing one, if it had one).
+	// Only a broker whose data directory is new calls it: a store that
+	// lost its id must not be taken for a new cluster by brokers with data.
+	CreateClusterID(ctx context.Context) (string, error)
 	// Watch blocks until the store's index is greater than afterIndex, then
 	// returns the snapshot; it may also return early with the same index.
 	Watch(ctx context.Context, afterIndex uint64) (*Snapshot, error)
 	// CreateTopic stores a topic and the initial state of its partitions at
 	// once. ErrTopicExists when the name is taken.
 	CreateTopic(ctx context.Context, f Fence, t *messages.TopicRecord, parts []*messages.PartitionState) error
-	// DeleteTopic removes a topic and its partition states. ErrTopicNotFound.
+	// DeleteTopic removes a topic and its partition states and records the
+	// deletion (Snapshot.Deleted) in the same write. ErrTopicNotFound.
 	DeleteTopic(ctx context.Context, f Fence, name string) error
 	// UpdatePartitions writes every update or none: ErrConflict when any
 	// partition's version moved, ErrFenced when f is no longer the controller.
@@ -91,9 +118,15 @@ type MetadataStore interface {
 
 // Membership tracks which brokers are alive.
 type Membership interface {
-	// Register announces b and keeps it alive until Deregister or the process
-	// dies. It returns once b is registered.
-	Register(ctx context.Context, b Broker) error
+	// Register claims b's broker id for this process, gives it a new broker
+	// epoch and announces it, keeping it alive until Deregister or the
+	// process dies. It returns b with its Epoch once registered, or
+	// ErrBrokerIDInUse while another live process holds the id.
+	Register(ctx context.Context, b Broker) (Broker, error)
+	// Evicted is closed when another process took over this broker's id
+	// (this one had been silent for longer than the store waits): this
+	// process must stop acting as that broker.
+	Evicted() <-chan struct{}
 	// Deregister removes this broker at once (clean shutdown).
 	Deregister(ctx context.Context) error
 	// WatchBrokers blocks until the live set's index is greater than
@@ -137,4 +170,5 @@ var (
 	ErrConflict      = errors.New("metadata changed concurrently")
 	ErrFenced        = errors.New("not the controller any more")
 	ErrClosed        = errors.New("cluster backend closed")
+	ErrBrokerIDInUse = errors.New("broker id in use by another live broker")
 )

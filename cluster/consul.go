@@ -23,6 +23,8 @@ import (
 // Every key lives under "sluice/<cluster>/":
 //
 //	cluster_id                      random hex id, created once (CAS on index 0)
+//	                                by the first broker started with an empty
+//	                                data directory
 //	topics/<name>                   messages.TopicRecord (protobuf binary)
 //	partitions/<topic>/<partition>  messages.PartitionState (protobuf binary);
 //	                                its ModifyIndex is Partition.Version
@@ -30,6 +32,10 @@ import (
 //	                                session, value = broker id (decimal text)
 //	controller_epoch                decimal counter, +1 with every acquisition
 //	producer_ids                    decimal next producer id (absent = 1)
+//	broker_epoch                    decimal last broker epoch handed out
+//	brokers/<id>                    the id's claim, locked by the session of
+//	                                the process that holds it
+//	deleted_topics/<topic id>       messages.TopicDeletion of a deleted topic
 //
 // A Snapshot is one List of the prefix; its Index is the list's
 // X-Consul-Index (kept from going backwards, see indexMap).
@@ -57,6 +63,10 @@ type Consul struct {
 	// lastBeat is when the agent last accepted our TTL heartbeat (UnixNano);
 	// a controller that cannot heartbeat for CheckTTL steps down.
 	lastBeat atomic.Int64
+
+	// evicted is closed when another process took this broker's id.
+	evicted   chan struct{}
+	evictOnce sync.Once
 
 	mu     sync.Mutex
 	member *membership // this broker's registration, nil before Register
@@ -145,7 +155,7 @@ func OpenConsul(cfg ConsulConfig) (*Consul, error) {
 	return &Consul{
 		cfg: cfg, log: cfg.Logger.With("consul", cfg.Addr, "cluster", cfg.Cluster),
 		client: client, http: acfg.Transport, prefix: "sluice/" + cfg.Cluster + "/",
-		closeCtx: ctx, closeFn: cancel,
+		closeCtx: ctx, closeFn: cancel, evicted: make(chan struct{}),
 	}, nil
 }
 
@@ -224,4 +234,10 @@ const (
 	keyController      = "controller"
 	keyControllerEpoch = "controller_epoch"
 	keyProducerIDs     = "producer_ids"
+	keyBrokerEpoch     = "broker_epoch"
+	// deletedPrefix + topic id records a topic deletion (messages.TopicDeletion).
+	deletedPrefix = "deleted_topics/"
+	// brokersPrefix + broker id is a broker id's claim, locked by the
+	// session of the process that holds it (messages.BrokerRegistration).
+	brokersPrefix = "brokers/"
 )

@@ -30,16 +30,18 @@ func (m *indexMap) wait(after uint64) (raw, base uint64) {
 }
 
 // observe maps the index Consul answered (raw) for a query that waited on
-// wait, computed with base, to the caller's index.
-func (m *indexMap) observe(wait, base, raw uint64) uint64 {
+// wait, computed with base, to the caller's index; regressed reports that
+// Consul's index went backwards.
+func (m *indexMap) observe(wait, base, raw uint64) (index uint64, regressed bool) {
 	// Consul never means 0; blocking on 0 would not block.
 	raw = max(raw, 1)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if raw < wait && base == m.base {
 		m.base = m.high
+		regressed = true
 	}
 	v := m.base + raw
 	m.high = max(m.high, v)
-	return v
+	return v, regressed
 }

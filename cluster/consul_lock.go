@@ -59,7 +59,7 @@ func (c *Consul) Campaign(ctx context.Context, brokerID int32) (*Leadership, err
 	}
 	pause := 100 * time.Millisecond
 	for {
-		s, err := c.newSession(ctx, m)
+		s, err := c.newSession(ctx, m, "controller")
 		if err == nil {
 			var lead *Leadership
 			if lead, err = c.acquire(ctx, s, brokerID, stale); err == nil {

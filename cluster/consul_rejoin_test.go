@@ -101,7 +101,7 @@ func TestConsulRejoin(t *testing.T) {
 	// critical): its keepalive registers it again.
 	waitFor(t, 10*time.Second, "broker 2 joined", func() bool { return settled(blog) })
 	before2 = rejoined(blog)
-	if err := agent.Client().Agent().ServiceDeregister(b.serviceID(2)); err != nil {
+	if err := agent.Client().Agent().ServiceDeregister(b.serviceOf()); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, 10*time.Second, "broker 2 re-registering", func() bool { return rejoined(blog) > before2 })

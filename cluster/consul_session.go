@@ -26,13 +26,14 @@ type session struct {
 	done   chan struct{} // closed when the renewer has returned
 }
 
-// newSession creates a session whose only health check is this broker's
+// newSession creates a session (for purpose: "broker" for the id's
+// claim, "controller" for the controller lock) whose only health check is this broker's
 // TTL check. Not the node's serfHealth: brokers can share an agent (node),
 // which would outlive a dead broker. consul/api cannot send the empty
 // NodeChecks that drop serfHealth, so the body is written by hand.
-func (c *Consul) newSession(ctx context.Context, m *membership) (*session, error) {
+func (c *Consul) newSession(ctx context.Context, m *membership, purpose string) (*session, error) {
 	body := map[string]any{
-		"Name":          fmt.Sprintf("%s-controller-%d", c.serviceName(), m.broker.ID),
+		"Name":          fmt.Sprintf("%s-%s-%d", c.serviceName(), purpose, m.broker.ID),
 		"Behavior":      api.SessionBehaviorRelease,
 		"TTL":           c.cfg.SessionTTL.String(),
 		"LockDelay":     lockDelay.String(),

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/hashicorp/consul/api"
 	"google.golang.org/protobuf/proto"
@@ -33,48 +34,48 @@ func (c *Consul) snapshot(ctx context.Context, afterIndex uint64, block bool) (*
 	if !block {
 		wait = 0
 	}
-	for created := false; ; created = true {
-		q := &api.QueryOptions{WaitIndex: wait}
-		var cctx context.Context
-		var cancel context.CancelFunc
-		if wait > 0 {
-			q.WaitTime = watchWait
-			cctx, cancel = c.blocking(ctx, watchWait)
-		} else {
-			cctx, cancel = c.call(ctx)
-		}
-		pairs, meta, err := c.client.KV().List(c.prefix, q.WithContext(cctx))
-		cancel()
-		if err != nil {
-			return nil, c.failed(ctx, fmt.Errorf("consul: list %s: %w", c.prefix, err))
-		}
-		snap, err := c.decode(pairs)
-		if err != nil {
-			return nil, err
-		}
-		if snap.ClusterID == "" && !created {
-			// A new cluster: create its id, then list again (at once).
-			if err := c.createClusterID(ctx); err != nil {
-				return nil, err
-			}
-			wait = 0
-			continue
-		}
-		snap.Index = c.metaIdx.observe(wait, base, meta.LastIndex)
-		return snap, nil
+	q := &api.QueryOptions{WaitIndex: wait}
+	var cctx context.Context
+	var cancel context.CancelFunc
+	if wait > 0 {
+		q.WaitTime = watchWait
+		cctx, cancel = c.blocking(ctx, watchWait)
+	} else {
+		cctx, cancel = c.call(ctx)
 	}
+	pairs, meta, err := c.client.KV().List(c.prefix, q.WithContext(cctx))
+	cancel()
+	if err != nil {
+		return nil, c.failed(ctx, fmt.Errorf("consul: list %s: %w", c.prefix, err))
+	}
+	snap, err := c.decode(pairs)
+	if err != nil {
+		return nil, err
+	}
+	snap.Index, snap.Regressed = c.metaIdx.observe(wait, base, meta.LastIndex)
+	if snap.Regressed {
+		c.log.Warn("Consul's metadata index went backwards: the store was restored, wiped or replaced", "index", meta.LastIndex, "waited_on", wait)
+	}
+	return snap, nil
 }
 
 // decode builds a snapshot from the listed keys. Partitions of a topic
 // that does not exist are hidden: leftovers of a creation that failed
 // half-way (see CreateTopic).
 func (c *Consul) decode(pairs api.KVPairs) (*Snapshot, error) {
-	snap := &Snapshot{Topics: map[string]*messages.TopicRecord{}, Partitions: map[TopicPartition]Partition{}}
+	snap := &Snapshot{Topics: map[string]*messages.TopicRecord{}, Partitions: map[TopicPartition]Partition{},
+		Deleted: map[string]*messages.TopicDeletion{}, Controller: Controller{ID: -1}}
 	for _, kv := range pairs {
 		name := strings.TrimPrefix(kv.Key, c.prefix)
 		switch {
 		case name == keyClusterID:
 			snap.ClusterID = string(kv.Value)
+		case name == keyController:
+			if id, err := strconv.ParseInt(strings.TrimSpace(string(kv.Value)), 10, 32); err == nil && kv.Session != "" {
+				snap.Controller.ID = int32(id)
+			}
+		case name == keyControllerEpoch:
+			snap.Controller.Epoch, _ = strconv.ParseInt(strings.TrimSpace(string(kv.Value)), 10, 64)
 		case strings.HasPrefix(name, "topics/"):
 			t := &messages.TopicRecord{}
 			if err := proto.Unmarshal(kv.Value, t); err != nil {
@@ -87,6 +88,12 @@ func (c *Consul) decode(pairs api.KVPairs) (*Snapshot, error) {
 				return nil, fmt.Errorf("consul key %s is not a PartitionState: %w", kv.Key, err)
 			}
 			snap.Partitions[TopicPartition{st.Topic, st.Partition}] = Partition{State: st, Version: kv.ModifyIndex}
+		case strings.HasPrefix(name, deletedPrefix):
+			d := &messages.TopicDeletion{}
+			if err := proto.Unmarshal(kv.Value, d); err != nil {
+				return nil, fmt.Errorf("consul key %s is not a TopicDeletion: %w", kv.Key, err)
+			}
+			snap.Deleted[d.TopicId] = d
 		}
 	}
 	for tp := range snap.Partitions {
@@ -97,16 +104,24 @@ func (c *Consul) decode(pairs api.KVPairs) (*Snapshot, error) {
 	return snap, nil
 }
 
-// createClusterID stores a fresh id unless another broker got there first.
-func (c *Consul) createClusterID(ctx context.Context) error {
+// CreateClusterID implements MetadataStore: a fresh id unless the store has
+// one (or another broker got there first), then the stored one.
+func (c *Consul) CreateClusterID(ctx context.Context) (string, error) {
 	cctx, cancel := c.call(ctx)
 	defer cancel()
 	// CAS on index 0: only if the key does not exist.
 	_, _, err := c.client.KV().CAS(&api.KVPair{Key: c.key(keyClusterID), Value: []byte(newID())}, (&api.WriteOptions{}).WithContext(cctx))
 	if err != nil {
-		return c.failed(ctx, fmt.Errorf("consul: create cluster id: %w", err))
+		return "", c.failed(ctx, fmt.Errorf("consul: create cluster id: %w", err))
 	}
-	return nil
+	kv, _, err := c.client.KV().Get(c.key(keyClusterID), (&api.QueryOptions{RequireConsistent: true}).WithContext(cctx))
+	if err != nil {
+		return "", c.failed(ctx, fmt.Errorf("consul: read cluster id: %w", err))
+	}
+	if kv == nil || len(kv.Value) == 0 {
+		return "", errors.New("consul: the cluster id vanished right after it was created")
+	}
+	return string(kv.Value), nil
 }
 
 // checkTopicName keeps names usable as one Consul key segment.
@@ -166,20 +181,38 @@ func (c *Consul) CreateTopic(ctx context.Context, f Fence, t *messages.TopicReco
 	}
 }
 
-// DeleteTopic implements MetadataStore.
+// DeleteTopic implements MetadataStore: the topic record is read first for
+// its id, then deleted (if unchanged) with its partitions, and the deletion
+// recorded under deleted_topics/<topic id>, in one transaction.
 func (c *Consul) DeleteTopic(ctx context.Context, f Fence, name string) error {
 	if err := checkTopicName(name); err != nil {
+		return err
+	}
+	cctx, cancel := c.call(ctx)
+	kv, _, err := c.client.KV().Get(c.key(topicKey(name)), (&api.QueryOptions{RequireConsistent: true}).WithContext(cctx))
+	cancel()
+	if err != nil {
+		return c.failed(ctx, fmt.Errorf("consul: read topic %s: %w", name, err))
+	}
+	if kv == nil {
+		return fmt.Errorf("%w: %q", ErrTopicNotFound, name)
+	}
+	t := &messages.TopicRecord{}
+	if err := proto.Unmarshal(kv.Value, t); err != nil {
+		return fmt.Errorf("consul key %s is not a TopicRecord: %w", kv.Key, err)
+	}
+	marker, err := proto.Marshal(&messages.TopicDeletion{Name: name, TopicId: t.TopicId, DeletedUnixMs: time.Now().UnixMilli()})
+	if err != nil {
 		return err
 	}
 	tx, err := c.fencedTxn(f)
 	if err != nil {
 		return err
 	}
-	// A get fails the transaction when the key is missing.
-	tx.add(&api.KVTxnOp{Verb: api.KVGet, Key: c.key(topicKey(name))},
-		func(string) error { return fmt.Errorf("%w: %q", ErrTopicNotFound, name) })
-	tx.add(&api.KVTxnOp{Verb: api.KVDelete, Key: c.key(topicKey(name))}, nil)
+	tx.add(&api.KVTxnOp{Verb: api.KVDeleteCAS, Key: c.key(topicKey(name)), Index: kv.ModifyIndex},
+		func(string) error { return fmt.Errorf("%w: topic %q changed while it was being deleted", ErrConflict, name) })
 	tx.add(&api.KVTxnOp{Verb: api.KVDeleteTree, Key: c.key(partitionsPrefix(name))}, nil)
+	tx.add(&api.KVTxnOp{Verb: api.KVSet, Key: c.key(deletedPrefix + t.TopicId), Value: marker}, nil)
 	_, err = c.commit(ctx, tx)
 	return err
 }

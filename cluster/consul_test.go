@@ -45,13 +45,19 @@ func TestConsulConfigValidate(t *testing.T) {
 func TestIndexMapGoesOnlyForward(t *testing.T) {
 	var m indexMap
 	wait, base := m.wait(0)
-	first := m.observe(wait, base, 100)
+	first, regressed := m.observe(wait, base, 100)
+	if regressed {
+		t.Fatal("the first index counted as a regression")
+	}
 	wait, base = m.wait(first)
 	if wait != 100 {
 		t.Fatalf("waits on %d, want 100", wait)
 	}
 	// Consul was reset: it answers 7 to a query that waited on 100.
-	reset := m.observe(wait, base, 7)
+	reset, regressed := m.observe(wait, base, 7)
+	if !regressed {
+		t.Fatal("Consul's index going from 100 to 7 was not reported")
+	}
 	if reset <= first {
 		t.Fatalf("index after reset %d, not above %d", reset, first)
 	}
@@ -60,7 +66,7 @@ func TestIndexMapGoesOnlyForward(t *testing.T) {
 	}
 	// Consul still at 7 after a timeout: the same index, no change.
 	wait, base = m.wait(reset)
-	if got := m.observe(wait, base, 7); got != reset {
+	if got, regressed := m.observe(wait, base, 7); got != reset || regressed {
 		t.Fatalf("no change gave index %d, want %d", got, reset)
 	}
 	// A caller with an index from before the reset gets news at once.
@@ -213,9 +219,11 @@ func TestConsulCampaignHonoursContext(t *testing.T) {
 		done <- err
 	}()
 	go func() {
+		// Close itself changes the metadata (it releases broker 2's id
+		// claim): watch until the call fails.
 		snap, err := b.Load(context.Background())
-		if err == nil {
-			_, err = b.Watch(context.Background(), snap.Index)
+		for err == nil {
+			snap, err = b.Watch(context.Background(), snap.Index)
 		}
 		done <- err
 	}()
@@ -255,7 +263,7 @@ func TestConsulSessionIgnoresNode(t *testing.T) {
 	if err != nil || info == nil {
 		t.Fatalf("session info: %v, %v", info, err)
 	}
-	if len(info.NodeChecks) != 0 || len(info.ServiceChecks) != 1 || info.ServiceChecks[0] != (api.ServiceCheck{ID: "service:" + a.serviceID(1)}) ||
+	if len(info.NodeChecks) != 0 || len(info.ServiceChecks) != 1 || info.ServiceChecks[0] != (api.ServiceCheck{ID: "service:" + a.serviceOf()}) ||
 		info.LockDelay != lockDelay || info.Behavior != api.SessionBehaviorRelease {
 		t.Fatalf("session %+v", info)
 	}
@@ -267,5 +275,79 @@ func TestConsulSessionIgnoresNode(t *testing.T) {
 	waitClosed(t, lead.Lost, 5*time.Second, "Lost after deregistering the controller")
 	if _, _, ok, err := a.Controller(ctx); ok || err != nil {
 		t.Fatalf("controller still held (%v, %v)", ok, err)
+	}
+}
+
+// A second process registering a broker id that a live process holds is
+// refused; once the holder is gone (killed: no deregistration) the id is
+// free within about the check TTL, under a larger broker epoch.
+func TestConsulBrokerIDClaim(t *testing.T) {
+	agent := sharedAgent(t)
+	name := clusterName(t)
+	first, _ := openConsul(t, agent, name, time.Second)
+	register(t, first, 1)
+	epochs := waitBrokers(t, first, []int32{1}, 10*time.Second)
+	second, _ := openConsul(t, agent, name, time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	start := time.Now()
+	_, err := second.Register(ctx, Broker{ID: 1, Addr: "127.0.0.1:1"})
+	if !errors.Is(err, ErrBrokerIDInUse) || !strings.Contains(err.Error(), brokerAddr(1)) {
+		t.Fatalf("second registration of broker 1: %v, want ErrBrokerIDInUse naming %s", err, brokerAddr(1))
+	}
+	t.Logf("refused after %v: %v", time.Since(start).Round(time.Millisecond), err)
+	// The refused process left nothing behind: broker 1 is still the first.
+	if got := waitBrokers(t, first, []int32{1}, 10*time.Second); got[0] != epochs[0] {
+		t.Fatalf("broker 1 is %+v after the refused registration, was %+v", got[0], epochs[0])
+	}
+	first.crash()
+	third, _ := openConsul(t, agent, name, time.Second)
+	start = time.Now()
+	b, err := third.Register(ctx, Broker{ID: 1, Addr: "127.0.0.1:2"})
+	if err != nil {
+		t.Fatalf("registration after the holder died: %v", err)
+	}
+	if b.Epoch <= epochs[0].Epoch {
+		t.Fatalf("new broker epoch %d, not above %d", b.Epoch, epochs[0].Epoch)
+	}
+	t.Logf("claimed %v after the holder was killed", time.Since(start).Round(time.Millisecond))
+	got := waitBrokers(t, third, []int32{1}, 10*time.Second)
+	if got[0].Addr != "127.0.0.1:2" || got[0].Epoch != b.Epoch {
+		t.Fatalf("live broker 1 is %+v, want the new process at epoch %d", got[0], b.Epoch)
+	}
+}
+
+// A process whose id was taken over while its claim was gone (as when
+// Consul invalidated the session of a process paused for longer than the
+// check TTL) learns it through Evicted when it watches its claim again.
+func TestConsulEvictedWhenReplaced(t *testing.T) {
+	agent := sharedAgent(t)
+	name := clusterName(t)
+	old, _ := openConsul(t, agent, name, time.Second)
+	register(t, old, 1)
+	// Stop the old process's keepalive and claim.
+	old.mu.Lock()
+	m := old.member
+	old.mu.Unlock()
+	m.stop()
+	<-m.done
+	replacement, _ := openConsul(t, agent, name, time.Second)
+	register(t, replacement, 1)
+	// Resume: the old process watches its claim again.
+	kctx, stop := context.WithCancel(old.closeCtx)
+	t.Cleanup(stop)
+	s, err := old.newSession(kctx, m, "broker")
+	if err != nil {
+		// Its check is critical: the session cannot even be made. The
+		// claim watch must still see the id taken.
+		s = &session{id: "gone", ctx: kctx, cancel: func() {}, done: make(chan struct{})}
+		close(s.done)
+	}
+	go old.watchClaim(kctx, m, s)
+	waitClosed(t, old.Evicted(), 10*time.Second, "Evicted of the replaced process")
+	select {
+	case <-replacement.Evicted():
+		t.Fatal("the replacement was evicted")
+	default:
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"time"
 
 	"google.golang.org/protobuf/proto"
 
@@ -20,14 +21,16 @@ import (
 type Embedded struct {
 	path string
 
-	mu       sync.Mutex
-	snap     *Snapshot
-	epoch    int64
-	nextPID  int64
-	changed  chan struct{} // closed and replaced on every change
-	self     Broker
-	closed   bool
-	resigned bool
+	mu          sync.Mutex
+	snap        *Snapshot
+	epoch       int64
+	nextPID     int64
+	brokerEpoch int64
+	changed     chan struct{} // closed and replaced on every change
+	self        Broker
+	closed      bool
+	resigned    bool
+	evicted     chan struct{} // never closed: one process owns the directory
 }
 
 var _ Backend = (*Embedded)(nil)
@@ -35,17 +38,16 @@ var _ Backend = (*Embedded)(nil)
 const embeddedFile = "cluster.pb"
 
 // OpenEmbedded opens (or creates) the metadata kept in dir for the single
-// broker self.
+// broker self. A new store has no cluster id until CreateClusterID.
 func OpenEmbedded(dir string, self Broker) (*Embedded, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	e := &Embedded{path: filepath.Join(dir, embeddedFile), self: self, changed: make(chan struct{})}
+	e := &Embedded{path: filepath.Join(dir, embeddedFile), self: self, changed: make(chan struct{}), evicted: make(chan struct{})}
 	file := &messages.ClusterSnapshot{}
 	data, err := os.ReadFile(e.path)
 	switch {
 	case os.IsNotExist(err):
-		file.ClusterId = newID()
 		file.NextProducerId = 1
 	case err != nil:
 		return nil, err
@@ -59,15 +61,21 @@ func OpenEmbedded(dir string, self Broker) (*Embedded, error) {
 		ClusterID:  file.ClusterId,
 		Topics:     map[string]*messages.TopicRecord{},
 		Partitions: map[TopicPartition]Partition{},
+		Deleted:    map[string]*messages.TopicDeletion{},
+		Controller: Controller{ID: -1},
 	}
 	for _, t := range file.Topics {
 		e.snap.Topics[t.Name] = t
+	}
+	for _, d := range file.DeletedTopics {
+		e.snap.Deleted[d.TopicId] = d
 	}
 	for _, p := range file.Partitions {
 		e.snap.Partitions[TopicPartition{p.Topic, p.Partition}] = Partition{State: p, Version: file.Index}
 	}
 	e.epoch = file.ControllerEpoch
 	e.nextPID = max(file.NextProducerId, 1)
+	e.brokerEpoch = file.BrokerEpoch
 	return e, e.persistLocked()
 }
 
@@ -89,9 +97,13 @@ func (e *Embedded) persistLocked() error {
 		ClusterId:       e.snap.ClusterID,
 		ControllerEpoch: e.epoch,
 		NextProducerId:  e.nextPID,
+		BrokerEpoch:     e.brokerEpoch,
 	}
 	for _, t := range e.snap.Topics {
 		file.Topics = append(file.Topics, t)
+	}
+	for _, d := range e.snap.Deleted {
+		file.DeletedTopics = append(file.DeletedTopics, d)
 	}
 	for _, p := range e.snap.Partitions {
 		file.Partitions = append(file.Partitions, p.State)
@@ -145,9 +157,14 @@ func (e *Embedded) mutate(fn func(next *Snapshot) error) error {
 		ClusterID:  e.snap.ClusterID,
 		Topics:     make(map[string]*messages.TopicRecord, len(e.snap.Topics)),
 		Partitions: make(map[TopicPartition]Partition, len(e.snap.Partitions)),
+		Deleted:    make(map[string]*messages.TopicDeletion, len(e.snap.Deleted)),
+		Controller: e.snap.Controller,
 	}
 	for k, v := range e.snap.Topics {
 		next.Topics[k] = v
+	}
+	for k, v := range e.snap.Deleted {
+		next.Deleted[k] = v
 	}
 	for k, v := range e.snap.Partitions {
 		next.Partitions[k] = v
@@ -164,6 +181,28 @@ func (e *Embedded) mutate(fn func(next *Snapshot) error) error {
 	close(e.changed)
 	e.changed = make(chan struct{})
 	return nil
+}
+
+// CreateClusterID implements MetadataStore.
+func (e *Embedded) CreateClusterID(ctx context.Context) (string, error) {
+	e.mu.Lock()
+	id := e.snap.ClusterID
+	e.mu.Unlock()
+	if id != "" {
+		return id, nil
+	}
+	err := e.mutate(func(next *Snapshot) error {
+		if next.ClusterID == "" {
+			next.ClusterID = newID()
+		}
+		return nil
+	})
+	if err != nil {
+		return "", err
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.snap.ClusterID, nil
 }
 
 // Load implements MetadataStore.
@@ -222,6 +261,7 @@ func (e *Embedded) DeleteTopic(ctx context.Context, f Fence, name string) error 
 		for p := int32(0); p < t.Partitions; p++ {
 			delete(next.Partitions, TopicPartition{name, p})
 		}
+		next.Deleted[t.TopicId] = &messages.TopicDeletion{Name: name, TopicId: t.TopicId, DeletedUnixMs: time.Now().UnixMilli()}
 		return nil
 	})
 }
@@ -262,13 +302,23 @@ func (e *Embedded) AllocateProducerIDs(ctx context.Context, f Fence, count int64
 	return first, err
 }
 
-// Register implements Membership: the single broker is always alive.
-func (e *Embedded) Register(ctx context.Context, b Broker) error {
+// Register implements Membership: the single broker is always alive; each
+// Register is a new start and gets the next broker epoch.
+func (e *Embedded) Register(ctx context.Context, b Broker) (Broker, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	e.brokerEpoch++
+	if err := e.persistLocked(); err != nil {
+		e.brokerEpoch--
+		return Broker{}, err
+	}
+	b.Epoch = e.brokerEpoch
 	e.self = b
-	return nil
+	return b, nil
 }
+
+// Evicted implements Membership: nothing else can take the single broker's id.
+func (e *Embedded) Evicted() <-chan struct{} { return e.evicted }
 
 // Deregister implements Membership.
 func (e *Embedded) Deregister(ctx context.Context) error { return nil }
@@ -288,14 +338,18 @@ func (e *Embedded) WatchBrokers(ctx context.Context, afterIndex uint64) ([]Broke
 // Campaign implements ControllerLock: the single broker wins at once, with
 // an epoch one above the last run's.
 func (e *Embedded) Campaign(ctx context.Context, brokerID int32) (*Leadership, error) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.epoch++
-	e.resigned = false
-	if err := e.persistLocked(); err != nil {
+	var epoch int64
+	err := e.mutate(func(next *Snapshot) error {
+		e.epoch++
+		e.resigned = false
+		epoch = e.epoch
+		next.Controller = Controller{ID: brokerID, Epoch: epoch}
+		return nil
+	})
+	if err != nil {
 		return nil, err
 	}
-	return &Leadership{Epoch: e.epoch, Lost: make(chan struct{})}, nil
+	return &Leadership{Epoch: epoch, Lost: make(chan struct{})}, nil
 }
 
 // Resign implements ControllerLock.

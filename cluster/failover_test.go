@@ -29,7 +29,7 @@ func runChild() int {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := c.Register(ctx, Broker{ID: int32(id), Addr: brokerAddr(int32(id))}); err != nil {
+	if _, err := c.Register(ctx, Broker{ID: int32(id), Addr: brokerAddr(int32(id))}); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}

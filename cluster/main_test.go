@@ -110,9 +110,20 @@ func register(t testing.TB, c *Consul, id int32) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := c.Register(ctx, Broker{ID: id, Addr: brokerAddr(id)}); err != nil {
+	b, err := c.Register(ctx, Broker{ID: id, Addr: brokerAddr(id)})
+	if err != nil {
 		t.Fatal(err)
 	}
+	if b.Epoch <= 0 {
+		t.Fatalf("broker %d registered with epoch %d", id, b.Epoch)
+	}
+}
+
+// serviceOf is the agent service id of c's registration.
+func (c *Consul) serviceOf() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.member.reg.ID
 }
 
 func brokerAddr(id int32) string { return fmt.Sprintf("127.0.0.1:%d", 9470+id) }

@@ -84,8 +84,32 @@ func runStoreSuite(t *testing.T, open func(t *testing.T) storeUnderTest) {
 		return topic, parts
 	}
 
+	t.Run("ClusterID", func(t *testing.T) {
+		u := open(t)
+		if id := load(t, u.store).ClusterID; id != "" {
+			t.Fatalf("a new store has cluster id %q before CreateClusterID", id)
+		}
+		id, err := u.store.CreateClusterID(ctx(t))
+		if err != nil || id == "" {
+			t.Fatalf("CreateClusterID: %q, %v", id, err)
+		}
+		second := u.store
+		if u.other != nil {
+			second = u.other
+		}
+		if again, err := second.CreateClusterID(ctx(t)); err != nil || again != id {
+			t.Fatalf("second CreateClusterID: %q, %v; want the first one's %q", again, err, id)
+		}
+		if got := load(t, u.store).ClusterID; got != id {
+			t.Fatalf("loaded cluster id %q, want %q", got, id)
+		}
+	})
+
 	t.Run("CreateAndLoad", func(t *testing.T) {
 		u := open(t)
+		if _, err := u.store.CreateClusterID(ctx(t)); err != nil {
+			t.Fatal(err)
+		}
 		topic, parts := create(t, u, "orders", 3)
 		if err := u.store.CreateTopic(ctx(t), u.fence, topic, parts); !errors.Is(err, ErrTopicExists) {
 			t.Fatalf("duplicate create: %v, want ErrTopicExists", err)
@@ -113,7 +137,7 @@ func runStoreSuite(t *testing.T, open func(t *testing.T) storeUnderTest) {
 
 	t.Run("Delete", func(t *testing.T) {
 		u := open(t)
-		create(t, u, "a", 2)
+		deleted, _ := create(t, u, "a", 2)
 		create(t, u, "ab", 2) // shares a prefix with "a"
 		if err := u.store.DeleteTopic(ctx(t), u.fence, "a"); err != nil {
 			t.Fatal(err)
@@ -127,6 +151,10 @@ func runStoreSuite(t *testing.T, open func(t *testing.T) storeUnderTest) {
 		snap := load(t, u.store)
 		if _, ok := snap.Topics["a"]; ok || len(snap.PartitionsOf("ab")) != 2 || len(snap.Partitions) != 2 {
 			t.Fatalf("after delete: topics %v, %d partitions", snap.Topics, len(snap.Partitions))
+		}
+		// The deletion is recorded, by topic id, for brokers that were down.
+		if d := snap.Deleted[deleted.TopicId]; d == nil || d.Name != "a" || len(snap.Deleted) != 1 {
+			t.Fatalf("deletion records %v, want one for a (%s)", snap.Deleted, deleted.TopicId)
 		}
 		// The name is free again.
 		create(t, u, "a", 1)

@@ -52,6 +52,9 @@ var errorTable = map[ErrorCode]ErrorInfo{
 	ErrorCode_UNKNOWN_PRODUCER_ID:              {Retriable: false, Description: "the broker has no state for this producer id"},
 	ErrorCode_INVALID_OFFSET:                   {Retriable: false, Description: "the offset is not valid"},
 	ErrorCode_MEMBER_ID_REQUIRED:               {Retriable: true, Description: "the member must rejoin with the member id it was given"},
+	ErrorCode_CLUSTER_AUTHORIZATION_FAILED:     {Retriable: false, Description: "the sender may not send this control or replication message"},
+	ErrorCode_INCONSISTENT_CLUSTER_ID:          {Retriable: false, Description: "the metadata store is not the one of this broker's cluster"},
+	ErrorCode_STALE_BROKER_EPOCH:               {Retriable: false, Description: "the request came from an earlier run of the broker"},
 }
 
 // Info returns the table entry of c.

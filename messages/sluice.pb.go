@@ -70,6 +70,14 @@ const (
 	ErrorCode_UNKNOWN_PRODUCER_ID              ErrorCode = 37
 	ErrorCode_INVALID_OFFSET                   ErrorCode = 38
 	ErrorCode_MEMBER_ID_REQUIRED               ErrorCode = 39
+	// The sender may not send this message (a control or replication message
+	// from something that is not the broker it claims to be).
+	ErrorCode_CLUSTER_AUTHORIZATION_FAILED ErrorCode = 40
+	// The broker's data directory belongs to another cluster than the
+	// metadata store it was pointed at.
+	ErrorCode_INCONSISTENT_CLUSTER_ID ErrorCode = 41
+	// The request came from an earlier run of the broker it names.
+	ErrorCode_STALE_BROKER_EPOCH ErrorCode = 42
 )
 
 // Enum value maps for ErrorCode.
@@ -115,6 +123,9 @@ var (
 		37: "UNKNOWN_PRODUCER_ID",
 		38: "INVALID_OFFSET",
 		39: "MEMBER_ID_REQUIRED",
+		40: "CLUSTER_AUTHORIZATION_FAILED",
+		41: "INCONSISTENT_CLUSTER_ID",
+		42: "STALE_BROKER_EPOCH",
 	}
 	ErrorCode_value = map[string]int32{
 		"NONE":                             0,
@@ -157,6 +168,9 @@ var (
 		"UNKNOWN_PRODUCER_ID":              37,
 		"INVALID_OFFSET":                   38,
 		"MEMBER_ID_REQUIRED":               39,
+		"CLUSTER_AUTHORIZATION_FAILED":     40,
+		"INCONSISTENT_CLUSTER_ID":          41,
+		"STALE_BROKER_EPOCH":               42,
 	}
 )
 
@@ -1732,10 +1746,14 @@ type ReplicaFetchRequest struct {
 	Partition int32                  `protobuf:"varint,2,opt,name=partition,proto3" json:"partition,omitempty"`
 	ReplicaId int32                  `protobuf:"varint,3,opt,name=replica_id,json=replicaId,proto3" json:"replica_id,omitempty"`
 	// The leader epoch the follower follows; the leader fences any other.
-	LeaderEpoch   int32 `protobuf:"varint,4,opt,name=leader_epoch,json=leaderEpoch,proto3" json:"leader_epoch,omitempty"`
-	FetchOffset   int64 `protobuf:"varint,5,opt,name=fetch_offset,json=fetchOffset,proto3" json:"fetch_offset,omitempty"`
-	MaxBytes      int32 `protobuf:"varint,6,opt,name=max_bytes,json=maxBytes,proto3" json:"max_bytes,omitempty"`
-	MaxWaitMs     int32 `protobuf:"varint,7,opt,name=max_wait_ms,json=maxWaitMs,proto3" json:"max_wait_ms,omitempty"`
+	LeaderEpoch int32 `protobuf:"varint,4,opt,name=leader_epoch,json=leaderEpoch,proto3" json:"leader_epoch,omitempty"`
+	FetchOffset int64 `protobuf:"varint,5,opt,name=fetch_offset,json=fetchOffset,proto3" json:"fetch_offset,omitempty"`
+	MaxBytes    int32 `protobuf:"varint,6,opt,name=max_bytes,json=maxBytes,proto3" json:"max_bytes,omitempty"`
+	MaxWaitMs   int32 `protobuf:"varint,7,opt,name=max_wait_ms,json=maxWaitMs,proto3" json:"max_wait_ms,omitempty"`
+	// The follower broker's epoch: a new one with every start of its process
+	// (KIP-380). A leader counts a follower as in sync only under the epoch
+	// the ISR records for it.
+	BrokerEpoch   int64 `protobuf:"varint,8,opt,name=broker_epoch,json=brokerEpoch,proto3" json:"broker_epoch,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1815,6 +1833,13 @@ func (x *ReplicaFetchRequest) GetMaxBytes() int32 {
 func (x *ReplicaFetchRequest) GetMaxWaitMs() int32 {
 	if x != nil {
 		return x.MaxWaitMs
+	}
+	return 0
+}
+
+func (x *ReplicaFetchRequest) GetBrokerEpoch() int64 {
+	if x != nil {
+		return x.BrokerEpoch
 	}
 	return 0
 }
@@ -2101,8 +2126,12 @@ type AlterPartitionRequest struct {
 	LeaderEpoch    int32                  `protobuf:"varint,4,opt,name=leader_epoch,json=leaderEpoch,proto3" json:"leader_epoch,omitempty"`
 	PartitionEpoch int32                  `protobuf:"varint,5,opt,name=partition_epoch,json=partitionEpoch,proto3" json:"partition_epoch,omitempty"`
 	NewIsr         []int32                `protobuf:"varint,6,rep,packed,name=new_isr,json=newIsr,proto3" json:"new_isr,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// The broker epoch of each proposed member, as the leader saw it fetch
+	// (KIP-903): the controller refuses members whose broker has restarted
+	// since.
+	IsrEpochs     map[int32]int64 `protobuf:"bytes,7,rep,name=isr_epochs,json=isrEpochs,proto3" json:"isr_epochs,omitempty" protobuf_key:"varint,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *AlterPartitionRequest) Reset() {
@@ -2173,6 +2202,13 @@ func (x *AlterPartitionRequest) GetPartitionEpoch() int32 {
 func (x *AlterPartitionRequest) GetNewIsr() []int32 {
 	if x != nil {
 		return x.NewIsr
+	}
+	return nil
+}
+
+func (x *AlterPartitionRequest) GetIsrEpochs() map[int32]int64 {
+	if x != nil {
+		return x.IsrEpochs
 	}
 	return nil
 }
@@ -2351,6 +2387,146 @@ func (x *LeaderAndIsrResponse) GetErrorMessage() string {
 	return ""
 }
 
+// ReplicaOfflineRequest is a broker telling the controller that its replica
+// of a partition cannot serve (its log cannot be opened or an fsync failed):
+// the controller moves leadership to another in-sync replica and takes this
+// one out of the ISR until it has caught up again.
+type ReplicaOfflineRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	BrokerId      int32                  `protobuf:"varint,1,opt,name=broker_id,json=brokerId,proto3" json:"broker_id,omitempty"`
+	BrokerEpoch   int64                  `protobuf:"varint,2,opt,name=broker_epoch,json=brokerEpoch,proto3" json:"broker_epoch,omitempty"`
+	Topic         string                 `protobuf:"bytes,3,opt,name=topic,proto3" json:"topic,omitempty"`
+	Partition     int32                  `protobuf:"varint,4,opt,name=partition,proto3" json:"partition,omitempty"`
+	TopicId       string                 `protobuf:"bytes,5,opt,name=topic_id,json=topicId,proto3" json:"topic_id,omitempty"`
+	Reason        string                 `protobuf:"bytes,6,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReplicaOfflineRequest) Reset() {
+	*x = ReplicaOfflineRequest{}
+	mi := &file_sluice_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReplicaOfflineRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReplicaOfflineRequest) ProtoMessage() {}
+
+func (x *ReplicaOfflineRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_sluice_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReplicaOfflineRequest.ProtoReflect.Descriptor instead.
+func (*ReplicaOfflineRequest) Descriptor() ([]byte, []int) {
+	return file_sluice_proto_rawDescGZIP(), []int{30}
+}
+
+func (x *ReplicaOfflineRequest) GetBrokerId() int32 {
+	if x != nil {
+		return x.BrokerId
+	}
+	return 0
+}
+
+func (x *ReplicaOfflineRequest) GetBrokerEpoch() int64 {
+	if x != nil {
+		return x.BrokerEpoch
+	}
+	return 0
+}
+
+func (x *ReplicaOfflineRequest) GetTopic() string {
+	if x != nil {
+		return x.Topic
+	}
+	return ""
+}
+
+func (x *ReplicaOfflineRequest) GetPartition() int32 {
+	if x != nil {
+		return x.Partition
+	}
+	return 0
+}
+
+func (x *ReplicaOfflineRequest) GetTopicId() string {
+	if x != nil {
+		return x.TopicId
+	}
+	return ""
+}
+
+func (x *ReplicaOfflineRequest) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+type ReplicaOfflineResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Error         ErrorCode              `protobuf:"varint,1,opt,name=error,proto3,enum=sluice.ErrorCode" json:"error,omitempty"`
+	ErrorMessage  string                 `protobuf:"bytes,2,opt,name=error_message,json=errorMessage,proto3" json:"error_message,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReplicaOfflineResponse) Reset() {
+	*x = ReplicaOfflineResponse{}
+	mi := &file_sluice_proto_msgTypes[31]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReplicaOfflineResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReplicaOfflineResponse) ProtoMessage() {}
+
+func (x *ReplicaOfflineResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_sluice_proto_msgTypes[31]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReplicaOfflineResponse.ProtoReflect.Descriptor instead.
+func (*ReplicaOfflineResponse) Descriptor() ([]byte, []int) {
+	return file_sluice_proto_rawDescGZIP(), []int{31}
+}
+
+func (x *ReplicaOfflineResponse) GetError() ErrorCode {
+	if x != nil {
+		return x.Error
+	}
+	return ErrorCode_NONE
+}
+
+func (x *ReplicaOfflineResponse) GetErrorMessage() string {
+	if x != nil {
+		return x.ErrorMessage
+	}
+	return ""
+}
+
 // InitProducerIdRequest gives a producer a producer id (unique in the
 // cluster) and epoch, which it stamps on its batches with a sequence number
 // per partition so that leaders drop duplicates of retried batches.
@@ -2370,7 +2546,7 @@ type InitProducerIdRequest struct {
 
 func (x *InitProducerIdRequest) Reset() {
 	*x = InitProducerIdRequest{}
-	mi := &file_sluice_proto_msgTypes[30]
+	mi := &file_sluice_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2382,7 +2558,7 @@ func (x *InitProducerIdRequest) String() string {
 func (*InitProducerIdRequest) ProtoMessage() {}
 
 func (x *InitProducerIdRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[30]
+	mi := &file_sluice_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2395,7 +2571,7 @@ func (x *InitProducerIdRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InitProducerIdRequest.ProtoReflect.Descriptor instead.
 func (*InitProducerIdRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{30}
+	return file_sluice_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *InitProducerIdRequest) GetProducerId() int64 {
@@ -2424,7 +2600,7 @@ type InitProducerIdResponse struct {
 
 func (x *InitProducerIdResponse) Reset() {
 	*x = InitProducerIdResponse{}
-	mi := &file_sluice_proto_msgTypes[31]
+	mi := &file_sluice_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2436,7 +2612,7 @@ func (x *InitProducerIdResponse) String() string {
 func (*InitProducerIdResponse) ProtoMessage() {}
 
 func (x *InitProducerIdResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[31]
+	mi := &file_sluice_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2449,7 +2625,7 @@ func (x *InitProducerIdResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InitProducerIdResponse.ProtoReflect.Descriptor instead.
 func (*InitProducerIdResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{31}
+	return file_sluice_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *InitProducerIdResponse) GetError() ErrorCode {
@@ -2492,7 +2668,7 @@ type AllocateProducerIdsRequest struct {
 
 func (x *AllocateProducerIdsRequest) Reset() {
 	*x = AllocateProducerIdsRequest{}
-	mi := &file_sluice_proto_msgTypes[32]
+	mi := &file_sluice_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2504,7 +2680,7 @@ func (x *AllocateProducerIdsRequest) String() string {
 func (*AllocateProducerIdsRequest) ProtoMessage() {}
 
 func (x *AllocateProducerIdsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[32]
+	mi := &file_sluice_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2517,7 +2693,7 @@ func (x *AllocateProducerIdsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AllocateProducerIdsRequest.ProtoReflect.Descriptor instead.
 func (*AllocateProducerIdsRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{32}
+	return file_sluice_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *AllocateProducerIdsRequest) GetBrokerId() int32 {
@@ -2546,7 +2722,7 @@ type AllocateProducerIdsResponse struct {
 
 func (x *AllocateProducerIdsResponse) Reset() {
 	*x = AllocateProducerIdsResponse{}
-	mi := &file_sluice_proto_msgTypes[33]
+	mi := &file_sluice_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2558,7 +2734,7 @@ func (x *AllocateProducerIdsResponse) String() string {
 func (*AllocateProducerIdsResponse) ProtoMessage() {}
 
 func (x *AllocateProducerIdsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[33]
+	mi := &file_sluice_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2571,7 +2747,7 @@ func (x *AllocateProducerIdsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AllocateProducerIdsResponse.ProtoReflect.Descriptor instead.
 func (*AllocateProducerIdsResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{33}
+	return file_sluice_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *AllocateProducerIdsResponse) GetError() ErrorCode {
@@ -2613,7 +2789,7 @@ type FindCoordinatorRequest struct {
 
 func (x *FindCoordinatorRequest) Reset() {
 	*x = FindCoordinatorRequest{}
-	mi := &file_sluice_proto_msgTypes[34]
+	mi := &file_sluice_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2625,7 +2801,7 @@ func (x *FindCoordinatorRequest) String() string {
 func (*FindCoordinatorRequest) ProtoMessage() {}
 
 func (x *FindCoordinatorRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[34]
+	mi := &file_sluice_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2638,7 +2814,7 @@ func (x *FindCoordinatorRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FindCoordinatorRequest.ProtoReflect.Descriptor instead.
 func (*FindCoordinatorRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{34}
+	return file_sluice_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *FindCoordinatorRequest) GetGroup() string {
@@ -2661,7 +2837,7 @@ type FindCoordinatorResponse struct {
 
 func (x *FindCoordinatorResponse) Reset() {
 	*x = FindCoordinatorResponse{}
-	mi := &file_sluice_proto_msgTypes[35]
+	mi := &file_sluice_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2673,7 +2849,7 @@ func (x *FindCoordinatorResponse) String() string {
 func (*FindCoordinatorResponse) ProtoMessage() {}
 
 func (x *FindCoordinatorResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[35]
+	mi := &file_sluice_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2686,7 +2862,7 @@ func (x *FindCoordinatorResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FindCoordinatorResponse.ProtoReflect.Descriptor instead.
 func (*FindCoordinatorResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{35}
+	return file_sluice_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *FindCoordinatorResponse) GetError() ErrorCode {
@@ -2734,7 +2910,7 @@ type TopicPartitions struct {
 
 func (x *TopicPartitions) Reset() {
 	*x = TopicPartitions{}
-	mi := &file_sluice_proto_msgTypes[36]
+	mi := &file_sluice_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2746,7 +2922,7 @@ func (x *TopicPartitions) String() string {
 func (*TopicPartitions) ProtoMessage() {}
 
 func (x *TopicPartitions) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[36]
+	mi := &file_sluice_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2759,7 +2935,7 @@ func (x *TopicPartitions) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TopicPartitions.ProtoReflect.Descriptor instead.
 func (*TopicPartitions) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{36}
+	return file_sluice_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *TopicPartitions) GetTopic() string {
@@ -2797,7 +2973,7 @@ type JoinGroupRequest struct {
 
 func (x *JoinGroupRequest) Reset() {
 	*x = JoinGroupRequest{}
-	mi := &file_sluice_proto_msgTypes[37]
+	mi := &file_sluice_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2809,7 +2985,7 @@ func (x *JoinGroupRequest) String() string {
 func (*JoinGroupRequest) ProtoMessage() {}
 
 func (x *JoinGroupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[37]
+	mi := &file_sluice_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2822,7 +2998,7 @@ func (x *JoinGroupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinGroupRequest.ProtoReflect.Descriptor instead.
 func (*JoinGroupRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{37}
+	return file_sluice_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *JoinGroupRequest) GetGroup() string {
@@ -2889,7 +3065,7 @@ type JoinGroupResponse struct {
 
 func (x *JoinGroupResponse) Reset() {
 	*x = JoinGroupResponse{}
-	mi := &file_sluice_proto_msgTypes[38]
+	mi := &file_sluice_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2901,7 +3077,7 @@ func (x *JoinGroupResponse) String() string {
 func (*JoinGroupResponse) ProtoMessage() {}
 
 func (x *JoinGroupResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[38]
+	mi := &file_sluice_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2914,7 +3090,7 @@ func (x *JoinGroupResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinGroupResponse.ProtoReflect.Descriptor instead.
 func (*JoinGroupResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{38}
+	return file_sluice_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *JoinGroupResponse) GetError() ErrorCode {
@@ -2979,7 +3155,7 @@ type SyncGroupRequest struct {
 
 func (x *SyncGroupRequest) Reset() {
 	*x = SyncGroupRequest{}
-	mi := &file_sluice_proto_msgTypes[39]
+	mi := &file_sluice_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2991,7 +3167,7 @@ func (x *SyncGroupRequest) String() string {
 func (*SyncGroupRequest) ProtoMessage() {}
 
 func (x *SyncGroupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[39]
+	mi := &file_sluice_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3004,7 +3180,7 @@ func (x *SyncGroupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SyncGroupRequest.ProtoReflect.Descriptor instead.
 func (*SyncGroupRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{39}
+	return file_sluice_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *SyncGroupRequest) GetGroup() string {
@@ -3039,7 +3215,7 @@ type SyncGroupResponse struct {
 
 func (x *SyncGroupResponse) Reset() {
 	*x = SyncGroupResponse{}
-	mi := &file_sluice_proto_msgTypes[40]
+	mi := &file_sluice_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3051,7 +3227,7 @@ func (x *SyncGroupResponse) String() string {
 func (*SyncGroupResponse) ProtoMessage() {}
 
 func (x *SyncGroupResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[40]
+	mi := &file_sluice_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3064,7 +3240,7 @@ func (x *SyncGroupResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SyncGroupResponse.ProtoReflect.Descriptor instead.
 func (*SyncGroupResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{40}
+	return file_sluice_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *SyncGroupResponse) GetError() ErrorCode {
@@ -3099,7 +3275,7 @@ type HeartbeatRequest struct {
 
 func (x *HeartbeatRequest) Reset() {
 	*x = HeartbeatRequest{}
-	mi := &file_sluice_proto_msgTypes[41]
+	mi := &file_sluice_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3111,7 +3287,7 @@ func (x *HeartbeatRequest) String() string {
 func (*HeartbeatRequest) ProtoMessage() {}
 
 func (x *HeartbeatRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[41]
+	mi := &file_sluice_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3124,7 +3300,7 @@ func (x *HeartbeatRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeartbeatRequest.ProtoReflect.Descriptor instead.
 func (*HeartbeatRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{41}
+	return file_sluice_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *HeartbeatRequest) GetGroup() string {
@@ -3158,7 +3334,7 @@ type HeartbeatResponse struct {
 
 func (x *HeartbeatResponse) Reset() {
 	*x = HeartbeatResponse{}
-	mi := &file_sluice_proto_msgTypes[42]
+	mi := &file_sluice_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3170,7 +3346,7 @@ func (x *HeartbeatResponse) String() string {
 func (*HeartbeatResponse) ProtoMessage() {}
 
 func (x *HeartbeatResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[42]
+	mi := &file_sluice_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3183,7 +3359,7 @@ func (x *HeartbeatResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeartbeatResponse.ProtoReflect.Descriptor instead.
 func (*HeartbeatResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{42}
+	return file_sluice_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *HeartbeatResponse) GetError() ErrorCode {
@@ -3210,7 +3386,7 @@ type LeaveGroupRequest struct {
 
 func (x *LeaveGroupRequest) Reset() {
 	*x = LeaveGroupRequest{}
-	mi := &file_sluice_proto_msgTypes[43]
+	mi := &file_sluice_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3222,7 +3398,7 @@ func (x *LeaveGroupRequest) String() string {
 func (*LeaveGroupRequest) ProtoMessage() {}
 
 func (x *LeaveGroupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[43]
+	mi := &file_sluice_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3235,7 +3411,7 @@ func (x *LeaveGroupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaveGroupRequest.ProtoReflect.Descriptor instead.
 func (*LeaveGroupRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{43}
+	return file_sluice_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *LeaveGroupRequest) GetGroup() string {
@@ -3262,7 +3438,7 @@ type LeaveGroupResponse struct {
 
 func (x *LeaveGroupResponse) Reset() {
 	*x = LeaveGroupResponse{}
-	mi := &file_sluice_proto_msgTypes[44]
+	mi := &file_sluice_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3274,7 +3450,7 @@ func (x *LeaveGroupResponse) String() string {
 func (*LeaveGroupResponse) ProtoMessage() {}
 
 func (x *LeaveGroupResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[44]
+	mi := &file_sluice_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3287,7 +3463,7 @@ func (x *LeaveGroupResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaveGroupResponse.ProtoReflect.Descriptor instead.
 func (*LeaveGroupResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{44}
+	return file_sluice_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *LeaveGroupResponse) GetError() ErrorCode {
@@ -3316,7 +3492,7 @@ type OffsetCommitEntry struct {
 
 func (x *OffsetCommitEntry) Reset() {
 	*x = OffsetCommitEntry{}
-	mi := &file_sluice_proto_msgTypes[45]
+	mi := &file_sluice_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3328,7 +3504,7 @@ func (x *OffsetCommitEntry) String() string {
 func (*OffsetCommitEntry) ProtoMessage() {}
 
 func (x *OffsetCommitEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[45]
+	mi := &file_sluice_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3341,7 +3517,7 @@ func (x *OffsetCommitEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OffsetCommitEntry.ProtoReflect.Descriptor instead.
 func (*OffsetCommitEntry) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{45}
+	return file_sluice_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *OffsetCommitEntry) GetTopic() string {
@@ -3387,7 +3563,7 @@ type OffsetCommitRequest struct {
 
 func (x *OffsetCommitRequest) Reset() {
 	*x = OffsetCommitRequest{}
-	mi := &file_sluice_proto_msgTypes[46]
+	mi := &file_sluice_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3399,7 +3575,7 @@ func (x *OffsetCommitRequest) String() string {
 func (*OffsetCommitRequest) ProtoMessage() {}
 
 func (x *OffsetCommitRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[46]
+	mi := &file_sluice_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3412,7 +3588,7 @@ func (x *OffsetCommitRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OffsetCommitRequest.ProtoReflect.Descriptor instead.
 func (*OffsetCommitRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{46}
+	return file_sluice_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *OffsetCommitRequest) GetGroup() string {
@@ -3453,7 +3629,7 @@ type OffsetCommitResponse struct {
 
 func (x *OffsetCommitResponse) Reset() {
 	*x = OffsetCommitResponse{}
-	mi := &file_sluice_proto_msgTypes[47]
+	mi := &file_sluice_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3465,7 +3641,7 @@ func (x *OffsetCommitResponse) String() string {
 func (*OffsetCommitResponse) ProtoMessage() {}
 
 func (x *OffsetCommitResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[47]
+	mi := &file_sluice_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3478,7 +3654,7 @@ func (x *OffsetCommitResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OffsetCommitResponse.ProtoReflect.Descriptor instead.
 func (*OffsetCommitResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{47}
+	return file_sluice_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *OffsetCommitResponse) GetError() ErrorCode {
@@ -3506,7 +3682,7 @@ type OffsetFetchRequest struct {
 
 func (x *OffsetFetchRequest) Reset() {
 	*x = OffsetFetchRequest{}
-	mi := &file_sluice_proto_msgTypes[48]
+	mi := &file_sluice_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3518,7 +3694,7 @@ func (x *OffsetFetchRequest) String() string {
 func (*OffsetFetchRequest) ProtoMessage() {}
 
 func (x *OffsetFetchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[48]
+	mi := &file_sluice_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3531,7 +3707,7 @@ func (x *OffsetFetchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OffsetFetchRequest.ProtoReflect.Descriptor instead.
 func (*OffsetFetchRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{48}
+	return file_sluice_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *OffsetFetchRequest) GetGroup() string {
@@ -3559,7 +3735,7 @@ type OffsetFetchResponse struct {
 
 func (x *OffsetFetchResponse) Reset() {
 	*x = OffsetFetchResponse{}
-	mi := &file_sluice_proto_msgTypes[49]
+	mi := &file_sluice_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3571,7 +3747,7 @@ func (x *OffsetFetchResponse) String() string {
 func (*OffsetFetchResponse) ProtoMessage() {}
 
 func (x *OffsetFetchResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[49]
+	mi := &file_sluice_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3584,7 +3760,7 @@ func (x *OffsetFetchResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OffsetFetchResponse.ProtoReflect.Descriptor instead.
 func (*OffsetFetchResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{49}
+	return file_sluice_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *OffsetFetchResponse) GetError() ErrorCode {
@@ -3616,7 +3792,7 @@ type ListGroupsRequest struct {
 
 func (x *ListGroupsRequest) Reset() {
 	*x = ListGroupsRequest{}
-	mi := &file_sluice_proto_msgTypes[50]
+	mi := &file_sluice_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3628,7 +3804,7 @@ func (x *ListGroupsRequest) String() string {
 func (*ListGroupsRequest) ProtoMessage() {}
 
 func (x *ListGroupsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[50]
+	mi := &file_sluice_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3641,7 +3817,7 @@ func (x *ListGroupsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListGroupsRequest.ProtoReflect.Descriptor instead.
 func (*ListGroupsRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{50}
+	return file_sluice_proto_rawDescGZIP(), []int{52}
 }
 
 type GroupOverview struct {
@@ -3656,7 +3832,7 @@ type GroupOverview struct {
 
 func (x *GroupOverview) Reset() {
 	*x = GroupOverview{}
-	mi := &file_sluice_proto_msgTypes[51]
+	mi := &file_sluice_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3668,7 +3844,7 @@ func (x *GroupOverview) String() string {
 func (*GroupOverview) ProtoMessage() {}
 
 func (x *GroupOverview) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[51]
+	mi := &file_sluice_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3681,7 +3857,7 @@ func (x *GroupOverview) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GroupOverview.ProtoReflect.Descriptor instead.
 func (*GroupOverview) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{51}
+	return file_sluice_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *GroupOverview) GetGroup() string {
@@ -3721,7 +3897,7 @@ type ListGroupsResponse struct {
 
 func (x *ListGroupsResponse) Reset() {
 	*x = ListGroupsResponse{}
-	mi := &file_sluice_proto_msgTypes[52]
+	mi := &file_sluice_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3733,7 +3909,7 @@ func (x *ListGroupsResponse) String() string {
 func (*ListGroupsResponse) ProtoMessage() {}
 
 func (x *ListGroupsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[52]
+	mi := &file_sluice_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3746,7 +3922,7 @@ func (x *ListGroupsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListGroupsResponse.ProtoReflect.Descriptor instead.
 func (*ListGroupsResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{52}
+	return file_sluice_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *ListGroupsResponse) GetGroups() []*GroupOverview {
@@ -3765,7 +3941,7 @@ type DescribeGroupRequest struct {
 
 func (x *DescribeGroupRequest) Reset() {
 	*x = DescribeGroupRequest{}
-	mi := &file_sluice_proto_msgTypes[53]
+	mi := &file_sluice_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3777,7 +3953,7 @@ func (x *DescribeGroupRequest) String() string {
 func (*DescribeGroupRequest) ProtoMessage() {}
 
 func (x *DescribeGroupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[53]
+	mi := &file_sluice_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3790,7 +3966,7 @@ func (x *DescribeGroupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeGroupRequest.ProtoReflect.Descriptor instead.
 func (*DescribeGroupRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{53}
+	return file_sluice_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *DescribeGroupRequest) GetGroup() string {
@@ -3815,7 +3991,7 @@ type MemberDescription struct {
 
 func (x *MemberDescription) Reset() {
 	*x = MemberDescription{}
-	mi := &file_sluice_proto_msgTypes[54]
+	mi := &file_sluice_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3827,7 +4003,7 @@ func (x *MemberDescription) String() string {
 func (*MemberDescription) ProtoMessage() {}
 
 func (x *MemberDescription) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[54]
+	mi := &file_sluice_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3840,7 +4016,7 @@ func (x *MemberDescription) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MemberDescription.ProtoReflect.Descriptor instead.
 func (*MemberDescription) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{54}
+	return file_sluice_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *MemberDescription) GetMemberId() string {
@@ -3902,7 +4078,7 @@ type DescribeGroupResponse struct {
 
 func (x *DescribeGroupResponse) Reset() {
 	*x = DescribeGroupResponse{}
-	mi := &file_sluice_proto_msgTypes[55]
+	mi := &file_sluice_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3914,7 +4090,7 @@ func (x *DescribeGroupResponse) String() string {
 func (*DescribeGroupResponse) ProtoMessage() {}
 
 func (x *DescribeGroupResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[55]
+	mi := &file_sluice_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3927,7 +4103,7 @@ func (x *DescribeGroupResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeGroupResponse.ProtoReflect.Descriptor instead.
 func (*DescribeGroupResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{55}
+	return file_sluice_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *DescribeGroupResponse) GetError() ErrorCode {
@@ -4017,7 +4193,7 @@ type SubscribeRequest struct {
 
 func (x *SubscribeRequest) Reset() {
 	*x = SubscribeRequest{}
-	mi := &file_sluice_proto_msgTypes[56]
+	mi := &file_sluice_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4029,7 +4205,7 @@ func (x *SubscribeRequest) String() string {
 func (*SubscribeRequest) ProtoMessage() {}
 
 func (x *SubscribeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[56]
+	mi := &file_sluice_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4042,7 +4218,7 @@ func (x *SubscribeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubscribeRequest.ProtoReflect.Descriptor instead.
 func (*SubscribeRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{56}
+	return file_sluice_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *SubscribeRequest) GetGroup() string {
@@ -4112,7 +4288,7 @@ type SubscribeResponse struct {
 
 func (x *SubscribeResponse) Reset() {
 	*x = SubscribeResponse{}
-	mi := &file_sluice_proto_msgTypes[57]
+	mi := &file_sluice_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4124,7 +4300,7 @@ func (x *SubscribeResponse) String() string {
 func (*SubscribeResponse) ProtoMessage() {}
 
 func (x *SubscribeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[57]
+	mi := &file_sluice_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4137,7 +4313,7 @@ func (x *SubscribeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubscribeResponse.ProtoReflect.Descriptor instead.
 func (*SubscribeResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{57}
+	return file_sluice_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *SubscribeResponse) GetError() ErrorCode {
@@ -4175,7 +4351,7 @@ type PushedRecord struct {
 
 func (x *PushedRecord) Reset() {
 	*x = PushedRecord{}
-	mi := &file_sluice_proto_msgTypes[58]
+	mi := &file_sluice_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4187,7 +4363,7 @@ func (x *PushedRecord) String() string {
 func (*PushedRecord) ProtoMessage() {}
 
 func (x *PushedRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[58]
+	mi := &file_sluice_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4200,7 +4376,7 @@ func (x *PushedRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PushedRecord.ProtoReflect.Descriptor instead.
 func (*PushedRecord) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{58}
+	return file_sluice_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *PushedRecord) GetTopic() string {
@@ -4259,7 +4435,7 @@ type PushRecords struct {
 
 func (x *PushRecords) Reset() {
 	*x = PushRecords{}
-	mi := &file_sluice_proto_msgTypes[59]
+	mi := &file_sluice_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4271,7 +4447,7 @@ func (x *PushRecords) String() string {
 func (*PushRecords) ProtoMessage() {}
 
 func (x *PushRecords) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[59]
+	mi := &file_sluice_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4284,7 +4460,7 @@ func (x *PushRecords) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PushRecords.ProtoReflect.Descriptor instead.
 func (*PushRecords) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{59}
+	return file_sluice_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *PushRecords) GetGroup() string {
@@ -4328,7 +4504,7 @@ type PushAssignment struct {
 
 func (x *PushAssignment) Reset() {
 	*x = PushAssignment{}
-	mi := &file_sluice_proto_msgTypes[60]
+	mi := &file_sluice_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4340,7 +4516,7 @@ func (x *PushAssignment) String() string {
 func (*PushAssignment) ProtoMessage() {}
 
 func (x *PushAssignment) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[60]
+	mi := &file_sluice_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4353,7 +4529,7 @@ func (x *PushAssignment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PushAssignment.ProtoReflect.Descriptor instead.
 func (*PushAssignment) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{60}
+	return file_sluice_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *PushAssignment) GetGroup() string {
@@ -4397,7 +4573,7 @@ type PushCredit struct {
 
 func (x *PushCredit) Reset() {
 	*x = PushCredit{}
-	mi := &file_sluice_proto_msgTypes[61]
+	mi := &file_sluice_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4409,7 +4585,7 @@ func (x *PushCredit) String() string {
 func (*PushCredit) ProtoMessage() {}
 
 func (x *PushCredit) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[61]
+	mi := &file_sluice_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4422,7 +4598,7 @@ func (x *PushCredit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PushCredit.ProtoReflect.Descriptor instead.
 func (*PushCredit) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{61}
+	return file_sluice_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *PushCredit) GetGroup() string {
@@ -4467,7 +4643,7 @@ type PushAck struct {
 
 func (x *PushAck) Reset() {
 	*x = PushAck{}
-	mi := &file_sluice_proto_msgTypes[62]
+	mi := &file_sluice_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4479,7 +4655,7 @@ func (x *PushAck) String() string {
 func (*PushAck) ProtoMessage() {}
 
 func (x *PushAck) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[62]
+	mi := &file_sluice_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4492,7 +4668,7 @@ func (x *PushAck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PushAck.ProtoReflect.Descriptor instead.
 func (*PushAck) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{62}
+	return file_sluice_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *PushAck) GetGroup() string {
@@ -4548,7 +4724,7 @@ type UnsubscribeRequest struct {
 
 func (x *UnsubscribeRequest) Reset() {
 	*x = UnsubscribeRequest{}
-	mi := &file_sluice_proto_msgTypes[63]
+	mi := &file_sluice_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4560,7 +4736,7 @@ func (x *UnsubscribeRequest) String() string {
 func (*UnsubscribeRequest) ProtoMessage() {}
 
 func (x *UnsubscribeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[63]
+	mi := &file_sluice_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4573,7 +4749,7 @@ func (x *UnsubscribeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UnsubscribeRequest.ProtoReflect.Descriptor instead.
 func (*UnsubscribeRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{63}
+	return file_sluice_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *UnsubscribeRequest) GetGroup() string {
@@ -4604,7 +4780,7 @@ type GroupRecordKey struct {
 
 func (x *GroupRecordKey) Reset() {
 	*x = GroupRecordKey{}
-	mi := &file_sluice_proto_msgTypes[64]
+	mi := &file_sluice_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4616,7 +4792,7 @@ func (x *GroupRecordKey) String() string {
 func (*GroupRecordKey) ProtoMessage() {}
 
 func (x *GroupRecordKey) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[64]
+	mi := &file_sluice_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4629,7 +4805,7 @@ func (x *GroupRecordKey) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GroupRecordKey.ProtoReflect.Descriptor instead.
 func (*GroupRecordKey) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{64}
+	return file_sluice_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *GroupRecordKey) GetGroup() string {
@@ -4664,7 +4840,7 @@ type OffsetValue struct {
 
 func (x *OffsetValue) Reset() {
 	*x = OffsetValue{}
-	mi := &file_sluice_proto_msgTypes[65]
+	mi := &file_sluice_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4676,7 +4852,7 @@ func (x *OffsetValue) String() string {
 func (*OffsetValue) ProtoMessage() {}
 
 func (x *OffsetValue) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[65]
+	mi := &file_sluice_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4689,7 +4865,7 @@ func (x *OffsetValue) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OffsetValue.ProtoReflect.Descriptor instead.
 func (*OffsetValue) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{65}
+	return file_sluice_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *OffsetValue) GetOffset() int64 {
@@ -4733,7 +4909,7 @@ type GroupMemberRecord struct {
 
 func (x *GroupMemberRecord) Reset() {
 	*x = GroupMemberRecord{}
-	mi := &file_sluice_proto_msgTypes[66]
+	mi := &file_sluice_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4745,7 +4921,7 @@ func (x *GroupMemberRecord) String() string {
 func (*GroupMemberRecord) ProtoMessage() {}
 
 func (x *GroupMemberRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[66]
+	mi := &file_sluice_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4758,7 +4934,7 @@ func (x *GroupMemberRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GroupMemberRecord.ProtoReflect.Descriptor instead.
 func (*GroupMemberRecord) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{66}
+	return file_sluice_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *GroupMemberRecord) GetMemberId() string {
@@ -4850,7 +5026,7 @@ type GroupMetadataValue struct {
 
 func (x *GroupMetadataValue) Reset() {
 	*x = GroupMetadataValue{}
-	mi := &file_sluice_proto_msgTypes[67]
+	mi := &file_sluice_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4862,7 +5038,7 @@ func (x *GroupMetadataValue) String() string {
 func (*GroupMetadataValue) ProtoMessage() {}
 
 func (x *GroupMetadataValue) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[67]
+	mi := &file_sluice_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4875,7 +5051,7 @@ func (x *GroupMetadataValue) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GroupMetadataValue.ProtoReflect.Descriptor instead.
 func (*GroupMetadataValue) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{67}
+	return file_sluice_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *GroupMetadataValue) GetGeneration() int32 {
@@ -4923,7 +5099,7 @@ type TopicRecord struct {
 
 func (x *TopicRecord) Reset() {
 	*x = TopicRecord{}
-	mi := &file_sluice_proto_msgTypes[68]
+	mi := &file_sluice_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4935,7 +5111,7 @@ func (x *TopicRecord) String() string {
 func (*TopicRecord) ProtoMessage() {}
 
 func (x *TopicRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[68]
+	mi := &file_sluice_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4948,7 +5124,7 @@ func (x *TopicRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TopicRecord.ProtoReflect.Descriptor instead.
 func (*TopicRecord) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{68}
+	return file_sluice_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *TopicRecord) GetName() string {
@@ -5009,7 +5185,7 @@ type ReplicaAssignment struct {
 
 func (x *ReplicaAssignment) Reset() {
 	*x = ReplicaAssignment{}
-	mi := &file_sluice_proto_msgTypes[69]
+	mi := &file_sluice_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5021,7 +5197,7 @@ func (x *ReplicaAssignment) String() string {
 func (*ReplicaAssignment) ProtoMessage() {}
 
 func (x *ReplicaAssignment) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[69]
+	mi := &file_sluice_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5034,7 +5210,7 @@ func (x *ReplicaAssignment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicaAssignment.ProtoReflect.Descriptor instead.
 func (*ReplicaAssignment) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{69}
+	return file_sluice_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *ReplicaAssignment) GetReplicas() []int32 {
@@ -5057,13 +5233,17 @@ type PartitionState struct {
 	// Bumped on every change (leader or ISR); fences stale ISR proposals.
 	PartitionEpoch int32   `protobuf:"varint,7,opt,name=partition_epoch,json=partitionEpoch,proto3" json:"partition_epoch,omitempty"`
 	Replicas       []int32 `protobuf:"varint,8,rep,packed,name=replicas,proto3" json:"replicas,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// The broker epoch under which each ISR member was last known to be in
+	// sync (missing: not known yet). A member whose broker now runs under
+	// another epoch has restarted and may have lost data: it is not in sync.
+	IsrEpochs     map[int32]int64 `protobuf:"bytes,9,rep,name=isr_epochs,json=isrEpochs,proto3" json:"isr_epochs,omitempty" protobuf_key:"varint,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *PartitionState) Reset() {
 	*x = PartitionState{}
-	mi := &file_sluice_proto_msgTypes[70]
+	mi := &file_sluice_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5075,7 +5255,7 @@ func (x *PartitionState) String() string {
 func (*PartitionState) ProtoMessage() {}
 
 func (x *PartitionState) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[70]
+	mi := &file_sluice_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5088,7 +5268,7 @@ func (x *PartitionState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PartitionState.ProtoReflect.Descriptor instead.
 func (*PartitionState) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{70}
+	return file_sluice_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *PartitionState) GetTopic() string {
@@ -5147,19 +5327,93 @@ func (x *PartitionState) GetReplicas() []int32 {
 	return nil
 }
 
-// BrokerRegistration is what a broker publishes about itself.
+func (x *PartitionState) GetIsrEpochs() map[int32]int64 {
+	if x != nil {
+		return x.IsrEpochs
+	}
+	return nil
+}
+
+// TopicDeletion records that a topic was deleted: brokers remove a
+// replica's data only for a recorded deletion (or a new topic id under the
+// same name), never because the metadata lacks the topic.
+type TopicDeletion struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	TopicId       string                 `protobuf:"bytes,2,opt,name=topic_id,json=topicId,proto3" json:"topic_id,omitempty"`
+	DeletedUnixMs int64                  `protobuf:"varint,3,opt,name=deleted_unix_ms,json=deletedUnixMs,proto3" json:"deleted_unix_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TopicDeletion) Reset() {
+	*x = TopicDeletion{}
+	mi := &file_sluice_proto_msgTypes[73]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TopicDeletion) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TopicDeletion) ProtoMessage() {}
+
+func (x *TopicDeletion) ProtoReflect() protoreflect.Message {
+	mi := &file_sluice_proto_msgTypes[73]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TopicDeletion.ProtoReflect.Descriptor instead.
+func (*TopicDeletion) Descriptor() ([]byte, []int) {
+	return file_sluice_proto_rawDescGZIP(), []int{73}
+}
+
+func (x *TopicDeletion) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *TopicDeletion) GetTopicId() string {
+	if x != nil {
+		return x.TopicId
+	}
+	return ""
+}
+
+func (x *TopicDeletion) GetDeletedUnixMs() int64 {
+	if x != nil {
+		return x.DeletedUnixMs
+	}
+	return 0
+}
+
+// BrokerRegistration is the value of a broker's id claim in the metadata
+// store: which process holds the id.
 type BrokerRegistration struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Id            int32                  `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
 	Address       string                 `protobuf:"bytes,2,opt,name=address,proto3" json:"address,omitempty"`
 	StartedUnixMs int64                  `protobuf:"varint,3,opt,name=started_unix_ms,json=startedUnixMs,proto3" json:"started_unix_ms,omitempty"`
+	Epoch         int64                  `protobuf:"varint,4,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	// Random per process start.
+	Instance      string `protobuf:"bytes,5,opt,name=instance,proto3" json:"instance,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *BrokerRegistration) Reset() {
 	*x = BrokerRegistration{}
-	mi := &file_sluice_proto_msgTypes[71]
+	mi := &file_sluice_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5171,7 +5425,7 @@ func (x *BrokerRegistration) String() string {
 func (*BrokerRegistration) ProtoMessage() {}
 
 func (x *BrokerRegistration) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[71]
+	mi := &file_sluice_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5184,7 +5438,7 @@ func (x *BrokerRegistration) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BrokerRegistration.ProtoReflect.Descriptor instead.
 func (*BrokerRegistration) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{71}
+	return file_sluice_proto_rawDescGZIP(), []int{74}
 }
 
 func (x *BrokerRegistration) GetId() int32 {
@@ -5208,6 +5462,20 @@ func (x *BrokerRegistration) GetStartedUnixMs() int64 {
 	return 0
 }
 
+func (x *BrokerRegistration) GetEpoch() int64 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
+}
+
+func (x *BrokerRegistration) GetInstance() string {
+	if x != nil {
+		return x.Instance
+	}
+	return ""
+}
+
 // ClusterSnapshot is the embedded (single-node) metadata store's file.
 type ClusterSnapshot struct {
 	state           protoimpl.MessageState `protogen:"open.v1"`
@@ -5217,13 +5485,16 @@ type ClusterSnapshot struct {
 	ControllerEpoch int64                  `protobuf:"varint,4,opt,name=controller_epoch,json=controllerEpoch,proto3" json:"controller_epoch,omitempty"`
 	ClusterId       string                 `protobuf:"bytes,5,opt,name=cluster_id,json=clusterId,proto3" json:"cluster_id,omitempty"`
 	NextProducerId  int64                  `protobuf:"varint,6,opt,name=next_producer_id,json=nextProducerId,proto3" json:"next_producer_id,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	DeletedTopics   []*TopicDeletion       `protobuf:"bytes,7,rep,name=deleted_topics,json=deletedTopics,proto3" json:"deleted_topics,omitempty"`
+	// The last broker epoch handed out.
+	BrokerEpoch   int64 `protobuf:"varint,8,opt,name=broker_epoch,json=brokerEpoch,proto3" json:"broker_epoch,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ClusterSnapshot) Reset() {
 	*x = ClusterSnapshot{}
-	mi := &file_sluice_proto_msgTypes[72]
+	mi := &file_sluice_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5235,7 +5506,7 @@ func (x *ClusterSnapshot) String() string {
 func (*ClusterSnapshot) ProtoMessage() {}
 
 func (x *ClusterSnapshot) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[72]
+	mi := &file_sluice_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5248,7 +5519,7 @@ func (x *ClusterSnapshot) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterSnapshot.ProtoReflect.Descriptor instead.
 func (*ClusterSnapshot) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{72}
+	return file_sluice_proto_rawDescGZIP(), []int{75}
 }
 
 func (x *ClusterSnapshot) GetIndex() uint64 {
@@ -5289,6 +5560,20 @@ func (x *ClusterSnapshot) GetClusterId() string {
 func (x *ClusterSnapshot) GetNextProducerId() int64 {
 	if x != nil {
 		return x.NextProducerId
+	}
+	return 0
+}
+
+func (x *ClusterSnapshot) GetDeletedTopics() []*TopicDeletion {
+	if x != nil {
+		return x.DeletedTopics
+	}
+	return nil
+}
+
+func (x *ClusterSnapshot) GetBrokerEpoch() int64 {
+	if x != nil {
+		return x.BrokerEpoch
 	}
 	return 0
 }
@@ -5425,7 +5710,7 @@ const file_sluice_proto_rawDesc = "" +
 	"size_bytes\x18\v \x01(\x03R\tsizeBytes\"i\n" +
 	"\x18DescribeReplicasResponse\x12\x1b\n" +
 	"\tbroker_id\x18\x01 \x01(\x05R\bbrokerId\x120\n" +
-	"\breplicas\x18\x02 \x03(\v2\x14.sluice.ReplicaStateR\breplicas\"\xeb\x01\n" +
+	"\breplicas\x18\x02 \x03(\v2\x14.sluice.ReplicaStateR\breplicas\"\x8e\x02\n" +
 	"\x13ReplicaFetchRequest\x12\x14\n" +
 	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x1c\n" +
 	"\tpartition\x18\x02 \x01(\x05R\tpartition\x12\x1d\n" +
@@ -5434,7 +5719,8 @@ const file_sluice_proto_rawDesc = "" +
 	"\fleader_epoch\x18\x04 \x01(\x05R\vleaderEpoch\x12!\n" +
 	"\ffetch_offset\x18\x05 \x01(\x03R\vfetchOffset\x12\x1b\n" +
 	"\tmax_bytes\x18\x06 \x01(\x05R\bmaxBytes\x12\x1e\n" +
-	"\vmax_wait_ms\x18\a \x01(\x05R\tmaxWaitMs\"\xcc\x02\n" +
+	"\vmax_wait_ms\x18\a \x01(\x05R\tmaxWaitMs\x12!\n" +
+	"\fbroker_epoch\x18\b \x01(\x03R\vbrokerEpoch\"\xcc\x02\n" +
 	"\x14ReplicaFetchResponse\x12\x14\n" +
 	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x1c\n" +
 	"\tpartition\x18\x02 \x01(\x05R\tpartition\x12'\n" +
@@ -5459,14 +5745,19 @@ const file_sluice_proto_rawDesc = "" +
 	"\rerror_message\x18\x04 \x01(\tR\ferrorMessage\x12\x14\n" +
 	"\x05epoch\x18\x05 \x01(\x05R\x05epoch\x12\x1d\n" +
 	"\n" +
-	"end_offset\x18\x06 \x01(\x03R\tendOffset\"\xcd\x01\n" +
+	"end_offset\x18\x06 \x01(\x03R\tendOffset\"\xd8\x02\n" +
 	"\x15AlterPartitionRequest\x12\x14\n" +
 	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x1c\n" +
 	"\tpartition\x18\x02 \x01(\x05R\tpartition\x12\x1b\n" +
 	"\tbroker_id\x18\x03 \x01(\x05R\bbrokerId\x12!\n" +
 	"\fleader_epoch\x18\x04 \x01(\x05R\vleaderEpoch\x12'\n" +
 	"\x0fpartition_epoch\x18\x05 \x01(\x05R\x0epartitionEpoch\x12\x17\n" +
-	"\anew_isr\x18\x06 \x03(\x05R\x06newIsr\"\x94\x01\n" +
+	"\anew_isr\x18\x06 \x03(\x05R\x06newIsr\x12K\n" +
+	"\n" +
+	"isr_epochs\x18\a \x03(\v2,.sluice.AlterPartitionRequest.IsrEpochsEntryR\tisrEpochs\x1a<\n" +
+	"\x0eIsrEpochsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\x05R\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\x03R\x05value:\x028\x01\"\x94\x01\n" +
 	"\x16AlterPartitionResponse\x12'\n" +
 	"\x05error\x18\x01 \x01(\x0e2\x11.sluice.ErrorCodeR\x05error\x12#\n" +
 	"\rerror_message\x18\x02 \x01(\tR\ferrorMessage\x12,\n" +
@@ -5476,6 +5767,16 @@ const file_sluice_proto_rawDesc = "" +
 	"\x10controller_epoch\x18\x02 \x01(\x03R\x0fcontrollerEpoch\x12.\n" +
 	"\x06states\x18\x03 \x03(\v2\x16.sluice.PartitionStateR\x06states\"d\n" +
 	"\x14LeaderAndIsrResponse\x12'\n" +
+	"\x05error\x18\x01 \x01(\x0e2\x11.sluice.ErrorCodeR\x05error\x12#\n" +
+	"\rerror_message\x18\x02 \x01(\tR\ferrorMessage\"\xbe\x01\n" +
+	"\x15ReplicaOfflineRequest\x12\x1b\n" +
+	"\tbroker_id\x18\x01 \x01(\x05R\bbrokerId\x12!\n" +
+	"\fbroker_epoch\x18\x02 \x01(\x03R\vbrokerEpoch\x12\x14\n" +
+	"\x05topic\x18\x03 \x01(\tR\x05topic\x12\x1c\n" +
+	"\tpartition\x18\x04 \x01(\x05R\tpartition\x12\x19\n" +
+	"\btopic_id\x18\x05 \x01(\tR\atopicId\x12\x16\n" +
+	"\x06reason\x18\x06 \x01(\tR\x06reason\"f\n" +
+	"\x16ReplicaOfflineResponse\x12'\n" +
 	"\x05error\x18\x01 \x01(\x0e2\x11.sluice.ErrorCodeR\x05error\x12#\n" +
 	"\rerror_message\x18\x02 \x01(\tR\ferrorMessage\"_\n" +
 	"\x15InitProducerIdRequest\x12\x1f\n" +
@@ -5708,7 +6009,7 @@ const file_sluice_proto_rawDesc = "" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"/\n" +
 	"\x11ReplicaAssignment\x12\x1a\n" +
-	"\breplicas\x18\x01 \x03(\x05R\breplicas\"\xf1\x01\n" +
+	"\breplicas\x18\x01 \x03(\x05R\breplicas\"\xf5\x02\n" +
 	"\x0ePartitionState\x12\x14\n" +
 	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x1c\n" +
 	"\tpartition\x18\x02 \x01(\x05R\tpartition\x12\x19\n" +
@@ -5717,11 +6018,22 @@ const file_sluice_proto_rawDesc = "" +
 	"\fleader_epoch\x18\x05 \x01(\x05R\vleaderEpoch\x12\x10\n" +
 	"\x03isr\x18\x06 \x03(\x05R\x03isr\x12'\n" +
 	"\x0fpartition_epoch\x18\a \x01(\x05R\x0epartitionEpoch\x12\x1a\n" +
-	"\breplicas\x18\b \x03(\x05R\breplicas\"f\n" +
+	"\breplicas\x18\b \x03(\x05R\breplicas\x12D\n" +
+	"\n" +
+	"isr_epochs\x18\t \x03(\v2%.sluice.PartitionState.IsrEpochsEntryR\tisrEpochs\x1a<\n" +
+	"\x0eIsrEpochsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\x05R\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\x03R\x05value:\x028\x01\"f\n" +
+	"\rTopicDeletion\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x19\n" +
+	"\btopic_id\x18\x02 \x01(\tR\atopicId\x12&\n" +
+	"\x0fdeleted_unix_ms\x18\x03 \x01(\x03R\rdeletedUnixMs\"\x98\x01\n" +
 	"\x12BrokerRegistration\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x05R\x02id\x12\x18\n" +
 	"\aaddress\x18\x02 \x01(\tR\aaddress\x12&\n" +
-	"\x0fstarted_unix_ms\x18\x03 \x01(\x03R\rstartedUnixMs\"\x80\x02\n" +
+	"\x0fstarted_unix_ms\x18\x03 \x01(\x03R\rstartedUnixMs\x12\x14\n" +
+	"\x05epoch\x18\x04 \x01(\x03R\x05epoch\x12\x1a\n" +
+	"\binstance\x18\x05 \x01(\tR\binstance\"\xe1\x02\n" +
 	"\x0fClusterSnapshot\x12\x14\n" +
 	"\x05index\x18\x01 \x01(\x04R\x05index\x12+\n" +
 	"\x06topics\x18\x02 \x03(\v2\x13.sluice.TopicRecordR\x06topics\x126\n" +
@@ -5731,7 +6043,9 @@ const file_sluice_proto_rawDesc = "" +
 	"\x10controller_epoch\x18\x04 \x01(\x03R\x0fcontrollerEpoch\x12\x1d\n" +
 	"\n" +
 	"cluster_id\x18\x05 \x01(\tR\tclusterId\x12(\n" +
-	"\x10next_producer_id\x18\x06 \x01(\x03R\x0enextProducerId*\xe0\a\n" +
+	"\x10next_producer_id\x18\x06 \x01(\x03R\x0enextProducerId\x12<\n" +
+	"\x0edeleted_topics\x18\a \x03(\v2\x15.sluice.TopicDeletionR\rdeletedTopics\x12!\n" +
+	"\fbroker_epoch\x18\b \x01(\x03R\vbrokerEpoch*\xb7\b\n" +
 	"\tErrorCode\x12\b\n" +
 	"\x04NONE\x10\x00\x12\x18\n" +
 	"\x14UNKNOWN_SERVER_ERROR\x10\x01\x12\x1e\n" +
@@ -5774,7 +6088,10 @@ const file_sluice_proto_rawDesc = "" +
 	"\x0fPRODUCER_FENCED\x10$\x12\x17\n" +
 	"\x13UNKNOWN_PRODUCER_ID\x10%\x12\x12\n" +
 	"\x0eINVALID_OFFSET\x10&\x12\x16\n" +
-	"\x12MEMBER_ID_REQUIRED\x10'B%Z#github.com/sluicemq/sluice/messagesb\x06proto3"
+	"\x12MEMBER_ID_REQUIRED\x10'\x12 \n" +
+	"\x1cCLUSTER_AUTHORIZATION_FAILED\x10(\x12\x1b\n" +
+	"\x17INCONSISTENT_CLUSTER_ID\x10)\x12\x16\n" +
+	"\x12STALE_BROKER_EPOCH\x10*B%Z#github.com/sluicemq/sluice/messagesb\x06proto3"
 
 var (
 	file_sluice_proto_rawDescOnce sync.Once
@@ -5789,7 +6106,7 @@ func file_sluice_proto_rawDescGZIP() []byte {
 }
 
 var file_sluice_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_sluice_proto_msgTypes = make([]protoimpl.MessageInfo, 76)
+var file_sluice_proto_msgTypes = make([]protoimpl.MessageInfo, 81)
 var file_sluice_proto_goTypes = []any{
 	(ErrorCode)(0),                       // 0: sluice.ErrorCode
 	(*ErrorResponse)(nil),                // 1: sluice.ErrorResponse
@@ -5822,52 +6139,57 @@ var file_sluice_proto_goTypes = []any{
 	(*AlterPartitionResponse)(nil),       // 28: sluice.AlterPartitionResponse
 	(*LeaderAndIsrRequest)(nil),          // 29: sluice.LeaderAndIsrRequest
 	(*LeaderAndIsrResponse)(nil),         // 30: sluice.LeaderAndIsrResponse
-	(*InitProducerIdRequest)(nil),        // 31: sluice.InitProducerIdRequest
-	(*InitProducerIdResponse)(nil),       // 32: sluice.InitProducerIdResponse
-	(*AllocateProducerIdsRequest)(nil),   // 33: sluice.AllocateProducerIdsRequest
-	(*AllocateProducerIdsResponse)(nil),  // 34: sluice.AllocateProducerIdsResponse
-	(*FindCoordinatorRequest)(nil),       // 35: sluice.FindCoordinatorRequest
-	(*FindCoordinatorResponse)(nil),      // 36: sluice.FindCoordinatorResponse
-	(*TopicPartitions)(nil),              // 37: sluice.TopicPartitions
-	(*JoinGroupRequest)(nil),             // 38: sluice.JoinGroupRequest
-	(*JoinGroupResponse)(nil),            // 39: sluice.JoinGroupResponse
-	(*SyncGroupRequest)(nil),             // 40: sluice.SyncGroupRequest
-	(*SyncGroupResponse)(nil),            // 41: sluice.SyncGroupResponse
-	(*HeartbeatRequest)(nil),             // 42: sluice.HeartbeatRequest
-	(*HeartbeatResponse)(nil),            // 43: sluice.HeartbeatResponse
-	(*LeaveGroupRequest)(nil),            // 44: sluice.LeaveGroupRequest
-	(*LeaveGroupResponse)(nil),           // 45: sluice.LeaveGroupResponse
-	(*OffsetCommitEntry)(nil),            // 46: sluice.OffsetCommitEntry
-	(*OffsetCommitRequest)(nil),          // 47: sluice.OffsetCommitRequest
-	(*OffsetCommitResponse)(nil),         // 48: sluice.OffsetCommitResponse
-	(*OffsetFetchRequest)(nil),           // 49: sluice.OffsetFetchRequest
-	(*OffsetFetchResponse)(nil),          // 50: sluice.OffsetFetchResponse
-	(*ListGroupsRequest)(nil),            // 51: sluice.ListGroupsRequest
-	(*GroupOverview)(nil),                // 52: sluice.GroupOverview
-	(*ListGroupsResponse)(nil),           // 53: sluice.ListGroupsResponse
-	(*DescribeGroupRequest)(nil),         // 54: sluice.DescribeGroupRequest
-	(*MemberDescription)(nil),            // 55: sluice.MemberDescription
-	(*DescribeGroupResponse)(nil),        // 56: sluice.DescribeGroupResponse
-	(*SubscribeRequest)(nil),             // 57: sluice.SubscribeRequest
-	(*SubscribeResponse)(nil),            // 58: sluice.SubscribeResponse
-	(*PushedRecord)(nil),                 // 59: sluice.PushedRecord
-	(*PushRecords)(nil),                  // 60: sluice.PushRecords
-	(*PushAssignment)(nil),               // 61: sluice.PushAssignment
-	(*PushCredit)(nil),                   // 62: sluice.PushCredit
-	(*PushAck)(nil),                      // 63: sluice.PushAck
-	(*UnsubscribeRequest)(nil),           // 64: sluice.UnsubscribeRequest
-	(*GroupRecordKey)(nil),               // 65: sluice.GroupRecordKey
-	(*OffsetValue)(nil),                  // 66: sluice.OffsetValue
-	(*GroupMemberRecord)(nil),            // 67: sluice.GroupMemberRecord
-	(*GroupMetadataValue)(nil),           // 68: sluice.GroupMetadataValue
-	(*TopicRecord)(nil),                  // 69: sluice.TopicRecord
-	(*ReplicaAssignment)(nil),            // 70: sluice.ReplicaAssignment
-	(*PartitionState)(nil),               // 71: sluice.PartitionState
-	(*BrokerRegistration)(nil),           // 72: sluice.BrokerRegistration
-	(*ClusterSnapshot)(nil),              // 73: sluice.ClusterSnapshot
-	nil,                                  // 74: sluice.TopicMetadata.ConfigsEntry
-	nil,                                  // 75: sluice.TopicSpec.ConfigsEntry
-	nil,                                  // 76: sluice.TopicRecord.ConfigsEntry
+	(*ReplicaOfflineRequest)(nil),        // 31: sluice.ReplicaOfflineRequest
+	(*ReplicaOfflineResponse)(nil),       // 32: sluice.ReplicaOfflineResponse
+	(*InitProducerIdRequest)(nil),        // 33: sluice.InitProducerIdRequest
+	(*InitProducerIdResponse)(nil),       // 34: sluice.InitProducerIdResponse
+	(*AllocateProducerIdsRequest)(nil),   // 35: sluice.AllocateProducerIdsRequest
+	(*AllocateProducerIdsResponse)(nil),  // 36: sluice.AllocateProducerIdsResponse
+	(*FindCoordinatorRequest)(nil),       // 37: sluice.FindCoordinatorRequest
+	(*FindCoordinatorResponse)(nil),      // 38: sluice.FindCoordinatorResponse
+	(*TopicPartitions)(nil),              // 39: sluice.TopicPartitions
+	(*JoinGroupRequest)(nil),             // 40: sluice.JoinGroupRequest
+	(*JoinGroupResponse)(nil),            // 41: sluice.JoinGroupResponse
+	(*SyncGroupRequest)(nil),             // 42: sluice.SyncGroupRequest
+	(*SyncGroupResponse)(nil),            // 43: sluice.SyncGroupResponse
+	(*HeartbeatRequest)(nil),             // 44: sluice.HeartbeatRequest
+	(*HeartbeatResponse)(nil),            // 45: sluice.HeartbeatResponse
+	(*LeaveGroupRequest)(nil),            // 46: sluice.LeaveGroupRequest
+	(*LeaveGroupResponse)(nil),           // 47: sluice.LeaveGroupResponse
+	(*OffsetCommitEntry)(nil),            // 48: sluice.OffsetCommitEntry
+	(*OffsetCommitRequest)(nil),          // 49: sluice.OffsetCommitRequest
+	(*OffsetCommitResponse)(nil),         // 50: sluice.OffsetCommitResponse
+	(*OffsetFetchRequest)(nil),           // 51: sluice.OffsetFetchRequest
+	(*OffsetFetchResponse)(nil),          // 52: sluice.OffsetFetchResponse
+	(*ListGroupsRequest)(nil),            // 53: sluice.ListGroupsRequest
+	(*GroupOverview)(nil),                // 54: sluice.GroupOverview
+	(*ListGroupsResponse)(nil),           // 55: sluice.ListGroupsResponse
+	(*DescribeGroupRequest)(nil),         // 56: sluice.DescribeGroupRequest
+	(*MemberDescription)(nil),            // 57: sluice.MemberDescription
+	(*DescribeGroupResponse)(nil),        // 58: sluice.DescribeGroupResponse
+	(*SubscribeRequest)(nil),             // 59: sluice.SubscribeRequest
+	(*SubscribeResponse)(nil),            // 60: sluice.SubscribeResponse
+	(*PushedRecord)(nil),                 // 61: sluice.PushedRecord
+	(*PushRecords)(nil),                  // 62: sluice.PushRecords
+	(*PushAssignment)(nil),               // 63: sluice.PushAssignment
+	(*PushCredit)(nil),                   // 64: sluice.PushCredit
+	(*PushAck)(nil),                      // 65: sluice.PushAck
+	(*UnsubscribeRequest)(nil),           // 66: sluice.UnsubscribeRequest
+	(*GroupRecordKey)(nil),               // 67: sluice.GroupRecordKey
+	(*OffsetValue)(nil),                  // 68: sluice.OffsetValue
+	(*GroupMemberRecord)(nil),            // 69: sluice.GroupMemberRecord
+	(*GroupMetadataValue)(nil),           // 70: sluice.GroupMetadataValue
+	(*TopicRecord)(nil),                  // 71: sluice.TopicRecord
+	(*ReplicaAssignment)(nil),            // 72: sluice.ReplicaAssignment
+	(*PartitionState)(nil),               // 73: sluice.PartitionState
+	(*TopicDeletion)(nil),                // 74: sluice.TopicDeletion
+	(*BrokerRegistration)(nil),           // 75: sluice.BrokerRegistration
+	(*ClusterSnapshot)(nil),              // 76: sluice.ClusterSnapshot
+	nil,                                  // 77: sluice.TopicMetadata.ConfigsEntry
+	nil,                                  // 78: sluice.TopicSpec.ConfigsEntry
+	nil,                                  // 79: sluice.AlterPartitionRequest.IsrEpochsEntry
+	nil,                                  // 80: sluice.TopicRecord.ConfigsEntry
+	nil,                                  // 81: sluice.PartitionState.IsrEpochsEntry
 }
 var file_sluice_proto_depIdxs = []int32{
 	0,  // 0: sluice.ErrorResponse.error:type_name -> sluice.ErrorCode
@@ -5877,10 +6199,10 @@ var file_sluice_proto_depIdxs = []int32{
 	0,  // 4: sluice.PartitionMetadata.error:type_name -> sluice.ErrorCode
 	0,  // 5: sluice.TopicMetadata.error:type_name -> sluice.ErrorCode
 	11, // 6: sluice.TopicMetadata.partitions:type_name -> sluice.PartitionMetadata
-	74, // 7: sluice.TopicMetadata.configs:type_name -> sluice.TopicMetadata.ConfigsEntry
+	77, // 7: sluice.TopicMetadata.configs:type_name -> sluice.TopicMetadata.ConfigsEntry
 	10, // 8: sluice.MetadataResponse.brokers:type_name -> sluice.BrokerInfo
 	12, // 9: sluice.MetadataResponse.topics:type_name -> sluice.TopicMetadata
-	75, // 10: sluice.TopicSpec.configs:type_name -> sluice.TopicSpec.ConfigsEntry
+	78, // 10: sluice.TopicSpec.configs:type_name -> sluice.TopicSpec.ConfigsEntry
 	14, // 11: sluice.CreateTopicsRequest.topics:type_name -> sluice.TopicSpec
 	0,  // 12: sluice.TopicResult.error:type_name -> sluice.ErrorCode
 	16, // 13: sluice.CreateTopicsResponse.results:type_name -> sluice.TopicResult
@@ -5889,41 +6211,45 @@ var file_sluice_proto_depIdxs = []int32{
 	21, // 16: sluice.DescribeReplicasResponse.replicas:type_name -> sluice.ReplicaState
 	0,  // 17: sluice.ReplicaFetchResponse.error:type_name -> sluice.ErrorCode
 	0,  // 18: sluice.OffsetForLeaderEpochResponse.error:type_name -> sluice.ErrorCode
-	0,  // 19: sluice.AlterPartitionResponse.error:type_name -> sluice.ErrorCode
-	71, // 20: sluice.AlterPartitionResponse.state:type_name -> sluice.PartitionState
-	71, // 21: sluice.LeaderAndIsrRequest.states:type_name -> sluice.PartitionState
-	0,  // 22: sluice.LeaderAndIsrResponse.error:type_name -> sluice.ErrorCode
-	0,  // 23: sluice.InitProducerIdResponse.error:type_name -> sluice.ErrorCode
-	0,  // 24: sluice.AllocateProducerIdsResponse.error:type_name -> sluice.ErrorCode
-	0,  // 25: sluice.FindCoordinatorResponse.error:type_name -> sluice.ErrorCode
-	0,  // 26: sluice.JoinGroupResponse.error:type_name -> sluice.ErrorCode
-	0,  // 27: sluice.SyncGroupResponse.error:type_name -> sluice.ErrorCode
-	37, // 28: sluice.SyncGroupResponse.assignment:type_name -> sluice.TopicPartitions
-	0,  // 29: sluice.HeartbeatResponse.error:type_name -> sluice.ErrorCode
-	0,  // 30: sluice.LeaveGroupResponse.error:type_name -> sluice.ErrorCode
-	46, // 31: sluice.OffsetCommitRequest.offsets:type_name -> sluice.OffsetCommitEntry
-	0,  // 32: sluice.OffsetCommitResponse.error:type_name -> sluice.ErrorCode
-	37, // 33: sluice.OffsetFetchRequest.partitions:type_name -> sluice.TopicPartitions
-	0,  // 34: sluice.OffsetFetchResponse.error:type_name -> sluice.ErrorCode
-	46, // 35: sluice.OffsetFetchResponse.offsets:type_name -> sluice.OffsetCommitEntry
-	52, // 36: sluice.ListGroupsResponse.groups:type_name -> sluice.GroupOverview
-	37, // 37: sluice.MemberDescription.assignment:type_name -> sluice.TopicPartitions
-	0,  // 38: sluice.DescribeGroupResponse.error:type_name -> sluice.ErrorCode
-	55, // 39: sluice.DescribeGroupResponse.members:type_name -> sluice.MemberDescription
-	0,  // 40: sluice.SubscribeResponse.error:type_name -> sluice.ErrorCode
-	59, // 41: sluice.PushRecords.records:type_name -> sluice.PushedRecord
-	37, // 42: sluice.PushAssignment.assigned:type_name -> sluice.TopicPartitions
-	37, // 43: sluice.GroupMemberRecord.assignment:type_name -> sluice.TopicPartitions
-	67, // 44: sluice.GroupMetadataValue.members:type_name -> sluice.GroupMemberRecord
-	76, // 45: sluice.TopicRecord.configs:type_name -> sluice.TopicRecord.ConfigsEntry
-	70, // 46: sluice.TopicRecord.assignment:type_name -> sluice.ReplicaAssignment
-	69, // 47: sluice.ClusterSnapshot.topics:type_name -> sluice.TopicRecord
-	71, // 48: sluice.ClusterSnapshot.partitions:type_name -> sluice.PartitionState
-	49, // [49:49] is the sub-list for method output_type
-	49, // [49:49] is the sub-list for method input_type
-	49, // [49:49] is the sub-list for extension type_name
-	49, // [49:49] is the sub-list for extension extendee
-	0,  // [0:49] is the sub-list for field type_name
+	79, // 19: sluice.AlterPartitionRequest.isr_epochs:type_name -> sluice.AlterPartitionRequest.IsrEpochsEntry
+	0,  // 20: sluice.AlterPartitionResponse.error:type_name -> sluice.ErrorCode
+	73, // 21: sluice.AlterPartitionResponse.state:type_name -> sluice.PartitionState
+	73, // 22: sluice.LeaderAndIsrRequest.states:type_name -> sluice.PartitionState
+	0,  // 23: sluice.LeaderAndIsrResponse.error:type_name -> sluice.ErrorCode
+	0,  // 24: sluice.ReplicaOfflineResponse.error:type_name -> sluice.ErrorCode
+	0,  // 25: sluice.InitProducerIdResponse.error:type_name -> sluice.ErrorCode
+	0,  // 26: sluice.AllocateProducerIdsResponse.error:type_name -> sluice.ErrorCode
+	0,  // 27: sluice.FindCoordinatorResponse.error:type_name -> sluice.ErrorCode
+	0,  // 28: sluice.JoinGroupResponse.error:type_name -> sluice.ErrorCode
+	0,  // 29: sluice.SyncGroupResponse.error:type_name -> sluice.ErrorCode
+	39, // 30: sluice.SyncGroupResponse.assignment:type_name -> sluice.TopicPartitions
+	0,  // 31: sluice.HeartbeatResponse.error:type_name -> sluice.ErrorCode
+	0,  // 32: sluice.LeaveGroupResponse.error:type_name -> sluice.ErrorCode
+	48, // 33: sluice.OffsetCommitRequest.offsets:type_name -> sluice.OffsetCommitEntry
+	0,  // 34: sluice.OffsetCommitResponse.error:type_name -> sluice.ErrorCode
+	39, // 35: sluice.OffsetFetchRequest.partitions:type_name -> sluice.TopicPartitions
+	0,  // 36: sluice.OffsetFetchResponse.error:type_name -> sluice.ErrorCode
+	48, // 37: sluice.OffsetFetchResponse.offsets:type_name -> sluice.OffsetCommitEntry
+	54, // 38: sluice.ListGroupsResponse.groups:type_name -> sluice.GroupOverview
+	39, // 39: sluice.MemberDescription.assignment:type_name -> sluice.TopicPartitions
+	0,  // 40: sluice.DescribeGroupResponse.error:type_name -> sluice.ErrorCode
+	57, // 41: sluice.DescribeGroupResponse.members:type_name -> sluice.MemberDescription
+	0,  // 42: sluice.SubscribeResponse.error:type_name -> sluice.ErrorCode
+	61, // 43: sluice.PushRecords.records:type_name -> sluice.PushedRecord
+	39, // 44: sluice.PushAssignment.assigned:type_name -> sluice.TopicPartitions
+	39, // 45: sluice.GroupMemberRecord.assignment:type_name -> sluice.TopicPartitions
+	69, // 46: sluice.GroupMetadataValue.members:type_name -> sluice.GroupMemberRecord
+	80, // 47: sluice.TopicRecord.configs:type_name -> sluice.TopicRecord.ConfigsEntry
+	72, // 48: sluice.TopicRecord.assignment:type_name -> sluice.ReplicaAssignment
+	81, // 49: sluice.PartitionState.isr_epochs:type_name -> sluice.PartitionState.IsrEpochsEntry
+	71, // 50: sluice.ClusterSnapshot.topics:type_name -> sluice.TopicRecord
+	73, // 51: sluice.ClusterSnapshot.partitions:type_name -> sluice.PartitionState
+	74, // 52: sluice.ClusterSnapshot.deleted_topics:type_name -> sluice.TopicDeletion
+	53, // [53:53] is the sub-list for method output_type
+	53, // [53:53] is the sub-list for method input_type
+	53, // [53:53] is the sub-list for extension type_name
+	53, // [53:53] is the sub-list for extension extendee
+	0,  // [0:53] is the sub-list for field type_name
 }
 
 func init() { file_sluice_proto_init() }
@@ -5937,7 +6263,7 @@ func file_sluice_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_sluice_proto_rawDesc), len(file_sluice_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   76,
+			NumMessages:   81,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -4,6 +4,11 @@
 // ISR unless the topic allows unclean election; every leader change bumps
 // the leader epoch and every change bumps the partition epoch.
 //
+// The ISR records, for each member, the broker epoch it was in sync under
+// (KIP-380, KIP-903). A member whose broker now runs under another epoch
+// has restarted and may have lost its log: it is no longer in sync, and it
+// only returns through the leader's ISR expansion once it has caught up.
+//
 //	next, changed := election.OnLiveBrokers(state, live, false)
 //	if changed { /* write next with check-and-set, tell the brokers */ }
 //
@@ -12,6 +17,7 @@ package election
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 )
 
@@ -25,52 +31,137 @@ type Partition struct {
 	LeaderEpoch    int32
 	ISR            []int32
 	PartitionEpoch int32
+	// ISREpochs is the broker epoch each ISR member was in sync under;
+	// a missing or zero entry is not known (and matches any epoch).
+	ISREpochs map[int32]int64
 }
 
 // Clone returns a deep copy of p.
 func (p Partition) Clone() Partition {
 	p.Replicas = slices.Clone(p.Replicas)
 	p.ISR = slices.Clone(p.ISR)
+	p.ISREpochs = maps.Clone(p.ISREpochs)
 	return p
 }
 
-// OnLiveBrokers returns p updated for the set of live brokers:
-//   - a live leader keeps leading; in-sync followers that are not live leave
-//     the ISR (they cannot acknowledge anything);
-//   - a partition whose leader is dead or absent gets the first live ISR
-//     member in replica order, and the ISR loses the dead members;
-//   - with no live ISR member, an unclean election (if allowed) takes the
-//     first live replica with an ISR of itself; otherwise the partition goes
-//     offline with its ISR unchanged, so that the last in-sync replica can
-//     lead again when it returns.
+// Live tells whether broker id is alive, and its current broker epoch (0:
+// not known).
+type Live func(id int32) (epoch int64, alive bool)
+
+// inSync reports whether ISR member id is alive under the epoch p records.
+func (p Partition) inSync(id int32, live Live) bool {
+	epoch, alive := live(id)
+	recorded := p.ISREpochs[id]
+	return alive && (recorded == 0 || epoch == 0 || recorded == epoch)
+}
+
+// withEpochs returns the epochs of the members of isr: the recorded ones,
+// with unknown ones filled in from live.
+func (p Partition) withEpochs(isr []int32, live Live) map[int32]int64 {
+	out := make(map[int32]int64, len(isr))
+	for _, id := range isr {
+		e := p.ISREpochs[id]
+		if cur, alive := live(id); e == 0 && alive {
+			e = cur
+		}
+		if e != 0 {
+			out[id] = e
+		}
+	}
+	return out
+}
+
+// OnLiveBrokers returns p updated for the live brokers and their epochs. An
+// ISR member is in sync while it is alive under the broker epoch the ISR
+// records for it:
+//   - an in-sync leader keeps leading; members that are not in sync (dead,
+//     or restarted since) leave the ISR;
+//   - otherwise the first in-sync ISR member in replica order leads;
+//   - with none, an unclean election (if allowed) takes the first live
+//     replica with an ISR of itself; otherwise the ISR keeps one member,
+//     the last leader if it was in it (its log holds everything committed),
+//     and the partition is offline until that member is alive: it then
+//     leads whatever its epoch, being the last in-sync replica there is.
 //
 // changed is false when p needs no write.
-func OnLiveBrokers(p Partition, live func(int32) bool, unclean bool) (next Partition, changed bool) {
+func OnLiveBrokers(p Partition, live Live, unclean bool) (next Partition, changed bool) {
 	next = p.Clone()
-	if p.Leader != NoLeader && live(p.Leader) {
-		isr := filter(p.ISR, func(id int32) bool { return id == p.Leader || live(id) })
-		if len(isr) == len(p.ISR) {
+	inSync := filter(p.ISR, func(id int32) bool { return p.inSync(id, live) })
+	if p.Leader != NoLeader && slices.Contains(inSync, p.Leader) {
+		epochs := p.withEpochs(inSync, live)
+		if len(inSync) == len(p.ISR) && maps.Equal(epochs, nonZero(p.ISREpochs, inSync)) {
 			return p, false
 		}
-		next.ISR = isr
+		next.ISR, next.ISREpochs = inSync, epochs
 		next.PartitionEpoch++
 		return next, true
 	}
-	if leader, ok := first(p.Replicas, func(id int32) bool { return live(id) && slices.Contains(p.ISR, id) }); ok {
+	if leader, ok := first(p.Replicas, func(id int32) bool { return slices.Contains(inSync, id) }); ok {
 		next.Leader = leader
-		next.ISR = filter(p.ISR, live)
-	} else if leader, ok := first(p.Replicas, live); ok && unclean {
+		next.ISR, next.ISREpochs = inSync, p.withEpochs(inSync, live)
+	} else if leader, ok := first(p.Replicas, isAlive(live)); ok && unclean {
 		next.Leader = leader
 		next.ISR = []int32{leader}
+		next.ISREpochs = currentEpochs(next.ISR, live)
 	} else {
-		if p.Leader == NoLeader {
-			return p, false // already offline; wait for an ISR member
+		last := p.ISR
+		if len(p.ISR) > 1 {
+			last = p.ISR[:1]
+			if slices.Contains(p.ISR, p.Leader) {
+				last = []int32{p.Leader}
+			}
 		}
-		next.Leader = NoLeader
+		if len(last) == 1 && isAlive(live)(last[0]) {
+			// The last in-sync replica is back (after a restart): it leads.
+			next.Leader = last[0]
+			next.ISR = slices.Clone(last)
+			next.ISREpochs = currentEpochs(last, live)
+		} else {
+			if p.Leader == NoLeader && len(p.ISR) == len(last) {
+				return p, false // already offline; wait for the last ISR member
+			}
+			next.Leader = NoLeader
+			next.ISR = slices.Clone(last)
+			next.ISREpochs = nonZero(p.ISREpochs, last)
+		}
 	}
-	next.LeaderEpoch++
+	if next.Leader == p.Leader && slices.Equal(next.ISR, p.ISR) && maps.Equal(next.ISREpochs, p.ISREpochs) {
+		return p, false
+	}
+	if next.Leader != p.Leader {
+		// A leader that restarted and leads on keeps its epoch: followers
+		// copy only what it had made durable, so its log cannot have lost
+		// anything they hold.
+		next.LeaderEpoch++
+	}
 	next.PartitionEpoch++
 	return next, true
+}
+
+func isAlive(live Live) func(int32) bool {
+	return func(id int32) bool { _, ok := live(id); return ok }
+}
+
+// currentEpochs is the live epochs of ids.
+func currentEpochs(ids []int32, live Live) map[int32]int64 {
+	out := map[int32]int64{}
+	for _, id := range ids {
+		if e, ok := live(id); ok && e != 0 {
+			out[id] = e
+		}
+	}
+	return out
+}
+
+// nonZero is the entries of epochs for ids (nil-safe, zeros dropped).
+func nonZero(epochs map[int32]int64, ids []int32) map[int32]int64 {
+	out := map[int32]int64{}
+	for _, id := range ids {
+		if e := epochs[id]; e != 0 {
+			out[id] = e
+		}
+	}
+	return out
 }
 
 // Proposal is a leader's request to change the ISR.
@@ -79,6 +170,8 @@ type Proposal struct {
 	LeaderEpoch    int32
 	PartitionEpoch int32
 	ISR            []int32
+	// Epochs is the broker epoch of each member as the leader saw it fetch.
+	Epochs map[int32]int64
 }
 
 // Rejection says why a proposal was refused; Code names the error.
@@ -100,12 +193,16 @@ const (
 	RejectStalePartitionEpoch
 	// RejectInvalid: the ISR is not a valid set for this partition.
 	RejectInvalid
+	// RejectStaleBrokerEpoch: a member the proposal adds has restarted
+	// since the leader saw it fetch.
+	RejectStaleBrokerEpoch
 )
 
 // AlterISR checks a proposal against the current state and returns the
 // state to commit: the proposed ISR with the partition epoch bumped.
-// Members the proposal adds must be live, and the leader must stay in.
-func AlterISR(p Partition, prop Proposal, live func(int32) bool) (Partition, *Rejection) {
+// Members the proposal adds must be alive under the broker epoch the
+// leader saw them fetch with, and the leader must stay in.
+func AlterISR(p Partition, prop Proposal, live Live) (Partition, *Rejection) {
 	switch {
 	case prop.Leader != p.Leader || prop.LeaderEpoch != p.LeaderEpoch:
 		return p, &Rejection{RejectFencedEpoch, fmt.Sprintf("proposal from leader %d at epoch %d; current leader %d at epoch %d",
@@ -117,18 +214,36 @@ func AlterISR(p Partition, prop Proposal, live func(int32) bool) (Partition, *Re
 		return p, &Rejection{RejectInvalid, fmt.Sprintf("ISR %v leaves out the leader %d", prop.ISR, p.Leader)}
 	}
 	seen := map[int32]bool{}
+	epochs := map[int32]int64{}
 	for _, id := range prop.ISR {
 		if seen[id] || !slices.Contains(p.Replicas, id) {
 			return p, &Rejection{RejectInvalid, fmt.Sprintf("ISR %v is not a set of the replicas %v", prop.ISR, p.Replicas)}
 		}
 		seen[id] = true
-		if !slices.Contains(p.ISR, id) && !live(id) {
-			return p, &Rejection{RejectInvalid, fmt.Sprintf("broker %d is not alive and cannot join the ISR", id)}
+		current, alive := live(id)
+		proposed := prop.Epochs[id]
+		if !slices.Contains(p.ISR, id) {
+			if !alive {
+				return p, &Rejection{RejectInvalid, fmt.Sprintf("broker %d is not alive and cannot join the ISR", id)}
+			}
+			if proposed != 0 && current != 0 && proposed != current {
+				return p, &Rejection{RejectStaleBrokerEpoch, fmt.Sprintf("broker %d fetched under broker epoch %d but now runs under %d",
+					id, proposed, current)}
+			}
+		}
+		switch {
+		case slices.Contains(p.ISR, id) && p.ISREpochs[id] != 0:
+			epochs[id] = p.ISREpochs[id]
+		case proposed != 0:
+			epochs[id] = proposed
+		case alive && current != 0:
+			epochs[id] = current
 		}
 	}
 	next := p.Clone()
 	next.ISR = slices.Clone(prop.ISR)
 	slices.Sort(next.ISR)
+	next.ISREpochs = epochs
 	next.PartitionEpoch++
 	return next, nil
 }

@@ -6,8 +6,14 @@ import (
 	"testing"
 )
 
-func liveSet(ids ...int32) func(int32) bool {
-	return func(id int32) bool { return slices.Contains(ids, id) }
+// liveSet is brokers ids alive, their epochs unknown.
+func liveSet(ids ...int32) Live {
+	return func(id int32) (int64, bool) { return 0, slices.Contains(ids, id) }
+}
+
+// epochs is the brokers of m alive under the given epochs.
+func epochs(m map[int32]int64) Live {
+	return func(id int32) (int64, bool) { e, ok := m[id]; return e, ok }
 }
 
 func TestOnLiveBrokers(t *testing.T) {
@@ -25,6 +31,9 @@ func TestOnLiveBrokers(t *testing.T) {
 			Partition{Replicas: []int32{1, 2, 3}, Leader: 1, LeaderEpoch: 4, ISR: []int32{1, 3}, PartitionEpoch: 10}, true},
 		{"leader dies: next ISR member in replica order", base, []int32{2, 3}, false,
 			Partition{Replicas: []int32{1, 2, 3}, Leader: 2, LeaderEpoch: 5, ISR: []int32{2, 3}, PartitionEpoch: 10}, true},
+		{"leader and follower die at once: offline, the ISR keeps the leader",
+			Partition{Replicas: []int32{1, 2, 3}, Leader: 1, LeaderEpoch: 4, ISR: []int32{1, 2}, PartitionEpoch: 9}, []int32{3}, false,
+			Partition{Replicas: []int32{1, 2, 3}, Leader: NoLeader, LeaderEpoch: 5, ISR: []int32{1}, PartitionEpoch: 10}, true},
 		{"leader dies, only an out-of-sync replica left: offline, ISR kept",
 			Partition{Replicas: []int32{1, 2, 3}, Leader: 1, LeaderEpoch: 4, ISR: []int32{1}, PartitionEpoch: 9}, []int32{2, 3}, false,
 			Partition{Replicas: []int32{1, 2, 3}, Leader: NoLeader, LeaderEpoch: 5, ISR: []int32{1}, PartitionEpoch: 10}, true},
@@ -56,16 +65,18 @@ func TestAlterISR(t *testing.T) {
 	}
 	for name, c := range map[string]struct {
 		prop Proposal
-		live func(int32) bool
+		live Live
 		code RejectCode
 	}{
-		"old leader epoch":    {Proposal{1, 3, 9, []int32{1}}, live, RejectFencedEpoch},
-		"not the leader":      {Proposal{2, 4, 9, []int32{2}}, live, RejectFencedEpoch},
-		"old partition epoch": {Proposal{1, 4, 8, []int32{1}}, live, RejectStalePartitionEpoch},
-		"leader left out":     {Proposal{1, 4, 9, []int32{2}}, live, RejectInvalid},
-		"not a replica":       {Proposal{1, 4, 9, []int32{1, 7}}, live, RejectInvalid},
-		"duplicate member":    {Proposal{1, 4, 9, []int32{1, 1}}, live, RejectInvalid},
-		"dead member joins":   {Proposal{1, 4, 9, []int32{1, 2, 3}}, liveSet(1, 2), RejectInvalid},
+		"old leader epoch":    {Proposal{1, 3, 9, []int32{1}, nil}, live, RejectFencedEpoch},
+		"not the leader":      {Proposal{2, 4, 9, []int32{2}, nil}, live, RejectFencedEpoch},
+		"old partition epoch": {Proposal{1, 4, 8, []int32{1}, nil}, live, RejectStalePartitionEpoch},
+		"leader left out":     {Proposal{1, 4, 9, []int32{2}, nil}, live, RejectInvalid},
+		"not a replica":       {Proposal{1, 4, 9, []int32{1, 7}, nil}, live, RejectInvalid},
+		"duplicate member":    {Proposal{1, 4, 9, []int32{1, 1}, nil}, live, RejectInvalid},
+		"dead member joins":   {Proposal{1, 4, 9, []int32{1, 2, 3}, nil}, liveSet(1, 2), RejectInvalid},
+		"restarted since it fetched": {Proposal{1, 4, 9, []int32{1, 2, 3}, map[int32]int64{3: 7}},
+			epochs(map[int32]int64{1: 1, 2: 2, 3: 8}), RejectStaleBrokerEpoch},
 	} {
 		if _, rej := AlterISR(p, c.prop, c.live); rej == nil || rej.Code != c.code {
 			t.Errorf("%s: rejection %v, want code %d", name, rej, c.code)
@@ -112,7 +123,7 @@ func TestElectionInvariantsRandomized(t *testing.T) {
 			if p.Leader != NoLeader && rng.IntN(2) == 0 {
 				for _, id := range live {
 					if !slices.Contains(p.ISR, id) {
-						if n, rej := AlterISR(p, Proposal{p.Leader, p.LeaderEpoch, p.PartitionEpoch, append(slices.Clone(p.ISR), id)}, liveSet(live...)); rej == nil {
+						if n, rej := AlterISR(p, Proposal{p.Leader, p.LeaderEpoch, p.PartitionEpoch, append(slices.Clone(p.ISR), id), nil}, liveSet(live...)); rej == nil {
 							p = n
 						}
 						break
@@ -120,5 +131,58 @@ func TestElectionInvariantsRandomized(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// A broker that restarted (a new broker epoch) is not in sync, whatever the
+// ISR says: it may have lost its log.
+func TestRestartedBrokerIsNotInSync(t *testing.T) {
+	p := Partition{Replicas: []int32{1, 2}, Leader: 1, LeaderEpoch: 3, ISR: []int32{1, 2}, PartitionEpoch: 5,
+		ISREpochs: map[int32]int64{1: 10, 2: 20}}
+	// Follower 2 restarted (epoch 21) while the leader lives: it leaves the ISR.
+	next, changed := OnLiveBrokers(p, epochs(map[int32]int64{1: 10, 2: 21}), false)
+	if !changed || next.Leader != 1 || !slices.Equal(next.ISR, []int32{1}) || next.LeaderEpoch != 3 || next.ISREpochs[2] != 0 {
+		t.Fatalf("restarted follower: %+v", next)
+	}
+	// Then the leader dies: 2 is alive but not in sync, so nobody leads and
+	// the ISR keeps the last leader.
+	off, changed := OnLiveBrokers(next, epochs(map[int32]int64{2: 21}), false)
+	if !changed || off.Leader != NoLeader || !slices.Equal(off.ISR, []int32{1}) {
+		t.Fatalf("leader dead, restarted follower alive: %+v", off)
+	}
+	// Both at once (the controller saw them in one update): the same.
+	both, _ := OnLiveBrokers(p, epochs(map[int32]int64{2: 21}), false)
+	if both.Leader != NoLeader || !slices.Equal(both.ISR, []int32{1}) {
+		t.Fatalf("leader dead and follower restarted at once: %+v", both)
+	}
+	// The last leader returns under a new epoch: it leads, recorded anew.
+	back, changed := OnLiveBrokers(off, epochs(map[int32]int64{1: 11, 2: 21}), false)
+	if !changed || back.Leader != 1 || back.LeaderEpoch <= off.LeaderEpoch || back.ISREpochs[1] != 11 {
+		t.Fatalf("last leader back: %+v", back)
+	}
+	// The restarted leader of an in-sync pair hands over to the follower.
+	moved, _ := OnLiveBrokers(p, epochs(map[int32]int64{1: 11, 2: 20}), false)
+	if moved.Leader != 2 || !slices.Equal(moved.ISR, []int32{2}) {
+		t.Fatalf("restarted leader: %+v", moved)
+	}
+	// Unknown recorded epochs are filled in, not taken for restarts.
+	legacy := p
+	legacy.ISREpochs = nil
+	filled, changed := OnLiveBrokers(legacy, epochs(map[int32]int64{1: 10, 2: 20}), false)
+	if !changed || !slices.Equal(filled.ISR, []int32{1, 2}) || filled.ISREpochs[1] != 10 || filled.ISREpochs[2] != 20 || filled.LeaderEpoch != 3 {
+		t.Fatalf("legacy state: %+v", filled)
+	}
+	if _, changed := OnLiveBrokers(filled, epochs(map[int32]int64{1: 10, 2: 20}), false); changed {
+		t.Fatal("a settled state changed again")
+	}
+}
+
+// The only in-sync replica restarting (a single broker's restart) keeps
+// leading under the same leader epoch; only its recorded broker epoch moves.
+func TestRestartOfTheOnlyReplica(t *testing.T) {
+	p := Partition{Replicas: []int32{0}, Leader: 0, LeaderEpoch: 2, ISR: []int32{0}, PartitionEpoch: 4, ISREpochs: map[int32]int64{0: 3}}
+	next, changed := OnLiveBrokers(p, epochs(map[int32]int64{0: 4}), false)
+	if !changed || next.Leader != 0 || next.LeaderEpoch != 2 || next.PartitionEpoch != 5 || next.ISREpochs[0] != 4 {
+		t.Fatalf("after a restart: %+v", next)
 	}
 }

@@ -10,7 +10,7 @@
 // truncate the log to the offset TruncationStep names.
 //
 //	l := replication.NewLeader(replication.LeaderConfig{...}, leo, now)
-//	l.FollowerFetched(2, 120, now)
+//	l.FollowerFetched(2, 120, brokerEpoch, now)
 //	if l.HighWatermark() >= lastOffset+1 { /* answer acks=all */ }
 //
 // This package must not import protoactor, storage, consul or the network.

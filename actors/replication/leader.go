@@ -1,6 +1,7 @@
 package replication
 
 import (
+	"maps"
 	"slices"
 	"time"
 )
@@ -17,6 +18,9 @@ type LeaderConfig struct {
 	Replicas []int32
 	// ISR is the committed in-sync set, leader included.
 	ISR []int32
+	// ISREpochs is the broker epoch each ISR member was in sync under
+	// (missing: not known).
+	ISREpochs map[int32]int64
 	// MinISR is min.insync.replicas: below it the HW does not advance and
 	// acks=all produce requests are refused.
 	MinISR int
@@ -36,7 +40,8 @@ type follower struct {
 	// lastFetch and leaderLEOAtLastFetch feed that rule.
 	lastFetch            time.Time
 	leaderLEOAtLastFetch int64
-	known                bool // has fetched at least once in this leadership
+	known                bool  // has fetched at least once in this leadership
+	epoch                int64 // broker epoch of its last fetch (0: not known)
 }
 
 // Leader tracks followers, the ISR and the high watermark of one partition
@@ -47,6 +52,7 @@ type Leader struct {
 	hw               int64
 	epochStartOffset int64
 	isr              []int32
+	isrEpochs        map[int32]int64
 	partitionEpoch   int32
 	// proposed is an ISR change sent to the controller and not yet
 	// committed; nil when none is in flight.
@@ -63,6 +69,7 @@ func NewLeader(cfg LeaderConfig, leo int64, now time.Time) *Leader {
 		hw:               min(max(cfg.HighWatermark, 0), leo),
 		epochStartOffset: leo,
 		isr:              slices.Clone(cfg.ISR),
+		isrEpochs:        maps.Clone(cfg.ISREpochs),
 		partitionEpoch:   cfg.PartitionEpoch,
 		followers:        map[int32]*follower{},
 	}
@@ -115,14 +122,26 @@ func (l *Leader) Appended(leo int64) bool {
 	return l.advanceHW()
 }
 
-// FollowerFetched records a follower's fetch from fetchOffset, which
-// acknowledges that the follower holds everything below it. It returns
-// whether the HW moved and, when the follower has caught up and is not in
-// the ISR, the ISR to propose (nil otherwise).
-func (l *Leader) FollowerFetched(id int32, fetchOffset int64, now time.Time) (hwMoved bool, propose []int32) {
+// FollowerFetched records a follower's fetch from fetchOffset under broker
+// epoch brokerEpoch (0: not known), which acknowledges that the follower
+// holds everything below fetchOffset. It returns whether the HW moved and
+// the ISR to propose (nil for none):
+//   - an in-sync follower that fetches below the HW, or under another
+//     broker epoch than the ISR records for it, has lost data (it
+//     restarted with an empty or shorter log): the ISR without it, at once;
+//   - a follower outside the ISR that has caught up: the ISR with it.
+func (l *Leader) FollowerFetched(id int32, fetchOffset int64, brokerEpoch int64, now time.Time) (hwMoved bool, propose []int32) {
 	f, ok := l.followers[id]
 	if !ok {
 		return false, nil
+	}
+	if brokerEpoch != 0 && brokerEpoch != f.epoch {
+		if f.epoch != 0 {
+			// A new run of the follower's broker: what the earlier run
+			// acknowledged says nothing about this one's log.
+			f.known, f.leo = false, -1
+		}
+		f.epoch = brokerEpoch
 	}
 	switch {
 	case fetchOffset >= l.leo:
@@ -135,12 +154,31 @@ func (l *Leader) FollowerFetched(id int32, fetchOffset int64, now time.Time) (hw
 	f.lastFetch = now
 	f.leaderLEOAtLastFetch = l.leo
 	hwMoved = l.advanceHW()
-	if l.proposed == nil && !slices.Contains(l.isr, id) && l.caughtUpForISR(f) {
-		propose = sortedWith(l.isr, id)
-		l.proposed = propose
+	if l.proposed != nil {
+		return hwMoved, nil
 	}
+	inISR := slices.Contains(l.isr, id)
+	recorded := l.isrEpochs[id]
+	switch {
+	case inISR && (fetchOffset < l.hw || (recorded != 0 && brokerEpoch != 0 && recorded != brokerEpoch)):
+		propose = without(l.isr, id)
+	case !inISR && l.caughtUpForISR(f):
+		propose = sortedWith(l.isr, id)
+	}
+	l.proposed = propose
 	return hwMoved, propose
 }
+
+// FollowerEpoch is the broker epoch follower id last fetched under (0: not known).
+func (l *Leader) FollowerEpoch(id int32) int64 {
+	if f, ok := l.followers[id]; ok {
+		return f.epoch
+	}
+	return 0
+}
+
+// ISREpoch is the broker epoch the committed ISR records for member id.
+func (l *Leader) ISREpoch(id int32) int64 { return l.isrEpochs[id] }
 
 // caughtUpForISR is Kafka's rule for rejoining: the follower has everything
 // below the HW and has reached the start of the current leader epoch.
@@ -177,13 +215,14 @@ func (l *Leader) ProposalFailed() { l.proposed = nil }
 // Proposed returns the ISR change in flight, or nil.
 func (l *Leader) Proposed() []int32 { return slices.Clone(l.proposed) }
 
-// ISRCommitted applies an ISR the controller committed at partitionEpoch.
-// It returns whether the HW moved.
-func (l *Leader) ISRCommitted(isr []int32, partitionEpoch int32) bool {
+// ISRCommitted applies an ISR (and its members' broker epochs) the
+// controller committed at partitionEpoch. It returns whether the HW moved.
+func (l *Leader) ISRCommitted(isr []int32, epochs map[int32]int64, partitionEpoch int32) bool {
 	if partitionEpoch < l.partitionEpoch {
 		return false
 	}
 	l.isr = slices.Clone(isr)
+	l.isrEpochs = maps.Clone(epochs)
 	l.partitionEpoch = partitionEpoch
 	l.proposed = nil
 	return l.advanceHW()
@@ -223,6 +262,16 @@ func (l *Leader) maximalISR() []int32 {
 	for _, id := range l.proposed {
 		if !slices.Contains(out, id) {
 			out = append(out, id)
+		}
+	}
+	return out
+}
+
+func without(set []int32, id int32) []int32 {
+	out := make([]int32, 0, len(set))
+	for _, x := range set {
+		if x != id {
+			out = append(out, x)
 		}
 	}
 	return out

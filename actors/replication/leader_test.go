@@ -18,8 +18,8 @@ func newTestLeader(replicas, isr []int32, minISR int, leo int64) *Leader {
 // two appends, followers catching up at different speeds.
 func TestHighWatermarkFollowsTheSlowestInSyncReplica(t *testing.T) {
 	l := newTestLeader([]int32{1, 2, 3}, []int32{1, 2, 3}, 1, 2)
-	l.FollowerFetched(2, 2, t0)
-	l.FollowerFetched(3, 2, t0)
+	l.FollowerFetched(2, 2, 0, t0)
+	l.FollowerFetched(3, 2, 0, t0)
 	if hw := l.HighWatermark(); hw != 2 {
 		t.Fatalf("initial HW %d, want 2", hw)
 	}
@@ -27,12 +27,12 @@ func TestHighWatermarkFollowsTheSlowestInSyncReplica(t *testing.T) {
 	if hw := l.HighWatermark(); hw != 2 {
 		t.Fatalf("HW moved to %d before any follower had the new records", hw)
 	}
-	l.FollowerFetched(2, 4, t0) // follower 1 has 2 and 3
-	l.FollowerFetched(3, 3, t0) // follower 2 has only 2
+	l.FollowerFetched(2, 4, 0, t0) // follower 1 has 2 and 3
+	l.FollowerFetched(3, 3, 0, t0) // follower 2 has only 2
 	if hw := l.HighWatermark(); hw != 3 {
 		t.Fatalf("HW %d, want 3 (consumers may read 0, 1, 2)", hw)
 	}
-	l.FollowerFetched(3, 4, t0)
+	l.FollowerFetched(3, 4, 0, t0)
 	if hw := l.HighWatermark(); hw != 4 {
 		t.Fatalf("HW %d, want 4", hw)
 	}
@@ -43,7 +43,7 @@ func TestHighWatermarkWaitsForUnknownFollowers(t *testing.T) {
 	if hw := l.HighWatermark(); hw != 0 {
 		t.Fatalf("HW %d with a follower whose LEO is unknown", hw)
 	}
-	l.FollowerFetched(2, 7, t0)
+	l.FollowerFetched(2, 7, 0, t0)
 	if hw := l.HighWatermark(); hw != 7 {
 		t.Fatalf("HW %d, want 7", hw)
 	}
@@ -57,11 +57,11 @@ func TestHighWatermarkFrozenBelowMinISR(t *testing.T) {
 	if l.Appended(9) || l.HighWatermark() != 0 {
 		t.Fatalf("HW advanced to %d with ISR below min", l.HighWatermark())
 	}
-	l.ISRCommitted([]int32{1, 2}, 1)
+	l.ISRCommitted([]int32{1, 2}, nil, 1)
 	if l.HighWatermark() != 0 {
 		t.Fatal("HW advanced before follower 2 reported its LEO")
 	}
-	l.FollowerFetched(2, 9, t0)
+	l.FollowerFetched(2, 9, 0, t0)
 	if hw := l.HighWatermark(); hw != 9 {
 		t.Fatalf("HW %d, want 9", hw)
 	}
@@ -69,14 +69,14 @@ func TestHighWatermarkFrozenBelowMinISR(t *testing.T) {
 
 func TestISRShrinksAfterLagAndExpandsWhenCaughtUp(t *testing.T) {
 	l := newTestLeader([]int32{1, 2, 3}, []int32{1, 2, 3}, 1, 0)
-	l.FollowerFetched(2, 0, t0)
-	l.FollowerFetched(3, 0, t0)
+	l.FollowerFetched(2, 0, 0, t0)
+	l.FollowerFetched(3, 0, 0, t0)
 	l.Appended(100)
 	// Follower 2 keeps up, follower 3 goes silent.
 	now := t0
 	for i := 0; i < 11; i++ {
 		now = now.Add(time.Second)
-		l.FollowerFetched(2, 100, now)
+		l.FollowerFetched(2, 100, 0, now)
 		if p := l.Tick(now); p != nil {
 			if i < 9 {
 				t.Fatalf("shrink proposed after %d s", i+1)
@@ -94,20 +94,20 @@ func TestISRShrinksAfterLagAndExpandsWhenCaughtUp(t *testing.T) {
 	if l.HighWatermark() != 0 {
 		t.Fatalf("HW %d moved past the follower being removed before the commit", l.HighWatermark())
 	}
-	l.ISRCommitted([]int32{1, 2}, 1)
+	l.ISRCommitted([]int32{1, 2}, nil, 1)
 	if l.HighWatermark() != 100 {
 		t.Fatalf("HW %d after shrink, want 100", l.HighWatermark())
 	}
 	// Follower 3 comes back and catches up: the leader proposes it again.
-	_, p := l.FollowerFetched(3, 50, now)
+	_, p := l.FollowerFetched(3, 50, 0, now)
 	if p != nil {
 		t.Fatalf("proposed %v for a follower below the HW", p)
 	}
-	_, p = l.FollowerFetched(3, 100, now)
+	_, p = l.FollowerFetched(3, 100, 0, now)
 	if !slices.Equal(p, []int32{1, 2, 3}) {
 		t.Fatalf("proposed %v, want [1 2 3]", p)
 	}
-	l.ISRCommitted([]int32{1, 2, 3}, 2)
+	l.ISRCommitted([]int32{1, 2, 3}, nil, 2)
 	if got := l.ISR(); !slices.Equal(got, []int32{1, 2, 3}) {
 		t.Fatalf("ISR %v", got)
 	}
@@ -124,7 +124,7 @@ func TestSteadyFollowerIsNotDropped(t *testing.T) {
 		prev := leo
 		leo += 10
 		l.Appended(leo)
-		l.FollowerFetched(2, prev, now) // always one step behind
+		l.FollowerFetched(2, prev, 0, now) // always one step behind
 		if p := l.Tick(now); p != nil {
 			t.Fatalf("dropped a steady follower at step %d", i)
 		}
@@ -133,7 +133,7 @@ func TestSteadyFollowerIsNotDropped(t *testing.T) {
 
 func TestStaleISRCommitIgnored(t *testing.T) {
 	l := NewLeader(LeaderConfig{ReplicaID: 1, Epoch: 1, PartitionEpoch: 5, Replicas: []int32{1, 2}, ISR: []int32{1, 2}, MinISR: 1, LagTimeMax: time.Second}, 0, t0)
-	l.ISRCommitted([]int32{1}, 4)
+	l.ISRCommitted([]int32{1}, nil, 4)
 	if !slices.Equal(l.ISR(), []int32{1, 2}) {
 		t.Fatalf("stale commit applied: %v", l.ISR())
 	}
@@ -158,16 +158,16 @@ func TestHighWatermarkInvariantsRandomized(t *testing.T) {
 			case 1, 2:
 				id := int32(2 + rng.IntN(2))
 				leos[id] = min(leo, leos[id]+int64(rng.IntN(6)))
-				_, p := l.FollowerFetched(id, leos[id], now)
+				_, p := l.FollowerFetched(id, leos[id], 0, now)
 				if p != nil && rng.IntN(2) == 0 {
-					l.ISRCommitted(p, l.PartitionEpoch()+1)
+					l.ISRCommitted(p, nil, l.PartitionEpoch()+1)
 				} else if p != nil {
 					l.ProposalFailed()
 				}
 			case 3:
 				if p := l.Tick(now); p != nil {
 					if rng.IntN(3) > 0 {
-						l.ISRCommitted(p, l.PartitionEpoch()+1)
+						l.ISRCommitted(p, nil, l.PartitionEpoch()+1)
 					} else {
 						l.ProposalFailed()
 					}
@@ -187,5 +187,52 @@ func TestHighWatermarkInvariantsRandomized(t *testing.T) {
 			}
 			lastHW = hw
 		}
+	}
+}
+
+// An in-sync follower whose fetch offset is below the HW has lost data it
+// acknowledged (its disk was wiped): it leaves the ISR at once, not after
+// replica.lag.time.max, and it does not hold the HW back once removed.
+func TestFollowerBelowTheHWLeavesTheISRAtOnce(t *testing.T) {
+	l := NewLeader(LeaderConfig{ReplicaID: 1, Epoch: 3, Replicas: []int32{1, 2}, ISR: []int32{1, 2}, MinISR: 1,
+		LagTimeMax: time.Hour, ISREpochs: map[int32]int64{1: 5, 2: 6}}, 100, t0)
+	l.FollowerFetched(2, 100, 6, t0)
+	if l.HighWatermark() != 100 {
+		t.Fatalf("HW %d, want 100", l.HighWatermark())
+	}
+	// The follower's broker restarted at once with an empty log: same id,
+	// new broker epoch, fetch offset 0.
+	_, p := l.FollowerFetched(2, 0, 7, t0.Add(time.Millisecond))
+	if !slices.Equal(p, []int32{1}) {
+		t.Fatalf("proposal %v, want [1]", p)
+	}
+	if l.HighWatermark() != 100 {
+		t.Fatalf("HW moved back to %d", l.HighWatermark())
+	}
+	l.ISRCommitted([]int32{1}, map[int32]int64{1: 5}, 1)
+	l.Appended(110)
+	if l.HighWatermark() != 110 {
+		t.Fatalf("HW %d after the shrink, want 110", l.HighWatermark())
+	}
+	// It rejoins, under its new epoch, only once caught up.
+	if _, p := l.FollowerFetched(2, 50, 7, t0); p != nil {
+		t.Fatalf("proposal %v from a follower still behind", p)
+	}
+	if _, p := l.FollowerFetched(2, 110, 7, t0); !slices.Equal(p, []int32{1, 2}) || l.FollowerEpoch(2) != 7 {
+		t.Fatalf("proposal %v (epoch %d), want [1 2] under epoch 7", p, l.FollowerEpoch(2))
+	}
+}
+
+// A follower that fetches under another broker epoch than the ISR records
+// is a new run of its broker: out of the ISR at once even if its log
+// reaches the HW (KIP-903); the same fetch under the recorded epoch stays.
+func TestFollowerOfAnotherBrokerEpochIsNotInSync(t *testing.T) {
+	l := NewLeader(LeaderConfig{ReplicaID: 1, Epoch: 3, Replicas: []int32{1, 2, 3}, ISR: []int32{1, 2, 3}, MinISR: 1,
+		LagTimeMax: time.Hour, ISREpochs: map[int32]int64{1: 5, 2: 6, 3: 8}}, 100, t0)
+	if _, p := l.FollowerFetched(2, 100, 6, t0); p != nil {
+		t.Fatalf("proposal %v for a follower in sync under its recorded epoch", p)
+	}
+	if _, p := l.FollowerFetched(3, 100, 9, t0); !slices.Equal(p, []int32{1, 2}) {
+		t.Fatalf("proposal %v for a follower under a new broker epoch, want [1 2]", p)
 	}
 }

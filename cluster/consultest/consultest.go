@@ -277,6 +277,18 @@ func (a *Agent) RestartForgetting() error {
 	return a.start()
 }
 
+// RestartEmpty stops the agent and starts it again on the same ports with
+// no data at all, as a -dev agent (which keeps everything in memory) comes
+// back from a restart, or a server whose disk was lost: no KV, no
+// sessions, no services.
+func (a *Agent) RestartEmpty() error {
+	a.Stop()
+	if err := os.RemoveAll(filepath.Join(a.dir, "data")); err != nil {
+		return err
+	}
+	return a.start()
+}
+
 // Pause freezes the agent (SIGSTOP): connections hang as if the agent were
 // unreachable, and its timers, such as TTL checks, stand still.
 func (a *Agent) Pause() error { return a.signal(syscall.SIGSTOP, true) }

@@ -15,6 +15,7 @@ import (
 	"github.com/sluicemq/sluice/actors"
 	"github.com/sluicemq/sluice/actors/transport"
 	"github.com/sluicemq/sluice/cluster"
+	"github.com/sluicemq/sluice/storage/datadir"
 )
 
 func runBroker(args []string, stderr io.Writer) error {
@@ -109,6 +110,13 @@ func runBroker(args []string, stderr io.Writer) error {
 		return err
 	}
 
+	// The data directory is locked before anything in it is opened.
+	dir, err := datadir.Open(cfg.DataDir)
+	if err != nil {
+		return err
+	}
+	defer dir.Close()
+	cfg.Dir = dir
 	backend, mode, err := openBackend(cfg, node.Addr, *consulAddr, *clusterName, *checkTTL, logger)
 	if err != nil {
 		return err
@@ -118,12 +126,21 @@ func runBroker(args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	logger.Info("sluice broker ready", "addr", node.Addr, "id", cfg.ID, "data", cfg.DataDir, "mode", mode)
+	logger.Info("sluice broker ready", "addr", node.Addr, "id", cfg.ID, "data", cfg.DataDir, "mode", mode,
+		"cluster_id", b.ClusterID, "broker_epoch", b.Epoch)
 
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
-	s := <-sig
-	logger.Info("shutting down", "signal", s.String())
+	select {
+	case s := <-sig:
+		logger.Info("shutting down", "signal", s.String())
+	case <-backend.Evicted():
+		// Another process runs as this broker now; acting on as well would
+		// give the cluster two brokers with one id.
+		logger.Error("another process took over this broker id; stopping", "id", cfg.ID)
+		b.Stop()
+		return fmt.Errorf("broker %d was taken over by another process", cfg.ID)
+	}
 	done := make(chan struct{})
 	go func() {
 		b.Stop()

@@ -26,6 +26,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv(memberEnv) != "" {
 		os.Exit(runMember())
 	}
+	if os.Getenv(forgeEnv) != "" {
+		os.Exit(runForger())
+	}
 	dir, err := os.MkdirTemp("", "sluice-bin-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
