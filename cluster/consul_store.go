@@ -210,7 +210,9 @@ func (c *Consul) DeleteTopic(ctx context.Context, f Fence, name string) error {
 		return err
 	}
 	tx.add(&api.KVTxnOp{Verb: api.KVDeleteCAS, Key: c.key(topicKey(name)), Index: kv.ModifyIndex},
-		func(string) error { return fmt.Errorf("%w: topic %q changed while it was being deleted", ErrConflict, name) })
+		func(string) error {
+			return fmt.Errorf("%w: topic %q changed while it was being deleted", ErrConflict, name)
+		})
 	tx.add(&api.KVTxnOp{Verb: api.KVDeleteTree, Key: c.key(partitionsPrefix(name))}, nil)
 	tx.add(&api.KVTxnOp{Verb: api.KVSet, Key: c.key(deletedPrefix + t.TopicId), Value: marker}, nil)
 	_, err = c.commit(ctx, tx)
