@@ -78,6 +78,8 @@ type brokerShared struct {
 	// published is the latest metadata, for child actors to read and for a
 	// restarted broker actor to start from.
 	published atomic.Pointer[cluster.Snapshot]
+	// failed are the partition logs that failed in this process.
+	failed *failedLogs
 }
 
 // NewBrokerProps returns the props of the broker actor. Spawn it named
@@ -88,7 +90,7 @@ type brokerShared struct {
 // started again from the latest metadata), with the same backoff as its
 // children.
 func NewBrokerProps(cfg *BrokerConfig, backend cluster.Backend, addr string, initial *cluster.Snapshot) *actor.Props {
-	shared := &brokerShared{}
+	shared := &brokerShared{failed: newFailedLogs()}
 	return actor.PropsFromProducer(func() actor.Actor {
 		start := initial
 		if latest := shared.published.Load(); latest != nil {
@@ -672,7 +674,7 @@ func (b *brokerActor) startReplica(ctx actor.Context, tp cluster.TopicPartition,
 func (b *brokerActor) spawnReplica(ctx actor.Context, tp cluster.TopicPartition, r *replica) error {
 	props := actor.PropsFromProducer(newPartitionActor(PartitionConfig{
 		TP: tp, TopicID: r.topicID, BrokerID: b.cfg.ID, Dir: r.dir, Topic: b.topicConfig(tp.Topic),
-		Broker: b.cfg, Status: r.status, Logger: b.cfg.Logger,
+		Broker: b.cfg, Status: r.status, FailedLogs: b.shared.failed, Logger: b.cfg.Logger,
 	}))
 	pid, err := ctx.SpawnNamed(props, fmt.Sprintf("p/%s/%d", tp.Topic, tp.Partition))
 	if err != nil {

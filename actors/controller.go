@@ -52,11 +52,15 @@ type controllerActor struct {
 	snap *cluster.Snapshot
 	// liveKnown is set once the first membership list arrived.
 	liveKnown bool
+	// offline are the replicas that reported they cannot serve, with the
+	// broker epoch they reported under: not alive for their partition's
+	// elections until their broker restarts or their leader adds them back.
+	offline map[cluster.TopicPartition]map[int32]int64
 }
 
 func newControllerActor(cfg *BrokerConfig, store cluster.MetadataStore, lead *cluster.Leadership) actor.Producer {
 	return func() actor.Actor {
-		return &controllerActor{cfg: cfg, store: store, lead: lead}
+		return &controllerActor{cfg: cfg, store: store, lead: lead, offline: map[cluster.TopicPartition]map[int32]int64{}}
 	}
 }
 
@@ -76,6 +80,10 @@ func (c *controllerActor) Receive(ctx actor.Context) {
 	case *messages.AlterPartitionRequest:
 		if c.admit(ctx, msg.BrokerId) {
 			respond(ctx, c.onAlterPartition(ctx, msg))
+		}
+	case *messages.ReplicaOfflineRequest:
+		if c.admit(ctx, msg.BrokerId) {
+			respond(ctx, c.onReplicaOffline(ctx, msg))
 		}
 	case *messages.AllocateProducerIdsRequest:
 		if c.admit(ctx, msg.BrokerId) {
@@ -283,6 +291,43 @@ func (c *controllerActor) isLive(id int32) (int64, bool) {
 	return 0, false
 }
 
+// liveFor is isLive for the elections of one partition: a replica that
+// reported itself offline under its broker's current epoch is not alive.
+func (c *controllerActor) liveFor(tp cluster.TopicPartition) election.Live {
+	marks := c.offline[tp]
+	return func(id int32) (int64, bool) {
+		e, ok := c.isLive(id)
+		if ok && len(marks) > 0 && marks[id] == e {
+			return 0, false
+		}
+		return e, ok
+	}
+}
+
+// onReplicaOffline takes a replica that cannot serve out of its
+// partition's leadership and ISR.
+func (c *controllerActor) onReplicaOffline(ctx actor.Context, req *messages.ReplicaOfflineRequest) *messages.ReplicaOfflineResponse {
+	if why := c.trusted(); why != "" {
+		return &messages.ReplicaOfflineResponse{Error: messages.ErrorCode_INCONSISTENT_CLUSTER_ID, ErrorMessage: why}
+	}
+	tp := cluster.TopicPartition{Topic: req.Topic, Partition: req.Partition}
+	part, ok := c.snap.Partitions[tp]
+	if !ok || part.State.TopicId != req.TopicId {
+		return &messages.ReplicaOfflineResponse{Error: messages.ErrorCode_UNKNOWN_TOPIC_OR_PARTITION, ErrorMessage: tp.String()}
+	}
+	if epoch, alive := c.isLive(req.BrokerId); !alive || epoch != req.BrokerEpoch {
+		return &messages.ReplicaOfflineResponse{Error: messages.ErrorCode_STALE_BROKER_EPOCH,
+			ErrorMessage: fmt.Sprintf("broker %d reported under epoch %d, its current epoch is %d", req.BrokerId, req.BrokerEpoch, epoch)}
+	}
+	if c.offline[tp] == nil {
+		c.offline[tp] = map[int32]int64{}
+	}
+	c.offline[tp][req.BrokerId] = req.BrokerEpoch
+	c.cfg.Logger.Warn("a replica reported it cannot serve", "partition", tp, "broker", req.BrokerId, "reason", req.Reason)
+	c.electAll(ctx)
+	return &messages.ReplicaOfflineResponse{}
+}
+
 func toElection(st *messages.PartitionState) election.Partition {
 	return election.Partition{Replicas: st.Replicas, Leader: st.Leader, LeaderEpoch: st.LeaderEpoch,
 		ISR: st.Isr, PartitionEpoch: st.PartitionEpoch, ISREpochs: st.IsrEpochs}
@@ -309,7 +354,7 @@ func (c *controllerActor) electAll(ctx actor.Context) {
 			continue
 		}
 		tc, _ := ParseTopicConfig(c.cfg.DefaultTopic, topic.Configs)
-		next, ok := election.OnLiveBrokers(toElection(part.State), c.isLive, tc.UncleanLeaderElection)
+		next, ok := election.OnLiveBrokers(toElection(part.State), c.liveFor(tp), tc.UncleanLeaderElection)
 		if !ok {
 			continue
 		}
@@ -384,6 +429,10 @@ func (c *controllerActor) onAlterPartition(ctx actor.Context, req *messages.Alte
 	part, ok := c.snap.Partitions[tp]
 	if !ok {
 		return &messages.AlterPartitionResponse{Error: messages.ErrorCode_UNKNOWN_TOPIC_OR_PARTITION, ErrorMessage: tp.String()}
+	}
+	// A replica the leader adds fetches and appends again: it serves.
+	for _, id := range req.NewIsr {
+		delete(c.offline[tp], id)
 	}
 	next, rej := election.AlterISR(toElection(part.State), election.Proposal{Leader: req.BrokerId, LeaderEpoch: req.LeaderEpoch,
 		PartitionEpoch: req.PartitionEpoch, ISR: req.NewIsr, Epochs: req.IsrEpochs}, c.isLive)

@@ -33,7 +33,10 @@ type PartitionConfig struct {
 	// Status receives the replica's state for DescribeReplicas; the broker
 	// actor reads it without messaging the partition.
 	Status *atomic.Pointer[messages.ReplicaState]
-	Logger *slog.Logger
+	// FailedLogs are the logs that failed in this process; a partition
+	// whose log is among them does not open it.
+	FailedLogs *failedLogs
+	Logger     *slog.Logger
 }
 
 // Internal messages of the partition actor; they never leave the process.
@@ -93,8 +96,13 @@ type parkedFetch struct {
 type partitionActor struct {
 	cfg PartitionConfig
 	log storage.Log
-	// openErr is why the log could not be opened; every request then gets STORAGE_ERROR.
-	openErr error
+	// openErr is why the replica has no log; every request then gets
+	// STORAGE_ERROR. corrupt is set when the log failed its checks on open.
+	openErr           error
+	corrupt           bool
+	lastOfflineReport time.Time
+	// leaderAddr is the leader's address from the latest state.
+	leaderAddr string
 
 	state *messages.PartitionState
 	role  role
@@ -125,17 +133,23 @@ type partitionActor struct {
 	parked      map[uint64]*parkedFetch
 	nextFetchID uint64
 
+	// checkpointedHW is the HW while the replica has no role (from the
+	// checkpoint, or the last role's); writtenHW is what the checkpoint
+	// file holds (-1: nothing written in this run).
 	checkpointedHW int64
+	writtenHW      int64
 	lastCheckpoint time.Time
 	lastRetention  time.Time
 	ticker         *time.Ticker
 	stopTicker     chan struct{}
+	self           *actor.PID
+	root           *actor.RootContext
 }
 
 func newPartitionActor(cfg PartitionConfig) actor.Producer {
 	return func() actor.Actor {
 		return &partitionActor{cfg: cfg, gen: nextGen(), parked: map[uint64]*parkedFetch{},
-			replicaParked: map[uint64]*parkedReplicaFetch{}, checkpointedHW: -1,
+			replicaParked: map[uint64]*parkedReplicaFetch{}, checkpointedHW: -1, writtenHW: -1,
 			producers: producerstate.NewState(producerstate.Config{ProducerIDExpiration: cfg.Broker.ProducerIDExpiration})}
 	}
 }
@@ -168,6 +182,14 @@ func (p *partitionActor) Receive(ctx actor.Context) {
 		p.onFlush(ctx)
 	case syncDone:
 		p.onSyncDone(ctx, msg)
+	case logFailed:
+		p.onLogFailed(ctx, msg)
+	case *messages.ReplicaOfflineResponse:
+		if msg.Error != messages.ErrorCode_NONE {
+			p.cfg.Logger.Warn("the controller did not take the offline report", "partition", p.cfg.TP, "error", msg.Error, "reason", msg.ErrorMessage)
+		}
+	case *messages.ErrorResponse:
+		p.cfg.Logger.Warn("error answer", "partition", p.cfg.TP, "error", msg.Error, "reason", msg.Message)
 	case *messages.FetchRequest:
 		p.onFetch(ctx, msg)
 	case fetchExpired:
@@ -195,17 +217,24 @@ func (p *partitionActor) Receive(ctx actor.Context) {
 }
 
 func (p *partitionActor) onStarted(ctx actor.Context) {
-	p.log, p.openErr = p.openLog()
+	p.self, p.root = ctx.Self(), ctx.ActorSystem().Root
+	if err := p.cfg.FailedLogs.get(p.cfg.Dir); err != nil {
+		p.openErr = fmt.Errorf("the partition's storage failed; it is offline until the broker restarts: %w", err)
+	} else {
+		p.log, p.openErr = p.openLog()
+		p.corrupt = isCorrupt(p.openErr)
+	}
 	if p.openErr == nil {
 		if err := p.rebuildProducers(); err != nil {
 			p.log.Close()
 			p.log, p.openErr = nil, fmt.Errorf("rebuilding producer state: %w", err)
+			p.corrupt = isCorrupt(err)
 		}
 	}
 	if p.openErr != nil {
 		p.cfg.Logger.Error("partition log unavailable", "partition", p.cfg.TP, "error", p.openErr)
 	} else if hw, ok, err := storage.ReadCheckpoint(p.checkpointPath()); err == nil && ok {
-		p.checkpointedHW = hw
+		p.checkpointedHW, p.writtenHW = hw, hw
 	} else if err != nil {
 		p.cfg.Logger.Warn("ignoring unreadable high-watermark checkpoint", "partition", p.cfg.TP, "error", err)
 	}
@@ -292,6 +321,7 @@ func (p *partitionActor) onApplyState(ctx actor.Context, msg *applyState) {
 	}
 	if p.state != nil && st.LeaderEpoch == p.state.LeaderEpoch && st.PartitionEpoch == p.state.PartitionEpoch {
 		// Same state; only the leader's address may have become known.
+		p.leaderAddr = msg.LeaderAddr
 		if p.role == roleFollower && msg.LeaderAddr != p.follower.addr {
 			p.becomeFollower(ctx, msg.LeaderAddr)
 		}
@@ -299,9 +329,11 @@ func (p *partitionActor) onApplyState(ctx actor.Context, msg *applyState) {
 	}
 	sameEpoch := p.state != nil && st.LeaderEpoch == p.state.LeaderEpoch
 	p.state = st
+	p.leaderAddr = msg.LeaderAddr
 	switch {
 	case p.log == nil:
 		p.becomeNone(ctx)
+		p.unusable(ctx)
 	case st.Leader == p.cfg.BrokerID && sameEpoch && p.role == roleLeader:
 		// Only the ISR changed under the same leader epoch.
 		if p.leader.ISRCommitted(st.Isr, st.IsrEpochs, st.PartitionEpoch) {
@@ -336,7 +368,8 @@ func (p *partitionActor) becomeLeader(ctx actor.Context) {
 	// What the log holds now counts toward the HW only once it is on disk
 	// (an earlier run may have died between its write and its fsync).
 	if err := p.log.SyncFunc()(); err != nil {
-		panic(fmt.Errorf("partition %s: fsync: %w", p.cfg.TP, err))
+		p.failLog(ctx, fmt.Errorf("fsync: %w", err))
+		return
 	}
 	p.durable = p.log.LogEndOffset()
 	st := p.state
@@ -494,9 +527,9 @@ func (p *partitionActor) onFlush(ctx actor.Context) {
 			p.respondProduce(ctx, pp.sender, pp.req, messages.ErrorCode_STORAGE_ERROR, err.Error())
 		}
 		if errors.Is(err, storage.ErrLogFailed) {
-			// The log's state is unknown: restart this actor, which reopens
-			// the log from disk and repairs its tail.
-			panic(fmt.Errorf("partition %s: %w", p.cfg.TP, err))
+			// What reached the disk is unknown: offline until a restart
+			// recovers the log from what is there.
+			p.failLog(ctx, err)
 		}
 		return
 	}
@@ -562,8 +595,10 @@ func (p *partitionActor) onSyncDone(ctx actor.Context, msg syncDone) {
 			sendTo(ctx, w.sender, w.resp)
 		}
 		p.unsynced = nil
-		// What reached the disk is unknown: restart and reopen the log.
-		panic(fmt.Errorf("partition %s: fsync: %w", p.cfg.TP, msg.err))
+		// What reached the disk is unknown, and a second fsync would not
+		// tell: offline until a restart recovers the log from the disk.
+		p.failLog(ctx, fmt.Errorf("fsync: %w", msg.err))
+		return
 	}
 	p.durable = max(p.durable, msg.offset)
 	p.releaseDurable(ctx)
@@ -768,6 +803,7 @@ func (p *partitionActor) readFetch(req *messages.FetchRequest, force bool) (*mes
 			code = messages.ErrorCode_CORRUPT_RECORD
 		}
 		p.cfg.Logger.Error("read failed", "partition", p.cfg.TP, "offset", req.Offset, "error", err)
+		p.corruptRead(err)
 		return p.fetchError(req, code, err.Error()), true
 	}
 	resp.Batches = batches
@@ -776,6 +812,14 @@ func (p *partitionActor) readFetch(req *messages.FetchRequest, force bool) (*mes
 		size += len(b)
 	}
 	return resp, force || size >= max(int(req.MinBytes), 1)
+}
+
+// corruptRead takes the log offline (from the actor's next message) when a
+// read found stored bytes that fail their checks: this replica cannot serve.
+func (p *partitionActor) corruptRead(err error) {
+	if errors.Is(err, storage.ErrCorrupt) {
+		p.root.Send(p.self, logFailed{gen: p.gen, err: err})
+	}
 }
 
 // ---- list offsets ---------------------------------------------------------
@@ -817,6 +861,7 @@ func (p *partitionActor) onListOffsets(ctx actor.Context, req *messages.ListOffs
 
 func (p *partitionActor) onTick(ctx actor.Context) {
 	if p.log == nil {
+		p.unusable(ctx)
 		return
 	}
 	now := time.Now()
@@ -879,14 +924,14 @@ func (p *partitionActor) checkpointHW() {
 	if hw < 0 {
 		return
 	}
-	if hw == p.checkpointedHW {
+	if hw == p.writtenHW {
 		return
 	}
 	if err := storage.WriteCheckpoint(p.checkpointPath(), hw); err != nil {
 		p.cfg.Logger.Warn("writing high-watermark checkpoint", "partition", p.cfg.TP, "error", err)
 		return
 	}
-	p.checkpointedHW = hw
+	p.writtenHW = hw
 }
 
 // publishStatus refreshes the state DescribeReplicas reports.

@@ -146,6 +146,7 @@ func (p *partitionActor) readReplicaFetch(req *messages.ReplicaFetchRequest) *me
 		if errors.Is(err, storage.ErrOffsetOutOfRange) {
 			code = messages.ErrorCode_OFFSET_OUT_OF_RANGE
 		}
+		p.corruptRead(err)
 		return p.replicaFetchError(req, code, err.Error())
 	}
 	resp.Batches = batches
@@ -365,13 +366,14 @@ func (p *partitionActor) onEpochAnswer(ctx actor.Context, resp *messages.OffsetF
 				"hw", f.hw, "to", step.TruncateTo, "leader_epoch", resp.Epoch, "leader_end", resp.EndOffset)
 		}
 		if err := p.log.TruncateTo(max(step.TruncateTo, p.log.LogStartOffset())); err != nil {
-			p.cfg.Logger.Error("truncation failed", "partition", p.cfg.TP, "error", err)
-			panic(fmt.Errorf("partition %s: truncate: %w", p.cfg.TP, err))
+			p.failLog(ctx, fmt.Errorf("truncate: %w", err))
+			return
 		}
 		p.cfg.Logger.Info("truncated divergent suffix", "partition", p.cfg.TP, "from", leo,
 			"to", p.log.LogEndOffset(), "leader_epoch", resp.Epoch, "leader_end", resp.EndOffset)
 		if err := p.rebuildProducers(); err != nil {
-			panic(fmt.Errorf("partition %s: rebuilding producer state: %w", p.cfg.TP, err))
+			p.failLog(ctx, fmt.Errorf("rebuilding producer state: %w", err))
+			return
 		}
 		f.hw = min(f.hw, p.log.LogEndOffset())
 	}
@@ -414,7 +416,8 @@ func (p *partitionActor) onReplicaFetchAnswer(ctx actor.Context, req *messages.R
 			p.cfg.Logger.Warn("follower behind the leader's log start; resetting", "partition", p.cfg.TP,
 				"leo", p.log.LogEndOffset(), "leader_log_start", resp.LogStartOffset)
 			if err := p.log.Reset(resp.LogStartOffset); err != nil {
-				panic(fmt.Errorf("partition %s: reset: %w", p.cfg.TP, err))
+				p.failLog(ctx, fmt.Errorf("reset: %w", err))
+				return
 			}
 			p.producers.Reset()
 			f.hw = p.log.LogEndOffset()
@@ -439,7 +442,8 @@ func (p *partitionActor) onReplicaFetchAnswer(ctx actor.Context, req *messages.R
 		}
 		if err != nil {
 			if errors.Is(err, storage.ErrLogFailed) {
-				panic(fmt.Errorf("partition %s: %w", p.cfg.TP, err))
+				p.failLog(ctx, err)
+				return
 			}
 			p.cfg.Logger.Warn("fetched batches do not continue the log; truncating again", "partition", p.cfg.TP, "error", err)
 			f.truncated = false

@@ -1,7 +1,9 @@
 package actors
 
 import (
+	"errors"
 	"fmt"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -327,4 +329,83 @@ func TestAcksAndHighWatermarkWaitForTheFsync(t *testing.T) {
 		}
 	}
 	waitFor(t, "the HW over both batches", func() bool { return tb.replicaState("sync", 0).HighWatermark == 3 })
+}
+
+// failingSyncLog fails every fsync while armed, after really syncing (the
+// way Linux reports EIO once and forgets the dirty pages it dropped).
+type failingSyncLog struct {
+	storage.Log
+	armed *atomic.Bool
+}
+
+func (l failingSyncLog) SyncFunc() func() error {
+	sync := l.Log.SyncFunc()
+	if !l.armed.Load() {
+		return sync
+	}
+	return func() error {
+		_ = sync()
+		return errors.New("injected fsync failure: input/output error")
+	}
+}
+
+// A failed fsync takes the partition offline for the rest of the process:
+// the request is answered STORAGE_ERROR, the batch never counts toward the
+// HW nor reaches a consumer, and the log is not opened again (where a new
+// fsync would report success over lost pages) until the broker restarts.
+func TestFailedFsyncTakesThePartitionOffline(t *testing.T) {
+	var armed atomic.Bool
+	var opens atomic.Int32
+	dir := t.TempDir()
+	openLog := func(c *BrokerConfig) {
+		c.OpenLog = func(d string, tc TopicConfig) (storage.Log, error) {
+			l, err := storage.OpenWAL(d, storage.WALOptions{}, c.Logger)
+			if err != nil {
+				return nil, err
+			}
+			opens.Add(1)
+			return failingSyncLog{Log: l, armed: &armed}, nil
+		}
+	}
+	tb := startTestBroker(t, dir, openLog)
+	tb.createTopic("fs", 1, nil)
+	if r := tb.produce("fs", 0, 1, "a"); r.Error != messages.ErrorCode_NONE {
+		t.Fatal(r.Error)
+	}
+	armed.Store(true)
+	if r := tb.ask(&messages.ProduceRequest{Topic: "fs", Acks: 1, Records: makeBatch("b")}).(*messages.ProduceResponse); r.Error != messages.ErrorCode_STORAGE_ERROR {
+		t.Fatalf("produce with a failing fsync: %v %s, want STORAGE_ERROR", r.Error, r.ErrorMessage)
+	}
+	armed.Store(false)
+	var rs *messages.ReplicaState
+	waitFor(t, "the replica reporting its storage error", func() bool {
+		d := tb.ask(&messages.DescribeReplicasRequest{}).(*messages.DescribeReplicasResponse)
+		rs = d.Replicas[0]
+		return rs.Error == messages.ErrorCode_STORAGE_ERROR
+	})
+	if rs.HighWatermark != 1 {
+		t.Fatalf("HW %d after the failed fsync, want 1", rs.HighWatermark)
+	}
+	// No second chance in this process: the next write fails too, and
+	// nothing is read.
+	if r := tb.ask(&messages.ProduceRequest{Topic: "fs", Acks: 1, Records: makeBatch("c")}).(*messages.ProduceResponse); r.Error != messages.ErrorCode_STORAGE_ERROR {
+		t.Fatalf("produce after the failed fsync: %v at %d, want STORAGE_ERROR", r.Error, r.BaseOffset)
+	}
+	if f := tb.fetch("fs", 0, 1); f.Error != messages.ErrorCode_STORAGE_ERROR || len(f.Batches) != 0 {
+		t.Fatalf("fetch after the failed fsync: %v with %d batches", f.Error, len(f.Batches))
+	}
+	if n := opens.Load(); n != 1 {
+		t.Fatalf("the log was opened %d times in one process", n)
+	}
+	// A restart recovers the log from the disk.
+	tb.stop()
+	tb = startTestBroker(t, dir, openLog)
+	waitFor(t, "the partition serving after the restart", func() bool { return tb.fetch("fs", 0, 0).Error == messages.ErrorCode_NONE })
+	if r := tb.produce("fs", 0, 1, "d"); r.Error != messages.ErrorCode_NONE {
+		t.Fatalf("produce after the restart: %v", r.Error)
+	}
+	got := tb.readAll("fs", 0)
+	if len(got) < 2 || got[0] != "a" || got[len(got)-1] != "d" || slices.Contains(got, "c") {
+		t.Fatalf("log after the restart: %q", got)
+	}
 }

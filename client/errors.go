@@ -66,8 +66,9 @@ func retriable(err error) bool {
 
 // needsMetadata reports whether err means our idea of the leader is stale.
 func needsMetadata(err error) bool {
+	// A replica with a storage error has gone offline: leadership moves.
 	for _, c := range []error{ErrNotLeader, ErrUnknownTopicOrPartition, ErrLeaderNotAvailable,
-		ErrBrokerNotAvailable, ErrFencedLeaderEpoch, messages.ErrorCode_UNKNOWN_LEADER_EPOCH, ErrRequestTimedOut} {
+		ErrBrokerNotAvailable, ErrFencedLeaderEpoch, messages.ErrorCode_UNKNOWN_LEADER_EPOCH, ErrRequestTimedOut, ErrStorage} {
 		if errors.Is(err, c) {
 			return true
 		}

@@ -519,7 +519,12 @@ func (c *testCluster) compareReplica(id int32, dir string, leader map[int64]stri
 	c.t.Helper()
 	hw, ok, err := storage.ReadCheckpoint(filepath.Join(dir, "high-watermark"))
 	if err != nil || !ok {
-		c.t.Errorf("broker %d %s: no HW checkpoint: %v", id, dir, err)
+		entries, _ := os.ReadDir(dir)
+		var names []string
+		for _, e := range entries {
+			names = append(names, e.Name())
+		}
+		c.t.Errorf("broker %d %s: no HW checkpoint: %v (dir holds %v)", id, dir, err, names)
 		return
 	}
 	l, err := storage.OpenWAL(filepath.Join(dir, "log"), storage.WALOptions{}, slog.New(slog.NewTextHandler(io.Discard, nil)))

@@ -399,3 +399,73 @@ func TestFrozenConsulDoesNotStallTheBroker(t *testing.T) {
 	}
 	t.Logf("produce answered %v before the create (%v)", order[1].after-order[0].after, order[1].msg)
 }
+
+// A leader whose log turns out corrupt in the middle (a CRC mismatch found
+// when a consumer reads old data) stops serving and reports itself to the
+// controller, which elects an in-sync follower; restarted, the bad replica
+// finds its log corrupt on open, moves it aside, is refilled from the new
+// leader and rejoins the ISR. No acknowledged record is lost.
+func TestFaultCorruptLeaderLogMovesLeadership(t *testing.T) {
+	c := startCluster(t, 3, "--segment-bytes", "65536")
+	const topic = "crc"
+	c.createTopic(topic, 1, 3, faultConfig)
+	hw := startHWMonitor(c, topic)
+	w := startWorkload(t, c, topic, 2)
+	st := c.partitionState(topic, 0)
+	leader := st.Leader
+	logDir := filepath.Join(c.brokers[leader].Data, "topics", topic+"-0", "log")
+	segments := func() []string {
+		m, _ := filepath.Glob(filepath.Join(logDir, "0*"))
+		slices.Sort(m)
+		return m
+	}
+	c.waitFor("five segments on the leader", 2*time.Minute, func() bool { return len(segments()) >= 5 })
+	// Damage one byte in the middle of the oldest segment.
+	first := segments()[0]
+	data, err := os.ReadFile(first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(first, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt([]byte{data[len(data)/2] ^ 0xff}, int64(len(data)/2)); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	// A consumer reads from the start: the leader finds the damage.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	found := false
+	for off := int64(0); off < 2000 && !found; off += 100 {
+		res, err := c.admin.Request(ctx, c.brokers[leader].Addr, &messages.FetchRequest{Topic: topic, Offset: off, MaxBytes: 1 << 20, CurrentLeaderEpoch: -1})
+		if err == nil {
+			r := res.(*messages.FetchResponse)
+			found = r.Error == messages.ErrorCode_CORRUPT_RECORD
+		}
+	}
+	if !found {
+		t.Fatal("no fetch of the oldest segment found the damaged byte")
+	}
+	c.waitFor("another in-sync replica leading", time.Minute, func() bool {
+		pm := c.partitionState(topic, 0)
+		return pm != nil && pm.Leader >= 0 && pm.Leader != leader && !slices.Contains(pm.Isr, leader)
+	})
+	if !strings.Contains(c.brokers[leader].logs.String(), "reporting the replica offline") {
+		t.Fatal("the corrupt leader did not report itself offline")
+	}
+	w.waitAcks(c, 2000)
+	// Restarted, the replica finds the damage on open and is refilled.
+	c.brokers[leader].kill9()
+	c.brokers[leader].start()
+	c.waitFor("the repaired replica back in the ISR", 2*time.Minute, func() bool {
+		pm := c.partitionState(topic, 0)
+		return pm != nil && slices.Contains(pm.Isr, leader)
+	})
+	if kept, _ := filepath.Glob(filepath.Join(c.brokers[leader].Data, "topics", topic+"-0", "log.corrupt-*")); len(kept) != 1 {
+		t.Fatalf("corrupt log kept at %v, want one directory", kept)
+	}
+	w.waitAcks(c, 2000)
+	c.verify(topic, 1, w, hw)
+}

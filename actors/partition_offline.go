@@ -1,0 +1,157 @@
+package actors
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/sluicemq/sluice/messages"
+	"github.com/sluicemq/sluice/storage"
+)
+
+// A replica that cannot serve goes offline and says so:
+//   - a log that fails to open (a CRC mismatch in the middle of it), or
+//     whose fsync or write fails, leaves the replica without a log;
+//   - the replica reports itself to the controller (ReplicaOfflineRequest)
+//     until the controller has moved leadership to another in-sync replica
+//     and taken this one out of the ISR;
+//   - a log whose fsync or write failed is not opened again in this
+//     process: Linux drops the dirty pages of a failed fsync and reports
+//     the next one as a success, so only a restart, which recovers the log
+//     from what is really on disk, brings it back;
+//   - a corrupt log is moved aside (kept for the operator, never deleted)
+//     once another replica leads, and the replica is refilled from that
+//     leader from scratch: it rejoins the ISR through the leader's normal
+//     ISR expansion, like any follower that caught up.
+
+// failedLogs remembers, for the life of the process, the partition
+// directories whose log failed.
+type failedLogs struct {
+	mu   sync.Mutex
+	dirs map[string]error
+}
+
+func newFailedLogs() *failedLogs { return &failedLogs{dirs: map[string]error{}} }
+
+func (f *failedLogs) add(dir string, err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.dirs[dir] = err
+}
+
+func (f *failedLogs) get(dir string) error {
+	if f == nil {
+		return nil
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.dirs[dir]
+}
+
+// logFailed makes the partition give up its log; sent to self when a read
+// finds corruption while the actor is in the middle of serving.
+type logFailed struct {
+	gen uint64
+	err error
+}
+
+// offlineReportEvery spaces the reports of a replica that cannot serve.
+const offlineReportEvery = time.Second
+
+// failLog takes the log offline for the rest of this process: every
+// request waiting on it is answered, the controller is told, and the log
+// is not opened again until the broker restarts.
+func (p *partitionActor) failLog(ctx actor.Context, err error) {
+	if p.log == nil {
+		return
+	}
+	p.cfg.Logger.Error("partition storage failed: the replica is offline until the broker restarts",
+		"partition", p.cfg.TP, "error", err)
+	p.cfg.FailedLogs.add(p.cfg.Dir, err)
+	p.stepDown(ctx, "the partition's storage failed")
+	if cerr := p.log.Close(); cerr != nil {
+		p.cfg.Logger.Warn("closing a failed partition log", "partition", p.cfg.TP, "error", cerr)
+	}
+	p.log = nil
+	p.openErr = fmt.Errorf("the partition's storage failed; it is offline until the broker restarts: %w", err)
+	p.corrupt = false
+	p.publishStatus()
+	p.reportOffline(ctx)
+}
+
+// onLogFailed handles a logFailed sent by this role.
+func (p *partitionActor) onLogFailed(ctx actor.Context, msg logFailed) {
+	if msg.gen == p.gen {
+		p.failLog(ctx, msg.err)
+	}
+}
+
+// unusable runs while the replica has no log: report it, and repair a
+// corrupt log once another replica leads.
+func (p *partitionActor) unusable(ctx actor.Context) {
+	p.reportOffline(ctx)
+	p.repairCorrupt(ctx)
+}
+
+// reportOffline tells the controller this replica cannot serve, while the
+// controller's state still counts on it (as leader or ISR member).
+func (p *partitionActor) reportOffline(ctx actor.Context) {
+	st := p.state
+	if p.log != nil || p.openErr == nil || st == nil {
+		return
+	}
+	inISR := slices.Contains(st.Isr, p.cfg.BrokerID)
+	if st.Leader != p.cfg.BrokerID && !inISR {
+		return // the controller has already moved on
+	}
+	if st.Leader < 0 && len(st.Isr) == 1 {
+		return // offline with this replica as the last in-sync one: nothing else can lead
+	}
+	if time.Since(p.lastOfflineReport) < offlineReportEvery {
+		return
+	}
+	p.lastOfflineReport = time.Now()
+	p.cfg.Logger.Warn("reporting the replica offline to the controller", "partition", p.cfg.TP, "leader", st.Leader, "isr", st.Isr)
+	ctx.Request(ctx.Parent(), &messages.ReplicaOfflineRequest{BrokerId: p.cfg.BrokerID, BrokerEpoch: p.cfg.Broker.BrokerEpoch,
+		Topic: p.cfg.TP.Topic, Partition: p.cfg.TP.Partition, TopicId: p.cfg.TopicID, Reason: p.openErr.Error()})
+}
+
+// repairCorrupt moves a corrupt log aside and starts this replica over as
+// an empty follower, once another replica leads without it in the ISR.
+func (p *partitionActor) repairCorrupt(ctx actor.Context) {
+	st := p.state
+	if !p.corrupt || st == nil || st.Leader < 0 || st.Leader == p.cfg.BrokerID ||
+		slices.Contains(st.Isr, p.cfg.BrokerID) || p.leaderAddr == "" {
+		return
+	}
+	aside := filepath.Join(p.cfg.Dir, fmt.Sprintf("log.corrupt-%d", time.Now().UnixNano()))
+	if err := os.Rename(p.logDir(), aside); err != nil {
+		p.cfg.Logger.Error("cannot move a corrupt log aside", "partition", p.cfg.TP, "error", err)
+		return
+	}
+	if err := os.Remove(p.checkpointPath()); err != nil && !errors.Is(err, os.ErrNotExist) {
+		p.cfg.Logger.Warn("removing the high-watermark checkpoint of a corrupt log", "partition", p.cfg.TP, "error", err)
+	}
+	l, err := p.openLog()
+	if err != nil {
+		p.cfg.Logger.Error("cannot start a fresh log after moving a corrupt one aside", "partition", p.cfg.TP, "error", err)
+		return
+	}
+	p.cfg.Logger.Warn("moved a corrupt log aside; refilling the replica from the leader", "partition", p.cfg.TP,
+		"kept_at", aside, "leader", st.Leader, "was", p.openErr)
+	p.log, p.openErr, p.corrupt, p.checkpointedHW, p.writtenHW = l, nil, false, 0, -1
+	p.producers.Reset()
+	p.lastRetention = time.Now()
+	p.becomeFollower(ctx, p.leaderAddr)
+	p.publishStatus()
+}
+
+// isCorrupt reports whether an open error is stored bytes failing a check
+// (as opposed to an I/O error or a missing file).
+func isCorrupt(err error) bool { return errors.Is(err, storage.ErrCorrupt) }
