@@ -17,6 +17,7 @@ import (
 	"github.com/sluicemq/sluice/actors/transport"
 	"github.com/sluicemq/sluice/cluster"
 	"github.com/sluicemq/sluice/messages"
+	"github.com/sluicemq/sluice/storage/datadir"
 )
 
 // Internal messages of the broker actor.
@@ -659,7 +660,7 @@ func (b *brokerActor) startReplica(ctx actor.Context, tp cluster.TopicPartition,
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	if err := cluster.WriteFileAtomic(filepath.Join(dir, "topic-id"), []byte(topicID)); err != nil {
+	if err := datadir.WriteFileAtomic(filepath.Join(dir, "topic-id"), []byte(topicID)); err != nil {
 		return nil, err
 	}
 	r := &replica{topicID: topicID, dir: dir, status: &atomic.Pointer[messages.ReplicaState]{}}

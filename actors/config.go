@@ -51,6 +51,9 @@ type BrokerConfig struct {
 	// producer.id.expiration.ms); a retry arriving later is not recognised
 	// as a duplicate.
 	ProducerIDExpiration time.Duration
+	// UnsafeNoSync skips the fsync of partition logs: an acknowledged
+	// record is lost in a power failure. For tests and benchmarks only.
+	UnsafeNoSync bool
 	// OpenLog opens a partition's log; nil opens a WAL log. Tests use it to
 	// inject faults.
 	OpenLog func(dir string, topic TopicConfig) (storage.Log, error)

@@ -252,7 +252,8 @@ func (p *partitionActor) openLog() (storage.Log, error) {
 	if p.cfg.Broker.OpenLog != nil {
 		return p.cfg.Broker.OpenLog(p.logDir(), p.cfg.Topic)
 	}
-	l, err := storage.OpenWAL(p.logDir(), storage.WALOptions{SegmentBytes: int(p.cfg.Topic.SegmentBytes)}, p.cfg.Logger)
+	l, err := storage.OpenWAL(p.logDir(), storage.WALOptions{SegmentBytes: int(p.cfg.Topic.SegmentBytes),
+		NoSync: p.cfg.Broker.UnsafeNoSync}, p.cfg.Logger)
 	if err != nil {
 		return nil, err
 	}

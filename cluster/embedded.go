@@ -13,6 +13,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/sluicemq/sluice/messages"
+	"github.com/sluicemq/sluice/storage/datadir"
 )
 
 // Embedded is the single-node backend: one broker, always the controller,
@@ -112,37 +113,7 @@ func (e *Embedded) persistLocked() error {
 	if err != nil {
 		return err
 	}
-	return WriteFileAtomic(e.path, data)
-}
-
-// WriteFileAtomic replaces path with data so that a crash leaves either the
-// old or the new content: temp file, fsync, rename, fsync of the directory.
-func WriteFileAtomic(path string, data []byte) error {
-	tmp := path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return err
-	}
-	d, err := os.Open(filepath.Dir(path))
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
+	return datadir.WriteFileAtomic(e.path, data)
 }
 
 // mutate applies fn to a copy of the snapshot, persists it and publishes it.

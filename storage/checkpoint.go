@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/sluicemq/sluice/storage/syncjournal"
 )
 
 // A checkpoint file holds one int64 as a single text line,
@@ -48,6 +50,9 @@ func writeCheckpoint(path string, value int64, sync bool) error {
 	if err != nil {
 		os.Remove(tmp)
 		return fmt.Errorf("storage: write checkpoint %s: %w", path, err)
+	}
+	if sync {
+		syncjournal.Synced(path, int64(len(data)))
 	}
 	return nil
 }

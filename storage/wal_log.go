@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/sluicemq/sluice/messages/record"
+	"github.com/sluicemq/sluice/storage/syncjournal"
 	"github.com/tidwall/wal"
 )
 
@@ -122,6 +123,19 @@ func OpenWAL(dir string, opts WALOptions, logger *slog.Logger) (*WALLog, error) 
 	return w, nil
 }
 
+// journalSegment records a segment wal rewrote and fsync'd as durable in
+// full: the last one (last) or the first one.
+func (w *WALLog) journalSegment(last bool) {
+	if !syncjournal.Enabled() || len(w.segs) == 0 {
+		return
+	}
+	idx := w.segs[0]
+	if last {
+		idx = w.segs[len(w.segs)-1]
+	}
+	syncjournal.SyncedFile(filepath.Join(w.dir, segmentName(idx)))
+}
+
 // usable returns the error every call gets after Close or a failure.
 func (w *WALLog) usable() error {
 	switch {
@@ -179,10 +193,19 @@ func (w *WALLog) SyncFunc() func() error {
 	if err != nil {
 		return func() error { return fmt.Errorf("sync %s: %w", path, err) }
 	}
+	var size int64 = -1
+	if syncjournal.Enabled() {
+		if st, err := f.Stat(); err == nil {
+			size = st.Size()
+		}
+	}
 	return func() error {
 		defer f.Close()
 		if err := f.Sync(); err != nil {
 			return fmt.Errorf("sync %s: %w", path, err)
+		}
+		if size >= 0 {
+			syncjournal.Synced(path, size)
 		}
 		return nil
 	}
@@ -210,7 +233,14 @@ func (w *WALLog) Write(batches ...[]byte) error {
 	if err := w.wal.WriteBatch(&w.wb); err != nil {
 		return w.fail(fmt.Errorf("append: %w", err))
 	}
+	lastBefore := len(w.segs) - 1
 	cycled := w.noteAppend(next, batches)
+	if cycled {
+		// wal fsyncs a segment in full before it starts the next one.
+		for _, idx := range w.segs[lastBefore : len(w.segs)-1] {
+			syncjournal.SyncedFile(filepath.Join(w.dir, segmentName(idx)))
+		}
+	}
 	for _, h := range hdrs {
 		w.x.push(h)
 	}
@@ -337,6 +367,7 @@ func (w *WALLog) TruncateTo(offset int64) error {
 	if err := w.wal.TruncateBack(w.first + uint64(n) - 1); err != nil {
 		return w.fail(fmt.Errorf("truncate: %w", err))
 	}
+	defer w.journalSegment(true) // wal rewrote the new last segment, fsync'd, and renamed it
 	// wal keeps the segments up to the one holding the new last entry (the
 	// first segment when empty), that one holding entries up to it.
 	s := 0
@@ -423,6 +454,7 @@ func (w *WALLog) dropFront(n int) error {
 	}
 	w.first = idx
 	w.x.dropFront(n)
+	w.journalSegment(false) // wal rewrote the new first segment, fsync'd, and renamed it
 	if err := w.syncDir(); err != nil {
 		return w.fail(fmt.Errorf("delete: %w", err))
 	}

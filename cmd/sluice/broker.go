@@ -16,6 +16,7 @@ import (
 	"github.com/sluicemq/sluice/actors/transport"
 	"github.com/sluicemq/sluice/cluster"
 	"github.com/sluicemq/sluice/storage/datadir"
+	"github.com/sluicemq/sluice/storage/syncjournal"
 )
 
 func runBroker(args []string, stderr io.Writer) error {
@@ -49,6 +50,7 @@ func runBroker(args []string, stderr io.Writer) error {
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	logFormat := fs.String("log-format", "text", "text or json")
 	pprofAddr := fs.String("pprof", "", "serve Go's pprof profiles on this host:port (off by default)")
+	noSync := fs.Bool("unsafe-no-fsync", false, "never fsync partition logs: acknowledged records are lost in a power failure (tests and benchmarks only)")
 	if _, err := parseArgs(fs, args); err != nil {
 		return err
 	}
@@ -76,6 +78,7 @@ func runBroker(args []string, stderr io.Writer) error {
 	cfg.GroupMinSessionTimeout = *minSession
 	cfg.GroupMaxSessionTimeout = *maxSession
 	cfg.ProducerIDExpiration = *pidExpiration
+	cfg.UnsafeNoSync = *noSync
 	cfg.Logger = logger
 	if err := cfg.Validate(); err != nil {
 		return usageErr("%v", err)
@@ -84,6 +87,15 @@ func runBroker(args []string, stderr io.Writer) error {
 		return usageErr("--max-message-bytes %d: at most %d", *maxMsg, actors.MaxMessageBytesLimit)
 	}
 
+	// Crash tests record what each fsync made durable (see syncjournal).
+	if on, err := syncjournal.FromEnv(); err != nil {
+		return err
+	} else if on {
+		logger.Warn("recording every fsync for crash tests", "journal", os.Getenv(syncjournal.Env))
+	}
+	if *noSync {
+		logger.Warn("--unsafe-no-fsync: partition logs are never fsync'd; acknowledged records are lost in a power failure")
+	}
 	if *pprofAddr != "" {
 		go func() {
 			logger.Info("pprof listening", "addr", *pprofAddr)

@@ -65,6 +65,7 @@ func freePort(t *testing.T) int {
 type brokerProc struct {
 	t    *testing.T
 	args []string
+	env  []string // added to the process's environment
 	Addr string
 	Data string
 
@@ -99,7 +100,13 @@ func (b *lockedBuffer) String() string {
 // flags are appended. The process is killed when the test ends.
 func startBroker(t *testing.T, extra ...string) *brokerProc {
 	t.Helper()
-	b := &brokerProc{t: t, Data: t.TempDir(), Addr: fmt.Sprintf("127.0.0.1:%d", freePort(t)), logs: &lockedBuffer{}}
+	return startBrokerEnv(t, nil, extra...)
+}
+
+// startBrokerEnv is startBroker with extra environment variables.
+func startBrokerEnv(t *testing.T, env []string, extra ...string) *brokerProc {
+	t.Helper()
+	b := &brokerProc{t: t, Data: t.TempDir(), Addr: fmt.Sprintf("127.0.0.1:%d", freePort(t)), logs: &lockedBuffer{}, env: env}
 	b.args = append([]string{"broker", "--data", b.Data, "--addr", b.Addr}, extra...)
 	b.start()
 	t.Cleanup(func() {
@@ -120,6 +127,7 @@ func startBroker(t *testing.T, extra ...string) *brokerProc {
 func (b *brokerProc) start() {
 	b.t.Helper()
 	cmd := exec.Command(sluiceBin, b.args...)
+	cmd.Env = append(os.Environ(), b.env...)
 	pr, pw := io.Pipe()
 	cmd.Stdout = b.logs
 	cmd.Stderr = io.MultiWriter(b.logs, pw)

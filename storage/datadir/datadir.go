@@ -12,7 +12,7 @@
 //	defer d.Close()
 //	create, err := datadir.Check(d.Meta(), d.HasData(), 3, storeClusterID)
 //
-// This package imports only the standard library.
+// This package imports only the standard library and storage/syncjournal.
 package datadir
 
 import (
@@ -25,6 +25,8 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/sluicemq/sluice/storage/syncjournal"
 )
 
 // MetaFile is the identity file in a data directory.
@@ -208,7 +210,11 @@ func WriteFileAtomic(path string, data []byte) error {
 	if err := os.Rename(tmp, path); err != nil {
 		return err
 	}
-	return SyncDir(filepath.Dir(path))
+	if err := SyncDir(filepath.Dir(path)); err != nil {
+		return err
+	}
+	syncjournal.Synced(path, int64(len(data)))
+	return nil
 }
 
 // SyncDir fsyncs a directory, making the entries created or renamed in it

@@ -1,0 +1,38 @@
+package syncjournal
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+func TestPowerLossKeepsOnlyWhatWasSynced(t *testing.T) {
+	root := t.TempDir()
+	journal := filepath.Join(t.TempDir(), "journal")
+	if err := Enable(journal); err != nil {
+		t.Fatal(err)
+	}
+	defer active.Store(nil)
+	synced := filepath.Join(root, "a")
+	never := filepath.Join(root, "sub", "b")
+	os.MkdirAll(filepath.Dir(never), 0o755)
+	os.WriteFile(synced, []byte("durable"), 0o644)
+	SyncedFile(synced)
+	f, _ := os.OpenFile(synced, os.O_APPEND|os.O_WRONLY, 0)
+	f.WriteString(" and not")
+	f.Close()
+	os.WriteFile(never, []byte("gone"), 0o644)
+	loss, err := PowerLoss(root, journal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(synced); string(got) != "durable" {
+		t.Fatalf("synced file holds %q after the power loss", got)
+	}
+	if got, _ := os.ReadFile(never); len(got) != 0 {
+		t.Fatalf("never-synced file holds %q", got)
+	}
+	if loss.Files != 2 || loss.Bytes != int64(len(" and not")+len("gone")) {
+		t.Fatalf("loss %+v", loss)
+	}
+}
