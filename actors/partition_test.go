@@ -63,8 +63,10 @@ func TestGroupCommitOneAppendForQueuedRequests(t *testing.T) {
 	for i := range futures {
 		futures[i] = tb.system.Root.RequestFuture(tb.pid, &messages.ProduceRequest{Topic: "g", Acks: 1, Records: makeBatch(fmt.Sprint(i))}, 10*time.Second)
 	}
-	// Let the queued requests reach the partition's mailbox, then release.
-	time.Sleep(50 * time.Millisecond)
+	// The broker actor forwards in the order it receives: once it has
+	// answered a request sent after them, every queued produce request is
+	// in the (blocked) partition's mailbox. Then release.
+	tb.ask(&messages.MetadataRequest{Topics: []string{"g"}})
 	close(hold)
 	if _, err := first.Result(); err != nil {
 		t.Fatal(err)
@@ -96,8 +98,10 @@ func TestFetchLongPolls(t *testing.T) {
 	tb.produce("lp", 0, 1, "a")
 	f := tb.system.Root.RequestFuture(tb.pid, &messages.FetchRequest{Topic: "lp", Offset: 1, MaxBytes: 1 << 20,
 		MinBytes: 1, MaxWaitMs: 20000, CurrentLeaderEpoch: -1}, 30*time.Second)
-	// The fetch must not come back empty while nothing new is written.
-	time.Sleep(100 * time.Millisecond)
+	// The partition handles requests in order: once it has answered a
+	// later one, the fetch has been parked (had it been answered at once,
+	// empty, the check below fails).
+	tb.ask(&messages.ListOffsetsRequest{Topic: "lp", Timestamp: -1, CurrentLeaderEpoch: -1})
 	tb.produce("lp", 0, 1, "b")
 	res, err := f.Result()
 	if err != nil {

@@ -135,3 +135,59 @@ func TestFollowerHighWatermark(t *testing.T) {
 		t.Fatalf("went back: %d", hw)
 	}
 }
+
+// Randomized model of divergent histories: three replicas, a new leader at
+// every epoch chosen among all of them (so a leader may hold a longer
+// suffix of an older epoch than its predecessor kept, as leader
+// [1,1,1,3] against follower [1,1,2,2]), each leader appending under its
+// epoch, and followers that sometimes truncate against the leader and copy
+// part of what it has. Every truncation must leave the follower a prefix
+// of the leader's log that keeps everything the two logs share.
+func TestTruncationRandomizedDivergentHistories(t *testing.T) {
+	for seed := uint64(0); seed < 3000; seed++ {
+		rng := rand.New(rand.NewPCG(seed, 11))
+		replicas := make([]epochLog, 3)
+		for epoch := int32(1); epoch <= int32(3+rng.IntN(8)); epoch++ {
+			leader := rng.IntN(len(replicas))
+			for n := rng.IntN(4); n > 0; n-- {
+				replicas[leader] = append(replicas[leader], epoch)
+			}
+			for f := range replicas {
+				if f == leader || rng.IntN(3) == 0 {
+					continue // this follower misses the epoch (dead or slow)
+				}
+				before := slices.Clone(replicas[f])
+				common := 0
+				for common < len(before) && common < len(replicas[leader]) && before[common] == replicas[leader][common] {
+					common++
+				}
+				hw := int64(rng.IntN(common + 1))
+				got, rounds := truncate(before, replicas[leader], hw)
+				if len(got) > len(replicas[leader]) || !slices.Equal(got, replicas[leader][:len(got)]) {
+					t.Fatalf("seed %d epoch %d: follower %v vs leader %v truncated to %v: not a prefix of the leader's log",
+						seed, epoch, before, replicas[leader], got)
+				}
+				if len(got) < common || int64(len(got)) < hw {
+					t.Fatalf("seed %d epoch %d: follower %v vs leader %v truncated to %d: below the common prefix %d or the HW %d",
+						seed, epoch, before, replicas[leader], len(got), common, hw)
+				}
+				if rounds > int(epoch)+1 {
+					t.Fatalf("seed %d: %d rounds", seed, rounds)
+				}
+				// Copy part of what the leader has beyond the follower.
+				n := len(got) + rng.IntN(len(replicas[leader])-len(got)+1)
+				replicas[f] = slices.Clone(replicas[leader][:n])
+			}
+		}
+	}
+}
+
+func TestTruncationLongerOlderSuffixOnTheLeader(t *testing.T) {
+	// The shape: the leader kept more of epoch 1 than the follower,
+	// which led at epoch 2 in between.
+	got, rounds := truncate(epochLog{1, 1, 2, 2}, epochLog{1, 1, 1, 3}, 2)
+	// The leader answers for epoch 1 (its largest <= 2): one round.
+	if !slices.Equal(got, epochLog{1, 1}) || rounds != 1 {
+		t.Fatalf("truncated to %v in %d rounds, want [1 1] in 1", got, rounds)
+	}
+}

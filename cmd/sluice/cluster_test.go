@@ -223,9 +223,10 @@ func TestFaultOutOfSyncReplicaDoesNotLead(t *testing.T) {
 		md, err := c.metadata()
 		return err == nil && slices.ContainsFunc(md.Brokers, func(b *messages.BrokerInfo) bool { return b.Id == follower })
 	})
-	// The controller has seen the follower come back; give it a few of its
-	// reconciliation rounds, then the partition must still have no leader.
-	time.Sleep(3 * time.Second)
+	// A topic with two replicas can only be created once the controller
+	// counts the follower alive; it ran its election for that change
+	// first. Then the partition must still have no leader.
+	c.createTopic("after-return", 1, 2, nil)
 	if pm := c.partitionState(pairTopic, 0); pm == nil || pm.Leader == follower {
 		t.Fatalf("the out-of-sync replica %d became leader: %v", follower, pm)
 	}
