@@ -27,8 +27,15 @@
 // The Consul store takes writes only with a fence (the embedded one ignores
 // fences), and Campaign needs the broker registered first.
 //
+// Register gives each broker start a new broker epoch and claims the broker
+// id (brokers/<id>, locked by a session tied to the broker's check) before
+// the broker shows up in WatchBrokers: one live process per id. A store
+// does not create its cluster id by itself: CreateClusterID, called only by
+// a broker whose data directory is new. Snapshots carry the controller, the
+// recorded topic deletions, and whether Consul's index went backwards.
+//
 // Package consultest runs a real Consul agent for tests.
 //
-// This package imports consul/api and messages; it knows nothing of actors
-// or storage.
+// This package imports consul/api, messages and storage/datadir (for its
+// atomic file writes); it knows nothing of actors or partition logs.
 package cluster
