@@ -232,7 +232,7 @@ func (b *brokerActor) Receive(ctx actor.Context) {
 // report back to this actor as messages.
 func (b *brokerActor) onStarted(ctx actor.Context) {
 	if b.initial != nil {
-		b.live[b.cfg.ID] = cluster.Broker{ID: b.cfg.ID, Addr: b.addr}
+		b.live[b.cfg.ID] = cluster.Broker{ID: b.cfg.ID, Addr: b.addr, Epoch: b.cfg.BrokerEpoch, Dir: b.cfg.DirectoryID}
 		b.onMetadata(ctx, b.initial)
 	}
 	wctx, cancel := context.WithCancel(context.Background())

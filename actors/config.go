@@ -61,10 +61,12 @@ type BrokerConfig struct {
 
 	// Dir is DataDir, opened (locked) by the caller; nil: StartBroker opens it.
 	Dir *datadir.Dir
-	// ClusterID and BrokerEpoch are set by StartBroker: the cluster the data
-	// directory belongs to, and this start's broker epoch.
+	// ClusterID, BrokerEpoch and DirectoryID are set by StartBroker: the
+	// cluster the data directory belongs to, this start's broker epoch, and
+	// the data directory's id.
 	ClusterID   string
 	BrokerEpoch int64
+	DirectoryID string
 }
 
 // DefaultBrokerConfig returns a configuration with Kafka-like defaults.

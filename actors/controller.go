@@ -207,15 +207,20 @@ func (c *controllerActor) createTopic(ctx actor.Context, spec *messages.TopicSpe
 	states := make([]*messages.PartitionState, partitions)
 	for p, replicas := range assignment {
 		topic.Assignment = append(topic.Assignment, &messages.ReplicaAssignment{Replicas: replicas})
-		epochs := map[int32]int64{}
+		epochs, dirs := map[int32]int64{}, map[int32]string{}
 		for _, id := range replicas {
-			if e, ok := c.isLive(id); ok && e != 0 {
-				epochs[id] = e
+			if m, ok := c.isLive(id); ok {
+				if m.Epoch != 0 {
+					epochs[id] = m.Epoch
+				}
+				if m.Dir != "" {
+					dirs[id] = m.Dir
+				}
 			}
 		}
 		states[p] = &messages.PartitionState{
 			Topic: spec.Name, Partition: int32(p), TopicId: topic.TopicId,
-			Leader: replicas[0], LeaderEpoch: 0, Isr: replicas, PartitionEpoch: 0, Replicas: replicas, IsrEpochs: epochs,
+			Leader: replicas[0], LeaderEpoch: 0, Isr: replicas, PartitionEpoch: 0, Replicas: replicas, IsrEpochs: epochs, IsrDirs: dirs,
 		}
 	}
 	sctx, cancel := c.storeCtx()
@@ -281,26 +286,26 @@ func (c *controllerActor) reload() {
 	}
 }
 
-// isLive tells whether broker id is alive, and under which broker epoch.
-func (c *controllerActor) isLive(id int32) (int64, bool) {
+// isLive tells whether broker id is alive, and as which run.
+func (c *controllerActor) isLive(id int32) (election.Member, bool) {
 	for _, b := range c.live {
 		if b.ID == id {
-			return b.Epoch, true
+			return election.Member{Epoch: b.Epoch, Dir: b.Dir}, true
 		}
 	}
-	return 0, false
+	return election.Member{}, false
 }
 
 // liveFor is isLive for the elections of one partition: a replica that
 // reported itself offline under its broker's current epoch is not alive.
 func (c *controllerActor) liveFor(tp cluster.TopicPartition) election.Live {
 	marks := c.offline[tp]
-	return func(id int32) (int64, bool) {
-		e, ok := c.isLive(id)
-		if ok && len(marks) > 0 && marks[id] == e {
-			return 0, false
+	return func(id int32) (election.Member, bool) {
+		m, ok := c.isLive(id)
+		if ok && len(marks) > 0 && marks[id] == m.Epoch {
+			return election.Member{}, false
 		}
-		return e, ok
+		return m, ok
 	}
 }
 
@@ -315,9 +320,9 @@ func (c *controllerActor) onReplicaOffline(ctx actor.Context, req *messages.Repl
 	if !ok || part.State.TopicId != req.TopicId {
 		return &messages.ReplicaOfflineResponse{Error: messages.ErrorCode_UNKNOWN_TOPIC_OR_PARTITION, ErrorMessage: tp.String()}
 	}
-	if epoch, alive := c.isLive(req.BrokerId); !alive || epoch != req.BrokerEpoch {
+	if m, alive := c.isLive(req.BrokerId); !alive || m.Epoch != req.BrokerEpoch {
 		return &messages.ReplicaOfflineResponse{Error: messages.ErrorCode_STALE_BROKER_EPOCH,
-			ErrorMessage: fmt.Sprintf("broker %d reported under epoch %d, its current epoch is %d", req.BrokerId, req.BrokerEpoch, epoch)}
+			ErrorMessage: fmt.Sprintf("broker %d reported under epoch %d, its current epoch is %d", req.BrokerId, req.BrokerEpoch, m.Epoch)}
 	}
 	if c.offline[tp] == nil {
 		c.offline[tp] = map[int32]int64{}
@@ -330,13 +335,13 @@ func (c *controllerActor) onReplicaOffline(ctx actor.Context, req *messages.Repl
 
 func toElection(st *messages.PartitionState) election.Partition {
 	return election.Partition{Replicas: st.Replicas, Leader: st.Leader, LeaderEpoch: st.LeaderEpoch,
-		ISR: st.Isr, PartitionEpoch: st.PartitionEpoch, ISREpochs: st.IsrEpochs}
+		ISR: st.Isr, PartitionEpoch: st.PartitionEpoch, ISREpochs: st.IsrEpochs, ISRDirs: st.IsrDirs}
 }
 
 func fromElection(st *messages.PartitionState, p election.Partition) *messages.PartitionState {
 	next := proto.Clone(st).(*messages.PartitionState)
 	next.Leader, next.LeaderEpoch, next.Isr, next.PartitionEpoch = p.Leader, p.LeaderEpoch, p.ISR, p.PartitionEpoch
-	next.IsrEpochs = p.ISREpochs
+	next.IsrEpochs, next.IsrDirs = p.ISREpochs, p.ISRDirs
 	return next
 }
 

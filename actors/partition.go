@@ -335,6 +335,10 @@ func (p *partitionActor) onApplyState(ctx actor.Context, msg *applyState) {
 	case p.log == nil:
 		p.becomeNone(ctx)
 		p.unusable(ctx)
+	case st.Leader == p.cfg.BrokerID && p.earlierRun(st):
+		// The leadership is an earlier run's of this broker (its log may be
+		// gone with that run's disk): the controller decides anew.
+		p.becomeNone(ctx)
 	case st.Leader == p.cfg.BrokerID && sameEpoch && p.role == roleLeader:
 		// Only the ISR changed under the same leader epoch.
 		if p.leader.ISRCommitted(st.Isr, st.IsrEpochs, st.PartitionEpoch) {
@@ -350,6 +354,13 @@ func (p *partitionActor) onApplyState(ctx actor.Context, msg *applyState) {
 		p.becomeNone(ctx)
 	}
 	p.publishStatus()
+}
+
+// earlierRun reports whether st records this replica in the ISR under
+// another broker epoch than this run's.
+func (p *partitionActor) earlierRun(st *messages.PartitionState) bool {
+	recorded := st.IsrEpochs[p.cfg.BrokerID]
+	return recorded != 0 && p.cfg.Broker.BrokerEpoch != 0 && recorded != p.cfg.Broker.BrokerEpoch
 }
 
 // currentHW is this replica's high watermark whatever its role.

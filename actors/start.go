@@ -60,13 +60,14 @@ func StartBroker(system *actor.ActorSystem, cfg BrokerConfig, backend cluster.Ba
 	if cfg.ClusterID, err = bindClusterID(ctx, dir, cfg.ID, backend); err != nil {
 		return nil, err
 	}
-	reg, err := backend.Register(ctx, cluster.Broker{ID: cfg.ID, Addr: addr})
+	cfg.DirectoryID = dir.DirectoryID()
+	reg, err := backend.Register(ctx, cluster.Broker{ID: cfg.ID, Addr: addr, Dir: cfg.DirectoryID})
 	if err != nil {
 		return nil, err
 	}
 	cfg.BrokerEpoch = reg.Epoch
 	if dir.Meta() == nil {
-		if err := dir.WriteMeta(datadir.Meta{ClusterID: cfg.ClusterID, BrokerID: cfg.ID}); err != nil {
+		if err := dir.WriteMeta(datadir.Meta{ClusterID: cfg.ClusterID, BrokerID: cfg.ID, DirectoryID: cfg.DirectoryID}); err != nil {
 			_ = backend.Deregister(context.WithoutCancel(ctx))
 			return nil, err
 		}

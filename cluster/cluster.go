@@ -16,6 +16,9 @@ type Broker struct {
 	// broker's process (Kafka's broker epoch, KIP-380), set by Register.
 	// A replica is in sync only under the epoch it was in sync under.
 	Epoch int64
+	// Dir is the id of the broker's data directory: a new one means a new
+	// disk, without the logs of the old one.
+	Dir string
 }
 
 // TopicPartition names one partition.

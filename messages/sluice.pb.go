@@ -5236,7 +5236,10 @@ type PartitionState struct {
 	// The broker epoch under which each ISR member was last known to be in
 	// sync (missing: not known yet). A member whose broker now runs under
 	// another epoch has restarted and may have lost data: it is not in sync.
-	IsrEpochs     map[int32]int64 `protobuf:"bytes,9,rep,name=isr_epochs,json=isrEpochs,proto3" json:"isr_epochs,omitempty" protobuf_key:"varint,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
+	IsrEpochs map[int32]int64 `protobuf:"bytes,9,rep,name=isr_epochs,json=isrEpochs,proto3" json:"isr_epochs,omitempty" protobuf_key:"varint,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
+	// The data directory id each ISR member was in sync with: a member back
+	// on a new directory (a replaced disk) has lost its log.
+	IsrDirs       map[int32]string `protobuf:"bytes,10,rep,name=isr_dirs,json=isrDirs,proto3" json:"isr_dirs,omitempty" protobuf_key:"varint,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -5330,6 +5333,13 @@ func (x *PartitionState) GetReplicas() []int32 {
 func (x *PartitionState) GetIsrEpochs() map[int32]int64 {
 	if x != nil {
 		return x.IsrEpochs
+	}
+	return nil
+}
+
+func (x *PartitionState) GetIsrDirs() map[int32]string {
+	if x != nil {
+		return x.IsrDirs
 	}
 	return nil
 }
@@ -6009,7 +6019,7 @@ const file_sluice_proto_rawDesc = "" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"/\n" +
 	"\x11ReplicaAssignment\x12\x1a\n" +
-	"\breplicas\x18\x01 \x03(\x05R\breplicas\"\xf5\x02\n" +
+	"\breplicas\x18\x01 \x03(\x05R\breplicas\"\xf1\x03\n" +
 	"\x0ePartitionState\x12\x14\n" +
 	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x1c\n" +
 	"\tpartition\x18\x02 \x01(\x05R\tpartition\x12\x19\n" +
@@ -6020,10 +6030,15 @@ const file_sluice_proto_rawDesc = "" +
 	"\x0fpartition_epoch\x18\a \x01(\x05R\x0epartitionEpoch\x12\x1a\n" +
 	"\breplicas\x18\b \x03(\x05R\breplicas\x12D\n" +
 	"\n" +
-	"isr_epochs\x18\t \x03(\v2%.sluice.PartitionState.IsrEpochsEntryR\tisrEpochs\x1a<\n" +
+	"isr_epochs\x18\t \x03(\v2%.sluice.PartitionState.IsrEpochsEntryR\tisrEpochs\x12>\n" +
+	"\bisr_dirs\x18\n" +
+	" \x03(\v2#.sluice.PartitionState.IsrDirsEntryR\aisrDirs\x1a<\n" +
 	"\x0eIsrEpochsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\x05R\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\x03R\x05value:\x028\x01\"f\n" +
+	"\x05value\x18\x02 \x01(\x03R\x05value:\x028\x01\x1a:\n" +
+	"\fIsrDirsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\x05R\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"f\n" +
 	"\rTopicDeletion\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x19\n" +
 	"\btopic_id\x18\x02 \x01(\tR\atopicId\x12&\n" +
@@ -6106,7 +6121,7 @@ func file_sluice_proto_rawDescGZIP() []byte {
 }
 
 var file_sluice_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_sluice_proto_msgTypes = make([]protoimpl.MessageInfo, 81)
+var file_sluice_proto_msgTypes = make([]protoimpl.MessageInfo, 82)
 var file_sluice_proto_goTypes = []any{
 	(ErrorCode)(0),                       // 0: sluice.ErrorCode
 	(*ErrorResponse)(nil),                // 1: sluice.ErrorResponse
@@ -6190,6 +6205,7 @@ var file_sluice_proto_goTypes = []any{
 	nil,                                  // 79: sluice.AlterPartitionRequest.IsrEpochsEntry
 	nil,                                  // 80: sluice.TopicRecord.ConfigsEntry
 	nil,                                  // 81: sluice.PartitionState.IsrEpochsEntry
+	nil,                                  // 82: sluice.PartitionState.IsrDirsEntry
 }
 var file_sluice_proto_depIdxs = []int32{
 	0,  // 0: sluice.ErrorResponse.error:type_name -> sluice.ErrorCode
@@ -6242,14 +6258,15 @@ var file_sluice_proto_depIdxs = []int32{
 	80, // 47: sluice.TopicRecord.configs:type_name -> sluice.TopicRecord.ConfigsEntry
 	72, // 48: sluice.TopicRecord.assignment:type_name -> sluice.ReplicaAssignment
 	81, // 49: sluice.PartitionState.isr_epochs:type_name -> sluice.PartitionState.IsrEpochsEntry
-	71, // 50: sluice.ClusterSnapshot.topics:type_name -> sluice.TopicRecord
-	73, // 51: sluice.ClusterSnapshot.partitions:type_name -> sluice.PartitionState
-	74, // 52: sluice.ClusterSnapshot.deleted_topics:type_name -> sluice.TopicDeletion
-	53, // [53:53] is the sub-list for method output_type
-	53, // [53:53] is the sub-list for method input_type
-	53, // [53:53] is the sub-list for extension type_name
-	53, // [53:53] is the sub-list for extension extendee
-	0,  // [0:53] is the sub-list for field type_name
+	82, // 50: sluice.PartitionState.isr_dirs:type_name -> sluice.PartitionState.IsrDirsEntry
+	71, // 51: sluice.ClusterSnapshot.topics:type_name -> sluice.TopicRecord
+	73, // 52: sluice.ClusterSnapshot.partitions:type_name -> sluice.PartitionState
+	74, // 53: sluice.ClusterSnapshot.deleted_topics:type_name -> sluice.TopicDeletion
+	54, // [54:54] is the sub-list for method output_type
+	54, // [54:54] is the sub-list for method input_type
+	54, // [54:54] is the sub-list for extension type_name
+	54, // [54:54] is the sub-list for extension extendee
+	0,  // [0:54] is the sub-list for field type_name
 }
 
 func init() { file_sluice_proto_init() }
@@ -6263,7 +6280,7 @@ func file_sluice_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_sluice_proto_rawDesc), len(file_sluice_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   81,
+			NumMessages:   82,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -34,6 +34,9 @@ type Partition struct {
 	// ISREpochs is the broker epoch each ISR member was in sync under;
 	// a missing or zero entry is not known (and matches any epoch).
 	ISREpochs map[int32]int64
+	// ISRDirs is the data directory id each ISR member was in sync with
+	// (missing: not known). A member whose directory changed lost its log.
+	ISRDirs map[int32]string
 }
 
 // Clone returns a deep copy of p.
@@ -41,34 +44,57 @@ func (p Partition) Clone() Partition {
 	p.Replicas = slices.Clone(p.Replicas)
 	p.ISR = slices.Clone(p.ISR)
 	p.ISREpochs = maps.Clone(p.ISREpochs)
+	p.ISRDirs = maps.Clone(p.ISRDirs)
 	return p
 }
 
-// Live tells whether broker id is alive, and its current broker epoch (0:
-// not known).
-type Live func(id int32) (epoch int64, alive bool)
+// Member is a live broker's run: its broker epoch (0: not known) and the id
+// of its data directory ("": not known).
+type Member struct {
+	Epoch int64
+	Dir   string
+}
+
+// Live tells whether broker id is alive, and as which run.
+type Live func(id int32) (m Member, alive bool)
 
 // inSync reports whether ISR member id is alive under the epoch p records.
 func (p Partition) inSync(id int32, live Live) bool {
-	epoch, alive := live(id)
+	m, alive := live(id)
 	recorded := p.ISREpochs[id]
-	return alive && (recorded == 0 || epoch == 0 || recorded == epoch)
+	return alive && (recorded == 0 || m.Epoch == 0 || recorded == m.Epoch)
 }
 
-// withEpochs returns the epochs of the members of isr: the recorded ones,
-// with unknown ones filled in from live.
-func (p Partition) withEpochs(isr []int32, live Live) map[int32]int64 {
-	out := make(map[int32]int64, len(isr))
+// sameDir reports whether member id runs on the data directory p records
+// for it (or either is not known).
+func (p Partition) sameDir(id int32, live Live) bool {
+	m, alive := live(id)
+	recorded := p.ISRDirs[id]
+	return alive && (recorded == "" || m.Dir == "" || recorded == m.Dir)
+}
+
+// withEpochs returns the epochs and directories of the members of isr: the
+// recorded ones, with unknown ones filled in from live.
+func (p Partition) withEpochs(isr []int32, live Live) (map[int32]int64, map[int32]string) {
+	epochs, dirs := make(map[int32]int64, len(isr)), make(map[int32]string, len(isr))
 	for _, id := range isr {
-		e := p.ISREpochs[id]
-		if cur, alive := live(id); e == 0 && alive {
-			e = cur
+		e, d := p.ISREpochs[id], p.ISRDirs[id]
+		if cur, alive := live(id); alive {
+			if e == 0 {
+				e = cur.Epoch
+			}
+			if d == "" {
+				d = cur.Dir
+			}
 		}
 		if e != 0 {
-			out[id] = e
+			epochs[id] = e
+		}
+		if d != "" {
+			dirs[id] = d
 		}
 	}
-	return out
+	return epochs, dirs
 }
 
 // OnLiveBrokers returns p updated for the live brokers and their epochs. An
@@ -80,29 +106,34 @@ func (p Partition) withEpochs(isr []int32, live Live) map[int32]int64 {
 //   - with none, an unclean election (if allowed) takes the first live
 //     replica with an ISR of itself; otherwise the ISR keeps one member,
 //     the last leader if it was in it (its log holds everything committed),
-//     and the partition is offline until that member is alive: it then
-//     leads whatever its epoch, being the last in-sync replica there is.
+//     and the partition is offline until that member is alive again on the
+//     same data directory: it then leads whatever its epoch, being the last
+//     in-sync replica there is. On a new directory (a replaced disk) it has
+//     lost the log, and the partition stays offline (unclean election is
+//     the operator's way out).
 //
 // changed is false when p needs no write.
 func OnLiveBrokers(p Partition, live Live, unclean bool) (next Partition, changed bool) {
 	next = p.Clone()
 	inSync := filter(p.ISR, func(id int32) bool { return p.inSync(id, live) })
 	if p.Leader != NoLeader && slices.Contains(inSync, p.Leader) {
-		epochs := p.withEpochs(inSync, live)
-		if len(inSync) == len(p.ISR) && maps.Equal(epochs, nonZero(p.ISREpochs, inSync)) {
+		epochs, dirs := p.withEpochs(inSync, live)
+		if len(inSync) == len(p.ISR) && maps.Equal(epochs, nonZero(p.ISREpochs, inSync)) &&
+			maps.Equal(dirs, nonEmpty(p.ISRDirs, inSync)) {
 			return p, false
 		}
-		next.ISR, next.ISREpochs = inSync, epochs
+		next.ISR, next.ISREpochs, next.ISRDirs = inSync, epochs, dirs
 		next.PartitionEpoch++
 		return next, true
 	}
 	if leader, ok := first(p.Replicas, func(id int32) bool { return slices.Contains(inSync, id) }); ok {
 		next.Leader = leader
-		next.ISR, next.ISREpochs = inSync, p.withEpochs(inSync, live)
+		next.ISR = inSync
+		next.ISREpochs, next.ISRDirs = p.withEpochs(inSync, live)
 	} else if leader, ok := first(p.Replicas, isAlive(live)); ok && unclean {
 		next.Leader = leader
 		next.ISR = []int32{leader}
-		next.ISREpochs = currentEpochs(next.ISR, live)
+		next.ISREpochs, next.ISRDirs = current(next.ISR, live)
 	} else {
 		last := p.ISR
 		if len(p.ISR) > 1 {
@@ -111,21 +142,23 @@ func OnLiveBrokers(p Partition, live Live, unclean bool) (next Partition, change
 				last = []int32{p.Leader}
 			}
 		}
-		if len(last) == 1 && isAlive(live)(last[0]) {
-			// The last in-sync replica is back (after a restart): it leads.
+		if len(last) == 1 && p.sameDir(last[0], live) {
+			// The last in-sync replica is back (after a restart) with its
+			// log: it leads.
 			next.Leader = last[0]
 			next.ISR = slices.Clone(last)
-			next.ISREpochs = currentEpochs(last, live)
+			next.ISREpochs, next.ISRDirs = current(last, live)
 		} else {
 			if p.Leader == NoLeader && len(p.ISR) == len(last) {
 				return p, false // already offline; wait for the last ISR member
 			}
 			next.Leader = NoLeader
 			next.ISR = slices.Clone(last)
-			next.ISREpochs = nonZero(p.ISREpochs, last)
+			next.ISREpochs, next.ISRDirs = nonZero(p.ISREpochs, last), nonEmpty(p.ISRDirs, last)
 		}
 	}
-	if next.Leader == p.Leader && slices.Equal(next.ISR, p.ISR) && maps.Equal(next.ISREpochs, p.ISREpochs) {
+	if next.Leader == p.Leader && slices.Equal(next.ISR, p.ISR) && maps.Equal(next.ISREpochs, p.ISREpochs) &&
+		maps.Equal(next.ISRDirs, p.ISRDirs) {
 		return p, false
 	}
 	if next.Leader != p.Leader {
@@ -142,12 +175,28 @@ func isAlive(live Live) func(int32) bool {
 	return func(id int32) bool { _, ok := live(id); return ok }
 }
 
-// currentEpochs is the live epochs of ids.
-func currentEpochs(ids []int32, live Live) map[int32]int64 {
-	out := map[int32]int64{}
+// current is the live epochs and directories of ids.
+func current(ids []int32, live Live) (map[int32]int64, map[int32]string) {
+	epochs, dirs := map[int32]int64{}, map[int32]string{}
 	for _, id := range ids {
-		if e, ok := live(id); ok && e != 0 {
-			out[id] = e
+		if m, ok := live(id); ok {
+			if m.Epoch != 0 {
+				epochs[id] = m.Epoch
+			}
+			if m.Dir != "" {
+				dirs[id] = m.Dir
+			}
+		}
+	}
+	return epochs, dirs
+}
+
+// nonEmpty is the entries of dirs for ids (nil-safe, empties dropped).
+func nonEmpty(dirs map[int32]string, ids []int32) map[int32]string {
+	out := map[int32]string{}
+	for _, id := range ids {
+		if d := dirs[id]; d != "" {
+			out[id] = d
 		}
 	}
 	return out
@@ -214,36 +263,42 @@ func AlterISR(p Partition, prop Proposal, live Live) (Partition, *Rejection) {
 		return p, &Rejection{RejectInvalid, fmt.Sprintf("ISR %v leaves out the leader %d", prop.ISR, p.Leader)}
 	}
 	seen := map[int32]bool{}
-	epochs := map[int32]int64{}
+	epochs, dirs := map[int32]int64{}, map[int32]string{}
 	for _, id := range prop.ISR {
 		if seen[id] || !slices.Contains(p.Replicas, id) {
 			return p, &Rejection{RejectInvalid, fmt.Sprintf("ISR %v is not a set of the replicas %v", prop.ISR, p.Replicas)}
 		}
 		seen[id] = true
-		current, alive := live(id)
-		proposed := prop.Epochs[id]
-		if !slices.Contains(p.ISR, id) {
+		member, alive := live(id)
+		proposed, in := prop.Epochs[id], slices.Contains(p.ISR, id)
+		if !in {
 			if !alive {
 				return p, &Rejection{RejectInvalid, fmt.Sprintf("broker %d is not alive and cannot join the ISR", id)}
 			}
-			if proposed != 0 && current != 0 && proposed != current {
+			if proposed != 0 && member.Epoch != 0 && proposed != member.Epoch {
 				return p, &Rejection{RejectStaleBrokerEpoch, fmt.Sprintf("broker %d fetched under broker epoch %d but now runs under %d",
-					id, proposed, current)}
+					id, proposed, member.Epoch)}
 			}
 		}
 		switch {
-		case slices.Contains(p.ISR, id) && p.ISREpochs[id] != 0:
+		case in && p.ISREpochs[id] != 0:
 			epochs[id] = p.ISREpochs[id]
 		case proposed != 0:
 			epochs[id] = proposed
-		case alive && current != 0:
-			epochs[id] = current
+		case alive && member.Epoch != 0:
+			epochs[id] = member.Epoch
+		}
+		switch {
+		case in && p.ISRDirs[id] != "":
+			dirs[id] = p.ISRDirs[id]
+		case alive && member.Dir != "":
+			dirs[id] = member.Dir
 		}
 	}
 	next := p.Clone()
 	next.ISR = slices.Clone(prop.ISR)
 	slices.Sort(next.ISR)
-	next.ISREpochs = epochs
+	next.ISREpochs, next.ISRDirs = epochs, dirs
 	next.PartitionEpoch++
 	return next, nil
 }

@@ -8,12 +8,17 @@ import (
 
 // liveSet is brokers ids alive, their epochs unknown.
 func liveSet(ids ...int32) Live {
-	return func(id int32) (int64, bool) { return 0, slices.Contains(ids, id) }
+	return func(id int32) (Member, bool) { return Member{}, slices.Contains(ids, id) }
 }
 
-// epochs is the brokers of m alive under the given epochs.
+// epochs is the brokers of m alive under the given epochs, directories unknown.
 func epochs(m map[int32]int64) Live {
-	return func(id int32) (int64, bool) { e, ok := m[id]; return e, ok }
+	return func(id int32) (Member, bool) { e, ok := m[id]; return Member{Epoch: e}, ok }
+}
+
+// members is the brokers of m alive as the given runs.
+func members(m map[int32]Member) Live {
+	return func(id int32) (Member, bool) { r, ok := m[id]; return r, ok }
 }
 
 func TestOnLiveBrokers(t *testing.T) {
@@ -184,5 +189,27 @@ func TestRestartOfTheOnlyReplica(t *testing.T) {
 	next, changed := OnLiveBrokers(p, epochs(map[int32]int64{0: 4}), false)
 	if !changed || next.Leader != 0 || next.LeaderEpoch != 2 || next.PartitionEpoch != 5 || next.ISREpochs[0] != 4 {
 		t.Fatalf("after a restart: %+v", next)
+	}
+}
+
+// The last in-sync replica leads again after a restart only on the data
+// directory it was in sync with: on a new one (a replaced disk) its log is
+// gone, and the partition stays offline.
+func TestLastReplicaLeadsOnlyWithItsDirectory(t *testing.T) {
+	off := Partition{Replicas: []int32{1, 2}, Leader: NoLeader, LeaderEpoch: 4, ISR: []int32{1}, PartitionEpoch: 7,
+		ISREpochs: map[int32]int64{1: 10}, ISRDirs: map[int32]string{1: "disk-a"}}
+	if next, changed := OnLiveBrokers(off, members(map[int32]Member{1: {Epoch: 11, Dir: "disk-b"}, 2: {Epoch: 3, Dir: "disk-c"}}), false); changed {
+		t.Fatalf("the last replica on a new directory was elected: %+v", next)
+	}
+	next, changed := OnLiveBrokers(off, members(map[int32]Member{1: {Epoch: 11, Dir: "disk-a"}}), false)
+	if !changed || next.Leader != 1 || next.ISREpochs[1] != 11 || next.ISRDirs[1] != "disk-a" {
+		t.Fatalf("the last replica back on its directory: %+v", next)
+	}
+	// A topic's first state records the directories; the ISR keeps them.
+	p := Partition{Replicas: []int32{1, 2}, Leader: 1, LeaderEpoch: 1, ISR: []int32{1, 2}, PartitionEpoch: 1}
+	live := members(map[int32]Member{1: {Epoch: 5, Dir: "a"}, 2: {Epoch: 6, Dir: "b"}})
+	filled, _ := OnLiveBrokers(p, live, false)
+	if filled.ISRDirs[1] != "a" || filled.ISRDirs[2] != "b" {
+		t.Fatalf("directories not recorded: %+v", filled)
 	}
 }

@@ -130,6 +130,25 @@ func (c *testCluster) createTopic(name string, partitions, rf int32, configs map
 	})
 }
 
+// waitControllerCounts waits until the controller counts at least n brokers
+// alive: it then validates a topic with n replicas. The controller runs its
+// elections for a membership change before it handles the next request, so
+// afterwards its decisions about the brokers it sees have been made.
+func (c *testCluster) waitControllerCounts(n int32) {
+	c.t.Helper()
+	c.waitFor(fmt.Sprintf("the controller counting %d brokers alive", n), time.Minute, func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		res, err := c.admin.Request(ctx, "", &messages.CreateTopicsRequest{ValidateOnly: true,
+			Topics: []*messages.TopicSpec{{Name: "validate-only", Partitions: 1, ReplicationFactor: n}}})
+		if err != nil {
+			return false
+		}
+		r := res.(*messages.CreateTopicsResponse)
+		return len(r.Results) == 1 && r.Results[0].Error == messages.ErrorCode_NONE
+	})
+}
+
 // partitionState returns a partition's metadata as a live broker sees it.
 func (c *testCluster) partitionState(topic string, p int32) *messages.PartitionMetadata {
 	md, err := c.metadata(topic)

@@ -18,6 +18,8 @@ package datadir
 import (
 	"bufio"
 	"bytes"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -39,13 +41,17 @@ const lockFile = ".lock"
 type Meta struct {
 	ClusterID string
 	BrokerID  int32
+	// DirectoryID is random, made once per directory: a broker back with
+	// another one has a new disk, and the logs it had are gone.
+	DirectoryID string
 }
 
 // Dir is an open, locked data directory.
 type Dir struct {
-	path string
-	lock *os.File
-	meta *Meta
+	path  string
+	lock  *os.File
+	meta  *Meta
+	newID string // the directory id WriteMeta records for a new directory
 }
 
 // Errors of Open and Check.
@@ -76,12 +82,36 @@ func Open(path string) (*Dir, error) {
 		}
 		return nil, fmt.Errorf("lock %s: %w", path, err)
 	}
-	d := &Dir{path: path, lock: f}
+	d := &Dir{path: path, lock: f, newID: newDirectoryID()}
 	if d.meta, err = readMeta(filepath.Join(path, MetaFile)); err != nil {
 		d.Close()
 		return nil, err
 	}
+	if d.meta != nil && d.meta.DirectoryID == "" {
+		// Written before directory ids existed: give it one now.
+		if err := d.WriteMeta(*d.meta); err != nil {
+			d.Close()
+			return nil, err
+		}
+	}
 	return d, nil
+}
+
+func newDirectoryID() string {
+	var b [12]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic(err)
+	}
+	return hex.EncodeToString(b[:])
+}
+
+// DirectoryID is the directory's id: the recorded one, or the one WriteMeta
+// will record.
+func (d *Dir) DirectoryID() string {
+	if d.meta != nil && d.meta.DirectoryID != "" {
+		return d.meta.DirectoryID
+	}
+	return d.newID
 }
 
 // Path is the directory's path.
@@ -104,13 +134,18 @@ func (d *Dir) HasData() bool {
 	return false
 }
 
-// WriteMeta records m (atomically, fsync'd) as the directory's identity.
+// WriteMeta records m (atomically, fsync'd) as the directory's identity;
+// an empty DirectoryID becomes DirectoryID().
 func (d *Dir) WriteMeta(m Meta) error {
+	if m.DirectoryID == "" {
+		m.DirectoryID = d.DirectoryID()
+	}
 	var b bytes.Buffer
 	b.WriteString("# Written by the broker at the first start of this data directory. Do not edit.\n")
 	b.WriteString("version=1\n")
 	fmt.Fprintf(&b, "cluster.id=%s\n", m.ClusterID)
 	fmt.Fprintf(&b, "broker.id=%d\n", m.BrokerID)
+	fmt.Fprintf(&b, "directory.id=%s\n", m.DirectoryID)
 	if err := WriteFileAtomic(filepath.Join(d.path, MetaFile), b.Bytes()); err != nil {
 		return err
 	}
@@ -156,6 +191,8 @@ func readMeta(path string) (*Meta, error) {
 				return nil, fmt.Errorf("%s: broker.id %q: %v", path, v, err)
 			}
 			m.BrokerID = int32(id)
+		case "directory.id":
+			m.DirectoryID = strings.TrimSpace(v)
 		}
 	}
 	if m.ClusterID == "" || m.BrokerID < 0 {

@@ -31,7 +31,7 @@ func TestOpenLocksAndRecordsIdentity(t *testing.T) {
 		t.Fatalf("Open after Close: %v", err)
 	}
 	defer again.Close()
-	if m := again.Meta(); m == nil || *m != (Meta{ClusterID: "c1", BrokerID: 3}) || !again.HasData() {
+	if m := again.Meta(); m == nil || m.ClusterID != "c1" || m.BrokerID != 3 || m.DirectoryID != d.DirectoryID() || !again.HasData() {
 		t.Fatalf("reopened: meta %v, data %v", m, again.HasData())
 	}
 }
