@@ -28,7 +28,11 @@ const replicaFetchWait = 500 * time.Millisecond
 const proposalBackoff = 500 * time.Millisecond
 
 // replicaRequestTimeout bounds a follower's request beyond the park time.
-const replicaRequestTimeout = 10 * time.Second
+// An answer can be lost (delivery is at most once; the first answers to a
+// broker that just restarted at the same address go to the connection of
+// its previous run): the follower then asks again, which is harmless, so
+// the bound is short.
+const replicaRequestTimeout = 3 * time.Second
 
 type (
 	replicaFetchExpired struct{ id uint64 }
