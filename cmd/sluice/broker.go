@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/sluicemq/sluice/actors"
+	"github.com/sluicemq/sluice/actors/broker"
 	"github.com/sluicemq/sluice/actors/transport"
 	"github.com/sluicemq/sluice/cluster"
 	"github.com/sluicemq/sluice/storage/datadir"
@@ -134,7 +135,7 @@ func runBroker(args []string, stderr io.Writer) error {
 		return err
 	}
 	defer backend.Close()
-	b, err := actors.StartBroker(node.System, cfg, backend, node.Addr)
+	b, err := broker.Start(node.System, cfg, backend, node.Addr)
 	if err != nil {
 		return err
 	}

@@ -1,4 +1,4 @@
-package actors
+package broker
 
 import (
 	"fmt"
@@ -6,8 +6,9 @@ import (
 	"sync/atomic"
 
 	"github.com/asynkron/protoactor-go/actor"
-	"google.golang.org/protobuf/proto"
 
+	"github.com/sluicemq/sluice/actors"
+	"github.com/sluicemq/sluice/actors/coordinator"
 	"github.com/sluicemq/sluice/cluster"
 	"github.com/sluicemq/sluice/messages"
 )
@@ -24,75 +25,18 @@ type groupHostRef struct {
 	overview *atomic.Pointer[[]*messages.GroupOverview]
 }
 
-// groupOf returns the group a message is addressed to.
-func groupOf(msg any) (string, bool) {
-	switch m := msg.(type) {
-	case *messages.JoinGroupRequest:
-		return m.Group, true
-	case *messages.SyncGroupRequest:
-		return m.Group, true
-	case *messages.HeartbeatRequest:
-		return m.Group, true
-	case *messages.LeaveGroupRequest:
-		return m.Group, true
-	case *messages.OffsetCommitRequest:
-		return m.Group, true
-	case *messages.OffsetFetchRequest:
-		return m.Group, true
-	case *messages.DescribeGroupRequest:
-		return m.Group, true
-	case *messages.SubscribeRequest:
-		return m.Group, true
-	case *messages.UnsubscribeRequest:
-		return m.Group, true
-	case *messages.PushCredit:
-		return m.Group, true
-	case *messages.PushAck:
-		return m.Group, true
-	}
-	return "", false
-}
-
-// groupError builds the error answer of a group request (nil for
-// PushCredit, which is never answered).
-func groupError(msg any, code messages.ErrorCode, text string) proto.Message {
-	switch msg.(type) {
-	case *messages.JoinGroupRequest:
-		return &messages.JoinGroupResponse{Error: code, ErrorMessage: text}
-	case *messages.SyncGroupRequest:
-		return &messages.SyncGroupResponse{Error: code, ErrorMessage: text}
-	case *messages.HeartbeatRequest:
-		return &messages.HeartbeatResponse{Error: code, ErrorMessage: text}
-	case *messages.LeaveGroupRequest:
-		return &messages.LeaveGroupResponse{Error: code, ErrorMessage: text}
-	case *messages.OffsetCommitRequest:
-		return &messages.OffsetCommitResponse{Error: code, ErrorMessage: text}
-	case *messages.OffsetFetchRequest:
-		return &messages.OffsetFetchResponse{Error: code, ErrorMessage: text}
-	case *messages.DescribeGroupRequest:
-		return &messages.DescribeGroupResponse{Error: code, ErrorMessage: text}
-	case *messages.SubscribeRequest:
-		return &messages.SubscribeResponse{Error: code, ErrorMessage: text}
-	case *messages.UnsubscribeRequest:
-		return &messages.LeaveGroupResponse{Error: code, ErrorMessage: text}
-	case *messages.PushAck: // answered only when sent as a request
-		return &messages.OffsetCommitResponse{Error: code, ErrorMessage: text}
-	}
-	return nil
-}
-
 // offsetsTopic returns the __consumer_offsets record, or nil before it exists.
 func (b *brokerActor) offsetsTopic() *messages.TopicRecord {
 	if b.meta == nil {
 		return nil
 	}
-	return b.meta.Topics[OffsetsTopic]
+	return b.meta.Topics[actors.OffsetsTopic]
 }
 
 // ensureOffsetsTopic asks the controller to create __consumer_offsets.
 func (b *brokerActor) ensureOffsetsTopic(ctx actor.Context) {
 	rf := min(b.cfg.OffsetsReplicationFactor, max(len(b.live), 1))
-	req := &messages.CreateTopicsRequest{Topics: []*messages.TopicSpec{{Name: OffsetsTopic,
+	req := &messages.CreateTopicsRequest{Topics: []*messages.TopicSpec{{Name: actors.OffsetsTopic,
 		Partitions: int32(b.cfg.OffsetsPartitions), ReplicationFactor: int32(rf)}}}
 	b.sendToController(ctx, req)
 }
@@ -103,8 +47,8 @@ func (b *brokerActor) groupPartitionState(group string) (int32, *messages.Partit
 	if t == nil {
 		return -1, nil
 	}
-	p := GroupPartition(group, t.Partitions)
-	tp := cluster.TopicPartition{Topic: OffsetsTopic, Partition: p}
+	p := actors.GroupPartition(group, t.Partitions)
+	tp := cluster.TopicPartition{Topic: actors.OffsetsTopic, Partition: p}
 	st := b.meta.Partitions[tp].State
 	if r := b.replicas[tp]; r != nil && r.lastState != nil && newerState(r.lastState, st) {
 		st = r.lastState
@@ -116,16 +60,16 @@ func (b *brokerActor) onFindCoordinator(ctx actor.Context, req *messages.FindCoo
 	resp := &messages.FindCoordinatorResponse{BrokerId: -1, Partition: -1}
 	if req.Group == "" {
 		resp.Error, resp.ErrorMessage = messages.ErrorCode_INVALID_REQUEST, "empty group id"
-		respond(ctx, resp)
+		actors.Respond(ctx, resp)
 		return
 	}
 	p, st := b.groupPartitionState(req.Group)
 	switch {
 	case p < 0:
 		b.ensureOffsetsTopic(ctx)
-		resp.Error, resp.ErrorMessage = messages.ErrorCode_COORDINATOR_NOT_AVAILABLE, OffsetsTopic+" is being created"
+		resp.Error, resp.ErrorMessage = messages.ErrorCode_COORDINATOR_NOT_AVAILABLE, actors.OffsetsTopic+" is being created"
 	case st == nil || st.Leader < 0:
-		resp.Error, resp.ErrorMessage = messages.ErrorCode_COORDINATOR_NOT_AVAILABLE, fmt.Sprintf("%s-%d has no leader", OffsetsTopic, p)
+		resp.Error, resp.ErrorMessage = messages.ErrorCode_COORDINATOR_NOT_AVAILABLE, fmt.Sprintf("%s-%d has no leader", actors.OffsetsTopic, p)
 	default:
 		br, ok := b.live[st.Leader]
 		if !ok {
@@ -134,7 +78,7 @@ func (b *brokerActor) onFindCoordinator(ctx actor.Context, req *messages.FindCoo
 			resp.BrokerId, resp.Address, resp.Partition = br.ID, br.Addr, p
 		}
 	}
-	respond(ctx, resp)
+	actors.Respond(ctx, resp)
 }
 
 // routeGroup forwards a group request to the local host of its partition,
@@ -145,9 +89,9 @@ func (b *brokerActor) routeGroup(ctx actor.Context, group string) {
 		ctx.Forward(h.pid)
 		return
 	}
-	if resp := groupError(ctx.Message(), messages.ErrorCode_NOT_COORDINATOR,
+	if resp := coordinator.GroupError(ctx.Message(), messages.ErrorCode_NOT_COORDINATOR,
 		fmt.Sprintf("broker %d does not coordinate group %q", b.cfg.ID, group)); resp != nil {
-		respond(ctx, resp)
+		actors.Respond(ctx, resp)
 	}
 }
 
@@ -164,7 +108,7 @@ func (b *brokerActor) syncGroupHost(ctx actor.Context, tp cluster.TopicPartition
 			delete(b.groupHosts, tp.Partition)
 		}
 		ref := &groupHostRef{epoch: st.LeaderEpoch, overview: &atomic.Pointer[[]*messages.GroupOverview]{}}
-		props := actor.PropsFromProducer(newGroupHost(groupHostConfig{Partition: tp.Partition, Broker: b.cfg,
+		props := actor.PropsFromProducer(coordinator.NewHost(coordinator.HostConfig{Partition: tp.Partition, Broker: b.cfg,
 			BrokerPID: ctx.Self(), Meta: &b.shared.published, Overview: ref.overview}))
 		pid, err := ctx.SpawnNamed(props, fmt.Sprintf("groups-%d-%d", tp.Partition, st.LeaderEpoch))
 		if err != nil {
@@ -196,5 +140,5 @@ func (b *brokerActor) onListGroups(ctx actor.Context) {
 		}
 		return 0
 	})
-	respond(ctx, resp)
+	actors.Respond(ctx, resp)
 }

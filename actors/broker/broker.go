@@ -1,4 +1,4 @@
-package actors
+package broker
 
 import (
 	"context"
@@ -14,6 +14,10 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/sluicemq/sluice/actors"
+	"github.com/sluicemq/sluice/actors/controller"
+	"github.com/sluicemq/sluice/actors/coordinator"
+	"github.com/sluicemq/sluice/actors/partition"
 	"github.com/sluicemq/sluice/actors/transport"
 	"github.com/sluicemq/sluice/cluster"
 	"github.com/sluicemq/sluice/messages"
@@ -43,7 +47,7 @@ type replica struct {
 // partition actors in line with the metadata, and hosts the controller
 // when this broker holds the controller lock.
 type brokerActor struct {
-	cfg     *BrokerConfig
+	cfg     *actors.BrokerConfig
 	backend cluster.Backend
 	addr    string
 
@@ -80,7 +84,7 @@ type brokerShared struct {
 	// restarted broker actor to start from.
 	published atomic.Pointer[cluster.Snapshot]
 	// failed are the partition logs that failed in this process.
-	failed *failedLogs
+	failed *partition.FailedLogs
 }
 
 // NewBrokerProps returns the props of the broker actor. Spawn it named
@@ -90,8 +94,8 @@ type brokerShared struct {
 // A failure of the broker actor restarts it (its children are stopped and
 // started again from the latest metadata), with the same backoff as its
 // children.
-func NewBrokerProps(cfg *BrokerConfig, backend cluster.Backend, addr string, initial *cluster.Snapshot) *actor.Props {
-	shared := &brokerShared{failed: newFailedLogs()}
+func NewProps(cfg *actors.BrokerConfig, backend cluster.Backend, addr string, initial *cluster.Snapshot) *actor.Props {
+	shared := &brokerShared{failed: partition.NewFailedLogs()}
 	return actor.PropsFromProducer(func() actor.Actor {
 		start := initial
 		if latest := shared.published.Load(); latest != nil {
@@ -129,8 +133,8 @@ func (b *brokerActor) Receive(ctx actor.Context) {
 		b.onChildTerminated(ctx, msg.Who)
 	case *metadataUpdated:
 		b.onMetadata(ctx, msg.snap)
-	case replicaStarted:
-		b.onReplicaStarted(ctx, msg.tp)
+	case partition.Started:
+		b.onReplicaStarted(ctx, msg.TP)
 	case *brokersUpdated:
 		b.onBrokers(ctx, msg.brokers)
 	case *becameController:
@@ -141,9 +145,9 @@ func (b *brokerActor) Receive(ctx actor.Context) {
 		fail := func(code messages.ErrorCode, text string) proto.Message {
 			return &messages.ProduceResponse{Topic: msg.Topic, Partition: msg.Partition, Error: code, ErrorMessage: text, BaseOffset: -1}
 		}
-		if msg.Topic == OffsetsTopic && transport.FromNetwork(ctx) {
+		if msg.Topic == actors.OffsetsTopic && transport.FromNetwork(ctx) {
 			// Only the group coordinators of this broker write it.
-			respond(ctx, fail(messages.ErrorCode_INVALID_TOPIC, "the internal topic "+OffsetsTopic+" cannot be produced to"))
+			actors.Respond(ctx, fail(messages.ErrorCode_INVALID_TOPIC, "the internal topic "+actors.OffsetsTopic+" cannot be produced to"))
 			return
 		}
 		b.route(ctx, msg.Topic, msg.Partition, fail)
@@ -217,13 +221,13 @@ func (b *brokerActor) Receive(ctx actor.Context) {
 	case *messages.ListGroupsRequest:
 		b.onListGroups(ctx)
 	case *messages.InvalidMessage:
-		respond(ctx, &messages.ErrorResponse{Error: messages.ErrorCode_UNKNOWN_MESSAGE_TYPE, Message: fmt.Sprintf("%s: %s", msg.TypeName, msg.Reason)})
+		actors.Respond(ctx, actors.InvalidMessageAnswer(msg))
 	case actor.SystemMessage, actor.AutoReceiveMessage:
 	default:
-		if group, ok := groupOf(msg); ok {
+		if group, ok := coordinator.GroupOf(msg); ok {
 			b.routeGroup(ctx, group)
 		} else if _, ok := msg.(proto.Message); ok {
-			respond(ctx, unknownMessage(msg))
+			actors.Respond(ctx, actors.UnknownMessage(msg))
 		}
 	}
 }
@@ -247,7 +251,7 @@ func (b *brokerActor) onStarted(ctx actor.Context) {
 	go campaign(wctx, b.backend, b.cfg.ID, root, self, b.cfg)
 }
 
-func watchMetadata(ctx context.Context, store cluster.MetadataStore, deliver func(*cluster.Snapshot), cfg *BrokerConfig, index uint64) {
+func watchMetadata(ctx context.Context, store cluster.MetadataStore, deliver func(*cluster.Snapshot), cfg *actors.BrokerConfig, index uint64) {
 	for ctx.Err() == nil {
 		snap, err := store.Watch(ctx, index)
 		if err != nil {
@@ -267,7 +271,7 @@ func watchMetadata(ctx context.Context, store cluster.MetadataStore, deliver fun
 	}
 }
 
-func watchBrokers(ctx context.Context, m cluster.Membership, deliver func([]cluster.Broker), cfg *BrokerConfig) {
+func watchBrokers(ctx context.Context, m cluster.Membership, deliver func([]cluster.Broker), cfg *actors.BrokerConfig) {
 	var index uint64
 	for ctx.Err() == nil {
 		brokers, next, err := m.WatchBrokers(ctx, index)
@@ -287,7 +291,7 @@ func watchBrokers(ctx context.Context, m cluster.Membership, deliver func([]clus
 
 // campaign keeps trying to become controller; while it is, the broker
 // actor hosts the controller actor.
-func campaign(ctx context.Context, lock cluster.ControllerLock, id int32, root *actor.RootContext, broker *actor.PID, cfg *BrokerConfig) {
+func campaign(ctx context.Context, lock cluster.ControllerLock, id int32, root *actor.RootContext, broker *actor.PID, cfg *actors.BrokerConfig) {
 	for ctx.Err() == nil {
 		lead, err := lock.Campaign(ctx, id)
 		if err != nil {
@@ -333,7 +337,7 @@ func (b *brokerActor) onBecameController(ctx actor.Context, lead *cluster.Leader
 // spawnController starts the controller actor for a won leadership.
 func (b *brokerActor) spawnController(ctx actor.Context, lead *cluster.Leadership) {
 	b.pendingController = nil
-	props := actor.PropsFromProducer(newControllerActor(b.cfg, b.backend, lead))
+	props := actor.PropsFromProducer(controller.NewProducer(b.cfg, b.backend, lead))
 	b.lead = lead
 	pid, err := ctx.SpawnNamed(props, "controller")
 	if err != nil {
@@ -341,9 +345,9 @@ func (b *brokerActor) spawnController(ctx actor.Context, lead *cluster.Leadershi
 		return
 	}
 	b.controller = pid
-	ctx.Send(pid, &brokersUpdated{brokers: b.liveList()})
+	ctx.Send(pid, &controller.BrokersUpdated{Brokers: b.liveList()})
 	if b.meta != nil {
-		ctx.Send(pid, &metadataUpdated{snap: b.meta})
+		ctx.Send(pid, &controller.MetadataUpdated{Snap: b.meta})
 	}
 	b.cfg.Logger.Info("this broker is the controller", "epoch", lead.Epoch)
 }
@@ -363,7 +367,7 @@ func (b *brokerActor) onBrokers(ctx actor.Context, brokers []cluster.Broker) {
 		b.live[br.ID] = br
 	}
 	if b.controller != nil {
-		ctx.Send(b.controller, &brokersUpdated{brokers: brokers})
+		ctx.Send(b.controller, &controller.BrokersUpdated{Brokers: brokers})
 	}
 	// Followers need their leader's address, which may have just appeared.
 	for tp, r := range b.replicas {
@@ -379,8 +383,8 @@ func (b *brokerActor) sendState(ctx actor.Context, tp cluster.TopicPartition, r 
 	if br, ok := b.live[r.lastState.Leader]; ok {
 		addr = br.Addr
 	}
-	ctx.Send(r.pid, &applyState{State: r.lastState, Topic: b.topicConfig(tp.Topic), LeaderAddr: addr})
-	if tp.Topic == OffsetsTopic {
+	ctx.Send(r.pid, &partition.ApplyState{State: r.lastState, Topic: b.topicConfig(tp.Topic), LeaderAddr: addr})
+	if tp.Topic == actors.OffsetsTopic {
 		b.syncGroupHost(ctx, tp, r.lastState)
 	}
 }
@@ -416,7 +420,7 @@ type leaderAndIsrChecked struct {
 func (b *brokerActor) onLeaderAndIsr(ctx actor.Context, req *messages.LeaderAndIsrRequest) {
 	if !transport.FromNetwork(ctx) {
 		b.applyLeaderAndIsr(ctx, req) // from this broker's own controller actor
-		respond(ctx, &messages.LeaderAndIsrResponse{})
+		actors.Respond(ctx, &messages.LeaderAndIsrResponse{})
 		return
 	}
 	var known cluster.Controller
@@ -437,16 +441,16 @@ func (b *brokerActor) onLeaderAndIsr(ctx actor.Context, req *messages.LeaderAndI
 		}()
 		return
 	}
-	sendTo(ctx, ctx.Sender(), b.checkLeaderAndIsr(ctx, req, ctx.Sender(), known))
+	actors.SendTo(ctx, ctx.Sender(), b.checkLeaderAndIsr(ctx, req, ctx.Sender(), known))
 }
 
 func (b *brokerActor) onLeaderAndIsrChecked(ctx actor.Context, msg *leaderAndIsrChecked) {
 	if msg.err != nil {
-		sendTo(ctx, msg.sender, &messages.LeaderAndIsrResponse{Error: messages.ErrorCode_NOT_CONTROLLER,
+		actors.SendTo(ctx, msg.sender, &messages.LeaderAndIsrResponse{Error: messages.ErrorCode_NOT_CONTROLLER,
 			ErrorMessage: "cannot check the controller epoch with the metadata store: " + msg.err.Error()})
 		return
 	}
-	sendTo(ctx, msg.sender, b.checkLeaderAndIsr(ctx, msg.req, msg.sender, msg.ctl))
+	actors.SendTo(ctx, msg.sender, b.checkLeaderAndIsr(ctx, msg.req, msg.sender, msg.ctl))
 }
 
 // checkLeaderAndIsr applies req if it comes from the controller ctl, and
@@ -500,7 +504,7 @@ func (b *brokerActor) fromFollower(ctx actor.Context, replica int32, fail func(m
 	}
 	why := fmt.Sprintf("replication request for broker %d, not sent from its registered address", replica)
 	b.cfg.Logger.Warn("refused a replication request", "sender", ctx.Sender(), "peer", ctx.MessageHeader().Get(transport.PeerHeader), "reason", why)
-	respond(ctx, fail(messages.ErrorCode_CLUSTER_AUTHORIZATION_FAILED, why))
+	actors.Respond(ctx, fail(messages.ErrorCode_CLUSTER_AUTHORIZATION_FAILED, why))
 	return false
 }
 
@@ -513,7 +517,7 @@ func (b *brokerActor) fromOwnPartition(ctx actor.Context, broker int32, fail fun
 	}
 	why := fmt.Sprintf("a broker takes %T only from its own partitions", ctx.Message())
 	b.cfg.Logger.Warn("refused a control message", "sender", ctx.Sender(), "peer", ctx.MessageHeader().Get(transport.PeerHeader), "reason", why)
-	respond(ctx, fail(messages.ErrorCode_CLUSTER_AUTHORIZATION_FAILED, why))
+	actors.Respond(ctx, fail(messages.ErrorCode_CLUSTER_AUTHORIZATION_FAILED, why))
 	return false
 }
 
@@ -607,7 +611,7 @@ func (b *brokerActor) onMetadata(ctx actor.Context, snap *cluster.Snapshot) {
 		b.removeDeletedDirs(snap)
 	}
 	if b.controller != nil {
-		ctx.Send(b.controller, &metadataUpdated{snap: snap})
+		ctx.Send(b.controller, &controller.MetadataUpdated{Snap: snap})
 	}
 }
 
@@ -635,12 +639,12 @@ func (b *brokerActor) onReplicaStarted(ctx actor.Context, tp cluster.TopicPartit
 }
 
 // topicConfig parses a topic's stored configuration over the defaults.
-func (b *brokerActor) topicConfig(topic string) TopicConfig {
+func (b *brokerActor) topicConfig(topic string) actors.TopicConfig {
 	t := b.meta.Topics[topic]
 	if t == nil {
 		return b.cfg.DefaultTopic
 	}
-	tc, err := ParseTopicConfig(b.cfg.DefaultTopic, t.Configs)
+	tc, err := actors.ParseTopicConfig(b.cfg.DefaultTopic, t.Configs)
 	if err != nil {
 		b.cfg.Logger.Warn("stored topic config is invalid; using defaults", "topic", topic, "error", err)
 		return b.cfg.DefaultTopic
@@ -673,7 +677,7 @@ func (b *brokerActor) startReplica(ctx actor.Context, tp cluster.TopicPartition,
 
 // spawnReplica starts the partition actor of r.
 func (b *brokerActor) spawnReplica(ctx actor.Context, tp cluster.TopicPartition, r *replica) error {
-	props := actor.PropsFromProducer(newPartitionActor(PartitionConfig{
+	props := actor.PropsFromProducer(partition.NewProducer(partition.Config{
 		TP: tp, TopicID: r.topicID, BrokerID: b.cfg.ID, Dir: r.dir, Topic: b.topicConfig(tp.Topic),
 		Broker: b.cfg, Status: r.status, FailedLogs: b.shared.failed, Logger: b.cfg.Logger,
 	}))
@@ -719,7 +723,7 @@ func (b *brokerActor) onChildTerminated(ctx actor.Context, who *actor.PID) {
 		if h.pid.Equal(who) {
 			b.cfg.Logger.Error("group host stopped; starting it again", "partition", p)
 			delete(b.groupHosts, p)
-			tp := cluster.TopicPartition{Topic: OffsetsTopic, Partition: p}
+			tp := cluster.TopicPartition{Topic: actors.OffsetsTopic, Partition: p}
 			if r := b.replicas[tp]; r != nil {
 				b.syncGroupHost(ctx, tp, r.lastState)
 			}
@@ -744,7 +748,7 @@ func (b *brokerActor) removeReplica(ctx actor.Context, tp cluster.TopicPartition
 		return
 	}
 	delete(b.replicas, tp)
-	if tp.Topic == OffsetsTopic {
+	if tp.Topic == actors.OffsetsTopic {
 		b.syncGroupHost(ctx, tp, nil)
 	}
 	// Wait for the actor to close its log before its files go.
@@ -806,11 +810,11 @@ func (b *brokerActor) route(ctx actor.Context, topic string, partition int32, fa
 	}
 	if b.meta != nil {
 		if t, ok := b.meta.Topics[topic]; ok && partition >= 0 && partition < t.Partitions {
-			respond(ctx, fail(messages.ErrorCode_NOT_LEADER, fmt.Sprintf("broker %d holds no replica of %s", b.cfg.ID, tp)))
+			actors.Respond(ctx, fail(messages.ErrorCode_NOT_LEADER, fmt.Sprintf("broker %d holds no replica of %s", b.cfg.ID, tp)))
 			return
 		}
 	}
-	respond(ctx, fail(messages.ErrorCode_UNKNOWN_TOPIC_OR_PARTITION, fmt.Sprintf("%s does not exist", tp)))
+	actors.Respond(ctx, fail(messages.ErrorCode_UNKNOWN_TOPIC_OR_PARTITION, fmt.Sprintf("%s does not exist", tp)))
 }
 
 // forwardToController forwards the current request to the controller,
@@ -819,7 +823,7 @@ func (b *brokerActor) route(ctx actor.Context, topic string, partition int32, fa
 func (b *brokerActor) forwardToController(ctx actor.Context, fail func(messages.ErrorCode, string) proto.Message) {
 	pid, why := b.controllerPID()
 	if pid == nil {
-		respond(ctx, fail(messages.ErrorCode_NOT_CONTROLLER, why))
+		actors.Respond(ctx, fail(messages.ErrorCode_NOT_CONTROLLER, why))
 		return
 	}
 	ctx.Forward(pid)
@@ -866,7 +870,7 @@ func (b *brokerActor) onMetadataRequest(ctx actor.Context, req *messages.Metadat
 		for _, name := range req.Topics {
 			resp.Topics = append(resp.Topics, &messages.TopicMetadata{Name: name, Error: messages.ErrorCode_LEADER_NOT_AVAILABLE, ErrorMessage: "broker is starting"})
 		}
-		respond(ctx, resp)
+		actors.Respond(ctx, resp)
 		return
 	}
 	resp.ClusterId = b.meta.ClusterID
@@ -890,7 +894,7 @@ func (b *brokerActor) onMetadataRequest(ctx actor.Context, req *messages.Metadat
 		}
 		resp.Topics = append(resp.Topics, b.topicMetadata(t))
 	}
-	respond(ctx, resp)
+	actors.Respond(ctx, resp)
 }
 
 func (b *brokerActor) topicMetadata(t *messages.TopicRecord) *messages.TopicMetadata {
@@ -945,5 +949,5 @@ func (b *brokerActor) onDescribeReplicas(ctx actor.Context, req *messages.Descri
 		}
 		return int(x.Partition - y.Partition)
 	})
-	respond(ctx, resp)
+	actors.Respond(ctx, resp)
 }

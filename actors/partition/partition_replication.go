@@ -1,4 +1,4 @@
-package actors
+package partition
 
 import (
 	"errors"
@@ -9,6 +9,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/sluicemq/sluice/actors"
 	"github.com/sluicemq/sluice/actors/replication"
 	"github.com/sluicemq/sluice/actors/transport"
 	"github.com/sluicemq/sluice/messages"
@@ -97,12 +98,12 @@ func (p *partitionActor) checkReplicaRequest(replica, epoch int32) (messages.Err
 func (p *partitionActor) onReplicaFetch(ctx actor.Context, req *messages.ReplicaFetchRequest) {
 	sender := ctx.Sender()
 	if code, msg := p.checkReplicaRequest(req.ReplicaId, req.LeaderEpoch); code != messages.ErrorCode_NONE {
-		sendTo(ctx, sender, p.replicaFetchError(req, code, msg))
+		actors.SendTo(ctx, sender, p.replicaFetchError(req, code, msg))
 		return
 	}
 	start, leo := p.log.LogStartOffset(), p.log.LogEndOffset()
 	if req.FetchOffset < start || req.FetchOffset > leo {
-		sendTo(ctx, sender, p.replicaFetchError(req, messages.ErrorCode_OFFSET_OUT_OF_RANGE,
+		actors.SendTo(ctx, sender, p.replicaFetchError(req, messages.ErrorCode_OFFSET_OUT_OF_RANGE,
 			fmt.Sprintf("fetch offset %d is outside [%d, %d]", req.FetchOffset, start, leo)))
 		return
 	}
@@ -115,7 +116,7 @@ func (p *partitionActor) onReplicaFetch(ctx actor.Context, req *messages.Replica
 	}
 	resp := p.readReplicaFetch(req)
 	if len(resp.Batches) > 0 || resp.Error != messages.ErrorCode_NONE || req.MaxWaitMs <= 0 {
-		sendTo(ctx, sender, resp)
+		actors.SendTo(ctx, sender, resp)
 		p.publishStatus()
 		return
 	}
@@ -168,7 +169,7 @@ func (p *partitionActor) serveReplicaFetches(ctx actor.Context) {
 		if end > f.req.FetchOffset || hw > f.hw {
 			f.timer.Stop()
 			delete(p.replicaParked, id)
-			sendTo(ctx, f.sender, p.readReplicaFetch(f.req))
+			actors.SendTo(ctx, f.sender, p.readReplicaFetch(f.req))
 		}
 	}
 }
@@ -180,10 +181,10 @@ func (p *partitionActor) onReplicaFetchExpired(ctx actor.Context, id uint64) {
 	}
 	delete(p.replicaParked, id)
 	if p.role != roleLeader {
-		sendTo(ctx, f.sender, p.replicaFetchError(f.req, messages.ErrorCode_NOT_LEADER, "leadership moved"))
+		actors.SendTo(ctx, f.sender, p.replicaFetchError(f.req, messages.ErrorCode_NOT_LEADER, "leadership moved"))
 		return
 	}
-	sendTo(ctx, f.sender, p.readReplicaFetch(f.req))
+	actors.SendTo(ctx, f.sender, p.readReplicaFetch(f.req))
 }
 
 // releaseReplicaFetches answers every parked follower fetch with code.
@@ -191,7 +192,7 @@ func (p *partitionActor) releaseReplicaFetches(ctx actor.Context, code messages.
 	for id, f := range p.replicaParked {
 		f.timer.Stop()
 		delete(p.replicaParked, id)
-		sendTo(ctx, f.sender, p.replicaFetchError(f.req, code, why))
+		actors.SendTo(ctx, f.sender, p.replicaFetchError(f.req, code, why))
 	}
 }
 
@@ -201,13 +202,13 @@ func (p *partitionActor) onOffsetForLeaderEpoch(ctx actor.Context, req *messages
 	resp := &messages.OffsetForLeaderEpochResponse{Topic: req.Topic, Partition: req.Partition, Epoch: -1, EndOffset: -1}
 	if code, msg := p.checkReplicaRequest(req.ReplicaId, req.CurrentLeaderEpoch); code != messages.ErrorCode_NONE {
 		resp.Error, resp.ErrorMessage = code, msg
-		respond(ctx, resp)
+		actors.Respond(ctx, resp)
 		return
 	}
 	if epoch, end, ok := p.log.EndOffsetForEpoch(req.Epoch); ok {
 		resp.Epoch, resp.EndOffset = epoch, end
 	}
-	respond(ctx, resp)
+	actors.Respond(ctx, resp)
 }
 
 // proposeISR asks the controller, through this broker, to commit isr. The
@@ -257,7 +258,7 @@ func (p *partitionActor) proposeISR(ctx actor.Context, isr []int32) {
 			p.proposeAfter = time.Now().Add(proposalBackoff)
 			return
 		}
-		p.onApplyState(ctx, &applyState{State: resp.State, Topic: p.cfg.Topic, LeaderAddr: ""})
+		p.onApplyState(ctx, &ApplyState{State: resp.State, Topic: p.cfg.Topic, LeaderAddr: ""})
 	})
 }
 

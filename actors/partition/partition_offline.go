@@ -1,4 +1,4 @@
-package actors
+package partition
 
 import (
 	"errors"
@@ -30,22 +30,22 @@ import (
 //     leader from scratch: it rejoins the ISR through the leader's normal
 //     ISR expansion, like any follower that caught up.
 
-// failedLogs remembers, for the life of the process, the partition
+// FailedLogs remembers, for the life of the process, the partition
 // directories whose log failed.
-type failedLogs struct {
+type FailedLogs struct {
 	mu   sync.Mutex
 	dirs map[string]error
 }
 
-func newFailedLogs() *failedLogs { return &failedLogs{dirs: map[string]error{}} }
+func NewFailedLogs() *FailedLogs { return &FailedLogs{dirs: map[string]error{}} }
 
-func (f *failedLogs) add(dir string, err error) {
+func (f *FailedLogs) add(dir string, err error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.dirs[dir] = err
 }
 
-func (f *failedLogs) get(dir string) error {
+func (f *FailedLogs) get(dir string) error {
 	if f == nil {
 		return nil
 	}

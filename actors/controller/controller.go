@@ -1,4 +1,4 @@
-package actors
+package controller
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/sluicemq/sluice/actors"
 	"github.com/sluicemq/sluice/actors/election"
 	"github.com/sluicemq/sluice/actors/placement"
 	"github.com/sluicemq/sluice/actors/transport"
@@ -34,6 +35,12 @@ func ValidateTopicName(name string) error {
 	return nil
 }
 
+// MetadataUpdated hands the controller the metadata the broker watches.
+type MetadataUpdated struct{ Snap *cluster.Snapshot }
+
+// BrokersUpdated hands the controller the live brokers.
+type BrokersUpdated struct{ Brokers []cluster.Broker }
+
 // retryElections asks the controller to run elections again after a failed
 // write. It carries no state: a controller started later under the same
 // name must not act on an older one's view.
@@ -43,7 +50,7 @@ type retryElections struct{}
 // replica placement and (in a cluster) leader election and ISR commits. It
 // runs on the broker that holds the controller lock, with the lock's fence.
 type controllerActor struct {
-	cfg   *BrokerConfig
+	cfg   *actors.BrokerConfig
 	store cluster.MetadataStore
 	lead  *cluster.Leadership
 	live  []cluster.Broker
@@ -58,7 +65,7 @@ type controllerActor struct {
 	offline map[cluster.TopicPartition]map[int32]int64
 }
 
-func newControllerActor(cfg *BrokerConfig, store cluster.MetadataStore, lead *cluster.Leadership) actor.Producer {
+func NewProducer(cfg *actors.BrokerConfig, store cluster.MetadataStore, lead *cluster.Leadership) actor.Producer {
 	return func() actor.Actor {
 		return &controllerActor{cfg: cfg, store: store, lead: lead, offline: map[cluster.TopicPartition]map[int32]int64{}}
 	}
@@ -68,41 +75,41 @@ func (c *controllerActor) Receive(ctx actor.Context) {
 	switch msg := ctx.Message().(type) {
 	case *actor.Started:
 		c.reload()
-	case *brokersUpdated:
-		c.live, c.liveKnown = msg.brokers, true
+	case *BrokersUpdated:
+		c.live, c.liveKnown = msg.Brokers, true
 		c.electAll(ctx)
 	case retryElections:
 		c.electAll(ctx)
-	case *metadataUpdated:
-		if c.snap == nil || msg.snap.Index > c.snap.Index {
-			c.snap = msg.snap
+	case *MetadataUpdated:
+		if c.snap == nil || msg.Snap.Index > c.snap.Index {
+			c.snap = msg.Snap
 		}
 	case *messages.AlterPartitionRequest:
 		if c.admit(ctx, msg.BrokerId) {
-			respond(ctx, c.onAlterPartition(ctx, msg))
+			actors.Respond(ctx, c.onAlterPartition(ctx, msg))
 		}
 	case *messages.ReplicaOfflineRequest:
 		if c.admit(ctx, msg.BrokerId) {
-			respond(ctx, c.onReplicaOffline(ctx, msg))
+			actors.Respond(ctx, c.onReplicaOffline(ctx, msg))
 		}
 	case *messages.AllocateProducerIdsRequest:
 		if c.admit(ctx, msg.BrokerId) {
-			respond(ctx, c.onAllocateProducerIDs(msg))
+			actors.Respond(ctx, c.onAllocateProducerIDs(msg))
 		}
 	case *messages.CreateTopicsRequest:
-		respond(ctx, c.onCreateTopics(ctx, msg))
+		actors.Respond(ctx, c.onCreateTopics(ctx, msg))
 	case *messages.DeleteTopicsRequest:
-		respond(ctx, c.onDeleteTopics(msg))
+		actors.Respond(ctx, c.onDeleteTopics(msg))
 	case *messages.LeaderAndIsrResponse:
 		if msg.Error != messages.ErrorCode_NONE {
 			c.cfg.Logger.Warn("a broker refused the controller's LeaderAndIsr", "broker", ctx.Sender(), "error", msg.Error, "reason", msg.ErrorMessage)
 		}
 	case *messages.InvalidMessage:
-		respond(ctx, &messages.ErrorResponse{Error: messages.ErrorCode_UNKNOWN_MESSAGE_TYPE, Message: fmt.Sprintf("%s: %s", msg.TypeName, msg.Reason)})
+		actors.Respond(ctx, actors.InvalidMessageAnswer(msg))
 	case actor.SystemMessage, actor.AutoReceiveMessage:
 	default:
 		if _, ok := msg.(proto.Message); ok {
-			respond(ctx, unknownMessage(msg))
+			actors.Respond(ctx, actors.UnknownMessage(msg))
 		}
 	}
 }
@@ -116,7 +123,7 @@ func (c *controllerActor) admit(ctx actor.Context, broker int32) bool {
 	}
 	why := fmt.Sprintf("%T names broker %d but was not sent from its registered address", ctx.Message(), broker)
 	c.cfg.Logger.Warn("controller refused a request", "sender", ctx.Sender(), "peer", ctx.MessageHeader().Get(transport.PeerHeader), "reason", why)
-	respond(ctx, &messages.ErrorResponse{Error: messages.ErrorCode_CLUSTER_AUTHORIZATION_FAILED, Message: why})
+	actors.Respond(ctx, &messages.ErrorResponse{Error: messages.ErrorCode_CLUSTER_AUTHORIZATION_FAILED, Message: why})
 	return false
 }
 
@@ -157,9 +164,9 @@ func (c *controllerActor) onCreateTopics(ctx actor.Context, req *messages.Create
 		switch {
 		case c.trusted() != "":
 			code, text = messages.ErrorCode_INCONSISTENT_CLUSTER_ID, c.trusted()
-		case spec.Name == OffsetsTopic && transport.FromNetwork(ctx) && !c.sentByBroker(ctx.Sender(), -1):
+		case spec.Name == actors.OffsetsTopic && transport.FromNetwork(ctx) && !c.sentByBroker(ctx.Sender(), -1):
 			// Brokers create it on a group's first request.
-			code, text = messages.ErrorCode_INVALID_TOPIC, "the internal topic "+OffsetsTopic+" is created by the brokers"
+			code, text = messages.ErrorCode_INVALID_TOPIC, "the internal topic "+actors.OffsetsTopic+" is created by the brokers"
 		default:
 			code, text = c.createTopic(ctx, spec, req.ValidateOnly)
 		}
@@ -186,7 +193,7 @@ func (c *controllerActor) createTopic(ctx actor.Context, spec *messages.TopicSpe
 	if rf < 1 {
 		return messages.ErrorCode_INVALID_REPLICATION_FACTOR, fmt.Sprintf("replication factor %d: must be >= 1", spec.ReplicationFactor)
 	}
-	if _, err := ParseTopicConfig(c.cfg.DefaultTopic, spec.Configs); err != nil {
+	if _, err := actors.ParseTopicConfig(c.cfg.DefaultTopic, spec.Configs); err != nil {
 		return messages.ErrorCode_INVALID_CONFIG, err.Error()
 	}
 	ids := make([]int32, 0, len(c.live))
@@ -243,8 +250,8 @@ func (c *controllerActor) onDeleteTopics(req *messages.DeleteTopicsRequest) *mes
 	resp := &messages.DeleteTopicsResponse{}
 	for _, name := range req.Names {
 		r := &messages.TopicResult{Name: name}
-		if name == OffsetsTopic {
-			r.Error, r.ErrorMessage = messages.ErrorCode_INVALID_TOPIC, "the internal topic "+OffsetsTopic+" cannot be deleted"
+		if name == actors.OffsetsTopic {
+			r.Error, r.ErrorMessage = messages.ErrorCode_INVALID_TOPIC, "the internal topic "+actors.OffsetsTopic+" cannot be deleted"
 			resp.Results = append(resp.Results, r)
 			continue
 		}
@@ -358,7 +365,7 @@ func (c *controllerActor) electAll(ctx actor.Context) {
 		if topic == nil {
 			continue
 		}
-		tc, _ := ParseTopicConfig(c.cfg.DefaultTopic, topic.Configs)
+		tc, _ := actors.ParseTopicConfig(c.cfg.DefaultTopic, topic.Configs)
 		next, ok := election.OnLiveBrokers(toElection(part.State), c.liveFor(tp), tc.UncleanLeaderElection)
 		if !ok {
 			continue

@@ -1,4 +1,4 @@
-package actors
+package broker
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/sluicemq/sluice/actors"
 	"github.com/sluicemq/sluice/actors/transport"
 	"github.com/sluicemq/sluice/cluster"
 	"github.com/sluicemq/sluice/storage/datadir"
@@ -40,7 +41,7 @@ type Broker struct {
 // The broker actor is restarted after a failure (with a growing backoff)
 // and spawned again if it ever stops before Stop, so its name never points
 // at a dead actor.
-func StartBroker(system *actor.ActorSystem, cfg BrokerConfig, backend cluster.Backend, addr string) (_ *Broker, err error) {
+func Start(system *actor.ActorSystem, cfg actors.BrokerConfig, backend cluster.Backend, addr string) (_ *Broker, err error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -85,7 +86,7 @@ func StartBroker(system *actor.ActorSystem, cfg BrokerConfig, backend cluster.Ba
 	}
 	c := cfg
 	c.Dir = dir
-	props := NewBrokerProps(&c, backend, addr, snap)
+	props := NewProps(&c, backend, addr, snap)
 	pid, err := system.Root.SpawnNamed(props, transport.BrokerActorName)
 	if err != nil {
 		_ = backend.Deregister(context.WithoutCancel(ctx))

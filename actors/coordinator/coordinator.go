@@ -1,4 +1,4 @@
-package actors
+package coordinator
 
 import (
 	"crypto/rand"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/sluicemq/sluice/actors"
 	"github.com/sluicemq/sluice/actors/groups"
 	"github.com/sluicemq/sluice/cluster"
 	"github.com/sluicemq/sluice/messages"
@@ -19,7 +20,7 @@ import (
 type coordinatorConfig struct {
 	Group     string
 	Partition int32
-	Broker    *BrokerConfig
+	Broker    *actors.BrokerConfig
 	BrokerPID *actor.PID
 	Meta      *atomic.Pointer[cluster.Snapshot]
 	// Loaded is the group's state replayed from the offsets partition.
@@ -114,24 +115,24 @@ func (c *groupCoordinator) Receive(ctx actor.Context) {
 		c.onJoin(ctx, msg)
 	case *messages.SyncGroupRequest:
 		assignment, code := c.g.Sync(msg.MemberId, msg.Generation, time.Now())
-		respond(ctx, &messages.SyncGroupResponse{Error: groupCode(code), ErrorMessage: codeText(code, msg.MemberId), Assignment: toWireAssignment(assignment)})
+		actors.Respond(ctx, &messages.SyncGroupResponse{Error: groupCode(code), ErrorMessage: codeText(code, msg.MemberId), Assignment: toWireAssignment(assignment)})
 	case *messages.HeartbeatRequest:
 		code := c.g.Heartbeat(msg.MemberId, msg.Generation, time.Now())
-		respond(ctx, &messages.HeartbeatResponse{Error: groupCode(code), ErrorMessage: codeText(code, msg.MemberId)})
+		actors.Respond(ctx, &messages.HeartbeatResponse{Error: groupCode(code), ErrorMessage: codeText(code, msg.MemberId)})
 	case *messages.LeaveGroupRequest:
 		c.onLeave(ctx, msg.MemberId, func(code messages.ErrorCode, text string) {
-			respond(ctx, &messages.LeaveGroupResponse{Error: code, ErrorMessage: text})
+			actors.Respond(ctx, &messages.LeaveGroupResponse{Error: code, ErrorMessage: text})
 		})
 	case *messages.UnsubscribeRequest:
 		c.onLeave(ctx, msg.MemberId, func(code messages.ErrorCode, text string) {
-			respond(ctx, &messages.LeaveGroupResponse{Error: code, ErrorMessage: text})
+			actors.Respond(ctx, &messages.LeaveGroupResponse{Error: code, ErrorMessage: text})
 		})
 	case *messages.OffsetCommitRequest:
 		c.onCommit(ctx, msg)
 	case *messages.OffsetFetchRequest:
-		respond(ctx, c.onOffsetFetch(msg))
+		actors.Respond(ctx, c.onOffsetFetch(msg))
 	case *messages.DescribeGroupRequest:
-		respond(ctx, c.describe())
+		actors.Respond(ctx, c.describe())
 	case *messages.SubscribeRequest:
 		c.onSubscribe(ctx, msg)
 	case *messages.PushCredit:
@@ -159,7 +160,7 @@ func (c *groupCoordinator) onStarted(ctx actor.Context) {
 	if loaded != nil {
 		c.offsets = loaded.offsets
 	}
-	c.ticker = time.NewTicker(tickInterval)
+	c.ticker = time.NewTicker(tickEvery)
 	c.stop = make(chan struct{})
 	self, root, ticker, stop := ctx.Self(), ctx.ActorSystem().Root, c.ticker, c.stop
 	go func() {
@@ -236,7 +237,7 @@ func (c *groupCoordinator) onJoin(ctx actor.Context, req *messages.JoinGroupRequ
 		RebalanceTimeout: time.Duration(req.RebalanceTimeoutMs) * time.Millisecond, ReplyTo: ctx.Sender()},
 		time.Now(), c.partitionCounts)
 	if out.Code != groups.None {
-		respond(ctx, &messages.JoinGroupResponse{Error: groupCode(out.Code), ErrorMessage: codeText(out.Code, req.MemberId), MemberId: out.MemberID})
+		actors.Respond(ctx, &messages.JoinGroupResponse{Error: groupCode(out.Code), ErrorMessage: codeText(out.Code, req.MemberId), MemberId: out.MemberID})
 	}
 	c.handle(ctx, out)
 }
@@ -249,7 +250,7 @@ func (c *groupCoordinator) onLeave(ctx actor.Context, member string, answer func
 
 func (c *groupCoordinator) onSubscribe(ctx actor.Context, req *messages.SubscribeRequest) {
 	if req.TargetAddress == "" || req.TargetId == "" || len(req.Topics) == 0 {
-		respond(ctx, &messages.SubscribeResponse{Error: messages.ErrorCode_INVALID_REQUEST, ErrorMessage: "a subscription needs a target actor and topics"})
+		actors.Respond(ctx, &messages.SubscribeResponse{Error: messages.ErrorCode_INVALID_REQUEST, ErrorMessage: "a subscription needs a target actor and topics"})
 		return
 	}
 	reset := req.AutoOffsetReset
@@ -259,12 +260,12 @@ func (c *groupCoordinator) onSubscribe(ctx actor.Context, req *messages.Subscrib
 	if reset != "earliest" && reset != "latest" {
 		// "none" too: a push member has no poll loop to report a partition
 		// without a commit to, so it would sit there unconsumed.
-		respond(ctx, &messages.SubscribeResponse{Error: messages.ErrorCode_INVALID_CONFIG,
+		actors.Respond(ctx, &messages.SubscribeResponse{Error: messages.ErrorCode_INVALID_CONFIG,
 			ErrorMessage: fmt.Sprintf("auto offset reset %q: a push subscriber takes earliest or latest", reset)})
 		return
 	}
 	if req.InitialCredit < 0 {
-		respond(ctx, &messages.SubscribeResponse{Error: messages.ErrorCode_INVALID_REQUEST,
+		actors.Respond(ctx, &messages.SubscribeResponse{Error: messages.ErrorCode_INVALID_REQUEST,
 			ErrorMessage: fmt.Sprintf("initial credit %d: must be >= 0 (0: the default, %d)", req.InitialCredit, DefaultPushCredit)})
 		return
 	}
@@ -273,7 +274,7 @@ func (c *groupCoordinator) onSubscribe(ctx actor.Context, req *messages.Subscrib
 		SessionTimeout: c.cfg.Broker.GroupMaxSessionTimeout, RebalanceTimeout: rebalance,
 		Push: groups.PushTarget{Address: req.TargetAddress, ID: req.TargetId, Credit: req.InitialCredit}, AutoOffsetReset: reset},
 		time.Now(), c.partitionCounts)
-	respond(ctx, &messages.SubscribeResponse{Error: groupCode(out.Code), ErrorMessage: codeText(out.Code, ""), MemberId: out.MemberID})
+	actors.Respond(ctx, &messages.SubscribeResponse{Error: groupCode(out.Code), ErrorMessage: codeText(out.Code, ""), MemberId: out.MemberID})
 	c.handle(ctx, out)
 }
 
@@ -282,7 +283,7 @@ func (c *groupCoordinator) onSubscribe(ctx actor.Context, req *messages.Subscrib
 func (c *groupCoordinator) onCommit(ctx actor.Context, req *messages.OffsetCommitRequest) {
 	sender := ctx.Sender()
 	answer := func(code messages.ErrorCode, text string) {
-		sendTo(ctx, sender, &messages.OffsetCommitResponse{Error: code, ErrorMessage: text})
+		actors.SendTo(ctx, sender, &messages.OffsetCommitResponse{Error: code, ErrorMessage: text})
 	}
 	if code := c.g.CommitCheck(req.MemberId, req.Generation); code != groups.None {
 		answer(groupCode(code), fmt.Sprintf("commit from member %q at generation %d: %s (group generation %d)",
@@ -316,7 +317,7 @@ func (c *groupCoordinator) onCommit(ctx actor.Context, req *messages.OffsetCommi
 // replyTo (if any) is answered like an OffsetCommit.
 func (c *groupCoordinator) onPushAck(ctx actor.Context, member string, ack *messages.PushAck, replyTo *actor.PID) {
 	answer := func(code messages.ErrorCode, text string) {
-		sendTo(ctx, replyTo, &messages.OffsetCommitResponse{Error: code, ErrorMessage: text})
+		actors.SendTo(ctx, replyTo, &messages.OffsetCommitResponse{Error: code, ErrorMessage: text})
 	}
 	if code := c.g.AckCheck(member, ack.Generation, ack.Topic, ack.Partition); code != groups.None {
 		text := fmt.Sprintf("push ack of %s-%d from member %q at generation %d: %s (group generation %d)",
@@ -417,7 +418,7 @@ func (c *groupCoordinator) flushWrites(ctx actor.Context) {
 	}
 	// Offsets committed take effect in memory once durable; metadata lives
 	// in groups.Group already.
-	req := &messages.ProduceRequest{Topic: OffsetsTopic, Partition: c.cfg.Partition, Acks: -1,
+	req := &messages.ProduceRequest{Topic: actors.OffsetsTopic, Partition: c.cfg.Partition, Acks: -1,
 		TimeoutMs: 10000, Records: encodeGroupRecords(recs)}
 	c.inflight = true
 	fut := ctx.RequestFuture(c.cfg.BrokerPID, req, 15*time.Second)
@@ -502,3 +503,6 @@ func fromWireSnapshot(v *messages.GroupMetadataValue) groups.Snapshot {
 	}
 	return s
 }
+
+// tickEvery is how often a coordinator checks its members' deadlines.
+const tickEvery = 100 * time.Millisecond

@@ -1,10 +1,11 @@
-package actors
+package broker
 
 import (
 	"bytes"
 	"testing"
 	"time"
 
+	"github.com/sluicemq/sluice/actors"
 	"github.com/sluicemq/sluice/messages"
 	"github.com/sluicemq/sluice/messages/record"
 	"github.com/sluicemq/sluice/storage"
@@ -15,8 +16,8 @@ import (
 // fsync, to measure the actors' and the log's own cost) and waits for the
 // answer. Allocations are per request, not per record.
 func BenchmarkPartitionProduce(b *testing.B) {
-	tb := startTestBroker(b, b.TempDir(), func(c *BrokerConfig) {
-		c.OpenLog = func(dir string, tc TopicConfig) (storage.Log, error) {
+	tb := startTestBroker(b, b.TempDir(), func(c *actors.BrokerConfig) {
+		c.OpenLog = func(dir string, tc actors.TopicConfig) (storage.Log, error) {
 			return storage.OpenWAL(dir, storage.WALOptions{SegmentBytes: int(tc.SegmentBytes), NoSync: true}, c.Logger)
 		}
 	})

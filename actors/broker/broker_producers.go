@@ -1,10 +1,11 @@
-package actors
+package broker
 
 import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/sluicemq/sluice/actors"
 	"github.com/sluicemq/sluice/actors/producerstate"
 	"github.com/sluicemq/sluice/actors/transport"
 	"github.com/sluicemq/sluice/messages"
@@ -30,9 +31,9 @@ func (b *brokerActor) onInitProducerID(ctx actor.Context, req *messages.InitProd
 	d, err := producerstate.InitProducer(req.ProducerId, req.ProducerEpoch)
 	switch {
 	case err != nil:
-		respond(ctx, &messages.InitProducerIdResponse{Error: messages.ErrorCode_INVALID_REQUEST, ErrorMessage: err.Error(), ProducerId: -1})
+		actors.Respond(ctx, &messages.InitProducerIdResponse{Error: messages.ErrorCode_INVALID_REQUEST, ErrorMessage: err.Error(), ProducerId: -1})
 	case !d.NewID:
-		respond(ctx, &messages.InitProducerIdResponse{ProducerId: req.ProducerId, ProducerEpoch: int32(d.Epoch)})
+		actors.Respond(ctx, &messages.InitProducerIdResponse{ProducerId: req.ProducerId, ProducerEpoch: int32(d.Epoch)})
 	default:
 		b.newProducerID(ctx)
 	}
@@ -41,7 +42,7 @@ func (b *brokerActor) onInitProducerID(ctx actor.Context, req *messages.InitProd
 // newProducerID answers with the next id of this broker's block, once it has one.
 func (b *brokerActor) newProducerID(ctx actor.Context) {
 	if b.pids.next < b.pids.end {
-		respond(ctx, &messages.InitProducerIdResponse{ProducerId: b.pids.next})
+		actors.Respond(ctx, &messages.InitProducerIdResponse{ProducerId: b.pids.next})
 		b.pids.next++
 		return
 	}

@@ -1,4 +1,4 @@
-package actors
+package broker
 
 import (
 	"fmt"
@@ -13,6 +13,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/sluicemq/sluice/actors"
 	"github.com/sluicemq/sluice/actors/transport"
 	"github.com/sluicemq/sluice/cluster"
 	"github.com/sluicemq/sluice/messages"
@@ -33,11 +34,11 @@ type testBroker struct {
 	stopped bool
 }
 
-func startTestBroker(t testing.TB, dir string, tweak func(*BrokerConfig)) *testBroker {
+func startTestBroker(t testing.TB, dir string, tweak func(*actors.BrokerConfig)) *testBroker {
 	t.Helper()
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	system := transport.NewSystem(logger, slog.LevelError)
-	cfg := DefaultBrokerConfig()
+	cfg := actors.DefaultBrokerConfig()
 	cfg.DataDir = dir
 	cfg.Logger = logger
 	cfg.HWCheckpointInterval = 50 * time.Millisecond
@@ -48,7 +49,7 @@ func startTestBroker(t testing.TB, dir string, tweak func(*BrokerConfig)) *testB
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := StartBroker(system, cfg, backend, system.Address())
+	b, err := Start(system, cfg, backend, system.Address())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -191,8 +192,8 @@ func (l panickingLog) Write(batches ...[]byte) error {
 func TestPartitionPanicKeepsAckedDataAndOtherPartitions(t *testing.T) {
 	var armed atomic.Bool
 	var opens atomic.Int32
-	tb := startTestBroker(t, t.TempDir(), func(c *BrokerConfig) {
-		c.OpenLog = func(dir string, tc TopicConfig) (storage.Log, error) {
+	tb := startTestBroker(t, t.TempDir(), func(c *actors.BrokerConfig) {
+		c.OpenLog = func(dir string, tc actors.TopicConfig) (storage.Log, error) {
 			l, err := storage.OpenWAL(dir, storage.WALOptions{SegmentBytes: int(tc.SegmentBytes)}, c.Logger)
 			if err != nil {
 				return nil, err

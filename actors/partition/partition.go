@@ -1,4 +1,4 @@
-package actors
+package partition
 
 import (
 	"errors"
@@ -12,6 +12,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/sluicemq/sluice/actors"
 	"github.com/sluicemq/sluice/actors/producerstate"
 	"github.com/sluicemq/sluice/actors/replication"
 	"github.com/sluicemq/sluice/actors/transport"
@@ -21,39 +22,40 @@ import (
 	"github.com/sluicemq/sluice/storage"
 )
 
-// PartitionConfig is what a partition replica actor is started with.
-type PartitionConfig struct {
+// Config is what a partition replica actor is started with.
+type Config struct {
 	TP       cluster.TopicPartition
 	TopicID  string
 	BrokerID int32
 	// Dir holds this replica's files.
 	Dir    string
-	Topic  TopicConfig
-	Broker *BrokerConfig
+	Topic  actors.TopicConfig
+	Broker *actors.BrokerConfig
 	// Status receives the replica's state for DescribeReplicas; the broker
 	// actor reads it without messaging the partition.
 	Status *atomic.Pointer[messages.ReplicaState]
 	// FailedLogs are the logs that failed in this process; a partition
 	// whose log is among them does not open it.
-	FailedLogs *failedLogs
+	FailedLogs *FailedLogs
 	Logger     *slog.Logger
 }
 
-// Internal messages of the partition actor; they never leave the process.
+// Messages between the broker and its partition actors, and the partition
+// actor's own; they never leave the process.
 type (
-	// applyState hands the partition its latest controller state and the
+	// ApplyState hands the partition its latest controller state and the
 	// address of the leader's broker ("" when the leader is not alive).
-	applyState struct {
+	ApplyState struct {
 		State      *messages.PartitionState
-		Topic      TopicConfig
+		Topic      actors.TopicConfig
 		LeaderAddr string
 	}
-	// replicaStarted asks the broker for the partition's state again: a
+	// Started asks the broker for the partition's state again: a
 	// restarted partition actor starts with none.
-	replicaStarted struct{ tp cluster.TopicPartition }
-	flushProduce   struct{}
-	fetchExpired   struct{ id uint64 }
-	partitionTick  struct{}
+	Started       struct{ TP cluster.TopicPartition }
+	flushProduce  struct{}
+	fetchExpired  struct{ id uint64 }
+	partitionTick struct{}
 )
 
 // role is what this replica currently is for its partition.
@@ -94,7 +96,7 @@ type parkedFetch struct {
 // partitionActor is one partition replica. It owns the replica's log; all
 // protocol decisions come from replication.Leader.
 type partitionActor struct {
-	cfg PartitionConfig
+	cfg Config
 	log storage.Log
 	// openErr is why the replica has no log; every request then gets
 	// STORAGE_ERROR. corrupt is set when the log failed its checks on open.
@@ -146,7 +148,7 @@ type partitionActor struct {
 	root           *actor.RootContext
 }
 
-func newPartitionActor(cfg PartitionConfig) actor.Producer {
+func NewProducer(cfg Config) actor.Producer {
 	return func() actor.Actor {
 		return &partitionActor{cfg: cfg, gen: nextGen(), parked: map[uint64]*parkedFetch{},
 			replicaParked: map[uint64]*parkedReplicaFetch{}, checkpointedHW: -1, writtenHW: -1,
@@ -174,7 +176,7 @@ func (p *partitionActor) Receive(ctx actor.Context) {
 		p.onStopping(ctx, "partition restarting")
 	case *actor.Stopping:
 		p.onStopping(ctx, "partition stopping")
-	case *applyState:
+	case *ApplyState:
 		p.onApplyState(ctx, msg)
 	case *messages.ProduceRequest:
 		p.onProduce(ctx, msg)
@@ -207,11 +209,11 @@ func (p *partitionActor) Receive(ctx actor.Context) {
 	case partitionTick:
 		p.onTick(ctx)
 	case *messages.InvalidMessage:
-		respond(ctx, &messages.ErrorResponse{Error: messages.ErrorCode_UNKNOWN_MESSAGE_TYPE, Message: fmt.Sprintf("%s: %s", msg.TypeName, msg.Reason)})
+		actors.Respond(ctx, actors.InvalidMessageAnswer(msg))
 	case actor.SystemMessage, actor.AutoReceiveMessage:
 	default:
 		if _, ok := msg.(proto.Message); ok {
-			respond(ctx, unknownMessage(msg))
+			actors.Respond(ctx, actors.UnknownMessage(msg))
 		}
 	}
 }
@@ -241,7 +243,7 @@ func (p *partitionActor) onStarted(ctx actor.Context) {
 	p.lastRetention = time.Now()
 	p.startTicker(ctx)
 	p.publishStatus()
-	ctx.Send(ctx.Parent(), replicaStarted{p.cfg.TP})
+	ctx.Send(ctx.Parent(), Started{TP: p.cfg.TP})
 }
 
 // openLog opens the replica's log; the log is nil whenever err is not.
@@ -292,12 +294,12 @@ func (p *partitionActor) onStopping(ctx actor.Context, why string) {
 	p.pending = nil
 	for _, w := range append(p.unsynced, p.waiting...) {
 		w.resp.Error, w.resp.ErrorMessage, w.resp.BaseOffset = messages.ErrorCode_REQUEST_TIMED_OUT, why, -1
-		sendTo(ctx, w.sender, w.resp)
+		actors.SendTo(ctx, w.sender, w.resp)
 	}
 	p.unsynced, p.waiting = nil, nil
 	for id, f := range p.parked {
 		f.timer.Stop()
-		sendTo(ctx, f.sender, p.fetchError(f.req, messages.ErrorCode_NOT_LEADER, why))
+		actors.SendTo(ctx, f.sender, p.fetchError(f.req, messages.ErrorCode_NOT_LEADER, why))
 		delete(p.parked, id)
 	}
 	p.releaseReplicaFetches(ctx, messages.ErrorCode_NOT_LEADER, why)
@@ -313,7 +315,7 @@ func (p *partitionActor) onStopping(ctx actor.Context, why string) {
 
 // onApplyState adopts a newer controller state for this partition and
 // turns the replica into a leader, a follower, or neither.
-func (p *partitionActor) onApplyState(ctx actor.Context, msg *applyState) {
+func (p *partitionActor) onApplyState(ctx actor.Context, msg *ApplyState) {
 	st := msg.State
 	p.cfg.Topic = msg.Topic
 	if p.state != nil && (st.LeaderEpoch < p.state.LeaderEpoch ||
@@ -426,12 +428,12 @@ func (p *partitionActor) stepDown(ctx actor.Context, why string) {
 	p.pending = nil
 	for _, w := range append(p.unsynced, p.waiting...) {
 		w.resp.Error, w.resp.ErrorMessage, w.resp.BaseOffset = messages.ErrorCode_NOT_LEADER, why+" before the batch was replicated", -1
-		sendTo(ctx, w.sender, w.resp)
+		actors.SendTo(ctx, w.sender, w.resp)
 	}
 	p.unsynced, p.waiting, p.syncing = nil, nil, false
 	for id, f := range p.parked {
 		f.timer.Stop()
-		sendTo(ctx, f.sender, p.fetchError(f.req, messages.ErrorCode_NOT_LEADER, why))
+		actors.SendTo(ctx, f.sender, p.fetchError(f.req, messages.ErrorCode_NOT_LEADER, why))
 		delete(p.parked, id)
 	}
 	p.releaseReplicaFetches(ctx, messages.ErrorCode_NOT_LEADER, why)
@@ -604,7 +606,7 @@ func (p *partitionActor) onSyncDone(ctx actor.Context, msg syncDone) {
 		p.cfg.Logger.Error("fsync failed", "partition", p.cfg.TP, "error", msg.err)
 		for _, w := range p.unsynced {
 			w.resp.Error, w.resp.ErrorMessage, w.resp.BaseOffset = messages.ErrorCode_STORAGE_ERROR, msg.err.Error(), -1
-			sendTo(ctx, w.sender, w.resp)
+			actors.SendTo(ctx, w.sender, w.resp)
 		}
 		p.unsynced = nil
 		// What reached the disk is unknown, and a second fsync would not
@@ -631,7 +633,7 @@ func (p *partitionActor) releaseDurable(ctx actor.Context) {
 		case w.acksAll:
 			p.waiting = append(p.waiting, w)
 		default:
-			sendTo(ctx, w.sender, w.resp)
+			actors.SendTo(ctx, w.sender, w.resp)
 		}
 	}
 	clear(p.unsynced[len(kept):])
@@ -689,7 +691,7 @@ func (p *partitionActor) onHWAdvanced(ctx actor.Context) {
 	kept := p.waiting[:0]
 	for _, w := range p.waiting {
 		if w.nextOffset <= hw {
-			sendTo(ctx, w.sender, w.resp)
+			actors.SendTo(ctx, w.sender, w.resp)
 		} else {
 			kept = append(kept, w)
 		}
@@ -700,7 +702,7 @@ func (p *partitionActor) onHWAdvanced(ctx actor.Context) {
 		if resp, ready := p.readFetch(f.req, false); ready {
 			f.timer.Stop()
 			delete(p.parked, id)
-			sendTo(ctx, f.sender, resp)
+			actors.SendTo(ctx, f.sender, resp)
 		}
 	}
 }
@@ -709,7 +711,7 @@ func (p *partitionActor) respondProduce(ctx actor.Context, sender *actor.PID, re
 	if req.Acks == 0 && code != messages.ErrorCode_NONE {
 		p.cfg.Logger.Debug("acks=0 produce failed", "partition", p.cfg.TP, "error", code, "message", msg)
 	}
-	sendTo(ctx, sender, &messages.ProduceResponse{Topic: req.Topic, Partition: req.Partition, Error: code, ErrorMessage: msg, BaseOffset: -1})
+	actors.SendTo(ctx, sender, &messages.ProduceResponse{Topic: req.Topic, Partition: req.Partition, Error: code, ErrorMessage: msg, BaseOffset: -1})
 }
 
 // ---- fetch ----------------------------------------------------------------
@@ -741,25 +743,25 @@ func (p *partitionActor) checkEpoch(epoch int32) (messages.ErrorCode, string) {
 func (p *partitionActor) onFetch(ctx actor.Context, req *messages.FetchRequest) {
 	sender := ctx.Sender()
 	if code, msg := p.unavailable(); code != messages.ErrorCode_NONE {
-		sendTo(ctx, sender, p.fetchError(req, code, msg))
+		actors.SendTo(ctx, sender, p.fetchError(req, code, msg))
 		return
 	}
 	if code, msg := p.checkEpoch(req.CurrentLeaderEpoch); code != messages.ErrorCode_NONE {
-		sendTo(ctx, sender, p.fetchError(req, code, msg))
+		actors.SendTo(ctx, sender, p.fetchError(req, code, msg))
 		return
 	}
 	if req.MaxBytes < 0 || req.MinBytes < 0 || req.MaxWaitMs < 0 {
-		sendTo(ctx, sender, p.fetchError(req, messages.ErrorCode_INVALID_REQUEST, "negative max_bytes, min_bytes or max_wait_ms"))
+		actors.SendTo(ctx, sender, p.fetchError(req, messages.ErrorCode_INVALID_REQUEST, "negative max_bytes, min_bytes or max_wait_ms"))
 		return
 	}
-	if req.Isolation != 0 && (req.Isolation != isolationLogEnd || transport.FromNetwork(ctx)) {
-		sendTo(ctx, sender, p.fetchError(req, messages.ErrorCode_INVALID_REQUEST,
+	if req.Isolation != 0 && (req.Isolation != actors.IsolationLogEnd || transport.FromNetwork(ctx)) {
+		actors.SendTo(ctx, sender, p.fetchError(req, messages.ErrorCode_INVALID_REQUEST,
 			fmt.Sprintf("isolation %d: consumers read committed data only (isolation 0)", req.Isolation)))
 		return
 	}
 	resp, ready := p.readFetch(req, req.MaxWaitMs == 0)
 	if ready {
-		sendTo(ctx, sender, resp)
+		actors.SendTo(ctx, sender, resp)
 		return
 	}
 	p.nextFetchID++
@@ -777,16 +779,11 @@ func (p *partitionActor) onFetchExpired(ctx actor.Context, id uint64) {
 	}
 	delete(p.parked, id)
 	resp, _ := p.readFetch(f.req, true)
-	sendTo(ctx, f.sender, resp)
+	actors.SendTo(ctx, f.sender, resp)
 }
 
-// isolationLogEnd reads up to the durable end of the log instead of the
-// HW. Only actors of this broker may ask for it (the group host replaying
-// the offsets topic); consumers never see data at or above the HW.
-const isolationLogEnd = 1
-
 // readFetch reads below the HW (or the durable log end, for
-// isolationLogEnd) for req. ready is true when the response should go out
+// actors.IsolationLogEnd) for req. ready is true when the response should go out
 // now: min bytes reached, an error, or force.
 func (p *partitionActor) readFetch(req *messages.FetchRequest, force bool) (*messages.FetchResponse, bool) {
 	hw := p.leader.HighWatermark()
@@ -798,7 +795,7 @@ func (p *partitionActor) readFetch(req *messages.FetchRequest, force bool) (*mes
 	resp := &messages.FetchResponse{Topic: req.Topic, Partition: req.Partition, HighWatermark: hw,
 		LogStartOffset: start, LeaderEpoch: p.leader.Epoch()}
 	limit := hw
-	if req.Isolation == isolationLogEnd {
+	if req.Isolation == actors.IsolationLogEnd {
 		limit = max(hw, p.durable)
 	}
 	if req.Offset >= limit {
@@ -840,12 +837,12 @@ func (p *partitionActor) onListOffsets(ctx actor.Context, req *messages.ListOffs
 	resp := &messages.ListOffsetsResponse{Topic: req.Topic, Partition: req.Partition, Offset: -1, Timestamp: -1}
 	if code, msg := p.unavailable(); code != messages.ErrorCode_NONE {
 		resp.Error, resp.ErrorMessage = code, msg
-		respond(ctx, resp)
+		actors.Respond(ctx, resp)
 		return
 	}
 	if code, msg := p.checkEpoch(req.CurrentLeaderEpoch); code != messages.ErrorCode_NONE {
 		resp.Error, resp.ErrorMessage = code, msg
-		respond(ctx, resp)
+		actors.Respond(ctx, resp)
 		return
 	}
 	resp.LeaderEpoch = p.leader.Epoch()
@@ -866,7 +863,7 @@ func (p *partitionActor) onListOffsets(ctx actor.Context, req *messages.ListOffs
 			resp.Offset, resp.Timestamp = off, ts
 		}
 	}
-	respond(ctx, resp)
+	actors.Respond(ctx, resp)
 }
 
 // ---- housekeeping ---------------------------------------------------------
@@ -882,7 +879,7 @@ func (p *partitionActor) onTick(ctx actor.Context) {
 		for _, w := range p.waiting {
 			if now.After(w.deadline) {
 				w.resp.Error, w.resp.ErrorMessage, w.resp.BaseOffset = messages.ErrorCode_REQUEST_TIMED_OUT, "not replicated to the ISR in time", -1
-				sendTo(ctx, w.sender, w.resp)
+				actors.SendTo(ctx, w.sender, w.resp)
 			} else {
 				kept = append(kept, w)
 			}
@@ -962,21 +959,4 @@ func (p *partitionActor) publishStatus() {
 		st.Error, st.ErrorMessage = code, msg
 	}
 	p.cfg.Status.Store(st)
-}
-
-// respond answers the current message's sender, if it has one.
-func respond(ctx actor.Context, msg any) { sendTo(ctx, ctx.Sender(), msg) }
-
-func sendTo(ctx actor.Context, pid *actor.PID, msg any) {
-	if pid != nil {
-		ctx.Send(pid, msg)
-	}
-}
-
-func unknownMessage(msg any) *messages.ErrorResponse {
-	name := fmt.Sprintf("%T", msg)
-	if m, ok := msg.(proto.Message); ok {
-		name = string(proto.MessageName(m))
-	}
-	return &messages.ErrorResponse{Error: messages.ErrorCode_UNKNOWN_MESSAGE_TYPE, Message: "this actor does not handle " + name}
 }

@@ -1,4 +1,4 @@
-package actors
+package coordinator
 
 import (
 	"fmt"
@@ -7,15 +7,16 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/sluicemq/sluice/actors"
 	"github.com/sluicemq/sluice/cluster"
 	"github.com/sluicemq/sluice/messages"
 )
 
-// groupHostConfig is what a group host starts with.
-type groupHostConfig struct {
+// HostConfig is what a group host starts with.
+type HostConfig struct {
 	// Partition of __consumer_offsets this host serves; its leader is local.
 	Partition int32
-	Broker    *BrokerConfig
+	Broker    *actors.BrokerConfig
 	// BrokerPID is the local broker actor: reads and writes of the offsets
 	// partition go through it like any client's.
 	BrokerPID *actor.PID
@@ -44,7 +45,7 @@ type (
 // coordinator actor per group. Requests before the load ends get
 // COORDINATOR_NOT_AVAILABLE.
 type groupHost struct {
-	cfg          groupHostConfig
+	cfg          HostConfig
 	loaded       bool
 	next         int64
 	groups       map[string]*loadedGroup
@@ -54,7 +55,7 @@ type groupHost struct {
 	started      time.Time
 }
 
-func newGroupHost(cfg groupHostConfig) actor.Producer {
+func NewHost(cfg HostConfig) actor.Producer {
 	return func() actor.Actor {
 		return &groupHost{cfg: cfg, groups: map[string]*loadedGroup{}, coordinators: map[string]*actor.PID{},
 			overviews: map[string]*messages.GroupOverview{}}
@@ -79,13 +80,13 @@ func (h *groupHost) Receive(ctx actor.Context) {
 		}
 	case actor.SystemMessage, actor.AutoReceiveMessage:
 	default:
-		group, ok := groupOf(msg)
+		group, ok := GroupOf(msg)
 		if !ok {
 			return
 		}
 		if !h.loaded {
-			if resp := groupError(msg, messages.ErrorCode_COORDINATOR_NOT_AVAILABLE, "the coordinator is loading its groups"); resp != nil {
-				respond(ctx, resp)
+			if resp := GroupError(msg, messages.ErrorCode_COORDINATOR_NOT_AVAILABLE, "the coordinator is loading its groups"); resp != nil {
+				actors.Respond(ctx, resp)
 			}
 			return
 		}
@@ -95,8 +96,8 @@ func (h *groupHost) Receive(ctx actor.Context) {
 
 // load reads the next chunk of the partition, up to its log end.
 func (h *groupHost) load(ctx actor.Context) {
-	req := &messages.FetchRequest{Topic: OffsetsTopic, Partition: h.cfg.Partition, Offset: h.next,
-		MaxBytes: int32(h.cfg.Broker.MaxFetchBytes), CurrentLeaderEpoch: -1, Isolation: isolationLogEnd}
+	req := &messages.FetchRequest{Topic: actors.OffsetsTopic, Partition: h.cfg.Partition, Offset: h.next,
+		MaxBytes: int32(h.cfg.Broker.MaxFetchBytes), CurrentLeaderEpoch: -1, Isolation: actors.IsolationLogEnd}
 	fut := ctx.RequestFuture(h.cfg.BrokerPID, req, 10*time.Second)
 	ctx.ReenterAfter(fut, func(res any, err error) {
 		resp, ok := res.(*messages.FetchResponse)
@@ -159,7 +160,7 @@ func (h *groupHost) apply(r groupRecord) {
 // once, so that silent members are evicted and push members fed again.
 func (h *groupHost) finishLoad(ctx actor.Context) {
 	h.loaded = true
-	h.cfg.Broker.Logger.Info("coordinating groups", "partition", fmt.Sprintf("%s-%d", OffsetsTopic, h.cfg.Partition),
+	h.cfg.Broker.Logger.Info("coordinating groups", "partition", fmt.Sprintf("%s-%d", actors.OffsetsTopic, h.cfg.Partition),
 		"groups", len(h.groups), "records_to", h.next, "took", time.Since(h.started).Round(time.Millisecond))
 	for name, g := range h.groups {
 		if g.meta != nil && len(g.meta.Members) > 0 {

@@ -1,4 +1,4 @@
-package actors
+package broker
 
 import (
 	"errors"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/sluicemq/sluice/actors"
 	"github.com/sluicemq/sluice/messages"
 	"github.com/sluicemq/sluice/messages/record"
 	"github.com/sluicemq/sluice/storage"
@@ -40,8 +41,8 @@ func TestGroupCommitOneAppendForQueuedRequests(t *testing.T) {
 	var appends atomic.Int32
 	var armed atomic.Bool
 	hold, held := make(chan struct{}), make(chan struct{})
-	tb := startTestBroker(t, t.TempDir(), func(c *BrokerConfig) {
-		c.OpenLog = func(dir string, tc TopicConfig) (storage.Log, error) {
+	tb := startTestBroker(t, t.TempDir(), func(c *actors.BrokerConfig) {
+		c.OpenLog = func(dir string, tc actors.TopicConfig) (storage.Log, error) {
 			l, err := storage.OpenWAL(dir, storage.WALOptions{}, c.Logger)
 			if err != nil {
 				return nil, err
@@ -121,10 +122,10 @@ func TestFetchLongPolls(t *testing.T) {
 // Size retention deletes whole old segments, never data below the HW
 // boundary, and the log start offset moves forward.
 func TestRetentionBySize(t *testing.T) {
-	tb := startTestBroker(t, t.TempDir(), func(c *BrokerConfig) {
+	tb := startTestBroker(t, t.TempDir(), func(c *actors.BrokerConfig) {
 		c.RetentionCheckInterval = 20 * time.Millisecond
 	})
-	tb.createTopic("ret", 1, map[string]string{ConfigSegmentBytes: "65536", ConfigRetentionBytes: "131072"})
+	tb.createTopic("ret", 1, map[string]string{actors.ConfigSegmentBytes: "65536", actors.ConfigRetentionBytes: "131072"})
 	value := string(make([]byte, 1000))
 	for i := 0; i < 600; i++ {
 		tb.produce("ret", 0, 1, value)
@@ -156,10 +157,10 @@ func TestRetentionBySize(t *testing.T) {
 
 // Retention by age removes segments whose newest record is too old.
 func TestRetentionByAge(t *testing.T) {
-	tb := startTestBroker(t, t.TempDir(), func(c *BrokerConfig) {
+	tb := startTestBroker(t, t.TempDir(), func(c *actors.BrokerConfig) {
 		c.RetentionCheckInterval = 20 * time.Millisecond
 	})
-	tb.createTopic("age", 1, map[string]string{ConfigSegmentBytes: "65536", ConfigRetentionMs: "300"})
+	tb.createTopic("age", 1, map[string]string{actors.ConfigSegmentBytes: "65536", actors.ConfigRetentionMs: "300"})
 	value := string(make([]byte, 1000))
 	for i := 0; i < 200; i++ {
 		tb.produce("age", 0, 1, value)
@@ -178,13 +179,13 @@ func TestRetentionByAge(t *testing.T) {
 func TestTopicsSurviveRestart(t *testing.T) {
 	dir := t.TempDir()
 	tb := startTestBroker(t, dir, nil)
-	tb.createTopic("keep", 3, map[string]string{ConfigRetentionMs: "3600000"})
+	tb.createTopic("keep", 3, map[string]string{actors.ConfigRetentionMs: "3600000"})
 	tb.produce("keep", 2, 1, "x", "y")
 	tb.stop()
 
 	tb2 := startTestBroker(t, dir, nil)
 	md := tb2.ask(&messages.MetadataRequest{Topics: []string{"keep"}}).(*messages.MetadataResponse)
-	if len(md.Topics) != 1 || len(md.Topics[0].Partitions) != 3 || md.Topics[0].Configs[ConfigRetentionMs] != "3600000" {
+	if len(md.Topics) != 1 || len(md.Topics[0].Partitions) != 3 || md.Topics[0].Configs[actors.ConfigRetentionMs] != "3600000" {
 		t.Fatalf("metadata after restart: %v", md)
 	}
 	waitFor(t, "partition serving", func() bool { return tb2.fetch("keep", 2, 0).Error == messages.ErrorCode_NONE })
@@ -281,8 +282,8 @@ func (tb *testBroker) replicaState(topic string, partition int32) *messages.Repl
 func TestAcksAndHighWatermarkWaitForTheFsync(t *testing.T) {
 	gate := make(chan struct{})
 	var armed atomic.Bool
-	tb := startTestBroker(t, t.TempDir(), func(c *BrokerConfig) {
-		c.OpenLog = func(dir string, tc TopicConfig) (storage.Log, error) {
+	tb := startTestBroker(t, t.TempDir(), func(c *actors.BrokerConfig) {
+		c.OpenLog = func(dir string, tc actors.TopicConfig) (storage.Log, error) {
 			l, err := storage.OpenWAL(dir, storage.WALOptions{}, c.Logger)
 			if err != nil {
 				return nil, err
@@ -361,8 +362,8 @@ func TestFailedFsyncTakesThePartitionOffline(t *testing.T) {
 	var armed atomic.Bool
 	var opens atomic.Int32
 	dir := t.TempDir()
-	openLog := func(c *BrokerConfig) {
-		c.OpenLog = func(d string, tc TopicConfig) (storage.Log, error) {
+	openLog := func(c *actors.BrokerConfig) {
+		c.OpenLog = func(d string, tc actors.TopicConfig) (storage.Log, error) {
 			l, err := storage.OpenWAL(d, storage.WALOptions{}, c.Logger)
 			if err != nil {
 				return nil, err

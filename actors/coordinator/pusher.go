@@ -1,4 +1,4 @@
-package actors
+package coordinator
 
 import (
 	"fmt"
@@ -8,6 +8,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/sluicemq/sluice/actors"
 	"github.com/sluicemq/sluice/actors/groups"
 	"github.com/sluicemq/sluice/actors/transport"
 	"github.com/sluicemq/sluice/cluster"
@@ -24,7 +25,7 @@ type pusherConfig struct {
 	Group, Member string
 	Target        *actor.PID
 	Credit        int
-	Broker        *BrokerConfig
+	Broker        *actors.BrokerConfig
 	BrokerPID     *actor.PID
 }
 

@@ -1,4 +1,4 @@
-package actors
+package broker
 
 import (
 	"slices"
@@ -7,6 +7,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/sluicemq/sluice/actors"
 	"github.com/sluicemq/sluice/messages"
 )
 
@@ -29,7 +30,7 @@ func (tb *testBroker) askGroup(msg any, code func(any) messages.ErrorCode) any {
 
 func TestGroupMembershipAndOffsetsSurviveRestart(t *testing.T) {
 	dir := t.TempDir()
-	tb := startTestBroker(t, dir, func(c *BrokerConfig) {
+	tb := startTestBroker(t, dir, func(c *actors.BrokerConfig) {
 		c.OffsetsPartitions = 4
 		c.GroupInitialRebalanceDelay = 200 * time.Millisecond
 	})
@@ -88,7 +89,7 @@ func TestGroupMembershipAndOffsetsSurviveRestart(t *testing.T) {
 	}
 	tb.stop()
 
-	tb2 := startTestBroker(t, dir, func(c *BrokerConfig) { c.OffsetsPartitions = 4 })
+	tb2 := startTestBroker(t, dir, func(c *actors.BrokerConfig) { c.OffsetsPartitions = 4 })
 	fetched := tb2.askGroup(&messages.OffsetFetchRequest{Group: "g1"}, func(r any) messages.ErrorCode {
 		return r.(*messages.OffsetFetchResponse).Error
 	}).(*messages.OffsetFetchResponse)

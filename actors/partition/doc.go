@@ -1,0 +1,14 @@
+// Package partition is the partition replica actor: one per partition this
+// broker holds, a child of the broker actor. It owns the replica's log
+// (storage.Log) and serves it as leader (group commit, acks, fetch with long
+// polling, HW from replication.Leader) or copies it as follower (truncation
+// by leader epoch, then ReplicaFetch). A replica that cannot serve (a log
+// that fails its checks or an fsync) goes offline and reports itself to the
+// controller; a corrupt log is moved aside and refilled from the new leader.
+//
+// The broker starts it with NewProducer(Config) and hands it its state with
+// ApplyState; a (re)started partition sends Started to its parent.
+//
+// Its protocol decisions come from replication and producerstate, which
+// do no I/O.
+package partition

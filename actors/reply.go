@@ -1,0 +1,35 @@
+package actors
+
+import (
+	"fmt"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/sluicemq/sluice/messages"
+)
+
+// Respond answers the current message's sender, if it has one.
+func Respond(ctx actor.Context, msg any) { SendTo(ctx, ctx.Sender(), msg) }
+
+// SendTo sends msg to pid unless pid is nil.
+func SendTo(ctx actor.Context, pid *actor.PID, msg any) {
+	if pid != nil {
+		ctx.Send(pid, msg)
+	}
+}
+
+// UnknownMessage is the answer to a message an actor does not handle.
+func UnknownMessage(msg any) *messages.ErrorResponse {
+	name := fmt.Sprintf("%T", msg)
+	if m, ok := msg.(proto.Message); ok {
+		name = string(proto.MessageName(m))
+	}
+	return &messages.ErrorResponse{Error: messages.ErrorCode_UNKNOWN_MESSAGE_TYPE, Message: "this actor does not handle " + name}
+}
+
+// InvalidMessageAnswer is the answer to an envelope the transport guard
+// replaced.
+func InvalidMessageAnswer(msg *messages.InvalidMessage) *messages.ErrorResponse {
+	return &messages.ErrorResponse{Error: messages.ErrorCode_UNKNOWN_MESSAGE_TYPE, Message: fmt.Sprintf("%s: %s", msg.TypeName, msg.Reason)}
+}
