@@ -52,7 +52,7 @@ func writeCheckpoint(path string, value int64, sync bool) error {
 		return fmt.Errorf("storage: write checkpoint %s: %w", path, err)
 	}
 	if sync {
-		syncjournal.Synced(path, int64(len(data)))
+		syncjournal.SyncedFile(path)
 	}
 	return nil
 }

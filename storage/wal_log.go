@@ -193,19 +193,17 @@ func (w *WALLog) SyncFunc() func() error {
 	if err != nil {
 		return func() error { return fmt.Errorf("sync %s: %w", path, err) }
 	}
-	var size int64 = -1
+	var info os.FileInfo
 	if syncjournal.Enabled() {
-		if st, err := f.Stat(); err == nil {
-			size = st.Size()
-		}
+		info, _ = f.Stat()
 	}
 	return func() error {
 		defer f.Close()
 		if err := f.Sync(); err != nil {
 			return fmt.Errorf("sync %s: %w", path, err)
 		}
-		if size >= 0 {
-			syncjournal.Synced(path, size)
+		if info != nil {
+			syncjournal.Synced(path, info, info.Size())
 		}
 		return nil
 	}

@@ -110,8 +110,8 @@ func (p *partitionActor) reportOffline(ctx actor.Context) {
 	if st.Leader != p.cfg.BrokerID && !inISR {
 		return // the controller has already moved on
 	}
-	if st.Leader < 0 && len(st.Isr) == 1 {
-		return // offline with this replica as the last in-sync one: nothing else can lead
+	if !slices.ContainsFunc(st.Isr, func(id int32) bool { return id != p.cfg.BrokerID }) {
+		return // the only in-sync replica: no other can take over
 	}
 	if time.Since(p.lastOfflineReport) < offlineReportEvery {
 		return

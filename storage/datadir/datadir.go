@@ -250,7 +250,7 @@ func WriteFileAtomic(path string, data []byte) error {
 	if err := SyncDir(filepath.Dir(path)); err != nil {
 		return err
 	}
-	syncjournal.Synced(path, int64(len(data)))
+	syncjournal.SyncedFile(path)
 	return nil
 }
 

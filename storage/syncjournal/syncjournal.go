@@ -24,6 +24,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 )
 
 // Env names the journal file a broker records into when it is set.
@@ -55,12 +56,15 @@ func FromEnv() (bool, error) {
 	return true, Enable(path)
 }
 
-// Synced records that path is durable up to size bytes: call it once an
-// fsync of the file (or of a file renamed to path after its fsync) has
-// returned, with the size the file had before that fsync began.
-func Synced(path string, size int64) {
+// Synced records that the file info describes (at path) is durable up to
+// size bytes: call it once an fsync of that file (or of a file renamed to
+// path after its fsync) has returned, with the size the file had before
+// that fsync began. The file is told apart by its inode, so a late record
+// of a file that has since been replaced at path does not count for the
+// new one.
+func Synced(path string, info os.FileInfo, size int64) {
 	j := active.Load()
-	if j == nil {
+	if j == nil || info == nil {
 		return
 	}
 	abs, err := filepath.Abs(path)
@@ -69,17 +73,24 @@ func Synced(path string, size int64) {
 	}
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	fmt.Fprintf(j.f, "%d\t%s\n", size, abs)
+	fmt.Fprintf(j.f, "%d\t%d\t%s\n", size, inode(info), abs)
 }
 
-// SyncedFile records path at its current size.
+// SyncedFile records the file at path as durable at its current size.
 func SyncedFile(path string) {
 	if active.Load() == nil {
 		return
 	}
 	if st, err := os.Stat(path); err == nil {
-		Synced(path, st.Size())
+		Synced(path, st, st.Size())
 	}
+}
+
+func inode(info os.FileInfo) uint64 {
+	if st, ok := info.Sys().(*syscall.Stat_t); ok {
+		return st.Ino
+	}
+	return 0
 }
 
 // Enabled reports whether recording is on.
@@ -91,12 +102,17 @@ type Loss struct {
 	Bytes int64 // bytes dropped
 }
 
-// PowerLoss truncates every regular file under root to the size the
-// journal at journalPath last recorded for it, or to nothing when it never
-// recorded it. Files wal renames into place only after their own fsync
+// PowerLoss truncates every regular file under root to the largest size
+// the journal at journalPath recorded for it (the same path and inode), or
+// to nothing when it never recorded it. Records may come out of order (an
+// fsync running beside the writer ends after a later one). Files wal renames into place only after their own fsync
 // (NAME.START, NAME.END) are left alone.
 func PowerLoss(root, journalPath string) (Loss, error) {
-	durable := map[string]int64{}
+	type file struct {
+		path string
+		ino  uint64
+	}
+	durable := map[file]int64{}
 	f, err := os.Open(journalPath)
 	if err != nil && !os.IsNotExist(err) {
 		return Loss{}, err
@@ -104,12 +120,17 @@ func PowerLoss(root, journalPath string) (Loss, error) {
 	if err == nil {
 		sc := bufio.NewScanner(f)
 		for sc.Scan() {
-			size, path, ok := strings.Cut(sc.Text(), "\t")
-			n, perr := strconv.ParseInt(size, 10, 64)
-			if !ok || perr != nil {
+			fields := strings.SplitN(sc.Text(), "\t", 3)
+			if len(fields) != 3 {
 				continue // a line torn by the kill
 			}
-			durable[path] = n
+			n, err1 := strconv.ParseInt(fields[0], 10, 64)
+			ino, err2 := strconv.ParseUint(fields[1], 10, 64)
+			if err1 != nil || err2 != nil {
+				continue
+			}
+			k := file{fields[2], ino}
+			durable[k] = max(durable[k], n)
 		}
 		f.Close()
 		if err := sc.Err(); err != nil {
@@ -129,7 +150,7 @@ func PowerLoss(root, journalPath string) (Loss, error) {
 		if err != nil {
 			return err
 		}
-		keep := durable[path]
+		keep := durable[file{path, inode(info)}]
 		if info.Size() <= keep {
 			return nil
 		}
