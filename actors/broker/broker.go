@@ -502,6 +502,12 @@ func (b *brokerActor) fromFollower(ctx actor.Context, replica int32, fail func(m
 	if !transport.FromNetwork(ctx) || b.sentByBroker(ctx.Sender(), replica) {
 		return true
 	}
+	if _, known := b.live[replica]; !known {
+		// Not seen alive yet (this broker has just started, or it has):
+		// the follower asks again.
+		actors.Respond(ctx, fail(messages.ErrorCode_BROKER_NOT_AVAILABLE, fmt.Sprintf("broker %d is not known alive here yet", replica)))
+		return false
+	}
 	why := fmt.Sprintf("replication request for broker %d, not sent from its registered address", replica)
 	b.cfg.Logger.Warn("refused a replication request", "sender", ctx.Sender(), "peer", ctx.MessageHeader().Get(transport.PeerHeader), "reason", why)
 	actors.Respond(ctx, fail(messages.ErrorCode_CLUSTER_AUTHORIZATION_FAILED, why))
