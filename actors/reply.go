@@ -19,17 +19,25 @@ func SendTo(ctx actor.Context, pid *actor.PID, msg any) {
 	}
 }
 
-// UnknownMessage is the answer to a message an actor does not handle.
-func UnknownMessage(msg any) *messages.ErrorResponse {
+// Unhandled answers the current message of an actor that has no case for
+// it: an envelope the transport guard replaced, or any other protobuf
+// message, gets UNKNOWN_MESSAGE_TYPE; protoactor's own lifecycle messages
+// are ignored.
+func Unhandled(ctx actor.Context) {
+	switch msg := ctx.Message().(type) {
+	case *messages.InvalidMessage:
+		Respond(ctx, &messages.ErrorResponse{Error: messages.ErrorCode_UNKNOWN_MESSAGE_TYPE, Message: fmt.Sprintf("%s: %s", msg.TypeName, msg.Reason)})
+	case actor.SystemMessage, actor.AutoReceiveMessage:
+	case proto.Message:
+		Respond(ctx, unknownMessage(msg))
+	}
+}
+
+// unknownMessage is the answer to a message an actor does not handle.
+func unknownMessage(msg any) *messages.ErrorResponse {
 	name := fmt.Sprintf("%T", msg)
 	if m, ok := msg.(proto.Message); ok {
 		name = string(proto.MessageName(m))
 	}
 	return &messages.ErrorResponse{Error: messages.ErrorCode_UNKNOWN_MESSAGE_TYPE, Message: "this actor does not handle " + name}
-}
-
-// InvalidMessageAnswer is the answer to an envelope the transport guard
-// replaced.
-func InvalidMessageAnswer(msg *messages.InvalidMessage) *messages.ErrorResponse {
-	return &messages.ErrorResponse{Error: messages.ErrorCode_UNKNOWN_MESSAGE_TYPE, Message: fmt.Sprintf("%s: %s", msg.TypeName, msg.Reason)}
 }

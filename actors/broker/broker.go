@@ -220,14 +220,11 @@ func (b *brokerActor) Receive(ctx actor.Context) {
 		b.onInitProducerID(ctx, msg)
 	case *messages.ListGroupsRequest:
 		b.onListGroups(ctx)
-	case *messages.InvalidMessage:
-		actors.Respond(ctx, actors.InvalidMessageAnswer(msg))
-	case actor.SystemMessage, actor.AutoReceiveMessage:
 	default:
 		if group, ok := coordinator.GroupOf(msg); ok {
 			b.routeGroup(ctx, group)
-		} else if _, ok := msg.(proto.Message); ok {
-			actors.Respond(ctx, actors.UnknownMessage(msg))
+		} else {
+			actors.Unhandled(ctx)
 		}
 	}
 }

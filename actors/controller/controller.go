@@ -104,13 +104,8 @@ func (c *controllerActor) Receive(ctx actor.Context) {
 		if msg.Error != messages.ErrorCode_NONE {
 			c.cfg.Logger.Warn("a broker refused the controller's LeaderAndIsr", "broker", ctx.Sender(), "error", msg.Error, "reason", msg.ErrorMessage)
 		}
-	case *messages.InvalidMessage:
-		actors.Respond(ctx, actors.InvalidMessageAnswer(msg))
-	case actor.SystemMessage, actor.AutoReceiveMessage:
 	default:
-		if _, ok := msg.(proto.Message); ok {
-			actors.Respond(ctx, actors.UnknownMessage(msg))
-		}
+		actors.Unhandled(ctx)
 	}
 }
 

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/sluicemq/sluice/actors"
 	"github.com/sluicemq/sluice/actors/producerstate"
@@ -208,13 +207,8 @@ func (p *partitionActor) Receive(ctx actor.Context) {
 		p.onFollowerStep(ctx, msg)
 	case partitionTick:
 		p.onTick(ctx)
-	case *messages.InvalidMessage:
-		actors.Respond(ctx, actors.InvalidMessageAnswer(msg))
-	case actor.SystemMessage, actor.AutoReceiveMessage:
 	default:
-		if _, ok := msg.(proto.Message); ok {
-			actors.Respond(ctx, actors.UnknownMessage(msg))
-		}
+		actors.Unhandled(ctx)
 	}
 }
 
