@@ -139,22 +139,8 @@ func (c *Consul) Register(ctx context.Context, b Broker) (Broker, error) {
 
 // nextBrokerEpoch increments the broker_epoch counter.
 func (c *Consul) nextBrokerEpoch(ctx context.Context) (int64, error) {
-	for {
-		last, index, err := c.readCounter(ctx, keyBrokerEpoch, 0)
-		if err != nil {
-			return 0, err
-		}
-		tx := &txn{}
-		tx.add(&api.KVTxnOp{Verb: api.KVCAS, Key: c.key(keyBrokerEpoch), Index: index, Value: []byte(strconv.FormatInt(last+1, 10))},
-			func(string) error { return errCASMoved })
-		switch _, err := c.commit(ctx, tx); {
-		case errors.Is(err, errCASMoved):
-			continue
-		case err != nil:
-			return 0, err
-		}
-		return last + 1, nil
-	}
+	last, err := c.addToCounter(ctx, keyBrokerEpoch, 0, 1, nil)
+	return last + 1, err
 }
 
 // claimWait is how long Register waits for another process's claim of the

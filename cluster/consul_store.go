@@ -260,24 +260,33 @@ func (c *Consul) UpdatePartitions(ctx context.Context, f Fence, updates []Partit
 var errCASMoved = errors.New("counter moved")
 
 // AllocateProducerIDs implements MetadataStore: a check-and-set loop on the
-// producer_ids counter.
+// producer_ids counter, fenced by the controller's lock.
 func (c *Consul) AllocateProducerIDs(ctx context.Context, f Fence, count int64) (int64, error) {
 	if count < 1 {
 		return 0, fmt.Errorf("AllocateProducerIDs(%d): count must be positive", count)
 	}
+	return c.addToCounter(ctx, keyProducerIDs, 1, count, &f)
+}
+
+// addToCounter adds delta to the decimal counter name (def when absent)
+// with a check-and-set loop and returns its value before the addition.
+// With a fence, the write also checks the controller still holds the lock.
+func (c *Consul) addToCounter(ctx context.Context, name string, def, delta int64, f *Fence) (int64, error) {
 	for {
-		next, index, err := c.readCounter(ctx, keyProducerIDs, 1)
+		value, index, err := c.readCounter(ctx, name, def)
 		if err != nil {
 			return 0, err
 		}
-		if next > (1<<63-1)-count {
-			return 0, errors.New("producer ids exhausted")
+		if value > (1<<63-1)-delta {
+			return 0, fmt.Errorf("counter %s exhausted", name)
 		}
-		tx, err := c.fencedTxn(f)
-		if err != nil {
-			return 0, err
+		tx := &txn{}
+		if f != nil {
+			if tx, err = c.fencedTxn(*f); err != nil {
+				return 0, err
+			}
 		}
-		tx.add(&api.KVTxnOp{Verb: api.KVCAS, Key: c.key(keyProducerIDs), Value: []byte(strconv.FormatInt(next+count, 10)), Index: index},
+		tx.add(&api.KVTxnOp{Verb: api.KVCAS, Key: c.key(name), Value: []byte(strconv.FormatInt(value+delta, 10)), Index: index},
 			func(string) error { return errCASMoved })
 		switch _, err := c.commit(ctx, tx); {
 		case errors.Is(err, errCASMoved):
@@ -285,7 +294,7 @@ func (c *Consul) AllocateProducerIDs(ctx context.Context, f Fence, count int64) 
 		case err != nil:
 			return 0, err
 		}
-		return next, nil
+		return value, nil
 	}
 }
 
