@@ -9,6 +9,7 @@ require (
 	github.com/hashicorp/consul/api v1.34.5
 	github.com/tidwall/wal v1.2.1
 	github.com/twmb/franz-go/pkg/kmsg v1.15.1
+	golang.org/x/sys v0.48.0
 	google.golang.org/grpc v1.60.1
 	google.golang.org/protobuf v1.36.12
 )
@@ -62,7 +63,6 @@ require (
 	go.yaml.in/yaml/v2 v2.4.2 // indirect
 	golang.org/x/exp v0.0.0-20260218203240-3dfff04db8fa // indirect
 	golang.org/x/net v0.60.0 // indirect
-	golang.org/x/sys v0.48.0 // indirect
 	golang.org/x/text v0.42.0 // indirect
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20260817212433-ac3dfec99bb1 // indirect
 )

@@ -54,6 +54,21 @@ type BrokerConfig struct {
 	// UnsafeNoSync skips the fsync of partition logs: an acknowledged
 	// record is lost in a power failure. For tests and benchmarks only.
 	UnsafeNoSync bool
+	// LogMemoryBytes is the budget of memory the open partition logs may
+	// hold (storage.Pool); LogIdleTime closes a log unused that long.
+	LogMemoryBytes int64
+	LogIdleTime    time.Duration
+	// MaxOpenLogs is the most partition logs open at once (each holds a
+	// file descriptor; 0: no limit).
+	MaxOpenLogs int
+	// MaxPartitions is the most partition replicas this broker hosts;
+	// creating more is refused (0: no limit).
+	MaxPartitions int
+	// LogPool and Syncer are shared by the broker's partition logs: the
+	// memory budget, and the fsync waves of the data directory. StartBroker
+	// creates them when nil.
+	LogPool *storage.Pool
+	Syncer  *storage.Syncer
 	// OpenLog opens a partition's log; nil opens a WAL log. Tests use it to
 	// inject faults.
 	OpenLog func(dir string, topic TopicConfig) (storage.Log, error)
@@ -68,6 +83,9 @@ type BrokerConfig struct {
 	BrokerEpoch int64
 	DirectoryID string
 }
+
+// DefaultLogMemoryBytes is the default budget of the partition logs' memory.
+const DefaultLogMemoryBytes = 512 << 20
 
 // DefaultBrokerConfig returns a configuration with Kafka-like defaults.
 func DefaultBrokerConfig() BrokerConfig {
@@ -87,6 +105,8 @@ func DefaultBrokerConfig() BrokerConfig {
 		GroupMinSessionTimeout:     time.Second,
 		GroupMaxSessionTimeout:     5 * time.Minute,
 		ProducerIDExpiration:       producerstate.DefaultProducerIDExpiration,
+		LogMemoryBytes:             DefaultLogMemoryBytes,
+		LogIdleTime:                storage.DefaultIdleAfter,
 		Logger:                     slog.Default(),
 	}
 }
@@ -122,6 +142,10 @@ func (c *BrokerConfig) Validate() error {
 		return fmt.Errorf("group initial rebalance delay %v: must be >= 0", c.GroupInitialRebalanceDelay)
 	case c.ProducerIDExpiration <= 0:
 		return fmt.Errorf("producer id expiration %v: must be > 0", c.ProducerIDExpiration)
+	case c.LogMemoryBytes < 16<<20:
+		return fmt.Errorf("log memory bytes %d: must be at least 16 MiB", c.LogMemoryBytes)
+	case c.MaxPartitions < 0:
+		return fmt.Errorf("max partitions %d: must be >= 0", c.MaxPartitions)
 	case c.Logger == nil:
 		return fmt.Errorf("logger: must be set")
 	}

@@ -33,12 +33,16 @@ func TestKafkaPartitioner(t *testing.T) {
 			t.Fatalf("keyed record went to %d, want %d", got, want)
 		}
 	}
-	// Records without a key go round-robin.
-	seen := map[int]int{}
-	for i := 0; i < 30; i++ {
-		seen[p.Partition(&Record{}, 3)]++
-	}
-	if seen[0] != 10 || seen[1] != 10 || seen[2] != 10 {
-		t.Fatalf("round-robin spread %v", seen)
+	// Records without a key stick to one partition for a batch's worth of
+	// bytes, then move to the next.
+	kp := p.(*kafkaPartitioner)
+	kp.setBatchBytes(1000)
+	rec := &Record{Value: make([]byte, 84)} // 100 bytes with the overhead
+	first := p.Partition(rec, 3)
+	for i := 1; i < 30; i++ {
+		want := (first + i/10) % 3
+		if got := p.Partition(rec, 3); got != want {
+			t.Fatalf("keyless record %d went to %d, want %d (10 records per partition, in turn)", i, got, want)
+		}
 	}
 }

@@ -163,6 +163,9 @@ func NewProducer(broker string, opts ...Opt) (*Producer, error) {
 	if *cfg.idempotence && (cfg.acks != -1 || cfg.maxInFlight > 5) {
 		return nil, fmt.Errorf("idempotence needs AllAcks and at most 5 requests in flight (acks %d, max in flight %d)", cfg.acks, cfg.maxInFlight)
 	}
+	if kp, ok := cfg.partitioner.(*kafkaPartitioner); ok {
+		kp.setBatchBytes(cfg.batchBytes)
+	}
 	n, err := acquireNode(&cfg)
 	if err != nil {
 		return nil, err

@@ -26,6 +26,16 @@ func WriteCheckpoint(path string, value int64) error {
 	return writeCheckpoint(path, value, true)
 }
 
+// WriteCheckpointNoSync replaces the file at path with value the same way
+// but without any fsync: after a crash of the machine it may hold the old
+// value, the new one, or nothing ReadCheckpoint accepts. For values that
+// are only a lower bound to start from, such as the high watermark, where
+// thousands of partitions fsyncing their checkpoint every few seconds
+// would cost more than a lost one.
+func WriteCheckpointNoSync(path string, value int64) error {
+	return writeCheckpoint(path, value, false)
+}
+
 func writeCheckpoint(path string, value int64, sync bool) error {
 	body := checkpointMagic + " " + strconv.FormatInt(value, 10)
 	data := fmt.Appendf(nil, "%s %08x\n", body, crc32.Checksum([]byte(body), castagnoli))

@@ -12,6 +12,16 @@
 // While the log is empty its start offset is kept in a small checkpoint file
 // next to the segments.
 //
+// A log writes an index snapshot (index_snapshot.go) when it closes its
+// WAL; the next open takes the segments it still describes from it instead
+// of reading them, and opens the WAL itself only on first use.
+//
+// Pool bounds the memory a broker's open logs hold: it closes idle and
+// least recently used WALs (they reopen on demand) and caps the segment
+// size by the number of logs. Syncer runs the fsyncs of all logs of a data
+// directory in waves, one syncfs(2) for a large wave (TakeSync hands it a
+// log's pending sync).
+//
 // NewMemLog is the in-memory twin used as a model in tests; one conformance
 // suite runs against both.
 //

@@ -84,19 +84,24 @@ func (x *index) check(batches [][]byte, dst []record.Header) ([]record.Header, e
 
 // push adds a batch that passed checkNext.
 func (x *index) push(h record.Header) {
-	if len(x.batches) == 0 {
-		x.start = h.BaseOffset
-	}
-	x.batches = append(x.batches, batchInfo{
+	x.pushInfo(batchInfo{
 		base: h.BaseOffset, last: h.LastOffset(), maxTS: h.MaxTimestamp,
 		size: int32(h.Size()), epoch: h.LeaderEpoch,
 	})
-	x.leo = h.NextOffset()
-	x.size += int64(h.Size())
+}
+
+// pushInfo adds the index entry of a batch that passed checkNext.
+func (x *index) pushInfo(b batchInfo) {
+	if len(x.batches) == 0 {
+		x.start = b.base
+	}
+	x.batches = append(x.batches, b)
+	x.leo = b.last + 1
+	x.size += int64(b.size)
 	// Epochs never decrease (checkNext), so the cache is the list of points
 	// where a new, non-negative epoch begins. -1 means "no epoch" in Kafka.
-	if h.LeaderEpoch >= 0 && (len(x.epochs) == 0 || h.LeaderEpoch > x.epochs[len(x.epochs)-1].Epoch) {
-		x.epochs = append(x.epochs, EpochStart{Epoch: h.LeaderEpoch, StartOffset: h.BaseOffset})
+	if b.epoch >= 0 && (len(x.epochs) == 0 || b.epoch > x.epochs[len(x.epochs)-1].Epoch) {
+		x.epochs = append(x.epochs, EpochStart{Epoch: b.epoch, StartOffset: b.base})
 	}
 }
 

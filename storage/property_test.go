@@ -26,8 +26,15 @@ func TestWALMatchesModel(t *testing.T) {
 func runModel(t *testing.T, seed uint64, steps int) {
 	rng := rand.New(rand.NewPCG(seed, 1))
 	dir := t.TempDir()
+	// Half the seeds run under a pool with a budget of about two segments,
+	// so that its goroutine closes the WAL while the steps go on.
+	var pool *Pool
+	if seed >= 3 {
+		pool = NewPool(8<<10, time.Millisecond, 0)
+		t.Cleanup(pool.Close)
+	}
 	open := func() *WALLog {
-		w, err := OpenWAL(dir, WALOptions{SegmentBytes: 4 << 10, NoSync: seed%2 == 1}, quietLogger())
+		w, err := OpenWAL(dir, WALOptions{SegmentBytes: 4 << 10, NoSync: seed%2 == 1, Pool: pool}, quietLogger())
 		must(t, err)
 		return w
 	}
@@ -117,6 +124,20 @@ func runModel(t *testing.T, seed uint64, steps int) {
 			if o1 != o2 || t1 != t2 || ok1 != ok2 || err1 != nil || err2 != nil {
 				t.Fatalf("step %d: OffsetForTimestamp(%d): wal %d %d %v %v, model %d %d %v %v", step, q, o1, t1, ok1, err1, o2, t2, ok2, err2)
 			}
+		case op < 95:
+			// A crash: the files as they are now, the WAL still open (and
+			// perhaps an index snapshot from an earlier close or idle spell).
+			ops = append(ops, "crash and reopen")
+			waitSyncs()
+			w.mu.Lock()
+			crashed := copyDir(t, dir)
+			w.mu.Unlock()
+			must(t, w.Close())
+			dir = crashed
+			w = open()
+		case op < 97:
+			ops = append(ops, "close the WAL as the pool does")
+			w.hibernate()
 		default:
 			ops = append(ops, "reopen")
 			waitSyncs()

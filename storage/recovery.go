@@ -78,29 +78,46 @@ func prepareDir(dir string, opts *wal.Options) error {
 	return err
 }
 
-// scanSegments reads every segment of w.dir into w.x, checking framing, CRC and
-// offset/epoch continuity. A bad entry in the last segment with no valid
-// batch after it is a torn write: the file is cut there. Anything else
-// wrong is reported as a *CorruptError. It returns the segment list and the
-// size of the last segment file.
-func (w *WALLog) scanSegments() (segs []uint64, tail int, err error) {
+// scanSegments reads the segments of w.dir into w.x, checking framing, CRC
+// and offset/epoch continuity, except the leading segments that snap (nil:
+// none) still describes, whose index entries it takes from snap. A bad
+// entry in the last segment with no valid batch after it is a torn write:
+// the file is cut there. Anything else wrong is reported as a
+// *CorruptError. It returns the segment list, the size of the last segment
+// file and how many segments it read.
+func (w *WALLog) scanSegments(snap *indexSnapshot) (segs []uint64, tail int, scanned int, err error) {
 	segs, err = listSegments(w.dir)
 	if err != nil || len(segs) == 0 {
 		w.first = 1
-		return []uint64{1}, 0, err // wal.Open creates segment 1
+		return []uint64{1}, 0, 0, err // wal.Open creates segment 1
 	}
 	w.first = segs[0]
 	next := segs[0] // WAL index expected next
-	for k, seg := range segs {
+	trusted := 0
+	if snap != nil {
+		trusted = snap.trusted(w.dir, segs)
+		if batches, err := snap.batchesBefore(trusted); err != nil {
+			trusted = 0
+		} else if trusted > 0 {
+			for _, bi := range batches {
+				w.x.pushInfo(bi)
+			}
+			next = w.first + uint64(len(w.x.batches))
+			tail = int(snap.sizes[trusted-1])
+		}
+	}
+	for k := trusted; k < len(segs); k++ {
+		seg := segs[k]
 		path := filepath.Join(w.dir, segmentName(seg))
 		if seg != next {
-			return nil, 0, &CorruptError{Segment: path, Pos: 0, Offset: w.x.leo,
+			return nil, 0, 0, &CorruptError{Segment: path, Pos: 0, Offset: w.x.leo,
 				Err: fmt.Errorf("segment starts at WAL index %d, previous one ends before %d", seg, next)}
 		}
 		data, err := os.ReadFile(path)
 		if err != nil {
-			return nil, 0, err
+			return nil, 0, 0, err
 		}
+		scanned++
 		pos := 0
 		for pos < len(data) {
 			h, n, err := frameAt(data, pos)
@@ -111,17 +128,17 @@ func (w *WALLog) scanSegments() (segs []uint64, tail int, err error) {
 				}
 				if err := follows(h, next, epoch); err != nil {
 					// Valid bytes in the wrong place: no torn write does that.
-					return nil, 0, &CorruptError{Segment: path, Pos: int64(pos), Offset: w.x.leo, Err: err}
+					return nil, 0, 0, &CorruptError{Segment: path, Pos: int64(pos), Offset: w.x.leo, Err: err}
 				}
 				w.x.push(h)
 				pos += n
 				continue
 			}
 			if k < len(segs)-1 || validFrameAfter(data, pos+1) {
-				return nil, 0, &CorruptError{Segment: path, Pos: int64(pos), Offset: w.x.leo, Err: err}
+				return nil, 0, 0, &CorruptError{Segment: path, Pos: int64(pos), Offset: w.x.leo, Err: err}
 			}
 			if err := cutTail(path, pos); err != nil {
-				return nil, 0, err
+				return nil, 0, 0, err
 			}
 			w.logger.Warn("storage: dropped torn tail of WAL segment",
 				"segment", path, "pos", pos, "bytes", len(data)-pos, "offset", w.x.leo, "cause", err)
@@ -130,7 +147,7 @@ func (w *WALLog) scanSegments() (segs []uint64, tail int, err error) {
 		next = w.first + uint64(len(w.x.batches))
 		tail = len(data)
 	}
-	return segs, tail, nil
+	return segs, tail, scanned, nil
 }
 
 // frameAt decodes the WAL entry at data[pos:] and checks it holds one whole,

@@ -157,6 +157,8 @@ func damage(t *testing.T, dir string, seg int, fn func(data []byte, entries []in
 	data, err := os.ReadFile(path)
 	must(t, err)
 	must(t, os.WriteFile(path, fn(data, entryStarts(t, path)), 0o640))
+	// As after a crash: no index snapshot vouches for the segments.
+	must(t, os.Remove(filepath.Join(d, indexSnapshotFile)))
 	w, err := OpenWAL(d, WALOptions{SegmentBytes: 1024, NoSync: true}, quietLogger())
 	if err == nil {
 		w.Close()

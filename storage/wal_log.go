@@ -1,12 +1,14 @@
 package storage
 
 import (
+	"container/list"
 	"errors"
 	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/sluicemq/sluice/messages/record"
@@ -21,6 +23,10 @@ type WALOptions struct {
 	SegmentBytes int
 	// NoSync skips every fsync. For tests and benchmarks only.
 	NoSync bool
+	// Pool, when set, bounds the memory of the broker's open logs: it
+	// closes this log's WAL when the budget needs it or the log is idle
+	// (the log reopens it on its next use) and caps its segment size.
+	Pool *Pool
 }
 
 // DefaultSegmentBytes is the default segment size. tidwall/wal keeps the
@@ -30,8 +36,8 @@ type WALOptions struct {
 // cheap to grow while the fsync per segment stays rare enough: writing 1 MiB
 // groups ran at 190 MB/s with 4 MiB segments against 75 MB/s with 64 MiB
 // ones on a 2-core machine (go test -bench WriteThroughSegments ./storage),
-// and a partition holds at most 3 segments in memory (the one being
-// written and wal's cache of 2).
+// and a partition holds at most 2 segments in memory (the one being
+// written and one older one after a read); a Pool caps it further.
 const DefaultSegmentBytes = 4 << 20
 
 // metaFile holds the log start offset (= LEO) while the WAL is empty; it is
@@ -41,26 +47,52 @@ const metaFile = "logstart.checkpoint"
 // WALLog is a Log stored in a tidwall/wal directory, one WAL entry per batch.
 // WAL indexes (from 1) are not offsets: the batch at position i of the
 // in-memory index is WAL entry first+i.
+//
+// The wal.Log itself is open only while the log is in use (wal is nil
+// otherwise): the index here is enough to answer everything but reads and
+// writes, which reopen it. mu serialises the owner's calls with the pool
+// closing the WAL; only the owner changes the index, so the owner's reads
+// of it need no lock.
 type WALLog struct {
-	dir    string
-	opts   WALOptions
-	logger *slog.Logger
-	wal    *wal.Log
-	x      index
-	first  uint64   // WAL index of x.batches[0], or the next one when empty
-	segs   []uint64 // first WAL index of each segment file, oldest first
-	tail   int      // bytes in the last segment file
-	wb     wal.Batch
-	hdrs   []record.Header
-	failed error // sticky: set when wal's state may no longer match ours
-	closed bool
+	mu       sync.Mutex
+	dir      string
+	opts     WALOptions
+	logger   *slog.Logger
+	wal      *wal.Log
+	segBytes int // segment size of the open WAL
+	x        index
+	first    uint64   // WAL index of x.batches[0], or the next one when empty
+	segs     []uint64 // first WAL index of each segment file, oldest first
+	tail     int      // bytes in the last segment file
+	hdrs     []record.Header
+	// dirDirty: a segment file was created since the last sync, so the
+	// next one fsyncs the directory too.
+	dirDirty bool
+	// cachedSeg is the older segment wal keeps in memory after a read
+	// (0: none), cachedBytes its size.
+	cachedSeg   uint64
+	cachedBytes int64
+	// snapDirty: the index changed since the snapshot file was written;
+	// corrupt: a read found damage, so no snapshot is written again.
+	snapDirty bool
+	corrupt   bool
+	opens     int   // times the WAL was opened
+	scanned   int   // segments read by OpenWAL (the others came from the snapshot)
+	failed    error // sticky: set when wal's state may no longer match ours
+	closed    bool
+
+	// Guarded by the pool's lock.
+	poolElem  *list.Element
+	poolBytes int64
+	poolUsed  time.Time
 }
 
 var _ Log = (*WALLog)(nil)
 
 // OpenWAL opens or creates the log in dir. It repairs a torn tail left by a
 // crash (logging a warning) and fails with an error wrapping ErrCorrupt if
-// any other stored byte is wrong.
+// any other stored byte is wrong. Segments that the index snapshot of the
+// last close still describes are not read again.
 func OpenWAL(dir string, opts WALOptions, logger *slog.Logger) (*WALLog, error) {
 	if opts.SegmentBytes <= 0 {
 		opts.SegmentBytes = DefaultSegmentBytes
@@ -68,27 +100,22 @@ func OpenWAL(dir string, opts WALOptions, logger *slog.Logger) (*WALLog, error) 
 	if logger == nil {
 		logger = slog.Default()
 	}
-	w := &WALLog{dir: dir, opts: opts, logger: logger}
-	wopts := &wal.Options{
-		// wal would fsync inside every WriteBatch, holding its lock; the
-		// log fsyncs the tail segment itself (SyncFunc), so that a sync can
-		// overlap the next write.
-		NoSync:      true,
-		SegmentSize: opts.SegmentBytes,
-		NoCopy:      true, // Read returns wal's buffers; wal only appends to them or drops them
-		AllowEmpty:  true,
+	w := &WALLog{dir: dir, opts: opts, logger: logger, segBytes: opts.SegmentBytes}
+	created := false
+	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
+		created = true
 	}
 	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return nil, err
 	}
-	if err := prepareDir(dir, wopts); err != nil {
+	if err := prepareDir(dir, w.walOptions()); err != nil {
 		return nil, fmt.Errorf("storage: open %s: %w", dir, err)
 	}
-	segs, tail, err := w.scanSegments()
+	segs, tail, scanned, err := w.scanSegments(readIndexSnapshot(dir))
 	if err != nil {
 		return nil, fmt.Errorf("storage: open %s: %w", dir, err)
 	}
-	w.segs, w.tail = segs, tail
+	w.segs, w.tail, w.scanned = segs, tail, scanned
 	if len(w.x.batches) == 0 {
 		start, _, err := ReadCheckpoint(filepath.Join(dir, metaFile))
 		if err != nil {
@@ -96,31 +123,165 @@ func OpenWAL(dir string, opts WALOptions, logger *slog.Logger) (*WALLog, error) 
 		}
 		w.x.reset(start)
 	}
-	if w.wal, err = wal.Open(dir, wopts); err != nil {
-		if errors.Is(err, wal.ErrCorrupt) {
-			err = fmt.Errorf("%w: %w", ErrCorrupt, err)
-		}
-		return nil, fmt.Errorf("storage: open %s: %w", dir, err)
+	if opts.Pool != nil {
+		opts.Pool.register()
 	}
-	// Our scan and wal's load must agree on the indexes.
-	first, _ := w.wal.FirstIndex()
-	last, _ := w.wal.LastIndex()
-	if first != w.segs[0] || last+1 != w.first+uint64(len(w.x.batches)) {
-		w.wal.Close()
-		return nil, fmt.Errorf("storage: open %s: %w: wal holds indexes [%d, %d], scan found %d entries from %d",
-			dir, ErrCorrupt, first, last, len(w.x.batches), w.first)
+	if scanned == 0 && segmentExists(dir, w.segs[0]) {
+		// Everything as the snapshot describes it: wal opens on first use.
+		return w, nil
+	}
+	// A scanned log opens now, so that wal's view is checked against the
+	// scan at once; a new one creates its first segment.
+	w.snapDirty = true
+	if err := w.ensureOpen(); err != nil {
+		w.unregister()
+		return nil, fmt.Errorf("storage: open %s: %w", dir, err)
 	}
 	// wal never fsyncs the directory: make the segment files it created
 	// (and the directory itself) durable before the first Append.
 	err = w.syncDir()
-	if err == nil && !opts.NoSync {
+	if err == nil && !opts.NoSync && created {
 		err = syncDir(filepath.Dir(filepath.Clean(dir)))
 	}
 	if err != nil {
-		w.wal.Close()
+		w.closeWAL()
+		w.unregister()
 		return nil, err
 	}
 	return w, nil
+}
+
+func segmentExists(dir string, seg uint64) bool {
+	_, err := os.Stat(filepath.Join(dir, segmentName(seg)))
+	return err == nil
+}
+
+// walOptions are the options wal.Open gets.
+func (w *WALLog) walOptions() *wal.Options {
+	return &wal.Options{
+		// wal would fsync inside every WriteBatch, holding its lock; the
+		// log fsyncs the tail segment itself (TakeSync), so that a sync can
+		// overlap the next write.
+		NoSync:      true,
+		SegmentSize: w.segBytes,
+		// One older segment in memory for reads from the middle of the log.
+		SegmentCacheSize: 1,
+		NoCopy:           true, // Read returns wal's buffers; wal only appends to them or drops them
+		AllowEmpty:       true,
+	}
+}
+
+// ensureOpen opens the WAL if it is closed, with the segment size the pool
+// allows now, and checks that wal's indexes match the log's.
+func (w *WALLog) ensureOpen() error {
+	if w.wal != nil {
+		return nil
+	}
+	w.segBytes = w.opts.SegmentBytes
+	if w.opts.Pool != nil {
+		w.segBytes = min(w.segBytes, w.opts.Pool.segmentSize())
+	}
+	l, err := wal.Open(w.dir, w.walOptions())
+	if err != nil {
+		if errors.Is(err, wal.ErrCorrupt) {
+			err = fmt.Errorf("%w: %w", ErrCorrupt, err)
+		}
+		return err
+	}
+	first, _ := l.FirstIndex()
+	last, _ := l.LastIndex()
+	if first != w.segs[0] || last+1 != w.first+uint64(len(w.x.batches)) {
+		l.Close()
+		return fmt.Errorf("%w: wal holds indexes [%d, %d], the index holds %d entries from %d",
+			ErrCorrupt, first, last, len(w.x.batches), w.first)
+	}
+	w.wal = l
+	if w.opts.Pool != nil && w.opens > 0 {
+		w.opts.Pool.reopened()
+	}
+	w.opens++
+	w.touch()
+	return nil
+}
+
+// open is ensureOpen for the owner's calls: a failure makes the log failed.
+func (w *WALLog) open() error {
+	if err := w.ensureOpen(); err != nil {
+		return w.fail(fmt.Errorf("reopen: %w", err))
+	}
+	return nil
+}
+
+// touch tells the pool the log was used and what it holds now: the tail
+// segment (with the slack wal's growing buffer has) and the cached one.
+func (w *WALLog) touch() {
+	if w.opts.Pool != nil && w.wal != nil {
+		w.opts.Pool.used(w, int64(w.tail)+int64(w.tail)/4+w.cachedBytes, time.Now())
+	}
+}
+
+// keepBudget closes other logs' WALs (or this one's) when the pool is over
+// its budget, on the caller's goroutine: writers that outgrow the budget
+// wait for it rather than run ahead of the pool's own goroutine. It runs
+// after the call has released mu, so it holds no log's lock while it takes
+// another's.
+func (w *WALLog) keepBudget() {
+	if p := w.opts.Pool; p != nil && p.over() {
+		p.shed(time.Now())
+	}
+}
+
+// hibernate closes the WAL of a log that is open and usable, and writes
+// the index snapshot. The pool calls it; it reports whether it closed.
+func (w *WALLog) hibernate() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.wal == nil || w.closed || w.failed != nil {
+		return false
+	}
+	err := w.closeWAL()
+	if err == nil && w.dirDirty {
+		// The next TakeSync of a closed log has nothing to do.
+		err = w.syncDir()
+	}
+	if err != nil {
+		// wal's close fsyncs the tail: what it held may not be on disk.
+		w.fail(fmt.Errorf("close: %w", err))
+		w.logger.Error("storage: closing an idle log failed", "dir", w.dir, "error", err)
+		return false
+	}
+	w.dirDirty = false
+	return true
+}
+
+// closeWAL closes the WAL (wal fsyncs the tail first) and, once that
+// worked, writes the snapshot.
+func (w *WALLog) closeWAL() error {
+	if w.wal == nil {
+		return nil
+	}
+	err := w.wal.Close()
+	if err == nil {
+		w.journalSegment(true) // wal fsync'd the tail before closing it
+	}
+	w.wal, w.cachedSeg, w.cachedBytes = nil, 0, 0
+	if w.opts.Pool != nil {
+		w.opts.Pool.closed(w)
+	}
+	if err == nil && w.snapDirty && w.failed == nil && !w.corrupt {
+		if serr := w.writeSnapshot(); serr != nil {
+			w.logger.Warn("storage: writing the index snapshot", "dir", w.dir, "error", serr)
+		} else {
+			w.snapDirty = false
+		}
+	}
+	return err
+}
+
+func (w *WALLog) unregister() {
+	if w.opts.Pool != nil {
+		w.opts.Pool.unregister(w)
+	}
 }
 
 // journalSegment records a segment wal rewrote and fsync'd as durable in
@@ -172,63 +333,77 @@ func (w *WALLog) Append(batches ...[]byte) error {
 	if err := w.Write(batches...); err != nil {
 		return err
 	}
-	if err := w.SyncFunc()(); err != nil {
+	if err := w.TakeSync().Run(); err != nil {
+		w.mu.Lock()
+		defer w.mu.Unlock()
 		return w.fail(fmt.Errorf("append: %w", err))
 	}
 	return nil
 }
 
-// SyncFunc fsyncs the segment being written through a duplicate of its
-// file descriptor, so that it can run while the next Write goes on. Older
-// segments need nothing: wal fsyncs a segment when it starts the next one.
-func (w *WALLog) SyncFunc() func() error {
+// SyncFunc is TakeSync().Run.
+func (w *WALLog) SyncFunc() func() error { return w.TakeSync().Run }
+
+// TakeSync returns a Sync of the segment being written, through a
+// descriptor of its own, so that it can run while the next Write goes on.
+// Older segments need nothing: wal fsyncs a segment when it starts the
+// next one, and when it closes.
+func (w *WALLog) TakeSync() *Sync {
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	if err := w.usable(); err != nil {
-		return func() error { return err }
+		return &Sync{takeErr: err}
 	}
-	if w.opts.NoSync {
-		return noSync
+	if w.opts.NoSync || w.wal == nil {
+		// A closed WAL was fsync'd when it closed (or is as it was found).
+		return &nothingToSync
 	}
-	path := filepath.Join(w.dir, fmt.Sprintf("%020d", w.segs[len(w.segs)-1]))
+	path := filepath.Join(w.dir, segmentName(w.segs[len(w.segs)-1]))
 	f, err := os.Open(path)
 	if err != nil {
-		return func() error { return fmt.Errorf("sync %s: %w", path, err) }
+		return &Sync{takeErr: fmt.Errorf("sync %s: %w", path, err)}
 	}
-	var info os.FileInfo
+	s := &Sync{file: f, path: path}
 	if syncjournal.Enabled() {
-		info, _ = f.Stat()
-	}
-	return func() error {
-		defer f.Close()
-		if err := f.Sync(); err != nil {
-			return fmt.Errorf("sync %s: %w", path, err)
+		if s.info, err = f.Stat(); err == nil {
+			s.size = s.info.Size()
 		}
-		if info != nil {
-			syncjournal.Synced(path, info, info.Size())
-		}
-		return nil
 	}
+	if w.dirDirty {
+		s.dir, w.dirDirty = w.dir, false
+	}
+	return s
 }
 
-func noSync() error { return nil }
+// nothingToSync is the Sync of a log with nothing to make durable; Run
+// only reads it.
+var nothingToSync Sync
 
 func (w *WALLog) Write(batches ...[]byte) error {
+	defer w.keepBudget()
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	if err := w.usable(); err != nil {
 		return err
 	}
 	if len(batches) == 0 {
 		return nil
 	}
+	if err := w.open(); err != nil {
+		return err
+	}
 	hdrs, err := w.x.check(batches, w.hdrs[:0])
 	w.hdrs = hdrs
 	if err != nil {
 		return err
 	}
-	w.wb.Clear()
+	wb := getBatch()
+	defer putBatch(wb)
 	next := w.first + uint64(len(w.x.batches))
 	for i, b := range batches {
-		w.wb.Write(next+uint64(i), b)
+		wb.Write(next+uint64(i), b)
 	}
-	if err := w.wal.WriteBatch(&w.wb); err != nil {
+	if err := w.wal.WriteBatch(wb); err != nil {
 		return w.fail(fmt.Errorf("append: %w", err))
 	}
 	lastBefore := len(w.segs) - 1
@@ -242,12 +417,34 @@ func (w *WALLog) Write(batches ...[]byte) error {
 	for _, h := range hdrs {
 		w.x.push(h)
 	}
-	if cycled {
-		if err := w.syncDir(); err != nil {
-			return w.fail(fmt.Errorf("append: %w", err))
-		}
-	}
+	// A new segment file is durable only with its directory: the next
+	// sync takes care of it.
+	w.dirDirty = w.dirDirty || cycled
+	w.snapDirty = true
+	w.touch()
 	return nil
+}
+
+// walBatches are the write buffers shared by every log: a wal.Batch keeps
+// a copy of what it last wrote, and one per log would keep a copy of every
+// log's last write. A few are kept, for the writes that run at once.
+var walBatches = make(chan *wal.Batch, 8)
+
+func getBatch() *wal.Batch {
+	select {
+	case b := <-walBatches:
+		return b
+	default:
+		return new(wal.Batch)
+	}
+}
+
+func putBatch(b *wal.Batch) {
+	b.Clear()
+	select {
+	case walBatches <- b:
+	default:
+	}
 }
 
 // entrySize is the size of a wal binary entry holding n bytes.
@@ -265,7 +462,7 @@ func entrySize(n int) int {
 // every entry that brings it to the target size. It reports whether a new
 // segment file was created.
 func (w *WALLog) noteAppend(next uint64, batches [][]byte) bool {
-	size, cycled := w.opts.SegmentBytes, false
+	size, cycled := w.segBytes, false
 	if w.tail > size {
 		w.segs, w.tail, cycled = append(w.segs, next), 0, true
 	}
@@ -291,6 +488,9 @@ func (w *WALLog) segmentEnd(i int) int {
 }
 
 func (w *WALLog) Read(offset int64, maxBytes int, maxOffset int64) ([][]byte, error) {
+	defer w.keepBudget()
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	if err := w.usable(); err != nil {
 		return nil, err
 	}
@@ -304,13 +504,22 @@ func (w *WALLog) Read(offset int64, maxBytes int, maxOffset int64) ([][]byte, er
 			return nil, err
 		}
 	}
+	w.touch()
 	return out, nil
 }
 
 // batch reads the batch at position i and checks it is intact and the one
-// the index expects.
+// the index expects. The caller holds mu.
 func (w *WALLog) batch(i int) ([]byte, error) {
+	if err := w.open(); err != nil {
+		return nil, err
+	}
 	bi, idx := &w.x.batches[i], w.first+uint64(i)
+	if s := w.segment(idx); s < len(w.segs)-1 && w.segs[s] != w.cachedSeg {
+		// wal loads this older segment whole and keeps it instead of the
+		// one it kept before.
+		w.cachedSeg, w.cachedBytes = w.segs[s], w.segmentBytes(s)
+	}
 	b, err := w.readEntry(idx)
 	if err != nil && !errors.Is(err, wal.ErrCorrupt) {
 		return nil, fmt.Errorf("storage: read offset %d: %w", bi.base, err)
@@ -323,6 +532,11 @@ func (w *WALLog) batch(i int) ([]byte, error) {
 		}
 	}
 	if err != nil {
+		// The next open must read every segment again, not trust the
+		// snapshot for the damaged one.
+		if rerr := os.Remove(filepath.Join(w.dir, indexSnapshotFile)); rerr == nil || errors.Is(rerr, os.ErrNotExist) {
+			w.corrupt = true
+		}
 		seg := filepath.Join(w.dir, segmentName(w.segs[w.segment(idx)]))
 		return nil, &CorruptError{Segment: seg, Pos: -1, Offset: bi.base, Err: err}
 	}
@@ -347,6 +561,8 @@ func (w *WALLog) LogEndOffset() int64   { return w.x.leo }
 func (w *WALLog) Size() int64           { return w.x.size }
 
 func (w *WALLog) TruncateTo(offset int64) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	if err := w.usable(); err != nil {
 		return err
 	}
@@ -357,6 +573,15 @@ func (w *WALLog) TruncateTo(offset int64) error {
 	if n == len(w.x.batches) {
 		return nil
 	}
+	if err := w.open(); err != nil {
+		return err
+	}
+	// wal rewrites the last kept segment under its old name: later writes
+	// could bring it back to a size the snapshot would take as unchanged.
+	if err := w.removeSnapshot(); err != nil {
+		return err // nothing changed yet
+	}
+	w.snapDirty = true
 	if n == 0 {
 		if err := w.writeMeta(w.x.start); err != nil {
 			return err // nothing changed yet
@@ -384,6 +609,8 @@ func (w *WALLog) TruncateTo(offset int64) error {
 }
 
 func (w *WALLog) DeleteBefore(offset int64) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	if err := w.usable(); err != nil {
 		return err
 	}
@@ -399,6 +626,8 @@ func (w *WALLog) DeleteBefore(offset int64) error {
 }
 
 func (w *WALLog) Reset(offset int64) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	if err := w.usable(); err != nil {
 		return err
 	}
@@ -420,6 +649,8 @@ func (w *WALLog) Reset(offset int64) error {
 }
 
 func (w *WALLog) ApplyRetention(now time.Time, maxBytes int64, maxAge time.Duration, maxOffset int64) (int64, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	if err := w.usable(); err != nil {
 		return w.x.start, err
 	}
@@ -433,6 +664,10 @@ func (w *WALLog) dropFront(n int) error {
 	if n == 0 {
 		return nil
 	}
+	if err := w.open(); err != nil {
+		return err
+	}
+	w.snapDirty = true
 	all := n == len(w.x.batches)
 	if all {
 		if err := w.writeMeta(w.x.leo); err != nil {
@@ -460,6 +695,8 @@ func (w *WALLog) dropFront(n int) error {
 }
 
 func (w *WALLog) OffsetForTimestamp(ts int64) (int64, int64, bool, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	if err := w.usable(); err != nil {
 		return 0, 0, false, err
 	}
@@ -472,11 +709,16 @@ func (w *WALLog) EndOffsetForEpoch(epoch int32) (int32, int64, bool) {
 	return w.x.endOffsetForEpoch(epoch)
 }
 
-// Close closes the WAL; a second Close does nothing.
+// Close closes the WAL and writes the index snapshot; a second Close does
+// nothing.
 func (w *WALLog) Close() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	if w.closed {
 		return nil
 	}
+	err := w.closeWAL()
 	w.closed = true
-	return w.wal.Close()
+	w.unregister()
+	return err
 }

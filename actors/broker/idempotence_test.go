@@ -1,9 +1,12 @@
 package broker
 
 import (
+	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 
+	"github.com/sluicemq/sluice/actors/producerstate"
 	"github.com/sluicemq/sluice/messages"
 	"github.com/sluicemq/sluice/messages/record"
 )
@@ -61,8 +64,14 @@ func TestIdempotentBatchesThroughThePartitionActor(t *testing.T) {
 	wantRejected(t, "epoch 0 retry of seq 2", tb.produceAs("idem", 0, 2, "b"), messages.ErrorCode_PRODUCER_FENCED)
 	wantLog(t, tb, "idem", "plain", "a0", "a1", "b", "c")
 
-	// A new incarnation knows the producer only from the batch headers of its log.
+	// A new incarnation knows the producer from its snapshot, taken at the
+	// clean stop, and the batch headers after it.
 	tb.stop()
+	snapshot := filepath.Join(dir, "topics", "idem-0", "producer.snapshot")
+	first, err := os.ReadFile(snapshot)
+	if err != nil {
+		t.Fatalf("no producer state snapshot after a clean stop: %v", err)
+	}
 	tb = startTestBroker(t, dir, nil)
 	waitFor(t, "partition serving", func() bool { return tb.fetch("idem", 0, 0).Error == messages.ErrorCode_NONE })
 	wantProduced(t, "retry of epoch 1 seq 0 after restart", tb.produceAs("idem", 1, 0, "c"), 4)
@@ -71,5 +80,39 @@ func TestIdempotentBatchesThroughThePartitionActor(t *testing.T) {
 	wantProduced(t, "epoch 1 seq 1-2 after restart", tb.produceAs("idem", 1, 1, "e0", "e1"), 5)
 	wantProduced(t, "retry of epoch 1 seq 0", tb.produceAs("idem", 1, 0, "c"), 4)
 	wantProduced(t, "retry of epoch 1 seq 1-2", tb.produceAs("idem", 1, 1, "e0", "e1"), 5)
+	wantLog(t, tb, "idem", "plain", "a0", "a1", "b", "c", "e0", "e1")
+
+	// The same state from the older snapshot and the batches after it
+	// (a crash after the first restart), and from the log alone.
+	tb.stop()
+	for _, setup := range []struct {
+		name string
+		prep func() error
+		gone bool // the snapshot must be removed at the start
+	}{
+		{"from the older snapshot", func() error { return os.WriteFile(snapshot, first, 0o640) }, false},
+		{"from the log alone", func() error { return os.Remove(snapshot) }, false},
+		// A snapshot past the log's end (the log lost its tail in a power
+		// failure since) is not used, and is removed for good.
+		{"with a snapshot past the log's end", func() error {
+			return os.WriteFile(snapshot, producerstate.EncodeSnapshot(100, nil), 0o640)
+		}, true},
+	} {
+		if err := setup.prep(); err != nil {
+			t.Fatal(err)
+		}
+		tb = startTestBroker(t, dir, nil)
+		waitFor(t, "partition serving", func() bool { return tb.fetch("idem", 0, 0).Error == messages.ErrorCode_NONE })
+		if _, err := os.Stat(snapshot); setup.gone && !os.IsNotExist(err) {
+			t.Fatalf("%s: the snapshot read at the start is still there (%v)", setup.name, err)
+		}
+		wantProduced(t, "retry of epoch 1 seq 1-2, "+setup.name, tb.produceAs("idem", 1, 1, "e0", "e1"), 5)
+		wantProduced(t, "retry of epoch 1 seq 0, "+setup.name, tb.produceAs("idem", 1, 0, "c"), 4)
+		wantRejected(t, "epoch 1 seq 4, "+setup.name, tb.produceAs("idem", 1, 4, "gap"), messages.ErrorCode_OUT_OF_ORDER_SEQUENCE)
+		wantRejected(t, "epoch 0, "+setup.name, tb.produceAs("idem", 0, 3, "d"), messages.ErrorCode_PRODUCER_FENCED)
+		tb.stop()
+	}
+	tb = startTestBroker(t, dir, nil)
+	waitFor(t, "partition serving", func() bool { return tb.fetch("idem", 0, 0).Error == messages.ErrorCode_NONE })
 	wantLog(t, tb, "idem", "plain", "a0", "a1", "b", "c", "e0", "e1")
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/sluicemq/sluice/actors"
 	"github.com/sluicemq/sluice/actors/transport"
 	"github.com/sluicemq/sluice/cluster"
+	"github.com/sluicemq/sluice/storage"
 	"github.com/sluicemq/sluice/storage/datadir"
 )
 
@@ -25,6 +26,7 @@ type Broker struct {
 	keeper    *actor.PID
 	backend   cluster.Backend
 	dir       *datadir.Dir
+	pool      *storage.Pool // nil when the caller gave one
 	logger    *slog.Logger
 }
 
@@ -86,9 +88,23 @@ func Start(system *actor.ActorSystem, cfg actors.BrokerConfig, backend cluster.B
 	}
 	c := cfg
 	c.Dir = dir
+	var pool *storage.Pool
+	if c.LogPool == nil {
+		pool = storage.NewPool(c.LogMemoryBytes, c.LogIdleTime, c.MaxOpenLogs)
+		c.LogPool = pool
+	}
+	if c.Syncer == nil {
+		if c.Syncer, err = storage.NewSyncer(c.DataDir); err != nil {
+			_ = backend.Deregister(context.WithoutCancel(ctx))
+			return nil, err
+		}
+	}
 	props := NewProps(&c, backend, addr, snap)
 	pid, err := system.Root.SpawnNamed(props, transport.BrokerActorName)
 	if err != nil {
+		if pool != nil {
+			pool.Close()
+		}
 		_ = backend.Deregister(context.WithoutCancel(ctx))
 		return nil, err
 	}
@@ -96,7 +112,7 @@ func Start(system *actor.ActorSystem, cfg actors.BrokerConfig, backend cluster.B
 		return &brokerKeeper{props: props, logger: cfg.Logger, watched: pid}
 	}))
 	return &Broker{System: system, PID: pid, ClusterID: cfg.ClusterID, Epoch: cfg.BrokerEpoch,
-		keeper: keeper, backend: backend, dir: dir, logger: cfg.Logger}, nil
+		keeper: keeper, backend: backend, dir: dir, pool: pool, logger: cfg.Logger}, nil
 }
 
 // bindClusterID returns the cluster id the data directory belongs to,
@@ -128,6 +144,9 @@ func (b *Broker) Stop() {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	_ = b.backend.Deregister(ctx)
+	if b.pool != nil {
+		b.pool.Close()
+	}
 	_ = b.dir.Close()
 }
 

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"regexp"
+	"slices"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -199,6 +201,9 @@ func (c *controllerActor) createTopic(ctx actor.Context, spec *messages.TopicSpe
 	if err != nil {
 		return messages.ErrorCode_INVALID_REPLICATION_FACTOR, err.Error()
 	}
+	if why := c.overPartitionLimit(spec.Name, assignment); why != "" {
+		return messages.ErrorCode_INVALID_PARTITIONS, why
+	}
 	if validateOnly {
 		return messages.ErrorCode_NONE, ""
 	}
@@ -239,6 +244,41 @@ func (c *controllerActor) createTopic(ctx actor.Context, spec *messages.TopicSpe
 	c.reload()
 	c.announce(ctx, states)
 	return messages.ErrorCode_NONE, ""
+}
+
+// overPartitionLimit says why assignment would put more partition
+// replicas on a broker than MaxPartitions allows ("" when it does not).
+// The limit is the controller's setting, applied to every broker (as a
+// cluster-wide one: brokers of a cluster run with the same settings).
+func (c *controllerActor) overPartitionLimit(topic string, assignment [][]int32) string {
+	limit := c.cfg.MaxPartitions
+	if limit <= 0 {
+		return ""
+	}
+	hosted := map[int32]int{}
+	if c.snap != nil {
+		for _, t := range c.snap.Topics {
+			for _, a := range t.Assignment {
+				for _, id := range a.Replicas {
+					hosted[id]++
+				}
+			}
+		}
+	}
+	adding := map[int32]int{}
+	for _, replicas := range assignment {
+		for _, id := range replicas {
+			adding[id]++
+		}
+	}
+	for _, id := range slices.Sorted(maps.Keys(adding)) {
+		if hosted[id]+adding[id] > limit {
+			return fmt.Sprintf("topic %q would put %d partition replicas on broker %d, which hosts %d of at most %d "+
+				"(the brokers' --max-partitions, set from their open-files limit and --log-memory-bytes unless given)",
+				topic, adding[id], id, hosted[id], limit)
+		}
+	}
+	return ""
 }
 
 func (c *controllerActor) onDeleteTopics(req *messages.DeleteTopicsRequest) *messages.DeleteTopicsResponse {

@@ -19,6 +19,7 @@ import (
 	"github.com/sluicemq/sluice/messages"
 	"github.com/sluicemq/sluice/messages/record"
 	"github.com/sluicemq/sluice/storage"
+	"github.com/sluicemq/sluice/storage/datadir"
 )
 
 // Config is what a partition replica actor is started with.
@@ -139,9 +140,14 @@ type partitionActor struct {
 	// file holds (-1: nothing written in this run).
 	checkpointedHW int64
 	writtenHW      int64
+	// snapshotAt is the offset the producer state snapshot file was taken
+	// at (-1: none known), lastSnapshot when.
+	snapshotAt     int64
+	lastSnapshot   time.Time
 	lastCheckpoint time.Time
 	lastRetention  time.Time
 	ticker         *time.Ticker
+	tickEvery      time.Duration
 	stopTicker     chan struct{}
 	self           *actor.PID
 	root           *actor.RootContext
@@ -150,12 +156,35 @@ type partitionActor struct {
 func NewProducer(cfg Config) actor.Producer {
 	return func() actor.Actor {
 		return &partitionActor{cfg: cfg, gen: nextGen(), parked: map[uint64]*parkedFetch{},
-			replicaParked: map[uint64]*parkedReplicaFetch{}, checkpointedHW: -1, writtenHW: -1,
+			replicaParked: map[uint64]*parkedReplicaFetch{}, checkpointedHW: -1, writtenHW: -1, snapshotAt: -1,
 			producers: producerstate.NewState(producerstate.Config{ProducerIDExpiration: cfg.Broker.ProducerIDExpiration})}
 	}
 }
 
-const tickInterval = 100 * time.Millisecond
+// A partition ticks every fastTick while requests wait on it (acks=all
+// deadlines), and otherwise every idleTick (or a tenth of the replica lag
+// time, if that is shorter): thousands of idle partitions ticking ten
+// times a second kept a fifth of a core busy.
+const (
+	fastTick = 100 * time.Millisecond
+	idleTick = time.Second
+)
+
+// tickInterval is how soon the partition needs its next tick.
+func (p *partitionActor) tickInterval() time.Duration {
+	if len(p.waiting) > 0 {
+		return fastTick
+	}
+	return max(fastTick, min(idleTick, p.cfg.Broker.ReplicaLagTimeMax/10))
+}
+
+// retick sets the ticker to the interval the partition needs now.
+func (p *partitionActor) retick() {
+	if d := p.tickInterval(); p.ticker != nil && d != p.tickEvery {
+		p.tickEvery = d
+		p.ticker.Reset(d)
+	}
+}
 
 // generations numbers the roles of every partition actor of the process:
 // a restarted actor must not take an answer meant for its predecessor.
@@ -205,6 +234,8 @@ func (p *partitionActor) Receive(ctx actor.Context) {
 		p.onOffsetForLeaderEpoch(ctx, msg)
 	case followerStep:
 		p.onFollowerStep(ctx, msg)
+	case followerSynced:
+		p.onFollowerSynced(ctx, msg)
 	case partitionTick:
 		p.onTick(ctx)
 	default:
@@ -221,7 +252,7 @@ func (p *partitionActor) onStarted(ctx actor.Context) {
 		p.corrupt = isCorrupt(p.openErr)
 	}
 	if p.openErr == nil {
-		if err := p.rebuildProducers(); err != nil {
+		if err := p.loadProducers(); err != nil {
 			p.log.Close()
 			p.log, p.openErr = nil, fmt.Errorf("rebuilding producer state: %w", err)
 			p.corrupt = isCorrupt(err)
@@ -249,7 +280,7 @@ func (p *partitionActor) openLog() (storage.Log, error) {
 		return p.cfg.Broker.OpenLog(p.logDir(), p.cfg.Topic)
 	}
 	l, err := storage.OpenWAL(p.logDir(), storage.WALOptions{SegmentBytes: int(p.cfg.Topic.SegmentBytes),
-		NoSync: p.cfg.Broker.UnsafeNoSync}, p.cfg.Logger)
+		NoSync: p.cfg.Broker.UnsafeNoSync, Pool: p.cfg.Broker.LogPool}, p.cfg.Logger)
 	if err != nil {
 		return nil, err
 	}
@@ -258,7 +289,8 @@ func (p *partitionActor) openLog() (storage.Log, error) {
 
 // startTicker sends partitionTick to self until the actor stops.
 func (p *partitionActor) startTicker(ctx actor.Context) {
-	p.ticker = time.NewTicker(tickInterval)
+	p.tickEvery = p.tickInterval()
+	p.ticker = time.NewTicker(p.tickEvery)
 	p.stopTicker = make(chan struct{})
 	self, root, ticker, stop := ctx.Self(), ctx.ActorSystem().Root, p.ticker, p.stopTicker
 	go func() {
@@ -300,8 +332,12 @@ func (p *partitionActor) onStopping(ctx actor.Context, why string) {
 	p.gen = nextGen()
 	if p.log != nil {
 		p.checkpointHW()
+		leo := p.log.LogEndOffset()
 		if err := p.log.Close(); err != nil {
 			p.cfg.Logger.Warn("closing partition log", "partition", p.cfg.TP, "error", err)
+		} else if p.openErr == nil {
+			// Closing fsync'd the log: the snapshot covers all of it.
+			p.writeProducerSnapshot(leo)
 		}
 		p.log = nil
 	}
@@ -585,10 +621,21 @@ func (p *partitionActor) requestSync(ctx actor.Context) {
 		return
 	}
 	p.syncing = true
-	offset, fn := p.log.LogEndOffset(), p.log.SyncFunc()
+	offset := p.log.LogEndOffset()
 	self, root, gen := ctx.Self(), ctx.ActorSystem().Root, p.gen
+	if t, ok := p.log.(syncTaker); ok && p.cfg.Broker.Syncer != nil {
+		// The broker's syncer issues it with every other partition's.
+		p.cfg.Broker.Syncer.Submit(t.TakeSync(), func(err error) {
+			root.Send(self, syncDone{gen: gen, offset: offset, err: err})
+		})
+		return
+	}
+	fn := p.log.SyncFunc()
 	go func() { root.Send(self, syncDone{gen: gen, offset: offset, err: fn()}) }()
 }
+
+// syncTaker is a log whose syncs a storage.Syncer can run.
+type syncTaker interface{ TakeSync() *storage.Sync }
 
 // onSyncDone acknowledges what the fsync made durable.
 func (p *partitionActor) onSyncDone(ctx actor.Context, msg syncDone) {
@@ -626,6 +673,7 @@ func (p *partitionActor) releaseDurable(ctx actor.Context) {
 			kept = append(kept, w)
 		case w.acksAll:
 			p.waiting = append(p.waiting, w)
+			p.retick()
 		default:
 			actors.SendTo(ctx, w.sender, w.resp)
 		}
@@ -651,10 +699,86 @@ func producerBatch(h record.Header) producerstate.Batch {
 }
 
 // rebuildProducers replays every batch header of the log into a fresh
-// producer state: on open, and after a truncation.
+// producer state: after a truncation.
 func (p *partitionActor) rebuildProducers() error {
 	p.producers.Reset()
-	for off := p.log.LogStartOffset(); off < p.log.LogEndOffset(); {
+	return p.replayProducers(p.log.LogStartOffset())
+}
+
+// loadProducers restores the producer state on open: from the snapshot
+// file and the batches after it when the snapshot fits the log, else by
+// replaying the whole log.
+func (p *partitionActor) loadProducers() error {
+	p.snapshotAt = -1
+	data, err := os.ReadFile(p.producerSnapshotPath())
+	if err == nil {
+		at, snaps, derr := producerstate.DecodeSnapshot(data)
+		switch {
+		case derr != nil:
+			p.cfg.Logger.Warn("ignoring unreadable producer state snapshot", "partition", p.cfg.TP, "error", derr)
+		case at < p.log.LogStartOffset() || at > p.log.LogEndOffset():
+			// Taken of another log than this one (truncated, reset or cut
+			// short by a crash since).
+		default:
+			p.producers.Restore(snaps)
+			p.snapshotAt = at
+			return p.replayProducers(at)
+		}
+		// Gone for good: once the log has grown past its offset again it
+		// would look valid while it describes batches that are gone.
+		if err := p.removeProducerSnapshot(); err != nil {
+			return err
+		}
+	}
+	return p.rebuildProducers()
+}
+
+func (p *partitionActor) producerSnapshotPath() string {
+	return filepath.Join(p.cfg.Dir, "producer.snapshot")
+}
+
+// writeProducerSnapshot records the producer state of the log below leo,
+// which must be on disk up to there (a snapshot is trusted only while the
+// log still holds what it reflects). No fsync: a lost snapshot costs a
+// longer replay.
+func (p *partitionActor) writeProducerSnapshot(leo int64) {
+	if leo == p.snapshotAt {
+		return
+	}
+	path := p.producerSnapshotPath()
+	err := os.WriteFile(path+".tmp", producerstate.EncodeSnapshot(leo, p.producers.Snapshot()), 0o640)
+	if err == nil {
+		err = os.Rename(path+".tmp", path)
+	}
+	if err != nil {
+		p.cfg.Logger.Warn("writing the producer state snapshot", "partition", p.cfg.TP, "error", err)
+		return
+	}
+	p.snapshotAt, p.lastSnapshot = leo, time.Now()
+}
+
+// dropProducerSnapshot removes a snapshot that reflects batches at or
+// above offset, before the log loses them: durably, or a crash could
+// leave it to describe batches that are gone.
+func (p *partitionActor) dropProducerSnapshot(offset int64) error {
+	if p.snapshotAt < 0 || p.snapshotAt <= offset {
+		return nil
+	}
+	return p.removeProducerSnapshot()
+}
+
+// removeProducerSnapshot deletes the snapshot file, durably.
+func (p *partitionActor) removeProducerSnapshot() error {
+	if err := os.Remove(p.producerSnapshotPath()); err != nil && !os.IsNotExist(err) {
+		return err
+	}
+	p.snapshotAt = -1
+	return datadir.SyncDir(p.cfg.Dir)
+}
+
+// replayProducers replays the batch headers from offset to the LEO.
+func (p *partitionActor) replayProducers(from int64) error {
+	for off := from; off < p.log.LogEndOffset(); {
 		batches, err := p.log.Read(off, 8<<20, p.log.LogEndOffset())
 		if err != nil {
 			return err
@@ -898,7 +1022,15 @@ func (p *partitionActor) onTick(ctx actor.Context) {
 		p.lastCheckpoint = now
 		p.checkpointHW()
 	}
+	if p.role == roleLeader && p.durable == p.log.LogEndOffset() && now.Sub(p.lastSnapshot) >= producerSnapshotInterval {
+		// Everything written is on disk: a crash now replays from here.
+		p.writeProducerSnapshot(p.durable)
+	}
+	p.retick()
 }
+
+// producerSnapshotInterval is how often a leader records its producer state.
+const producerSnapshotInterval = 30 * time.Second
 
 func (p *partitionActor) applyRetention(now time.Time) {
 	if p.role == roleNone {
@@ -930,7 +1062,9 @@ func (p *partitionActor) checkpointHW() {
 	if hw == p.writtenHW {
 		return
 	}
-	if err := storage.WriteCheckpoint(p.checkpointPath(), hw); err != nil {
+	// The HW is a lower bound the replica starts from (the leader's HW
+	// moves on as followers fetch): no fsync per partition.
+	if err := storage.WriteCheckpointNoSync(p.checkpointPath(), hw); err != nil {
 		p.cfg.Logger.Warn("writing high-watermark checkpoint", "partition", p.cfg.TP, "error", err)
 		return
 	}

@@ -135,9 +135,12 @@ func (p *partitionActor) repairCorrupt(ctx actor.Context) {
 		p.cfg.Logger.Error("cannot move a corrupt log aside", "partition", p.cfg.TP, "error", err)
 		return
 	}
-	if err := os.Remove(p.checkpointPath()); err != nil && !errors.Is(err, os.ErrNotExist) {
-		p.cfg.Logger.Warn("removing the high-watermark checkpoint of a corrupt log", "partition", p.cfg.TP, "error", err)
+	for _, f := range []string{p.checkpointPath(), p.producerSnapshotPath()} {
+		if err := os.Remove(f); err != nil && !errors.Is(err, os.ErrNotExist) {
+			p.cfg.Logger.Warn("removing a file of a corrupt log", "partition", p.cfg.TP, "file", f, "error", err)
+		}
 	}
+	p.snapshotAt = -1
 	l, err := p.openLog()
 	if err != nil {
 		p.cfg.Logger.Error("cannot start a fresh log after moving a corrupt one aside", "partition", p.cfg.TP, "error", err)
@@ -145,7 +148,7 @@ func (p *partitionActor) repairCorrupt(ctx actor.Context) {
 	}
 	p.cfg.Logger.Warn("moved a corrupt log aside; refilling the replica from the leader", "partition", p.cfg.TP,
 		"kept_at", aside, "leader", st.Leader, "was", p.openErr)
-	p.log, p.openErr, p.corrupt, p.checkpointedHW, p.writtenHW = l, nil, false, 0, -1
+	p.log, p.openErr, p.corrupt, p.checkpointedHW, p.writtenHW, p.durable = l, nil, false, 0, -1, 0
 	p.producers.Reset()
 	p.lastRetention = time.Now()
 	p.becomeFollower(ctx, p.leaderAddr)

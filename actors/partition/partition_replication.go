@@ -269,6 +269,15 @@ func (p *partitionActor) proposeISR(ctx actor.Context, isr []int32) {
 func (p *partitionActor) becomeFollower(ctx actor.Context, addr string) {
 	hw := p.currentHW()
 	p.stepDown(ctx, "now a follower")
+	// The first fetch offset claims the whole log: it must be on disk (a
+	// sync of the last role, or of an earlier run, may not have ended).
+	if p.durable < p.log.LogEndOffset() {
+		if err := p.log.SyncFunc()(); err != nil {
+			p.failLog(ctx, fmt.Errorf("fsync: %w", err))
+			return
+		}
+		p.durable = p.log.LogEndOffset()
+	}
 	st := p.state
 	p.role = roleFollower
 	p.follower = &followerLoop{leader: st.Leader, addr: addr, epoch: st.LeaderEpoch,
@@ -370,10 +379,17 @@ func (p *partitionActor) onEpochAnswer(ctx actor.Context, resp *messages.OffsetF
 			p.cfg.Logger.Error("truncating below the high watermark", "partition", p.cfg.TP,
 				"hw", f.hw, "to", step.TruncateTo, "leader_epoch", resp.Epoch, "leader_end", resp.EndOffset)
 		}
-		if err := p.log.TruncateTo(max(step.TruncateTo, p.log.LogStartOffset())); err != nil {
+		to := max(step.TruncateTo, p.log.LogStartOffset())
+		if err := p.dropProducerSnapshot(to); err != nil {
 			p.failLog(ctx, fmt.Errorf("truncate: %w", err))
 			return
 		}
+		if err := p.log.TruncateTo(to); err != nil {
+			p.failLog(ctx, fmt.Errorf("truncate: %w", err))
+			return
+		}
+		// What is written from here on is new: durable only once synced.
+		p.durable = min(p.durable, p.log.LogEndOffset())
 		p.cfg.Logger.Info("truncated divergent suffix", "partition", p.cfg.TP, "from", leo,
 			"to", p.log.LogEndOffset(), "leader_epoch", resp.Epoch, "leader_end", resp.EndOffset)
 		if err := p.rebuildProducers(); err != nil {
@@ -424,6 +440,7 @@ func (p *partitionActor) onReplicaFetchAnswer(ctx actor.Context, req *messages.R
 				p.failLog(ctx, fmt.Errorf("reset: %w", err))
 				return
 			}
+			p.durable = p.log.LogEndOffset() // Reset fsyncs the new start
 			p.producers.Reset()
 			f.hw = p.log.LogEndOffset()
 		} else {
@@ -436,7 +453,7 @@ func (p *partitionActor) onReplicaFetchAnswer(ctx actor.Context, req *messages.R
 		return
 	}
 	if len(resp.Batches) > 0 {
-		err := p.log.Append(resp.Batches...)
+		err := p.log.Write(resp.Batches...)
 		if err == nil {
 			now := time.Now()
 			for _, b := range resp.Batches {
@@ -455,9 +472,52 @@ func (p *partitionActor) onReplicaFetchAnswer(ctx actor.Context, req *messages.R
 			p.followerRetry(ctx, err.Error())
 			return
 		}
+		// The next fetch offset tells the leader the batches are here:
+		// it goes out once they are on disk.
+		p.followerSync(ctx, resp.HighWatermark)
+		return
 	}
+	p.onFollowerSynced(ctx, followerSynced{gen: p.gen, offset: p.log.LogEndOffset(), leaderHW: resp.HighWatermark})
+}
+
+// followerSynced reports the fsync of what a follower wrote up to offset,
+// with the HW of the leader's answer that brought it.
+type followerSynced struct {
+	gen      uint64
+	offset   int64
+	leaderHW int64
+	err      error
+}
+
+// followerSync makes what the follower wrote durable, in the broker's sync
+// wave when there is one, and then goes on with onFollowerSynced.
+func (p *partitionActor) followerSync(ctx actor.Context, leaderHW int64) {
+	done := followerSynced{gen: p.gen, offset: p.log.LogEndOffset(), leaderHW: leaderHW}
+	if t, ok := p.log.(syncTaker); ok && p.cfg.Broker.Syncer != nil {
+		self, root := ctx.Self(), ctx.ActorSystem().Root
+		p.cfg.Broker.Syncer.Submit(t.TakeSync(), func(err error) {
+			done.err = err
+			root.Send(self, done)
+		})
+		return
+	}
+	done.err = p.log.SyncFunc()()
+	p.onFollowerSynced(ctx, done)
+}
+
+// onFollowerSynced takes the leader's HW (capped by our log) and fetches again.
+func (p *partitionActor) onFollowerSynced(ctx actor.Context, msg followerSynced) {
+	if msg.gen != p.gen || p.role != roleFollower {
+		return // a new role synced before it started
+	}
+	if msg.err != nil {
+		p.failLog(ctx, fmt.Errorf("fsync: %w", msg.err))
+		return
+	}
+	p.durable = max(p.durable, msg.offset)
+	f := p.follower
 	f.backoff = 0
-	f.hw = replication.FollowerHighWatermark(f.hw, resp.HighWatermark, p.log.LogEndOffset())
+	f.hw = replication.FollowerHighWatermark(f.hw, msg.leaderHW, p.log.LogEndOffset())
 	p.publishStatus()
 	p.sendReplicaFetch(ctx)
 }

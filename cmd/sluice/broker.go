@@ -51,6 +51,9 @@ func runBroker(args []string, stderr io.Writer) error {
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	logFormat := fs.String("log-format", "text", "text or json")
 	pprofAddr := fs.String("pprof", "", "serve Go's pprof profiles on this host:port (off by default)")
+	logMemory := fs.Int64("log-memory-bytes", def.LogMemoryBytes, "memory the partition logs may hold in all: idle logs are closed and segment sizes capped to keep it")
+	logIdle := fs.Duration("log-idle-time", def.LogIdleTime, "close a partition log unused this long (it reopens on its next use)")
+	maxPartitions := fs.Int("max-partitions", 0, "most partition replicas one broker hosts; creating more is refused (default: from --log-memory-bytes and the open-files limit)")
 	noSync := fs.Bool("unsafe-no-fsync", false, "never fsync partition logs: acknowledged records are lost in a power failure (tests and benchmarks only)")
 	if _, err := parseArgs(fs, args); err != nil {
 		return err
@@ -80,7 +83,15 @@ func runBroker(args []string, stderr io.Writer) error {
 	cfg.GroupMaxSessionTimeout = *maxSession
 	cfg.ProducerIDExpiration = *pidExpiration
 	cfg.UnsafeNoSync = *noSync
+	cfg.LogMemoryBytes = *logMemory
+	cfg.LogIdleTime = *logIdle
 	cfg.Logger = logger
+	limits := partitionLimits(*logMemory, openFilesLimit())
+	cfg.MaxOpenLogs = limits.openLogs
+	cfg.MaxPartitions = limits.partitions
+	if *maxPartitions != 0 {
+		cfg.MaxPartitions = *maxPartitions
+	}
 	if err := cfg.Validate(); err != nil {
 		return usageErr("%v", err)
 	}
@@ -94,6 +105,7 @@ func runBroker(args []string, stderr io.Writer) error {
 	} else if on {
 		logger.Warn("recording every fsync for crash tests", "journal", os.Getenv(syncjournal.Env))
 	}
+	logLimits(logger, limits, cfg.MaxPartitions)
 	if *noSync {
 		logger.Warn("--unsafe-no-fsync: partition logs are never fsync'd; acknowledged records are lost in a power failure")
 	}

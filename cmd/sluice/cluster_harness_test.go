@@ -427,6 +427,9 @@ func startHWMonitor(c *testCluster, topic string) *hwMonitor {
 				}
 				m.mu.Lock()
 				for _, rs := range res.(*messages.DescribeReplicasResponse).Replicas {
+					if rs.HighWatermark < 0 {
+						continue // no HW known: the replica has no usable log (yet)
+					}
 					key := fmt.Sprintf("broker %d run %d partition %d", id, run, rs.Partition)
 					if prev, ok := m.last[key]; ok && rs.HighWatermark < prev {
 						m.violations = append(m.violations, fmt.Sprintf("%s: HW went from %d to %d", key, prev, rs.HighWatermark))

@@ -66,8 +66,11 @@ type brokerProc struct {
 	t    *testing.T
 	args []string
 	env  []string // added to the process's environment
-	Addr string
-	Data string
+	// openFiles, when set, is the open-files limit (ulimit -n) the process
+	// starts under.
+	openFiles int
+	Addr      string
+	Data      string
 
 	mu   sync.Mutex
 	cmd  *exec.Cmd
@@ -127,6 +130,9 @@ func startBrokerEnv(t *testing.T, env []string, extra ...string) *brokerProc {
 func (b *brokerProc) start() {
 	b.t.Helper()
 	cmd := exec.Command(sluiceBin, b.args...)
+	if b.openFiles > 0 {
+		cmd = exec.Command("sh", append([]string{"-c", fmt.Sprintf(`ulimit -n %d && exec "$0" "$@"`, b.openFiles), sluiceBin}, b.args...)...)
+	}
 	cmd.Env = append(os.Environ(), b.env...)
 	pr, pw := io.Pipe()
 	cmd.Stdout = b.logs

@@ -160,3 +160,10 @@ func PowerLoss(root, journalPath string) (Loss, error) {
 	})
 	return loss, err
 }
+
+// Disable stops recording (for tests that enable it).
+func Disable() {
+	if j := active.Swap(nil); j != nil {
+		j.f.Close()
+	}
+}
