@@ -112,17 +112,18 @@ func run() error {
 	fs.IntVar(&o.BatchBytes, "sluice-batch-bytes", 1<<20, "Sluice producer batch size (client default 1 MiB)")
 	fs.IntVar(&o.MaxInFlight, "sluice-max-in-flight", 5, "Sluice produce requests in flight per partition (client default 5)")
 	fs.StringVar(&o.NATSVersion, "nats-version", "2.15.2", "nats-server version to build and run")
-	fs.BoolVar(&o.Quick, "quick", false, "a short smoke run: fewer records, 2 s latency runs, 256 MiB dd (about 4 minutes)")
+	fs.BoolVar(&o.Quick, "quick", false, "a short smoke run: fewer records, 2 s latency runs, 256 MiB dd (about 4 minutes; partitions suite: less data, 20 s idle, about 3 minutes)")
 	brokerFlags := fs.String("broker-flags", "", "extra flags for every sluice broker process, e.g. \"--pprof 127.0.0.1:6060\"")
 	clientRev := fs.String("client-rev", "", "set by run.sh: the commit the harness's Sluice client was compiled from (default: the work tree)")
 	consulBin := fs.String("consul-bin", "", "consul binary (default: $SLUICE_CONSUL, the .ci/install-consul.sh cache, or consul on PATH)")
 	baseDir := fs.String("dir", "", "directory for data, logs and builds (default: a new temp dir, removed at exit)")
 	keep := fs.Bool("keep", false, "keep the data and server logs of every run (in the temp dir or -dir)")
-	outDir := fs.String("out", "", "where RESULTS.md, results.png and results.json go (default: this benchmarks directory)")
-	reportOnly := fs.String("report", "", "only regenerate RESULTS.md and the PNG from this results.json")
-	timeout := fs.Duration("timeout", 40*time.Minute, "stop everything after this long")
+	outDir := fs.String("out", "", "where RESULTS.md, results.png and results.json go (partitions suite: RESULTS.md's partitions section and results-partitions.json; default: this benchmarks directory)")
+	reportOnly := fs.String("report", "", "only regenerate RESULTS.md and the PNG from this results.json (with -suite partitions: the partitions section from results-partitions.json)")
+	timeout := fs.Duration("timeout", 40*time.Minute, "stop everything after this long (partitions suite: 25m)")
 	fs.BoolVar(&verbose, "v", false, "log every process started")
 	fs.BoolVar(&timeline, "timeline", false, "log, per latency run, when (in the schedule) acks were slow")
+	pf := addPartitionFlags(fs)
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
@@ -134,6 +135,20 @@ func run() error {
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	var po partOptions
+	switch *pf.suite {
+	case "default":
+	case "partitions":
+		var err error
+		if po, err = pf.options(set, o.Quick, o.SluiceRev, o.Linger, o.BatchBytes, o.MaxInFlight); err != nil {
+			return err
+		}
+		if !set["timeout"] {
+			*timeout = 25 * time.Minute
+		}
+	default:
+		return fmt.Errorf("-suite: unknown %q (want default or partitions)", *pf.suite)
+	}
 	if o.Quick {
 		def := func(name string, apply func()) {
 			if !set[name] {
@@ -195,6 +210,17 @@ func run() error {
 	if *outDir == "" {
 		*outDir = filepath.Join(root, "benchmarks")
 	}
+	if *reportOnly != "" && *pf.suite == "partitions" {
+		var rep partReport
+		b, err := os.ReadFile(*reportOnly)
+		if err != nil {
+			return err
+		}
+		if err := json.Unmarshal(b, &rep); err != nil {
+			return err
+		}
+		return writePartitionOutputs(&rep, *outDir, false)
+	}
 	if *reportOnly != "" {
 		var rep report
 		b, err := os.ReadFile(*reportOnly)
@@ -229,6 +255,11 @@ func run() error {
 	}
 	defer stopAll()
 	defer client.Shutdown()
+	extraBrokerFlags = strings.Fields(*brokerFlags)
+	clientFrom, keepDirs = *clientRev, *keep
+	if *pf.suite == "partitions" {
+		return runPartitions(ctx, po, root, base, *consulBin, *outDir)
+	}
 
 	rep := &report{Options: o, Started: time.Now(), Command: commandLine()}
 	for _, n := range o.Systems {
@@ -240,8 +271,6 @@ func run() error {
 	}
 	rep.Machine = machineInfo(base)
 	rep.LoadAvg = loadAvg()
-	extraBrokerFlags = strings.Fields(*brokerFlags)
-	clientFrom, keepDirs = *clientRev, *keep
 	err = benchmark(ctx, rep, root, base, *consulBin)
 	rep.Finished = time.Now()
 	if err != nil {

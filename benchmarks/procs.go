@@ -76,6 +76,7 @@ func (p *proc) exited() bool {
 
 // stop sends SIGTERM, then SIGKILL after grace, and waits for the exit.
 func (p *proc) stop(grace time.Duration) {
+	defer p.forget()
 	if p.exited() {
 		return
 	}
@@ -87,14 +88,42 @@ func (p *proc) stop(grace time.Duration) {
 		_ = p.cmd.Process.Kill()
 		<-p.done
 	}
+}
+
+// kill sends SIGKILL (kill -9: no shutdown at all) and waits for the exit.
+func (p *proc) kill() {
+	defer p.forget()
+	if p.exited() {
+		return
+	}
+	_ = p.cmd.Process.Kill()
+	<-p.done
+}
+
+// forget drops an exited process from the list stopAll works through.
+func (p *proc) forget() {
 	procsMu.Lock()
+	defer procsMu.Unlock()
 	for i, q := range procs {
 		if q == p {
 			procs = append(procs[:i], procs[i+1:]...)
 			break
 		}
 	}
-	procsMu.Unlock()
+}
+
+// restart starts p's command again (same binary and arguments, so the same
+// data directory and address) as a new process logging to logDir/name.log.
+func (p *proc) restart(name, logDir string) (*proc, error) {
+	return startProc(name, logDir, p.cmd.Path, p.cmd.Args[1:]...)
+}
+
+// exitState describes how the process ended ("exit status 0", "signal: killed").
+func (p *proc) exitState() string {
+	if !p.exited() || p.cmd.ProcessState == nil {
+		return ""
+	}
+	return p.cmd.ProcessState.String()
 }
 
 // stopAll stops every process still running, newest first.

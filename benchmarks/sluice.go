@@ -159,48 +159,72 @@ func startSluiceSingle(ctx context.Context, bin, dir string) (*sluiceCluster, er
 // `sluice dev-cluster` does, on free ports (so a dev-cluster already
 // running is left alone), each broker with its own fresh data directory.
 func startSluiceCluster(ctx context.Context, bin, consulBin, dir string, n int) (*sluiceCluster, error) {
-	ports, err := freePorts(4 + n)
+	cp, consulAddr, command, err := startConsul(ctx, consulBin, dir)
 	if err != nil {
 		return nil, err
 	}
-	c := &sluiceCluster{}
+	c := &sluiceCluster{procs: []*proc{cp}, commands: []string{command}}
+	if err := startSluiceBrokers(ctx, c, bin, consulAddr, "bench", dir, n); err != nil {
+		c.stop()
+		return nil, err
+	}
+	return c, nil
+}
+
+// startConsul starts a single-server Consul agent with its data in dir,
+// on free ports, and waits until it has elected itself leader. It returns
+// the process, its HTTP address and its command line.
+func startConsul(ctx context.Context, consulBin, dir string) (*proc, string, string, error) {
+	ports, err := freePorts(4)
+	if err != nil {
+		return nil, "", "", err
+	}
 	consulAddr := net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[0]))
 	cargs := []string{"agent", "-server", "-bootstrap-expect", "1", "-data-dir", filepath.Join(dir, "consul"),
 		"-bind", "127.0.0.1", "-client", "127.0.0.1", "-http-port", strconv.Itoa(ports[0]),
 		"-server-port", strconv.Itoa(ports[1]), "-serf-lan-port", strconv.Itoa(ports[2]), "-serf-wan-port", strconv.Itoa(ports[3]),
 		"-dns-port", "-1", "-grpc-port", "-1", "-grpc-tls-port", "-1"}
-	c.commands = append(c.commands, "consul "+strings.Join(cargs, " "))
 	cp, err := startProc("consul", dir, consulBin, cargs...)
 	if err != nil {
-		return nil, err
+		return nil, "", "", err
 	}
-	c.procs = append(c.procs, cp)
 	if err := waitConsul(ctx, consulAddr, 60*time.Second); err != nil {
-		c.stop()
-		return nil, fmt.Errorf("consul did not elect a leader (log tail:\n%s): %w", cp.tail(20), err)
+		cp.stop(15 * time.Second)
+		return nil, "", "", fmt.Errorf("consul did not elect a leader (log tail:\n%s): %w", cp.tail(20), err)
 	}
+	return cp, consulAddr, "consul " + strings.Join(cargs, " "), nil
+}
+
+// startSluiceBrokers adds n brokers of cluster name to c, registered with
+// the Consul agent at consulAddr, each with a fresh data directory in dir,
+// and waits until every one is ready. On error c holds what was started.
+func startSluiceBrokers(ctx context.Context, c *sluiceCluster, bin, consulAddr, name, dir string, n int) error {
+	ports, err := freePorts(n)
+	if err != nil {
+		return err
+	}
+	var started []*proc
 	for i := 1; i <= n; i++ {
-		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[3+i]))
-		name := fmt.Sprintf("broker-%d", i)
-		args := []string{"broker", "--consul", consulAddr, "--cluster", "bench", "--id", strconv.Itoa(i),
-			"--data", filepath.Join(dir, name), "--addr", addr}
+		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[i-1]))
+		broker := fmt.Sprintf("broker-%d", i)
+		args := []string{"broker", "--consul", consulAddr, "--cluster", name, "--id", strconv.Itoa(i),
+			"--data", filepath.Join(dir, broker), "--addr", addr}
 		args = append(args, extraBrokerFlags...)
 		c.commands = append(c.commands, "sluice "+strings.Join(args, " "))
-		p, err := startProc("sluice-"+name, dir, bin, args...)
+		p, err := startProc("sluice-"+broker, dir, bin, args...)
 		if err != nil {
-			c.stop()
-			return nil, err
+			return err
 		}
 		c.procs = append(c.procs, p)
 		c.addrs = append(c.addrs, addr)
+		started = append(started, p)
 	}
-	for _, p := range c.procs[1:] {
+	for _, p := range started {
 		if err := p.waitLog(ctx, "sluice broker ready", 60*time.Second); err != nil {
-			c.stop()
-			return nil, err
+			return err
 		}
 	}
-	return c, nil
+	return nil
 }
 
 // waitConsul waits until the agent at addr has elected a leader.

@@ -16,9 +16,9 @@ import (
 // The pool closes the least recently used logs once the estimate of what
 // the open ones hold passes the budget, and any log unused for IdleAfter.
 // It also sizes new segments: a log opened while the pool holds n logs
-// writes segments of at most Budget/(2n) bytes (never under
+// writes segments of at most Budget/(3n) bytes (never under
 // MinSegmentBytes), so that even when every log is written at once their
-// segments in memory stay near the budget.
+// segments in memory (two each) stay near the budget.
 //
 // Closing runs on the pool's own goroutine, under the log's lock, never
 // under the pool's: a log's owner can keep calling it meanwhile.
@@ -95,9 +95,13 @@ func (p *Pool) Stats() PoolStats {
 // Budget is the pool's budget in bytes.
 func (p *Pool) Budget() int64 { return p.budget }
 
+// segmentSizeLocked: an open log holds the segment being written and the
+// one before it (wal caches the segment it has just finished), each with
+// up to a quarter more for the slack of a growing buffer: budget/3n per
+// segment lets every log be written at once.
 func (p *Pool) segmentSizeLocked() int {
 	n := int64(max(p.logs, 1))
-	return int(max(p.budget/(2*n), MinSegmentBytes))
+	return int(max(p.budget/(3*n), MinSegmentBytes))
 }
 
 // segmentSize is the largest segment a log opening now may write.

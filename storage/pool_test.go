@@ -102,12 +102,12 @@ func TestPoolClosesIdleLogs(t *testing.T) {
 	}
 }
 
-// Segment size follows the number of logs: the budget over twice the count,
+// Segment size follows the number of logs: the budget over three times the count,
 // never under MinSegmentBytes.
 func TestPoolSegmentSize(t *testing.T) {
 	pool := NewPool(512<<20, 0, 0)
 	defer pool.Close()
-	for _, c := range []struct{ logs, want int }{{1, 256 << 20}, {100, 512 << 20 / 200}, {2000, MinSegmentBytes}} {
+	for _, c := range []struct{ logs, want int }{{1, 512 << 20 / 3}, {100, 512 << 20 / 300}, {2000, MinSegmentBytes}} {
 		pool.mu.Lock()
 		pool.logs = c.logs
 		pool.mu.Unlock()

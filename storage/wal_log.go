@@ -213,10 +213,12 @@ func (w *WALLog) open() error {
 }
 
 // touch tells the pool the log was used and what it holds now: the tail
-// segment (with the slack wal's growing buffer has) and the cached one.
+// segment and the cached one, each with the slack of a buffer grown by
+// append (up to a quarter).
 func (w *WALLog) touch() {
 	if w.opts.Pool != nil && w.wal != nil {
-		w.opts.Pool.used(w, int64(w.tail)+int64(w.tail)/4+w.cachedBytes, time.Now())
+		held := int64(w.tail) + w.cachedBytes
+		w.opts.Pool.used(w, held+held/4, time.Now())
 	}
 }
 
@@ -416,6 +418,11 @@ func (w *WALLog) Write(batches ...[]byte) error {
 	}
 	for _, h := range hdrs {
 		w.x.push(h)
+	}
+	if cycled {
+		// wal keeps the segment it just finished in memory, as its cache.
+		prev := len(w.segs) - 2
+		w.cachedSeg, w.cachedBytes = w.segs[prev], w.segmentBytes(prev)
 	}
 	// A new segment file is durable only with its directory: the next
 	// sync takes care of it.

@@ -106,6 +106,7 @@ func runBroker(args []string, stderr io.Writer) error {
 		logger.Warn("recording every fsync for crash tests", "journal", os.Getenv(syncjournal.Env))
 	}
 	logLimits(logger, limits, cfg.MaxPartitions)
+	setMemoryLimit(logger, cfg.LogMemoryBytes)
 	if *noSync {
 		logger.Warn("--unsafe-no-fsync: partition logs are never fsync'd; acknowledged records are lost in a power failure")
 	}
