@@ -112,7 +112,7 @@ func run() error {
 	fs.IntVar(&o.BatchBytes, "sluice-batch-bytes", 1<<20, "Sluice producer batch size (client default 1 MiB)")
 	fs.IntVar(&o.MaxInFlight, "sluice-max-in-flight", 5, "Sluice produce requests in flight per partition (client default 5)")
 	fs.StringVar(&o.NATSVersion, "nats-version", "2.15.2", "nats-server version to build and run")
-	fs.BoolVar(&o.Quick, "quick", false, "a short smoke run: fewer records, 2 s latency runs, 256 MiB dd (about 4 minutes; partitions suite: less data, 20 s idle, about 3 minutes)")
+	fs.BoolVar(&o.Quick, "quick", false, "a short smoke run: fewer records, 2 s latency runs, 256 MiB dd (about 4 minutes; partitions suite: less data, 10 s idle, about 3-4 minutes)")
 	brokerFlags := fs.String("broker-flags", "", "extra flags for every sluice broker process, e.g. \"--pprof 127.0.0.1:6060\"")
 	clientRev := fs.String("client-rev", "", "set by run.sh: the commit the harness's Sluice client was compiled from (default: the work tree)")
 	consulBin := fs.String("consul-bin", "", "consul binary (default: $SLUICE_CONSUL, the .ci/install-consul.sh cache, or consul on PATH)")
