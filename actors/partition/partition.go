@@ -621,17 +621,21 @@ func (p *partitionActor) requestSync(ctx actor.Context) {
 		return
 	}
 	p.syncing = true
-	offset := p.log.LogEndOffset()
-	self, root, gen := ctx.Self(), ctx.ActorSystem().Root, p.gen
+	offset, gen := p.log.LogEndOffset(), p.gen
+	p.syncInBackground(ctx, func(err error) any { return syncDone{gen: gen, offset: offset, err: err} })
+}
+
+// syncInBackground makes everything written so far durable beside the
+// actor, in the broker's sync wave when there is one, and then sends the
+// actor the message done makes of the outcome.
+func (p *partitionActor) syncInBackground(ctx actor.Context, done func(error) any) {
+	self, root := ctx.Self(), ctx.ActorSystem().Root
 	if t, ok := p.log.(syncTaker); ok && p.cfg.Broker.Syncer != nil {
-		// The broker's syncer issues it with every other partition's.
-		p.cfg.Broker.Syncer.Submit(t.TakeSync(), func(err error) {
-			root.Send(self, syncDone{gen: gen, offset: offset, err: err})
-		})
+		p.cfg.Broker.Syncer.Submit(t.TakeSync(), func(err error) { root.Send(self, done(err)) })
 		return
 	}
 	fn := p.log.SyncFunc()
-	go func() { root.Send(self, syncDone{gen: gen, offset: offset, err: fn()}) }()
+	go func() { root.Send(self, done(fn())) }()
 }
 
 // syncTaker is a log whose syncs a storage.Syncer can run.

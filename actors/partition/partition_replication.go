@@ -489,20 +489,14 @@ type followerSynced struct {
 	err      error
 }
 
-// followerSync makes what the follower wrote durable, in the broker's sync
-// wave when there is one, and then goes on with onFollowerSynced.
+// followerSync makes what the follower wrote durable and then goes on
+// with onFollowerSynced.
 func (p *partitionActor) followerSync(ctx actor.Context, leaderHW int64) {
 	done := followerSynced{gen: p.gen, offset: p.log.LogEndOffset(), leaderHW: leaderHW}
-	if t, ok := p.log.(syncTaker); ok && p.cfg.Broker.Syncer != nil {
-		self, root := ctx.Self(), ctx.ActorSystem().Root
-		p.cfg.Broker.Syncer.Submit(t.TakeSync(), func(err error) {
-			done.err = err
-			root.Send(self, done)
-		})
-		return
-	}
-	done.err = p.log.SyncFunc()()
-	p.onFollowerSynced(ctx, done)
+	p.syncInBackground(ctx, func(err error) any {
+		done.err = err
+		return done
+	})
 }
 
 // onFollowerSynced takes the leader's HW (capped by our log) and fetches again.
