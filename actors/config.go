@@ -73,6 +73,15 @@ type BrokerConfig struct {
 	// inject faults.
 	OpenLog func(dir string, topic TopicConfig) (storage.Log, error)
 	Logger  *slog.Logger
+	// Secure is set when the broker runs with TLS: every connection has an
+	// authenticated principal, brokers are known by their Broker:<id>
+	// principals, and every client request is checked against the
+	// cluster's ACLs (SuperUsers and brokers bypass them).
+	Secure     bool
+	SuperUsers []string
+	// Tokens, when set, is kept up to date with the token users of the
+	// metadata, for the transport to authenticate tokens with.
+	Tokens *TokenTable
 
 	// Dir is DataDir, opened (locked) by the caller; nil: StartBroker opens it.
 	Dir *datadir.Dir

@@ -26,7 +26,11 @@ func SendTo(ctx actor.Context, pid *actor.PID, msg any) {
 func Unhandled(ctx actor.Context) {
 	switch msg := ctx.Message().(type) {
 	case *messages.InvalidMessage:
-		Respond(ctx, &messages.ErrorResponse{Error: messages.ErrorCode_UNKNOWN_MESSAGE_TYPE, Message: fmt.Sprintf("%s: %s", msg.TypeName, msg.Reason)})
+		code := msg.Error
+		if code == messages.ErrorCode_NONE {
+			code = messages.ErrorCode_UNKNOWN_MESSAGE_TYPE
+		}
+		Respond(ctx, &messages.ErrorResponse{Error: code, Message: fmt.Sprintf("%s: %s", msg.TypeName, msg.Reason)})
 	case actor.SystemMessage, actor.AutoReceiveMessage:
 	case proto.Message:
 		Respond(ctx, unknownMessage(msg))

@@ -34,6 +34,13 @@ var (
 	ErrOutOfOrderSequence error = messages.ErrorCode_OUT_OF_ORDER_SEQUENCE
 	// ErrProducerFenced: the leader has a newer epoch of this producer id.
 	ErrProducerFenced error = messages.ErrorCode_PRODUCER_FENCED
+	// Security: an ACL refused the request, or the broker refused the
+	// client's certificate or token (or the client the broker's).
+	ErrTopicAuthorizationFailed   error = messages.ErrorCode_TOPIC_AUTHORIZATION_FAILED
+	ErrGroupAuthorizationFailed   error = messages.ErrorCode_GROUP_AUTHORIZATION_FAILED
+	ErrClusterAuthorizationFailed error = messages.ErrorCode_CLUSTER_AUTHORIZATION_FAILED
+	ErrAuthenticationFailed       error = messages.ErrorCode_SASL_AUTHENTICATION_FAILED
+	ErrSecurityDisabled           error = messages.ErrorCode_SECURITY_DISABLED
 )
 
 // Client-side errors.

@@ -341,6 +341,21 @@ func (m *groupMember) retry(ctx actor.Context, why string) {
 	time.AfterFunc(m.backoff, func() { root.Send(self, memberStep{gen}) })
 }
 
+// retryAfter retries after err; an error no retry can cure by itself (the
+// group or its topics are not allowed to this principal, its credentials
+// were refused) is also reported to the poller, as Kafka's consumer throws
+// it from poll. The member keeps trying: an ACL added later lets it in.
+func (m *groupMember) retryAfter(ctx actor.Context, err error) {
+	for _, code := range []messages.ErrorCode{messages.ErrorCode_GROUP_AUTHORIZATION_FAILED, messages.ErrorCode_TOPIC_AUTHORIZATION_FAILED,
+		messages.ErrorCode_SASL_AUTHENTICATION_FAILED} {
+		if errors.Is(err, code) {
+			m.c.inner.push(nil, []FetchError{{Partition: -1, Err: fmt.Errorf("group %q: %w", m.c.group, err)}})
+			break
+		}
+	}
+	m.retry(ctx, err.Error())
+}
+
 // ask sends a request and hands its decoded answer to then, unless a newer
 // round started meanwhile.
 func (m *groupMember) ask(ctx actor.Context, addr string, req proto.Message, timeout time.Duration, then func(proto.Message, error)) {
@@ -362,9 +377,11 @@ func (m *groupMember) find(ctx actor.Context) {
 		resp, ok := res.(*messages.FindCoordinatorResponse)
 		switch {
 		case err != nil:
-			m.retry(ctx, err.Error())
-		case !ok || resp.Error != messages.ErrorCode_NONE:
-			m.retry(ctx, fmt.Sprintf("find coordinator: %v", resp.GetError()))
+			m.retryAfter(ctx, err)
+		case !ok:
+			m.retry(ctx, fmt.Sprintf("find coordinator: unexpected answer %T", res))
+		case resp.Error != messages.ErrorCode_NONE:
+			m.retryAfter(ctx, fmt.Errorf("find coordinator: %w", resp.Error.Err(resp.ErrorMessage)))
 		default:
 			m.coord = resp.Address
 			m.c.mu.Lock()
@@ -400,7 +417,7 @@ func (m *groupMember) join(ctx actor.Context) {
 		case resp.Error == messages.ErrorCode_REBALANCE_IN_PROGRESS:
 			m.join(ctx)
 		case resp.Error != messages.ErrorCode_NONE:
-			m.retry(ctx, resp.Error.String())
+			m.retryAfter(ctx, fmt.Errorf("join group: %w", resp.Error.Err(resp.ErrorMessage)))
 		default:
 			m.memberID, m.gen = resp.MemberId, resp.Generation
 			m.backoff = 0

@@ -1,9 +1,12 @@
 package client
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -21,6 +24,9 @@ type config struct {
 	system         *actor.ActorSystem
 	requestTimeout time.Duration
 	logger         *slog.Logger
+	// TLS files and bearer token (security.go).
+	tlsCert, tlsKey, tlsCA string
+	token                  string
 
 	// producer
 	acks            int32
@@ -86,6 +92,15 @@ func hostname() string {
 // Opt configures a Producer, Consumer or Admin.
 type Opt func(*config)
 
+// Options combines several options into one.
+func Options(opts ...Opt) Opt {
+	return func(c *config) {
+		for _, o := range opts {
+			o(c)
+		}
+	}
+}
+
 // ListenAddr is the host:port the client's actor system listens on; brokers
 // open a connection back to it to deliver replies. Default 127.0.0.1:0.
 func ListenAddr(addr string) Opt { return func(c *config) { c.listen = addr } }
@@ -115,6 +130,9 @@ type node struct {
 var (
 	nodesMu sync.Mutex
 	nodes   = map[string]*node{}
+	// nodesBySystem finds the transport of a system, to explain a broker
+	// that does not answer (explain).
+	nodesBySystem = map[*actor.ActorSystem]*transport.Node{}
 )
 
 func acquireNode(cfg *config) (*node, error) {
@@ -123,7 +141,13 @@ func acquireNode(cfg *config) (*node, error) {
 	}
 	nodesMu.Lock()
 	defer nodesMu.Unlock()
-	key := cfg.listen + "|" + cfg.advertised
+	sec, err := cfg.security()
+	if err != nil {
+		return nil, err
+	}
+	// Clients with other credentials need their own node: the credentials
+	// belong to its connections.
+	key := strings.Join([]string{cfg.listen, cfg.advertised, cfg.tlsCert, cfg.tlsKey, cfg.tlsCA, cfg.token}, "|")
 	if n, ok := nodes[key]; ok {
 		return n, nil
 	}
@@ -132,12 +156,13 @@ func acquireNode(cfg *config) (*node, error) {
 		return nil, err
 	}
 	tn, err := transport.Start(transport.Config{Host: host, Port: port, AdvertisedAddr: cfg.advertised,
-		MaxMessageBytes: max(cfg.batchBytes, int(cfg.fetchMaxBytes), 16<<20) + (64 << 10)}, cfg.logger)
+		MaxMessageBytes: max(cfg.batchBytes, int(cfg.fetchMaxBytes), 16<<20) + (64 << 10), Security: sec}, cfg.logger)
 	if err != nil {
 		return nil, err
 	}
 	n := &node{system: tn.System, tn: tn}
 	nodes[key] = n
+	nodesBySystem[tn.System] = tn
 	return n, nil
 }
 
@@ -152,14 +177,78 @@ func Shutdown() {
 	for key, n := range nodes {
 		n.tn.Stop()
 		delete(nodes, key)
+		delete(nodesBySystem, n.system)
 	}
 }
 
 // request sends msg to the broker actor at addr and waits for its answer.
 // Transport failures come back as retriable broker codes.
 func request(system *actor.ActorSystem, addr string, msg proto.Message, timeout time.Duration) (proto.Message, error) {
+	if err := checkPeer(system, addr); err != nil {
+		return nil, err
+	}
 	res, err := system.Root.RequestFuture(transport.BrokerPID(addr), msg, timeout).Result()
-	return decodeResult(addr, res, err)
+	out, err := decodeResult(addr, res, err)
+	if errors.Is(err, messages.ErrorCode_BROKER_NOT_AVAILABLE) {
+		err = explain(system, addr, err)
+	}
+	return out, err
+}
+
+// peerChecks remembers, per node with TLS, the brokers whose handshake and
+// authentication have been seen to work.
+var peerChecks sync.Map // peerKey -> struct{}
+
+type peerKey struct {
+	system *actor.ActorSystem
+	addr   string
+}
+
+// checkPeer tries the TLS handshake and authentication with addr before
+// this node's first request to it: the transport would only drop the
+// connection (and the request wait for its timeout) if the broker refused
+// the client's certificate or token, or the client the broker's.
+func checkPeer(system *actor.ActorSystem, addr string) error {
+	key := peerKey{system, addr}
+	if _, ok := peerChecks.Load(key); ok {
+		return nil
+	}
+	nodesMu.Lock()
+	tn := nodesBySystem[system]
+	nodesMu.Unlock()
+	if tn == nil || !tn.Secure() {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	err := tn.Probe(ctx, addr)
+	switch {
+	case errors.Is(err, transport.ErrAuthentication):
+		return &messages.Error{Code: messages.ErrorCode_SASL_AUTHENTICATION_FAILED, Message: err.Error()}
+	case err == nil:
+		peerChecks.Store(key, struct{}{})
+	}
+	// Unreachable: the request reports it.
+	return nil
+}
+
+// explain turns an unreachable broker into the reason when the probe finds
+// one: a plaintext client at a broker that requires TLS, or a certificate
+// or token refused since the last check.
+func explain(system *actor.ActorSystem, addr string, err error) error {
+	nodesMu.Lock()
+	tn := nodesBySystem[system]
+	nodesMu.Unlock()
+	if tn == nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if perr := tn.Probe(ctx, addr); errors.Is(perr, transport.ErrAuthentication) {
+		peerChecks.Delete(peerKey{system, addr})
+		return &messages.Error{Code: messages.ErrorCode_SASL_AUTHENTICATION_FAILED, Message: perr.Error()}
+	}
+	return err
 }
 
 // decodeResult turns a future's outcome into a response or an error.

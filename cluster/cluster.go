@@ -51,6 +51,10 @@ type Snapshot struct {
 	// Controller is the current controller (ID -1: none) and the epoch of
 	// the latest controller election.
 	Controller Controller
+	// Security is the cluster's ACLs and token users (nil: none stored yet)
+	// and SecurityVersion the version to pass back to UpdateSecurity (0: none stored).
+	Security        *messages.SecurityRecord
+	SecurityVersion uint64
 	// Regressed is set when the store's own index went backwards before
 	// this snapshot (a restored or wiped store): a reason to check the
 	// cluster id before acting on it.
@@ -93,7 +97,7 @@ type PartitionUpdate struct {
 	ExpectVersion uint64
 }
 
-// MetadataStore holds topics and partition states.
+// MetadataStore holds topics, partition states and the security record.
 type MetadataStore interface {
 	// Load returns the current snapshot.
 	Load(ctx context.Context) (*Snapshot, error)
@@ -117,6 +121,10 @@ type MetadataStore interface {
 	// AllocateProducerIDs reserves count consecutive producer ids, never handed
 	// out before, and returns the first.
 	AllocateProducerIDs(ctx context.Context, f Fence, count int64) (int64, error)
+	// UpdateSecurity replaces the security record if its version is still
+	// expectVersion (0: only if none is stored yet): ErrConflict when it
+	// moved, ErrFenced when f is no longer the controller.
+	UpdateSecurity(ctx context.Context, f Fence, rec *messages.SecurityRecord, expectVersion uint64) error
 }
 
 // Membership tracks which brokers are alive.

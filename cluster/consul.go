@@ -36,6 +36,9 @@ import (
 //	brokers/<id>                    the id's claim, locked by the session of
 //	                                the process that holds it
 //	deleted_topics/<topic id>       messages.TopicDeletion of a deleted topic
+//	security                        messages.SecurityRecord (ACLs and token
+//	                                users); its ModifyIndex is
+//	                                Snapshot.SecurityVersion
 //
 // A Snapshot is one List of the prefix; its Index is the list's
 // X-Consul-Index (kept from going backwards, see indexMap).
@@ -235,6 +238,7 @@ const (
 	keyControllerEpoch = "controller_epoch"
 	keyProducerIDs     = "producer_ids"
 	keyBrokerEpoch     = "broker_epoch"
+	keySecurity        = "security"
 	// deletedPrefix + topic id records a topic deletion (messages.TopicDeletion).
 	deletedPrefix = "deleted_topics/"
 	// brokersPrefix + broker id is a broker id's claim, locked by the

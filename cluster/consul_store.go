@@ -76,6 +76,12 @@ func (c *Consul) decode(pairs api.KVPairs) (*Snapshot, error) {
 			}
 		case name == keyControllerEpoch:
 			snap.Controller.Epoch, _ = strconv.ParseInt(strings.TrimSpace(string(kv.Value)), 10, 64)
+		case name == keySecurity:
+			rec := &messages.SecurityRecord{}
+			if err := proto.Unmarshal(kv.Value, rec); err != nil {
+				return nil, fmt.Errorf("consul key %s is not a SecurityRecord: %w", kv.Key, err)
+			}
+			snap.Security, snap.SecurityVersion = rec, kv.ModifyIndex
 		case strings.HasPrefix(name, "topics/"):
 			t := &messages.TopicRecord{}
 			if err := proto.Unmarshal(kv.Value, t); err != nil {
@@ -252,6 +258,32 @@ func (c *Consul) UpdatePartitions(ctx context.Context, f Fence, updates []Partit
 				return fmt.Errorf("%w: %s is no longer at version %d (or does not exist)", ErrConflict, tp, want)
 			})
 	}
+	_, err = c.commit(ctx, tx)
+	return err
+}
+
+// UpdateSecurity implements MetadataStore: one fenced check-and-set of the
+// security key. Consul's CAS on index 0 writes only if the key is absent,
+// which is exactly expectVersion 0's meaning.
+func (c *Consul) UpdateSecurity(ctx context.Context, f Fence, rec *messages.SecurityRecord, expectVersion uint64) error {
+	if rec == nil {
+		rec = &messages.SecurityRecord{}
+	}
+	v, err := proto.Marshal(rec)
+	if err != nil {
+		return err
+	}
+	tx, err := c.fencedTxn(f)
+	if err != nil {
+		return err
+	}
+	tx.add(&api.KVTxnOp{Verb: api.KVCAS, Key: c.key(keySecurity), Value: v, Index: expectVersion},
+		func(string) error {
+			if expectVersion == 0 {
+				return fmt.Errorf("%w: a security record is already stored", ErrConflict)
+			}
+			return fmt.Errorf("%w: the security record is no longer at version %d (or does not exist)", ErrConflict, expectVersion)
+		})
 	_, err = c.commit(ctx, tx)
 	return err
 }

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/consul/api"
+
+	"github.com/sluicemq/sluice/messages"
 )
 
 func TestConsulConfigValidate(t *testing.T) {
@@ -129,6 +131,8 @@ func TestConsulFencing(t *testing.T) {
 		"delete":          a.DeleteTopic(ctx, leadA.Fence, "t"),
 		"update":          a.UpdatePartitions(ctx, leadA.Fence, update),
 		"allocate":        second(a.AllocateProducerIDs(ctx, leadA.Fence, 1)),
+		"security":        a.UpdateSecurity(ctx, leadA.Fence, &messages.SecurityRecord{}, 0),
+		"stale security":  a.UpdateSecurity(ctx, leadA.Fence, &messages.SecurityRecord{}, 1<<40),
 	}
 	for what, err := range stale {
 		if !errors.Is(err, ErrFenced) || errors.Is(err, ErrConflict) || errors.Is(err, ErrTopicExists) {
@@ -137,6 +141,9 @@ func TestConsulFencing(t *testing.T) {
 	}
 	if err := b.UpdatePartitions(ctx, leadB.Fence, update); err != nil {
 		t.Fatalf("update with the new fence: %v", err)
+	}
+	if err := b.UpdateSecurity(ctx, leadB.Fence, &messages.SecurityRecord{}, 0); err != nil {
+		t.Fatalf("security write with the new fence: %v", err)
 	}
 	if err := createTopic(ctx, b, leadB.Fence, "u"); err != nil {
 		t.Fatal(err)

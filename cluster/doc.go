@@ -17,8 +17,9 @@
 //	err = backend.CreateTopic(ctx, lead.Fence, topic, partitions)
 //
 // With Consul, metadata lives in the KV store under "sluice/<cluster>/"
-// (topics/<name>, partitions/<topic>/<partition> as protobuf, plus
-// cluster_id, controller, controller_epoch and producer_ids; see Consul).
+// (topics/<name>, partitions/<topic>/<partition> and security, the ACLs
+// and token users, as protobuf, plus cluster_id, controller,
+// controller_epoch and producer_ids; see Consul).
 // Brokers are agent services "sluice-<cluster>" with a TTL check that a
 // keepalive passes, re-registering after Consul lost them. The controller
 // holds the "controller" key with a session tied to its own TTL check, so a

@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"crypto/rand"
+	"encoding/binary"
 	"encoding/hex"
 	"fmt"
 	"os"
@@ -20,7 +21,8 @@ import (
 // with metadata kept in memory and persisted to a file in its directory
 // after every change.
 type Embedded struct {
-	path string
+	path    string
+	secPath string // the security record, beside path (see embeddedSecurityFile)
 
 	mu          sync.Mutex
 	snap        *Snapshot
@@ -38,13 +40,19 @@ var _ Backend = (*Embedded)(nil)
 
 const embeddedFile = "cluster.pb"
 
+// embeddedSecurityFile holds the security record: an 8-byte big-endian
+// version, then the messages.SecurityRecord. It is a file of its own since
+// messages.ClusterSnapshot has no field for it.
+const embeddedSecurityFile = "security.pb"
+
 // OpenEmbedded opens (or creates) the metadata kept in dir for the single
 // broker self. A new store has no cluster id until CreateClusterID.
 func OpenEmbedded(dir string, self Broker) (*Embedded, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	e := &Embedded{path: filepath.Join(dir, embeddedFile), self: self, changed: make(chan struct{}), evicted: make(chan struct{})}
+	e := &Embedded{path: filepath.Join(dir, embeddedFile), secPath: filepath.Join(dir, embeddedSecurityFile),
+		self: self, changed: make(chan struct{}), evicted: make(chan struct{})}
 	file := &messages.ClusterSnapshot{}
 	data, err := os.ReadFile(e.path)
 	switch {
@@ -73,6 +81,10 @@ func OpenEmbedded(dir string, self Broker) (*Embedded, error) {
 	}
 	for _, p := range file.Partitions {
 		e.snap.Partitions[TopicPartition{p.Topic, p.Partition}] = Partition{State: p, Version: file.Index}
+	}
+	// No file (a store from before security records): none stored, version 0.
+	if e.snap.Security, e.snap.SecurityVersion, err = readSecurity(e.secPath); err != nil {
+		return nil, err
 	}
 	e.epoch = file.ControllerEpoch
 	e.nextPID = max(file.NextProducerId, 1)
@@ -116,6 +128,41 @@ func (e *Embedded) persistLocked() error {
 	return datadir.WriteFileAtomic(e.path, data)
 }
 
+// readSecurity reads the security file at path; nil and version 0 when
+// there is none.
+func readSecurity(path string) (*messages.SecurityRecord, uint64, error) {
+	data, err := os.ReadFile(path)
+	switch {
+	case os.IsNotExist(err):
+		return nil, 0, nil
+	case err != nil:
+		return nil, 0, err
+	case len(data) < 8:
+		return nil, 0, fmt.Errorf("security record %s is unreadable: %d bytes, shorter than its version", path, len(data))
+	}
+	version := binary.BigEndian.Uint64(data)
+	if version == 0 {
+		// 0 means "none stored": a stored record never has it.
+		return nil, 0, fmt.Errorf("security record %s is unreadable: version 0", path)
+	}
+	rec := &messages.SecurityRecord{}
+	if err := proto.Unmarshal(data[8:], rec); err != nil {
+		return nil, 0, fmt.Errorf("security record %s is unreadable: %w", path, err)
+	}
+	return rec, version, nil
+}
+
+// writeSecurityLocked persists the snapshot's security record, atomically
+// and durably like the store's own file.
+func (e *Embedded) writeSecurityLocked() error {
+	rec, err := proto.MarshalOptions{Deterministic: true}.Marshal(e.snap.Security)
+	if err != nil {
+		return err
+	}
+	data := binary.BigEndian.AppendUint64(make([]byte, 0, 8+len(rec)), e.snap.SecurityVersion)
+	return datadir.WriteFileAtomic(e.secPath, append(data, rec...))
+}
+
 // mutate applies fn to a copy of the snapshot, persists it and publishes it.
 func (e *Embedded) mutate(fn func(next *Snapshot) error) error {
 	e.mu.Lock()
@@ -130,6 +177,9 @@ func (e *Embedded) mutate(fn func(next *Snapshot) error) error {
 		Partitions: make(map[TopicPartition]Partition, len(e.snap.Partitions)),
 		Deleted:    make(map[string]*messages.TopicDeletion, len(e.snap.Deleted)),
 		Controller: e.snap.Controller,
+		// Records are never changed in place: sharing them is safe.
+		Security:        e.snap.Security,
+		SecurityVersion: e.snap.SecurityVersion,
 	}
 	for k, v := range e.snap.Topics {
 		next.Topics[k] = v
@@ -148,6 +198,15 @@ func (e *Embedded) mutate(fn func(next *Snapshot) error) error {
 	if err := e.persistLocked(); err != nil {
 		e.snap = prev
 		return err
+	}
+	// The security file is written last, as the commit point: a failure or
+	// crash before it leaves only a larger index in the store's file, and
+	// an index that moves without a change is allowed.
+	if next.SecurityVersion != prev.SecurityVersion {
+		if err := e.writeSecurityLocked(); err != nil {
+			e.snap = prev
+			return err
+		}
 	}
 	close(e.changed)
 	e.changed = make(chan struct{})
@@ -271,6 +330,29 @@ func (e *Embedded) AllocateProducerIDs(ctx context.Context, f Fence, count int64
 		e.mu.Unlock()
 	}
 	return first, err
+}
+
+// UpdateSecurity implements MetadataStore. Like every embedded write it
+// ignores the fence: the single broker is always the controller. The
+// version is a counter kept in the security file.
+func (e *Embedded) UpdateSecurity(ctx context.Context, f Fence, rec *messages.SecurityRecord, expectVersion uint64) error {
+	if rec == nil {
+		rec = &messages.SecurityRecord{}
+	}
+	// A copy: snapshots share the record, so the caller must not be able to
+	// change it behind them.
+	rec = proto.Clone(rec).(*messages.SecurityRecord)
+	return e.mutate(func(next *Snapshot) error {
+		switch {
+		case next.SecurityVersion == expectVersion:
+		case expectVersion == 0:
+			return fmt.Errorf("%w: a security record is already stored", ErrConflict)
+		default:
+			return fmt.Errorf("%w: the security record is at version %d, not %d", ErrConflict, next.SecurityVersion, expectVersion)
+		}
+		next.Security, next.SecurityVersion = rec, next.SecurityVersion+1
+		return nil
+	})
 }
 
 // Register implements Membership: the single broker is always alive; each

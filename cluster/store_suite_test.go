@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"sync"
 	"testing"
@@ -21,6 +23,9 @@ type storeUnderTest struct {
 	// other is a second handle on the same metadata (a second backend), for
 	// concurrent allocators; nil: use store twice.
 	other MetadataStore
+	// lose makes fence stale (the controller loses its leadership); nil:
+	// the store ignores fences.
+	lose func(t *testing.T)
 }
 
 // TestEmbeddedStore runs the suite against the single-node store (no fence).
@@ -45,7 +50,15 @@ func TestConsulStore(t *testing.T) {
 		register(t, c, 1)
 		lead := campaign(t, c, 1)
 		other, _ := openConsul(t, agent, name, 0)
-		return storeUnderTest{store: c, fence: lead.Fence, other: other}
+		lose := func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			if err := c.Resign(ctx); err != nil {
+				t.Fatal(err)
+			}
+			waitClosed(t, lead.Lost, 5*time.Second, "Lost after Resign")
+		}
+		return storeUnderTest{store: c, fence: lead.Fence, other: other, lose: lose}
 	})
 }
 
@@ -59,6 +72,16 @@ func testTopic(name string, partitions int32) (*messages.TopicRecord, []*message
 			Leader: p % 3, Isr: []int32{p % 3}, Replicas: []int32{p % 3}})
 	}
 	return t, parts
+}
+
+// testSecurity returns a security record with one ACL and one user.
+func testSecurity(user string) *messages.SecurityRecord {
+	return &messages.SecurityRecord{
+		Acls: []*messages.AclBinding{{ResourceType: messages.AclResourceType_ACL_RESOURCE_TOPIC, ResourceName: "orders",
+			PatternType: messages.AclPatternType_ACL_PATTERN_LITERAL, Principal: "User:" + user, Host: "*",
+			Operation: messages.AclOperation_ACL_OPERATION_READ, Permission: messages.AclPermission_ACL_PERMISSION_ALLOW}},
+		Users: []*messages.UserRecord{{Name: user, TokenSha256: "00ff", CreatedUnixMs: 1700000000000}},
+	}
 }
 
 func runStoreSuite(t *testing.T, open func(t *testing.T) storeUnderTest) {
@@ -316,4 +339,186 @@ func runStoreSuite(t *testing.T, open func(t *testing.T) storeUnderTest) {
 			}
 		}
 	})
+
+	t.Run("Security", func(t *testing.T) {
+		u := open(t)
+		if snap := load(t, u.store); snap.Security != nil || snap.SecurityVersion != 0 {
+			t.Fatalf("a new store has security record %v at version %d", snap.Security, snap.SecurityVersion)
+		}
+		// wantSecurity checks what every handle on the store loads.
+		wantSecurity := func(t *testing.T, rec *messages.SecurityRecord, version uint64) {
+			t.Helper()
+			for _, s := range []MetadataStore{u.store, u.other} {
+				if s == nil {
+					continue
+				}
+				if snap := load(t, s); !proto.Equal(snap.Security, rec) || snap.SecurityVersion != version {
+					t.Fatalf("security record %v at version %d, want %v at %d", snap.Security, snap.SecurityVersion, rec, version)
+				}
+			}
+		}
+		first := testSecurity("alice")
+		if err := u.store.UpdateSecurity(ctx(t), u.fence, first, 0); err != nil {
+			t.Fatalf("first write: %v", err)
+		}
+		v1 := load(t, u.store).SecurityVersion
+		if v1 == 0 {
+			t.Fatal("a stored security record has version 0")
+		}
+		wantSecurity(t, first, v1)
+
+		// Version 0 means "none stored yet": one is.
+		if err := u.store.UpdateSecurity(ctx(t), u.fence, testSecurity("bob"), 0); !errors.Is(err, ErrConflict) {
+			t.Fatalf("second write with version 0: %v, want ErrConflict", err)
+		}
+		wantSecurity(t, first, v1)
+
+		second := testSecurity("bob")
+		if err := u.store.UpdateSecurity(ctx(t), u.fence, second, v1); err != nil {
+			t.Fatalf("write at the current version: %v", err)
+		}
+		v2 := load(t, u.store).SecurityVersion
+		if v2 <= v1 {
+			t.Fatalf("version %d after a write at %d", v2, v1)
+		}
+		wantSecurity(t, second, v2)
+
+		err := u.store.UpdateSecurity(ctx(t), u.fence, testSecurity("carol"), v1)
+		if !errors.Is(err, ErrConflict) {
+			t.Fatalf("write at a stale version: %v, want ErrConflict", err)
+		}
+		t.Logf("conflict: %v", err)
+		wantSecurity(t, second, v2)
+	})
+
+	t.Run("SecurityWatch", func(t *testing.T) {
+		u := open(t)
+		start := load(t, u.store)
+		got := make(chan *Snapshot, 1)
+		errc := make(chan error, 1)
+		go func() {
+			wctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+			defer cancel()
+			for {
+				snap, err := u.store.Watch(wctx, start.Index)
+				if err != nil {
+					errc <- err
+					return
+				}
+				if snap.Index > start.Index {
+					got <- snap
+					return
+				}
+			}
+		}()
+		rec := testSecurity("alice")
+		if err := u.store.UpdateSecurity(ctx(t), u.fence, rec, 0); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case snap := <-got:
+			if !proto.Equal(snap.Security, rec) || snap.SecurityVersion == 0 {
+				t.Fatalf("woken snapshot at %d has security record %v at version %d, want %v", snap.Index, snap.Security, snap.SecurityVersion, rec)
+			}
+		case err := <-errc:
+			t.Fatalf("watch: %v", err)
+		}
+	})
+
+	t.Run("SecurityFenced", func(t *testing.T) {
+		u := open(t)
+		if u.lose == nil {
+			t.Skip("the store ignores fences")
+		}
+		if err := u.store.UpdateSecurity(ctx(t), u.fence, testSecurity("alice"), 0); err != nil {
+			t.Fatal(err)
+		}
+		v := load(t, u.store).SecurityVersion
+		u.lose(t)
+		// Fenced even where the write would also fail for its own reason.
+		stale := map[string]error{
+			"current version": u.store.UpdateSecurity(ctx(t), u.fence, testSecurity("bob"), v),
+			"stale version":   u.store.UpdateSecurity(ctx(t), u.fence, testSecurity("bob"), v+1000),
+			"zero fence":      u.store.UpdateSecurity(ctx(t), Fence{}, testSecurity("bob"), v),
+		}
+		for what, err := range stale {
+			if !errors.Is(err, ErrFenced) || errors.Is(err, ErrConflict) {
+				t.Errorf("write at the %s after losing leadership: %v, want ErrFenced only", what, err)
+			}
+		}
+		if snap := load(t, u.store); !proto.Equal(snap.Security, testSecurity("alice")) || snap.SecurityVersion != v {
+			t.Fatalf("a fenced write changed the security record to %v at version %d", snap.Security, snap.SecurityVersion)
+		}
+	})
+}
+
+// TestEmbeddedSecurityPersists: the record and its version survive a
+// restart; a store without the security file (an older one) has none.
+func TestEmbeddedSecurityPersists(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	dir := t.TempDir()
+	self := Broker{ID: 0, Addr: "127.0.0.1:9470"}
+	reopen := func(e *Embedded) (*Embedded, *Snapshot) {
+		t.Helper()
+		if e != nil {
+			if err := e.Close(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		e, err := OpenEmbedded(dir, self)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { e.Close() })
+		snap, err := e.Load(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e, snap
+	}
+	e, _ := reopen(nil)
+	if err := createTopic(ctx, e, Fence{}, "t"); err != nil {
+		t.Fatal(err)
+	}
+	e, snap := reopen(e)
+	if snap.Security != nil || snap.SecurityVersion != 0 || len(snap.Topics) != 1 {
+		t.Fatalf("reopened store without a security file: record %v at version %d, topics %v", snap.Security, snap.SecurityVersion, snap.Topics)
+	}
+	rec := testSecurity("alice")
+	if err := e.UpdateSecurity(ctx, Fence{}, rec, 0); err != nil {
+		t.Fatal(err)
+	}
+	before, err := e.Load(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, snap = reopen(e)
+	if !proto.Equal(snap.Security, rec) || snap.SecurityVersion != before.SecurityVersion || snap.SecurityVersion == 0 {
+		t.Fatalf("reopened: security record %v at version %d, want %v at %d", snap.Security, snap.SecurityVersion, rec, before.SecurityVersion)
+	}
+	if snap.Index < before.Index {
+		t.Fatalf("index %d after reopening, was %d", snap.Index, before.Index)
+	}
+	// The version still guards writes after the restart.
+	if err := e.UpdateSecurity(ctx, Fence{}, testSecurity("bob"), 0); !errors.Is(err, ErrConflict) {
+		t.Fatalf("write with version 0 after reopening: %v, want ErrConflict", err)
+	}
+	if err := e.UpdateSecurity(ctx, Fence{}, testSecurity("bob"), snap.SecurityVersion); err != nil {
+		t.Fatal(err)
+	}
+	e, snap = reopen(e)
+	if !proto.Equal(snap.Security, testSecurity("bob")) || snap.SecurityVersion <= before.SecurityVersion {
+		t.Fatalf("reopened after a second write: %v at version %d", snap.Security, snap.SecurityVersion)
+	}
+
+	// A damaged security file is an error, not an empty record.
+	e.Close()
+	if err := os.WriteFile(filepath.Join(dir, embeddedSecurityFile), []byte{1, 2, 3}, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if e, err := OpenEmbedded(dir, self); err == nil {
+		e.Close()
+		t.Fatal("opened a store with a truncated security file")
+	}
 }

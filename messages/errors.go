@@ -52,9 +52,15 @@ var errorTable = map[ErrorCode]ErrorInfo{
 	ErrorCode_UNKNOWN_PRODUCER_ID:              {Retriable: false, Description: "the broker has no state for this producer id"},
 	ErrorCode_INVALID_OFFSET:                   {Retriable: false, Description: "the offset is not valid"},
 	ErrorCode_MEMBER_ID_REQUIRED:               {Retriable: true, Description: "the member must rejoin with the member id it was given"},
-	ErrorCode_CLUSTER_AUTHORIZATION_FAILED:     {Retriable: false, Description: "the sender may not send this control or replication message"},
+	ErrorCode_CLUSTER_AUTHORIZATION_FAILED:     {Retriable: false, Description: "the principal is not allowed this operation on the cluster (or may not send this control or replication message)"},
 	ErrorCode_INCONSISTENT_CLUSTER_ID:          {Retriable: false, Description: "the metadata store is not the one of this broker's cluster"},
 	ErrorCode_STALE_BROKER_EPOCH:               {Retriable: false, Description: "the request came from an earlier run of the broker"},
+	ErrorCode_TOPIC_AUTHORIZATION_FAILED:       {Retriable: false, Description: "the principal is not allowed this operation on the topic"},
+	ErrorCode_GROUP_AUTHORIZATION_FAILED:       {Retriable: false, Description: "the principal is not allowed this operation on the group"},
+	ErrorCode_SASL_AUTHENTICATION_FAILED:       {Retriable: false, Description: "the broker did not accept the connection's certificate or token"},
+	ErrorCode_RESOURCE_NOT_FOUND:               {Retriable: false, Description: "the named user or ACL does not exist"},
+	ErrorCode_DUPLICATE_RESOURCE:               {Retriable: false, Description: "a user with this name already exists"},
+	ErrorCode_SECURITY_DISABLED:                {Retriable: false, Description: "ACLs and users need a broker running with TLS"},
 }
 
 // Info returns the table entry of c.

@@ -78,6 +78,19 @@ const (
 	ErrorCode_INCONSISTENT_CLUSTER_ID ErrorCode = 41
 	// The request came from an earlier run of the broker it names.
 	ErrorCode_STALE_BROKER_EPOCH ErrorCode = 42
+	// The principal may not do this to the topic (an ACL denies it, or none allows it).
+	ErrorCode_TOPIC_AUTHORIZATION_FAILED ErrorCode = 43
+	// The principal may not do this to the consumer group.
+	ErrorCode_GROUP_AUTHORIZATION_FAILED ErrorCode = 44
+	// The connection's credentials (certificate or token) were not accepted.
+	ErrorCode_SASL_AUTHENTICATION_FAILED ErrorCode = 45
+	// The named user or ACL does not exist.
+	ErrorCode_RESOURCE_NOT_FOUND ErrorCode = 46
+	// A user with this name already exists.
+	ErrorCode_DUPLICATE_RESOURCE ErrorCode = 47
+	// ACLs and users are managed only on a broker that runs with TLS (and so
+	// with an authorizer).
+	ErrorCode_SECURITY_DISABLED ErrorCode = 48
 )
 
 // Enum value maps for ErrorCode.
@@ -126,6 +139,12 @@ var (
 		40: "CLUSTER_AUTHORIZATION_FAILED",
 		41: "INCONSISTENT_CLUSTER_ID",
 		42: "STALE_BROKER_EPOCH",
+		43: "TOPIC_AUTHORIZATION_FAILED",
+		44: "GROUP_AUTHORIZATION_FAILED",
+		45: "SASL_AUTHENTICATION_FAILED",
+		46: "RESOURCE_NOT_FOUND",
+		47: "DUPLICATE_RESOURCE",
+		48: "SECURITY_DISABLED",
 	}
 	ErrorCode_value = map[string]int32{
 		"NONE":                             0,
@@ -171,6 +190,12 @@ var (
 		"CLUSTER_AUTHORIZATION_FAILED":     40,
 		"INCONSISTENT_CLUSTER_ID":          41,
 		"STALE_BROKER_EPOCH":               42,
+		"TOPIC_AUTHORIZATION_FAILED":       43,
+		"GROUP_AUTHORIZATION_FAILED":       44,
+		"SASL_AUTHENTICATION_FAILED":       45,
+		"RESOURCE_NOT_FOUND":               46,
+		"DUPLICATE_RESOURCE":               47,
+		"SECURITY_DISABLED":                48,
 	}
 )
 
@@ -199,6 +224,256 @@ func (x ErrorCode) Number() protoreflect.EnumNumber {
 // Deprecated: Use ErrorCode.Descriptor instead.
 func (ErrorCode) EnumDescriptor() ([]byte, []int) {
 	return file_sluice_proto_rawDescGZIP(), []int{0}
+}
+
+type AclResourceType int32
+
+const (
+	AclResourceType_ACL_RESOURCE_UNKNOWN AclResourceType = 0
+	// In a filter: any resource type.
+	AclResourceType_ACL_RESOURCE_ANY   AclResourceType = 1
+	AclResourceType_ACL_RESOURCE_TOPIC AclResourceType = 2
+	AclResourceType_ACL_RESOURCE_GROUP AclResourceType = 3
+	// The cluster itself; its one resource name is "kafka-cluster".
+	AclResourceType_ACL_RESOURCE_CLUSTER AclResourceType = 4
+)
+
+// Enum value maps for AclResourceType.
+var (
+	AclResourceType_name = map[int32]string{
+		0: "ACL_RESOURCE_UNKNOWN",
+		1: "ACL_RESOURCE_ANY",
+		2: "ACL_RESOURCE_TOPIC",
+		3: "ACL_RESOURCE_GROUP",
+		4: "ACL_RESOURCE_CLUSTER",
+	}
+	AclResourceType_value = map[string]int32{
+		"ACL_RESOURCE_UNKNOWN": 0,
+		"ACL_RESOURCE_ANY":     1,
+		"ACL_RESOURCE_TOPIC":   2,
+		"ACL_RESOURCE_GROUP":   3,
+		"ACL_RESOURCE_CLUSTER": 4,
+	}
+)
+
+func (x AclResourceType) Enum() *AclResourceType {
+	p := new(AclResourceType)
+	*p = x
+	return p
+}
+
+func (x AclResourceType) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (AclResourceType) Descriptor() protoreflect.EnumDescriptor {
+	return file_sluice_proto_enumTypes[1].Descriptor()
+}
+
+func (AclResourceType) Type() protoreflect.EnumType {
+	return &file_sluice_proto_enumTypes[1]
+}
+
+func (x AclResourceType) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use AclResourceType.Descriptor instead.
+func (AclResourceType) EnumDescriptor() ([]byte, []int) {
+	return file_sluice_proto_rawDescGZIP(), []int{1}
+}
+
+type AclOperation int32
+
+const (
+	AclOperation_ACL_OPERATION_UNKNOWN AclOperation = 0
+	// In a filter: any operation.
+	AclOperation_ACL_OPERATION_ANY AclOperation = 1
+	// Every operation.
+	AclOperation_ACL_OPERATION_ALL              AclOperation = 2
+	AclOperation_ACL_OPERATION_READ             AclOperation = 3
+	AclOperation_ACL_OPERATION_WRITE            AclOperation = 4
+	AclOperation_ACL_OPERATION_CREATE           AclOperation = 5
+	AclOperation_ACL_OPERATION_DELETE           AclOperation = 6
+	AclOperation_ACL_OPERATION_ALTER            AclOperation = 7
+	AclOperation_ACL_OPERATION_DESCRIBE         AclOperation = 8
+	AclOperation_ACL_OPERATION_CLUSTER_ACTION   AclOperation = 9
+	AclOperation_ACL_OPERATION_DESCRIBE_CONFIGS AclOperation = 10
+	AclOperation_ACL_OPERATION_ALTER_CONFIGS    AclOperation = 11
+	AclOperation_ACL_OPERATION_IDEMPOTENT_WRITE AclOperation = 12
+)
+
+// Enum value maps for AclOperation.
+var (
+	AclOperation_name = map[int32]string{
+		0:  "ACL_OPERATION_UNKNOWN",
+		1:  "ACL_OPERATION_ANY",
+		2:  "ACL_OPERATION_ALL",
+		3:  "ACL_OPERATION_READ",
+		4:  "ACL_OPERATION_WRITE",
+		5:  "ACL_OPERATION_CREATE",
+		6:  "ACL_OPERATION_DELETE",
+		7:  "ACL_OPERATION_ALTER",
+		8:  "ACL_OPERATION_DESCRIBE",
+		9:  "ACL_OPERATION_CLUSTER_ACTION",
+		10: "ACL_OPERATION_DESCRIBE_CONFIGS",
+		11: "ACL_OPERATION_ALTER_CONFIGS",
+		12: "ACL_OPERATION_IDEMPOTENT_WRITE",
+	}
+	AclOperation_value = map[string]int32{
+		"ACL_OPERATION_UNKNOWN":          0,
+		"ACL_OPERATION_ANY":              1,
+		"ACL_OPERATION_ALL":              2,
+		"ACL_OPERATION_READ":             3,
+		"ACL_OPERATION_WRITE":            4,
+		"ACL_OPERATION_CREATE":           5,
+		"ACL_OPERATION_DELETE":           6,
+		"ACL_OPERATION_ALTER":            7,
+		"ACL_OPERATION_DESCRIBE":         8,
+		"ACL_OPERATION_CLUSTER_ACTION":   9,
+		"ACL_OPERATION_DESCRIBE_CONFIGS": 10,
+		"ACL_OPERATION_ALTER_CONFIGS":    11,
+		"ACL_OPERATION_IDEMPOTENT_WRITE": 12,
+	}
+)
+
+func (x AclOperation) Enum() *AclOperation {
+	p := new(AclOperation)
+	*p = x
+	return p
+}
+
+func (x AclOperation) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (AclOperation) Descriptor() protoreflect.EnumDescriptor {
+	return file_sluice_proto_enumTypes[2].Descriptor()
+}
+
+func (AclOperation) Type() protoreflect.EnumType {
+	return &file_sluice_proto_enumTypes[2]
+}
+
+func (x AclOperation) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use AclOperation.Descriptor instead.
+func (AclOperation) EnumDescriptor() ([]byte, []int) {
+	return file_sluice_proto_rawDescGZIP(), []int{2}
+}
+
+type AclPatternType int32
+
+const (
+	AclPatternType_ACL_PATTERN_UNKNOWN AclPatternType = 0
+	// In a filter: literal and prefixed bindings alike.
+	AclPatternType_ACL_PATTERN_ANY AclPatternType = 1
+	// In a filter: the bindings that would apply to the filter's name.
+	AclPatternType_ACL_PATTERN_MATCH AclPatternType = 2
+	// The name itself, or every resource of the type with the name "*".
+	AclPatternType_ACL_PATTERN_LITERAL AclPatternType = 3
+	// Every resource whose name starts with the name.
+	AclPatternType_ACL_PATTERN_PREFIXED AclPatternType = 4
+)
+
+// Enum value maps for AclPatternType.
+var (
+	AclPatternType_name = map[int32]string{
+		0: "ACL_PATTERN_UNKNOWN",
+		1: "ACL_PATTERN_ANY",
+		2: "ACL_PATTERN_MATCH",
+		3: "ACL_PATTERN_LITERAL",
+		4: "ACL_PATTERN_PREFIXED",
+	}
+	AclPatternType_value = map[string]int32{
+		"ACL_PATTERN_UNKNOWN":  0,
+		"ACL_PATTERN_ANY":      1,
+		"ACL_PATTERN_MATCH":    2,
+		"ACL_PATTERN_LITERAL":  3,
+		"ACL_PATTERN_PREFIXED": 4,
+	}
+)
+
+func (x AclPatternType) Enum() *AclPatternType {
+	p := new(AclPatternType)
+	*p = x
+	return p
+}
+
+func (x AclPatternType) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (AclPatternType) Descriptor() protoreflect.EnumDescriptor {
+	return file_sluice_proto_enumTypes[3].Descriptor()
+}
+
+func (AclPatternType) Type() protoreflect.EnumType {
+	return &file_sluice_proto_enumTypes[3]
+}
+
+func (x AclPatternType) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use AclPatternType.Descriptor instead.
+func (AclPatternType) EnumDescriptor() ([]byte, []int) {
+	return file_sluice_proto_rawDescGZIP(), []int{3}
+}
+
+type AclPermission int32
+
+const (
+	AclPermission_ACL_PERMISSION_UNKNOWN AclPermission = 0
+	// In a filter: allow and deny alike.
+	AclPermission_ACL_PERMISSION_ANY   AclPermission = 1
+	AclPermission_ACL_PERMISSION_DENY  AclPermission = 2
+	AclPermission_ACL_PERMISSION_ALLOW AclPermission = 3
+)
+
+// Enum value maps for AclPermission.
+var (
+	AclPermission_name = map[int32]string{
+		0: "ACL_PERMISSION_UNKNOWN",
+		1: "ACL_PERMISSION_ANY",
+		2: "ACL_PERMISSION_DENY",
+		3: "ACL_PERMISSION_ALLOW",
+	}
+	AclPermission_value = map[string]int32{
+		"ACL_PERMISSION_UNKNOWN": 0,
+		"ACL_PERMISSION_ANY":     1,
+		"ACL_PERMISSION_DENY":    2,
+		"ACL_PERMISSION_ALLOW":   3,
+	}
+)
+
+func (x AclPermission) Enum() *AclPermission {
+	p := new(AclPermission)
+	*p = x
+	return p
+}
+
+func (x AclPermission) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (AclPermission) Descriptor() protoreflect.EnumDescriptor {
+	return file_sluice_proto_enumTypes[4].Descriptor()
+}
+
+func (AclPermission) Type() protoreflect.EnumType {
+	return &file_sluice_proto_enumTypes[4]
+}
+
+func (x AclPermission) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use AclPermission.Descriptor instead.
+func (AclPermission) EnumDescriptor() ([]byte, []int) {
+	return file_sluice_proto_rawDescGZIP(), []int{4}
 }
 
 // ErrorResponse answers a message the receiver cannot handle at all
@@ -258,9 +533,11 @@ func (x *ErrorResponse) GetMessage() string {
 // InvalidMessage stands in for an envelope the transport guard could not
 // decode; the receiving actor answers it with UNKNOWN_MESSAGE_TYPE.
 type InvalidMessage struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	TypeName      string                 `protobuf:"bytes,1,opt,name=type_name,json=typeName,proto3" json:"type_name,omitempty"`
-	Reason        string                 `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	TypeName string                 `protobuf:"bytes,1,opt,name=type_name,json=typeName,proto3" json:"type_name,omitempty"`
+	Reason   string                 `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
+	// The code to answer with (NONE: UNKNOWN_MESSAGE_TYPE).
+	Error         ErrorCode `protobuf:"varint,3,opt,name=error,proto3,enum=sluice.ErrorCode" json:"error,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -307,6 +584,13 @@ func (x *InvalidMessage) GetReason() string {
 		return x.Reason
 	}
 	return ""
+}
+
+func (x *InvalidMessage) GetError() ErrorCode {
+	if x != nil {
+		return x.Error
+	}
+	return ErrorCode_NONE
 }
 
 // ProduceRequest appends one record batch to one partition's leader.
@@ -4902,7 +5186,10 @@ type GroupMemberRecord struct {
 	PushId             string                 `protobuf:"bytes,9,opt,name=push_id,json=pushId,proto3" json:"push_id,omitempty"`
 	AutoOffsetReset    string                 `protobuf:"bytes,10,opt,name=auto_offset_reset,json=autoOffsetReset,proto3" json:"auto_offset_reset,omitempty"`
 	// A push member's credit from its subscription (0: the default).
-	PushCredit    int32 `protobuf:"varint,11,opt,name=push_credit,json=pushCredit,proto3" json:"push_credit,omitempty"`
+	PushCredit int32 `protobuf:"varint,11,opt,name=push_credit,json=pushCredit,proto3" json:"push_credit,omitempty"`
+	// The principal that joined: only it may grant credit to or acknowledge
+	// records of the member's pusher.
+	Principal     string `protobuf:"bytes,12,opt,name=principal,proto3" json:"principal,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -5012,6 +5299,13 @@ func (x *GroupMemberRecord) GetPushCredit() int32 {
 		return x.PushCredit
 	}
 	return 0
+}
+
+func (x *GroupMemberRecord) GetPrincipal() string {
+	if x != nil {
+		return x.Principal
+	}
+	return ""
 }
 
 type GroupMetadataValue struct {
@@ -5588,6 +5882,928 @@ func (x *ClusterSnapshot) GetBrokerEpoch() int64 {
 	return 0
 }
 
+// AclBinding is one access rule. As a filter (in DescribeAcls and
+// DeleteAcls) an empty string, UNKNOWN or ANY field matches every value.
+type AclBinding struct {
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	ResourceType AclResourceType        `protobuf:"varint,1,opt,name=resource_type,json=resourceType,proto3,enum=sluice.AclResourceType" json:"resource_type,omitempty"`
+	ResourceName string                 `protobuf:"bytes,2,opt,name=resource_name,json=resourceName,proto3" json:"resource_name,omitempty"`
+	PatternType  AclPatternType         `protobuf:"varint,3,opt,name=pattern_type,json=patternType,proto3,enum=sluice.AclPatternType" json:"pattern_type,omitempty"`
+	// "User:alice", "Broker:1", or "User:*" for every user.
+	Principal string `protobuf:"bytes,4,opt,name=principal,proto3" json:"principal,omitempty"`
+	// The client host the rule applies to; only "*" is supported.
+	Host          string        `protobuf:"bytes,5,opt,name=host,proto3" json:"host,omitempty"`
+	Operation     AclOperation  `protobuf:"varint,6,opt,name=operation,proto3,enum=sluice.AclOperation" json:"operation,omitempty"`
+	Permission    AclPermission `protobuf:"varint,7,opt,name=permission,proto3,enum=sluice.AclPermission" json:"permission,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AclBinding) Reset() {
+	*x = AclBinding{}
+	mi := &file_sluice_proto_msgTypes[76]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AclBinding) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AclBinding) ProtoMessage() {}
+
+func (x *AclBinding) ProtoReflect() protoreflect.Message {
+	mi := &file_sluice_proto_msgTypes[76]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AclBinding.ProtoReflect.Descriptor instead.
+func (*AclBinding) Descriptor() ([]byte, []int) {
+	return file_sluice_proto_rawDescGZIP(), []int{76}
+}
+
+func (x *AclBinding) GetResourceType() AclResourceType {
+	if x != nil {
+		return x.ResourceType
+	}
+	return AclResourceType_ACL_RESOURCE_UNKNOWN
+}
+
+func (x *AclBinding) GetResourceName() string {
+	if x != nil {
+		return x.ResourceName
+	}
+	return ""
+}
+
+func (x *AclBinding) GetPatternType() AclPatternType {
+	if x != nil {
+		return x.PatternType
+	}
+	return AclPatternType_ACL_PATTERN_UNKNOWN
+}
+
+func (x *AclBinding) GetPrincipal() string {
+	if x != nil {
+		return x.Principal
+	}
+	return ""
+}
+
+func (x *AclBinding) GetHost() string {
+	if x != nil {
+		return x.Host
+	}
+	return ""
+}
+
+func (x *AclBinding) GetOperation() AclOperation {
+	if x != nil {
+		return x.Operation
+	}
+	return AclOperation_ACL_OPERATION_UNKNOWN
+}
+
+func (x *AclBinding) GetPermission() AclPermission {
+	if x != nil {
+		return x.Permission
+	}
+	return AclPermission_ACL_PERMISSION_UNKNOWN
+}
+
+// UserRecord is a user who authenticates with a bearer token. Only the
+// token's SHA-256 is stored.
+type UserRecord struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	TokenSha256   string                 `protobuf:"bytes,2,opt,name=token_sha256,json=tokenSha256,proto3" json:"token_sha256,omitempty"`
+	CreatedUnixMs int64                  `protobuf:"varint,3,opt,name=created_unix_ms,json=createdUnixMs,proto3" json:"created_unix_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UserRecord) Reset() {
+	*x = UserRecord{}
+	mi := &file_sluice_proto_msgTypes[77]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UserRecord) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UserRecord) ProtoMessage() {}
+
+func (x *UserRecord) ProtoReflect() protoreflect.Message {
+	mi := &file_sluice_proto_msgTypes[77]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UserRecord.ProtoReflect.Descriptor instead.
+func (*UserRecord) Descriptor() ([]byte, []int) {
+	return file_sluice_proto_rawDescGZIP(), []int{77}
+}
+
+func (x *UserRecord) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *UserRecord) GetTokenSha256() string {
+	if x != nil {
+		return x.TokenSha256
+	}
+	return ""
+}
+
+func (x *UserRecord) GetCreatedUnixMs() int64 {
+	if x != nil {
+		return x.CreatedUnixMs
+	}
+	return 0
+}
+
+// SecurityRecord is the cluster's ACLs and token users, stored as one value
+// in the metadata store and changed by the controller with check-and-set.
+type SecurityRecord struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Acls          []*AclBinding          `protobuf:"bytes,1,rep,name=acls,proto3" json:"acls,omitempty"`
+	Users         []*UserRecord          `protobuf:"bytes,2,rep,name=users,proto3" json:"users,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SecurityRecord) Reset() {
+	*x = SecurityRecord{}
+	mi := &file_sluice_proto_msgTypes[78]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SecurityRecord) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SecurityRecord) ProtoMessage() {}
+
+func (x *SecurityRecord) ProtoReflect() protoreflect.Message {
+	mi := &file_sluice_proto_msgTypes[78]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SecurityRecord.ProtoReflect.Descriptor instead.
+func (*SecurityRecord) Descriptor() ([]byte, []int) {
+	return file_sluice_proto_rawDescGZIP(), []int{78}
+}
+
+func (x *SecurityRecord) GetAcls() []*AclBinding {
+	if x != nil {
+		return x.Acls
+	}
+	return nil
+}
+
+func (x *SecurityRecord) GetUsers() []*UserRecord {
+	if x != nil {
+		return x.Users
+	}
+	return nil
+}
+
+type CreateAclsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Acls          []*AclBinding          `protobuf:"bytes,1,rep,name=acls,proto3" json:"acls,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateAclsRequest) Reset() {
+	*x = CreateAclsRequest{}
+	mi := &file_sluice_proto_msgTypes[79]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateAclsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateAclsRequest) ProtoMessage() {}
+
+func (x *CreateAclsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_sluice_proto_msgTypes[79]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateAclsRequest.ProtoReflect.Descriptor instead.
+func (*CreateAclsRequest) Descriptor() ([]byte, []int) {
+	return file_sluice_proto_rawDescGZIP(), []int{79}
+}
+
+func (x *CreateAclsRequest) GetAcls() []*AclBinding {
+	if x != nil {
+		return x.Acls
+	}
+	return nil
+}
+
+type CreateAclsResponse struct {
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	Error        ErrorCode              `protobuf:"varint,1,opt,name=error,proto3,enum=sluice.ErrorCode" json:"error,omitempty"`
+	ErrorMessage string                 `protobuf:"bytes,2,opt,name=error_message,json=errorMessage,proto3" json:"error_message,omitempty"`
+	// How many of the bindings were new.
+	Created       int32 `protobuf:"varint,3,opt,name=created,proto3" json:"created,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateAclsResponse) Reset() {
+	*x = CreateAclsResponse{}
+	mi := &file_sluice_proto_msgTypes[80]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateAclsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateAclsResponse) ProtoMessage() {}
+
+func (x *CreateAclsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_sluice_proto_msgTypes[80]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateAclsResponse.ProtoReflect.Descriptor instead.
+func (*CreateAclsResponse) Descriptor() ([]byte, []int) {
+	return file_sluice_proto_rawDescGZIP(), []int{80}
+}
+
+func (x *CreateAclsResponse) GetError() ErrorCode {
+	if x != nil {
+		return x.Error
+	}
+	return ErrorCode_NONE
+}
+
+func (x *CreateAclsResponse) GetErrorMessage() string {
+	if x != nil {
+		return x.ErrorMessage
+	}
+	return ""
+}
+
+func (x *CreateAclsResponse) GetCreated() int32 {
+	if x != nil {
+		return x.Created
+	}
+	return 0
+}
+
+type DeleteAclsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Filters       []*AclBinding          `protobuf:"bytes,1,rep,name=filters,proto3" json:"filters,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteAclsRequest) Reset() {
+	*x = DeleteAclsRequest{}
+	mi := &file_sluice_proto_msgTypes[81]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteAclsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteAclsRequest) ProtoMessage() {}
+
+func (x *DeleteAclsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_sluice_proto_msgTypes[81]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteAclsRequest.ProtoReflect.Descriptor instead.
+func (*DeleteAclsRequest) Descriptor() ([]byte, []int) {
+	return file_sluice_proto_rawDescGZIP(), []int{81}
+}
+
+func (x *DeleteAclsRequest) GetFilters() []*AclBinding {
+	if x != nil {
+		return x.Filters
+	}
+	return nil
+}
+
+type DeleteAclsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Error         ErrorCode              `protobuf:"varint,1,opt,name=error,proto3,enum=sluice.ErrorCode" json:"error,omitempty"`
+	ErrorMessage  string                 `protobuf:"bytes,2,opt,name=error_message,json=errorMessage,proto3" json:"error_message,omitempty"`
+	Deleted       []*AclBinding          `protobuf:"bytes,3,rep,name=deleted,proto3" json:"deleted,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteAclsResponse) Reset() {
+	*x = DeleteAclsResponse{}
+	mi := &file_sluice_proto_msgTypes[82]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteAclsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteAclsResponse) ProtoMessage() {}
+
+func (x *DeleteAclsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_sluice_proto_msgTypes[82]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteAclsResponse.ProtoReflect.Descriptor instead.
+func (*DeleteAclsResponse) Descriptor() ([]byte, []int) {
+	return file_sluice_proto_rawDescGZIP(), []int{82}
+}
+
+func (x *DeleteAclsResponse) GetError() ErrorCode {
+	if x != nil {
+		return x.Error
+	}
+	return ErrorCode_NONE
+}
+
+func (x *DeleteAclsResponse) GetErrorMessage() string {
+	if x != nil {
+		return x.ErrorMessage
+	}
+	return ""
+}
+
+func (x *DeleteAclsResponse) GetDeleted() []*AclBinding {
+	if x != nil {
+		return x.Deleted
+	}
+	return nil
+}
+
+type DescribeAclsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Filter        *AclBinding            `protobuf:"bytes,1,opt,name=filter,proto3" json:"filter,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DescribeAclsRequest) Reset() {
+	*x = DescribeAclsRequest{}
+	mi := &file_sluice_proto_msgTypes[83]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DescribeAclsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DescribeAclsRequest) ProtoMessage() {}
+
+func (x *DescribeAclsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_sluice_proto_msgTypes[83]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DescribeAclsRequest.ProtoReflect.Descriptor instead.
+func (*DescribeAclsRequest) Descriptor() ([]byte, []int) {
+	return file_sluice_proto_rawDescGZIP(), []int{83}
+}
+
+func (x *DescribeAclsRequest) GetFilter() *AclBinding {
+	if x != nil {
+		return x.Filter
+	}
+	return nil
+}
+
+type DescribeAclsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Error         ErrorCode              `protobuf:"varint,1,opt,name=error,proto3,enum=sluice.ErrorCode" json:"error,omitempty"`
+	ErrorMessage  string                 `protobuf:"bytes,2,opt,name=error_message,json=errorMessage,proto3" json:"error_message,omitempty"`
+	Acls          []*AclBinding          `protobuf:"bytes,3,rep,name=acls,proto3" json:"acls,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DescribeAclsResponse) Reset() {
+	*x = DescribeAclsResponse{}
+	mi := &file_sluice_proto_msgTypes[84]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DescribeAclsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DescribeAclsResponse) ProtoMessage() {}
+
+func (x *DescribeAclsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_sluice_proto_msgTypes[84]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DescribeAclsResponse.ProtoReflect.Descriptor instead.
+func (*DescribeAclsResponse) Descriptor() ([]byte, []int) {
+	return file_sluice_proto_rawDescGZIP(), []int{84}
+}
+
+func (x *DescribeAclsResponse) GetError() ErrorCode {
+	if x != nil {
+		return x.Error
+	}
+	return ErrorCode_NONE
+}
+
+func (x *DescribeAclsResponse) GetErrorMessage() string {
+	if x != nil {
+		return x.ErrorMessage
+	}
+	return ""
+}
+
+func (x *DescribeAclsResponse) GetAcls() []*AclBinding {
+	if x != nil {
+		return x.Acls
+	}
+	return nil
+}
+
+// CreateUserRequest adds a token user. The client makes the token and sends
+// only its SHA-256 (hex).
+type CreateUserRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	TokenSha256   string                 `protobuf:"bytes,2,opt,name=token_sha256,json=tokenSha256,proto3" json:"token_sha256,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateUserRequest) Reset() {
+	*x = CreateUserRequest{}
+	mi := &file_sluice_proto_msgTypes[85]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateUserRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateUserRequest) ProtoMessage() {}
+
+func (x *CreateUserRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_sluice_proto_msgTypes[85]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateUserRequest.ProtoReflect.Descriptor instead.
+func (*CreateUserRequest) Descriptor() ([]byte, []int) {
+	return file_sluice_proto_rawDescGZIP(), []int{85}
+}
+
+func (x *CreateUserRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *CreateUserRequest) GetTokenSha256() string {
+	if x != nil {
+		return x.TokenSha256
+	}
+	return ""
+}
+
+type CreateUserResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Error         ErrorCode              `protobuf:"varint,1,opt,name=error,proto3,enum=sluice.ErrorCode" json:"error,omitempty"`
+	ErrorMessage  string                 `protobuf:"bytes,2,opt,name=error_message,json=errorMessage,proto3" json:"error_message,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateUserResponse) Reset() {
+	*x = CreateUserResponse{}
+	mi := &file_sluice_proto_msgTypes[86]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateUserResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateUserResponse) ProtoMessage() {}
+
+func (x *CreateUserResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_sluice_proto_msgTypes[86]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateUserResponse.ProtoReflect.Descriptor instead.
+func (*CreateUserResponse) Descriptor() ([]byte, []int) {
+	return file_sluice_proto_rawDescGZIP(), []int{86}
+}
+
+func (x *CreateUserResponse) GetError() ErrorCode {
+	if x != nil {
+		return x.Error
+	}
+	return ErrorCode_NONE
+}
+
+func (x *CreateUserResponse) GetErrorMessage() string {
+	if x != nil {
+		return x.ErrorMessage
+	}
+	return ""
+}
+
+type DeleteUserRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteUserRequest) Reset() {
+	*x = DeleteUserRequest{}
+	mi := &file_sluice_proto_msgTypes[87]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteUserRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteUserRequest) ProtoMessage() {}
+
+func (x *DeleteUserRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_sluice_proto_msgTypes[87]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteUserRequest.ProtoReflect.Descriptor instead.
+func (*DeleteUserRequest) Descriptor() ([]byte, []int) {
+	return file_sluice_proto_rawDescGZIP(), []int{87}
+}
+
+func (x *DeleteUserRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+type DeleteUserResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Error         ErrorCode              `protobuf:"varint,1,opt,name=error,proto3,enum=sluice.ErrorCode" json:"error,omitempty"`
+	ErrorMessage  string                 `protobuf:"bytes,2,opt,name=error_message,json=errorMessage,proto3" json:"error_message,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteUserResponse) Reset() {
+	*x = DeleteUserResponse{}
+	mi := &file_sluice_proto_msgTypes[88]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteUserResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteUserResponse) ProtoMessage() {}
+
+func (x *DeleteUserResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_sluice_proto_msgTypes[88]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteUserResponse.ProtoReflect.Descriptor instead.
+func (*DeleteUserResponse) Descriptor() ([]byte, []int) {
+	return file_sluice_proto_rawDescGZIP(), []int{88}
+}
+
+func (x *DeleteUserResponse) GetError() ErrorCode {
+	if x != nil {
+		return x.Error
+	}
+	return ErrorCode_NONE
+}
+
+func (x *DeleteUserResponse) GetErrorMessage() string {
+	if x != nil {
+		return x.ErrorMessage
+	}
+	return ""
+}
+
+type ListUsersRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListUsersRequest) Reset() {
+	*x = ListUsersRequest{}
+	mi := &file_sluice_proto_msgTypes[89]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListUsersRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListUsersRequest) ProtoMessage() {}
+
+func (x *ListUsersRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_sluice_proto_msgTypes[89]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListUsersRequest.ProtoReflect.Descriptor instead.
+func (*ListUsersRequest) Descriptor() ([]byte, []int) {
+	return file_sluice_proto_rawDescGZIP(), []int{89}
+}
+
+// ListUsersResponse lists the token users, without their token hashes.
+type ListUsersResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Error         ErrorCode              `protobuf:"varint,1,opt,name=error,proto3,enum=sluice.ErrorCode" json:"error,omitempty"`
+	ErrorMessage  string                 `protobuf:"bytes,2,opt,name=error_message,json=errorMessage,proto3" json:"error_message,omitempty"`
+	Users         []*UserRecord          `protobuf:"bytes,3,rep,name=users,proto3" json:"users,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListUsersResponse) Reset() {
+	*x = ListUsersResponse{}
+	mi := &file_sluice_proto_msgTypes[90]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListUsersResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListUsersResponse) ProtoMessage() {}
+
+func (x *ListUsersResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_sluice_proto_msgTypes[90]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListUsersResponse.ProtoReflect.Descriptor instead.
+func (*ListUsersResponse) Descriptor() ([]byte, []int) {
+	return file_sluice_proto_rawDescGZIP(), []int{90}
+}
+
+func (x *ListUsersResponse) GetError() ErrorCode {
+	if x != nil {
+		return x.Error
+	}
+	return ErrorCode_NONE
+}
+
+func (x *ListUsersResponse) GetErrorMessage() string {
+	if x != nil {
+		return x.ErrorMessage
+	}
+	return ""
+}
+
+func (x *ListUsersResponse) GetUsers() []*UserRecord {
+	if x != nil {
+		return x.Users
+	}
+	return nil
+}
+
+// WhoAmIRequest asks the broker which principal it sees on the connection.
+type WhoAmIRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WhoAmIRequest) Reset() {
+	*x = WhoAmIRequest{}
+	mi := &file_sluice_proto_msgTypes[91]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WhoAmIRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WhoAmIRequest) ProtoMessage() {}
+
+func (x *WhoAmIRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_sluice_proto_msgTypes[91]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WhoAmIRequest.ProtoReflect.Descriptor instead.
+func (*WhoAmIRequest) Descriptor() ([]byte, []int) {
+	return file_sluice_proto_rawDescGZIP(), []int{91}
+}
+
+type WhoAmIResponse struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Principal string                 `protobuf:"bytes,1,opt,name=principal,proto3" json:"principal,omitempty"`
+	// Whether the broker enforces ACLs.
+	Authorizer    bool `protobuf:"varint,2,opt,name=authorizer,proto3" json:"authorizer,omitempty"`
+	SuperUser     bool `protobuf:"varint,3,opt,name=super_user,json=superUser,proto3" json:"super_user,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WhoAmIResponse) Reset() {
+	*x = WhoAmIResponse{}
+	mi := &file_sluice_proto_msgTypes[92]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WhoAmIResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WhoAmIResponse) ProtoMessage() {}
+
+func (x *WhoAmIResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_sluice_proto_msgTypes[92]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WhoAmIResponse.ProtoReflect.Descriptor instead.
+func (*WhoAmIResponse) Descriptor() ([]byte, []int) {
+	return file_sluice_proto_rawDescGZIP(), []int{92}
+}
+
+func (x *WhoAmIResponse) GetPrincipal() string {
+	if x != nil {
+		return x.Principal
+	}
+	return ""
+}
+
+func (x *WhoAmIResponse) GetAuthorizer() bool {
+	if x != nil {
+		return x.Authorizer
+	}
+	return false
+}
+
+func (x *WhoAmIResponse) GetSuperUser() bool {
+	if x != nil {
+		return x.SuperUser
+	}
+	return false
+}
+
 var File_sluice_proto protoreflect.FileDescriptor
 
 const file_sluice_proto_rawDesc = "" +
@@ -5595,10 +6811,11 @@ const file_sluice_proto_rawDesc = "" +
 	"\fsluice.proto\x12\x06sluice\"R\n" +
 	"\rErrorResponse\x12'\n" +
 	"\x05error\x18\x01 \x01(\x0e2\x11.sluice.ErrorCodeR\x05error\x12\x18\n" +
-	"\amessage\x18\x02 \x01(\tR\amessage\"E\n" +
+	"\amessage\x18\x02 \x01(\tR\amessage\"n\n" +
 	"\x0eInvalidMessage\x12\x1b\n" +
 	"\ttype_name\x18\x01 \x01(\tR\btypeName\x12\x16\n" +
-	"\x06reason\x18\x02 \x01(\tR\x06reason\"\x91\x01\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\x12'\n" +
+	"\x05error\x18\x03 \x01(\x0e2\x11.sluice.ErrorCodeR\x05error\"\x91\x01\n" +
 	"\x0eProduceRequest\x12\x14\n" +
 	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x1c\n" +
 	"\tpartition\x18\x02 \x01(\x05R\tpartition\x12\x12\n" +
@@ -5979,7 +7196,7 @@ const file_sluice_proto_rawDesc = "" +
 	"\vOffsetValue\x12\x16\n" +
 	"\x06offset\x18\x01 \x01(\x03R\x06offset\x12\x1a\n" +
 	"\bmetadata\x18\x02 \x01(\tR\bmetadata\x12$\n" +
-	"\x0ecommit_unix_ms\x18\x03 \x01(\x03R\fcommitUnixMs\"\xa5\x03\n" +
+	"\x0ecommit_unix_ms\x18\x03 \x01(\x03R\fcommitUnixMs\"\xc3\x03\n" +
 	"\x11GroupMemberRecord\x12\x1b\n" +
 	"\tmember_id\x18\x01 \x01(\tR\bmemberId\x12\x1b\n" +
 	"\tclient_id\x18\x02 \x01(\tR\bclientId\x12\x16\n" +
@@ -5995,7 +7212,8 @@ const file_sluice_proto_rawDesc = "" +
 	"\x11auto_offset_reset\x18\n" +
 	" \x01(\tR\x0fautoOffsetReset\x12\x1f\n" +
 	"\vpush_credit\x18\v \x01(\x05R\n" +
-	"pushCredit\"\xa2\x01\n" +
+	"pushCredit\x12\x1c\n" +
+	"\tprincipal\x18\f \x01(\tR\tprincipal\"\xa2\x01\n" +
 	"\x12GroupMetadataValue\x12\x1e\n" +
 	"\n" +
 	"generation\x18\x01 \x01(\x05R\n" +
@@ -6060,7 +7278,68 @@ const file_sluice_proto_rawDesc = "" +
 	"cluster_id\x18\x05 \x01(\tR\tclusterId\x12(\n" +
 	"\x10next_producer_id\x18\x06 \x01(\x03R\x0enextProducerId\x12<\n" +
 	"\x0edeleted_topics\x18\a \x03(\v2\x15.sluice.TopicDeletionR\rdeletedTopics\x12!\n" +
-	"\fbroker_epoch\x18\b \x01(\x03R\vbrokerEpoch*\xb7\b\n" +
+	"\fbroker_epoch\x18\b \x01(\x03R\vbrokerEpoch\"\xc7\x02\n" +
+	"\n" +
+	"AclBinding\x12<\n" +
+	"\rresource_type\x18\x01 \x01(\x0e2\x17.sluice.AclResourceTypeR\fresourceType\x12#\n" +
+	"\rresource_name\x18\x02 \x01(\tR\fresourceName\x129\n" +
+	"\fpattern_type\x18\x03 \x01(\x0e2\x16.sluice.AclPatternTypeR\vpatternType\x12\x1c\n" +
+	"\tprincipal\x18\x04 \x01(\tR\tprincipal\x12\x12\n" +
+	"\x04host\x18\x05 \x01(\tR\x04host\x122\n" +
+	"\toperation\x18\x06 \x01(\x0e2\x14.sluice.AclOperationR\toperation\x125\n" +
+	"\n" +
+	"permission\x18\a \x01(\x0e2\x15.sluice.AclPermissionR\n" +
+	"permission\"k\n" +
+	"\n" +
+	"UserRecord\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12!\n" +
+	"\ftoken_sha256\x18\x02 \x01(\tR\vtokenSha256\x12&\n" +
+	"\x0fcreated_unix_ms\x18\x03 \x01(\x03R\rcreatedUnixMs\"b\n" +
+	"\x0eSecurityRecord\x12&\n" +
+	"\x04acls\x18\x01 \x03(\v2\x12.sluice.AclBindingR\x04acls\x12(\n" +
+	"\x05users\x18\x02 \x03(\v2\x12.sluice.UserRecordR\x05users\";\n" +
+	"\x11CreateAclsRequest\x12&\n" +
+	"\x04acls\x18\x01 \x03(\v2\x12.sluice.AclBindingR\x04acls\"|\n" +
+	"\x12CreateAclsResponse\x12'\n" +
+	"\x05error\x18\x01 \x01(\x0e2\x11.sluice.ErrorCodeR\x05error\x12#\n" +
+	"\rerror_message\x18\x02 \x01(\tR\ferrorMessage\x12\x18\n" +
+	"\acreated\x18\x03 \x01(\x05R\acreated\"A\n" +
+	"\x11DeleteAclsRequest\x12,\n" +
+	"\afilters\x18\x01 \x03(\v2\x12.sluice.AclBindingR\afilters\"\x90\x01\n" +
+	"\x12DeleteAclsResponse\x12'\n" +
+	"\x05error\x18\x01 \x01(\x0e2\x11.sluice.ErrorCodeR\x05error\x12#\n" +
+	"\rerror_message\x18\x02 \x01(\tR\ferrorMessage\x12,\n" +
+	"\adeleted\x18\x03 \x03(\v2\x12.sluice.AclBindingR\adeleted\"A\n" +
+	"\x13DescribeAclsRequest\x12*\n" +
+	"\x06filter\x18\x01 \x01(\v2\x12.sluice.AclBindingR\x06filter\"\x8c\x01\n" +
+	"\x14DescribeAclsResponse\x12'\n" +
+	"\x05error\x18\x01 \x01(\x0e2\x11.sluice.ErrorCodeR\x05error\x12#\n" +
+	"\rerror_message\x18\x02 \x01(\tR\ferrorMessage\x12&\n" +
+	"\x04acls\x18\x03 \x03(\v2\x12.sluice.AclBindingR\x04acls\"J\n" +
+	"\x11CreateUserRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12!\n" +
+	"\ftoken_sha256\x18\x02 \x01(\tR\vtokenSha256\"b\n" +
+	"\x12CreateUserResponse\x12'\n" +
+	"\x05error\x18\x01 \x01(\x0e2\x11.sluice.ErrorCodeR\x05error\x12#\n" +
+	"\rerror_message\x18\x02 \x01(\tR\ferrorMessage\"'\n" +
+	"\x11DeleteUserRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\"b\n" +
+	"\x12DeleteUserResponse\x12'\n" +
+	"\x05error\x18\x01 \x01(\x0e2\x11.sluice.ErrorCodeR\x05error\x12#\n" +
+	"\rerror_message\x18\x02 \x01(\tR\ferrorMessage\"\x12\n" +
+	"\x10ListUsersRequest\"\x8b\x01\n" +
+	"\x11ListUsersResponse\x12'\n" +
+	"\x05error\x18\x01 \x01(\x0e2\x11.sluice.ErrorCodeR\x05error\x12#\n" +
+	"\rerror_message\x18\x02 \x01(\tR\ferrorMessage\x12(\n" +
+	"\x05users\x18\x03 \x03(\v2\x12.sluice.UserRecordR\x05users\"\x0f\n" +
+	"\rWhoAmIRequest\"m\n" +
+	"\x0eWhoAmIResponse\x12\x1c\n" +
+	"\tprincipal\x18\x01 \x01(\tR\tprincipal\x12\x1e\n" +
+	"\n" +
+	"authorizer\x18\x02 \x01(\bR\n" +
+	"authorizer\x12\x1d\n" +
+	"\n" +
+	"super_user\x18\x03 \x01(\bR\tsuperUser*\xde\t\n" +
 	"\tErrorCode\x12\b\n" +
 	"\x04NONE\x10\x00\x12\x18\n" +
 	"\x14UNKNOWN_SERVER_ERROR\x10\x01\x12\x1e\n" +
@@ -6106,7 +7385,45 @@ const file_sluice_proto_rawDesc = "" +
 	"\x12MEMBER_ID_REQUIRED\x10'\x12 \n" +
 	"\x1cCLUSTER_AUTHORIZATION_FAILED\x10(\x12\x1b\n" +
 	"\x17INCONSISTENT_CLUSTER_ID\x10)\x12\x16\n" +
-	"\x12STALE_BROKER_EPOCH\x10*B%Z#github.com/sluicemq/sluice/messagesb\x06proto3"
+	"\x12STALE_BROKER_EPOCH\x10*\x12\x1e\n" +
+	"\x1aTOPIC_AUTHORIZATION_FAILED\x10+\x12\x1e\n" +
+	"\x1aGROUP_AUTHORIZATION_FAILED\x10,\x12\x1e\n" +
+	"\x1aSASL_AUTHENTICATION_FAILED\x10-\x12\x16\n" +
+	"\x12RESOURCE_NOT_FOUND\x10.\x12\x16\n" +
+	"\x12DUPLICATE_RESOURCE\x10/\x12\x15\n" +
+	"\x11SECURITY_DISABLED\x100*\x8b\x01\n" +
+	"\x0fAclResourceType\x12\x18\n" +
+	"\x14ACL_RESOURCE_UNKNOWN\x10\x00\x12\x14\n" +
+	"\x10ACL_RESOURCE_ANY\x10\x01\x12\x16\n" +
+	"\x12ACL_RESOURCE_TOPIC\x10\x02\x12\x16\n" +
+	"\x12ACL_RESOURCE_GROUP\x10\x03\x12\x18\n" +
+	"\x14ACL_RESOURCE_CLUSTER\x10\x04*\xfc\x02\n" +
+	"\fAclOperation\x12\x19\n" +
+	"\x15ACL_OPERATION_UNKNOWN\x10\x00\x12\x15\n" +
+	"\x11ACL_OPERATION_ANY\x10\x01\x12\x15\n" +
+	"\x11ACL_OPERATION_ALL\x10\x02\x12\x16\n" +
+	"\x12ACL_OPERATION_READ\x10\x03\x12\x17\n" +
+	"\x13ACL_OPERATION_WRITE\x10\x04\x12\x18\n" +
+	"\x14ACL_OPERATION_CREATE\x10\x05\x12\x18\n" +
+	"\x14ACL_OPERATION_DELETE\x10\x06\x12\x17\n" +
+	"\x13ACL_OPERATION_ALTER\x10\a\x12\x1a\n" +
+	"\x16ACL_OPERATION_DESCRIBE\x10\b\x12 \n" +
+	"\x1cACL_OPERATION_CLUSTER_ACTION\x10\t\x12\"\n" +
+	"\x1eACL_OPERATION_DESCRIBE_CONFIGS\x10\n" +
+	"\x12\x1f\n" +
+	"\x1bACL_OPERATION_ALTER_CONFIGS\x10\v\x12\"\n" +
+	"\x1eACL_OPERATION_IDEMPOTENT_WRITE\x10\f*\x88\x01\n" +
+	"\x0eAclPatternType\x12\x17\n" +
+	"\x13ACL_PATTERN_UNKNOWN\x10\x00\x12\x13\n" +
+	"\x0fACL_PATTERN_ANY\x10\x01\x12\x15\n" +
+	"\x11ACL_PATTERN_MATCH\x10\x02\x12\x17\n" +
+	"\x13ACL_PATTERN_LITERAL\x10\x03\x12\x18\n" +
+	"\x14ACL_PATTERN_PREFIXED\x10\x04*v\n" +
+	"\rAclPermission\x12\x1a\n" +
+	"\x16ACL_PERMISSION_UNKNOWN\x10\x00\x12\x16\n" +
+	"\x12ACL_PERMISSION_ANY\x10\x01\x12\x17\n" +
+	"\x13ACL_PERMISSION_DENY\x10\x02\x12\x18\n" +
+	"\x14ACL_PERMISSION_ALLOW\x10\x03B%Z#github.com/sluicemq/sluice/messagesb\x06proto3"
 
 var (
 	file_sluice_proto_rawDescOnce sync.Once
@@ -6120,153 +7437,193 @@ func file_sluice_proto_rawDescGZIP() []byte {
 	return file_sluice_proto_rawDescData
 }
 
-var file_sluice_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_sluice_proto_msgTypes = make([]protoimpl.MessageInfo, 82)
+var file_sluice_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
+var file_sluice_proto_msgTypes = make([]protoimpl.MessageInfo, 99)
 var file_sluice_proto_goTypes = []any{
 	(ErrorCode)(0),                       // 0: sluice.ErrorCode
-	(*ErrorResponse)(nil),                // 1: sluice.ErrorResponse
-	(*InvalidMessage)(nil),               // 2: sluice.InvalidMessage
-	(*ProduceRequest)(nil),               // 3: sluice.ProduceRequest
-	(*ProduceResponse)(nil),              // 4: sluice.ProduceResponse
-	(*FetchRequest)(nil),                 // 5: sluice.FetchRequest
-	(*FetchResponse)(nil),                // 6: sluice.FetchResponse
-	(*ListOffsetsRequest)(nil),           // 7: sluice.ListOffsetsRequest
-	(*ListOffsetsResponse)(nil),          // 8: sluice.ListOffsetsResponse
-	(*MetadataRequest)(nil),              // 9: sluice.MetadataRequest
-	(*BrokerInfo)(nil),                   // 10: sluice.BrokerInfo
-	(*PartitionMetadata)(nil),            // 11: sluice.PartitionMetadata
-	(*TopicMetadata)(nil),                // 12: sluice.TopicMetadata
-	(*MetadataResponse)(nil),             // 13: sluice.MetadataResponse
-	(*TopicSpec)(nil),                    // 14: sluice.TopicSpec
-	(*CreateTopicsRequest)(nil),          // 15: sluice.CreateTopicsRequest
-	(*TopicResult)(nil),                  // 16: sluice.TopicResult
-	(*CreateTopicsResponse)(nil),         // 17: sluice.CreateTopicsResponse
-	(*DeleteTopicsRequest)(nil),          // 18: sluice.DeleteTopicsRequest
-	(*DeleteTopicsResponse)(nil),         // 19: sluice.DeleteTopicsResponse
-	(*DescribeReplicasRequest)(nil),      // 20: sluice.DescribeReplicasRequest
-	(*ReplicaState)(nil),                 // 21: sluice.ReplicaState
-	(*DescribeReplicasResponse)(nil),     // 22: sluice.DescribeReplicasResponse
-	(*ReplicaFetchRequest)(nil),          // 23: sluice.ReplicaFetchRequest
-	(*ReplicaFetchResponse)(nil),         // 24: sluice.ReplicaFetchResponse
-	(*OffsetForLeaderEpochRequest)(nil),  // 25: sluice.OffsetForLeaderEpochRequest
-	(*OffsetForLeaderEpochResponse)(nil), // 26: sluice.OffsetForLeaderEpochResponse
-	(*AlterPartitionRequest)(nil),        // 27: sluice.AlterPartitionRequest
-	(*AlterPartitionResponse)(nil),       // 28: sluice.AlterPartitionResponse
-	(*LeaderAndIsrRequest)(nil),          // 29: sluice.LeaderAndIsrRequest
-	(*LeaderAndIsrResponse)(nil),         // 30: sluice.LeaderAndIsrResponse
-	(*ReplicaOfflineRequest)(nil),        // 31: sluice.ReplicaOfflineRequest
-	(*ReplicaOfflineResponse)(nil),       // 32: sluice.ReplicaOfflineResponse
-	(*InitProducerIdRequest)(nil),        // 33: sluice.InitProducerIdRequest
-	(*InitProducerIdResponse)(nil),       // 34: sluice.InitProducerIdResponse
-	(*AllocateProducerIdsRequest)(nil),   // 35: sluice.AllocateProducerIdsRequest
-	(*AllocateProducerIdsResponse)(nil),  // 36: sluice.AllocateProducerIdsResponse
-	(*FindCoordinatorRequest)(nil),       // 37: sluice.FindCoordinatorRequest
-	(*FindCoordinatorResponse)(nil),      // 38: sluice.FindCoordinatorResponse
-	(*TopicPartitions)(nil),              // 39: sluice.TopicPartitions
-	(*JoinGroupRequest)(nil),             // 40: sluice.JoinGroupRequest
-	(*JoinGroupResponse)(nil),            // 41: sluice.JoinGroupResponse
-	(*SyncGroupRequest)(nil),             // 42: sluice.SyncGroupRequest
-	(*SyncGroupResponse)(nil),            // 43: sluice.SyncGroupResponse
-	(*HeartbeatRequest)(nil),             // 44: sluice.HeartbeatRequest
-	(*HeartbeatResponse)(nil),            // 45: sluice.HeartbeatResponse
-	(*LeaveGroupRequest)(nil),            // 46: sluice.LeaveGroupRequest
-	(*LeaveGroupResponse)(nil),           // 47: sluice.LeaveGroupResponse
-	(*OffsetCommitEntry)(nil),            // 48: sluice.OffsetCommitEntry
-	(*OffsetCommitRequest)(nil),          // 49: sluice.OffsetCommitRequest
-	(*OffsetCommitResponse)(nil),         // 50: sluice.OffsetCommitResponse
-	(*OffsetFetchRequest)(nil),           // 51: sluice.OffsetFetchRequest
-	(*OffsetFetchResponse)(nil),          // 52: sluice.OffsetFetchResponse
-	(*ListGroupsRequest)(nil),            // 53: sluice.ListGroupsRequest
-	(*GroupOverview)(nil),                // 54: sluice.GroupOverview
-	(*ListGroupsResponse)(nil),           // 55: sluice.ListGroupsResponse
-	(*DescribeGroupRequest)(nil),         // 56: sluice.DescribeGroupRequest
-	(*MemberDescription)(nil),            // 57: sluice.MemberDescription
-	(*DescribeGroupResponse)(nil),        // 58: sluice.DescribeGroupResponse
-	(*SubscribeRequest)(nil),             // 59: sluice.SubscribeRequest
-	(*SubscribeResponse)(nil),            // 60: sluice.SubscribeResponse
-	(*PushedRecord)(nil),                 // 61: sluice.PushedRecord
-	(*PushRecords)(nil),                  // 62: sluice.PushRecords
-	(*PushAssignment)(nil),               // 63: sluice.PushAssignment
-	(*PushCredit)(nil),                   // 64: sluice.PushCredit
-	(*PushAck)(nil),                      // 65: sluice.PushAck
-	(*UnsubscribeRequest)(nil),           // 66: sluice.UnsubscribeRequest
-	(*GroupRecordKey)(nil),               // 67: sluice.GroupRecordKey
-	(*OffsetValue)(nil),                  // 68: sluice.OffsetValue
-	(*GroupMemberRecord)(nil),            // 69: sluice.GroupMemberRecord
-	(*GroupMetadataValue)(nil),           // 70: sluice.GroupMetadataValue
-	(*TopicRecord)(nil),                  // 71: sluice.TopicRecord
-	(*ReplicaAssignment)(nil),            // 72: sluice.ReplicaAssignment
-	(*PartitionState)(nil),               // 73: sluice.PartitionState
-	(*TopicDeletion)(nil),                // 74: sluice.TopicDeletion
-	(*BrokerRegistration)(nil),           // 75: sluice.BrokerRegistration
-	(*ClusterSnapshot)(nil),              // 76: sluice.ClusterSnapshot
-	nil,                                  // 77: sluice.TopicMetadata.ConfigsEntry
-	nil,                                  // 78: sluice.TopicSpec.ConfigsEntry
-	nil,                                  // 79: sluice.AlterPartitionRequest.IsrEpochsEntry
-	nil,                                  // 80: sluice.TopicRecord.ConfigsEntry
-	nil,                                  // 81: sluice.PartitionState.IsrEpochsEntry
-	nil,                                  // 82: sluice.PartitionState.IsrDirsEntry
+	(AclResourceType)(0),                 // 1: sluice.AclResourceType
+	(AclOperation)(0),                    // 2: sluice.AclOperation
+	(AclPatternType)(0),                  // 3: sluice.AclPatternType
+	(AclPermission)(0),                   // 4: sluice.AclPermission
+	(*ErrorResponse)(nil),                // 5: sluice.ErrorResponse
+	(*InvalidMessage)(nil),               // 6: sluice.InvalidMessage
+	(*ProduceRequest)(nil),               // 7: sluice.ProduceRequest
+	(*ProduceResponse)(nil),              // 8: sluice.ProduceResponse
+	(*FetchRequest)(nil),                 // 9: sluice.FetchRequest
+	(*FetchResponse)(nil),                // 10: sluice.FetchResponse
+	(*ListOffsetsRequest)(nil),           // 11: sluice.ListOffsetsRequest
+	(*ListOffsetsResponse)(nil),          // 12: sluice.ListOffsetsResponse
+	(*MetadataRequest)(nil),              // 13: sluice.MetadataRequest
+	(*BrokerInfo)(nil),                   // 14: sluice.BrokerInfo
+	(*PartitionMetadata)(nil),            // 15: sluice.PartitionMetadata
+	(*TopicMetadata)(nil),                // 16: sluice.TopicMetadata
+	(*MetadataResponse)(nil),             // 17: sluice.MetadataResponse
+	(*TopicSpec)(nil),                    // 18: sluice.TopicSpec
+	(*CreateTopicsRequest)(nil),          // 19: sluice.CreateTopicsRequest
+	(*TopicResult)(nil),                  // 20: sluice.TopicResult
+	(*CreateTopicsResponse)(nil),         // 21: sluice.CreateTopicsResponse
+	(*DeleteTopicsRequest)(nil),          // 22: sluice.DeleteTopicsRequest
+	(*DeleteTopicsResponse)(nil),         // 23: sluice.DeleteTopicsResponse
+	(*DescribeReplicasRequest)(nil),      // 24: sluice.DescribeReplicasRequest
+	(*ReplicaState)(nil),                 // 25: sluice.ReplicaState
+	(*DescribeReplicasResponse)(nil),     // 26: sluice.DescribeReplicasResponse
+	(*ReplicaFetchRequest)(nil),          // 27: sluice.ReplicaFetchRequest
+	(*ReplicaFetchResponse)(nil),         // 28: sluice.ReplicaFetchResponse
+	(*OffsetForLeaderEpochRequest)(nil),  // 29: sluice.OffsetForLeaderEpochRequest
+	(*OffsetForLeaderEpochResponse)(nil), // 30: sluice.OffsetForLeaderEpochResponse
+	(*AlterPartitionRequest)(nil),        // 31: sluice.AlterPartitionRequest
+	(*AlterPartitionResponse)(nil),       // 32: sluice.AlterPartitionResponse
+	(*LeaderAndIsrRequest)(nil),          // 33: sluice.LeaderAndIsrRequest
+	(*LeaderAndIsrResponse)(nil),         // 34: sluice.LeaderAndIsrResponse
+	(*ReplicaOfflineRequest)(nil),        // 35: sluice.ReplicaOfflineRequest
+	(*ReplicaOfflineResponse)(nil),       // 36: sluice.ReplicaOfflineResponse
+	(*InitProducerIdRequest)(nil),        // 37: sluice.InitProducerIdRequest
+	(*InitProducerIdResponse)(nil),       // 38: sluice.InitProducerIdResponse
+	(*AllocateProducerIdsRequest)(nil),   // 39: sluice.AllocateProducerIdsRequest
+	(*AllocateProducerIdsResponse)(nil),  // 40: sluice.AllocateProducerIdsResponse
+	(*FindCoordinatorRequest)(nil),       // 41: sluice.FindCoordinatorRequest
+	(*FindCoordinatorResponse)(nil),      // 42: sluice.FindCoordinatorResponse
+	(*TopicPartitions)(nil),              // 43: sluice.TopicPartitions
+	(*JoinGroupRequest)(nil),             // 44: sluice.JoinGroupRequest
+	(*JoinGroupResponse)(nil),            // 45: sluice.JoinGroupResponse
+	(*SyncGroupRequest)(nil),             // 46: sluice.SyncGroupRequest
+	(*SyncGroupResponse)(nil),            // 47: sluice.SyncGroupResponse
+	(*HeartbeatRequest)(nil),             // 48: sluice.HeartbeatRequest
+	(*HeartbeatResponse)(nil),            // 49: sluice.HeartbeatResponse
+	(*LeaveGroupRequest)(nil),            // 50: sluice.LeaveGroupRequest
+	(*LeaveGroupResponse)(nil),           // 51: sluice.LeaveGroupResponse
+	(*OffsetCommitEntry)(nil),            // 52: sluice.OffsetCommitEntry
+	(*OffsetCommitRequest)(nil),          // 53: sluice.OffsetCommitRequest
+	(*OffsetCommitResponse)(nil),         // 54: sluice.OffsetCommitResponse
+	(*OffsetFetchRequest)(nil),           // 55: sluice.OffsetFetchRequest
+	(*OffsetFetchResponse)(nil),          // 56: sluice.OffsetFetchResponse
+	(*ListGroupsRequest)(nil),            // 57: sluice.ListGroupsRequest
+	(*GroupOverview)(nil),                // 58: sluice.GroupOverview
+	(*ListGroupsResponse)(nil),           // 59: sluice.ListGroupsResponse
+	(*DescribeGroupRequest)(nil),         // 60: sluice.DescribeGroupRequest
+	(*MemberDescription)(nil),            // 61: sluice.MemberDescription
+	(*DescribeGroupResponse)(nil),        // 62: sluice.DescribeGroupResponse
+	(*SubscribeRequest)(nil),             // 63: sluice.SubscribeRequest
+	(*SubscribeResponse)(nil),            // 64: sluice.SubscribeResponse
+	(*PushedRecord)(nil),                 // 65: sluice.PushedRecord
+	(*PushRecords)(nil),                  // 66: sluice.PushRecords
+	(*PushAssignment)(nil),               // 67: sluice.PushAssignment
+	(*PushCredit)(nil),                   // 68: sluice.PushCredit
+	(*PushAck)(nil),                      // 69: sluice.PushAck
+	(*UnsubscribeRequest)(nil),           // 70: sluice.UnsubscribeRequest
+	(*GroupRecordKey)(nil),               // 71: sluice.GroupRecordKey
+	(*OffsetValue)(nil),                  // 72: sluice.OffsetValue
+	(*GroupMemberRecord)(nil),            // 73: sluice.GroupMemberRecord
+	(*GroupMetadataValue)(nil),           // 74: sluice.GroupMetadataValue
+	(*TopicRecord)(nil),                  // 75: sluice.TopicRecord
+	(*ReplicaAssignment)(nil),            // 76: sluice.ReplicaAssignment
+	(*PartitionState)(nil),               // 77: sluice.PartitionState
+	(*TopicDeletion)(nil),                // 78: sluice.TopicDeletion
+	(*BrokerRegistration)(nil),           // 79: sluice.BrokerRegistration
+	(*ClusterSnapshot)(nil),              // 80: sluice.ClusterSnapshot
+	(*AclBinding)(nil),                   // 81: sluice.AclBinding
+	(*UserRecord)(nil),                   // 82: sluice.UserRecord
+	(*SecurityRecord)(nil),               // 83: sluice.SecurityRecord
+	(*CreateAclsRequest)(nil),            // 84: sluice.CreateAclsRequest
+	(*CreateAclsResponse)(nil),           // 85: sluice.CreateAclsResponse
+	(*DeleteAclsRequest)(nil),            // 86: sluice.DeleteAclsRequest
+	(*DeleteAclsResponse)(nil),           // 87: sluice.DeleteAclsResponse
+	(*DescribeAclsRequest)(nil),          // 88: sluice.DescribeAclsRequest
+	(*DescribeAclsResponse)(nil),         // 89: sluice.DescribeAclsResponse
+	(*CreateUserRequest)(nil),            // 90: sluice.CreateUserRequest
+	(*CreateUserResponse)(nil),           // 91: sluice.CreateUserResponse
+	(*DeleteUserRequest)(nil),            // 92: sluice.DeleteUserRequest
+	(*DeleteUserResponse)(nil),           // 93: sluice.DeleteUserResponse
+	(*ListUsersRequest)(nil),             // 94: sluice.ListUsersRequest
+	(*ListUsersResponse)(nil),            // 95: sluice.ListUsersResponse
+	(*WhoAmIRequest)(nil),                // 96: sluice.WhoAmIRequest
+	(*WhoAmIResponse)(nil),               // 97: sluice.WhoAmIResponse
+	nil,                                  // 98: sluice.TopicMetadata.ConfigsEntry
+	nil,                                  // 99: sluice.TopicSpec.ConfigsEntry
+	nil,                                  // 100: sluice.AlterPartitionRequest.IsrEpochsEntry
+	nil,                                  // 101: sluice.TopicRecord.ConfigsEntry
+	nil,                                  // 102: sluice.PartitionState.IsrEpochsEntry
+	nil,                                  // 103: sluice.PartitionState.IsrDirsEntry
 }
 var file_sluice_proto_depIdxs = []int32{
-	0,  // 0: sluice.ErrorResponse.error:type_name -> sluice.ErrorCode
-	0,  // 1: sluice.ProduceResponse.error:type_name -> sluice.ErrorCode
-	0,  // 2: sluice.FetchResponse.error:type_name -> sluice.ErrorCode
-	0,  // 3: sluice.ListOffsetsResponse.error:type_name -> sluice.ErrorCode
-	0,  // 4: sluice.PartitionMetadata.error:type_name -> sluice.ErrorCode
-	0,  // 5: sluice.TopicMetadata.error:type_name -> sluice.ErrorCode
-	11, // 6: sluice.TopicMetadata.partitions:type_name -> sluice.PartitionMetadata
-	77, // 7: sluice.TopicMetadata.configs:type_name -> sluice.TopicMetadata.ConfigsEntry
-	10, // 8: sluice.MetadataResponse.brokers:type_name -> sluice.BrokerInfo
-	12, // 9: sluice.MetadataResponse.topics:type_name -> sluice.TopicMetadata
-	78, // 10: sluice.TopicSpec.configs:type_name -> sluice.TopicSpec.ConfigsEntry
-	14, // 11: sluice.CreateTopicsRequest.topics:type_name -> sluice.TopicSpec
-	0,  // 12: sluice.TopicResult.error:type_name -> sluice.ErrorCode
-	16, // 13: sluice.CreateTopicsResponse.results:type_name -> sluice.TopicResult
-	16, // 14: sluice.DeleteTopicsResponse.results:type_name -> sluice.TopicResult
-	0,  // 15: sluice.ReplicaState.error:type_name -> sluice.ErrorCode
-	21, // 16: sluice.DescribeReplicasResponse.replicas:type_name -> sluice.ReplicaState
-	0,  // 17: sluice.ReplicaFetchResponse.error:type_name -> sluice.ErrorCode
-	0,  // 18: sluice.OffsetForLeaderEpochResponse.error:type_name -> sluice.ErrorCode
-	79, // 19: sluice.AlterPartitionRequest.isr_epochs:type_name -> sluice.AlterPartitionRequest.IsrEpochsEntry
-	0,  // 20: sluice.AlterPartitionResponse.error:type_name -> sluice.ErrorCode
-	73, // 21: sluice.AlterPartitionResponse.state:type_name -> sluice.PartitionState
-	73, // 22: sluice.LeaderAndIsrRequest.states:type_name -> sluice.PartitionState
-	0,  // 23: sluice.LeaderAndIsrResponse.error:type_name -> sluice.ErrorCode
-	0,  // 24: sluice.ReplicaOfflineResponse.error:type_name -> sluice.ErrorCode
-	0,  // 25: sluice.InitProducerIdResponse.error:type_name -> sluice.ErrorCode
-	0,  // 26: sluice.AllocateProducerIdsResponse.error:type_name -> sluice.ErrorCode
-	0,  // 27: sluice.FindCoordinatorResponse.error:type_name -> sluice.ErrorCode
-	0,  // 28: sluice.JoinGroupResponse.error:type_name -> sluice.ErrorCode
-	0,  // 29: sluice.SyncGroupResponse.error:type_name -> sluice.ErrorCode
-	39, // 30: sluice.SyncGroupResponse.assignment:type_name -> sluice.TopicPartitions
-	0,  // 31: sluice.HeartbeatResponse.error:type_name -> sluice.ErrorCode
-	0,  // 32: sluice.LeaveGroupResponse.error:type_name -> sluice.ErrorCode
-	48, // 33: sluice.OffsetCommitRequest.offsets:type_name -> sluice.OffsetCommitEntry
-	0,  // 34: sluice.OffsetCommitResponse.error:type_name -> sluice.ErrorCode
-	39, // 35: sluice.OffsetFetchRequest.partitions:type_name -> sluice.TopicPartitions
-	0,  // 36: sluice.OffsetFetchResponse.error:type_name -> sluice.ErrorCode
-	48, // 37: sluice.OffsetFetchResponse.offsets:type_name -> sluice.OffsetCommitEntry
-	54, // 38: sluice.ListGroupsResponse.groups:type_name -> sluice.GroupOverview
-	39, // 39: sluice.MemberDescription.assignment:type_name -> sluice.TopicPartitions
-	0,  // 40: sluice.DescribeGroupResponse.error:type_name -> sluice.ErrorCode
-	57, // 41: sluice.DescribeGroupResponse.members:type_name -> sluice.MemberDescription
-	0,  // 42: sluice.SubscribeResponse.error:type_name -> sluice.ErrorCode
-	61, // 43: sluice.PushRecords.records:type_name -> sluice.PushedRecord
-	39, // 44: sluice.PushAssignment.assigned:type_name -> sluice.TopicPartitions
-	39, // 45: sluice.GroupMemberRecord.assignment:type_name -> sluice.TopicPartitions
-	69, // 46: sluice.GroupMetadataValue.members:type_name -> sluice.GroupMemberRecord
-	80, // 47: sluice.TopicRecord.configs:type_name -> sluice.TopicRecord.ConfigsEntry
-	72, // 48: sluice.TopicRecord.assignment:type_name -> sluice.ReplicaAssignment
-	81, // 49: sluice.PartitionState.isr_epochs:type_name -> sluice.PartitionState.IsrEpochsEntry
-	82, // 50: sluice.PartitionState.isr_dirs:type_name -> sluice.PartitionState.IsrDirsEntry
-	71, // 51: sluice.ClusterSnapshot.topics:type_name -> sluice.TopicRecord
-	73, // 52: sluice.ClusterSnapshot.partitions:type_name -> sluice.PartitionState
-	74, // 53: sluice.ClusterSnapshot.deleted_topics:type_name -> sluice.TopicDeletion
-	54, // [54:54] is the sub-list for method output_type
-	54, // [54:54] is the sub-list for method input_type
-	54, // [54:54] is the sub-list for extension type_name
-	54, // [54:54] is the sub-list for extension extendee
-	0,  // [0:54] is the sub-list for field type_name
+	0,   // 0: sluice.ErrorResponse.error:type_name -> sluice.ErrorCode
+	0,   // 1: sluice.InvalidMessage.error:type_name -> sluice.ErrorCode
+	0,   // 2: sluice.ProduceResponse.error:type_name -> sluice.ErrorCode
+	0,   // 3: sluice.FetchResponse.error:type_name -> sluice.ErrorCode
+	0,   // 4: sluice.ListOffsetsResponse.error:type_name -> sluice.ErrorCode
+	0,   // 5: sluice.PartitionMetadata.error:type_name -> sluice.ErrorCode
+	0,   // 6: sluice.TopicMetadata.error:type_name -> sluice.ErrorCode
+	15,  // 7: sluice.TopicMetadata.partitions:type_name -> sluice.PartitionMetadata
+	98,  // 8: sluice.TopicMetadata.configs:type_name -> sluice.TopicMetadata.ConfigsEntry
+	14,  // 9: sluice.MetadataResponse.brokers:type_name -> sluice.BrokerInfo
+	16,  // 10: sluice.MetadataResponse.topics:type_name -> sluice.TopicMetadata
+	99,  // 11: sluice.TopicSpec.configs:type_name -> sluice.TopicSpec.ConfigsEntry
+	18,  // 12: sluice.CreateTopicsRequest.topics:type_name -> sluice.TopicSpec
+	0,   // 13: sluice.TopicResult.error:type_name -> sluice.ErrorCode
+	20,  // 14: sluice.CreateTopicsResponse.results:type_name -> sluice.TopicResult
+	20,  // 15: sluice.DeleteTopicsResponse.results:type_name -> sluice.TopicResult
+	0,   // 16: sluice.ReplicaState.error:type_name -> sluice.ErrorCode
+	25,  // 17: sluice.DescribeReplicasResponse.replicas:type_name -> sluice.ReplicaState
+	0,   // 18: sluice.ReplicaFetchResponse.error:type_name -> sluice.ErrorCode
+	0,   // 19: sluice.OffsetForLeaderEpochResponse.error:type_name -> sluice.ErrorCode
+	100, // 20: sluice.AlterPartitionRequest.isr_epochs:type_name -> sluice.AlterPartitionRequest.IsrEpochsEntry
+	0,   // 21: sluice.AlterPartitionResponse.error:type_name -> sluice.ErrorCode
+	77,  // 22: sluice.AlterPartitionResponse.state:type_name -> sluice.PartitionState
+	77,  // 23: sluice.LeaderAndIsrRequest.states:type_name -> sluice.PartitionState
+	0,   // 24: sluice.LeaderAndIsrResponse.error:type_name -> sluice.ErrorCode
+	0,   // 25: sluice.ReplicaOfflineResponse.error:type_name -> sluice.ErrorCode
+	0,   // 26: sluice.InitProducerIdResponse.error:type_name -> sluice.ErrorCode
+	0,   // 27: sluice.AllocateProducerIdsResponse.error:type_name -> sluice.ErrorCode
+	0,   // 28: sluice.FindCoordinatorResponse.error:type_name -> sluice.ErrorCode
+	0,   // 29: sluice.JoinGroupResponse.error:type_name -> sluice.ErrorCode
+	0,   // 30: sluice.SyncGroupResponse.error:type_name -> sluice.ErrorCode
+	43,  // 31: sluice.SyncGroupResponse.assignment:type_name -> sluice.TopicPartitions
+	0,   // 32: sluice.HeartbeatResponse.error:type_name -> sluice.ErrorCode
+	0,   // 33: sluice.LeaveGroupResponse.error:type_name -> sluice.ErrorCode
+	52,  // 34: sluice.OffsetCommitRequest.offsets:type_name -> sluice.OffsetCommitEntry
+	0,   // 35: sluice.OffsetCommitResponse.error:type_name -> sluice.ErrorCode
+	43,  // 36: sluice.OffsetFetchRequest.partitions:type_name -> sluice.TopicPartitions
+	0,   // 37: sluice.OffsetFetchResponse.error:type_name -> sluice.ErrorCode
+	52,  // 38: sluice.OffsetFetchResponse.offsets:type_name -> sluice.OffsetCommitEntry
+	58,  // 39: sluice.ListGroupsResponse.groups:type_name -> sluice.GroupOverview
+	43,  // 40: sluice.MemberDescription.assignment:type_name -> sluice.TopicPartitions
+	0,   // 41: sluice.DescribeGroupResponse.error:type_name -> sluice.ErrorCode
+	61,  // 42: sluice.DescribeGroupResponse.members:type_name -> sluice.MemberDescription
+	0,   // 43: sluice.SubscribeResponse.error:type_name -> sluice.ErrorCode
+	65,  // 44: sluice.PushRecords.records:type_name -> sluice.PushedRecord
+	43,  // 45: sluice.PushAssignment.assigned:type_name -> sluice.TopicPartitions
+	43,  // 46: sluice.GroupMemberRecord.assignment:type_name -> sluice.TopicPartitions
+	73,  // 47: sluice.GroupMetadataValue.members:type_name -> sluice.GroupMemberRecord
+	101, // 48: sluice.TopicRecord.configs:type_name -> sluice.TopicRecord.ConfigsEntry
+	76,  // 49: sluice.TopicRecord.assignment:type_name -> sluice.ReplicaAssignment
+	102, // 50: sluice.PartitionState.isr_epochs:type_name -> sluice.PartitionState.IsrEpochsEntry
+	103, // 51: sluice.PartitionState.isr_dirs:type_name -> sluice.PartitionState.IsrDirsEntry
+	75,  // 52: sluice.ClusterSnapshot.topics:type_name -> sluice.TopicRecord
+	77,  // 53: sluice.ClusterSnapshot.partitions:type_name -> sluice.PartitionState
+	78,  // 54: sluice.ClusterSnapshot.deleted_topics:type_name -> sluice.TopicDeletion
+	1,   // 55: sluice.AclBinding.resource_type:type_name -> sluice.AclResourceType
+	3,   // 56: sluice.AclBinding.pattern_type:type_name -> sluice.AclPatternType
+	2,   // 57: sluice.AclBinding.operation:type_name -> sluice.AclOperation
+	4,   // 58: sluice.AclBinding.permission:type_name -> sluice.AclPermission
+	81,  // 59: sluice.SecurityRecord.acls:type_name -> sluice.AclBinding
+	82,  // 60: sluice.SecurityRecord.users:type_name -> sluice.UserRecord
+	81,  // 61: sluice.CreateAclsRequest.acls:type_name -> sluice.AclBinding
+	0,   // 62: sluice.CreateAclsResponse.error:type_name -> sluice.ErrorCode
+	81,  // 63: sluice.DeleteAclsRequest.filters:type_name -> sluice.AclBinding
+	0,   // 64: sluice.DeleteAclsResponse.error:type_name -> sluice.ErrorCode
+	81,  // 65: sluice.DeleteAclsResponse.deleted:type_name -> sluice.AclBinding
+	81,  // 66: sluice.DescribeAclsRequest.filter:type_name -> sluice.AclBinding
+	0,   // 67: sluice.DescribeAclsResponse.error:type_name -> sluice.ErrorCode
+	81,  // 68: sluice.DescribeAclsResponse.acls:type_name -> sluice.AclBinding
+	0,   // 69: sluice.CreateUserResponse.error:type_name -> sluice.ErrorCode
+	0,   // 70: sluice.DeleteUserResponse.error:type_name -> sluice.ErrorCode
+	0,   // 71: sluice.ListUsersResponse.error:type_name -> sluice.ErrorCode
+	82,  // 72: sluice.ListUsersResponse.users:type_name -> sluice.UserRecord
+	73,  // [73:73] is the sub-list for method output_type
+	73,  // [73:73] is the sub-list for method input_type
+	73,  // [73:73] is the sub-list for extension type_name
+	73,  // [73:73] is the sub-list for extension extendee
+	0,   // [0:73] is the sub-list for field type_name
 }
 
 func init() { file_sluice_proto_init() }
@@ -6279,8 +7636,8 @@ func file_sluice_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_sluice_proto_rawDesc), len(file_sluice_proto_rawDesc)),
-			NumEnums:      1,
-			NumMessages:   82,
+			NumEnums:      5,
+			NumMessages:   99,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -76,6 +76,8 @@ type brokerActor struct {
 	pendingController *cluster.Leadership
 	// pids is this broker's block of producer ids.
 	pids producerIDs
+	// authz answers ACL questions from the latest metadata (TLS only).
+	authz *authorizer
 }
 
 // brokerShared is what every incarnation of one broker's actor shares.
@@ -145,6 +147,9 @@ func (b *brokerActor) Receive(ctx actor.Context) {
 		fail := func(code messages.ErrorCode, text string) proto.Message {
 			return &messages.ProduceResponse{Topic: msg.Topic, Partition: msg.Partition, Error: code, ErrorMessage: text, BaseOffset: -1}
 		}
+		if !b.permit(ctx, fail, onTopic(opWrite, msg.Topic)) {
+			return
+		}
 		if msg.Topic == actors.OffsetsTopic && transport.FromNetwork(ctx) {
 			// Only the group coordinators of this broker write it.
 			actors.Respond(ctx, fail(messages.ErrorCode_INVALID_TOPIC, "the internal topic "+actors.OffsetsTopic+" cannot be produced to"))
@@ -152,13 +157,19 @@ func (b *brokerActor) Receive(ctx actor.Context) {
 		}
 		b.route(ctx, msg.Topic, msg.Partition, fail)
 	case *messages.FetchRequest:
-		b.route(ctx, msg.Topic, msg.Partition, func(code messages.ErrorCode, text string) proto.Message {
+		fail := func(code messages.ErrorCode, text string) proto.Message {
 			return &messages.FetchResponse{Topic: msg.Topic, Partition: msg.Partition, Error: code, ErrorMessage: text, HighWatermark: -1, LogStartOffset: -1}
-		})
+		}
+		if b.permit(ctx, fail, onTopic(opRead, msg.Topic)) {
+			b.route(ctx, msg.Topic, msg.Partition, fail)
+		}
 	case *messages.ListOffsetsRequest:
-		b.route(ctx, msg.Topic, msg.Partition, func(code messages.ErrorCode, text string) proto.Message {
+		fail := func(code messages.ErrorCode, text string) proto.Message {
 			return &messages.ListOffsetsResponse{Topic: msg.Topic, Partition: msg.Partition, Error: code, ErrorMessage: text, Offset: -1, Timestamp: -1}
-		})
+		}
+		if b.permit(ctx, fail, onTopic(opRead, msg.Topic)) {
+			b.route(ctx, msg.Topic, msg.Partition, fail)
+		}
 	case *messages.ReplicaFetchRequest:
 		fail := func(code messages.ErrorCode, text string) proto.Message {
 			return &messages.ReplicaFetchResponse{Topic: msg.Topic, Partition: msg.Partition, Error: code, ErrorMessage: text,
@@ -197,32 +208,63 @@ func (b *brokerActor) Receive(ctx actor.Context) {
 	case *messages.MetadataRequest:
 		b.onMetadataRequest(ctx, msg)
 	case *messages.CreateTopicsRequest:
-		b.forwardToController(ctx, func(code messages.ErrorCode, text string) proto.Message {
-			resp := &messages.CreateTopicsResponse{}
-			for _, t := range msg.Topics {
-				resp.Results = append(resp.Results, &messages.TopicResult{Name: t.Name, Error: code, ErrorMessage: text})
-			}
-			return resp
-		})
+		names := make([]string, len(msg.Topics))
+		for i, t := range msg.Topics {
+			names[i] = t.Name
+		}
+		fail := func(code messages.ErrorCode, text string) proto.Message {
+			return &messages.CreateTopicsResponse{Results: topicResults(names, code, text)}
+		}
+		if b.permitTopics(ctx, names, opCreate, fail) {
+			b.forwardToController(ctx, fail)
+		}
 	case *messages.DeleteTopicsRequest:
-		b.forwardToController(ctx, func(code messages.ErrorCode, text string) proto.Message {
-			resp := &messages.DeleteTopicsResponse{}
-			for _, n := range msg.Names {
-				resp.Results = append(resp.Results, &messages.TopicResult{Name: n, Error: code, ErrorMessage: text})
-			}
-			return resp
-		})
+		fail := func(code messages.ErrorCode, text string) proto.Message {
+			return &messages.DeleteTopicsResponse{Results: topicResults(msg.Names, code, text)}
+		}
+		if b.permitTopics(ctx, msg.Names, opDelete, fail) {
+			b.forwardToController(ctx, fail)
+		}
 	case *messages.DescribeReplicasRequest:
 		b.onDescribeReplicas(ctx, msg)
 	case *messages.FindCoordinatorRequest:
-		b.onFindCoordinator(ctx, msg)
+		fail := func(code messages.ErrorCode, text string) proto.Message {
+			return &messages.FindCoordinatorResponse{Error: code, ErrorMessage: text, BrokerId: -1}
+		}
+		if b.permit(ctx, fail, onGroup(opDescribe, msg.Group)) {
+			b.onFindCoordinator(ctx, msg)
+		}
 	case *messages.InitProducerIdRequest:
+		if why := b.mayInitProducerID(ctx); why != "" {
+			actors.Respond(ctx, &messages.InitProducerIdResponse{Error: messages.ErrorCode_CLUSTER_AUTHORIZATION_FAILED, ErrorMessage: why, ProducerId: -1, ProducerEpoch: -1})
+			return
+		}
 		b.onInitProducerID(ctx, msg)
 	case *messages.ListGroupsRequest:
 		b.onListGroups(ctx)
+	case *messages.WhoAmIRequest:
+		b.onWhoAmI(ctx)
+	case *messages.CreateAclsRequest:
+		b.securityChange(ctx, func(c messages.ErrorCode, t string) proto.Message { return &messages.CreateAclsResponse{Error: c, ErrorMessage: t} })
+	case *messages.DeleteAclsRequest:
+		b.securityChange(ctx, func(c messages.ErrorCode, t string) proto.Message { return &messages.DeleteAclsResponse{Error: c, ErrorMessage: t} })
+	case *messages.CreateUserRequest:
+		b.securityChange(ctx, func(c messages.ErrorCode, t string) proto.Message { return &messages.CreateUserResponse{Error: c, ErrorMessage: t} })
+	case *messages.DeleteUserRequest:
+		b.securityChange(ctx, func(c messages.ErrorCode, t string) proto.Message { return &messages.DeleteUserResponse{Error: c, ErrorMessage: t} })
+	case *messages.DescribeAclsRequest:
+		if b.securityRead(ctx, func(c messages.ErrorCode, t string) proto.Message { return &messages.DescribeAclsResponse{Error: c, ErrorMessage: t} }) {
+			b.describeACLs(ctx, msg)
+		}
+	case *messages.ListUsersRequest:
+		if b.securityRead(ctx, func(c messages.ErrorCode, t string) proto.Message { return &messages.ListUsersResponse{Error: c, ErrorMessage: t} }) {
+			b.listUsers(ctx)
+		}
 	default:
 		if group, ok := coordinator.GroupOf(msg); ok {
-			b.routeGroup(ctx, group)
+			if b.permitGroup(ctx, group) {
+				b.routeGroup(ctx, group)
+			}
 		} else {
 			actors.Unhandled(ctx)
 		}
@@ -401,10 +443,11 @@ func newerState(a, b *messages.PartitionState) bool {
 // than this broker's metadata shows, with the store's answer about who the
 // controller is.
 type leaderAndIsrChecked struct {
-	req    *messages.LeaderAndIsrRequest
-	sender *actor.PID
-	ctl    cluster.Controller
-	err    error
+	req       *messages.LeaderAndIsrRequest
+	sender    *actor.PID
+	principal string
+	ctl       cluster.Controller
+	err       error
 }
 
 // onLeaderAndIsr applies states the controller pushed, ahead of the
@@ -426,6 +469,7 @@ func (b *brokerActor) onLeaderAndIsr(ctx actor.Context, req *messages.LeaderAndI
 	}
 	if req.ControllerEpoch > known.Epoch {
 		sender, self, root, backend := ctx.Sender(), ctx.Self(), ctx.ActorSystem().Root, b.backend
+		principal := transport.Principal(ctx)
 		go func() {
 			qctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
@@ -434,11 +478,11 @@ func (b *brokerActor) onLeaderAndIsr(ctx actor.Context, req *messages.LeaderAndI
 			if ok {
 				ctl = cluster.Controller{ID: id, Epoch: epoch}
 			}
-			root.Send(self, &leaderAndIsrChecked{req: req, sender: sender, ctl: ctl, err: err})
+			root.Send(self, &leaderAndIsrChecked{req: req, sender: sender, principal: principal, ctl: ctl, err: err})
 		}()
 		return
 	}
-	actors.SendTo(ctx, ctx.Sender(), b.checkLeaderAndIsr(ctx, req, ctx.Sender(), known))
+	actors.SendTo(ctx, ctx.Sender(), b.checkLeaderAndIsr(ctx, req, ctx.Sender(), transport.Principal(ctx), known))
 }
 
 func (b *brokerActor) onLeaderAndIsrChecked(ctx actor.Context, msg *leaderAndIsrChecked) {
@@ -447,12 +491,12 @@ func (b *brokerActor) onLeaderAndIsrChecked(ctx actor.Context, msg *leaderAndIsr
 			ErrorMessage: "cannot check the controller epoch with the metadata store: " + msg.err.Error()})
 		return
 	}
-	actors.SendTo(ctx, msg.sender, b.checkLeaderAndIsr(ctx, msg.req, msg.sender, msg.ctl))
+	actors.SendTo(ctx, msg.sender, b.checkLeaderAndIsr(ctx, msg.req, msg.sender, msg.principal, msg.ctl))
 }
 
 // checkLeaderAndIsr applies req if it comes from the controller ctl, and
 // returns the answer.
-func (b *brokerActor) checkLeaderAndIsr(ctx actor.Context, req *messages.LeaderAndIsrRequest, sender *actor.PID, ctl cluster.Controller) *messages.LeaderAndIsrResponse {
+func (b *brokerActor) checkLeaderAndIsr(ctx actor.Context, req *messages.LeaderAndIsrRequest, sender *actor.PID, principal string, ctl cluster.Controller) *messages.LeaderAndIsrResponse {
 	switch {
 	case req.ControllerEpoch < ctl.Epoch:
 		return &messages.LeaderAndIsrResponse{Error: messages.ErrorCode_STALE_CONTROLLER_EPOCH,
@@ -462,6 +506,8 @@ func (b *brokerActor) checkLeaderAndIsr(ctx actor.Context, req *messages.LeaderA
 			req.ControllerId, req.ControllerEpoch, ctl.ID, ctl.Epoch))
 	case !b.sentByBroker(sender, req.ControllerId):
 		return b.refuseControl(sender, "LeaderAndIsr", fmt.Sprintf("not sent from controller %d's address", req.ControllerId))
+	case b.cfg.Secure && principal != transport.BrokerPrincipal(req.ControllerId):
+		return b.refuseControl(sender, "LeaderAndIsr", fmt.Sprintf("sent by %s, not by controller %s", principal, transport.BrokerPrincipal(req.ControllerId)))
 	}
 	b.applyLeaderAndIsr(ctx, req)
 	return &messages.LeaderAndIsrResponse{}
@@ -496,6 +542,13 @@ func (b *brokerActor) sentByBroker(sender *actor.PID, id int32) bool {
 // fromFollower admits a replication request from the network only from the
 // registered address of the broker it names; it answers the refusal.
 func (b *brokerActor) fromFollower(ctx actor.Context, replica int32, fail func(messages.ErrorCode, string) proto.Message) bool {
+	if from, known := b.fromBroker(ctx, replica); known && !from {
+		// With TLS the connection says who it is: only broker N fetches as N.
+		why := fmt.Sprintf("replication request for broker %d from %s", replica, transport.Principal(ctx))
+		b.cfg.Logger.Warn("refused a replication request", "sender", ctx.Sender(), "peer", ctx.MessageHeader().Get(transport.PeerHeader), "reason", why)
+		actors.Respond(ctx, fail(messages.ErrorCode_CLUSTER_AUTHORIZATION_FAILED, why))
+		return false
+	}
 	if !transport.FromNetwork(ctx) || b.sentByBroker(ctx.Sender(), replica) {
 		return true
 	}
@@ -568,6 +621,7 @@ func (b *brokerActor) onMetadata(ctx actor.Context, snap *cluster.Snapshot) {
 		b.cfg.Logger.Warn("the metadata store's index went backwards; its cluster id is this cluster's, going on", "index", snap.Index)
 	}
 	b.meta = snap
+	b.onSecurity(snap)
 	b.shared.published.Store(snap)
 	for tp, part := range snap.Partitions {
 		st := part.State
@@ -891,10 +945,18 @@ func (b *brokerActor) onMetadataRequest(ctx actor.Context, req *messages.Metadat
 		slices.Sort(names)
 	}
 	for _, name := range names {
+		if why := b.may(ctx, onTopic(opDescribe, name)); why != "" {
+			// Listed only when asked for by name, as Kafka: the principal
+			// learns nothing of topics it may not describe.
+			if len(req.Topics) > 0 {
+				resp.Topics = append(resp.Topics, &messages.TopicMetadata{Name: name, Error: messages.ErrorCode_TOPIC_AUTHORIZATION_FAILED, ErrorMessage: why})
+			}
+			continue
+		}
 		t, ok := b.meta.Topics[name]
 		if !ok {
 			tm := &messages.TopicMetadata{Name: name, Error: messages.ErrorCode_UNKNOWN_TOPIC_OR_PARTITION, ErrorMessage: fmt.Sprintf("topic %q does not exist", name)}
-			if req.AllowAutoTopicCreation && b.cfg.AutoCreateTopics {
+			if req.AllowAutoTopicCreation && b.cfg.AutoCreateTopics && b.mayCreate(ctx, name) {
 				b.autoCreate(ctx, name)
 				tm.Error, tm.ErrorMessage = messages.ErrorCode_LEADER_NOT_AVAILABLE, "topic is being created"
 			}
@@ -942,7 +1004,7 @@ func (b *brokerActor) sendToController(ctx actor.Context, msg proto.Message) {
 func (b *brokerActor) onDescribeReplicas(ctx actor.Context, req *messages.DescribeReplicasRequest) {
 	resp := &messages.DescribeReplicasResponse{BrokerId: b.cfg.ID}
 	for tp, r := range b.replicas {
-		if len(req.Topics) > 0 && !slices.Contains(req.Topics, tp.Topic) {
+		if len(req.Topics) > 0 && !slices.Contains(req.Topics, tp.Topic) || b.may(ctx, onTopic(opDescribe, tp.Topic)) != "" {
 			continue
 		}
 		if st := r.status.Load(); st != nil {

@@ -128,7 +128,12 @@ func (b *brokerActor) onListGroups(ctx actor.Context) {
 	resp := &messages.ListGroupsResponse{}
 	for _, h := range b.groupHosts {
 		if list := h.overview.Load(); list != nil {
-			resp.Groups = append(resp.Groups, *list...)
+			for _, g := range *list {
+				// Only the groups the principal may describe, as Kafka.
+				if b.may(ctx, onGroup(opDescribe, g.Group)) == "" {
+					resp.Groups = append(resp.Groups, g)
+				}
+			}
 		}
 	}
 	slices.SortFunc(resp.Groups, func(x, y *messages.GroupOverview) int {

@@ -102,6 +102,8 @@ func (c *controllerActor) Receive(ctx actor.Context) {
 		actors.Respond(ctx, c.onCreateTopics(ctx, msg))
 	case *messages.DeleteTopicsRequest:
 		actors.Respond(ctx, c.onDeleteTopics(msg))
+	case *messages.CreateAclsRequest, *messages.DeleteAclsRequest, *messages.CreateUserRequest, *messages.DeleteUserRequest:
+		actors.Respond(ctx, c.onSecurityChange(msg.(proto.Message)))
 	case *messages.LeaderAndIsrResponse:
 		if msg.Error != messages.ErrorCode_NONE {
 			c.cfg.Logger.Warn("a broker refused the controller's LeaderAndIsr", "broker", ctx.Sender(), "error", msg.Error, "reason", msg.ErrorMessage)
@@ -115,10 +117,16 @@ func (c *controllerActor) Receive(ctx actor.Context) {
 // this process or from the registered address of the broker it names, and
 // answers CLUSTER_AUTHORIZATION_FAILED otherwise.
 func (c *controllerActor) admit(ctx actor.Context, broker int32) bool {
-	if !transport.FromNetwork(ctx) || c.sentByBroker(ctx.Sender(), broker) {
+	why := fmt.Sprintf("%T names broker %d but was not sent from its registered address", ctx.Message(), broker)
+	switch p := transport.Principal(ctx); {
+	case p == "":
+		return true
+	case c.cfg.Secure && p != transport.BrokerPrincipal(broker):
+		// With TLS the connection says who sent it.
+		why = fmt.Sprintf("%T names broker %d but was sent by %s", ctx.Message(), broker, p)
+	case c.sentByBroker(ctx.Sender(), broker):
 		return true
 	}
-	why := fmt.Sprintf("%T names broker %d but was not sent from its registered address", ctx.Message(), broker)
 	c.cfg.Logger.Warn("controller refused a request", "sender", ctx.Sender(), "peer", ctx.MessageHeader().Get(transport.PeerHeader), "reason", why)
 	actors.Respond(ctx, &messages.ErrorResponse{Error: messages.ErrorCode_CLUSTER_AUTHORIZATION_FAILED, Message: why})
 	return false

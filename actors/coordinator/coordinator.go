@@ -12,6 +12,7 @@ import (
 
 	"github.com/sluicemq/sluice/actors"
 	"github.com/sluicemq/sluice/actors/groups"
+	"github.com/sluicemq/sluice/actors/transport"
 	"github.com/sluicemq/sluice/cluster"
 	"github.com/sluicemq/sluice/messages"
 )
@@ -272,7 +273,8 @@ func (c *groupCoordinator) onSubscribe(ctx actor.Context, req *messages.Subscrib
 	rebalance := c.cfg.Broker.GroupInitialRebalanceDelay + 10*time.Second
 	out := c.g.Join(groups.JoinRequest{ClientID: "push-" + req.ClientId, Topics: req.Topics, Assignors: req.Assignors,
 		SessionTimeout: c.cfg.Broker.GroupMaxSessionTimeout, RebalanceTimeout: rebalance,
-		Push: groups.PushTarget{Address: req.TargetAddress, ID: req.TargetId, Credit: req.InitialCredit}, AutoOffsetReset: reset},
+		Push:            groups.PushTarget{Address: req.TargetAddress, ID: req.TargetId, Credit: req.InitialCredit, Principal: transport.Principal(ctx)},
+		AutoOffsetReset: reset},
 		time.Now(), c.partitionCounts)
 	actors.Respond(ctx, &messages.SubscribeResponse{Error: groupCode(out.Code), ErrorMessage: codeText(out.Code, ""), MemberId: out.MemberID})
 	c.handle(ctx, out)
@@ -488,7 +490,8 @@ func toWireSnapshot(s groups.Snapshot) *messages.GroupMetadataValue {
 		v.Members = append(v.Members, &messages.GroupMemberRecord{MemberId: m.MemberID, ClientId: m.ClientID,
 			Topics: m.Topics, Assignors: m.Assignors, SessionTimeoutMs: int32(m.SessionTimeout.Milliseconds()),
 			RebalanceTimeoutMs: int32(m.RebalanceTimeout.Milliseconds()), Assignment: toWireAssignment(m.Assignment),
-			PushAddress: m.Push.Address, PushId: m.Push.ID, PushCredit: m.Push.Credit, AutoOffsetReset: m.AutoOffsetReset})
+			PushAddress: m.Push.Address, PushId: m.Push.ID, PushCredit: m.Push.Credit, AutoOffsetReset: m.AutoOffsetReset,
+			Principal: m.Push.Principal})
 	}
 	return v
 }
@@ -499,7 +502,8 @@ func fromWireSnapshot(v *messages.GroupMetadataValue) groups.Snapshot {
 		s.Members = append(s.Members, groups.MemberRecord{MemberID: m.MemberId, ClientID: m.ClientId, Topics: m.Topics,
 			Assignors: m.Assignors, SessionTimeout: time.Duration(m.SessionTimeoutMs) * time.Millisecond,
 			RebalanceTimeout: time.Duration(m.RebalanceTimeoutMs) * time.Millisecond, Assignment: fromWireAssignment(m.Assignment),
-			Push: groups.PushTarget{Address: m.PushAddress, ID: m.PushId, Credit: m.PushCredit}, AutoOffsetReset: m.AutoOffsetReset})
+			Push:            groups.PushTarget{Address: m.PushAddress, ID: m.PushId, Credit: m.PushCredit, Principal: m.Principal},
+			AutoOffsetReset: m.AutoOffsetReset})
 	}
 	return s
 }

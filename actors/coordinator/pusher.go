@@ -27,6 +27,8 @@ type pusherConfig struct {
 	Credit        int
 	Broker        *actors.BrokerConfig
 	BrokerPID     *actor.PID
+	// Principal subscribed the member.
+	Principal string
 }
 
 // pusherAssign gives a pusher its member's partitions for a generation,
@@ -74,7 +76,7 @@ func newPusher(cfg pusherConfig) actor.Producer {
 func (c *groupCoordinator) startPusher(ctx actor.Context, m groups.MemberRecord) {
 	target := actor.NewPID(m.Push.Address, m.Push.ID)
 	props := actor.PropsFromProducer(newPusher(pusherConfig{Group: c.cfg.Group, Member: m.MemberID, Target: target,
-		Credit: pushCredit(m.Push), Broker: c.cfg.Broker, BrokerPID: c.cfg.BrokerPID}))
+		Credit: pushCredit(m.Push), Broker: c.cfg.Broker, BrokerPID: c.cfg.BrokerPID, Principal: m.Push.Principal}))
 	pid := ctx.Spawn(props)
 	c.pushers[m.MemberID] = pid
 	ctx.Send(pid, c.pusherAssignment(m))
@@ -114,16 +116,35 @@ func (p *pusher) Receive(ctx actor.Context) {
 	case *pusherAssign:
 		p.onAssign(ctx, msg)
 	case *messages.PushCredit:
+		if !p.fromMember(ctx) {
+			return
+		}
 		if msg.Credit > 0 {
 			p.credit += int(msg.Credit)
 		}
 		p.pump(ctx)
 	case *messages.PushAck:
+		if !p.fromMember(ctx) {
+			return
+		}
 		ctx.Send(ctx.Parent(), pushCommit{member: p.cfg.Member, ack: msg, replyTo: ctx.Sender()})
 	case pusherRetry:
 		p.retrying = false
 		p.pump(ctx)
 	}
+}
+
+// fromMember admits credit and acks from this process, from a broker, or
+// from the principal that subscribed the member: anybody else who learnt
+// the pusher's id must not steer its flow control or commit its offsets.
+func (p *pusher) fromMember(ctx actor.Context) bool {
+	who := transport.Principal(ctx)
+	if !p.cfg.Broker.Secure || who == "" || who == p.cfg.Principal || transport.IsBrokerPrincipal(who) {
+		return true
+	}
+	p.cfg.Broker.Logger.Warn("push subscriber ignored a message from another principal", "group", p.cfg.Group,
+		"member", p.cfg.Member, "principal", who, "subscribed_by", p.cfg.Principal, "message", fmt.Sprintf("%T", ctx.Message()))
+	return false
 }
 
 func (p *pusher) onAssign(ctx actor.Context, a *pusherAssign) {

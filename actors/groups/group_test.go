@@ -601,7 +601,7 @@ func TestAckCheck(t *testing.T) {
 	if got := r.AckCheck("p-1", 2, "t", 0); got != IllegalGeneration {
 		t.Errorf("restored: ack of generation 2: %v", got)
 	}
-	if m, _ := r.Member("p-1"); m.Push != (PushTarget{"127.0.0.1:9", "p", 7}) {
+	if m, _ := r.Member("p-1"); m.Push != (PushTarget{Address: "127.0.0.1:9", ID: "p", Credit: 7}) {
 		t.Errorf("restored push target %+v", m.Push)
 	}
 }

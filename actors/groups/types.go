@@ -30,6 +30,9 @@ type PushTarget struct {
 	// Credit is the number of records the actor accepts before it grants
 	// more (0: the actor's default).
 	Credit int32
+	// Principal subscribed the actor ("" from the broker's own process):
+	// only it may grant credit to and acknowledge for the member.
+	Principal string
 }
 
 // IsZero reports whether t names no actor (a pull member).

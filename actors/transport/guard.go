@@ -2,9 +2,11 @@ package transport
 
 import (
 	"context"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -12,6 +14,8 @@ import (
 	"github.com/asynkron/protoactor-go/remote"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protowire"
@@ -99,14 +103,36 @@ type Origin struct {
 	// Address is the actor-system address the peer gave in its
 	// ConnectRequest ("" until it did).
 	Address string
+	// Principal the connection authenticated as (AnonymousPrincipal
+	// without TLS).
+	Principal string
+	// Restricted is set for a client's connection to a broker with TLS: it
+	// may address only the broker actor (and its member's pusher with
+	// credit and acks), and answers go only to its own node.
+	Restricted bool
+}
+
+// clientTargetTypes are the messages a restricted connection may send to
+// an actor other than the broker actor: what a push subscriber answers its
+// pusher (which checks the principal), the end of a watched actor, and the
+// answer to a request sent to an actor that is gone.
+var clientTargetTypes = map[string]bool{
+	string(proto.MessageName(&messages.PushCredit{})): true,
+	string(proto.MessageName(&messages.PushAck{})):    true,
+	"actor.Terminated":         true,
+	"actor.DeadLetterResponse": true,
 }
 
 // GuardStats counts what the guard refused, for every stream of a node.
 type GuardStats struct {
-	replaced atomic.Int64
-	closed   atomic.Int64
-	lastLog  atomic.Int64 // UnixNano of the last warning
+	replaced        atomic.Int64
+	closed          atomic.Int64
+	unauthenticated atomic.Int64
+	lastLog         atomic.Int64 // UnixNano of the last warning
 }
+
+// Unauthenticated is how many streams were refused for their credentials.
+func (s *GuardStats) Unauthenticated() int64 { return s.unauthenticated.Load() }
 
 // Replaced is how many envelopes were replaced by an InvalidMessage.
 func (s *GuardStats) Replaced() int64 { return s.replaced.Load() }
@@ -123,27 +149,91 @@ func (s *GuardStats) shouldLog() bool {
 	return now-last >= int64(warnEvery) && s.lastLog.CompareAndSwap(last, now)
 }
 
-// guardStream wraps every incoming remote stream so that each received
+// guard checks every incoming remote stream: who it is from (the TLS
+// certificate or bearer token) and, through guardedStream, each batch.
+type guard struct {
+	logger *slog.Logger
+	stats  *GuardStats
+	tls    *tlsState // nil: plaintext
+}
+
+// authenticate returns the principal of the stream's connection and, for a
+// token client, the self-signed certificate to pin its reply listener to.
+func (g *guard) authenticate(ctx context.Context) (string, *x509.Certificate, error) {
+	if g.tls == nil {
+		return AnonymousPrincipal, nil, nil
+	}
+	p, ok := peer.FromContext(ctx)
+	if !ok {
+		return "", nil, errors.New("no peer")
+	}
+	info, ok := p.AuthInfo.(credentials.TLSInfo)
+	if !ok {
+		return "", nil, errors.New("the connection is not TLS")
+	}
+	certs := info.State.PeerCertificates
+	kind, err := g.tls.classifyClient(certs)
+	if err != nil {
+		return "", nil, err
+	}
+	if kind == peerCertified {
+		return CertPrincipal(certs[0]), nil, nil
+	}
+	token := ""
+	if md, ok := metadata.FromIncomingContext(ctx); ok {
+		if v := md.Get("authorization"); len(v) == 1 {
+			token, _ = strings.CutPrefix(v[0], "Bearer ")
+		}
+	}
+	switch {
+	case token == "":
+		return "", nil, errors.New("the connection has neither a certificate from the cluster CA nor a token")
+	case g.tls.sec.Authenticate == nil:
+		return "", nil, errors.New("this node does not accept tokens")
+	}
+	principal, ok := g.tls.sec.Authenticate(token)
+	if !ok {
+		return "", nil, errors.New("the token is not valid")
+	}
+	return principal, certs[0], nil
+}
+
+// stream wraps every incoming remote stream so that each received
 // MessageBatch is checked before protoactor's endpoint reader sees it.
 // protoactor indexes arrays and dereferences type lookups from the batch
 // without checks, and hands system messages (Stop, PoisonPill) straight
 // to their target; a bad envelope would panic the process or stop an actor.
-func guardStream(logger *slog.Logger, stats *GuardStats) grpc.StreamServerInterceptor {
-	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
-		gs := &guardedStream{ServerStream: ss, logger: logger, stats: stats}
-		if p, ok := peer.FromContext(ss.Context()); ok && p.Addr != nil {
-			gs.origin.Peer = p.Addr.String()
-		}
-		if gs.origin.Peer == "" {
-			gs.origin.Peer = "unknown"
-		}
-		return handler(srv, gs)
+func (g *guard) stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+	gs := &guardedStream{ServerStream: ss, logger: g.logger, stats: g.stats, tls: g.tls}
+	if p, ok := peer.FromContext(ss.Context()); ok && p.Addr != nil {
+		gs.origin.Peer = p.Addr.String()
 	}
+	if gs.origin.Peer == "" {
+		gs.origin.Peer = "unknown"
+	}
+	principal, cert, err := g.authenticate(ss.Context())
+	if err != nil {
+		g.stats.unauthenticated.Add(1)
+		if g.stats.shouldLog() {
+			g.logger.Warn("refused a connection that did not authenticate", "peer", gs.origin.Peer, "error", err,
+				"refused_total", g.stats.Unauthenticated())
+		}
+		return status.Error(codes.Unauthenticated, err.Error())
+	}
+	gs.origin.Principal = principal
+	gs.origin.Restricted = g.tls != nil && g.tls.sec.Role == RoleBroker && !IsBrokerPrincipal(principal)
+	gs.ephemeral = cert
+	defer gs.unpin()
+	return handler(srv, gs)
 }
 
-// guardUnary refuses the remote's unary diagnostics calls, which panic in
-// this protoactor version.
-func guardUnary(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+// unary refuses the remote's unary diagnostics calls, which panic in this
+// protoactor version; a connection that does not authenticate hears so
+// first, which lets a client find out why a broker ignores it (Probe).
+func (g *guard) unary(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+	if _, _, err := g.authenticate(ctx); err != nil {
+		return nil, status.Error(codes.Unauthenticated, err.Error())
+	}
 	return nil, status.Errorf(codes.Unimplemented, "%s is not served", info.FullMethod)
 }
 
@@ -152,6 +242,17 @@ type guardedStream struct {
 	logger *slog.Logger
 	stats  *GuardStats
 	origin Origin
+	tls    *tlsState
+	// ephemeral is a token client's certificate, pinned to the address it
+	// announced while the stream lasts.
+	ephemeral *x509.Certificate
+	pinnedTo  string
+}
+
+func (s *guardedStream) unpin() {
+	if s.pinnedTo != "" {
+		s.tls.unpin(s.pinnedTo, s.ephemeral)
+	}
 }
 
 func (s *guardedStream) RecvMsg(m any) error {
@@ -165,6 +266,10 @@ func (s *guardedStream) RecvMsg(m any) error {
 	if c := rm.GetConnectRequest(); c != nil {
 		if sc := c.GetServerConnection(); sc != nil && s.origin.Address == "" {
 			s.origin.Address = sc.Address
+			if s.ephemeral != nil && sc.Address != "" {
+				s.tls.pin(sc.Address, s.ephemeral)
+				s.pinnedTo = sc.Address
+			}
 		}
 		return nil
 	}
@@ -202,11 +307,19 @@ var ErrMalformedBatch = errors.New("malformed message batch")
 //     sending node), or whose bytes cannot be decoded, are replaced by a
 //     messages.InvalidMessage addressed to the same target, so the target
 //     can answer with an error;
-//   - every envelope's headers are replaced by PeerHeader = origin.Peer.
+//   - every envelope's headers are replaced by PeerHeader = origin.Peer
+//     and PrincipalHeader = origin.Principal (AnonymousPrincipal if empty);
+//   - for a Restricted origin, envelopes to other actors than the broker
+//     actor (but for what a push subscriber sends its pusher), and senders
+//     on other nodes than the origin's, are refused.
 //
 // It returns how many envelopes it replaced, or an error for a batch that
 // cannot be delivered at all.
 func SanitizeBatch(b *remote.MessageBatch, origin Origin) (replaced int, err error) {
+	if origin.Principal == "" {
+		// "" means "from this process": never for a network message.
+		origin.Principal = AnonymousPrincipal
+	}
 	invalidID := int32(-1)
 	for i, env := range b.Envelopes {
 		if env == nil {
@@ -219,8 +332,12 @@ func SanitizeBatch(b *remote.MessageBatch, origin Origin) (replaced int, err err
 			return replaced, fmt.Errorf("%w: envelope %d has sender index %d of %d", ErrMalformedBatch, i, env.Sender, len(b.Senders))
 		}
 		// One map per envelope: actors may add headers to the one they got.
-		env.MessageHeader = &remote.MessageHeader{HeaderData: map[string]string{PeerHeader: origin.Peer}}
+		env.MessageHeader = &remote.MessageHeader{HeaderData: map[string]string{PeerHeader: origin.Peer, PrincipalHeader: origin.Principal}}
 		typeName, reason := checkEnvelope(b, env, origin)
+		code := messages.ErrorCode_UNKNOWN_MESSAGE_TYPE
+		if reason == "" && origin.Restricted {
+			reason, code = checkRestricted(b, env, typeName, origin), messages.ErrorCode_CLUSTER_AUTHORIZATION_FAILED
+		}
 		if reason == "" {
 			continue
 		}
@@ -228,13 +345,30 @@ func SanitizeBatch(b *remote.MessageBatch, origin Origin) (replaced int, err err
 			invalidID = int32(len(b.TypeNames))
 			b.TypeNames = append(b.TypeNames, invalidMessageName)
 		}
-		data, _ := proto.Marshal(&messages.InvalidMessage{TypeName: typeName, Reason: reason})
+		data, _ := proto.Marshal(&messages.InvalidMessage{TypeName: typeName, Reason: reason, Error: code})
 		env.TypeId = invalidID
 		env.SerializerId = protoSerializerID
 		env.MessageData = data
 		replaced++
 	}
 	return replaced, nil
+}
+
+// checkRestricted applies a client connection's limits to an envelope: it
+// may address the broker actor, or send a pusher what a subscriber sends,
+// and any answer goes to its own node. A sender elsewhere is dropped so
+// that nothing answers a refused envelope.
+func checkRestricted(b *remote.MessageBatch, env *remote.MessageEnvelope, typeName string, origin Origin) string {
+	if env.Sender > 0 {
+		if s := b.Senders[env.Sender-1]; s.Address != origin.Address || origin.Address == "" {
+			env.Sender = 0
+			return fmt.Sprintf("sender %s is not on the sending node %q", s.Address, origin.Address)
+		}
+	}
+	if b.Targets[env.Target].Id != BrokerActorName && !clientTargetTypes[typeName] {
+		return fmt.Sprintf("%s may address only the broker actor, not %q", origin.Principal, b.Targets[env.Target].Id)
+	}
+	return ""
 }
 
 // checkEnvelope returns the envelope's type name and, when it must not be

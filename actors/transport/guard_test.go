@@ -351,12 +351,13 @@ func TestSanitizeSystemTypes(t *testing.T) {
 	}
 	for _, m := range valid {
 		b := systemBatch(t, target, m)
-		b.Envelopes[0].MessageHeader = &remote.MessageHeader{HeaderData: map[string]string{PeerHeader: "forged", "x": "y"}}
+		b.Envelopes[0].MessageHeader = &remote.MessageHeader{HeaderData: map[string]string{PeerHeader: "forged", PrincipalHeader: "Broker:1", "x": "y"}}
 		if n, err := SanitizeBatch(b, origin); n != 0 || err != nil {
 			t.Errorf("%T from its own node refused: %d %v", m, n, err)
 		}
-		if h := b.Envelopes[0].MessageHeader.HeaderData; len(h) != 1 || h[PeerHeader] != origin.Peer {
-			t.Errorf("headers after the guard: %v, want only %s=%s", h, PeerHeader, origin.Peer)
+		// The connection's principal (anonymous without TLS), never the sender's.
+		if h := b.Envelopes[0].MessageHeader.HeaderData; len(h) != 2 || h[PeerHeader] != origin.Peer || h[PrincipalHeader] != AnonymousPrincipal {
+			t.Errorf("headers after the guard: %v, want only %s=%s and %s=%s", h, PeerHeader, origin.Peer, PrincipalHeader, AnonymousPrincipal)
 		}
 	}
 	// Before the peer said who it is, no PID can be checked against it.

@@ -6,13 +6,16 @@ import (
 	"log/slog"
 	"net"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/asynkron/protoactor-go/remote"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/keepalive"
+	"google.golang.org/grpc/status"
 )
 
 // MaxFrameBytes bounds one gRPC message, which carries one actor message
@@ -38,6 +41,8 @@ type Config struct {
 	// LogLevel for protoactor's own logging. Default: silent, since it
 	// reports every closed connection (a client going away) as an error.
 	LogLevel *slog.Level
+	// Security turns on mutual TLS; nil: plaintext.
+	Security *Security
 }
 
 // Node is a running actor system with its remote endpoint.
@@ -48,6 +53,31 @@ type Node struct {
 	Addr string
 	// Guard counts what the stream guard refused from other processes.
 	Guard *GuardStats
+
+	tls         *tlsState
+	dialOptions []grpc.DialOption
+}
+
+// Secure reports whether the node runs with TLS.
+func (n *Node) Secure() bool { return n.tls != nil }
+
+// LocalPrincipal is the principal of the node's own certificate ("" without
+// TLS or for a token client).
+func (n *Node) LocalPrincipal() string {
+	if n.tls == nil {
+		return ""
+	}
+	return n.tls.LocalPrincipal()
+}
+
+// ReloadTLS reads the certificate, key and CA files again (they are also
+// checked for changes every few seconds). New connections use them; open
+// ones keep the certificates they were made with.
+func (n *Node) ReloadTLS() error {
+	if n.tls == nil {
+		return nil
+	}
+	return n.tls.Reload()
 }
 
 // ParseAddr splits "host:port" for Config.
@@ -93,14 +123,41 @@ func Start(cfg Config, logger *slog.Logger) (node *Node, err error) {
 		level = *cfg.LogLevel
 	}
 	system := NewSystem(logger, level)
-	stats := &GuardStats{}
+	g := &guard{logger: logger, stats: &GuardStats{}}
+	creds := insecure.NewCredentials()
+	if cfg.Security != nil {
+		if g.tls, err = newTLSState(*cfg.Security, logger); err != nil {
+			return nil, err
+		}
+		creds = g.tls.credentials()
+	}
+	dialOpts := []grpc.DialOption{
+		grpc.WithTransportCredentials(creds),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(MaxFrameBytes), grpc.MaxCallSendMsgSize(MaxFrameBytes)),
+		grpc.WithInitialWindowSize(windowBytes),
+		grpc.WithInitialConnWindowSize(windowBytes),
+		grpc.WithReadBufferSize(bufferBytes),
+		grpc.WithWriteBufferSize(bufferBytes),
+		grpc.WithRecvBufferPool(grpc.NewSharedBufferPool()),
+		// Notice a dead or paused peer within seconds, so that requests to it
+		// fail fast instead of queueing behind a stuck stream.
+		grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: 5 * time.Second, Timeout: 5 * time.Second, PermitWithoutStream: true}),
+	}
+	if cfg.Security != nil && cfg.Security.Token != "" {
+		// Only a client dials with a token, and only to peers that proved
+		// to be brokers of the cluster (tlsState.checkServer).
+		dialOpts = append(dialOpts, grpc.WithPerRPCCredentials(tokenCreds{token: cfg.Security.Token}))
+	}
 	opts := []remote.ConfigOption{
 		remote.WithEndpointWriterBatchSize(endpointBatchSize),
 		// The writer's queue starts this small and doubles when full; the
 		// default preallocates a million slots (16 MiB of pointers) per
 		// peer, which every garbage collection then scans.
 		remote.WithEndpointWriterQueueSize(1024),
+		// Both option lists replace protoactor's defaults, which hold an
+		// insecure credential: the credentials are set here, always.
 		remote.WithServerOptions(
+			grpc.Creds(creds),
 			grpc.MaxRecvMsgSize(MaxFrameBytes),
 			grpc.MaxSendMsgSize(MaxFrameBytes),
 			// One stream carries every message between two nodes; a large
@@ -111,22 +168,11 @@ func Start(cfg Config, logger *slog.Logger) (node *Node, err error) {
 			grpc.ReadBufferSize(bufferBytes),
 			grpc.WriteBufferSize(bufferBytes),
 			grpc.RecvBufferPool(grpc.NewSharedBufferPool()),
-			grpc.StreamInterceptor(guardStream(logger, stats)),
-			grpc.UnaryInterceptor(guardUnary),
+			grpc.StreamInterceptor(g.stream),
+			grpc.UnaryInterceptor(g.unary),
 			grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 5 * time.Second, PermitWithoutStream: true}),
 		),
-		remote.WithDialOptions(
-			grpc.WithTransportCredentials(insecure.NewCredentials()),
-			grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(MaxFrameBytes), grpc.MaxCallSendMsgSize(MaxFrameBytes)),
-			grpc.WithInitialWindowSize(windowBytes),
-			grpc.WithInitialConnWindowSize(windowBytes),
-			grpc.WithReadBufferSize(bufferBytes),
-			grpc.WithWriteBufferSize(bufferBytes),
-			grpc.WithRecvBufferPool(grpc.NewSharedBufferPool()),
-			// Notice a dead or paused peer within seconds, so that requests to it
-			// fail fast instead of queueing behind a stuck stream.
-			grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: 5 * time.Second, Timeout: 5 * time.Second, PermitWithoutStream: true}),
-		),
+		remote.WithDialOptions(dialOpts...),
 	}
 	if cfg.AdvertisedAddr != "" {
 		opts = append(opts, remote.WithAdvertisedHost(cfg.AdvertisedAddr))
@@ -139,17 +185,62 @@ func Start(cfg Config, logger *slog.Logger) (node *Node, err error) {
 	// remote.Start panics when it cannot listen; report that as an error.
 	defer func() {
 		if p := recover(); p != nil {
+			if g.tls != nil {
+				g.tls.close()
+			}
 			node, err = nil, fmt.Errorf("transport: %v", p)
 		}
 	}()
 	r.Start()
-	return &Node{System: system, Remote: r, Addr: system.Address(), Guard: stats}, nil
+	return &Node{System: system, Remote: r, Addr: system.Address(), Guard: g.stats, tls: g.tls, dialOptions: dialOpts}, nil
 }
 
 // Stop shuts the remote endpoint and the actor system down.
 func (n *Node) Stop() {
 	n.Remote.Shutdown(true)
 	n.System.Shutdown()
+	if n.tls != nil {
+		n.tls.close()
+	}
+}
+
+// Probe connects to the node at addr as this node's remote would and says
+// why that fails: an error wrapping ErrAuthentication when the TLS
+// handshake or the token was refused (either way), another error when addr
+// cannot be reached, nil when the peer would accept this node's messages.
+// Clients call it to explain a broker that does not answer.
+func (n *Node) Probe(ctx context.Context, addr string) error {
+	conn, err := grpc.DialContext(ctx, addr, n.dialOptions...)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	err = conn.Invoke(ctx, "/remote.Remoting/ListProcesses", &remote.ListProcessesRequest{}, &remote.ListProcessesResponse{})
+	st, _ := status.FromError(err)
+	switch {
+	case st.Code() == codes.Unimplemented:
+		return nil // served up to the guard: authenticated
+	case st.Code() == codes.Unauthenticated:
+		return fmt.Errorf("%w: %s refused this client: %s", ErrAuthentication, addr, st.Message())
+	case st.Code() == codes.Unavailable && n.tls != nil && isHandshakeFailure(st.Message()):
+		return fmt.Errorf("%w: TLS with %s failed: %s", ErrAuthentication, addr, st.Message())
+	case st.Code() == codes.Unavailable && n.tls == nil && strings.Contains(st.Message(), "server preface"):
+		// A TLS listener closes a plaintext connection at once.
+		return fmt.Errorf("%w: %s closed the connection before speaking gRPC: it requires TLS (give the cluster's CA and a certificate or token), or it is not a Sluice broker", ErrAuthentication, addr)
+	}
+	return fmt.Errorf("%s: %s", addr, st.Message())
+}
+
+// isHandshakeFailure reports whether a gRPC connection error was the TLS
+// handshake's (this side's check of the peer, or the peer's alert about
+// this side's certificate).
+func isHandshakeFailure(msg string) bool {
+	for _, s := range []string{"handshake", "tls:", "certificate", "first record does not look like a TLS handshake"} {
+		if strings.Contains(msg, s) {
+			return true
+		}
+	}
+	return false
 }
 
 // levelHandler filters records below level.

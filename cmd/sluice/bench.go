@@ -21,7 +21,8 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	}
 	mode, args := args[0], args[1:]
 	fs := newFlagSet("bench "+mode, stderr)
-	broker := brokerFlag(fs)
+	conn := connFlags(fs)
+	broker := conn.broker
 	topic := fs.String("topic", "bench", "topic (created when missing)")
 	records := fs.Int("records", 1_000_000, "number of records")
 	size := fs.Int("size", 1024, "value size in bytes (random, incompressible)")
@@ -52,7 +53,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	}
 	logger := clientLogger(stderr)
 	ctx := context.Background()
-	admin, err := client.NewAdmin(*broker, client.WithLogger(logger))
+	admin, err := client.NewAdmin(*broker, conn.opt(logger))
 	if err != nil {
 		return err
 	}
@@ -70,7 +71,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 		res, err = benchProduce(ctx, *broker, *topic, *records, *size, &done, client.Acks(acks),
-			client.BatchBytes(*batchBytes), client.Linger(*linger), client.MaxInFlight(*inFlight), client.WithLogger(logger))
+			client.BatchBytes(*batchBytes), client.Linger(*linger), client.MaxInFlight(*inFlight), conn.opt(logger))
 		stopProgress()
 		if err != nil {
 			if res.records > 0 {
@@ -79,7 +80,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 	} else {
-		res, err = benchConsume(ctx, *broker, *topic, *records, &done, client.WithLogger(logger))
+		res, err = benchConsume(ctx, *broker, *topic, *records, &done, conn.opt(logger))
 		stopProgress()
 		if err != nil {
 			return err

@@ -4,11 +4,13 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	_ "net/http/pprof"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -54,6 +56,10 @@ func runBroker(args []string, stderr io.Writer) error {
 	logMemory := fs.Int64("log-memory-bytes", def.LogMemoryBytes, "memory the partition logs may hold in all: idle logs are closed and segment sizes capped to keep it")
 	logIdle := fs.Duration("log-idle-time", def.LogIdleTime, "close a partition log unused this long (it reopens on its next use)")
 	maxPartitions := fs.Int("max-partitions", 0, "most partition replicas one broker hosts; creating more is refused (default: from --log-memory-bytes and the open-files limit)")
+	tlsCert := fs.String("tls-cert", "", "this broker's certificate (PEM), with a URI SAN sluice://broker/<id>: turns on mutual TLS, principals and ACLs")
+	tlsKey := fs.String("tls-key", "", "the key of --tls-cert (PEM)")
+	tlsCA := fs.String("tls-ca", "", "the cluster's CA certificates (PEM): peers must present a certificate it signed")
+	superUsers := fs.String("super-users", "", "comma-separated principals that bypass ACLs (User:admin,User:ops)")
 	noSync := fs.Bool("unsafe-no-fsync", false, "never fsync partition logs: acknowledged records are lost in a power failure (tests and benchmarks only)")
 	if _, err := parseArgs(fs, args); err != nil {
 		return err
@@ -95,6 +101,22 @@ func runBroker(args []string, stderr io.Writer) error {
 	if err := cfg.Validate(); err != nil {
 		return usageErr("%v", err)
 	}
+	secure := *tlsCert != "" || *tlsKey != "" || *tlsCA != ""
+	if secure && (*tlsCert == "" || *tlsKey == "" || *tlsCA == "") {
+		return usageErr("TLS needs all of --tls-cert, --tls-key and --tls-ca")
+	}
+	if *superUsers != "" && !secure {
+		return usageErr("--super-users needs TLS (--tls-cert, --tls-key, --tls-ca): without it there are no principals")
+	}
+	cfg.Secure = secure
+	for _, p := range strings.Split(*superUsers, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			if !strings.Contains(p, ":") {
+				return usageErr("--super-users: %q is not a principal like User:admin", p)
+			}
+			cfg.SuperUsers = append(cfg.SuperUsers, p)
+		}
+	}
 	if *maxMsg > actors.MaxMessageBytesLimit {
 		return usageErr("--max-message-bytes %d: at most %d", *maxMsg, actors.MaxMessageBytesLimit)
 	}
@@ -128,12 +150,26 @@ func runBroker(args []string, stderr io.Writer) error {
 		level := slog.LevelDebug
 		tcfg.LogLevel = &level
 	}
+	if secure {
+		cfg.Tokens = &actors.TokenTable{}
+		tcfg.Security = &transport.Security{Role: transport.RoleBroker, CertFile: *tlsCert, KeyFile: *tlsKey, CAFile: *tlsCA,
+			Authenticate: cfg.Tokens.Authenticate}
+	} else if !isLoopback(host) {
+		logger.Warn("listening on a non-loopback address without TLS: anyone who reaches it can produce, consume, delete topics "+
+			"and send replication messages; start with --tls-cert, --tls-key and --tls-ca", "addr", *addr)
+	}
 	// The remote endpoint is not shut down on exit: the process ends right
 	// after the broker actor has stopped, and protoactor's Remote.Shutdown
 	// races with its own stream readers.
 	node, err := transport.Start(tcfg, logger)
 	if err != nil {
 		return err
+	}
+	if secure {
+		if got, want := node.LocalPrincipal(), transport.BrokerPrincipal(cfg.ID); got != want {
+			return fmt.Errorf("--tls-cert names %q, but this is broker %d: its certificate needs the URI SAN sluice://broker/%d", got, cfg.ID, cfg.ID)
+		}
+		go reloadOnHangup(node, logger)
 	}
 
 	// The data directory is locked before anything in it is opened.
@@ -153,7 +189,7 @@ func runBroker(args []string, stderr io.Writer) error {
 		return err
 	}
 	logger.Info("sluice broker ready", "addr", node.Addr, "id", cfg.ID, "data", cfg.DataDir, "mode", mode,
-		"cluster_id", b.ClusterID, "broker_epoch", b.Epoch)
+		"cluster_id", b.ClusterID, "broker_epoch", b.Epoch, "tls", secure)
 
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
@@ -216,4 +252,27 @@ func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
 // clientLogger is the quiet logger of client commands.
 func clientLogger(stderr io.Writer) *slog.Logger {
 	return slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+}
+
+// isLoopback reports whether host only listens on the loopback interface.
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// reloadOnHangup reads the TLS files again on SIGHUP (they are also
+// reloaded when they change).
+func reloadOnHangup(node *transport.Node, logger *slog.Logger) {
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	for range hup {
+		if err := node.ReloadTLS(); err != nil {
+			logger.Error("SIGHUP: cannot reload the TLS files; keeping the previous ones", "error", err)
+			continue
+		}
+		logger.Info("SIGHUP: TLS files reloaded")
+	}
 }

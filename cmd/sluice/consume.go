@@ -18,7 +18,8 @@ import (
 
 func runConsume(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("consume", stderr)
-	broker := brokerFlag(fs)
+	conn := connFlags(fs)
+	broker := conn.broker
 	partition := fs.Int("partition", -1, "consume only this partition (default: all)")
 	fromBeginning := fs.Bool("from-beginning", false, "start at the first offset (default: only new records)")
 	offset := fs.Int64("offset", -1, "start at this offset")
@@ -56,10 +57,10 @@ func runConsume(args []string, stdout, stderr io.Writer) error {
 		if *fromBeginning {
 			reset = client.AtStart()
 		}
-		return consumeGroup(ctx, *broker, *group, topic, reset, *maxRecords, tmpl, stdout, stderr)
+		return consumeGroup(ctx, *broker, conn.opt(clientLogger(stderr)), *group, topic, reset, *maxRecords, tmpl, stdout, stderr)
 	}
 
-	admin, err := client.NewAdmin(*broker, client.WithLogger(clientLogger(stderr)))
+	admin, err := client.NewAdmin(*broker, conn.opt(clientLogger(stderr)))
 	if err != nil {
 		return err
 	}
@@ -83,7 +84,7 @@ func runConsume(args []string, stdout, stderr io.Writer) error {
 	if len(parts) == 0 {
 		return fmt.Errorf("%w: topic %q has no partition %d", client.ErrUnknownTopicOrPartition, topic, *partition)
 	}
-	c, err := client.NewConsumer(*broker, client.WithLogger(clientLogger(stderr)),
+	c, err := client.NewConsumer(*broker, conn.opt(clientLogger(stderr)),
 		client.ConsumePartitions(map[string]map[int32]client.Offset{topic: parts}), client.ConsumeResetOffset(client.NoResetOffset()))
 	if err != nil {
 		return err
@@ -101,6 +102,9 @@ func runConsume(args []string, stdout, stderr io.Writer) error {
 		for _, e := range f.Errors {
 			if errors.Is(e.Err, context.Canceled) {
 				return nil
+			}
+			if e.Partition < 0 {
+				return e.Err
 			}
 			return fmt.Errorf("partition %d: %w", e.Partition, e.Err)
 		}
@@ -145,8 +149,8 @@ func writeRecord(w *bufio.Writer, tmpl string, r *client.Record) {
 
 // consumeGroup consumes topic as a member of group, committing what it
 // printed: on exit after --max records, on Ctrl-C, and every few seconds.
-func consumeGroup(ctx context.Context, broker, group, topic string, reset client.Offset, maxRecords int, tmpl string, stdout, stderr io.Writer) error {
-	c, err := client.NewGroupConsumer(broker, group, []string{topic}, client.WithLogger(clientLogger(stderr)),
+func consumeGroup(ctx context.Context, broker string, connOpt client.Opt, group, topic string, reset client.Offset, maxRecords int, tmpl string, stdout, stderr io.Writer) error {
+	c, err := client.NewGroupConsumer(broker, group, []string{topic}, connOpt,
 		client.ConsumeResetOffset(reset), client.AutoCommitInterval(2*time.Second))
 	if err != nil {
 		return err
@@ -164,6 +168,9 @@ func consumeGroup(ctx context.Context, broker, group, topic string, reset client
 		for _, e := range f.Errors {
 			if errors.Is(e.Err, context.Canceled) {
 				return nil
+			}
+			if e.Partition < 0 {
+				return e.Err
 			}
 			return fmt.Errorf("partition %d: %w", e.Partition, e.Err)
 		}

@@ -17,7 +17,8 @@ func runGroup(args []string, stdout, stderr io.Writer) error {
 	}
 	sub, args := args[0], args[1:]
 	fs := newFlagSet("group "+sub, stderr)
-	broker := brokerFlag(fs)
+	conn := connFlags(fs)
+	broker := conn.broker
 	timeout := fs.Duration("timeout", 30*time.Second, "give up after this long")
 	var topic *string
 	var toEarliest, toLatest *bool
@@ -32,7 +33,7 @@ func runGroup(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	admin, err := client.NewAdmin(*broker, client.WithLogger(clientLogger(stderr)))
+	admin, err := client.NewAdmin(*broker, conn.opt(clientLogger(stderr)))
 	if err != nil {
 		return err
 	}

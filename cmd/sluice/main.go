@@ -7,8 +7,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"strings"
+
+	"github.com/sluicemq/sluice/client"
 )
 
 const usage = `sluice: a durable, replicated, partitioned log broker.
@@ -25,9 +28,14 @@ Usage:
   sluice group describe GROUP            members, assignment, committed offset, end and lag per partition
   sluice group reset-offsets GROUP --topic T --to-earliest|--to-latest|--to-offset N
   sluice bench produce|consume [flags]   measure throughput and latency
-  sluice dev-cluster [--brokers 3]       run Consul and a local cluster of brokers until Ctrl-C
+  sluice dev-cluster [--brokers 3]       run Consul and a local cluster of brokers until Ctrl-C (--secure: with TLS)
+  sluice acl add|remove|list [flags]     manage ACLs: --allow-principal P --operation OP --topic T|--group G|--cluster
+  sluice user create|delete|list NAME    manage users that authenticate with a token; 'user whoami' shows your principal
+  sluice certs dev --out DIR [--brokers 3] [--users admin]   write a throwaway CA and broker/user certificates for trying TLS
 
-Every client command takes --broker HOST:PORT (env SLUICE_BROKER, default 127.0.0.1:9470).
+Every client command takes --broker HOST:PORT (env SLUICE_BROKER, default 127.0.0.1:9470) and, for a
+cluster with TLS, --tls-ca FILE with --tls-cert FILE --tls-key FILE or --token T (env SLUICE_TLS_CA,
+SLUICE_TLS_CERT, SLUICE_TLS_KEY, SLUICE_TOKEN).
 Run 'sluice COMMAND -h' for a command's flags.
 `
 
@@ -60,8 +68,14 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		err = runGroup(args[1:], stdout, stderr)
 	case "bench":
 		err = runBench(args[1:], stdout, stderr)
+	case "acl":
+		err = runACL(args[1:], stdout, stderr)
+	case "user":
+		err = runUser(args[1:], stdout, stderr)
 	case "dev-cluster":
 		err = runDevCluster(args[1:], stdout, stderr)
+	case "certs":
+		err = runCerts(args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0
@@ -109,13 +123,42 @@ func newFlagSet(name string, stderr io.Writer) *flag.FlagSet {
 	return fs
 }
 
-// brokerFlag adds --broker with the SLUICE_BROKER default.
-func brokerFlag(fs *flag.FlagSet) *string {
-	def := os.Getenv("SLUICE_BROKER")
-	if def == "" {
-		def = "127.0.0.1:9470"
+// clientConn is how a client command reaches the cluster: --broker and
+// the TLS settings, each with its SLUICE_* environment default.
+type clientConn struct {
+	broker                 *string
+	tlsCert, tlsKey, tlsCA *string
+	token                  *string
+}
+
+// connFlags adds --broker (env SLUICE_BROKER, default 127.0.0.1:9470) and
+// the TLS flags to fs.
+func connFlags(fs *flag.FlagSet) *clientConn {
+	env := func(name, def string) string {
+		if v := os.Getenv(name); v != "" {
+			return v
+		}
+		return def
 	}
-	return fs.String("broker", def, "address of any broker (env SLUICE_BROKER)")
+	return &clientConn{
+		broker:  fs.String("broker", env("SLUICE_BROKER", "127.0.0.1:9470"), "address of any broker (env SLUICE_BROKER)"),
+		tlsCert: fs.String("tls-cert", env("SLUICE_TLS_CERT", ""), "client certificate (PEM) for mutual TLS (env SLUICE_TLS_CERT)"),
+		tlsKey:  fs.String("tls-key", env("SLUICE_TLS_KEY", ""), "key of --tls-cert (env SLUICE_TLS_KEY)"),
+		tlsCA:   fs.String("tls-ca", env("SLUICE_TLS_CA", ""), "the cluster's CA certificates (PEM) (env SLUICE_TLS_CA)"),
+		token:   fs.String("token", env("SLUICE_TOKEN", ""), "bearer token of a user made by 'sluice user create', over TLS (env SLUICE_TOKEN)"),
+	}
+}
+
+// opt is the client option of the connection settings, with logger.
+func (c *clientConn) opt(logger *slog.Logger) client.Opt {
+	opts := []client.Opt{client.WithLogger(logger)}
+	if *c.tlsCert != "" || *c.tlsKey != "" || *c.tlsCA != "" || *c.token != "" {
+		opts = append(opts, client.TLS(*c.tlsCert, *c.tlsKey, *c.tlsCA))
+	}
+	if *c.token != "" {
+		opts = append(opts, client.Token(*c.token))
+	}
+	return client.Options(opts...)
 }
 
 func usageErr(format string, a ...any) error {

@@ -28,7 +28,8 @@ func parseAcks(s string) (client.AckLevel, error) {
 
 func runProduce(args []string, stdin io.Reader, stderr io.Writer) error {
 	fs := newFlagSet("produce", stderr)
-	broker := brokerFlag(fs)
+	conn := connFlags(fs)
+	broker := conn.broker
 	key := fs.String("key", "", "key of every record (default: none, records spread round-robin)")
 	acksFlag := fs.String("acks", "all", "0, 1 or all")
 	partition := fs.Int("partition", -1, "send every record to this partition (default: by key)")
@@ -46,7 +47,7 @@ func runProduce(args []string, stdin io.Reader, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	opts := []client.Opt{client.Acks(acks), client.WithLogger(clientLogger(stderr)), client.DeliveryTimeout(*timeout)}
+	opts := []client.Opt{client.Acks(acks), conn.opt(clientLogger(stderr)), client.DeliveryTimeout(*timeout)}
 	if *partition >= 0 {
 		opts = append(opts, client.WithPartitioner(client.ManualPartitioner()))
 	}

@@ -17,7 +17,8 @@ func runTopic(args []string, stdout, stderr io.Writer) error {
 	}
 	sub, args := args[0], args[1:]
 	fs := newFlagSet("topic "+sub, stderr)
-	broker := brokerFlag(fs)
+	conn := connFlags(fs)
+	broker := conn.broker
 	timeout := fs.Duration("timeout", 30*time.Second, "give up after this long")
 	var partitions, rf *int
 	configs := configFlag{}
@@ -30,7 +31,7 @@ func runTopic(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	admin, err := client.NewAdmin(*broker, client.WithLogger(clientLogger(stderr)))
+	admin, err := client.NewAdmin(*broker, conn.opt(clientLogger(stderr)))
 	if err != nil {
 		return err
 	}

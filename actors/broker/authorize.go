@@ -1,0 +1,264 @@
+package broker
+
+import (
+	"fmt"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/sluicemq/sluice/actors"
+	"github.com/sluicemq/sluice/actors/acl"
+	"github.com/sluicemq/sluice/actors/coordinator"
+	"github.com/sluicemq/sluice/actors/transport"
+	"github.com/sluicemq/sluice/cluster"
+	"github.com/sluicemq/sluice/messages"
+)
+
+// Operations, shortened for the checks below.
+const (
+	opRead            = messages.AclOperation_ACL_OPERATION_READ
+	opWrite           = messages.AclOperation_ACL_OPERATION_WRITE
+	opCreate          = messages.AclOperation_ACL_OPERATION_CREATE
+	opDelete          = messages.AclOperation_ACL_OPERATION_DELETE
+	opAlter           = messages.AclOperation_ACL_OPERATION_ALTER
+	opDescribe        = messages.AclOperation_ACL_OPERATION_DESCRIBE
+	opIdempotentWrite = messages.AclOperation_ACL_OPERATION_IDEMPOTENT_WRITE
+)
+
+// access is one thing a request needs to be allowed.
+type access struct {
+	op   messages.AclOperation
+	rt   messages.AclResourceType
+	name string
+}
+
+func onTopic(op messages.AclOperation, topic string) access {
+	return access{op, messages.AclResourceType_ACL_RESOURCE_TOPIC, topic}
+}
+
+func onGroup(op messages.AclOperation, group string) access {
+	return access{op, messages.AclResourceType_ACL_RESOURCE_GROUP, group}
+}
+
+func onCluster(op messages.AclOperation) access {
+	return access{op, messages.AclResourceType_ACL_RESOURCE_CLUSTER, acl.ClusterName}
+}
+
+// deniedCode is the error a refusal on a resource type answers with.
+func deniedCode(rt messages.AclResourceType) messages.ErrorCode {
+	switch rt {
+	case messages.AclResourceType_ACL_RESOURCE_TOPIC:
+		return messages.ErrorCode_TOPIC_AUTHORIZATION_FAILED
+	case messages.AclResourceType_ACL_RESOURCE_GROUP:
+		return messages.ErrorCode_GROUP_AUTHORIZATION_FAILED
+	}
+	return messages.ErrorCode_CLUSTER_AUTHORIZATION_FAILED
+}
+
+// authorizer is the ACL state of one metadata snapshot.
+type authorizer struct {
+	version uint64
+	acl     *acl.Authorizer
+}
+
+// onSecurity rebuilds the authorizer and the token table when the
+// security record of the metadata changed.
+func (b *brokerActor) onSecurity(snap *cluster.Snapshot) {
+	if b.authz != nil && b.authz.version == snap.SecurityVersion {
+		return
+	}
+	var bindings []*messages.AclBinding
+	if snap.Security != nil {
+		bindings = snap.Security.Acls
+	}
+	b.authz = &authorizer{version: snap.SecurityVersion, acl: acl.New(bindings, b.cfg.SuperUsers)}
+	if b.cfg.Tokens != nil {
+		b.cfg.Tokens.Set(acl.TokenUsers(snap.Security))
+	}
+}
+
+// checked returns the principal whose ACLs the current message is subject
+// to, or "" when it is not: without TLS, from this process (the broker's
+// own actors and users' actors running in it), from a broker, or from a
+// super user.
+func (b *brokerActor) checked(ctx actor.Context) string {
+	if !b.cfg.Secure {
+		return ""
+	}
+	p := transport.Principal(ctx)
+	if p == "" || transport.IsBrokerPrincipal(p) || b.authz == nil || b.authz.acl.IsSuperUser(p) {
+		return ""
+	}
+	return p
+}
+
+// may says why the sender may not have a ("" when it may).
+func (b *brokerActor) may(ctx actor.Context, a access) string {
+	p := b.checked(ctx)
+	if p == "" {
+		return ""
+	}
+	return b.authz.acl.Why(p, a.op, a.rt, a.name)
+}
+
+// permit answers fail with the refusal and returns false unless the sender
+// may have every one of needs.
+func (b *brokerActor) permit(ctx actor.Context, fail func(messages.ErrorCode, string) proto.Message, needs ...access) bool {
+	for _, a := range needs {
+		if why := b.may(ctx, a); why != "" {
+			actors.Respond(ctx, fail(deniedCode(a.rt), why))
+			return false
+		}
+	}
+	return true
+}
+
+// permitGroup checks a group request: Describe to describe a group, Read
+// for everything else (joining, committing, fetching offsets, push
+// credit), and Read on the topics a push subscriber subscribes to or a
+// commit names, since the broker reads and commits them on its behalf.
+func (b *brokerActor) permitGroup(ctx actor.Context, group string) bool {
+	needs := []access{onGroup(opRead, group)}
+	switch m := ctx.Message().(type) {
+	case *messages.DescribeGroupRequest:
+		needs = []access{onGroup(opDescribe, group)}
+	case *messages.SubscribeRequest:
+		for _, t := range m.Topics {
+			needs = append(needs, onTopic(opRead, t))
+		}
+	case *messages.OffsetCommitRequest:
+		for _, e := range m.Offsets {
+			needs = append(needs, onTopic(opRead, e.Topic))
+		}
+	}
+	return b.permit(ctx, func(code messages.ErrorCode, text string) proto.Message {
+		return coordinator.GroupError(ctx.Message(), code, text)
+	}, needs...)
+}
+
+// mayInitProducerID: Kafka's rule since 2.8, IdempotentWrite on the
+// cluster or Write on any topic.
+func (b *brokerActor) mayInitProducerID(ctx actor.Context) string {
+	why := b.may(ctx, onCluster(opIdempotentWrite))
+	if why == "" || b.meta == nil {
+		return why
+	}
+	for name := range b.meta.Topics {
+		if b.may(ctx, onTopic(opWrite, name)) == "" {
+			return ""
+		}
+	}
+	return fmt.Sprintf("%s; nor does any ACL allow WRITE on a topic", why)
+}
+
+// fromBroker reports whether the current message comes from this process
+// or, with TLS, from a connection authenticated as broker id (any broker
+// for id -1). Without TLS it cannot tell: ok is false and the caller
+// checks the sender's address instead.
+func (b *brokerActor) fromBroker(ctx actor.Context, id int32) (from bool, ok bool) {
+	p := transport.Principal(ctx)
+	switch {
+	case p == "":
+		return true, true
+	case !b.cfg.Secure:
+		return false, false
+	case id < 0:
+		return transport.IsBrokerPrincipal(p), true
+	}
+	return p == transport.BrokerPrincipal(id), true
+}
+
+// onWhoAmI tells a client which principal the broker sees.
+func (b *brokerActor) onWhoAmI(ctx actor.Context) {
+	p := transport.Principal(ctx)
+	resp := &messages.WhoAmIResponse{Principal: p, Authorizer: b.cfg.Secure}
+	if b.authz != nil {
+		resp.SuperUser = b.authz.acl.IsSuperUser(p)
+	}
+	actors.Respond(ctx, resp)
+}
+
+// securityDisabled answers an ACL or user request on a broker without TLS.
+const securityDisabled = "ACLs and users need brokers started with --tls-cert, --tls-key and --tls-ca"
+
+// securityChange forwards an ACL or user change to the controller, which
+// writes it to the metadata store; it needs Alter on the cluster.
+func (b *brokerActor) securityChange(ctx actor.Context, fail func(messages.ErrorCode, string) proto.Message) {
+	switch {
+	case !b.cfg.Secure:
+		actors.Respond(ctx, fail(messages.ErrorCode_SECURITY_DISABLED, securityDisabled))
+	case b.permit(ctx, fail, onCluster(opAlter)):
+		b.forwardToController(ctx, fail)
+	}
+}
+
+// securityRead reports whether an ACL or user listing may be answered from
+// this broker's metadata (it needs Describe on the cluster), answering the
+// refusal otherwise.
+func (b *brokerActor) securityRead(ctx actor.Context, fail func(messages.ErrorCode, string) proto.Message) bool {
+	switch {
+	case !b.cfg.Secure:
+		actors.Respond(ctx, fail(messages.ErrorCode_SECURITY_DISABLED, securityDisabled))
+	case !b.permit(ctx, fail, onCluster(opDescribe)):
+	case b.meta == nil:
+		actors.Respond(ctx, fail(messages.ErrorCode_LEADER_NOT_AVAILABLE, "broker is starting"))
+	default:
+		return true
+	}
+	return false
+}
+
+func (b *brokerActor) describeACLs(ctx actor.Context, req *messages.DescribeAclsRequest) {
+	filter := req.Filter
+	if filter == nil {
+		filter = &messages.AclBinding{}
+	}
+	f, err := acl.ValidateFilter(filter)
+	if err != nil {
+		actors.Respond(ctx, &messages.DescribeAclsResponse{Error: messages.ErrorCode_INVALID_REQUEST, ErrorMessage: err.Error()})
+		return
+	}
+	actors.Respond(ctx, &messages.DescribeAclsResponse{Acls: acl.ListACLs(b.meta.Security, f)})
+}
+
+func (b *brokerActor) listUsers(ctx actor.Context) {
+	resp := &messages.ListUsersResponse{}
+	if b.meta.Security != nil {
+		for _, u := range b.meta.Security.Users {
+			resp.Users = append(resp.Users, &messages.UserRecord{Name: u.Name, CreatedUnixMs: u.CreatedUnixMs})
+		}
+	}
+	actors.Respond(ctx, resp)
+}
+
+// permitTopics checks op on every named topic (Create may also be granted
+// on the cluster, as in Kafka). A request that names one refused topic is
+// refused whole, each topic's result saying so.
+func (b *brokerActor) permitTopics(ctx actor.Context, names []string, op messages.AclOperation, fail func(messages.ErrorCode, string) proto.Message) bool {
+	if b.checked(ctx) == "" {
+		return true
+	}
+	if op == opCreate && b.may(ctx, onCluster(opCreate)) == "" {
+		return true
+	}
+	for _, name := range names {
+		if why := b.may(ctx, onTopic(op, name)); why != "" {
+			actors.Respond(ctx, fail(messages.ErrorCode_TOPIC_AUTHORIZATION_FAILED, why))
+			return false
+		}
+	}
+	return true
+}
+
+func topicResults(names []string, code messages.ErrorCode, text string) []*messages.TopicResult {
+	out := make([]*messages.TopicResult, len(names))
+	for i, n := range names {
+		out[i] = &messages.TopicResult{Name: n, Error: code, ErrorMessage: text}
+	}
+	return out
+}
+
+// mayCreate reports whether the sender may create topic (auto-creation).
+func (b *brokerActor) mayCreate(ctx actor.Context, topic string) bool {
+	return b.may(ctx, onCluster(opCreate)) == "" || b.may(ctx, onTopic(opCreate, topic)) == ""
+}

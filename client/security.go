@@ -1,0 +1,153 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/sluicemq/sluice/actors/acl"
+	"github.com/sluicemq/sluice/actors/transport"
+	"github.com/sluicemq/sluice/messages"
+)
+
+// TLS connects with mutual TLS: caFile holds the cluster's CA certificates
+// (brokers must present a certificate it signed, naming them as brokers),
+// certFile and keyFile the client's own certificate, whose URI SAN
+// sluice://user/NAME or common name NAME makes the principal User:NAME.
+// Leave certFile and keyFile empty to authenticate with Token instead.
+// The files are read again when they change.
+func TLS(certFile, keyFile, caFile string) Opt {
+	return func(c *config) { c.tlsCert, c.tlsKey, c.tlsCA = certFile, keyFile, caFile }
+}
+
+// Token authenticates as the user the token was created for (`sluice user
+// create`). It needs TLS with at least the CA file, and is sent only to
+// brokers that proved they are brokers of that CA's cluster.
+func Token(token string) Opt { return func(c *config) { c.token = token } }
+
+// security returns the transport's TLS settings of cfg (nil: plaintext).
+func (c *config) security() (*transport.Security, error) {
+	switch {
+	case c.tlsCA == "" && c.tlsCert == "" && c.tlsKey == "" && c.token == "":
+		return nil, nil
+	case c.tlsCA == "":
+		return nil, errors.New("TLS needs the cluster's CA file (client.TLS(cert, key, ca))")
+	case (c.tlsCert == "") != (c.tlsKey == ""):
+		return nil, errors.New("TLS needs both a certificate and its key, or neither (with a token)")
+	case c.tlsCert == "" && c.token == "":
+		return nil, errors.New("TLS without a client certificate needs a token (client.Token)")
+	}
+	return &transport.Security{Role: transport.RoleClient, CertFile: c.tlsCert, KeyFile: c.tlsKey, CAFile: c.tlsCA, Token: c.token}, nil
+}
+
+// WhoAmI is what a broker knows of this client's connection.
+type WhoAmI struct {
+	Principal string
+	// Authorizer: the broker checks ACLs. SuperUser: not for this principal.
+	Authorizer, SuperUser bool
+}
+
+// WhoAmI asks a broker which principal it sees this client as.
+func (a *Admin) WhoAmI(ctx context.Context) (WhoAmI, error) {
+	res, err := a.callAny(ctx, &messages.WhoAmIRequest{})
+	if err != nil {
+		return WhoAmI{}, err
+	}
+	resp, ok := res.(*messages.WhoAmIResponse)
+	if !ok {
+		return WhoAmI{}, fmt.Errorf("unexpected answer %T", res)
+	}
+	return WhoAmI{Principal: resp.Principal, Authorizer: resp.Authorizer, SuperUser: resp.SuperUser}, nil
+}
+
+// CreateACLs adds ACL bindings (kept once each) and returns how many were new.
+func (a *Admin) CreateACLs(ctx context.Context, bindings ...*messages.AclBinding) (int, error) {
+	res, err := a.callAny(ctx, &messages.CreateAclsRequest{Acls: bindings})
+	if err != nil {
+		return 0, err
+	}
+	resp, ok := res.(*messages.CreateAclsResponse)
+	if !ok {
+		return 0, fmt.Errorf("unexpected answer %T", res)
+	}
+	return int(resp.Created), resp.Error.Err(resp.ErrorMessage)
+}
+
+// DeleteACLs removes every binding a filter matches (an empty field of a
+// filter matches every value) and returns them.
+func (a *Admin) DeleteACLs(ctx context.Context, filters ...*messages.AclBinding) ([]*messages.AclBinding, error) {
+	res, err := a.callAny(ctx, &messages.DeleteAclsRequest{Filters: filters})
+	if err != nil {
+		return nil, err
+	}
+	resp, ok := res.(*messages.DeleteAclsResponse)
+	if !ok {
+		return nil, fmt.Errorf("unexpected answer %T", res)
+	}
+	return resp.Deleted, resp.Error.Err(resp.ErrorMessage)
+}
+
+// DescribeACLs lists the bindings filter matches (nil: all).
+func (a *Admin) DescribeACLs(ctx context.Context, filter *messages.AclBinding) ([]*messages.AclBinding, error) {
+	res, err := a.callAny(ctx, &messages.DescribeAclsRequest{Filter: filter})
+	if err != nil {
+		return nil, err
+	}
+	resp, ok := res.(*messages.DescribeAclsResponse)
+	if !ok {
+		return nil, fmt.Errorf("unexpected answer %T", res)
+	}
+	return resp.Acls, resp.Error.Err(resp.ErrorMessage)
+}
+
+// CreateUser adds a user who authenticates with a bearer token and returns
+// the token. It is made here and only its SHA-256 reaches the cluster:
+// it cannot be shown again.
+func (a *Admin) CreateUser(ctx context.Context, name string) (string, error) {
+	if err := acl.ValidUserName(name); err != nil {
+		return "", err
+	}
+	token, err := acl.NewToken()
+	if err != nil {
+		return "", err
+	}
+	res, err := a.callAny(ctx, &messages.CreateUserRequest{Name: name, TokenSha256: acl.HashToken(token)})
+	if err != nil {
+		return "", err
+	}
+	resp, ok := res.(*messages.CreateUserResponse)
+	if !ok {
+		return "", fmt.Errorf("unexpected answer %T", res)
+	}
+	if err := resp.Error.Err(resp.ErrorMessage); err != nil {
+		return "", err
+	}
+	return token, nil
+}
+
+// DeleteUser removes a token user; connections already open stay until
+// they close.
+func (a *Admin) DeleteUser(ctx context.Context, name string) error {
+	res, err := a.callAny(ctx, &messages.DeleteUserRequest{Name: name})
+	if err != nil {
+		return err
+	}
+	resp, ok := res.(*messages.DeleteUserResponse)
+	if !ok {
+		return fmt.Errorf("unexpected answer %T", res)
+	}
+	return resp.Error.Err(resp.ErrorMessage)
+}
+
+// ListUsers lists the token users (names and creation times).
+func (a *Admin) ListUsers(ctx context.Context) ([]*messages.UserRecord, error) {
+	res, err := a.callAny(ctx, &messages.ListUsersRequest{})
+	if err != nil {
+		return nil, err
+	}
+	resp, ok := res.(*messages.ListUsersResponse)
+	if !ok {
+		return nil, fmt.Errorf("unexpected answer %T", res)
+	}
+	return resp.Users, resp.Error.Err(resp.ErrorMessage)
+}

@@ -1,0 +1,288 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/sluicemq/sluice/actors/acl"
+	"github.com/sluicemq/sluice/client"
+	"github.com/sluicemq/sluice/messages"
+)
+
+// listFlag collects a repeatable, comma-separable flag.
+type listFlag []string
+
+func (l *listFlag) String() string { return strings.Join(*l, ",") }
+
+func (l *listFlag) Set(s string) error {
+	for _, v := range strings.Split(s, ",") {
+		if v = strings.TrimSpace(v); v != "" {
+			*l = append(*l, v)
+		}
+	}
+	return nil
+}
+
+// aclFlags are the resource and principal flags of `sluice acl`, named as
+// kafka-acls.sh names them.
+type aclFlags struct {
+	allow, deny, principals listFlag
+	operations              listFlag
+	topics, groups          listFlag
+	cluster                 *bool
+	pattern                 *string
+}
+
+func addACLFlags(fs *flag.FlagSet, sub string) *aclFlags {
+	f := &aclFlags{}
+	if sub == "add" || sub == "remove" {
+		fs.Var(&f.allow, "allow-principal", "principal the rule allows (User:alice, User:*); repeatable")
+		fs.Var(&f.deny, "deny-principal", "principal the rule denies; repeatable")
+	}
+	if sub != "add" {
+		fs.Var(&f.principals, "principal", "only rules of this principal; repeatable")
+	}
+	fs.Var(&f.operations, "operation", "read, write, create, delete, alter, describe, describe-configs, alter-configs, idempotent-write, cluster-action or all; repeatable")
+	fs.Var(&f.topics, "topic", "topic name, prefix (with --resource-pattern-type prefixed) or *; repeatable")
+	fs.Var(&f.groups, "group", "consumer group name, prefix or *; repeatable")
+	f.cluster = fs.Bool("cluster", false, "the cluster itself (ACL and user admin, creating topics, idempotent producers)")
+	def := "literal"
+	if sub != "add" {
+		def = "any"
+	}
+	f.pattern = fs.String("resource-pattern-type", def, "literal or prefixed (list and remove also take any and match)")
+	return f
+}
+
+func parseOperation(s string) (messages.AclOperation, error) {
+	name := "ACL_OPERATION_" + strings.ToUpper(strings.ReplaceAll(s, "-", "_"))
+	v, ok := messages.AclOperation_value[name]
+	if !ok || v <= int32(messages.AclOperation_ACL_OPERATION_ANY) {
+		return 0, usageErr("--operation %q: want read, write, create, delete, alter, describe, describe-configs, alter-configs, idempotent-write, cluster-action or all", s)
+	}
+	return messages.AclOperation(v), nil
+}
+
+func parsePattern(s string) (messages.AclPatternType, error) {
+	v, ok := messages.AclPatternType_value["ACL_PATTERN_"+strings.ToUpper(s)]
+	if !ok || v == 0 {
+		return 0, usageErr("--resource-pattern-type %q: want literal, prefixed, any or match", s)
+	}
+	return messages.AclPatternType(v), nil
+}
+
+// resources lists the (type, name) pairs the flags name.
+func (f *aclFlags) resources() []*messages.AclBinding {
+	var out []*messages.AclBinding
+	for _, t := range f.topics {
+		out = append(out, &messages.AclBinding{ResourceType: messages.AclResourceType_ACL_RESOURCE_TOPIC, ResourceName: t})
+	}
+	for _, g := range f.groups {
+		out = append(out, &messages.AclBinding{ResourceType: messages.AclResourceType_ACL_RESOURCE_GROUP, ResourceName: g})
+	}
+	if *f.cluster {
+		out = append(out, &messages.AclBinding{ResourceType: messages.AclResourceType_ACL_RESOURCE_CLUSTER, ResourceName: acl.ClusterName})
+	}
+	return out
+}
+
+// bindings expands the flags into one binding (or filter) per principal,
+// operation and resource. With filter set, a missing part matches anything.
+func (f *aclFlags) bindings(filter bool) ([]*messages.AclBinding, error) {
+	pattern, err := parsePattern(*f.pattern)
+	if err != nil {
+		return nil, err
+	}
+	type who struct {
+		principal string
+		perm      messages.AclPermission
+	}
+	var whos []who
+	for _, p := range f.allow {
+		whos = append(whos, who{p, messages.AclPermission_ACL_PERMISSION_ALLOW})
+	}
+	for _, p := range f.deny {
+		whos = append(whos, who{p, messages.AclPermission_ACL_PERMISSION_DENY})
+	}
+	for _, p := range f.principals {
+		whos = append(whos, who{p, messages.AclPermission_ACL_PERMISSION_ANY})
+	}
+	var ops []messages.AclOperation
+	for _, o := range f.operations {
+		op, err := parseOperation(o)
+		if err != nil {
+			return nil, err
+		}
+		ops = append(ops, op)
+	}
+	res := f.resources()
+	switch {
+	case !filter && len(whos) == 0:
+		return nil, usageErr("name a principal with --allow-principal or --deny-principal")
+	case !filter && len(ops) == 0:
+		return nil, usageErr("name at least one --operation")
+	case !filter && len(res) == 0:
+		return nil, usageErr("name a resource: --topic, --group or --cluster")
+	}
+	if len(whos) == 0 {
+		whos = []who{{"", messages.AclPermission_ACL_PERMISSION_ANY}}
+	}
+	if len(ops) == 0 {
+		ops = []messages.AclOperation{messages.AclOperation_ACL_OPERATION_ANY}
+	}
+	if len(res) == 0 {
+		res = []*messages.AclBinding{{ResourceType: messages.AclResourceType_ACL_RESOURCE_ANY}}
+	}
+	var out []*messages.AclBinding
+	for _, w := range whos {
+		for _, op := range ops {
+			for _, r := range res {
+				out = append(out, &messages.AclBinding{ResourceType: r.ResourceType, ResourceName: r.ResourceName, PatternType: pattern,
+					Principal: w.principal, Host: "*", Operation: op, Permission: w.perm})
+			}
+		}
+	}
+	return out, nil
+}
+
+// runACL is `sluice acl add|remove|list`.
+func runACL(args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 || (args[0] != "add" && args[0] != "remove" && args[0] != "list") {
+		return usageErr("want add, remove or list")
+	}
+	sub, args := args[0], args[1:]
+	fs := newFlagSet("acl "+sub, stderr)
+	conn := connFlags(fs)
+	f := addACLFlags(fs, sub)
+	timeout := fs.Duration("timeout", 30*time.Second, "give up after this long")
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return usageErr("unexpected argument %q", pos[0])
+	}
+	bindings, err := f.bindings(sub != "add")
+	if err != nil {
+		return err
+	}
+	admin, err := client.NewAdmin(*conn.broker, conn.opt(clientLogger(stderr)))
+	if err != nil {
+		return err
+	}
+	defer admin.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
+	defer cancel()
+	switch sub {
+	case "add":
+		n, err := admin.CreateACLs(ctx, bindings...)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "added %d ACL(s) (%d already existed)\n", n, len(bindings)-n)
+		for _, b := range bindings {
+			fmt.Fprintln(stdout, "  "+acl.String(b))
+		}
+	case "remove":
+		removed, err := admin.DeleteACLs(ctx, bindings...)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "removed %d ACL(s)\n", len(removed))
+		for _, b := range removed {
+			fmt.Fprintln(stdout, "  "+acl.String(b))
+		}
+	case "list":
+		seen := map[string]bool{}
+		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "PRINCIPAL\tPERMISSION\tOPERATION\tRESOURCE\tNAME\tPATTERN")
+		for _, filter := range bindings {
+			list, err := admin.DescribeACLs(ctx, filter)
+			if err != nil {
+				return err
+			}
+			for _, b := range list {
+				if line := acl.String(b); !seen[line] {
+					seen[line] = true
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", b.Principal, shortEnum(b.Permission.String(), "ACL_PERMISSION_"),
+						shortEnum(b.Operation.String(), "ACL_OPERATION_"), shortEnum(b.ResourceType.String(), "ACL_RESOURCE_"),
+						b.ResourceName, shortEnum(b.PatternType.String(), "ACL_PATTERN_"))
+				}
+			}
+		}
+		return tw.Flush()
+	}
+	return nil
+}
+
+func shortEnum(name, prefix string) string {
+	return strings.ReplaceAll(strings.ToLower(strings.TrimPrefix(name, prefix)), "_", "-")
+}
+
+// runUser is `sluice user create|delete|list|whoami`.
+func runUser(args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		return usageErr("want create, delete, list or whoami")
+	}
+	sub, args := args[0], args[1:]
+	fs := newFlagSet("user "+sub, stderr)
+	conn := connFlags(fs)
+	timeout := fs.Duration("timeout", 30*time.Second, "give up after this long")
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	needName := sub == "create" || sub == "delete"
+	switch {
+	case sub != "create" && sub != "delete" && sub != "list" && sub != "whoami":
+		return usageErr("unknown subcommand %q: want create, delete, list or whoami", sub)
+	case needName && len(pos) != 1:
+		return usageErr("want exactly one user name")
+	case !needName && len(pos) != 0:
+		return usageErr("unexpected argument %q", pos[0])
+	}
+	admin, err := client.NewAdmin(*conn.broker, conn.opt(clientLogger(stderr)))
+	if err != nil {
+		return err
+	}
+	defer admin.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
+	defer cancel()
+	switch sub {
+	case "create":
+		token, err := admin.CreateUser(ctx, pos[0])
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "created user %s (principal User:%s). Its token, shown only now:\n%s\n", pos[0], pos[0], token)
+		fmt.Fprintf(stderr, "use it with --token or SLUICE_TOKEN (with --tls-ca), and grant rights with 'sluice acl add --allow-principal User:%s ...'\n", pos[0])
+	case "delete":
+		if err := admin.DeleteUser(ctx, pos[0]); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "deleted user %s\n", pos[0])
+	case "list":
+		users, err := admin.ListUsers(ctx)
+		if err != nil {
+			return err
+		}
+		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "USER\tCREATED")
+		for _, u := range users {
+			fmt.Fprintf(tw, "%s\t%s\n", u.Name, time.UnixMilli(u.CreatedUnixMs).UTC().Format(time.RFC3339))
+		}
+		return tw.Flush()
+	case "whoami":
+		w, err := admin.WhoAmI(ctx)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "principal %s (ACLs enforced: %v, super user: %v)\n", w.Principal, w.Authorizer, w.SuperUser)
+	}
+	return nil
+}
