@@ -245,19 +245,31 @@ func (b *brokerActor) Receive(ctx actor.Context) {
 	case *messages.WhoAmIRequest:
 		b.onWhoAmI(ctx)
 	case *messages.CreateAclsRequest:
-		b.securityChange(ctx, func(c messages.ErrorCode, t string) proto.Message { return &messages.CreateAclsResponse{Error: c, ErrorMessage: t} })
+		b.securityChange(ctx, func(c messages.ErrorCode, t string) proto.Message {
+			return &messages.CreateAclsResponse{Error: c, ErrorMessage: t}
+		})
 	case *messages.DeleteAclsRequest:
-		b.securityChange(ctx, func(c messages.ErrorCode, t string) proto.Message { return &messages.DeleteAclsResponse{Error: c, ErrorMessage: t} })
+		b.securityChange(ctx, func(c messages.ErrorCode, t string) proto.Message {
+			return &messages.DeleteAclsResponse{Error: c, ErrorMessage: t}
+		})
 	case *messages.CreateUserRequest:
-		b.securityChange(ctx, func(c messages.ErrorCode, t string) proto.Message { return &messages.CreateUserResponse{Error: c, ErrorMessage: t} })
+		b.securityChange(ctx, func(c messages.ErrorCode, t string) proto.Message {
+			return &messages.CreateUserResponse{Error: c, ErrorMessage: t}
+		})
 	case *messages.DeleteUserRequest:
-		b.securityChange(ctx, func(c messages.ErrorCode, t string) proto.Message { return &messages.DeleteUserResponse{Error: c, ErrorMessage: t} })
+		b.securityChange(ctx, func(c messages.ErrorCode, t string) proto.Message {
+			return &messages.DeleteUserResponse{Error: c, ErrorMessage: t}
+		})
 	case *messages.DescribeAclsRequest:
-		if b.securityRead(ctx, func(c messages.ErrorCode, t string) proto.Message { return &messages.DescribeAclsResponse{Error: c, ErrorMessage: t} }) {
+		if b.securityRead(ctx, func(c messages.ErrorCode, t string) proto.Message {
+			return &messages.DescribeAclsResponse{Error: c, ErrorMessage: t}
+		}) {
 			b.describeACLs(ctx, msg)
 		}
 	case *messages.ListUsersRequest:
-		if b.securityRead(ctx, func(c messages.ErrorCode, t string) proto.Message { return &messages.ListUsersResponse{Error: c, ErrorMessage: t} }) {
+		if b.securityRead(ctx, func(c messages.ErrorCode, t string) proto.Message {
+			return &messages.ListUsersResponse{Error: c, ErrorMessage: t}
+		}) {
 			b.listUsers(ctx)
 		}
 	default:
