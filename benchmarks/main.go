@@ -112,18 +112,19 @@ func run() error {
 	fs.IntVar(&o.BatchBytes, "sluice-batch-bytes", 1<<20, "Sluice producer batch size (client default 1 MiB)")
 	fs.IntVar(&o.MaxInFlight, "sluice-max-in-flight", 5, "Sluice produce requests in flight per partition (client default 5)")
 	fs.StringVar(&o.NATSVersion, "nats-version", "2.15.2", "nats-server version to build and run")
-	fs.BoolVar(&o.Quick, "quick", false, "a short smoke run: fewer records, 2 s latency runs, 256 MiB dd (about 4 minutes; partitions suite: less data, 10 s idle, about 3-4 minutes)")
+	fs.BoolVar(&o.Quick, "quick", false, "a short smoke run: fewer records, 2 s latency runs, 256 MiB dd (about 4 minutes; partitions suite: less data, 10 s idle, about 3-4 minutes; tls suite: fewer records, 2 runs, 2 s latency runs, about 2-3 minutes)")
 	brokerFlags := fs.String("broker-flags", "", "extra flags for every sluice broker process, e.g. \"--pprof 127.0.0.1:6060\"")
 	clientRev := fs.String("client-rev", "", "set by run.sh: the commit the harness's Sluice client was compiled from (default: the work tree)")
 	consulBin := fs.String("consul-bin", "", "consul binary (default: $SLUICE_CONSUL, the .ci/install-consul.sh cache, or consul on PATH)")
 	baseDir := fs.String("dir", "", "directory for data, logs and builds (default: a new temp dir, removed at exit)")
 	keep := fs.Bool("keep", false, "keep the data and server logs of every run (in the temp dir or -dir)")
-	outDir := fs.String("out", "", "where RESULTS.md, results.png and results.json go (partitions suite: RESULTS.md's partitions section and results-partitions.json; default: this benchmarks directory)")
-	reportOnly := fs.String("report", "", "only regenerate RESULTS.md and the PNG from this results.json (with -suite partitions: the partitions section from results-partitions.json)")
-	timeout := fs.Duration("timeout", 40*time.Minute, "stop everything after this long (partitions suite: 25m)")
+	outDir := fs.String("out", "", "where RESULTS.md, results.png and results.json go (partitions suite: RESULTS.md's partitions section and results-partitions.json; tls suite: its section and results-tls.json; default: this benchmarks directory)")
+	reportOnly := fs.String("report", "", "only regenerate RESULTS.md and the PNG from this results.json (with -suite partitions: the partitions section from results-partitions.json; with -suite tls: the TLS section from results-tls.json)")
+	timeout := fs.Duration("timeout", 40*time.Minute, "stop everything after this long (partitions suite: 25m; tls suite: 20m)")
 	fs.BoolVar(&verbose, "v", false, "log every process started")
 	fs.BoolVar(&timeline, "timeline", false, "log, per latency run, when (in the schedule) acks were slow")
 	pf := addPartitionFlags(fs)
+	tf := addTLSFlags(fs)
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
@@ -136,6 +137,7 @@ func run() error {
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	var po partOptions
+	var to tlsOptions
 	switch *pf.suite {
 	case "default":
 	case "partitions":
@@ -146,8 +148,12 @@ func run() error {
 		if !set["timeout"] {
 			*timeout = 25 * time.Minute
 		}
+	case "tls":
+		if !set["timeout"] {
+			*timeout = 20 * time.Minute
+		}
 	default:
-		return fmt.Errorf("-suite: unknown %q (want default or partitions)", *pf.suite)
+		return fmt.Errorf("-suite: unknown %q (want default, partitions or tls)", *pf.suite)
 	}
 	if o.Quick {
 		def := func(name string, apply func()) {
@@ -210,6 +216,22 @@ func run() error {
 	if *outDir == "" {
 		*outDir = filepath.Join(root, "benchmarks")
 	}
+	if *pf.suite == "tls" {
+		if to, err = tf.options(set, o); err != nil {
+			return err
+		}
+	}
+	if *reportOnly != "" && *pf.suite == "tls" {
+		var rep tlsReport
+		b, err := os.ReadFile(*reportOnly)
+		if err != nil {
+			return err
+		}
+		if err := json.Unmarshal(b, &rep); err != nil {
+			return err
+		}
+		return writeTLSOutputs(&rep, *outDir, false)
+	}
 	if *reportOnly != "" && *pf.suite == "partitions" {
 		var rep partReport
 		b, err := os.ReadFile(*reportOnly)
@@ -259,6 +281,9 @@ func run() error {
 	clientFrom, keepDirs = *clientRev, *keep
 	if *pf.suite == "partitions" {
 		return runPartitions(ctx, po, root, base, *consulBin, *outDir)
+	}
+	if *pf.suite == "tls" {
+		return runTLS(ctx, to, root, base, *consulBin, *outDir)
 	}
 
 	rep := &report{Options: o, Started: time.Now(), Command: commandLine()}

@@ -12,30 +12,41 @@ import (
 	"time"
 )
 
-// The partitions suite writes its own section of RESULTS.md, between these
-// markers; the default suite rewrites everything else and keeps it.
+// The partitions and TLS suites write their own sections of RESULTS.md,
+// between these markers; every suite rewrites only its own part of the
+// file and keeps the others' sections as they are.
 const (
 	partitionsBegin = "<!-- partitions:begin -->"
 	partitionsEnd   = "<!-- partitions:end -->"
+	tlsBegin        = "<!-- tls:begin -->"
+	tlsEnd          = "<!-- tls:end -->"
 )
 
-// partitionsSection returns md's partitions section, markers included, or "".
-func partitionsSection(md string) string {
-	i := strings.Index(md, partitionsBegin)
+// mdSection is one suite's section of RESULTS.md.
+type mdSection struct{ begin, end string }
+
+var (
+	partitionsMarkers = mdSection{partitionsBegin, partitionsEnd}
+	tlsMarkers        = mdSection{tlsBegin, tlsEnd}
+)
+
+// find returns md's section, markers included, or "".
+func (m mdSection) find(md string) string {
+	i := strings.Index(md, m.begin)
 	if i < 0 {
 		return ""
 	}
-	j := strings.Index(md[i:], partitionsEnd)
+	j := strings.Index(md[i:], m.end)
 	if j < 0 {
 		return ""
 	}
-	return md[i : i+j+len(partitionsEnd)]
+	return md[i : i+j+len(m.end)]
 }
 
-// spliceSection puts sec (markers included) in place of md's partitions
-// section, or at the end of md when it has none.
-func spliceSection(md, sec string) string {
-	if old := partitionsSection(md); old != "" {
+// splice puts sec (markers included) in place of md's section, or at the
+// end of md when it has none.
+func (m mdSection) splice(md, sec string) string {
+	if old := m.find(md); old != "" {
 		return strings.Replace(md, old, sec, 1)
 	}
 	md = strings.TrimRight(md, "\n")
@@ -45,15 +56,24 @@ func spliceSection(md, sec string) string {
 	return md + sec + "\n"
 }
 
-// keepPartitionsSection carries the partitions section of the RESULTS.md at
-// path, if any, over into md (the default suite's new text).
+// partitionsSection returns md's partitions section, markers included, or "".
+func partitionsSection(md string) string { return partitionsMarkers.find(md) }
+
+// spliceSection puts sec (markers included) in place of md's partitions
+// section, or at the end of md when it has none.
+func spliceSection(md, sec string) string { return partitionsMarkers.splice(md, sec) }
+
+// keepPartitionsSection carries the partitions and TLS sections of the
+// RESULTS.md at path, if any, over into md (the default suite's new text).
 func keepPartitionsSection(path, md string) string {
 	old, err := os.ReadFile(path)
 	if err != nil {
 		return md
 	}
-	if sec := partitionsSection(string(old)); sec != "" {
-		return spliceSection(md, sec)
+	for _, m := range []mdSection{partitionsMarkers, tlsMarkers} {
+		if sec := m.find(string(old)); sec != "" {
+			md = m.splice(md, sec)
+		}
 	}
 	return md
 }

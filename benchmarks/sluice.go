@@ -118,6 +118,9 @@ type sluiceOptions struct {
 	linger      time.Duration
 	batchBytes  int
 	maxInFlight int
+	// security is given to every client (admin, producer, consumer):
+	// client.TLS for the TLS suite's runs with TLS on.
+	security []client.Opt
 }
 
 // sluiceCluster is a running Sluice deployment: one broker on its embedded
@@ -136,12 +139,19 @@ func (c *sluiceCluster) stop() {
 
 // startSluiceSingle starts one broker with a fresh data directory.
 func startSluiceSingle(ctx context.Context, bin, dir string) (*sluiceCluster, error) {
+	return startSluiceSingleWith(ctx, bin, dir, nil)
+}
+
+// startSluiceSingleWith is startSluiceSingle with more broker flags (before
+// extraBrokerFlags).
+func startSluiceSingleWith(ctx context.Context, bin, dir string, flags []string) (*sluiceCluster, error) {
 	ports, err := freePorts(1)
 	if err != nil {
 		return nil, err
 	}
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[0]))
-	args := append([]string{"broker", "--data", filepath.Join(dir, "data"), "--addr", addr}, extraBrokerFlags...)
+	args := append([]string{"broker", "--data", filepath.Join(dir, "data"), "--addr", addr}, flags...)
+	args = append(args, extraBrokerFlags...)
 	c := &sluiceCluster{addrs: []string{addr}, commands: []string{"sluice " + strings.Join(args, " ")}}
 	p, err := startProc("sluice-broker", dir, bin, args...)
 	if err != nil {
@@ -199,6 +209,12 @@ func startConsul(ctx context.Context, consulBin, dir string) (*proc, string, str
 // the Consul agent at consulAddr, each with a fresh data directory in dir,
 // and waits until every one is ready. On error c holds what was started.
 func startSluiceBrokers(ctx context.Context, c *sluiceCluster, bin, consulAddr, name, dir string, n int) error {
+	return startSluiceBrokersWith(ctx, c, bin, consulAddr, name, dir, n, nil)
+}
+
+// startSluiceBrokersWith is startSluiceBrokers with more flags for broker
+// id (1..n) from flags, if not nil (before extraBrokerFlags).
+func startSluiceBrokersWith(ctx context.Context, c *sluiceCluster, bin, consulAddr, name, dir string, n int, flags func(id int) []string) error {
 	ports, err := freePorts(n)
 	if err != nil {
 		return err
@@ -209,6 +225,9 @@ func startSluiceBrokers(ctx context.Context, c *sluiceCluster, bin, consulAddr, 
 		broker := fmt.Sprintf("broker-%d", i)
 		args := []string{"broker", "--consul", consulAddr, "--cluster", name, "--id", strconv.Itoa(i),
 			"--data", filepath.Join(dir, broker), "--addr", addr}
+		if flags != nil {
+			args = append(args, flags(i)...)
+		}
 		args = append(args, extraBrokerFlags...)
 		c.commands = append(c.commands, "sluice "+strings.Join(args, " "))
 		p, err := startProc("sluice-"+broker, dir, bin, args...)
@@ -286,7 +305,7 @@ type sluiceTarget struct {
 func newSluiceTarget(addrs []string, acks client.AckLevel, rf int32, configs map[string]string, opts sluiceOptions) (*sluiceTarget, error) {
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
 	t := &sluiceTarget{brokers: strings.Join(addrs, ","), acks: acks, rf: rf, configs: configs, opts: opts, logger: logger}
-	a, err := client.NewAdmin(t.brokers, client.WithLogger(logger))
+	a, err := client.NewAdmin(t.brokers, append([]client.Opt{client.WithLogger(logger)}, opts.security...)...)
 	if err != nil {
 		return nil, err
 	}
@@ -339,6 +358,7 @@ type sluiceProducer struct {
 func (t *sluiceTarget) newProducer(ctx context.Context, topic string, window int, onAck func([]byte, error)) (producer, error) {
 	opts := []client.Opt{client.Acks(t.acks), client.Linger(t.opts.linger), client.BatchBytes(t.opts.batchBytes),
 		client.MaxInFlight(t.opts.maxInFlight), client.WithLogger(t.logger)}
+	opts = append(opts, t.opts.security...)
 	// The generator's window is the only bound: the client's byte buffer
 	// (64 MiB by default) must hold a full window of the largest records.
 	if need := int64(window) * 1200 * 2; need > 64<<20 {
@@ -365,8 +385,8 @@ type sluiceConsumer struct {
 }
 
 func (t *sluiceTarget) newConsumer(ctx context.Context, topic string, onRecord func([]byte)) (consumer, error) {
-	c, err := client.NewConsumer(t.brokers, client.WithLogger(t.logger),
-		client.ConsumePartitions(map[string]map[int32]client.Offset{topic: {0: client.AtStart()}}))
+	c, err := client.NewConsumer(t.brokers, append([]client.Opt{client.WithLogger(t.logger),
+		client.ConsumePartitions(map[string]map[int32]client.Offset{topic: {0: client.AtStart()}})}, t.opts.security...)...)
 	if err != nil {
 		return nil, err
 	}

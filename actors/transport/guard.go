@@ -107,9 +107,12 @@ type Origin struct {
 	// without TLS).
 	Principal string
 	// Restricted is set for a client's connection to a broker with TLS: it
-	// may address only the broker actor (and its member's pusher with
-	// credit and acks), and answers go only to its own node.
+	// may address only the broker actor of this node (and its member's
+	// pusher with credit and acks), and answers go only to its own node.
 	Restricted bool
+	// Local is this node's own address, which every target of a restricted
+	// connection is given.
+	Local string
 }
 
 // clientTargetTypes are the messages a restricted connection may send to
@@ -155,6 +158,9 @@ type guard struct {
 	logger *slog.Logger
 	stats  *GuardStats
 	tls    *tlsState // nil: plaintext
+	// local is the node's address, known once the remote has started
+	// (before it serves any stream).
+	local atomic.Pointer[string]
 }
 
 // authenticate returns the principal of the stream's connection and, for a
@@ -222,6 +228,9 @@ func (g *guard) stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInf
 	}
 	gs.origin.Principal = principal
 	gs.origin.Restricted = g.tls != nil && g.tls.sec.Role == RoleBroker && !IsBrokerPrincipal(principal)
+	if l := g.local.Load(); l != nil {
+		gs.origin.Local = *l
+	}
 	gs.ephemeral = cert
 	defer gs.unpin()
 	return handler(srv, gs)
@@ -335,8 +344,12 @@ func SanitizeBatch(b *remote.MessageBatch, origin Origin) (replaced int, err err
 		env.MessageHeader = &remote.MessageHeader{HeaderData: map[string]string{PeerHeader: origin.Peer, PrincipalHeader: origin.Principal}}
 		typeName, reason := checkEnvelope(b, env, origin)
 		code := messages.ErrorCode_UNKNOWN_MESSAGE_TYPE
-		if reason == "" && origin.Restricted {
-			reason, code = checkRestricted(b, env, typeName, origin), messages.ErrorCode_CLUSTER_AUTHORIZATION_FAILED
+		if origin.Restricted {
+			// Checked whatever checkEnvelope found: it also drops a sender
+			// elsewhere, which a refused envelope must not be answered to.
+			if why := checkRestricted(b, env, typeName, origin); why != "" && reason == "" {
+				reason, code = why, messages.ErrorCode_CLUSTER_AUTHORIZATION_FAILED
+			}
 		}
 		if reason == "" {
 			continue
@@ -365,8 +378,19 @@ func checkRestricted(b *remote.MessageBatch, env *remote.MessageEnvelope, typeNa
 			return fmt.Sprintf("sender %s is not on the sending node %q", s.Address, origin.Address)
 		}
 	}
-	if b.Targets[env.Target].Id != BrokerActorName && !clientTargetTypes[typeName] {
-		return fmt.Sprintf("%s may address only the broker actor, not %q", origin.Principal, b.Targets[env.Target].Id)
+	target := b.Targets[env.Target]
+	if origin.Local == "" {
+		return "the node is starting"
+	}
+	if target.Address != origin.Local {
+		// protoactor would pass a message for another address on over this
+		// node's own connection, as this node: a client must not borrow a
+		// broker's identity. It dialed this node (perhaps by another name,
+		// localhost for 127.0.0.1): this node is the one it addresses.
+		target.Address = origin.Local
+	}
+	if target.Id != BrokerActorName && !clientTargetTypes[typeName] {
+		return fmt.Sprintf("%s may address only the broker actor, not %q", origin.Principal, target.Id)
 	}
 	return ""
 }

@@ -382,6 +382,14 @@ func FuzzSanitizeBatch(f *testing.F) {
 			Envelopes: []*remote.MessageEnvelope{{TypeId: 0, MessageData: term}, {TypeId: 1, Sender: 1}}},
 		{TypeNames: []string{"remote.ActorPidRequest"}, Targets: []*actor.PID{target},
 			Envelopes: []*remote.MessageEnvelope{{TypeId: 0, Target: 0}}},
+		// What a push subscriber sends its pusher, with its own and a
+		// stranger's sender, and a forged refusal.
+		{TypeNames: []string{"sluice.PushCredit", "sluice.PushAck", "sluice.InvalidMessage"},
+			Targets:   []*actor.PID{actor.NewPID("127.0.0.1:1", "broker/push/g/m")},
+			Senders:   []*actor.PID{actor.NewPID("127.0.0.1:2", "sub"), actor.NewPID("127.0.0.1:9", "x")},
+			Envelopes: []*remote.MessageEnvelope{{TypeId: 0, Sender: 1}, {TypeId: 1, Sender: 2}, {TypeId: 2}}},
+		{TypeNames: []string{"actor.Watch", "actor.DeadLetterResponse"}, Targets: []*actor.PID{target},
+			Envelopes: []*remote.MessageEnvelope{{TypeId: 0, MessageData: term}, {TypeId: 1, SerializerId: 1}}},
 	} {
 		data, _ := proto.Marshal(b)
 		f.Add(data)

@@ -48,14 +48,18 @@ const (
 // else User:<common name>. "" when it names none.
 func CertPrincipal(c *x509.Certificate) string {
 	for _, u := range c.URIs {
-		if u.Scheme != sanScheme {
+		// Only the plain form: no escapes, query, fragment or user, so
+		// that one principal has one spelling.
+		if u.Scheme != sanScheme || u.RawPath != "" || u.RawQuery != "" || u.Fragment != "" || u.User != nil || u.Opaque != "" || u.ForceQuery {
 			continue
 		}
 		name := strings.TrimPrefix(u.Path, "/")
 		switch u.Host {
 		case sanBroker:
-			if id, err := strconv.ParseInt(name, 10, 32); err == nil && id >= 0 {
-				return BrokerPrincipal(int32(id))
+			if isDecimal(name) {
+				if id, err := strconv.ParseInt(name, 10, 32); err == nil {
+					return BrokerPrincipal(int32(id))
+				}
 			}
 		case sanUser:
 			if name != "" {
@@ -84,4 +88,14 @@ func isEphemeral(c *x509.Certificate) bool {
 		}
 	}
 	return false
+}
+
+// isDecimal reports whether s is a non-empty string of ASCII digits.
+func isDecimal(s string) bool {
+	for _, c := range s {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return s != ""
 }

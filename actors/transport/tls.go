@@ -79,6 +79,20 @@ type tlsState struct {
 
 	stop chan struct{}
 	done sync.WaitGroup
+
+	refusals atomic.Int64
+	lastLog  atomic.Int64 // UnixNano of the last refusal logged
+}
+
+// refused logs a failed TLS handshake of a connecting peer, at most once a
+// second (a hostile peer must not flood the log); gRPC itself says nothing.
+func (s *tlsState) refused(peer net.Addr, err error) {
+	n := s.refusals.Add(1)
+	now, last := time.Now().UnixNano(), s.lastLog.Load()
+	if now-last < int64(time.Second) || !s.lastLog.CompareAndSwap(last, now) {
+		return
+	}
+	s.logger.Warn("refused a TLS connection", "peer", peer.String(), "error", err, "refused_total", n)
 }
 
 func newTLSState(sec Security, logger *slog.Logger) (*tlsState, error) {
@@ -110,17 +124,19 @@ func newTLSState(sec Security, logger *slog.Logger) (*tlsState, error) {
 	return s, nil
 }
 
+// fileStamp identifies the contents of the files: a rewrite is noticed even
+// when it keeps the size and the modification time.
 func fileStamp(paths ...string) string {
-	var out string
+	h := sha256.New()
 	for _, p := range paths {
 		if p == "" {
 			continue
 		}
-		if fi, err := os.Stat(p); err == nil {
-			out += fmt.Sprintf("%s:%d:%d;", p, fi.Size(), fi.ModTime().UnixNano())
-		}
+		data, _ := os.ReadFile(p)
+		fmt.Fprintf(h, "%s:%d:", p, len(data))
+		h.Write(data)
 	}
-	return out
+	return fmt.Sprintf("%x", h.Sum(nil))
 }
 
 func (s *tlsState) load() (*keyMaterial, error) {
@@ -161,17 +177,21 @@ func (s *tlsState) watch() {
 	defer s.done.Done()
 	t := time.NewTicker(s.sec.ReloadEvery)
 	defer t.Stop()
+	badStamp := ""
 	for {
 		select {
 		case <-s.stop:
 			return
 		case <-t.C:
 		}
-		if fileStamp(s.sec.CertFile, s.sec.KeyFile, s.sec.CAFile) == s.cur.Load().stamp {
+		stamp := fileStamp(s.sec.CertFile, s.sec.KeyFile, s.sec.CAFile)
+		if stamp == s.cur.Load().stamp || stamp == badStamp {
 			continue
 		}
 		if err := s.Reload(); err != nil {
-			// A half-written file: the next tick tries again.
+			// A half-written file: the next change tries again. Said once
+			// per version of the files.
+			badStamp = stamp
 			s.logger.Warn("TLS files changed but cannot be loaded; keeping the previous ones", "error", err)
 			continue
 		}
@@ -320,21 +340,48 @@ func (s *tlsState) credentials() credentials.TransportCredentials { return &tlsC
 // (pins) and the node's role.
 type tlsCreds struct{ s *tlsState }
 
-func (c *tlsCreds) baseConfig() *tls.Config {
-	return &tls.Config{MinVersion: tls.VersionTLS12, NextProtos: []string{"h2"}}
-}
-
-func (c *tlsCreds) ClientHandshake(ctx context.Context, authority string, raw net.Conn) (net.Conn, credentials.AuthInfo, error) {
-	cfg := c.baseConfig()
+// clientConfig is the TLS configuration of a connection this node dials
+// to authority.
+func (s *tlsState) clientConfig(authority string) *tls.Config {
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12, NextProtos: []string{"h2"}}
 	// The chain and the peer's principal are checked below; host names mean
 	// little between brokers that find each other by registered address.
 	cfg.InsecureSkipVerify = true
-	cfg.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return c.s.ownCertificate(), nil }
-	cfg.VerifyConnection = func(cs tls.ConnectionState) error {
-		certs := cs.PeerCertificates
-		return c.s.checkServer(authority, certs)
+	cfg.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return s.ownCertificate(), nil }
+	cfg.VerifyConnection = func(cs tls.ConnectionState) error { return s.checkServer(authority, cs.PeerCertificates) }
+	return cfg
+}
+
+// probeHandshake makes one TLS connection to addr and waits for the peer's
+// first bytes: with TLS 1.3 a server that refuses this node's certificate
+// says so only after the client's side of the handshake has completed, in
+// an alert that gRPC, which writes at once, often loses to a reset.
+func (s *tlsState) probeHandshake(ctx context.Context, addr string) error {
+	var d net.Dialer
+	raw, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return err
 	}
-	conn := tls.Client(raw, cfg)
+	conn := tls.Client(raw, s.clientConfig(addr))
+	defer conn.Close()
+	if err := conn.HandshakeContext(ctx); err != nil {
+		return fmt.Errorf("%w: TLS with %s failed: %v", ErrAuthentication, addr, err)
+	}
+	// A gRPC server sends its settings right after the handshake.
+	_ = conn.SetReadDeadline(time.Now().Add(3 * time.Second))
+	var b [1]byte
+	if _, err := conn.Read(b[:]); err != nil {
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			return nil // silent but open: not a refusal
+		}
+		return fmt.Errorf("%w: %s refused this client's TLS certificate: %v", ErrAuthentication, addr, err)
+	}
+	return nil
+}
+
+func (c *tlsCreds) ClientHandshake(ctx context.Context, authority string, raw net.Conn) (net.Conn, credentials.AuthInfo, error) {
+	conn := tls.Client(raw, c.s.clientConfig(authority))
 	if err := conn.HandshakeContext(ctx); err != nil {
 		conn.Close()
 		return nil, nil, err
@@ -343,7 +390,7 @@ func (c *tlsCreds) ClientHandshake(ctx context.Context, authority string, raw ne
 }
 
 func (c *tlsCreds) ServerHandshake(raw net.Conn) (net.Conn, credentials.AuthInfo, error) {
-	cfg := c.baseConfig()
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12, NextProtos: []string{"h2"}}
 	cfg.GetCertificate = func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return c.s.ownCertificate(), nil }
 	// Verification is classifyClient's: a token client's certificate is
 	// self-signed.
@@ -357,6 +404,7 @@ func (c *tlsCreds) ServerHandshake(raw net.Conn) (net.Conn, credentials.AuthInfo
 	defer cancel()
 	if err := conn.HandshakeContext(ctx); err != nil {
 		conn.Close()
+		c.s.refused(raw.RemoteAddr(), err)
 		return nil, nil, err
 	}
 	return conn, tlsInfo(conn), nil

@@ -192,6 +192,8 @@ func Start(cfg Config, logger *slog.Logger) (node *Node, err error) {
 		}
 	}()
 	r.Start()
+	addr := system.Address()
+	g.local.Store(&addr)
 	return &Node{System: system, Remote: r, Addr: system.Address(), Guard: g.stats, tls: g.tls, dialOptions: dialOpts}, nil
 }
 
@@ -210,6 +212,11 @@ func (n *Node) Stop() {
 // cannot be reached, nil when the peer would accept this node's messages.
 // Clients call it to explain a broker that does not answer.
 func (n *Node) Probe(ctx context.Context, addr string) error {
+	if n.tls != nil {
+		if err := n.tls.probeHandshake(ctx, addr); err != nil {
+			return err
+		}
+	}
 	conn, err := grpc.DialContext(ctx, addr, n.dialOptions...)
 	if err != nil {
 		return err

@@ -28,6 +28,19 @@ const (
 	lagTime  = "4s"
 )
 
+// testClientOpts are added to the options of every client the harness
+// makes, and testBrokerArgs(id) to the flags of every broker startCluster
+// starts: the secure cluster tests set them to TLS credentials (in a test
+// process of their own, see TestSecureCluster).
+var (
+	testClientOpts []client.Opt
+	testBrokerArgs func(id int32) []string
+)
+
+func testOpts(opts ...client.Opt) []client.Opt {
+	return append(slices.Clone(testClientOpts), opts...)
+}
+
 // testCluster is a real Consul agent and real broker processes on 127.0.0.1.
 type testCluster struct {
 	t       *testing.T
@@ -47,10 +60,13 @@ func startCluster(t *testing.T, n int, extra ...string) *testCluster {
 	for id := int32(1); id <= int32(n); id++ {
 		args := append([]string{"--consul", c.consul.Addr(), "--cluster", c.name, "--id", fmt.Sprint(id),
 			"--check-ttl", checkTTL, "--replica-lag-time-max", lagTime}, extra...)
+		if testBrokerArgs != nil {
+			args = append(args, testBrokerArgs(id)...)
+		}
 		c.brokers[id] = startBroker(t, args...)
 	}
 	var err error
-	c.admin, err = client.NewAdmin(c.seeds(), client.RequestTimeout(5*time.Second))
+	c.admin, err = client.NewAdmin(c.seeds(), testOpts(client.RequestTimeout(5*time.Second))...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -331,9 +347,9 @@ func startWorkload(t *testing.T, c *testCluster, topic string, producers int) *w
 	t.Helper()
 	w := &workload{t: t, ledger: newLedger(), stopCh: make(chan struct{})}
 	for i := 0; i < producers; i++ {
-		p, err := client.NewProducer(c.seeds(), client.Acks(client.AllAcks), client.Linger(2*time.Millisecond),
+		p, err := client.NewProducer(c.seeds(), testOpts(client.Acks(client.AllAcks), client.Linger(2*time.Millisecond),
 			client.BatchBytes(64<<10), client.RequestTimeout(5*time.Second), client.RetryBackoff(100*time.Millisecond),
-			client.DeliveryTimeout(3*time.Minute))
+			client.DeliveryTimeout(3*time.Minute))...)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -604,8 +620,8 @@ func (c *testCluster) consumeAll(topic string, p int32) []*client.Record {
 // that is the failover time.
 func (c *testCluster) probeProduce(topic string, p int32) time.Duration {
 	c.t.Helper()
-	prod, err := client.NewProducer(c.seeds(), client.Acks(client.AllAcks), client.WithPartitioner(client.ManualPartitioner()),
-		client.RequestTimeout(2*time.Second), client.RetryBackoff(50*time.Millisecond), client.DeliveryTimeout(time.Minute))
+	prod, err := client.NewProducer(c.seeds(), testOpts(client.Acks(client.AllAcks), client.WithPartitioner(client.ManualPartitioner()),
+		client.RequestTimeout(2*time.Second), client.RetryBackoff(50*time.Millisecond), client.DeliveryTimeout(time.Minute))...)
 	if err != nil {
 		c.t.Fatal(err)
 	}

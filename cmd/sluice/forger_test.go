@@ -42,7 +42,7 @@ func runForger() int {
 		}
 		msgs = append(msgs, m)
 	}
-	node, err := transport.Start(transport.Config{Host: "127.0.0.1"}, slog.New(slog.DiscardHandler))
+	node, err := transport.Start(transport.Config{Host: "127.0.0.1", Security: forgerSecurity()}, slog.New(slog.DiscardHandler))
 	if err != nil {
 		fmt.Println("error", err)
 		return 1
@@ -72,6 +72,24 @@ func runForger() int {
 	return 0
 }
 
+// forgeTLSEnv gives a forger (or victim, or injector) process credentials:
+// "cert,key,ca" files, or ",,ca,token"; a fifth field "broker" makes it
+// dial as a broker does (accepting user certificates of the CA).
+const forgeTLSEnv = "SLUICE_FORGE_TLS"
+
+func forgerSecurity() *transport.Security {
+	v := os.Getenv(forgeTLSEnv)
+	if v == "" {
+		return nil
+	}
+	f := append(strings.Split(v, ","), "", "", "", "")
+	role := transport.RoleClient
+	if f[4] == "broker" {
+		role = transport.RoleBroker
+	}
+	return &transport.Security{Role: role, CertFile: f[0], KeyFile: f[1], CAFile: f[2], Token: f[3]}
+}
+
 func readAll(f *os.File) string {
 	var b bytes.Buffer
 	_, _ = b.ReadFrom(f)
@@ -89,6 +107,17 @@ type forged struct {
 // order and without waiting, and returns the answers in the order they came.
 func forgeAll(t *testing.T, addr, id string, msgs ...proto.Message) []forged {
 	t.Helper()
+	return forgeAllAs(t, "", addr, id, msgs...)
+}
+
+// forgeAs is forge from a process with credentials (forgeTLSEnv's format).
+func forgeAs(t *testing.T, creds, addr, id string, msg proto.Message) proto.Message {
+	t.Helper()
+	return forgeAllAs(t, creds, addr, id, msg)[0].msg
+}
+
+func forgeAllAs(t *testing.T, creds, addr, id string, msgs ...proto.Message) []forged {
+	t.Helper()
 	var names []string
 	var in bytes.Buffer
 	for _, m := range msgs {
@@ -101,7 +130,8 @@ func forgeAll(t *testing.T, addr, id string, msgs ...proto.Message) []forged {
 		in.WriteByte('\n')
 	}
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), forgeEnv+"="+addr, "SLUICE_FORGE_ACTOR="+id, "SLUICE_FORGE_TYPES="+strings.Join(names, ","))
+	cmd.Env = append(os.Environ(), forgeEnv+"="+addr, "SLUICE_FORGE_ACTOR="+id, "SLUICE_FORGE_TYPES="+strings.Join(names, ","),
+		forgeTLSEnv+"="+creds)
 	cmd.Stdin = &in
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut

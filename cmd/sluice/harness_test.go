@@ -29,6 +29,18 @@ func TestMain(m *testing.M) {
 	if os.Getenv(forgeEnv) != "" {
 		os.Exit(runForger())
 	}
+	if os.Getenv(victimEnv) != "" {
+		os.Exit(runVictim())
+	}
+	if os.Getenv(injectEnv) != "" {
+		os.Exit(runInjector())
+	}
+	// A test that runs part of itself in a child test process hands it the
+	// binary already built.
+	if bin := os.Getenv(testBinEnv); bin != "" {
+		sluiceBin = bin
+		os.Exit(m.Run())
+	}
 	dir, err := os.MkdirTemp("", "sluice-bin-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
