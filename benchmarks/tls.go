@@ -94,7 +94,7 @@ func addTLSFlags(fs *flag.FlagSet) *tlsFlags {
 	return &tlsFlags{
 		setups:     fs.String("tls-setups", "single-acks1,single-acksall,rf3", "tls suite: deployments to measure with TLS off and on: single-acks1, single-acksall (1 broker, acks=1 / acks=all), rf3 (3 brokers + Consul, RF=3, acks=all)"),
 		phases:     fs.String("tls-phases", "produce,latency", "tls suite: measurements of each run: produce (throughput) and/or latency (at -tls-latency-rate)"),
-		runs:       fs.Int("tls-runs", 3, "tls suite: runs per deployment and mode, alternating off/on (quick: 2)"),
+		runs:       fs.Int("tls-runs", 4, "tls suite: runs per deployment and mode, alternating off/on: off, on in odd rounds, on, off in even ones (quick: 2)"),
 		size:       fs.Int("tls-record-size", 1024, "tls suite: record size in bytes"),
 		records:    fs.Int("tls-records", 1000000, "tls suite: records per one-broker produce run, the same with TLS off and on (quick: 200000)"),
 		rf3Records: fs.Int("tls-rf3-records", 400000, "tls suite: records per RF=3 produce run (quick: 100000)"),

@@ -41,7 +41,11 @@ func writeTLSOutputs(r *tlsReport, outDir string, writeJSON bool) error {
 		return err
 	}
 	fmt.Print(r.summary())
-	logf("wrote the TLS section of %s, and %s", mdPath, jsonPath)
+	if writeJSON {
+		logf("wrote the TLS section of %s, and %s", mdPath, jsonPath)
+	} else {
+		logf("wrote the TLS section of %s", mdPath)
+	}
 	return nil
 }
 

@@ -25,6 +25,7 @@ func runDevCluster(args []string, stdout, stderr io.Writer) error {
 	consulPort := fs.Int("consul-port", 8500, "Consul HTTP port")
 	basePort := fs.Int("base-port", 9471, "broker i listens on base-port + i - 1")
 	clusterName := fs.String("cluster", "dev", "cluster name")
+	secure := fs.Bool("secure", false, "mutual TLS and ACLs: writes a throwaway CA and certificates to DIR/certs (kept across runs), User:admin is a super user")
 	if _, err := parseArgs(fs, args); err != nil {
 		return err
 	}
@@ -62,6 +63,19 @@ func runDevCluster(args []string, stdout, stderr io.Writer) error {
 		procs = append(procs, cmd)
 		return nil
 	}
+	certs := filepath.Join(*dir, "certs")
+	if *secure {
+		if _, err := os.Stat(filepath.Join(certs, "ca.crt")); errors.Is(err, os.ErrNotExist) {
+			if err := writeDevCerts(certs, 1, *brokers, []string{"admin"}, 30, false); err != nil {
+				return err
+			}
+		}
+		for i := 1; i <= *brokers; i++ {
+			if _, err := os.Stat(filepath.Join(certs, fmt.Sprintf("broker-%d.crt", i))); err != nil {
+				return fmt.Errorf("%s has no certificate for broker %d: remove the directory to make new ones", certs, i)
+			}
+		}
+	}
 	consulAddr := net.JoinHostPort("127.0.0.1", strconv.Itoa(*consulPort))
 	if err := start("consul", bin, "agent", "-server", "-bootstrap-expect", "1", "-data-dir", filepath.Join(*dir, "consul"),
 		"-bind", "127.0.0.1", "-client", "127.0.0.1", "-http-port", strconv.Itoa(*consulPort),
@@ -76,14 +90,25 @@ func runDevCluster(args []string, stdout, stderr io.Writer) error {
 	for i := 1; i <= *brokers; i++ {
 		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(*basePort+i-1))
 		name := fmt.Sprintf("broker-%d", i)
-		if err := start(name, self, "broker", "--consul", consulAddr, "--cluster", *clusterName, "--id", strconv.Itoa(i),
-			"--data", filepath.Join(*dir, name), "--addr", addr); err != nil {
+		args := []string{"broker", "--consul", consulAddr, "--cluster", *clusterName, "--id", strconv.Itoa(i),
+			"--data", filepath.Join(*dir, name), "--addr", addr}
+		if *secure {
+			args = append(args, "--tls-cert", filepath.Join(certs, name+".crt"), "--tls-key", filepath.Join(certs, name+".key"),
+				"--tls-ca", filepath.Join(certs, "ca.crt"), "--super-users", "User:admin")
+		}
+		if err := start(name, self, args...); err != nil {
 			return err
 		}
 		seeds = append(seeds, addr)
 		fmt.Fprintf(stdout, "broker %d %s (log %s)\n", i, addr, filepath.Join(*dir, name+".log"))
 	}
-	fmt.Fprintf(stdout, "\nexport SLUICE_BROKER=%s\nCtrl-C stops the cluster; data stays in %s.\n", seeds[0], *dir)
+	fmt.Fprintf(stdout, "\nexport SLUICE_BROKER=%s\n", seeds[0])
+	if *secure {
+		abs, _ := filepath.Abs(certs)
+		fmt.Fprintf(stdout, "export SLUICE_TLS_CERT=%s SLUICE_TLS_KEY=%s SLUICE_TLS_CA=%s  # as User:admin (super user)\n",
+			filepath.Join(abs, "user-admin.crt"), filepath.Join(abs, "user-admin.key"), filepath.Join(abs, "ca.crt"))
+	}
+	fmt.Fprintf(stdout, "Ctrl-C stops the cluster; data stays in %s.\n", *dir)
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
 	exited := make(chan error, 1)

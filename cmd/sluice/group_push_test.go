@@ -62,14 +62,14 @@ func newPushSubscriber(credit int, pace time.Duration) *pushSubscriber {
 // to group; the subscription is closed when the test ends.
 func spawnSubscriber(t *testing.T, s *pushSubscriber, brokers, group string, topics []string, opts ...client.Opt) (*actor.PID, *client.Subscription) {
 	t.Helper()
-	system, err := client.System()
+	system, err := client.System(testClientOpts...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	pid := system.Root.Spawn(actor.PropsFromProducer(func() actor.Actor { return s }))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	sub, err := client.Subscribe(ctx, brokers, group, topics, pid, append([]client.Opt{client.SubscribeCredit(s.credit)}, opts...)...)
+	sub, err := client.Subscribe(ctx, brokers, group, topics, pid, testOpts(append([]client.Opt{client.SubscribeCredit(s.credit)}, opts...)...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -196,7 +196,7 @@ func missingValues(sent []string, subs ...*pushSubscriber) int {
 // their values.
 func produceValues(t *testing.T, brokers, topic, prefix string, n int) []string {
 	t.Helper()
-	p, err := client.NewProducer(brokers, client.Acks(client.AllAcks))
+	p, err := client.NewProducer(brokers, testOpts(client.Acks(client.AllAcks))...)
 	if err != nil {
 		t.Fatal(err)
 	}

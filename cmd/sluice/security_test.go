@@ -451,18 +451,32 @@ func TestSecureClusterChild(t *testing.T) {
 		b3.start()
 		c.waitFullyReplicated(faultTopic, 2*time.Minute)
 	})
+	// A push subscriber's actor in this process: records come over the
+	// reply path, credit and acks go to its pusher on a client connection.
+	t.Run("push subscriber", func(t *testing.T) {
+		c.createTopic("secure-push", 2, 3, nil)
+		values := produceValues(t, c.seeds(), "secure-push", "v", 300)
+		s := newPushSubscriber(20, 100*time.Microsecond)
+		spawnSubscriber(t, s, c.seeds(), "secure-pushers", []string{"secure-push"})
+		waitFor(t, "every record pushed and processed", func() bool { return missingValues(values, s) == 0 })
+		s.checkCredit(t)
+	})
+
 	// Last: verify stops every broker to compare their logs.
 	t.Run("failover workload", func(t *testing.T) {
-		hw := startHWMonitor(c, faultTopic)
-		w := startWorkload(t, c, faultTopic, 2)
+		// A topic of its own: the workload above wrote the same values.
+		const failoverTopic = "secure-faults"
+		c.createTopic(failoverTopic, 3, 3, faultConfig)
+		hw := startHWMonitor(c, failoverTopic)
+		w := startWorkload(t, c, failoverTopic, 2)
 		w.waitAcks(c, 2000)
-		leader := c.leaderOf(faultTopic, 0)
+		leader := c.leaderOf(failoverTopic, 0)
 		c.brokers[leader].kill9()
-		c.probeProduce(faultTopic, 0)
+		c.probeProduce(failoverTopic, 0)
 		w.waitAcks(c, 2000)
 		c.brokers[leader].start()
 		w.waitAcks(c, 2000)
-		c.verify(faultTopic, 3, w, hw)
+		c.verify(failoverTopic, 3, w, hw)
 	})
 }
 
