@@ -195,7 +195,7 @@ func request(system *actor.ActorSystem, addr string, msg proto.Message, timeout 
 	return out, err
 }
 
-// peerChecks remembers, per node with TLS, the brokers whose handshake and
+// peerChecks remembers, per node, the brokers whose handshake and
 // authentication have been seen to work.
 var peerChecks sync.Map // peerKey -> struct{}
 
@@ -204,10 +204,11 @@ type peerKey struct {
 	addr   string
 }
 
-// checkPeer tries the TLS handshake and authentication with addr before
-// this node's first request to it: the transport would only drop the
-// connection (and the request wait for its timeout) if the broker refused
-// the client's certificate or token, or the client the broker's.
+// checkPeer tries the connection (TLS handshake and authentication, or a
+// plaintext one) with addr before this node's first request to it: the
+// transport would only drop the connection, and the request wait for its
+// timeout, if the broker refused the client's certificate or token, the
+// client the broker's, or a plaintext client met a broker with TLS.
 func checkPeer(system *actor.ActorSystem, addr string) error {
 	key := peerKey{system, addr}
 	if _, ok := peerChecks.Load(key); ok {
@@ -216,7 +217,7 @@ func checkPeer(system *actor.ActorSystem, addr string) error {
 	nodesMu.Lock()
 	tn := nodesBySystem[system]
 	nodesMu.Unlock()
-	if tn == nil || !tn.Secure() {
+	if tn == nil {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

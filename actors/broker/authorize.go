@@ -2,6 +2,7 @@ package broker
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/asynkron/protoactor-go/actor"
 	"google.golang.org/protobuf/proto"
@@ -86,7 +87,7 @@ func (b *brokerActor) checked(ctx actor.Context) string {
 		return ""
 	}
 	p := transport.Principal(ctx)
-	if p == "" || transport.IsBrokerPrincipal(p) || b.authz == nil || b.authz.acl.IsSuperUser(p) {
+	if p == "" || transport.IsBrokerPrincipal(p) || slices.Contains(b.cfg.SuperUsers, p) {
 		return ""
 	}
 	return p
@@ -95,8 +96,12 @@ func (b *brokerActor) checked(ctx actor.Context) string {
 // may says why the sender may not have a ("" when it may).
 func (b *brokerActor) may(ctx actor.Context, a access) string {
 	p := b.checked(ctx)
-	if p == "" {
+	switch {
+	case p == "":
 		return ""
+	case b.authz == nil:
+		// No metadata yet, so no ACLs: nothing is allowed.
+		return "the broker has not loaded the cluster's ACLs yet"
 	}
 	return b.authz.acl.Why(p, a.op, a.rt, a.name)
 }

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -612,4 +613,64 @@ func runInjector() int {
 		node.System.Root.Send(target, forged)
 	}
 	return 0
+}
+
+// A broker takes new CA certificates without a restart: when the file
+// changes, and on SIGHUP.
+func TestTLSReloadsCertificates(t *testing.T) {
+	certs := makeTestCerts(t)
+	caFile := filepath.Join(t.TempDir(), "broker-ca.pem")
+	ours, err := os.ReadFile(certs.file("ca.crt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	foreign, err := os.ReadFile(certs.file("foreign-ca.crt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeCA := func(pems ...[]byte) {
+		t.Helper()
+		tmp := caFile + ".tmp"
+		if err := os.WriteFile(tmp, bytes.Join(pems, nil), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(tmp, caFile); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeCA(ours)
+	b := startBroker(t, "--id", "1", "--tls-cert", certs.file("broker-1.crt"), "--tls-key", certs.file("broker-1.key"),
+		"--tls-ca", caFile, "--super-users", "User:admin")
+	// The foreign CA's admin (trusting our CA for the broker's certificate).
+	outsider := certs.as("foreign-admin", "ca")
+	accepted := func() bool {
+		_, _, code, _ := cli(t, b, "", outsider, "topic", "list")
+		return code == 0
+	}
+	if accepted() {
+		t.Fatal("a certificate of an untrusted CA was accepted")
+	}
+	waitUntil := func(what string, cond func() bool) {
+		t.Helper()
+		start := time.Now()
+		for !cond() {
+			if time.Since(start) > 20*time.Second {
+				t.Fatalf("%s: not within 20 s", what)
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+		t.Logf("%s after %v", what, time.Since(start).Round(time.Millisecond))
+	}
+	writeCA(ours, foreign)
+	waitUntil("the changed CA file taken", accepted)
+	// SIGHUP reads the files at once.
+	writeCA(ours)
+	b.signal(syscall.SIGHUP)
+	waitUntil("the CA file read again on SIGHUP", func() bool { return !accepted() })
+	if !strings.Contains(b.logs.String(), "SIGHUP: TLS files reloaded") {
+		t.Error("the broker did not log the SIGHUP reload")
+	}
+	if _, errOut, code, _ := cli(t, b, "", certs.as("user-admin", "ca"), "topic", "list"); code != 0 {
+		t.Fatalf("our own admin after the reloads: %s", errOut)
+	}
 }
