@@ -111,7 +111,9 @@ func (b *brokerActor) may(ctx actor.Context, a access) string {
 func (b *brokerActor) permit(ctx actor.Context, fail func(messages.ErrorCode, string) proto.Message, needs ...access) bool {
 	for _, a := range needs {
 		if why := b.may(ctx, a); why != "" {
-			actors.Respond(ctx, fail(deniedCode(a.rt), why))
+			if answer := fail(deniedCode(a.rt), why); answer != nil { // PushCredit has no answer
+				actors.Respond(ctx, answer)
+			}
 			return false
 		}
 	}
