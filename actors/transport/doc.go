@@ -13,6 +13,13 @@
 //     PeerHeader on every envelope so actors can tell network messages from
 //     local ones (FromNetwork), counts what it refused (Node.Guard), and
 //     closes streams whose framing is broken;
+//   - with Config.Security, every connection is mutual TLS (tls.go): the
+//     node's role decides whom it accepts (a client's listener only
+//     brokers), each stream gets a principal from its certificate or
+//     bearer token (principal.go), stamped as PrincipalHeader on every
+//     envelope, and a client's connection to a broker may address only
+//     that broker's broker actor (and its pusher); Probe tells a client why
+//     a broker refuses it;
 //   - protoactor logs through slog at the level given.
 //
 // Usage:
