@@ -214,15 +214,7 @@ func checkPeer(system *actor.ActorSystem, addr string) error {
 	if _, ok := peerChecks.Load(key); ok {
 		return nil
 	}
-	nodesMu.Lock()
-	tn := nodesBySystem[system]
-	nodesMu.Unlock()
-	if tn == nil {
-		return nil
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	err := tn.Probe(ctx, addr)
+	err := probe(system, addr)
 	switch {
 	case errors.Is(err, transport.ErrAuthentication):
 		return &messages.Error{Code: messages.ErrorCode_SASL_AUTHENTICATION_FAILED, Message: err.Error()}
@@ -237,19 +229,25 @@ func checkPeer(system *actor.ActorSystem, addr string) error {
 // one: a plaintext client at a broker that requires TLS, or a certificate
 // or token refused since the last check.
 func explain(system *actor.ActorSystem, addr string, err error) error {
-	nodesMu.Lock()
-	tn := nodesBySystem[system]
-	nodesMu.Unlock()
-	if tn == nil {
-		return err
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if perr := tn.Probe(ctx, addr); errors.Is(perr, transport.ErrAuthentication) {
+	if perr := probe(system, addr); errors.Is(perr, transport.ErrAuthentication) {
 		peerChecks.Delete(peerKey{system, addr})
 		return &messages.Error{Code: messages.ErrorCode_SASL_AUTHENTICATION_FAILED, Message: perr.Error()}
 	}
 	return err
+}
+
+// probe runs the transport's Probe from system's node (nil for a system
+// the package did not start: it has no node to probe with).
+func probe(system *actor.ActorSystem, addr string) error {
+	nodesMu.Lock()
+	tn := nodesBySystem[system]
+	nodesMu.Unlock()
+	if tn == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	return tn.Probe(ctx, addr)
 }
 
 // decodeResult turns a future's outcome into a response or an error.

@@ -8,6 +8,7 @@ import (
 	"github.com/sluicemq/sluice/actors/acl"
 	"github.com/sluicemq/sluice/actors/transport"
 	"github.com/sluicemq/sluice/messages"
+	"google.golang.org/protobuf/proto"
 )
 
 // TLS connects with mutual TLS: caFile holds the cluster's CA certificates
@@ -40,6 +41,20 @@ func (c *config) security() (*transport.Security, error) {
 	return &transport.Security{Role: transport.RoleClient, CertFile: c.tlsCert, KeyFile: c.tlsKey, CAFile: c.tlsCA, Token: c.token}, nil
 }
 
+// callAnyAs is callAny for a request whose answer must be of type T.
+func callAnyAs[T proto.Message](ctx context.Context, a *Admin, req proto.Message) (T, error) {
+	var zero T
+	res, err := a.callAny(ctx, req)
+	if err != nil {
+		return zero, err
+	}
+	resp, ok := res.(T)
+	if !ok {
+		return zero, fmt.Errorf("unexpected answer %T", res)
+	}
+	return resp, nil
+}
+
 // WhoAmI is what a broker knows of this client's connection.
 type WhoAmI struct {
 	Principal string
@@ -49,26 +64,18 @@ type WhoAmI struct {
 
 // WhoAmI asks a broker which principal it sees this client as.
 func (a *Admin) WhoAmI(ctx context.Context) (WhoAmI, error) {
-	res, err := a.callAny(ctx, &messages.WhoAmIRequest{})
+	resp, err := callAnyAs[*messages.WhoAmIResponse](ctx, a, &messages.WhoAmIRequest{})
 	if err != nil {
 		return WhoAmI{}, err
-	}
-	resp, ok := res.(*messages.WhoAmIResponse)
-	if !ok {
-		return WhoAmI{}, fmt.Errorf("unexpected answer %T", res)
 	}
 	return WhoAmI{Principal: resp.Principal, Authorizer: resp.Authorizer, SuperUser: resp.SuperUser}, nil
 }
 
 // CreateACLs adds ACL bindings (kept once each) and returns how many were new.
 func (a *Admin) CreateACLs(ctx context.Context, bindings ...*messages.AclBinding) (int, error) {
-	res, err := a.callAny(ctx, &messages.CreateAclsRequest{Acls: bindings})
+	resp, err := callAnyAs[*messages.CreateAclsResponse](ctx, a, &messages.CreateAclsRequest{Acls: bindings})
 	if err != nil {
 		return 0, err
-	}
-	resp, ok := res.(*messages.CreateAclsResponse)
-	if !ok {
-		return 0, fmt.Errorf("unexpected answer %T", res)
 	}
 	return int(resp.Created), resp.Error.Err(resp.ErrorMessage)
 }
@@ -76,26 +83,18 @@ func (a *Admin) CreateACLs(ctx context.Context, bindings ...*messages.AclBinding
 // DeleteACLs removes every binding a filter matches (an empty field of a
 // filter matches every value) and returns them.
 func (a *Admin) DeleteACLs(ctx context.Context, filters ...*messages.AclBinding) ([]*messages.AclBinding, error) {
-	res, err := a.callAny(ctx, &messages.DeleteAclsRequest{Filters: filters})
+	resp, err := callAnyAs[*messages.DeleteAclsResponse](ctx, a, &messages.DeleteAclsRequest{Filters: filters})
 	if err != nil {
 		return nil, err
-	}
-	resp, ok := res.(*messages.DeleteAclsResponse)
-	if !ok {
-		return nil, fmt.Errorf("unexpected answer %T", res)
 	}
 	return resp.Deleted, resp.Error.Err(resp.ErrorMessage)
 }
 
 // DescribeACLs lists the bindings filter matches (nil: all).
 func (a *Admin) DescribeACLs(ctx context.Context, filter *messages.AclBinding) ([]*messages.AclBinding, error) {
-	res, err := a.callAny(ctx, &messages.DescribeAclsRequest{Filter: filter})
+	resp, err := callAnyAs[*messages.DescribeAclsResponse](ctx, a, &messages.DescribeAclsRequest{Filter: filter})
 	if err != nil {
 		return nil, err
-	}
-	resp, ok := res.(*messages.DescribeAclsResponse)
-	if !ok {
-		return nil, fmt.Errorf("unexpected answer %T", res)
 	}
 	return resp.Acls, resp.Error.Err(resp.ErrorMessage)
 }
@@ -111,13 +110,9 @@ func (a *Admin) CreateUser(ctx context.Context, name string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	res, err := a.callAny(ctx, &messages.CreateUserRequest{Name: name, TokenSha256: acl.HashToken(token)})
+	resp, err := callAnyAs[*messages.CreateUserResponse](ctx, a, &messages.CreateUserRequest{Name: name, TokenSha256: acl.HashToken(token)})
 	if err != nil {
 		return "", err
-	}
-	resp, ok := res.(*messages.CreateUserResponse)
-	if !ok {
-		return "", fmt.Errorf("unexpected answer %T", res)
 	}
 	if err := resp.Error.Err(resp.ErrorMessage); err != nil {
 		return "", err
@@ -128,26 +123,18 @@ func (a *Admin) CreateUser(ctx context.Context, name string) (string, error) {
 // DeleteUser removes a token user; connections already open stay until
 // they close.
 func (a *Admin) DeleteUser(ctx context.Context, name string) error {
-	res, err := a.callAny(ctx, &messages.DeleteUserRequest{Name: name})
+	resp, err := callAnyAs[*messages.DeleteUserResponse](ctx, a, &messages.DeleteUserRequest{Name: name})
 	if err != nil {
 		return err
-	}
-	resp, ok := res.(*messages.DeleteUserResponse)
-	if !ok {
-		return fmt.Errorf("unexpected answer %T", res)
 	}
 	return resp.Error.Err(resp.ErrorMessage)
 }
 
 // ListUsers lists the token users (names and creation times).
 func (a *Admin) ListUsers(ctx context.Context) ([]*messages.UserRecord, error) {
-	res, err := a.callAny(ctx, &messages.ListUsersRequest{})
+	resp, err := callAnyAs[*messages.ListUsersResponse](ctx, a, &messages.ListUsersRequest{})
 	if err != nil {
 		return nil, err
-	}
-	resp, ok := res.(*messages.ListUsersResponse)
-	if !ok {
-		return nil, fmt.Errorf("unexpected answer %T", res)
 	}
 	return resp.Users, resp.Error.Err(resp.ErrorMessage)
 }

@@ -306,6 +306,28 @@ func TestACLs(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 
+	// Bad ACLs are refused with the reason, from the CLI and as forged
+	// messages with values no CLI sends; the broker serves on.
+	expect(admin, false, "INVALID_REQUEST", "", "acl", "add", "--allow-principal", "alice", "--operation", "read", "--topic", "orders")
+	expect(admin, false, "INVALID_REQUEST", "", "acl", "add", "--allow-principal", "User:alice", "--operation", "read", "--topic", "orders", "--resource-pattern-type", "match")
+	for _, bad := range []*messages.AclBinding{
+		{ResourceType: 99, ResourceName: "orders", PatternType: messages.AclPatternType_ACL_PATTERN_LITERAL, Principal: "User:x", Operation: messages.AclOperation_ACL_OPERATION_READ, Permission: messages.AclPermission_ACL_PERMISSION_ALLOW},
+		{ResourceType: messages.AclResourceType_ACL_RESOURCE_TOPIC, ResourceName: "", PatternType: messages.AclPatternType_ACL_PATTERN_PREFIXED, Principal: "User:x", Operation: messages.AclOperation_ACL_OPERATION_READ, Permission: messages.AclPermission_ACL_PERMISSION_ALLOW},
+		{ResourceType: messages.AclResourceType_ACL_RESOURCE_GROUP, ResourceName: "g", PatternType: messages.AclPatternType_ACL_PATTERN_LITERAL, Principal: "User:x", Host: "10.0.0.1", Operation: messages.AclOperation_ACL_OPERATION_WRITE, Permission: -3},
+	} {
+		r := forgeAs(t, certs.creds("user-admin"), b.Addr, "broker", &messages.CreateAclsRequest{Acls: []*messages.AclBinding{bad}})
+		if code := responseCode(r); code != messages.ErrorCode_INVALID_REQUEST {
+			t.Errorf("CreateAcls %v answered %v", bad, r)
+		}
+	}
+	r := forgeAs(t, certs.creds("user-admin"), b.Addr, "broker", &messages.CreateUserRequest{Name: "eve", TokenSha256: "not-a-hash"})
+	if code := responseCode(r); code != messages.ErrorCode_INVALID_REQUEST {
+		t.Errorf("CreateUser with a bad hash answered %v", r)
+	}
+	if _, _, code := run(admin, "", "acl", "list"); code != 0 || !b.alive() {
+		t.Fatal("the broker stopped serving after bad ACL requests")
+	}
+
 	// Without TLS there are no principals to manage.
 	plain := startBroker(t)
 	_, errOut, code, _ := cli(t, plain, "", nil, "acl", "list")
