@@ -91,6 +91,9 @@ type BrokerConfig struct {
 	ClusterID   string
 	BrokerEpoch int64
 	DirectoryID string
+	// ProducerIDsEnd is the end of the last producer-id block the broker
+	// was given, as its data directory records it (set by StartBroker).
+	ProducerIDsEnd int64
 }
 
 // DefaultLogMemoryBytes is the default budget of the partition logs' memory.

@@ -156,7 +156,8 @@ func acquireNode(cfg *config) (*node, error) {
 		return nil, err
 	}
 	tn, err := transport.Start(transport.Config{Host: host, Port: port, AdvertisedAddr: cfg.advertised,
-		MaxMessageBytes: max(cfg.batchBytes, int(cfg.fetchMaxBytes), 16<<20) + (64 << 10), Security: sec}, cfg.logger)
+		MaxMessageBytes: max(cfg.batchBytes, int(cfg.fetchMaxBytes), 16<<20) + (64 << 10), Security: sec,
+		AcceptWatches: true}, cfg.logger)
 	if err != nil {
 		return nil, err
 	}

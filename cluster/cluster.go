@@ -119,8 +119,8 @@ type MetadataStore interface {
 	// partition's version moved, ErrFenced when f is no longer the controller.
 	UpdatePartitions(ctx context.Context, f Fence, updates []PartitionUpdate) error
 	// AllocateProducerIDs reserves count consecutive producer ids, never handed
-	// out before, and returns the first.
-	AllocateProducerIDs(ctx context.Context, f Fence, count int64) (int64, error)
+	// out before and none below atLeast, and returns the first.
+	AllocateProducerIDs(ctx context.Context, f Fence, count, atLeast int64) (int64, error)
 	// UpdateSecurity replaces the security record if its version is still
 	// expectVersion (0: only if none is stored yet): ErrConflict when it
 	// moved, ErrFenced when f is no longer the controller.
@@ -180,6 +180,10 @@ var (
 	ErrTopicNotFound = errors.New("topic not found")
 	ErrConflict      = errors.New("metadata changed concurrently")
 	ErrFenced        = errors.New("not the controller any more")
-	ErrClosed        = errors.New("cluster backend closed")
-	ErrBrokerIDInUse = errors.New("broker id in use by another live broker")
+	// ErrClusterIDChanged: the store no longer holds the cluster id this
+	// broker started with (it was wiped, restored or replaced); nothing is
+	// written to it.
+	ErrClusterIDChanged = errors.New("the metadata store does not hold this broker's cluster id")
+	ErrClosed           = errors.New("cluster backend closed")
+	ErrBrokerIDInUse    = errors.New("broker id in use by another live broker")
 )

@@ -60,6 +60,10 @@ type Consul struct {
 	closeCtx context.Context // ends on Close; every call is bounded by it
 	closeFn  context.CancelFunc
 
+	// bound is the cluster id this process first read from the store, with
+	// the index Consul wrote it at; every controller write checks it.
+	bound atomic.Pointer[boundClusterID]
+
 	metaIdx   indexMap // Snapshot.Index, guarded against Consul going backwards
 	brokerIdx indexMap // WatchBrokers' index, likewise
 
@@ -78,6 +82,20 @@ type Consul struct {
 }
 
 var _ Backend = (*Consul)(nil)
+
+// boundClusterID is the store's cluster id key as this process first read it.
+type boundClusterID struct {
+	id    string
+	index uint64 // the key's ModifyIndex: written once, so a new key has another
+}
+
+// bindClusterID records the first cluster id read from the store.
+func (c *Consul) bindClusterID(kv *api.KVPair) {
+	if kv == nil || len(kv.Value) == 0 {
+		return
+	}
+	c.bound.CompareAndSwap(nil, &boundClusterID{id: string(kv.Value), index: kv.ModifyIndex})
+}
 
 // ConsulConfig configures OpenConsul.
 type ConsulConfig struct {

@@ -223,6 +223,8 @@ func (c *Consul) watchClaim(ctx context.Context, m *membership, s *session) {
 		}
 	}()
 	var index uint64
+	retry := newBackoff(250*time.Millisecond, 5*time.Second)
+	lost := false // logged once per loss, not per attempt
 	for ctx.Err() == nil {
 		bctx, cancel := c.blocking(ctx, watchWait)
 		kv, meta, err := c.client.KV().Get(key, (&api.QueryOptions{WaitIndex: index, WaitTime: watchWait}).WithContext(bctx))
@@ -231,7 +233,7 @@ func (c *Consul) watchClaim(ctx context.Context, m *membership, s *session) {
 			return
 		}
 		if err != nil {
-			sleep(ctx, 250*time.Millisecond)
+			retry.wait(ctx)
 			continue
 		}
 		if meta.LastIndex < index {
@@ -239,10 +241,15 @@ func (c *Consul) watchClaim(ctx context.Context, m *membership, s *session) {
 			continue
 		}
 		index = meta.LastIndex
-		if kv != nil && kv.Session != "" && kv.Session == s.id && s.ctx.Err() == nil {
+		if s != nil && kv != nil && kv.Session == s.id && s.ctx.Err() == nil {
+			if lost {
+				c.log.Info("broker id claimed again", "broker", m.broker.ID)
+				lost = false
+			}
+			retry.reset()
 			continue // ours
 		}
-		if kv != nil && kv.Session != "" && kv.Session != s.id {
+		if kv != nil && kv.Session != "" && (s == nil || kv.Session != s.id) {
 			h := &messages.BrokerRegistration{}
 			if proto.Unmarshal(kv.Value, h) == nil && h.Instance != m.instance {
 				c.log.Error("another process took over this broker id", "broker", m.broker.ID, "by", h.Address, "broker_epoch", h.Epoch)
@@ -251,8 +258,11 @@ func (c *Consul) watchClaim(ctx context.Context, m *membership, s *session) {
 			}
 		}
 		// Free, or held by a session of ours that ended: claim it again.
-		c.log.Warn("broker id claim lost; claiming it again", "broker", m.broker.ID)
-		if s.ctx.Err() != nil {
+		if !lost {
+			c.log.Warn("broker id claim lost; claiming it again", "broker", m.broker.ID)
+			lost = true
+		}
+		if s != nil && s.ctx.Err() != nil {
 			old := s
 			s = nil
 			cctx, cancel := context.WithTimeout(ctx, requestTimeout)
@@ -262,7 +272,7 @@ func (c *Consul) watchClaim(ctx context.Context, m *membership, s *session) {
 		if s == nil {
 			ns, err := c.newSession(ctx, m, "broker")
 			if err != nil {
-				sleep(ctx, 250*time.Millisecond)
+				retry.wait(ctx)
 				continue
 			}
 			s = ns
@@ -270,8 +280,20 @@ func (c *Consul) watchClaim(ctx context.Context, m *membership, s *session) {
 		value, _ := proto.Marshal(&messages.BrokerRegistration{Id: m.broker.ID, Address: m.broker.Addr,
 			StartedUnixMs: time.Now().UnixMilli(), Epoch: m.broker.Epoch, Instance: m.instance})
 		cctx, cancel := c.call(ctx)
-		_, _, _ = c.client.KV().Acquire(&api.KVPair{Key: key, Value: value, Session: s.id}, (&api.WriteOptions{}).WithContext(cctx))
+		ok, _, err := c.client.KV().Acquire(&api.KVPair{Key: key, Value: value, Session: s.id}, (&api.WriteOptions{}).WithContext(cctx))
 		cancel()
+		if err != nil || !ok {
+			// Refused: the session may be gone (invalidated with the check
+			// while the agent restarted) or the key still in its
+			// lock-delay. Start from a new session, after a pause.
+			c.log.Debug("broker id claim refused", "broker", m.broker.ID, "error", err)
+			old := s
+			s = nil
+			cctx, cancel := context.WithTimeout(ctx, requestTimeout)
+			_ = c.closeSession(cctx, old)
+			cancel()
+			retry.wait(ctx)
+		}
 		index = 0
 	}
 }

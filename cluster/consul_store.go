@@ -70,6 +70,7 @@ func (c *Consul) decode(pairs api.KVPairs) (*Snapshot, error) {
 		switch {
 		case name == keyClusterID:
 			snap.ClusterID = string(kv.Value)
+			c.bindClusterID(kv)
 		case name == keyController:
 			if id, err := strconv.ParseInt(strings.TrimSpace(string(kv.Value)), 10, 32); err == nil && kv.Session != "" {
 				snap.Controller.ID = int32(id)
@@ -127,6 +128,7 @@ func (c *Consul) CreateClusterID(ctx context.Context) (string, error) {
 	if kv == nil || len(kv.Value) == 0 {
 		return "", errors.New("consul: the cluster id vanished right after it was created")
 	}
+	c.bindClusterID(kv)
 	return string(kv.Value), nil
 }
 
@@ -293,15 +295,16 @@ var errCASMoved = errors.New("counter moved")
 
 // AllocateProducerIDs implements MetadataStore: a check-and-set loop on the
 // producer_ids counter, fenced by the controller's lock.
-func (c *Consul) AllocateProducerIDs(ctx context.Context, f Fence, count int64) (int64, error) {
+func (c *Consul) AllocateProducerIDs(ctx context.Context, f Fence, count, atLeast int64) (int64, error) {
 	if count < 1 {
 		return 0, fmt.Errorf("AllocateProducerIDs(%d): count must be positive", count)
 	}
-	return c.addToCounter(ctx, keyProducerIDs, 1, count, &f)
+	return c.addToCounter(ctx, keyProducerIDs, max(1, atLeast), count, &f)
 }
 
-// addToCounter adds delta to the decimal counter name (def when absent)
-// with a check-and-set loop and returns its value before the addition.
+// addToCounter adds delta to the decimal counter name with a check-and-set
+// loop and returns its value before the addition. The value is taken to be
+// at least def (also when the key is absent).
 // With a fence, the write also checks the controller still holds the lock.
 func (c *Consul) addToCounter(ctx context.Context, name string, def, delta int64, f *Fence) (int64, error) {
 	for {
@@ -309,6 +312,7 @@ func (c *Consul) addToCounter(ctx context.Context, name string, def, delta int64
 		if err != nil {
 			return 0, err
 		}
+		value = max(value, def)
 		if value > (1<<63-1)-delta {
 			return 0, fmt.Errorf("counter %s exhausted", name)
 		}

@@ -130,7 +130,7 @@ func TestConsulFencing(t *testing.T) {
 		"create":          createTopic(ctx, a, leadA.Fence, "u"),
 		"delete":          a.DeleteTopic(ctx, leadA.Fence, "t"),
 		"update":          a.UpdatePartitions(ctx, leadA.Fence, update),
-		"allocate":        second(a.AllocateProducerIDs(ctx, leadA.Fence, 1)),
+		"allocate":        second(a.AllocateProducerIDs(ctx, leadA.Fence, 1, 0)),
 		"security":        a.UpdateSecurity(ctx, leadA.Fence, &messages.SecurityRecord{}, 0),
 		"stale security":  a.UpdateSecurity(ctx, leadA.Fence, &messages.SecurityRecord{}, 1<<40),
 	}
@@ -356,5 +356,87 @@ func TestConsulEvictedWhenReplaced(t *testing.T) {
 	case <-replacement.Evicted():
 		t.Fatal("the replacement was evicted")
 	default:
+	}
+}
+
+// When Consul drops the claim's session (a restarted agent invalidates it),
+// the claim watch takes the id again under a new session: it logs the loss
+// once, not at every attempt, and spaces its attempts instead of asking
+// Consul as fast as it answers while the dead session is refused.
+func TestConsulClaimLostIsTakenAgainCalmly(t *testing.T) {
+	agent := sharedAgent(t)
+	name := clusterName(t)
+	c, logs := openConsul(t, agent, name, time.Second)
+	register(t, c, 1)
+	key := c.key(brokersPrefix + "1")
+	kv, _, err := agent.Client().KV().Get(key, nil)
+	if err != nil || kv == nil || kv.Session == "" {
+		t.Fatalf("claim key %s: %v %v", key, kv, err)
+	}
+	first := kv.Session
+	if _, err := agent.Client().Session().Destroy(first, nil); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		kv, _, err = agent.Client().KV().Get(key, nil)
+		if err == nil && kv != nil && kv.Session != "" && kv.Session != first {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("claim not taken again: %v %v", kv, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if n := logs.count("broker id claim lost"); n != 1 {
+		t.Errorf("the loss was logged %d times, want once", n)
+	}
+	// Each refused attempt doubles the pause (250 ms up to 5 s).
+	if n := logs.count("broker id claim refused"); n > 10 {
+		t.Errorf("%d refused attempts before the claim was taken again", n)
+	}
+	waitBrokers(t, c, []int32{1}, 10*time.Second)
+}
+
+// A controller writes nothing to a store that no longer holds the cluster
+// id it started with: not after the key was removed, nor after a new
+// cluster id took its place, nor from a process that never read one.
+func TestConsulWritesNeedTheClusterID(t *testing.T) {
+	agent := sharedAgent(t)
+	name := clusterName(t)
+	c, _ := openConsul(t, agent, name, time.Second)
+	register(t, c, 1)
+	lead := campaign(t, c, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := createTopic(ctx, c, lead.Fence, "before"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.AllocateProducerIDs(ctx, lead.Fence, 10, 0); err != nil {
+		t.Fatal(err)
+	}
+	key := c.key(keyClusterID)
+	if _, err := agent.Client().KV().Delete(key, nil); err != nil {
+		t.Fatal(err)
+	}
+	refused := func(when string) {
+		t.Helper()
+		if err := createTopic(ctx, c, lead.Fence, "after"); !errors.Is(err, ErrClusterIDChanged) {
+			t.Errorf("topic created %s: %v", when, err)
+		}
+		if first, err := c.AllocateProducerIDs(ctx, lead.Fence, 10, 0); !errors.Is(err, ErrClusterIDChanged) {
+			t.Errorf("producer ids from %d allocated %s: %v", first, when, err)
+		}
+	}
+	refused("after the cluster id was removed")
+	if _, err := c.CreateClusterID(ctx); err != nil {
+		t.Fatal(err)
+	}
+	refused("after another cluster id was created")
+	fresh, _ := openConsulWithoutID(t, agent, clusterName(t)+"-fresh", time.Second)
+	register(t, fresh, 1)
+	freshLead := campaign(t, fresh, 1)
+	if err := createTopic(ctx, fresh, freshLead.Fence, "t"); !errors.Is(err, ErrClusterIDChanged) {
+		t.Errorf("a process that never read the cluster id wrote: %v", err)
 	}
 }

@@ -20,7 +20,7 @@ var errNoFence = fmt.Errorf("%w: a Consul metadata write needs the controller's 
 type txn struct {
 	ops    api.TxnOps
 	fails  []func(what string) error // nil entries: a generic error
-	fenced bool                      // ops[0] is the fence check
+	checks int                       // ops[:checks] are the fence's checks
 }
 
 func (t *txn) add(op *api.KVTxnOp, fail func(what string) error) {
@@ -30,13 +30,23 @@ func (t *txn) add(op *api.KVTxnOp, fail func(what string) error) {
 
 func (t *txn) full() bool { return len(t.ops) >= consulMaxTxnOps }
 
-// fencedTxn starts a write transaction whose first operation checks that
-// the controller key is still held by f's session.
+// fencedTxn starts a write transaction whose first operations check that
+// the store still holds this cluster's id (it was not wiped or replaced
+// under the running cluster) and that the controller key is still held by
+// f's session.
 func (c *Consul) fencedTxn(f Fence) (*txn, error) {
 	if f.Session == "" {
 		return nil, errNoFence
 	}
-	t := &txn{fenced: true}
+	bound := c.bound.Load()
+	if bound == nil {
+		return nil, fmt.Errorf("%w: this broker has not read the store's cluster id", ErrClusterIDChanged)
+	}
+	t := &txn{checks: 2}
+	t.add(&api.KVTxnOp{Verb: api.KVCheckIndex, Key: c.key(keyClusterID), Index: bound.index},
+		func(string) error {
+			return fmt.Errorf("%w: the key %s no longer holds cluster id %s", ErrClusterIDChanged, c.key(keyClusterID), bound.id)
+		})
 	t.add(&api.KVTxnOp{Verb: api.KVCheckSession, Key: c.key(keyController), Session: f.Session},
 		func(string) error { return fmt.Errorf("%w (controller epoch %d)", ErrFenced, f.Epoch) })
 	return t, nil
@@ -60,9 +70,6 @@ func (c *Consul) commit(ctx context.Context, t *txn) (*api.TxnResponse, error) {
 	}
 	var first *api.TxnError
 	for _, e := range resp.Errors {
-		if e.OpIndex == 0 && t.fenced {
-			return nil, t.fails[0](e.What)
-		}
 		if first == nil || e.OpIndex < first.OpIndex {
 			first = e
 		}

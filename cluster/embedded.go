@@ -317,16 +317,17 @@ func (e *Embedded) UpdatePartitions(ctx context.Context, f Fence, updates []Part
 }
 
 // AllocateProducerIDs implements MetadataStore.
-func (e *Embedded) AllocateProducerIDs(ctx context.Context, f Fence, count int64) (int64, error) {
-	var first int64
+func (e *Embedded) AllocateProducerIDs(ctx context.Context, f Fence, count, atLeast int64) (int64, error) {
+	var first, was int64
 	err := e.mutate(func(next *Snapshot) error {
-		first = e.nextPID
-		e.nextPID += count
+		was = e.nextPID
+		first = max(e.nextPID, atLeast)
+		e.nextPID = first + count
 		return nil
 	})
 	if err != nil {
 		e.mu.Lock()
-		e.nextPID = first
+		e.nextPID = was
 		e.mu.Unlock()
 	}
 	return first, err

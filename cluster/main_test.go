@@ -89,6 +89,21 @@ func (l *logBuffer) count(s string) int {
 // openConsul opens a backend of cluster on agent, closed when t ends.
 func openConsul(t testing.TB, agent *consultest.Agent, cluster string, checkTTL time.Duration) (*Consul, *logBuffer) {
 	t.Helper()
+	c, logs := openConsulWithoutID(t, agent, cluster, checkTTL)
+	// As a broker's start does: the store's cluster id, which every
+	// controller write checks.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := c.CreateClusterID(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return c, logs
+}
+
+// openConsulWithoutID is openConsul without reading (or creating) the
+// store's cluster id: its controller writes are refused.
+func openConsulWithoutID(t testing.TB, agent *consultest.Agent, cluster string, checkTTL time.Duration) (*Consul, *logBuffer) {
+	t.Helper()
 	logs := &logBuffer{t: t}
 	// Registered first, so it runs last: no t.Log after the test ends.
 	t.Cleanup(func() { logs.mu.Lock(); logs.done = true; logs.mu.Unlock() })

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -46,10 +47,14 @@ func TestConsulStore(t *testing.T) {
 	agent := sharedAgent(t)
 	runStoreSuite(t, func(t *testing.T) storeUnderTest {
 		name := clusterName(t)
-		c, _ := openConsul(t, agent, name, 0)
+		open := openConsul
+		if strings.HasSuffix(t.Name(), "/ClusterID") {
+			open = openConsulWithoutID // the subtest creates it
+		}
+		c, _ := open(t, agent, name, 0)
 		register(t, c, 1)
 		lead := campaign(t, c, 1)
-		other, _ := openConsul(t, agent, name, 0)
+		other, _ := open(t, agent, name, 0)
 		lose := func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
@@ -291,16 +296,25 @@ func runStoreSuite(t *testing.T, open func(t *testing.T) storeUnderTest) {
 
 	t.Run("AllocateProducerIDs", func(t *testing.T) {
 		u := open(t)
-		a, err := u.store.AllocateProducerIDs(ctx(t), u.fence, 10)
+		a, err := u.store.AllocateProducerIDs(ctx(t), u.fence, 10, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
-		b, err := u.store.AllocateProducerIDs(ctx(t), u.fence, 5)
+		b, err := u.store.AllocateProducerIDs(ctx(t), u.fence, 5, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if a < 1 || b < a+10 {
 			t.Fatalf("allocations at %d (10) and %d (5)", a, b)
+		}
+		// A broker that had ids up to 5000 gets a block from there on,
+		// and the counter follows.
+		c, err := u.store.AllocateProducerIDs(ctx(t), u.fence, 5, 5000)
+		if err != nil || c < 5000 {
+			t.Fatalf("allocation at least 5000: %d %v", c, err)
+		}
+		if d, err := u.store.AllocateProducerIDs(ctx(t), u.fence, 5, 0); err != nil || d < c+5 {
+			t.Fatalf("allocation after one at %d: %d %v", c, d, err)
 		}
 		// Two allocators at once never hand out the same id.
 		other := u.other
@@ -316,7 +330,7 @@ func runStoreSuite(t *testing.T, open func(t *testing.T) storeUnderTest) {
 			go func() {
 				defer wg.Done()
 				for range 15 {
-					first, err := s.AllocateProducerIDs(ctx(t), u.fence, 3)
+					first, err := s.AllocateProducerIDs(ctx(t), u.fence, 3, 0)
 					if err != nil {
 						errs <- err
 						return

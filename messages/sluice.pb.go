@@ -2943,9 +2943,13 @@ func (x *InitProducerIdResponse) GetProducerEpoch() int32 {
 // AllocateProducerIdsRequest is a broker asking the controller for a block
 // of producer ids to hand out.
 type AllocateProducerIdsRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	BrokerId      int32                  `protobuf:"varint,1,opt,name=broker_id,json=brokerId,proto3" json:"broker_id,omitempty"`
-	Count         int32                  `protobuf:"varint,2,opt,name=count,proto3" json:"count,omitempty"`
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	BrokerId int32                  `protobuf:"varint,1,opt,name=broker_id,json=brokerId,proto3" json:"broker_id,omitempty"`
+	Count    int32                  `protobuf:"varint,2,opt,name=count,proto3" json:"count,omitempty"`
+	// The end of the last block the broker was given (recorded in its data
+	// directory): the new block starts at or above it, even if the metadata
+	// store's counter went back (a store restored from a backup).
+	AtLeast       int64 `protobuf:"varint,3,opt,name=at_least,json=atLeast,proto3" json:"at_least,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2990,6 +2994,13 @@ func (x *AllocateProducerIdsRequest) GetBrokerId() int32 {
 func (x *AllocateProducerIdsRequest) GetCount() int32 {
 	if x != nil {
 		return x.Count
+	}
+	return 0
+}
+
+func (x *AllocateProducerIdsRequest) GetAtLeast() int64 {
+	if x != nil {
+		return x.AtLeast
 	}
 	return 0
 }
@@ -7015,10 +7026,11 @@ const file_sluice_proto_rawDesc = "" +
 	"\rerror_message\x18\x02 \x01(\tR\ferrorMessage\x12\x1f\n" +
 	"\vproducer_id\x18\x03 \x01(\x03R\n" +
 	"producerId\x12%\n" +
-	"\x0eproducer_epoch\x18\x04 \x01(\x05R\rproducerEpoch\"O\n" +
+	"\x0eproducer_epoch\x18\x04 \x01(\x05R\rproducerEpoch\"j\n" +
 	"\x1aAllocateProducerIdsRequest\x12\x1b\n" +
 	"\tbroker_id\x18\x01 \x01(\x05R\bbrokerId\x12\x14\n" +
-	"\x05count\x18\x02 \x01(\x05R\x05count\"\x97\x01\n" +
+	"\x05count\x18\x02 \x01(\x05R\x05count\x12\x19\n" +
+	"\bat_least\x18\x03 \x01(\x03R\aatLeast\"\x97\x01\n" +
 	"\x1bAllocateProducerIdsResponse\x12'\n" +
 	"\x05error\x18\x01 \x01(\x0e2\x11.sluice.ErrorCodeR\x05error\x12#\n" +
 	"\rerror_message\x18\x02 \x01(\tR\ferrorMessage\x12\x14\n" +

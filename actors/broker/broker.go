@@ -87,6 +87,10 @@ type brokerShared struct {
 	published atomic.Pointer[cluster.Snapshot]
 	// failed are the partition logs that failed in this process.
 	failed *partition.FailedLogs
+	// pidsEnd is the end of the last producer-id block this broker was
+	// given, recorded in its data directory: no id below it is handed out
+	// again, even by a controller whose store went back.
+	pidsEnd atomic.Int64
 }
 
 // NewBrokerProps returns the props of the broker actor. Spawn it named
@@ -98,6 +102,7 @@ type brokerShared struct {
 // children.
 func NewProps(cfg *actors.BrokerConfig, backend cluster.Backend, addr string, initial *cluster.Snapshot) *actor.Props {
 	shared := &brokerShared{failed: partition.NewFailedLogs()}
+	shared.pidsEnd.Store(cfg.ProducerIDsEnd)
 	return actor.PropsFromProducer(func() actor.Actor {
 		start := initial
 		if latest := shared.published.Load(); latest != nil {
@@ -133,6 +138,10 @@ func (b *brokerActor) Receive(ctx actor.Context) {
 		}
 	case *actor.Terminated:
 		b.onChildTerminated(ctx, msg.Who)
+	case *respawnReplica:
+		b.onRespawnReplica(ctx, msg.tp)
+	case *producerIDsRecorded:
+		b.onProducerIDsRecorded(ctx, msg)
 	case *metadataUpdated:
 		b.onMetadata(ctx, msg.snap)
 	case partition.Started:
@@ -303,11 +312,12 @@ func (b *brokerActor) onStarted(ctx actor.Context) {
 }
 
 func watchMetadata(ctx context.Context, store cluster.MetadataStore, deliver func(*cluster.Snapshot), cfg *actors.BrokerConfig, index uint64) {
+	var failing failureLog
 	for ctx.Err() == nil {
 		snap, err := store.Watch(ctx, index)
 		if err != nil {
 			if ctx.Err() == nil && !errors.Is(err, cluster.ErrClosed) {
-				cfg.Logger.Warn("metadata watch failed", "error", err)
+				failing.failed(cfg, "metadata watch", err)
 				sleepCtx(ctx, time.Second)
 			}
 			if errors.Is(err, cluster.ErrClosed) {
@@ -315,6 +325,7 @@ func watchMetadata(ctx context.Context, store cluster.MetadataStore, deliver fun
 			}
 			continue
 		}
+		failing.ok(cfg, "metadata watch")
 		if snap.Index > index {
 			index = snap.Index
 			deliver(snap)
@@ -324,15 +335,17 @@ func watchMetadata(ctx context.Context, store cluster.MetadataStore, deliver fun
 
 func watchBrokers(ctx context.Context, m cluster.Membership, deliver func([]cluster.Broker), cfg *actors.BrokerConfig) {
 	var index uint64
+	var failing failureLog
 	for ctx.Err() == nil {
 		brokers, next, err := m.WatchBrokers(ctx, index)
 		if err != nil {
 			if ctx.Err() == nil {
-				cfg.Logger.Warn("broker watch failed", "error", err)
+				failing.failed(cfg, "broker watch", err)
 				sleepCtx(ctx, time.Second)
 			}
 			continue
 		}
+		failing.ok(cfg, "broker watch")
 		if next != index {
 			index = next
 			deliver(brokers)
@@ -360,6 +373,24 @@ func campaign(ctx context.Context, lock cluster.ControllerLock, id int32, root *
 			_ = lock.Resign(context.Background())
 			return
 		}
+	}
+}
+
+// failureLog logs a retry loop's failures once when they start and once
+// when they end, not at every attempt.
+type failureLog struct{ since time.Time }
+
+func (f *failureLog) failed(cfg *actors.BrokerConfig, what string, err error) {
+	if f.since.IsZero() {
+		f.since = time.Now()
+		cfg.Logger.Warn(what+" failed; retrying every second", "error", err)
+	}
+}
+
+func (f *failureLog) ok(cfg *actors.BrokerConfig, what string) {
+	if !f.since.IsZero() {
+		cfg.Logger.Info(what+" works again", "after", time.Since(f.since).Round(time.Millisecond))
+		f.since = time.Time{}
 	}
 }
 
@@ -764,9 +795,13 @@ func (b *brokerActor) spawnReplica(ctx actor.Context, tp cluster.TopicPartition,
 	return nil
 }
 
-// onChildTerminated starts a child again that stopped although the broker
-// still needs it: no actor this broker routes to may stay dead behind its
-// name. Children the broker stopped itself are no longer tracked here.
+// onChildTerminated finishes a stop the broker asked for (a controller
+// handed over) and starts again a child that ended while the broker still
+// routes to it. Failures never get here (the supervisor strategy restarts
+// a failed child in place), no actor stops itself, and the guard lets no
+// other process stop one or report one's end: this is the broker keeping
+// its children in line with the metadata, as it does when the metadata
+// changes.
 func (b *brokerActor) onChildTerminated(ctx actor.Context, who *actor.PID) {
 	if b.stopping {
 		return
@@ -786,11 +821,7 @@ func (b *brokerActor) onChildTerminated(ctx actor.Context, who *actor.PID) {
 	for tp, r := range b.replicas {
 		if r.pid.Equal(who) {
 			b.cfg.Logger.Error("partition actor stopped; starting it again", "partition", tp)
-			if err := b.spawnReplica(ctx, tp, r); err != nil {
-				b.cfg.Logger.Error("cannot start partition", "partition", tp, "error", err)
-				delete(b.replicas, tp)
-			}
-			// The new actor asks for its state when it has started.
+			b.respawnReplica(ctx, tp, r)
 			return
 		}
 	}
@@ -805,6 +836,31 @@ func (b *brokerActor) onChildTerminated(ctx actor.Context, who *actor.PID) {
 			return
 		}
 	}
+}
+
+// respawnReplica is a retry of starting the partition actor of a replica
+// the broker still holds.
+type respawnReplica struct{ tp cluster.TopicPartition }
+
+// respawnReplica starts r's actor again; while that fails the replica stays
+// routed (requests to it time out rather than hear it does not exist) and
+// the start is tried again after a pause.
+func (b *brokerActor) respawnReplica(ctx actor.Context, tp cluster.TopicPartition, r *replica) {
+	if err := b.spawnReplica(ctx, tp, r); err != nil {
+		b.cfg.Logger.Error("cannot start partition; trying again in a second", "partition", tp, "error", err)
+		self, root := ctx.Self(), ctx.ActorSystem().Root
+		time.AfterFunc(time.Second, func() { root.Send(self, &respawnReplica{tp: tp}) })
+		return
+	}
+	// The new actor asks for its state when it has started.
+}
+
+func (b *brokerActor) onRespawnReplica(ctx actor.Context, tp cluster.TopicPartition) {
+	r := b.replicas[tp]
+	if r == nil || b.stopping {
+		return // removed meanwhile
+	}
+	b.respawnReplica(ctx, tp, r)
 }
 
 func isClosed(ch <-chan struct{}) bool {

@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -23,6 +24,13 @@ type producerIDs struct {
 	next, end  int64
 	waiting    []*actor.PID
 	requesting bool
+}
+
+// producerIDsRecorded is the data directory's answer to recording the end
+// of a new block, which must be durable before any of its ids is used.
+type producerIDsRecorded struct {
+	first, count int64
+	err          error
 }
 
 // onInitProducerID answers with the next epoch of the producer's id, or
@@ -59,7 +67,7 @@ func (b *brokerActor) requestProducerIDs(ctx actor.Context) {
 		return
 	}
 	b.pids.requesting = true
-	req := &messages.AllocateProducerIdsRequest{BrokerId: b.cfg.ID, Count: producerIDBlock}
+	req := &messages.AllocateProducerIdsRequest{BrokerId: b.cfg.ID, Count: producerIDBlock, AtLeast: b.shared.pidsEnd.Load()}
 	target := b.controller
 	if target == nil {
 		if id := b.controllerID(); id >= 0 {
@@ -75,30 +83,64 @@ func (b *brokerActor) requestProducerIDs(ctx actor.Context) {
 	}
 	fut := ctx.RequestFuture(target, req, 10*time.Second)
 	ctx.ReenterAfter(fut, func(res any, err error) {
-		b.pids.requesting = false
 		resp, ok := res.(*messages.AllocateProducerIdsResponse)
 		switch {
 		case err != nil || !ok:
+			b.pids.requesting = false
 			b.failProducerIDs(ctx, messages.ErrorCode_COORDINATOR_NOT_AVAILABLE, "producer id allocation failed")
 		case resp.Error != messages.ErrorCode_NONE:
+			b.pids.requesting = false
 			b.failProducerIDs(ctx, resp.Error, resp.ErrorMessage)
+		case resp.First < b.shared.pidsEnd.Load() || resp.Count <= 0:
+			b.pids.requesting = false
+			b.cfg.Logger.Error("refused a block of producer ids this broker may have handed out before: the metadata store's counter went back",
+				"first", resp.First, "count", resp.Count, "recorded_end", b.shared.pidsEnd.Load())
+			b.failProducerIDs(ctx, messages.ErrorCode_INCONSISTENT_CLUSTER_ID,
+				fmt.Sprintf("the controller handed out producer ids from %d, below %d, the end of a block this broker had", resp.First, b.shared.pidsEnd.Load()))
 		default:
-			b.pids.next, b.pids.end = resp.First, resp.First+int64(resp.Count)
-			waiting := b.pids.waiting
-			b.pids.waiting = nil
-			for _, pid := range waiting {
-				if b.pids.next >= b.pids.end {
-					b.pids.waiting = append(b.pids.waiting, pid)
-					continue
-				}
-				ctx.Send(pid, &messages.InitProducerIdResponse{ProducerId: b.pids.next})
-				b.pids.next++
-			}
-			if len(b.pids.waiting) > 0 {
-				b.requestProducerIDs(ctx)
-			}
+			b.recordProducerIDs(ctx, resp.First, int64(resp.Count))
 		}
 	})
+}
+
+// recordProducerIDs makes the end of a new block durable in the data
+// directory, beside the actor, before any of its ids is handed out.
+func (b *brokerActor) recordProducerIDs(ctx actor.Context, first, count int64) {
+	dir, self, root := b.cfg.Dir, ctx.Self(), ctx.ActorSystem().Root
+	if dir == nil {
+		b.onProducerIDsRecorded(ctx, &producerIDsRecorded{first: first, count: count})
+		return
+	}
+	go func() {
+		err := dir.RecordProducerIDsEnd(first + count)
+		root.Send(self, &producerIDsRecorded{first: first, count: count, err: err})
+	}()
+}
+
+func (b *brokerActor) onProducerIDsRecorded(ctx actor.Context, msg *producerIDsRecorded) {
+	b.pids.requesting = false
+	if msg.err != nil {
+		b.cfg.Logger.Error("cannot record the producer id block in the data directory", "error", msg.err)
+		b.failProducerIDs(ctx, messages.ErrorCode_STORAGE_ERROR, "cannot record the producer id block: "+msg.err.Error())
+		return
+	}
+	b.pids.next, b.pids.end = msg.first, msg.first+msg.count
+	if b.pids.end > b.shared.pidsEnd.Load() {
+		b.shared.pidsEnd.Store(b.pids.end)
+	}
+	waiting := b.pids.waiting
+	b.pids.waiting = nil
+	for _, pid := range waiting {
+		if b.pids.next >= b.pids.end {
+			b.pids.waiting = append(b.pids.waiting, pid)
+			continue
+		}
+		ctx.Send(pid, &messages.InitProducerIdResponse{ProducerId: b.pids.next})
+		b.pids.next++
+	}
+	if len(b.pids.waiting) > 0 {
+		b.requestProducerIDs(ctx)
+	}
 }
 
 // failProducerIDs answers every waiting InitProducerId with a retriable error.

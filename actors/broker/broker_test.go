@@ -266,10 +266,10 @@ func TestPartitionPanicKeepsAckedDataAndOtherPartitions(t *testing.T) {
 	}
 }
 
-// Every actor the broker routes to is started again if it stops: the
-// broker actor itself (by its keeper), a partition, the controller. A
-// request addressed by name then reaches the new actor.
-func TestStoppedActorsAreStartedAgain(t *testing.T) {
+// Every actor the broker routes to serves again after it failed (restarted
+// in place by the supervisor strategy: same PID) or was stopped (started
+// again by the broker): a partition and the controller. A request addressed by name then reaches it.
+func TestFailedAndStoppedActorsServeAgain(t *testing.T) {
 	tb := startTestBroker(t, t.TempDir(), nil)
 	tb.createTopic("s", 1, nil)
 	if r := tb.produce("s", 0, 1, "before"); r.Error != messages.ErrorCode_NONE {
@@ -277,14 +277,12 @@ func TestStoppedActorsAreStartedAgain(t *testing.T) {
 	}
 	partition := actor.NewPID(tb.pid.Address, transport.BrokerActorName+"/p/s/0")
 	controller := actor.NewPID(tb.pid.Address, transport.ControllerActorName)
-	for _, target := range []*actor.PID{partition, controller, tb.pid} {
-		if err := tb.system.Root.PoisonFuture(target).Wait(); err != nil {
-			t.Fatalf("poison %s: %v", target.Id, err)
-		}
-		// The request is retried until the new actor answers it.
-		waitFor(t, target.Id+" serving again", func() bool {
+	servesAgain := func(what string) {
+		t.Helper()
+		// The request is retried until the actor answers it.
+		waitFor(t, what+" serving again", func() bool {
 			res, err := tb.system.Root.RequestFuture(tb.pid, &messages.ProduceRequest{Topic: "s", Acks: 1,
-				Records: makeBatch("after " + target.Id)}, time.Second).Result()
+				Records: makeBatch("after " + what)}, time.Second).Result()
 			return err == nil && res.(*messages.ProduceResponse).Error == messages.ErrorCode_NONE
 		})
 		waitFor(t, "a controller", func() bool {
@@ -292,7 +290,21 @@ func TestStoppedActorsAreStartedAgain(t *testing.T) {
 			return res.ControllerId == 0
 		})
 	}
-	if got := tb.readAll("s", 0); len(got) < 4 || got[0] != "before" {
+	// A failure reaches the parent as protoactor's Failure, as a panic
+	// in the child's Receive would send it.
+	fail := func(parent, child *actor.PID) {
+		proc, _ := tb.system.ProcessRegistry.GetLocal(parent.Id)
+		proc.SendSystemMessage(parent, &actor.Failure{Who: child, Reason: "injected failure", RestartStats: actor.NewRestartStatistics()})
+	}
+	for _, target := range []*actor.PID{partition, controller} {
+		fail(tb.pid, target)
+		servesAgain("failed " + target.Id)
+		if err := tb.system.Root.PoisonFuture(target).Wait(); err != nil {
+			t.Fatalf("poison %s: %v", target.Id, err)
+		}
+		servesAgain("stopped " + target.Id)
+	}
+	if got := tb.readAll("s", 0); len(got) < 5 || got[0] != "before" {
 		t.Fatalf("log after the restarts: %q", got)
 	}
 	tb.createTopic("s2", 1, nil) // the controller works

@@ -7,9 +7,18 @@
 // replication messages against their sender, and starts again every child
 // that stops while it still routes to it.
 //
+// Supervision is protoactor's, once: an actor that fails (panics) is
+// restarted in place by its parent's strategy, with a growing backoff, and
+// keeps its PID and mailbox; the broker actor is restarted so by its
+// guardian. Nothing else restarts an actor. No actor stops itself, and the
+// transport's guard lets no other process stop one or report one's end
+// (Stop, PoisonPill and a Terminated naming this node's actors are
+// refused), so a child ends only when the broker stops it; should one end
+// otherwise, the broker starts it again as it starts any replica the
+// metadata gives it.
+//
 // Start checks the data directory against the metadata store, registers
-// the broker and spawns its actor (restarted by a guardian on failure, and
-// spawned again by a keeper if it stops).
+// the broker and spawns its actor.
 //
 //	b, err := broker.Start(node.System, cfg, backend, node.Addr)
 //	defer b.Stop()

@@ -23,7 +23,6 @@ type Broker struct {
 	// broker epoch of this start.
 	ClusterID string
 	Epoch     int64
-	keeper    *actor.PID
 	backend   cluster.Backend
 	dir       *datadir.Dir
 	pool      *storage.Pool // nil when the caller gave one
@@ -40,9 +39,8 @@ type Broker struct {
 // lost its cluster id while the directory holds data, when another process
 // uses the directory, or when a live broker holds the id.
 //
-// The broker actor is restarted after a failure (with a growing backoff)
-// and spawned again if it ever stops before Stop, so its name never points
-// at a dead actor.
+// The broker actor is restarted in place after a failure (with a growing
+// backoff, by its guardian); only Stop stops it.
 func Start(system *actor.ActorSystem, cfg actors.BrokerConfig, backend cluster.Backend, addr string) (_ *Broker, err error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -64,6 +62,9 @@ func Start(system *actor.ActorSystem, cfg actors.BrokerConfig, backend cluster.B
 		return nil, err
 	}
 	cfg.DirectoryID = dir.DirectoryID()
+	if cfg.ProducerIDsEnd, err = dir.ProducerIDsEnd(); err != nil {
+		return nil, fmt.Errorf("data directory %s: %w", dir.Path(), err)
+	}
 	reg, err := backend.Register(ctx, cluster.Broker{ID: cfg.ID, Addr: addr, Dir: cfg.DirectoryID})
 	if err != nil {
 		return nil, err
@@ -108,11 +109,8 @@ func Start(system *actor.ActorSystem, cfg actors.BrokerConfig, backend cluster.B
 		_ = backend.Deregister(context.WithoutCancel(ctx))
 		return nil, err
 	}
-	keeper := system.Root.Spawn(actor.PropsFromProducer(func() actor.Actor {
-		return &brokerKeeper{props: props, logger: cfg.Logger, watched: pid}
-	}))
 	return &Broker{System: system, PID: pid, ClusterID: cfg.ClusterID, Epoch: cfg.BrokerEpoch,
-		keeper: keeper, backend: backend, dir: dir, pool: pool, logger: cfg.Logger}, nil
+		backend: backend, dir: dir, pool: pool, logger: cfg.Logger}, nil
 }
 
 // bindClusterID returns the cluster id the data directory belongs to,
@@ -136,8 +134,6 @@ func bindClusterID(ctx context.Context, dir *datadir.Dir, id int32, store cluste
 // checkpoints and closes its log), leaves the cluster and releases the
 // data directory.
 func (b *Broker) Stop() {
-	// The keeper first, or it would start the broker again.
-	_ = b.System.Root.StopFuture(b.keeper).Wait()
 	if err := b.System.Root.StopFuture(b.PID).Wait(); err != nil {
 		b.logger.Warn("broker actor did not stop in time", "error", err)
 	}
@@ -148,41 +144,4 @@ func (b *Broker) Stop() {
 		b.pool.Close()
 	}
 	_ = b.dir.Close()
-}
-
-// brokerKeeper watches the broker actor and spawns it again under its name
-// if it stops while the broker runs. Failures do not stop it (the broker's
-// guardian restarts it); this covers every other way an actor can end.
-type brokerKeeper struct {
-	props   *actor.Props
-	logger  *slog.Logger
-	watched *actor.PID
-}
-
-type keeperRetry struct{}
-
-func (k *brokerKeeper) Receive(ctx actor.Context) {
-	switch msg := ctx.Message().(type) {
-	case *actor.Started:
-		ctx.Watch(k.watched)
-	case *actor.Terminated:
-		if msg.Who.Equal(k.watched) {
-			k.logger.Error("broker actor stopped; starting it again")
-			k.spawn(ctx)
-		}
-	case keeperRetry:
-		k.spawn(ctx)
-	}
-}
-
-func (k *brokerKeeper) spawn(ctx actor.Context) {
-	pid, err := ctx.ActorSystem().Root.SpawnNamed(k.props, transport.BrokerActorName)
-	if err != nil {
-		k.logger.Error("cannot start the broker actor again; retrying", "error", err)
-		self, root := ctx.Self(), ctx.ActorSystem().Root
-		time.AfterFunc(100*time.Millisecond, func() { root.Send(self, keeperRetry{}) })
-		return
-	}
-	k.watched = pid
-	ctx.Watch(pid)
 }

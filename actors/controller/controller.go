@@ -243,10 +243,8 @@ func (c *controllerActor) createTopic(ctx actor.Context, spec *messages.TopicSpe
 	switch err := c.store.CreateTopic(sctx, c.lead.Fence, topic, states); {
 	case errors.Is(err, cluster.ErrTopicExists):
 		return messages.ErrorCode_TOPIC_ALREADY_EXISTS, fmt.Sprintf("topic %q already exists", spec.Name)
-	case errors.Is(err, cluster.ErrFenced):
-		return messages.ErrorCode_NOT_CONTROLLER, err.Error()
 	case err != nil:
-		return messages.ErrorCode_UNKNOWN_SERVER_ERROR, err.Error()
+		return storeErrorCode(err, messages.ErrorCode_UNKNOWN_SERVER_ERROR), err.Error()
 	}
 	c.cfg.Logger.Info("created topic", "topic", spec.Name, "partitions", partitions, "replication_factor", rf)
 	c.reload()
@@ -309,10 +307,8 @@ func (c *controllerActor) onDeleteTopics(req *messages.DeleteTopicsRequest) *mes
 		switch {
 		case errors.Is(err, cluster.ErrTopicNotFound):
 			r.Error, r.ErrorMessage = messages.ErrorCode_UNKNOWN_TOPIC_OR_PARTITION, fmt.Sprintf("topic %q does not exist", name)
-		case errors.Is(err, cluster.ErrFenced):
-			r.Error, r.ErrorMessage = messages.ErrorCode_NOT_CONTROLLER, err.Error()
 		case err != nil:
-			r.Error, r.ErrorMessage = messages.ErrorCode_UNKNOWN_SERVER_ERROR, err.Error()
+			r.Error, r.ErrorMessage = storeErrorCode(err, messages.ErrorCode_UNKNOWN_SERVER_ERROR), err.Error()
 		default:
 			c.cfg.Logger.Info("deleted topic", "topic", name)
 			c.reload()
@@ -506,11 +502,7 @@ func (c *controllerActor) onAlterPartition(ctx actor.Context, req *messages.Alte
 	st := fromElection(part.State, next)
 	if err := c.write([]cluster.PartitionUpdate{{State: st, ExpectVersion: part.Version}}); err != nil {
 		c.reload()
-		code := messages.ErrorCode_INVALID_PARTITION_EPOCH
-		if errors.Is(err, cluster.ErrFenced) {
-			code = messages.ErrorCode_NOT_CONTROLLER
-		}
-		return &messages.AlterPartitionResponse{Error: code, ErrorMessage: err.Error()}
+		return &messages.AlterPartitionResponse{Error: storeErrorCode(err, messages.ErrorCode_INVALID_PARTITION_EPOCH), ErrorMessage: err.Error()}
 	}
 	c.cfg.Logger.Info("committed ISR change", "partition", tp, "isr", st.Isr, "was", part.State.Isr, "partition_epoch", st.PartitionEpoch)
 	c.reload()
@@ -530,13 +522,21 @@ func (c *controllerActor) onAllocateProducerIDs(req *messages.AllocateProducerId
 	}
 	ctx, cancel := c.storeCtx()
 	defer cancel()
-	first, err := c.store.AllocateProducerIDs(ctx, c.lead.Fence, int64(count))
+	first, err := c.store.AllocateProducerIDs(ctx, c.lead.Fence, int64(count), req.AtLeast)
 	if err != nil {
-		code := messages.ErrorCode_UNKNOWN_SERVER_ERROR
-		if errors.Is(err, cluster.ErrFenced) {
-			code = messages.ErrorCode_NOT_CONTROLLER
-		}
-		return &messages.AllocateProducerIdsResponse{Error: code, ErrorMessage: err.Error()}
+		return &messages.AllocateProducerIdsResponse{Error: storeErrorCode(err, messages.ErrorCode_UNKNOWN_SERVER_ERROR), ErrorMessage: err.Error()}
 	}
 	return &messages.AllocateProducerIdsResponse{First: first, Count: count}
+}
+
+// storeErrorCode is the error code of a failed metadata write: fallback
+// unless the write was refused for this controller's fence or cluster id.
+func storeErrorCode(err error, fallback messages.ErrorCode) messages.ErrorCode {
+	switch {
+	case errors.Is(err, cluster.ErrClusterIDChanged):
+		return messages.ErrorCode_INCONSISTENT_CLUSTER_ID
+	case errors.Is(err, cluster.ErrFenced):
+		return messages.ErrorCode_NOT_CONTROLLER
+	}
+	return fallback
 }

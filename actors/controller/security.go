@@ -103,10 +103,8 @@ func (c *controllerActor) onSecurityChange(msg proto.Message) proto.Message {
 		switch {
 		case errors.Is(err, cluster.ErrConflict):
 			continue
-		case errors.Is(err, cluster.ErrFenced):
-			return ch.fail(messages.ErrorCode_NOT_CONTROLLER, err.Error())
 		case err != nil:
-			return ch.fail(messages.ErrorCode_UNKNOWN_SERVER_ERROR, err.Error())
+			return ch.fail(storeErrorCode(err, messages.ErrorCode_UNKNOWN_SERVER_ERROR), err.Error())
 		}
 		c.cfg.Logger.Info("security record changed", "request", string(proto.MessageName(msg)))
 		c.reload()

@@ -108,7 +108,9 @@ func (c *groupCoordinator) pusherAssignment(m groups.MemberRecord) *pusherAssign
 func (p *pusher) Receive(ctx actor.Context) {
 	switch msg := ctx.Message().(type) {
 	case *actor.Started:
-		ctx.Watch(p.cfg.Target)
+		transport.WatchRemote(ctx, p.cfg.Target)
+	case *actor.Stopping:
+		transport.UnwatchRemote(ctx, p.cfg.Target)
 	case *actor.Terminated:
 		if msg.Who.Equal(p.cfg.Target) {
 			ctx.Send(ctx.Parent(), pushMemberDown{member: p.cfg.Member})

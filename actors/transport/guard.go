@@ -46,33 +46,52 @@ var invalidMessageName = string(proto.MessageName(&messages.InvalidMessage{}))
 const sluicePackage protoreflect.FullName = "sluice"
 
 // System messages of protoactor that Sluice's own features need from other
-// processes: remote watches (a pusher watching a push subscriber's actor)
-// and their Terminated, and the dead-letter answer to a request whose
-// target does not exist. Every other protoactor type (Stop, PoisonPill,
-// Touch, remote activation, ...) is refused.
-var allowedSystemTypes = map[string]func([]byte, Origin) string{
-	"actor.Watch": func(data []byte, o Origin) string {
+// processes: remote watches (a broker's pusher watching a push
+// subscriber's actor on a client node) and their Terminated, and the
+// dead-letter answer to a request whose target does not exist. Every other
+// protoactor type (Stop, PoisonPill, Touch, remote activation, ...) is
+// refused.
+var allowedSystemTypes = map[string]func(data []byte, target *actor.PID, o Origin) string{
+	"actor.Watch": func(data []byte, _ *actor.PID, o Origin) string {
 		var m actor.Watch
 		if err := proto.Unmarshal(data, &m); err != nil {
 			return err.Error()
 		}
+		if !o.AcceptWatches {
+			// Each watch is kept until its watcher's node goes away: a
+			// peer could grow them without bound, and no Sluice feature
+			// watches a broker's actors from another node.
+			return "this node's actors are not watched from other nodes"
+		}
 		return checkPeerPID("watcher", m.Watcher, o)
 	},
-	"actor.Unwatch": func(data []byte, o Origin) string {
+	"actor.Unwatch": func(data []byte, _ *actor.PID, o Origin) string {
 		var m actor.Unwatch
 		if err := proto.Unmarshal(data, &m); err != nil {
 			return err.Error()
 		}
+		if !o.AcceptWatches {
+			return "this node's actors are not watched from other nodes"
+		}
 		return checkPeerPID("watcher", m.Watcher, o)
 	},
-	"actor.Terminated": func(data []byte, o Origin) string {
+	"actor.Terminated": func(data []byte, target *actor.PID, o Origin) string {
 		var m actor.Terminated
 		if err := proto.Unmarshal(data, &m); err != nil {
 			return err.Error()
 		}
-		return checkPeerPID("terminated actor", m.Who, o)
+		if reason := checkPeerPID("terminated actor", m.Who, o); reason != "" {
+			return reason
+		}
+		// The end of an actor matters only to an actor of this node that
+		// watches it; any other Terminated is a forgery (protoactor would
+		// also drop the target's child of that name, if it had one).
+		if o.Watched == nil || !o.Watched(target.Id, m.Who) {
+			return fmt.Sprintf("%s does not watch %s", target.Id, m.Who.Id)
+		}
+		return ""
 	},
-	"actor.DeadLetterResponse": func(data []byte, o Origin) string {
+	"actor.DeadLetterResponse": func(data []byte, _ *actor.PID, _ Origin) string {
 		var m actor.DeadLetterResponse
 		if err := proto.Unmarshal(data, &m); err != nil {
 			return err.Error()
@@ -92,8 +111,16 @@ func checkPeerPID(what string, pid *actor.PID, o Origin) string {
 		return "the connection has not said which node it is"
 	case pid.Address != o.Address:
 		return fmt.Sprintf("%s is on %s, not on the sending node %s", what, pid.Address, o.Address)
+	case isLocalAddress(pid.Address, o.Local):
+		return fmt.Sprintf("%s is on this node", what)
 	}
 	return ""
+}
+
+// isLocalAddress reports whether protoactor resolves addr to this node's
+// own actors: its address, or the "nonhost" of a system without a remote.
+func isLocalAddress(addr, local string) bool {
+	return addr == "nonhost" || (local != "" && addr == local)
 }
 
 // Origin is what the guard knows of the connection a batch came on.
@@ -113,6 +140,12 @@ type Origin struct {
 	// Local is this node's own address, which every target of a restricted
 	// connection is given.
 	Local string
+	// AcceptWatches: this node's actors may be watched from the peer (a
+	// client node, whose push subscribers a broker watches).
+	AcceptWatches bool
+	// Watched reports whether the actor watcherID of this node watches
+	// who; a Terminated from the peer is delivered only then.
+	Watched func(watcherID string, who *actor.PID) bool
 }
 
 // clientTargetTypes are the messages a restricted connection may send to
@@ -128,6 +161,7 @@ var clientTargetTypes = map[string]bool{
 
 // GuardStats counts what the guard refused, for every stream of a node.
 type GuardStats struct {
+	impostors       atomic.Int64
 	replaced        atomic.Int64
 	closed          atomic.Int64
 	unauthenticated atomic.Int64
@@ -136,6 +170,10 @@ type GuardStats struct {
 
 // Unauthenticated is how many streams were refused for their credentials.
 func (s *GuardStats) Unauthenticated() int64 { return s.unauthenticated.Load() }
+
+// Impostors is how many streams were closed because their peer announced
+// this node's own address.
+func (s *GuardStats) Impostors() int64 { return s.impostors.Load() }
 
 // Replaced is how many envelopes were replaced by an InvalidMessage.
 func (s *GuardStats) Replaced() int64 { return s.replaced.Load() }
@@ -161,6 +199,10 @@ type guard struct {
 	// local is the node's address, known once the remote has started
 	// (before it serves any stream).
 	local atomic.Pointer[string]
+	// acceptWatches: see Origin.AcceptWatches.
+	acceptWatches bool
+	// watches are the remote actors this node's actors watch.
+	watches *remoteWatches
 }
 
 // authenticate returns the principal of the stream's connection and, for a
@@ -231,6 +273,8 @@ func (g *guard) stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInf
 	if l := g.local.Load(); l != nil {
 		gs.origin.Local = *l
 	}
+	gs.origin.AcceptWatches = g.acceptWatches
+	gs.origin.Watched = g.watches.watches
 	gs.ephemeral = cert
 	defer gs.unpin()
 	return handler(srv, gs)
@@ -274,6 +318,17 @@ func (s *guardedStream) RecvMsg(m any) error {
 	}
 	if c := rm.GetConnectRequest(); c != nil {
 		if sc := c.GetServerConnection(); sc != nil && s.origin.Address == "" {
+			if isLocalAddress(sc.Address, s.origin.Local) {
+				// Its messages would pass for this node's own: a
+				// Terminated naming one of its actors, a sender to
+				// answer to itself.
+				s.stats.impostors.Add(1)
+				if s.stats.shouldLog() {
+					s.logger.Warn("closed a connection whose peer claims to be this node", "peer", s.origin.Peer,
+						"announced", sc.Address, "impostors_total", s.stats.Impostors())
+				}
+				return status.Errorf(codes.PermissionDenied, "the address %q is this node's", sc.Address)
+			}
 			s.origin.Address = sc.Address
 			if s.ephemeral != nil && sc.Address != "" {
 				s.tls.pin(sc.Address, s.ephemeral)
@@ -406,7 +461,7 @@ func checkEnvelope(b *remote.MessageBatch, env *remote.MessageEnvelope, origin O
 		return name, fmt.Sprintf("serializer %d is not accepted", env.SerializerId)
 	}
 	if check, ok := allowedSystemTypes[name]; ok {
-		if reason := check(env.MessageData, origin); reason != "" {
+		if reason := check(env.MessageData, b.Targets[env.Target], origin); reason != "" {
 			return name, reason
 		}
 		return name, ""

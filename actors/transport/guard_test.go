@@ -325,8 +325,11 @@ func TestSystemMessagesFromAnotherProcess(t *testing.T) {
 }
 
 func TestSanitizeSystemTypes(t *testing.T) {
-	origin := Origin{Peer: "10.0.0.9:4242", Address: "10.0.0.9:9470"}
 	target := actor.NewPID("me:1", "broker")
+	origin := Origin{Peer: "10.0.0.9:4242", Address: "10.0.0.9:9470", Local: "me:1", AcceptWatches: true,
+		Watched: func(watcher string, who *actor.PID) bool {
+			return watcher == target.Id && who.Equal(actor.NewPID("10.0.0.9:9470", "member"))
+		}}
 	protoregistry.GlobalTypes.RangeMessages(func(mt protoreflect.MessageType) bool {
 		name := mt.Descriptor().FullName()
 		if name.Parent() == sluicePackage {
@@ -363,6 +366,42 @@ func TestSanitizeSystemTypes(t *testing.T) {
 	// Before the peer said who it is, no PID can be checked against it.
 	if n, _ := SanitizeBatch(systemBatch(t, target, valid[2]), Origin{Peer: origin.Peer}); n != 1 {
 		t.Error("Terminated accepted from a connection that has not introduced itself")
+	}
+	// A broker's actors are not watched from other nodes.
+	broker := origin
+	broker.AcceptWatches = false
+	for _, m := range valid[:2] {
+		if n, _ := SanitizeBatch(systemBatch(t, target, m), broker); n != 1 {
+			t.Errorf("%T accepted by a node that takes no watches", m)
+		}
+	}
+	refused := []proto.Message{
+		// The end of an actor nothing here watches, or watched by another.
+		&actor.Terminated{Who: actor.NewPID(origin.Address, "stranger")},
+		// This node's own actors: their end is known here, not from a peer.
+		&actor.Terminated{Who: actor.NewPID("me:1", "broker/p/t/0")},
+		&actor.Terminated{Who: actor.NewPID("nonhost", "broker/p/t/0")},
+	}
+	for _, m := range refused {
+		if n, _ := SanitizeBatch(systemBatch(t, target, m), origin); n != 1 {
+			t.Errorf("%v delivered", m)
+		}
+	}
+	if n, _ := SanitizeBatch(systemBatch(t, actor.NewPID("me:1", "other"), valid[2]), origin); n != 1 {
+		t.Error("Terminated delivered to an actor that does not watch it")
+	}
+	// A peer that claims this node's address is refused outright by the
+	// stream (TestForgedSystemMessagesStopNoActor in cmd/sluice); were it not, its PIDs still are.
+	for _, local := range []string{"me:1", "nonhost"} {
+		impostor := origin
+		impostor.Address = local
+		impostor.Watched = func(string, *actor.PID) bool { return true }
+		for _, m := range []proto.Message{&actor.Terminated{Who: actor.NewPID(local, "broker/controller")},
+			&actor.Watch{Watcher: actor.NewPID(local, "x")}, &actor.Unwatch{Watcher: actor.NewPID(local, "x")}} {
+			if n, _ := SanitizeBatch(systemBatch(t, target, m), impostor); n != 1 {
+				t.Errorf("%v from a peer claiming %s delivered", m, local)
+			}
+		}
 	}
 }
 

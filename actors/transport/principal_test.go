@@ -197,7 +197,10 @@ const (
 )
 
 func restrictedOrigin() Origin {
-	return Origin{Peer: "10.0.0.5:40000", Address: clientAddr, Principal: "User:alice", Restricted: true, Local: brokerAddr}
+	return Origin{Peer: "10.0.0.5:40000", Address: clientAddr, Principal: "User:alice", Restricted: true, Local: brokerAddr,
+		Watched: func(watcher string, who *actor.PID) bool {
+			return watcher == "broker/push/g/m-1" && who.Equal(actor.NewPID(clientAddr, "sub"))
+		}}
 }
 
 // A restricted connection's targets all become this node's: protoactor
@@ -230,22 +233,26 @@ func TestSanitizeRestricted(t *testing.T) {
 		b          *remote.MessageBatch
 		refused    bool
 		wantSender int32
+		code       messages.ErrorCode // of a refusal; default CLUSTER_AUTHORIZATION_FAILED
 	}{
-		{"request to the broker", withSender(systemBatch(t, to(BrokerActorName), &messages.MetadataRequest{}), own), false, 1},
-		{"request without sender", systemBatch(t, to(BrokerActorName), &messages.MetadataRequest{}), false, 0},
-		{"request to a partition", withSender(systemBatch(t, to("broker/p/t/0"), &messages.MetadataRequest{}), own), true, 1},
-		{"request to the controller", withSender(systemBatch(t, to(ControllerActorName), &messages.MetadataRequest{}), own), true, 1},
-		{"produce to a partition", systemBatch(t, to("broker/p/t/0"), &messages.ProduceRequest{Topic: "t"}), true, 0},
-		{"credit to a pusher", withSender(systemBatch(t, pusher, &messages.PushCredit{}), own), false, 1},
-		{"ack to a pusher", withSender(systemBatch(t, pusher, &messages.PushAck{}), own), false, 1},
-		{"end of its own actor", systemBatch(t, pusher, &actor.Terminated{Who: actor.NewPID(clientAddr, "sub")}), false, 0},
-		{"dead letter answer", systemBatch(t, to("broker/anything"), &actor.DeadLetterResponse{}), false, 0},
-		{"watch of a pusher", systemBatch(t, pusher, &actor.Watch{Watcher: actor.NewPID(clientAddr, "sub")}), true, 0},
-		{"watch of the broker", systemBatch(t, to(BrokerActorName), &actor.Watch{Watcher: actor.NewPID(clientAddr, "sub")}), false, 0},
+		{"request to the broker", withSender(systemBatch(t, to(BrokerActorName), &messages.MetadataRequest{}), own), false, 1, 0},
+		{"request without sender", systemBatch(t, to(BrokerActorName), &messages.MetadataRequest{}), false, 0, 0},
+		{"request to a partition", withSender(systemBatch(t, to("broker/p/t/0"), &messages.MetadataRequest{}), own), true, 1, 0},
+		{"request to the controller", withSender(systemBatch(t, to(ControllerActorName), &messages.MetadataRequest{}), own), true, 1, 0},
+		{"produce to a partition", systemBatch(t, to("broker/p/t/0"), &messages.ProduceRequest{Topic: "t"}), true, 0, 0},
+		{"credit to a pusher", withSender(systemBatch(t, pusher, &messages.PushCredit{}), own), false, 1, 0},
+		{"ack to a pusher", withSender(systemBatch(t, pusher, &messages.PushAck{}), own), false, 1, 0},
+		{"end of its own actor", systemBatch(t, pusher, &actor.Terminated{Who: actor.NewPID(clientAddr, "sub")}), false, 0, 0},
+		{"end of an actor nobody watches", systemBatch(t, pusher, &actor.Terminated{Who: actor.NewPID(clientAddr, "other")}), true, 0, messages.ErrorCode_UNKNOWN_MESSAGE_TYPE},
+		{"end of an actor told to another", systemBatch(t, to(BrokerActorName), &actor.Terminated{Who: actor.NewPID(clientAddr, "sub")}), true, 0, messages.ErrorCode_UNKNOWN_MESSAGE_TYPE},
+		{"end of the broker's own actor", systemBatch(t, to(BrokerActorName), &actor.Terminated{Who: to("broker/p/t/0")}), true, 0, messages.ErrorCode_UNKNOWN_MESSAGE_TYPE},
+		{"dead letter answer", systemBatch(t, to("broker/anything"), &actor.DeadLetterResponse{}), false, 0, 0},
+		{"watch of a pusher", systemBatch(t, pusher, &actor.Watch{Watcher: actor.NewPID(clientAddr, "sub")}), true, 0, messages.ErrorCode_UNKNOWN_MESSAGE_TYPE},
+		{"watch of the broker", systemBatch(t, to(BrokerActorName), &actor.Watch{Watcher: actor.NewPID(clientAddr, "sub")}), true, 0, messages.ErrorCode_UNKNOWN_MESSAGE_TYPE},
 		// Answers go to its own node only: the sender is dropped too, so
 		// that the refusal itself goes nowhere.
-		{"sender elsewhere", withSender(systemBatch(t, to(BrokerActorName), &messages.MetadataRequest{}), stranger), true, 0},
-		{"credit with sender elsewhere", withSender(systemBatch(t, pusher, &messages.PushCredit{}), stranger), true, 0},
+		{"sender elsewhere", withSender(systemBatch(t, to(BrokerActorName), &messages.MetadataRequest{}), stranger), true, 0, 0},
+		{"credit with sender elsewhere", withSender(systemBatch(t, pusher, &messages.PushCredit{}), stranger), true, 0, 0},
 	} {
 		var forged []string
 		for _, env := range tc.b.Envelopes {
@@ -258,11 +265,14 @@ func TestSanitizeRestricted(t *testing.T) {
 			continue
 		}
 		im := invalidAt(t, tc.b, 0)
+		if tc.code == 0 {
+			tc.code = messages.ErrorCode_CLUSTER_AUTHORIZATION_FAILED
+		}
 		switch {
 		case tc.refused && (im == nil || n != 1):
 			t.Errorf("%s: delivered (replaced %d)", tc.name, n)
-		case tc.refused && (im.Error != messages.ErrorCode_CLUSTER_AUTHORIZATION_FAILED || im.TypeName != forged[0] || im.Reason == ""):
-			t.Errorf("%s: replacement %v, want CLUSTER_AUTHORIZATION_FAILED for %s", tc.name, im, forged[0])
+		case tc.refused && (im.Error != tc.code || im.TypeName != forged[0] || im.Reason == ""):
+			t.Errorf("%s: replacement %v, want %v for %s", tc.name, im, tc.code, forged[0])
 		case !tc.refused && (im != nil || n != 0):
 			t.Errorf("%s: refused: %v", tc.name, im)
 		}

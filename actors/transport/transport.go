@@ -43,6 +43,10 @@ type Config struct {
 	LogLevel *slog.Level
 	// Security turns on mutual TLS; nil: plaintext.
 	Security *Security
+	// AcceptWatches lets other nodes watch this node's actors: a client
+	// node needs it (a broker watches its push subscribers); a broker's
+	// actors are watched by no other node, and refuse it.
+	AcceptWatches bool
 }
 
 // Node is a running actor system with its remote endpoint.
@@ -123,7 +127,9 @@ func Start(cfg Config, logger *slog.Logger) (node *Node, err error) {
 		level = *cfg.LogLevel
 	}
 	system := NewSystem(logger, level)
-	g := &guard{logger: logger, stats: &GuardStats{}}
+	watches := &remoteWatches{m: map[string]map[string]int{}}
+	system.Extensions.Register(watches)
+	g := &guard{logger: logger, stats: &GuardStats{}, acceptWatches: cfg.AcceptWatches, watches: watches}
 	creds := insecure.NewCredentials()
 	if cfg.Security != nil {
 		if g.tls, err = newTLSState(*cfg.Security, logger); err != nil {

@@ -264,3 +264,30 @@ func SyncDir(path string) error {
 	defer d.Close()
 	return d.Sync()
 }
+
+// producerIDsFile records the end of the last block of producer ids the
+// broker was given: where a wiped or restored metadata store cannot take it.
+const producerIDsFile = "producer-ids"
+
+// ProducerIDsEnd is the recorded end of the last producer-id block this
+// broker was given (0: none yet).
+func (d *Dir) ProducerIDsEnd() (int64, error) {
+	data, err := os.ReadFile(filepath.Join(d.path, producerIDsFile))
+	if os.IsNotExist(err) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	end, err := strconv.ParseInt(strings.TrimSpace(string(data)), 10, 64)
+	if err != nil || end < 0 {
+		return 0, fmt.Errorf("%s: %q is not a producer id", producerIDsFile, data)
+	}
+	return end, nil
+}
+
+// RecordProducerIDsEnd records end (fsync'd) before the broker hands out
+// ids below it.
+func (d *Dir) RecordProducerIDsEnd(end int64) error {
+	return WriteFileAtomic(filepath.Join(d.path, producerIDsFile), []byte(strconv.FormatInt(end, 10)+"\n"))
+}

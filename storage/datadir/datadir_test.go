@@ -73,3 +73,26 @@ func TestCheck(t *testing.T) {
 		}
 	}
 }
+
+func TestProducerIDsEnd(t *testing.T) {
+	d, err := Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if end, err := d.ProducerIDsEnd(); end != 0 || err != nil {
+		t.Fatalf("new directory: %d %v", end, err)
+	}
+	if err := d.RecordProducerIDsEnd(2001); err != nil {
+		t.Fatal(err)
+	}
+	if end, err := d.ProducerIDsEnd(); end != 2001 || err != nil {
+		t.Fatalf("after recording 2001: %d %v", end, err)
+	}
+	if err := os.WriteFile(filepath.Join(d.Path(), producerIDsFile), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.ProducerIDsEnd(); err == nil {
+		t.Fatal("a corrupt file read as a producer id")
+	}
+}
