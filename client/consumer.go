@@ -352,6 +352,8 @@ func (f *fetcher) onFetch(ctx actor.Context, cur *partitionCursor, gen uint64, a
 		var ok bool
 		if resp, ok = msg.(*messages.FetchResponse); !ok {
 			err = fmt.Errorf("unexpected answer %T", msg)
+		} else if resp.Topic != cur.tp.topic || resp.Partition != cur.tp.partition {
+			err = fmt.Errorf("%s answered a fetch of %s-%d for %s-%d", addr, cur.tp.topic, cur.tp.partition, resp.Topic, resp.Partition)
 		} else if resp.Error != messages.ErrorCode_NONE {
 			err = &messages.Error{Code: resp.Error, Message: resp.ErrorMessage}
 		}

@@ -598,6 +598,10 @@ func (s *sender) onResult(ctx actor.Context, b *sealedBatch, addr string, res an
 		switch {
 		case !ok:
 			err = fmt.Errorf("unexpected produce answer %T", msg)
+		case resp.Topic != b.tp.topic || resp.Partition != b.tp.partition:
+			// Not the answer to this request: a broker answers for the
+			// partition it was asked about.
+			err = fmt.Errorf("%s answered a produce to %s-%d for %s-%d", addr, b.tp.topic, b.tp.partition, resp.Topic, resp.Partition)
 		case resp.Error != messages.ErrorCode_NONE:
 			err = &messages.Error{Code: resp.Error, Message: resp.ErrorMessage}
 		default:

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/asynkron/protoactor-go/remote"
@@ -162,6 +163,7 @@ var clientTargetTypes = map[string]bool{
 // GuardStats counts what the guard refused, for every stream of a node.
 type GuardStats struct {
 	impostors       atomic.Int64
+	unproven        atomic.Int64
 	replaced        atomic.Int64
 	closed          atomic.Int64
 	unauthenticated atomic.Int64
@@ -174,6 +176,10 @@ func (s *GuardStats) Unauthenticated() int64 { return s.unauthenticated.Load() }
 // Impostors is how many streams were closed because their peer announced
 // this node's own address.
 func (s *GuardStats) Impostors() int64 { return s.impostors.Load() }
+
+// Unproven is how many client streams were closed because the listener
+// they announced did not prove their principal.
+func (s *GuardStats) Unproven() int64 { return s.unproven.Load() }
 
 // Replaced is how many envelopes were replaced by an InvalidMessage.
 func (s *GuardStats) Replaced() int64 { return s.replaced.Load() }
@@ -203,6 +209,9 @@ type guard struct {
 	acceptWatches bool
 	// watches are the remote actors this node's actors watch.
 	watches *remoteWatches
+	// prove checks a client's announced listener (tlsState.proveListener;
+	// tests replace it).
+	prove func(ctx context.Context, addr, principal string, ephemeral *x509.Certificate) error
 }
 
 // authenticate returns the principal of the stream's connection and, for a
@@ -252,7 +261,10 @@ func (g *guard) authenticate(ctx context.Context) (string, *x509.Certificate, er
 // without checks, and hands system messages (Stop, PoisonPill) straight
 // to their target; a bad envelope would panic the process or stop an actor.
 func (g *guard) stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
-	gs := &guardedStream{ServerStream: ss, logger: g.logger, stats: g.stats, tls: g.tls}
+	gs := &guardedStream{ServerStream: ss, logger: g.logger, stats: g.stats, tls: g.tls, prove: g.prove}
+	if gs.prove == nil && g.tls != nil {
+		gs.prove = g.tls.proveListener
+	}
 	if p, ok := peer.FromContext(ss.Context()); ok && p.Addr != nil {
 		gs.origin.Peer = p.Addr.String()
 	}
@@ -300,6 +312,7 @@ type guardedStream struct {
 	// announced while the stream lasts.
 	ephemeral *x509.Certificate
 	pinnedTo  string
+	prove     func(ctx context.Context, addr, principal string, ephemeral *x509.Certificate) error
 }
 
 func (s *guardedStream) unpin() {
@@ -328,6 +341,18 @@ func (s *guardedStream) RecvMsg(m any) error {
 						"announced", sc.Address, "impostors_total", s.stats.Impostors())
 				}
 				return status.Errorf(codes.PermissionDenied, "the address %q is this node's", sc.Address)
+			}
+			if s.origin.Restricted {
+				// Answers go to the announced address: it must be this
+				// client's own listener.
+				if err := s.prove(s.Context(), sc.Address, s.origin.Principal, s.ephemeral); err != nil {
+					s.stats.unproven.Add(1)
+					if s.stats.shouldLog() {
+						s.logger.Warn("closed a client connection whose announced address is not its own", "peer", s.origin.Peer,
+							"principal", s.origin.Principal, "error", err, "unproven_total", s.stats.Unproven())
+					}
+					return status.Error(codes.PermissionDenied, err.Error())
+				}
 			}
 			s.origin.Address = sc.Address
 			if s.ephemeral != nil && sc.Address != "" {
@@ -397,8 +422,7 @@ func SanitizeBatch(b *remote.MessageBatch, origin Origin) (replaced int, err err
 		}
 		// One map per envelope: actors may add headers to the one they got.
 		env.MessageHeader = &remote.MessageHeader{HeaderData: map[string]string{PeerHeader: origin.Peer, PrincipalHeader: origin.Principal}}
-		typeName, reason := checkEnvelope(b, env, origin)
-		code := messages.ErrorCode_UNKNOWN_MESSAGE_TYPE
+		typeName, reason, code := checkEnvelope(b, env, origin)
 		if origin.Restricted {
 			// Checked whatever checkEnvelope found: it also drops a sender
 			// elsewhere, which a refused envelope must not be answered to.
@@ -451,44 +475,75 @@ func checkRestricted(b *remote.MessageBatch, env *remote.MessageEnvelope, typeNa
 }
 
 // checkEnvelope returns the envelope's type name and, when it must not be
-// delivered, the reason.
-func checkEnvelope(b *remote.MessageBatch, env *remote.MessageEnvelope, origin Origin) (string, string) {
+// delivered, the reason and its error code.
+func checkEnvelope(b *remote.MessageBatch, env *remote.MessageEnvelope, origin Origin) (string, string, messages.ErrorCode) {
+	const unknown = messages.ErrorCode_UNKNOWN_MESSAGE_TYPE
 	if env.TypeId < 0 || int(env.TypeId) >= len(b.TypeNames) {
-		return "", fmt.Sprintf("type id %d out of range", env.TypeId)
+		return "", fmt.Sprintf("type id %d out of range", env.TypeId), unknown
 	}
 	name := b.TypeNames[env.TypeId]
 	if env.SerializerId != protoSerializerID {
-		return name, fmt.Sprintf("serializer %d is not accepted", env.SerializerId)
+		return name, fmt.Sprintf("serializer %d is not accepted", env.SerializerId), unknown
 	}
 	if check, ok := allowedSystemTypes[name]; ok {
-		if reason := check(env.MessageData, b.Targets[env.Target], origin); reason != "" {
-			return name, reason
-		}
-		return name, ""
+		return name, check(env.MessageData, b.Targets[env.Target], origin), unknown
 	}
 	full := protoreflect.FullName(name)
 	if !full.IsValid() || full.Parent() != sluicePackage {
-		return name, "not a Sluice message type"
+		return name, "not a Sluice message type", unknown
 	}
-	if _, err := protoregistry.GlobalTypes.FindMessageByName(full); err != nil {
-		return name, "unknown message type"
+	mt, err := protoregistry.GlobalTypes.FindMessageByName(full)
+	if err != nil {
+		return name, "unknown message type", unknown
 	}
-	if err := checkWireFormat(env.MessageData); err != nil {
-		return name, err.Error()
+	if err := checkWire(mt.Descriptor(), env.MessageData, 0); err != nil {
+		return name, err.Error(), messages.ErrorCode_CORRUPT_RECORD
 	}
-	return name, ""
+	return name, "", messages.ErrorCode_NONE
 }
 
-// checkWireFormat walks the top-level protobuf fields of data without
-// allocating, so framing errors are caught before the endpoint reader
-// decodes (and would drop the whole stream on) them.
-func checkWireFormat(data []byte) error {
+// maxNesting bounds how deep checkWire follows nested messages.
+const maxNesting = 32
+
+// checkWire walks the protobuf encoding of a message of type md without
+// allocating: framing errors and string fields that are not UTF-8 (which
+// protobuf refuses to decode) are caught here, before the endpoint reader
+// decodes the message and would drop the whole stream on them. Bytes
+// fields (record batches) are skipped, not copied.
+func checkWire(md protoreflect.MessageDescriptor, data []byte, depth int) error {
+	if depth > maxNesting {
+		return errors.New("messages nested too deep")
+	}
 	for len(data) > 0 {
-		_, _, n := protowire.ConsumeField(data)
+		num, typ, n := protowire.ConsumeTag(data)
 		if n < 0 {
 			return fmt.Errorf("bad protobuf framing: %v", protowire.ParseError(n))
 		}
 		data = data[n:]
+		fd := md.Fields().ByNumber(num)
+		if typ == protowire.BytesType && fd != nil {
+			v, m := protowire.ConsumeBytes(data)
+			if m < 0 {
+				return fmt.Errorf("bad protobuf framing: %v", protowire.ParseError(m))
+			}
+			switch fd.Kind() {
+			case protoreflect.StringKind:
+				if !utf8.Valid(v) {
+					return fmt.Errorf("field %s is not valid UTF-8", fd.Name())
+				}
+			case protoreflect.MessageKind:
+				if err := checkWire(fd.Message(), v, depth+1); err != nil {
+					return fmt.Errorf("%s: %w", fd.Name(), err)
+				}
+			}
+			data = data[m:]
+			continue
+		}
+		m := protowire.ConsumeFieldValue(num, typ, data)
+		if m < 0 {
+			return fmt.Errorf("bad protobuf framing: %v", protowire.ParseError(m))
+		}
+		data = data[m:]
 	}
 	return nil
 }

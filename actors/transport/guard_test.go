@@ -2,6 +2,7 @@ package transport
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -475,4 +476,55 @@ func FuzzSanitizeBatch(f *testing.F) {
 			}
 		}
 	})
+}
+
+// A string field that is not UTF-8 would make protobuf refuse the message,
+// and protoactor drop the whole stream with it: the guard answers it with
+// CORRUPT_RECORD instead, also inside nested messages; bytes fields are
+// not checked.
+func TestSanitizeInvalidUTF8(t *testing.T) {
+	target := actor.NewPID("me:1", BrokerActorName)
+	origin := Origin{Peer: "10.0.0.9:4242", Address: "10.0.0.9:9470", Local: "me:1"}
+	encode := func(m proto.Message) []byte {
+		data, err := proto.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return data
+	}
+	// Marshal refuses invalid UTF-8, so the bad strings are put in by hand:
+	// "xx" is replaced in the encoding.
+	corrupt := func(data []byte) []byte {
+		i := bytes.Index(data, []byte("xx"))
+		if i < 0 {
+			t.Fatal("no xx in the encoding")
+		}
+		out := bytes.Clone(data)
+		out[i], out[i+1] = 0xff, 0xff
+		return out
+	}
+	for _, c := range []struct {
+		name string
+		m    proto.Message
+		bad  bool
+	}{
+		{"topic", &messages.ProduceRequest{Topic: "xx", Records: []byte("xx")}, true},
+		{"records are bytes", &messages.ProduceRequest{Topic: "t", Records: []byte("xx")}, false},
+		{"nested", &messages.CreateTopicsRequest{Topics: []*messages.TopicSpec{{Name: "xx"}}}, true},
+		{"map value", &messages.CreateTopicsRequest{Topics: []*messages.TopicSpec{{Name: "t", Configs: map[string]string{"k": "xx"}}}}, true},
+	} {
+		b := &remote.MessageBatch{TypeNames: []string{string(proto.MessageName(c.m))}, Targets: []*actor.PID{target},
+			Envelopes: []*remote.MessageEnvelope{{MessageData: corrupt(encode(c.m))}}}
+		n, err := SanitizeBatch(b, origin)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		im := invalidAt(t, b, 0)
+		switch {
+		case c.bad && (n != 1 || im == nil || im.Error != messages.ErrorCode_CORRUPT_RECORD):
+			t.Errorf("%s: replaced %d, %v; want CORRUPT_RECORD", c.name, n, im)
+		case !c.bad && n != 0:
+			t.Errorf("%s: refused: %v", c.name, im)
+		}
+	}
 }

@@ -458,3 +458,45 @@ func ephemeralCertificate() (*tls.Certificate, error) {
 	}
 	return &tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, nil
 }
+
+// proveTimeout bounds proveListener.
+const proveTimeout = 5 * time.Second
+
+// proveListener checks that the listener at addr, which a client announced
+// as its own, serves with that client's identity: the certificate of
+// principal (from the cluster's CA) or, for a token client, the very
+// self-signed certificate of its connection. Without the check a client
+// could announce another client's address and aim this broker's answers at
+// that client's node.
+func (s *tlsState) proveListener(ctx context.Context, addr, principal string, ephemeral *x509.Certificate) error {
+	ctx, cancel := context.WithTimeout(ctx, proveTimeout)
+	defer cancel()
+	var d net.Dialer
+	raw, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return fmt.Errorf("cannot reach the announced listener %s: %w", addr, err)
+	}
+	var peer []*x509.Certificate
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12, NextProtos: []string{"h2"}, InsecureSkipVerify: true,
+		GetClientCertificate: func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return s.ownCertificate(), nil },
+		VerifyConnection:     func(cs tls.ConnectionState) error { peer = cs.PeerCertificates; return nil }}
+	conn := tls.Client(raw, cfg)
+	err = conn.HandshakeContext(ctx)
+	conn.Close()
+	switch {
+	case len(peer) == 0:
+		return fmt.Errorf("no certificate from the announced listener %s: %v", addr, err)
+	case ephemeral != nil:
+		if fingerprint(peer[0]) != fingerprint(ephemeral) {
+			return fmt.Errorf("the announced listener %s serves another certificate than the connection's", addr)
+		}
+		return nil
+	}
+	if err := s.verifyChain(peer, x509.ExtKeyUsageServerAuth); err != nil {
+		return fmt.Errorf("the announced listener %s: %w", addr, err)
+	}
+	if got := CertPrincipal(peer[0]); got != principal {
+		return fmt.Errorf("the announced listener %s is %s, not %s", addr, got, principal)
+	}
+	return nil
+}

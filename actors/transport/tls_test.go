@@ -827,6 +827,14 @@ func TestGuardStreamPinsTokenClient(t *testing.T) {
 	users := func(token string) (string, bool) { return "User:tok", token == "s3cret" }
 	g := &guard{logger: discardLogger(), stats: &GuardStats{}, tls: newState(t, Security{Role: RoleBroker, Authenticate: users}, p.ca, &p.broker1)}
 	const addr = "10.0.0.5:7000"
+	var proved []string
+	g.prove = func(_ context.Context, a, principal string, eph *x509.Certificate) error {
+		if principal != "User:tok" || eph != p.ephemeralLeaf {
+			t.Errorf("proof asked for %s with %v", principal, eph)
+		}
+		proved = append(proved, a)
+		return nil
+	}
 	controller := systemBatch(t, actor.NewPID("10.0.0.1:9470", ControllerActorName), &messages.MetadataRequest{})
 	fs := &fakeStream{ctx: tlsPeerContext([]*x509.Certificate{p.ephemeralLeaf}, "s3cret"), msgs: []*remote.RemoteMessage{
 		connectRequest(addr),
@@ -857,6 +865,9 @@ func TestGuardStreamPinsTokenClient(t *testing.T) {
 	}
 	if len(seen) != 3 {
 		t.Fatalf("handler saw %d messages", len(seen))
+	}
+	if len(proved) != 1 || proved[0] != addr {
+		t.Errorf("listeners proved: %v, want %s once", proved, addr)
 	}
 	if g.tls.pinned(addr, p.ephemeralLeaf) {
 		t.Error("the pin outlived the stream")

@@ -18,14 +18,21 @@ import (
 	"google.golang.org/grpc/status"
 )
 
-// MaxFrameBytes bounds one gRPC message, which carries one actor message
-// (endpointBatchSize); a larger one would drop the whole connection.
+// MaxFrameBytes bounds one gRPC message a node sends, which carries one
+// actor message (endpointBatchSize). What it accepts is bounded by its
+// MaxMessageBytes: a peer that declares a larger frame is refused before
+// the frame is read into memory.
 const MaxFrameBytes = 256 << 20
+
+// frameOverhead is what the envelope adds to an actor message: its type
+// name, target and sender PIDs and headers.
+const frameOverhead = 64 << 10
 
 // HTTP/2 flow-control window and socket buffer sizes of every connection.
 const (
-	windowBytes = 64 << 20
-	bufferBytes = 1 << 20
+	windowBytes           = 64 << 20
+	bufferBytes           = 1 << 20
+	serverReadBufferBytes = 256 << 10
 )
 
 // Config says where a node listens and how large its messages get.
@@ -35,9 +42,16 @@ type Config struct {
 	Port int
 	// AdvertisedAddr, when set, is the host:port peers use to reach this node.
 	AdvertisedAddr string
-	// MaxMessageBytes is the largest single message this node sends
-	// (a produce request or fetch response). Default 8 MiB.
+	// MaxMessageBytes is the largest single message this node sends or
+	// accepts (a produce request or fetch response). Default 8 MiB.
 	MaxMessageBytes int
+	// MaxConnections and MaxConnectionsPerIP bound the connections the
+	// listener holds, in all and from one remote address; IdleTimeout
+	// closes a connection that sends nothing (not even a keepalive ping)
+	// for that long. Zero: the defaults.
+	MaxConnections      int
+	MaxConnectionsPerIP int
+	IdleTimeout         time.Duration
 	// LogLevel for protoactor's own logging. Default: silent, since it
 	// reports every closed connection (a client going away) as an error.
 	LogLevel *slog.Level
@@ -57,6 +71,8 @@ type Node struct {
 	Addr string
 	// Guard counts what the stream guard refused from other processes.
 	Guard *GuardStats
+	// Conns counts the listener's connections and what its limits refused.
+	Conns *ConnStats
 
 	tls         *tlsState
 	dialOptions []grpc.DialOption
@@ -137,6 +153,7 @@ func Start(cfg Config, logger *slog.Logger) (node *Node, err error) {
 		}
 		creds = g.tls.credentials()
 	}
+	limiter := newConnLimiter(creds, cfg, g.stats, logger)
 	dialOpts := []grpc.DialOption{
 		grpc.WithTransportCredentials(creds),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(MaxFrameBytes), grpc.MaxCallSendMsgSize(MaxFrameBytes)),
@@ -163,16 +180,23 @@ func Start(cfg Config, logger *slog.Logger) (node *Node, err error) {
 		// Both option lists replace protoactor's defaults, which hold an
 		// insecure credential: the credentials are set here, always.
 		remote.WithServerOptions(
-			grpc.Creds(creds),
-			grpc.MaxRecvMsgSize(MaxFrameBytes),
+			grpc.Creds(limiter),
+			grpc.ConnectionTimeout(handshakeTimeout),
+			grpc.MaxConcurrentStreams(maxStreamsPerConn),
+			grpc.MaxRecvMsgSize(cfg.MaxMessageBytes+frameOverhead),
 			grpc.MaxSendMsgSize(MaxFrameBytes),
 			// One stream carries every message between two nodes; a large
 			// static flow-control window keeps multi-MiB batches flowing
 			// without waiting for window updates.
 			grpc.InitialWindowSize(windowBytes),
 			grpc.InitialConnWindowSize(windowBytes),
-			grpc.ReadBufferSize(bufferBytes),
+			// Every accepted connection holds its read buffer from the
+			// start: a smaller one than the dialer's keeps a crowd of idle
+			// connections cheap, and the write buffer is released after
+			// each flush.
+			grpc.ReadBufferSize(serverReadBufferBytes),
 			grpc.WriteBufferSize(bufferBytes),
+			grpc.SharedWriteBuffer(true),
 			grpc.RecvBufferPool(grpc.NewSharedBufferPool()),
 			grpc.StreamInterceptor(g.stream),
 			grpc.UnaryInterceptor(g.unary),
@@ -200,7 +224,7 @@ func Start(cfg Config, logger *slog.Logger) (node *Node, err error) {
 	r.Start()
 	addr := system.Address()
 	g.local.Store(&addr)
-	return &Node{System: system, Remote: r, Addr: system.Address(), Guard: g.stats, tls: g.tls, dialOptions: dialOpts}, nil
+	return &Node{System: system, Remote: r, Addr: system.Address(), Guard: g.stats, Conns: limiter.stats, tls: g.tls, dialOptions: dialOpts}, nil
 }
 
 // Stop shuts the remote endpoint and the actor system down.

@@ -52,6 +52,9 @@ func runBroker(args []string, stderr io.Writer) error {
 		"forget an idempotent producer that has written nothing for this long (Kafka's producer.id.expiration.ms)")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	logFormat := fs.String("log-format", "text", "text or json")
+	maxConns := fs.Int("max-connections", transport.DefaultMaxConnections, "most connections the broker's listener holds; more are closed at once (Kafka's max.connections)")
+	maxConnsPerIP := fs.Int("max-connections-per-ip", transport.DefaultMaxConnectionsPerIP, "most connections from one remote address (Kafka's max.connections.per.ip)")
+	idleConns := fs.Duration("connections-max-idle", transport.DefaultIdleTimeout, "close a connection that sends nothing, not even a keepalive ping, for this long")
 	pprofAddr := fs.String("pprof", "", "serve Go's pprof profiles on this host:port (off by default)")
 	logMemory := fs.Int64("log-memory-bytes", def.LogMemoryBytes, "memory the partition logs may hold in all: idle logs are closed and segment sizes capped to keep it")
 	logIdle := fs.Duration("log-idle-time", def.LogIdleTime, "close a partition log unused this long (it reopens on its next use)")
@@ -117,6 +120,9 @@ func runBroker(args []string, stderr io.Writer) error {
 			cfg.SuperUsers = append(cfg.SuperUsers, p)
 		}
 	}
+	if *maxConns <= 0 || *maxConnsPerIP <= 0 || *idleConns <= 0 {
+		return usageErr("--max-connections, --max-connections-per-ip and --connections-max-idle must be positive")
+	}
 	if *maxMsg > actors.MaxMessageBytesLimit {
 		return usageErr("--max-message-bytes %d: at most %d", *maxMsg, actors.MaxMessageBytesLimit)
 	}
@@ -145,7 +151,8 @@ func runBroker(args []string, stderr io.Writer) error {
 		return usageErr("--addr: %v", err)
 	}
 	tcfg := transport.Config{Host: host, Port: port, AdvertisedAddr: *advertise,
-		MaxMessageBytes: max(cfg.MaxFetchBytes, actors.MaxMessageBytesLimit) + (64 << 10)}
+		MaxMessageBytes: max(cfg.MaxFetchBytes, actors.MaxMessageBytesLimit) + (64 << 10),
+		MaxConnections:  *maxConns, MaxConnectionsPerIP: *maxConnsPerIP, IdleTimeout: *idleConns}
 	if *logLevel == "debug" {
 		level := slog.LevelDebug
 		tcfg.LogLevel = &level
