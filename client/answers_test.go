@@ -42,7 +42,9 @@ func TestProduceAnswerForAnotherPartitionIsNotAnAck(t *testing.T) {
 		transport.BrokerActorName); err != nil {
 		t.Fatal(err)
 	}
-	p, err := NewProducer(node.Addr, Idempotence(false), WithPartitioner(ManualPartitioner()), DeliveryTimeout(2*time.Second),
+	// One node in the process (protoactor's remote sets gRPC's global
+	// logger as it starts): the producer runs on the broker's.
+	p, err := NewProducer(node.Addr, WithActorSystem(node.System), Idempotence(false), WithPartitioner(ManualPartitioner()), DeliveryTimeout(2*time.Second),
 		RequestTimeout(time.Second), RetryBackoff(50*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)

@@ -384,7 +384,9 @@ func (p *Producer) Close() error {
 	}
 	p.closed = true
 	p.mu.Unlock()
-	ctx, cancel := context.WithTimeout(context.Background(), p.cfg.deliveryTimeout)
+	// Longer than any record may wait: each fails with its own delivery
+	// timeout (and the error of its last attempt) before Close gives up.
+	ctx, cancel := context.WithTimeout(context.Background(), p.cfg.deliveryTimeout+p.cfg.requestTimeout+time.Second)
 	defer cancel()
 	err := p.Flush(ctx)
 	_ = p.node.system.Root.StopFuture(p.pid).Wait()
@@ -654,7 +656,7 @@ func (s *sender) fail(q *partitionQueue, b *sealedBatch, err error) {
 // both ErrRequestTimedOut and the error of the last attempt.
 func deliveryTimeout(b *sealedBatch) error {
 	timeout := &messages.Error{Code: messages.ErrorCode_REQUEST_TIMED_OUT,
-		Message: fmt.Sprintf("delivery timeout expired after %d attempts", b.attempts+1)}
+		Message: fmt.Sprintf("delivery timeout expired for %s-%d after %d attempts", b.tp.topic, b.tp.partition, b.attempts+1)}
 	if b.lastErr == nil {
 		return timeout
 	}

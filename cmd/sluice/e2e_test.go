@@ -449,6 +449,12 @@ func TestCorruptLogIsReportedNotServed(t *testing.T) {
 	if !errors.Is(info.Partitions[0].Err, client.ErrStorage) {
 		t.Fatalf("describe shows %v for the corrupt partition", info.Partitions[0].Err)
 	}
+	// The CLI says why a record to it was not written, and where.
+	_, stderr, code := runCLI(t, "lost\n", "produce", "bits", "--broker", b.Addr, "--partition", "0", "--timeout", "3s")
+	if code == 0 || !strings.Contains(stderr, "STORAGE_ERROR") || !strings.Contains(stderr, "bits-0") {
+		t.Fatalf("produce to the offline partition: exit %d, stderr:\n%s", code, stderr)
+	}
+	t.Logf("produce to the offline partition: %s", stderr)
 }
 
 func rawBatch(values ...string) []byte {

@@ -82,11 +82,9 @@ func runProduce(args []string, stdin io.Reader, stderr io.Writer) error {
 		p.Close()
 		return fmt.Errorf("reading stdin: %w", err)
 	}
-	if err := p.Close(); err != nil {
-		return err
-	}
+	closeErr := p.Close()
 	if n := failed.Load(); n > 0 {
 		return fmt.Errorf("%d records were not acknowledged; first error: %v", n, firstErr)
 	}
-	return nil
+	return closeErr
 }
