@@ -437,7 +437,10 @@ func SanitizeBatch(b *remote.MessageBatch, origin Origin) (replaced int, err err
 			invalidID = int32(len(b.TypeNames))
 			b.TypeNames = append(b.TypeNames, invalidMessageName)
 		}
-		data, _ := proto.Marshal(&messages.InvalidMessage{TypeName: typeName, Reason: reason, Error: code})
+		// The names come from the peer: a string that is not UTF-8 would
+		// make the replacement itself undecodable.
+		data, _ := proto.Marshal(&messages.InvalidMessage{TypeName: strings.ToValidUTF8(typeName, "?"),
+			Reason: strings.ToValidUTF8(reason, "?"), Error: code})
 		env.TypeId = invalidID
 		env.SerializerId = protoSerializerID
 		env.MessageData = data
@@ -502,6 +505,31 @@ func checkEnvelope(b *remote.MessageBatch, env *remote.MessageEnvelope, origin O
 	return name, "", messages.ErrorCode_NONE
 }
 
+// checkPacked checks the values of a packed repeated scalar field.
+func checkPacked(kind protoreflect.Kind, v []byte) error {
+	var size int
+	switch kind {
+	case protoreflect.Fixed32Kind, protoreflect.Sfixed32Kind, protoreflect.FloatKind:
+		size = 4
+	case protoreflect.Fixed64Kind, protoreflect.Sfixed64Kind, protoreflect.DoubleKind:
+		size = 8
+	}
+	if size > 0 {
+		if len(v)%size != 0 {
+			return errors.New("packed values of the wrong length")
+		}
+		return nil
+	}
+	for len(v) > 0 {
+		_, n := protowire.ConsumeVarint(v)
+		if n < 0 {
+			return fmt.Errorf("bad packed varint: %v", protowire.ParseError(n))
+		}
+		v = v[n:]
+	}
+	return nil
+}
+
 // maxNesting bounds how deep checkWire follows nested messages.
 const maxNesting = 32
 
@@ -531,9 +559,16 @@ func checkWire(md protoreflect.MessageDescriptor, data []byte, depth int) error 
 				if !utf8.Valid(v) {
 					return fmt.Errorf("field %s is not valid UTF-8", fd.Name())
 				}
-			case protoreflect.MessageKind:
+			case protoreflect.MessageKind, protoreflect.GroupKind:
 				if err := checkWire(fd.Message(), v, depth+1); err != nil {
 					return fmt.Errorf("%s: %w", fd.Name(), err)
+				}
+			case protoreflect.BytesKind:
+			default:
+				if fd.IsList() {
+					if err := checkPacked(fd.Kind(), v); err != nil {
+						return fmt.Errorf("field %s: %w", fd.Name(), err)
+					}
 				}
 			}
 			data = data[m:]

@@ -414,6 +414,7 @@ func FuzzSanitizeBatch(f *testing.F) {
 	target := actor.NewPID("127.0.0.1:1", "broker")
 	good, _ := proto.Marshal(&messages.ProduceRequest{Topic: "t", Acks: 1, Records: []byte{1, 2, 3}})
 	term, _ := proto.Marshal(&actor.Terminated{Who: actor.NewPID("127.0.0.1:2", "x")})
+	subEnd, _ := proto.Marshal(&actor.Terminated{Who: actor.NewPID("127.0.0.1:2", "sub")})
 	for _, b := range []*remote.MessageBatch{
 		{TypeNames: []string{"sluice.ProduceRequest"}, Targets: []*actor.PID{target},
 			Envelopes: []*remote.MessageEnvelope{{TypeId: 0, MessageData: good}}},
@@ -430,18 +431,33 @@ func FuzzSanitizeBatch(f *testing.F) {
 			Envelopes: []*remote.MessageEnvelope{{TypeId: 0, Sender: 1}, {TypeId: 1, Sender: 2}, {TypeId: 2}}},
 		{TypeNames: []string{"actor.Watch", "actor.DeadLetterResponse"}, Targets: []*actor.PID{target},
 			Envelopes: []*remote.MessageEnvelope{{TypeId: 0, MessageData: term}, {TypeId: 1, SerializerId: 1}}},
+		// The end of a push subscriber, told its pusher.
+		{TypeNames: []string{"actor.Terminated"}, Targets: []*actor.PID{actor.NewPID("127.0.0.1:1", "broker/push/g/m")},
+			Envelopes: []*remote.MessageEnvelope{{TypeId: 0, MessageData: subEnd}}},
 	} {
 		data, _ := proto.Marshal(b)
-		f.Add(data)
+		f.Add(data, "127.0.0.1:2", true, true)
+		f.Add(data, "127.0.0.1:2", false, false)
 	}
-	origin := Origin{Peer: "127.0.0.1:3", Address: "127.0.0.1:2"}
-	f.Fuzz(func(t *testing.T, data []byte) {
+	for _, announced := range []string{"127.0.0.1:2", "127.0.0.1:1", "nonhost", ""} {
+		f.Add([]byte{}, announced, true, false)
+	}
+	const local = "127.0.0.1:1"
+	pusher, subscriber := "broker/push/g/m", "sub"
+	f.Fuzz(func(t *testing.T, data []byte, announced string, acceptWatches, restricted bool) {
 		b := &remote.MessageBatch{}
 		if proto.Unmarshal(data, b) != nil {
 			return
 		}
+		origin := Origin{Peer: "127.0.0.1:3", Address: announced, Local: local, AcceptWatches: acceptWatches, Restricted: restricted,
+			Principal: "User:x", Watched: func(watcher string, who *actor.PID) bool {
+				return watcher == pusher && who.Equal(actor.NewPID(announced, subscriber))
+			}}
 		if _, err := SanitizeBatch(b, origin); err != nil {
 			return // the stream is closed; nothing is delivered
+		}
+		ofPeer := func(pid *actor.PID) bool {
+			return pid != nil && pid.Id != "" && pid.Address == announced && !isLocalAddress(pid.Address, local)
 		}
 		for _, env := range b.Envelopes {
 			if env.TypeId < 0 || int(env.TypeId) >= len(b.TypeNames) || env.SerializerId != protoSerializerID {
@@ -453,19 +469,21 @@ func FuzzSanitizeBatch(f *testing.F) {
 			name := b.TypeNames[env.TypeId]
 			msg, err := remote.Deserialize(env.MessageData, name, env.SerializerId)
 			if err != nil {
-				continue // the endpoint reader closes the sender's own stream
+				// The endpoint reader would drop the whole stream.
+				t.Fatalf("%s passed the guard but does not decode: %v", name, err)
 			}
+			target := b.Targets[env.Target]
 			switch m := msg.(type) {
 			case *actor.Terminated:
-				if m.Who == nil || m.Who.Address != origin.Address {
-					t.Fatalf("Terminated passed with %v", m.Who)
+				if !ofPeer(m.Who) || target.Id != pusher || m.Who.Id != subscriber {
+					t.Fatalf("Terminated of %v passed to %v", m.Who, target)
 				}
 			case *actor.Watch:
-				if m.Watcher == nil || m.Watcher.Address != origin.Address {
+				if !acceptWatches || !ofPeer(m.Watcher) {
 					t.Fatalf("Watch passed with %v", m.Watcher)
 				}
 			case *actor.Unwatch:
-				if m.Watcher == nil || m.Watcher.Address != origin.Address {
+				if !acceptWatches || !ofPeer(m.Watcher) {
 					t.Fatalf("Unwatch passed with %v", m.Watcher)
 				}
 			case *actor.DeadLetterResponse:

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/sluicemq/sluice/client"
+	"github.com/sluicemq/sluice/messages"
 )
 
 // systemBatch is one protoactor system message to target.
@@ -96,5 +98,30 @@ func TestForgedSystemMessagesStopNoActor(t *testing.T) {
 	}
 	if !strings.Contains(b.logs.String(), "claims to be this node") {
 		t.Fatalf("the broker did not log the impostor:\n%s", tail(b.logs.String(), 20))
+	}
+}
+
+// A message with a string that is not UTF-8 is refused with an error code
+// and logged, and the message after it in the same batch is still
+// delivered (protoactor would otherwise drop the batch and the stream).
+func TestInvalidUTF8DoesNotDropTheStream(t *testing.T) {
+	b := startBroker(t)
+	createTopic(t, newAdmin(t, b.Addr), "utf8", 1, nil)
+	good, err := proto.Marshal(&messages.ProduceRequest{Topic: "utf8", Acks: 0, Records: rawBatch("after the bad one")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad, _ := proto.Marshal(&messages.ProduceRequest{Topic: "xx", Acks: 0, Records: rawBatch("bad")})
+	i := bytes.Index(bad, []byte("xx"))
+	bad[i], bad[i+1] = 0xff, 0xff
+	// One batch: protoactor decodes a batch whole and drops it, and its
+	// stream, at the first message it cannot decode.
+	dialRaw(t, b.Addr, "127.0.0.1:1").send(&remote.MessageBatch{TypeNames: []string{"sluice.ProduceRequest"},
+		Targets: []*actor.PID{actor.NewPID(b.Addr, "broker")}, Envelopes: []*remote.MessageEnvelope{{MessageData: bad}, {MessageData: good}}})
+	waitFor(t, "the record sent after the bad message", func() bool {
+		return len(consumeAll(t, b.Addr, "utf8", 0)) == 1
+	})
+	if !strings.Contains(b.logs.String(), "refused remote messages") {
+		t.Fatalf("the refusal was not logged:\n%s", tail(b.logs.String(), 20))
 	}
 }
