@@ -103,6 +103,12 @@ type partitionActor struct {
 	openErr           error
 	corrupt           bool
 	lastOfflineReport time.Time
+	// lostTo is set when the log came back shorter than its checkpointed
+	// HW (a torn write, or a disk that lied about an fsync): records below
+	// the HW, acknowledged to producers, are missing here. Until the log
+	// reaches lostTo again (fetched from the leader), the replica does not
+	// lead and reports itself to the controller as not in sync.
+	lostTo int64
 	// leaderAddr is the leader's address from the latest state.
 	leaderAddr string
 
@@ -262,6 +268,13 @@ func (p *partitionActor) onStarted(ctx actor.Context) {
 		p.cfg.Logger.Error("partition log unavailable", "partition", p.cfg.TP, "error", p.openErr)
 	} else if hw, ok, err := storage.ReadCheckpoint(p.checkpointPath()); err == nil && ok {
 		p.checkpointedHW, p.writtenHW = hw, hw
+		if leo := p.log.LogEndOffset(); leo < hw {
+			p.lostTo = hw
+			p.cfg.Logger.Error("the log lost records below its high watermark: it ends before its checkpointed HW "+
+				"(a write torn by a crash, or a disk that did not keep an fsync'd write); the replica leaves the ISR "+
+				"until it has fetched them again from the leader",
+				"partition", p.cfg.TP, "log_end_offset", leo, "checkpointed_hw", hw, "records_lost", hw-leo)
+		}
 	} else if err != nil {
 		p.cfg.Logger.Warn("ignoring unreadable high-watermark checkpoint", "partition", p.cfg.TP, "error", err)
 	}
@@ -367,6 +380,10 @@ func (p *partitionActor) onApplyState(ctx actor.Context, msg *ApplyState) {
 	case p.log == nil:
 		p.becomeNone(ctx)
 		p.unusable(ctx)
+	case st.Leader == p.cfg.BrokerID && p.lostTo > 0 && p.othersInSync(st):
+		// It would lead without records the others have: they lead.
+		p.becomeNone(ctx)
+		p.reportOffline(ctx)
 	case st.Leader == p.cfg.BrokerID && p.earlierRun(st):
 		// The leadership is an earlier run's of this broker (its log may be
 		// gone with that run's disk): the controller decides anew.
@@ -384,6 +401,9 @@ func (p *partitionActor) onApplyState(ctx actor.Context, msg *ApplyState) {
 		p.becomeFollower(ctx, msg.LeaderAddr)
 	default:
 		p.becomeNone(ctx)
+	}
+	if p.lostTo > 0 {
+		p.reportOffline(ctx)
 	}
 	p.publishStatus()
 }
@@ -994,6 +1014,9 @@ func (p *partitionActor) onTick(ctx actor.Context) {
 	if p.log == nil {
 		p.unusable(ctx)
 		return
+	}
+	if p.lostTo > 0 {
+		p.checkLostRecords(ctx)
 	}
 	now := time.Now()
 	if len(p.waiting) > 0 {

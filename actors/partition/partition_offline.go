@@ -99,18 +99,47 @@ func (p *partitionActor) unusable(ctx actor.Context) {
 	p.repairCorrupt(ctx)
 }
 
+// unfit says why this replica cannot serve as an in-sync replica ("" when
+// it can): it has no log, or its log lost records below the HW.
+func (p *partitionActor) unfit() string {
+	switch {
+	case p.log == nil && p.openErr != nil:
+		return p.openErr.Error()
+	case p.log != nil && p.lostTo > p.log.LogEndOffset():
+		return fmt.Sprintf("the log lost the records from %d up to its checkpointed high watermark %d", p.log.LogEndOffset(), p.lostTo)
+	}
+	return ""
+}
+
+// othersInSync reports whether another replica than this one is in st's ISR.
+func (p *partitionActor) othersInSync(st *messages.PartitionState) bool {
+	return slices.ContainsFunc(st.Isr, func(id int32) bool { return id != p.cfg.BrokerID })
+}
+
+// checkLostRecords ends the lost-records state once the log has them
+// again, and reports the replica until then.
+func (p *partitionActor) checkLostRecords(ctx actor.Context) {
+	if leo := p.log.LogEndOffset(); leo >= p.lostTo {
+		p.cfg.Logger.Info("the replica has the records it lost again", "partition", p.cfg.TP, "log_end_offset", leo)
+		p.lostTo = 0
+		return
+	}
+	p.reportOffline(ctx)
+}
+
 // reportOffline tells the controller this replica cannot serve, while the
 // controller's state still counts on it (as leader or ISR member).
 func (p *partitionActor) reportOffline(ctx actor.Context) {
 	st := p.state
-	if p.log != nil || p.openErr == nil || st == nil {
+	why := p.unfit()
+	if why == "" || st == nil {
 		return
 	}
 	inISR := slices.Contains(st.Isr, p.cfg.BrokerID)
 	if st.Leader != p.cfg.BrokerID && !inISR {
 		return // the controller has already moved on
 	}
-	if !slices.ContainsFunc(st.Isr, func(id int32) bool { return id != p.cfg.BrokerID }) {
+	if !p.othersInSync(st) {
 		return // the only in-sync replica: no other can take over
 	}
 	if time.Since(p.lastOfflineReport) < offlineReportEvery {
@@ -119,7 +148,7 @@ func (p *partitionActor) reportOffline(ctx actor.Context) {
 	p.lastOfflineReport = time.Now()
 	p.cfg.Logger.Warn("reporting the replica offline to the controller", "partition", p.cfg.TP, "leader", st.Leader, "isr", st.Isr)
 	ctx.Request(ctx.Parent(), &messages.ReplicaOfflineRequest{BrokerId: p.cfg.BrokerID, BrokerEpoch: p.cfg.Broker.BrokerEpoch,
-		Topic: p.cfg.TP.Topic, Partition: p.cfg.TP.Partition, TopicId: p.cfg.TopicID, Reason: p.openErr.Error()})
+		Topic: p.cfg.TP.Topic, Partition: p.cfg.TP.Partition, TopicId: p.cfg.TopicID, Reason: why})
 }
 
 // repairCorrupt moves a corrupt log aside and starts this replica over as
