@@ -64,7 +64,16 @@ var allowedSystemTypes = map[string]func(data []byte, target *actor.PID, o Origi
 			// watches a broker's actors from another node.
 			return "this node's actors are not watched from other nodes"
 		}
-		return checkPeerPID("watcher", m.Watcher, o)
+		if reason := checkPeerPID("watcher", m.Watcher, o); reason != "" {
+			return reason
+		}
+		if o.WatchesLeft != nil {
+			if *o.WatchesLeft <= 0 {
+				return fmt.Sprintf("more than %d watches from one connection", MaxWatchesPerConn)
+			}
+			*o.WatchesLeft--
+		}
+		return ""
 	},
 	"actor.Unwatch": func(data []byte, _ *actor.PID, o Origin) string {
 		var m actor.Unwatch
@@ -100,6 +109,11 @@ var allowedSystemTypes = map[string]func(data []byte, target *actor.PID, o Origi
 		return ""
 	},
 }
+
+// MaxWatchesPerConn bounds the Watch messages one connection may send to a
+// node that accepts them: a broker watches one actor per push subscription
+// it serves to that client.
+const MaxWatchesPerConn = 1024
 
 // checkPeerPID accepts a PID of an actor on the sending node itself: a
 // node only reports on (or watches from) its own actors. protoactor
@@ -144,6 +158,9 @@ type Origin struct {
 	// AcceptWatches: this node's actors may be watched from the peer (a
 	// client node, whose push subscribers a broker watches).
 	AcceptWatches bool
+	// WatchesLeft is how many more Watch messages the connection may send
+	// (nil: no bound); SanitizeBatch counts it down.
+	WatchesLeft *int
 	// Watched reports whether the actor watcherID of this node watches
 	// who; a Terminated from the peer is delivered only then.
 	Watched func(watcherID string, who *actor.PID) bool
@@ -162,6 +179,7 @@ var clientTargetTypes = map[string]bool{
 
 // GuardStats counts what the guard refused, for every stream of a node.
 type GuardStats struct {
+	silent          atomic.Int64
 	impostors       atomic.Int64
 	unproven        atomic.Int64
 	replaced        atomic.Int64
@@ -172,6 +190,10 @@ type GuardStats struct {
 
 // Unauthenticated is how many streams were refused for their credentials.
 func (s *GuardStats) Unauthenticated() int64 { return s.unauthenticated.Load() }
+
+// Silent is how many connections were closed for sending no
+// ConnectRequest in time.
+func (s *GuardStats) Silent() int64 { return s.silent.Load() }
 
 // Impostors is how many streams were closed because their peer announced
 // this node's own address.
@@ -209,6 +231,9 @@ type guard struct {
 	acceptWatches bool
 	// watches are the remote actors this node's actors watch.
 	watches *remoteWatches
+	// closeConn closes the connection from a remote address (the
+	// listener's limiter); nil in tests.
+	closeConn func(remote string)
 	// prove checks a client's announced listener (tlsState.proveListener;
 	// tests replace it).
 	prove func(ctx context.Context, addr, principal string, ephemeral *x509.Certificate) error
@@ -286,9 +311,27 @@ func (g *guard) stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInf
 		gs.origin.Local = *l
 	}
 	gs.origin.AcceptWatches = g.acceptWatches
+	left := MaxWatchesPerConn
+	gs.origin.WatchesLeft = &left
 	gs.origin.Watched = g.watches.watches
 	gs.ephemeral = cert
 	defer gs.unpin()
+	if g.closeConn != nil {
+		// A stream that never says which node it is holds its connection
+		// for nothing.
+		timer := time.AfterFunc(connectTimeout, func() {
+			if gs.connected.Load() {
+				return
+			}
+			g.stats.silent.Add(1)
+			if g.stats.shouldLog() {
+				g.logger.Warn("closed a connection that sent no ConnectRequest", "peer", gs.origin.Peer, "after", connectTimeout,
+					"closed_total", g.stats.Silent())
+			}
+			g.closeConn(gs.origin.Peer)
+		})
+		defer timer.Stop()
+	}
 	return handler(srv, gs)
 }
 
@@ -313,6 +356,8 @@ type guardedStream struct {
 	ephemeral *x509.Certificate
 	pinnedTo  string
 	prove     func(ctx context.Context, addr, principal string, ephemeral *x509.Certificate) error
+	// connected is set once the ConnectRequest came.
+	connected atomic.Bool
 }
 
 func (s *guardedStream) unpin() {
@@ -330,6 +375,7 @@ func (s *guardedStream) RecvMsg(m any) error {
 		return nil
 	}
 	if c := rm.GetConnectRequest(); c != nil {
+		s.connected.Store(true)
 		if sc := c.GetServerConnection(); sc != nil && s.origin.Address == "" {
 			if isLocalAddress(sc.Address, s.origin.Local) {
 				// Its messages would pass for this node's own: a

@@ -368,6 +368,15 @@ func TestSanitizeSystemTypes(t *testing.T) {
 	if n, _ := SanitizeBatch(systemBatch(t, target, valid[2]), Origin{Peer: origin.Peer}); n != 1 {
 		t.Error("Terminated accepted from a connection that has not introduced itself")
 	}
+	// A connection may watch only so many actors.
+	bounded := origin
+	left := 2
+	bounded.WatchesLeft = &left
+	for i, want := range []int{0, 0, 1} {
+		if n, _ := SanitizeBatch(systemBatch(t, target, valid[0]), bounded); n != want {
+			t.Errorf("watch %d of a connection allowed 2: replaced %d, want %d", i+1, n, want)
+		}
+	}
 	// A broker's actors are not watched from other nodes.
 	broker := origin
 	broker.AcceptWatches = false

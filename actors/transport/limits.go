@@ -21,6 +21,9 @@ const (
 	// handshakeTimeout bounds the TLS handshake and HTTP/2 preface of a new
 	// connection.
 	handshakeTimeout = 10 * time.Second
+	// connectTimeout bounds the wait for a stream's ConnectRequest, which
+	// protoactor sends first.
+	connectTimeout = 10 * time.Second
 	// maxStreamsPerConn: protoactor opens one stream per connection.
 	maxStreamsPerConn = 8
 )
@@ -63,11 +66,14 @@ type connLimiter struct {
 
 	mu   sync.Mutex
 	byIP map[string]int
+	// conns are the admitted connections by remote address, for close.
+	conns map[string]*limitedConn
 }
 
 func newConnLimiter(creds credentials.TransportCredentials, cfg Config, guard *GuardStats, logger *slog.Logger) *connLimiter {
 	l := &connLimiter{TransportCredentials: creds, max: cfg.MaxConnections, maxPerIP: cfg.MaxConnectionsPerIP,
-		idle: cfg.IdleTimeout, stats: &ConnStats{}, guard: guard, logger: logger, byIP: map[string]int{}}
+		idle: cfg.IdleTimeout, stats: &ConnStats{}, guard: guard, logger: logger, byIP: map[string]int{},
+		conns: map[string]*limitedConn{}}
 	if l.max <= 0 {
 		l.max = DefaultMaxConnections
 	}
@@ -126,7 +132,22 @@ func (l *connLimiter) ServerHandshake(raw net.Conn) (net.Conn, credentials.AuthI
 		return nil, nil, err
 	}
 	_ = raw.SetDeadline(time.Time{})
-	return &limitedConn{Conn: conn, limiter: l, ip: ip}, info, nil
+	lc := &limitedConn{Conn: conn, limiter: l, ip: ip, remote: raw.RemoteAddr().String()}
+	l.mu.Lock()
+	l.conns[lc.remote] = lc
+	l.mu.Unlock()
+	return lc, info, nil
+}
+
+// closeConn closes the admitted connection from the remote address
+// remote, if it is still open.
+func (l *connLimiter) closeConn(remote string) {
+	l.mu.Lock()
+	c := l.conns[remote]
+	l.mu.Unlock()
+	if c != nil {
+		c.Close()
+	}
 }
 
 func (l *connLimiter) Clone() credentials.TransportCredentials { return l }
@@ -138,6 +159,7 @@ type limitedConn struct {
 	net.Conn
 	limiter *connLimiter
 	ip      string
+	remote  string
 	once    sync.Once
 }
 
@@ -156,6 +178,11 @@ func (c *limitedConn) Read(p []byte) (int, error) {
 }
 
 func (c *limitedConn) Close() error {
-	c.once.Do(func() { c.limiter.release(c.ip) })
+	c.once.Do(func() {
+		c.limiter.mu.Lock()
+		delete(c.limiter.conns, c.remote)
+		c.limiter.mu.Unlock()
+		c.limiter.release(c.ip)
+	})
 	return c.Conn.Close()
 }

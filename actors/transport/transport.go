@@ -154,6 +154,7 @@ func Start(cfg Config, logger *slog.Logger) (node *Node, err error) {
 		creds = g.tls.credentials()
 	}
 	limiter := newConnLimiter(creds, cfg, g.stats, logger)
+	g.closeConn = limiter.closeConn
 	dialOpts := []grpc.DialOption{
 		grpc.WithTransportCredentials(creds),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(MaxFrameBytes), grpc.MaxCallSendMsgSize(MaxFrameBytes)),

@@ -225,3 +225,26 @@ func TestIdleConnectionsClosed(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A stream that never sends its ConnectRequest is closed with its
+// connection after the connect timeout (10 s), not kept until it is idle.
+func TestStreamWithoutConnectRequestClosed(t *testing.T) {
+	b := startBroker(t)
+	conn, err := grpc.Dial(b.Addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	stream, err := remote.NewRemotingClient(conn).Receive(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := stream.Recv(); err == nil || ctx.Err() != nil {
+		t.Fatalf("the silent stream was not closed by the broker: %v", err)
+	}
+	if !strings.Contains(b.logs.String(), "closed a connection that sent no ConnectRequest") {
+		t.Fatalf("the broker did not log it:\n%s", tail(b.logs.String(), 10))
+	}
+}
