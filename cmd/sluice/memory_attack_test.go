@@ -120,7 +120,11 @@ func TestAttackOversizedFrames(t *testing.T) {
 // one address may hold: those over the limit are closed at once, and the
 // ones admitted cost little.
 func TestAttackConnectionFlood(t *testing.T) {
-	memoryAttack(t, 150<<20, "refused a connection", func(b *brokerProc) {
+	bound := int64(150 << 20)
+	if raceEnabled {
+		bound = 400 << 20 // the race detector's shadow of each connection's goroutines
+	}
+	memoryAttack(t, bound, "refused a connection", func(b *brokerProc) {
 		preface := append([]byte("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"), 0, 0, 0, 4, 0, 0, 0, 0, 0) // an empty SETTINGS frame
 		var conns []net.Conn
 		defer func() {
