@@ -73,17 +73,34 @@ func (a *Admin) Close() error {
 // callAny sends req to any broker, retrying retriable errors until ctx ends.
 func (a *Admin) callAny(ctx context.Context, req proto.Message) (proto.Message, error) {
 	backoff := 50 * time.Millisecond
+	down := 0 // rounds in a row in which no address accepted a connection
 	for {
 		var lastErr error = ErrNoBrokers
-		for _, addr := range a.meta.addrs() {
+		refused := 0
+		addrs := a.meta.addrs()
+		for _, addr := range addrs {
 			res, err := request(a.node.system, addr, req, a.timeout(ctx))
 			if err == nil {
 				return res, nil
 			}
-			lastErr = err
+			if isNotListening(err) {
+				refused++
+			}
+			if lastErr == ErrNoBrokers || isNotListening(lastErr) || !isNotListening(err) {
+				lastErr = err
+			}
 			if !retriable(err) {
 				return nil, err
 			}
+		}
+		if refused == len(addrs) && refused > 0 {
+			// Nothing listens at any address: the cluster is down or the
+			// address wrong, and a second look is enough to say so.
+			if down++; down >= 2 {
+				return nil, lastErr
+			}
+		} else {
+			down = 0
 		}
 		select {
 		case <-ctx.Done():

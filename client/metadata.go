@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -73,7 +74,11 @@ func (m *metadata) fetch(topics []string, autoCreate bool) (*messages.MetadataRe
 	for _, addr := range m.addrs() {
 		res, err := request(m.system, addr, &messages.MetadataRequest{Topics: topics, AllowAutoTopicCreation: autoCreate}, min(m.timeout, 10*time.Second))
 		if err != nil {
-			lastErr = err
+			// A broker that answered wrongly says more than one that is
+			// not there.
+			if lastErr == ErrNoBrokers || isNotListening(lastErr) || !isNotListening(err) {
+				lastErr = err
+			}
 			continue
 		}
 		resp, ok := res.(*messages.MetadataResponse)
@@ -134,6 +139,8 @@ func (m *metadata) partitionCount(ctx context.Context, topic string, autoCreate 
 		return n, nil
 	}
 	backoff := 50 * time.Millisecond
+	unknown := 0 // answers in a row that the topic does not exist
+	down := 0    // rounds in a row in which no address accepted a connection
 	for {
 		_, err := m.fetch([]string{topic}, autoCreate)
 		if err == nil {
@@ -149,8 +156,23 @@ func (m *metadata) partitionCount(ctx context.Context, topic string, autoCreate 
 			} else {
 				return len(tm.partitions), nil
 			}
+			if errors.Is(err, messages.ErrorCode_UNKNOWN_TOPIC_OR_PARTITION) {
+				// One more answer first: a topic just created may not have
+				// reached the broker that answered.
+				if unknown++; unknown >= 2 {
+					return 0, &messages.Error{Code: messages.ErrorCode_UNKNOWN_TOPIC_OR_PARTITION,
+						Message: fmt.Sprintf("topic %q does not exist", topic)}
+				}
+			} else {
+				unknown = 0
+			}
 		}
-		if !retriable(err) {
+		if isNotListening(err) {
+			down++
+		} else {
+			down = 0
+		}
+		if !retriable(err) || down >= 2 {
 			return 0, err
 		}
 		select {

@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -37,6 +39,7 @@ type config struct {
 	retries         int
 	retryBackoff    time.Duration
 	deliveryTimeout time.Duration
+	maxBlock        time.Duration
 	partitioner     Partitioner
 	produceTimeout  time.Duration
 	idempotence     *bool // nil: on exactly when acks=all
@@ -68,6 +71,7 @@ func defaultConfig() config {
 		retries:         1 << 30,
 		retryBackoff:    100 * time.Millisecond,
 		deliveryTimeout: 2 * time.Minute,
+		maxBlock:        10 * time.Second,
 		partitioner:     KafkaPartitioner(),
 		produceTimeout:  30 * time.Second,
 		fetchMaxBytes:   4 << 20,
@@ -215,6 +219,9 @@ func checkPeer(system *actor.ActorSystem, addr string) error {
 	if _, ok := peerChecks.Load(key); ok {
 		return nil
 	}
+	if err := dialCheck(addr); err != nil {
+		return err
+	}
 	err := probe(system, addr)
 	switch {
 	case errors.Is(err, transport.ErrAuthentication):
@@ -224,6 +231,46 @@ func checkPeer(system *actor.ActorSystem, addr string) error {
 	}
 	// Unreachable: the request reports it.
 	return nil
+}
+
+// dialTimeout bounds dialCheck.
+const dialTimeout = 2 * time.Second
+
+// dialCheck opens (and closes) a TCP connection to addr: a refused
+// connection is known in milliseconds, where a request would wait for its
+// timeout.
+func dialCheck(addr string) error {
+	conn, err := net.DialTimeout("tcp", addr, dialTimeout)
+	if err == nil {
+		conn.Close()
+		return nil
+	}
+	var ne net.Error
+	why := err.Error()
+	switch {
+	case errors.Is(err, syscall.ECONNREFUSED):
+		why = "connection refused"
+	case errors.As(err, &ne) && ne.Timeout():
+		why = fmt.Sprintf("no answer to a connection within %v", dialTimeout)
+	}
+	return notListening{err: &messages.Error{Code: messages.ErrorCode_BROKER_NOT_AVAILABLE, Message: fmt.Sprintf("no broker at %s (%s)", addr, why)}}
+}
+
+// notListening is a BROKER_NOT_AVAILABLE for an address where nothing
+// accepts connections: when every known address says so, the cluster is
+// down (or the address wrong), and waiting out a timeout tells the user
+// nothing more.
+type notListening struct{ err *messages.Error }
+
+func (e notListening) Error() string { return e.err.Error() }
+func (e notListening) Unwrap() error { return e.err }
+
+// Is makes it an ErrNoBrokers too.
+func (e notListening) Is(target error) bool { return target == ErrNoBrokers }
+
+func isNotListening(err error) bool {
+	var nl notListening
+	return errors.As(err, &nl)
 }
 
 // explain turns an unreachable broker into the reason when the probe finds
@@ -257,7 +304,9 @@ func decodeResult(addr string, res any, err error) (proto.Message, error) {
 		if err == actor.ErrTimeout {
 			return nil, &messages.Error{Code: messages.ErrorCode_REQUEST_TIMED_OUT, Message: fmt.Sprintf("no answer from %s", addr)}
 		}
-		return nil, &messages.Error{Code: messages.ErrorCode_BROKER_NOT_AVAILABLE, Message: fmt.Sprintf("%s: %v", addr, err)}
+		// protoactor's own words (a dead letter, a future) mean nothing to
+		// a user: the request did not reach a broker.
+		return nil, &messages.Error{Code: messages.ErrorCode_BROKER_NOT_AVAILABLE, Message: fmt.Sprintf("broker at %s is not reachable", addr)}
 	}
 	switch m := res.(type) {
 	case *actor.DeadLetterResponse:

@@ -54,6 +54,12 @@ func RetryBackoff(d time.Duration) Opt { return func(c *config) { c.retryBackoff
 // DeliveryTimeout bounds the time from Produce to the final answer. Default 2 min.
 func DeliveryTimeout(d time.Duration) Opt { return func(c *config) { c.deliveryTimeout = d } }
 
+// MaxBlock bounds how long Produce waits for a topic's metadata (Kafka's
+// max.block.ms): while no broker answers, or the topic's partitions have
+// no leader yet. A topic the brokers say twice does not exist fails at
+// once. Default 10 s.
+func MaxBlock(d time.Duration) Opt { return func(c *config) { c.maxBlock = d } }
+
 // Idempotence turns the idempotent producer on or off. It is on by default
 // with AllAcks: the producer gets a producer id and numbers its batches per
 // partition, so that a batch retried after a lost answer or a leader
@@ -216,10 +222,9 @@ func (p *Producer) produce(ctx context.Context, r *Record, promise Promise) erro
 	}
 	n, ok := p.meta.cachedPartitionCount(r.Topic)
 	if !ok {
-		// Like Kafka's max.block.ms: wait for the topic's metadata, within
-		// the delivery timeout, while brokers fail over or the topic is
-		// created.
-		mctx, cancel := context.WithTimeout(ctx, p.cfg.deliveryTimeout)
+		// Like Kafka's max.block.ms: wait for the topic's metadata while
+		// brokers fail over or the topic's leaders are elected.
+		mctx, cancel := context.WithTimeout(ctx, min(p.cfg.maxBlock, p.cfg.deliveryTimeout))
 		var err error
 		n, err = p.meta.partitionCount(mctx, r.Topic, true)
 		cancel()

@@ -1,0 +1,85 @@
+package main
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// A new user's mistakes, each against a real broker: the command fails
+// with a non-zero exit, names the problem in Sluice's words, answers
+// within a bound (generous: it checks for waits of minutes, not speed),
+// and the broker serves afterwards.
+func TestCLIMistakes(t *testing.T) {
+	b := startBroker(t)
+	createTopic(t, newAdmin(t, b.Addr), "events", 1, nil)
+	big := strings.Repeat("x", 2<<20) + "\n"
+	for _, c := range []struct {
+		name   string
+		stdin  string
+		args   []string
+		within time.Duration
+		want   []string // in stderr
+		check  func(t *testing.T, stderr string)
+	}{
+		{
+			name: "produce to a topic that does not exist", stdin: "1\n2\n3\n",
+			args: []string{"produce", "nosuch", "--timeout", "5s"}, within: 10 * time.Second,
+			want: []string{`UNKNOWN_TOPIC_OR_PARTITION: topic "nosuch" does not exist (create it with 'sluice topic create nosuch' or start the broker with --auto-create-topics)`},
+			check: func(t *testing.T, stderr string) {
+				// It stops at the first record: the others would fail alike.
+				if n := strings.Count("\n"+stderr, "\nrecord "); n > 1 {
+					t.Errorf("a failure per record:\n%s", stderr)
+				}
+			},
+		},
+		{
+			name: "an oversized record", stdin: big, args: []string{"produce", "events"}, within: 30 * time.Second,
+			want: []string{"record 1 (", "RECORD_TOO_LARGE"},
+			check: func(t *testing.T, stderr string) {
+				if len(stderr) > 4096 {
+					t.Errorf("%d bytes of stderr for one oversized record", len(stderr))
+				}
+			},
+		},
+		// Nothing listens at the address: known at once, in every command.
+		{name: "produce with no broker", stdin: "1\n2\n", args: []string{"produce", "events", "--broker", "127.0.0.1:1"},
+			within: 5 * time.Second, want: []string{"no broker at 127.0.0.1:1 (connection refused)"}},
+		{name: "topic list with no broker", args: []string{"topic", "list", "--broker", "127.0.0.1:1"},
+			within: 5 * time.Second, want: []string{"no broker at 127.0.0.1:1 (connection refused)"}},
+		{name: "consume with no broker", args: []string{"consume", "events", "--broker", "127.0.0.1:1"},
+			within: 5 * time.Second, want: []string{"no broker at 127.0.0.1:1 (connection refused)"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			args := c.args
+			if !slices.Contains(args, "--broker") {
+				args = append(args, "--broker", b.Addr)
+			}
+			start := time.Now()
+			_, stderr, code := runCLI(t, c.stdin, args...)
+			took := time.Since(start)
+			if code == 0 {
+				t.Fatalf("exit 0; stderr:\n%s", stderr)
+			}
+			for _, w := range c.want {
+				if !strings.Contains(stderr, w) {
+					t.Errorf("stderr lacks %q:\n%.2000s", w, stderr)
+				}
+			}
+			for _, word := range []string{"dead letter", "future"} {
+				if strings.Contains(stderr, word) {
+					t.Errorf("protoactor's words in a user's message:\n%s", stderr)
+				}
+			}
+			if took > c.within {
+				t.Errorf("answered after %v, more than %v", took.Round(time.Millisecond), c.within)
+			}
+			if c.check != nil {
+				c.check(t, stderr)
+			}
+			produceN(t, b.Addr, "events", 0, 1)
+			t.Logf("%v: %.300s", took.Round(time.Millisecond), stderr)
+		})
+	}
+}
