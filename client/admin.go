@@ -76,24 +76,17 @@ func (a *Admin) callAny(ctx context.Context, req proto.Message) (proto.Message, 
 	down := 0 // rounds in a row in which no address accepted a connection
 	for {
 		var lastErr error = ErrNoBrokers
-		refused := 0
-		addrs := a.meta.addrs()
-		for _, addr := range addrs {
+		for _, addr := range a.meta.addrs() {
 			res, err := request(a.node.system, addr, req, a.timeout(ctx))
 			if err == nil {
 				return res, nil
 			}
-			if isNotListening(err) {
-				refused++
-			}
-			if lastErr == ErrNoBrokers || isNotListening(lastErr) || !isNotListening(err) {
-				lastErr = err
-			}
+			lastErr = telling(lastErr, err)
 			if !retriable(err) {
 				return nil, err
 			}
 		}
-		if refused == len(addrs) && refused > 0 {
+		if isNotListening(lastErr) {
 			// Nothing listens at any address: the cluster is down or the
 			// address wrong, and a second look is enough to say so.
 			if down++; down >= 2 {

@@ -74,11 +74,7 @@ func (m *metadata) fetch(topics []string, autoCreate bool) (*messages.MetadataRe
 	for _, addr := range m.addrs() {
 		res, err := request(m.system, addr, &messages.MetadataRequest{Topics: topics, AllowAutoTopicCreation: autoCreate}, min(m.timeout, 10*time.Second))
 		if err != nil {
-			// A broker that answered wrongly says more than one that is
-			// not there.
-			if lastErr == ErrNoBrokers || isNotListening(lastErr) || !isNotListening(err) {
-				lastErr = err
-			}
+			lastErr = telling(lastErr, err)
 			continue
 		}
 		resp, ok := res.(*messages.MetadataResponse)

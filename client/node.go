@@ -273,6 +273,16 @@ func isNotListening(err error) bool {
 	return errors.As(err, &nl)
 }
 
+// telling picks the error to report after trying one more address: a
+// broker that answered wrongly says more than an address where nothing
+// listens, so the result is a notListening only when every address was one.
+func telling(last, err error) error {
+	if last == ErrNoBrokers || isNotListening(last) || !isNotListening(err) {
+		return err
+	}
+	return last
+}
+
 // explain turns an unreachable broker into the reason when the probe finds
 // one: a plaintext client at a broker that requires TLS, or a certificate
 // or token refused since the last check.

@@ -83,3 +83,17 @@ func TestCLIMistakes(t *testing.T) {
 		})
 	}
 }
+
+// Connection limits that cannot work are refused at start, with the reason.
+func TestBrokerRefusesBadConnectionLimits(t *testing.T) {
+	for _, flag := range []string{"--max-connections", "--max-connections-per-ip", "--connections-max-idle"} {
+		value := "0"
+		if flag == "--connections-max-idle" {
+			value = "-1s"
+		}
+		_, stderr, code := runCLI(t, "", "broker", "--data", t.TempDir(), "--addr", "127.0.0.1:0", flag, value)
+		if code == 0 || !strings.Contains(stderr, "must be positive") {
+			t.Errorf("%s %s: exit %d, stderr:\n%s", flag, value, code, stderr)
+		}
+	}
+}

@@ -20,6 +20,10 @@ import (
 	"github.com/sluicemq/sluice/client"
 )
 
+// http2Preface is what an HTTP/2 client sends first: the preface and an
+// empty SETTINGS frame.
+const http2Preface = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + "\x00\x00\x00\x04\x00\x00\x00\x00\x00"
+
 // rssBytes is the resident set size of process pid, from /proc.
 func rssBytes(t *testing.T, pid int) int64 {
 	t.Helper()
@@ -125,7 +129,6 @@ func TestAttackConnectionFlood(t *testing.T) {
 		bound = 400 << 20 // the race detector's shadow of each connection's goroutines
 	}
 	memoryAttack(t, bound, "refused a connection", func(b *brokerProc) {
-		preface := append([]byte("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"), 0, 0, 0, 4, 0, 0, 0, 0, 0) // an empty SETTINGS frame
 		var conns []net.Conn
 		defer func() {
 			for _, c := range conns {
@@ -139,7 +142,7 @@ func TestAttackConnectionFlood(t *testing.T) {
 			}
 			conns = append(conns, c)
 			_ = c.SetWriteDeadline(time.Now().Add(time.Second))
-			_, _ = c.Write(preface)
+			_, _ = c.Write([]byte(http2Preface))
 		}
 		// Every admitted connection has had its preface read by now: the
 		// broker answers a request on a connection of its own.
@@ -207,7 +210,7 @@ func TestIdleConnectionsClosed(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	if _, err := c.Write(append([]byte("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"), 0, 0, 0, 4, 0, 0, 0, 0, 0)); err != nil {
+	if _, err := c.Write([]byte(http2Preface)); err != nil {
 		t.Fatal(err)
 	}
 	// The broker's SETTINGS and the like, then the end of the connection.
