@@ -190,7 +190,12 @@ type (
 	assignPartitions   struct{ parts map[string]map[int32]Offset }
 	unassignPartitions struct{ parts map[string][]int32 }
 	resumeFetching     struct{}
-	fetchRetry         struct{ tp topicPartition }
+	// fetchRetry wakes a cursor after a backoff; metaErr is why the
+	// metadata refresh before it failed, if one ran and failed.
+	fetchRetry struct {
+		tp      topicPartition
+		metaErr error
+	}
 )
 
 // partitionCursor is the fetcher's state for one assigned partition.
@@ -204,9 +209,11 @@ type partitionCursor struct {
 	backoff time.Duration
 	paused  bool
 	// refreshes counts metadata lookups that found no leader in a row;
-	// reported says the poller was told.
+	// reported says the poller was told; metaErr is why the last lookup
+	// failed, when it reached no broker.
 	refreshes int
 	reported  bool
+	metaErr   error
 }
 
 // fetcher is the consumer's actor: one fetch in flight per partition.
@@ -251,6 +258,7 @@ func (f *fetcher) Receive(ctx actor.Context) {
 		}
 	case fetchRetry:
 		if cur := f.cursors[msg.tp]; cur != nil {
+			cur.metaErr = msg.metaErr
 			f.step(ctx, cur)
 		}
 	}
@@ -268,10 +276,14 @@ func (f *fetcher) step(ctx actor.Context, cur *partitionCursor) {
 	}
 	addr, epoch, err := f.c.meta.leader(cur.tp.topic, cur.tp.partition)
 	if err != nil {
-		// Tell the poller once that the partition is unknown or leaderless;
+		// Tell the poller once that the partition is unknown or leaderless
+		// after three lookups have answered (or failed to reach any broker);
 		// keep retrying, as the topic may yet be created or elect a leader.
 		if cur.refreshes > 2 && !cur.reported {
 			cur.reported = true
+			if cur.metaErr != nil {
+				err = cur.metaErr
+			}
 			f.c.push(nil, []FetchError{{cur.tp.topic, cur.tp.partition, err}})
 		}
 		cur.refreshes++
@@ -303,11 +315,18 @@ func (f *fetcher) current(cur *partitionCursor, gen uint64) bool {
 
 func (f *fetcher) retryLater(ctx actor.Context, cur *partitionCursor, err error) {
 	cur.backoff = min(max(cur.backoff*2, 50*time.Millisecond), time.Second)
+	self, root, tp, backoff := ctx.Self(), ctx.ActorSystem().Root, cur.tp, cur.backoff
 	if needsMetadata(err) {
-		go f.c.meta.refreshSoon(cur.tp.topic)
+		// The retry waits for the refresh, so a slow broker among the
+		// addresses does not make the partition look unknown.
+		meta := f.c.meta
+		go func() {
+			time.Sleep(backoff)
+			root.Send(self, fetchRetry{tp, meta.refreshSoon(tp.topic)})
+		}()
+		return
 	}
-	self, root, tp := ctx.Self(), ctx.ActorSystem().Root, cur.tp
-	time.AfterFunc(cur.backoff, func() { root.Send(self, fetchRetry{tp}) })
+	time.AfterFunc(backoff, func() { root.Send(self, fetchRetry{tp: tp}) })
 }
 
 func (f *fetcher) onListOffsets(ctx actor.Context, cur *partitionCursor, gen uint64, addr string, res any, err error) {

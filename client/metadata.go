@@ -51,7 +51,7 @@ func newMetadata(system *actor.ActorSystem, seeds string, timeout time.Duration)
 }
 
 // addrs returns the broker addresses to try: the known brokers, then the
-// seeds, each once.
+// seeds, each once; those that failed in the last minute go last.
 func (m *metadata) addrs() []string {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -64,6 +64,17 @@ func (m *metadata) addrs() []string {
 			out = append(out, s)
 		}
 	}
+	slices.SortStableFunc(out, func(a, b string) int {
+		fa, fb := recentlyFailed(a), recentlyFailed(b)
+		switch {
+		case fa == fb:
+			return 0
+		case fa:
+			return 1
+		default:
+			return -1
+		}
+	})
 	return out
 }
 
@@ -203,12 +214,15 @@ func (m *metadata) leader(topic string, partition int32) (string, int32, error) 
 	return addr, pm.epoch, nil
 }
 
-// refreshSoon refreshes topics unless that happened in the last 50 ms.
-func (m *metadata) refreshSoon(topics ...string) {
+// refreshSoon refreshes topics unless that happened in the last 50 ms,
+// and returns the error of a refresh that reached no broker.
+func (m *metadata) refreshSoon(topics ...string) error {
 	m.mu.Lock()
 	recent := time.Since(m.lastRefresh) < 50*time.Millisecond
 	m.mu.Unlock()
-	if !recent {
-		_, _ = m.fetch(topics, false)
+	if recent {
+		return nil
 	}
+	_, err := m.fetch(topics, false)
+	return err
 }

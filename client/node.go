@@ -197,7 +197,32 @@ func request(system *actor.ActorSystem, addr string, msg proto.Message, timeout 
 	if errors.Is(err, messages.ErrorCode_BROKER_NOT_AVAILABLE) {
 		err = explain(system, addr, err)
 	}
+	noteAnswer(addr, err)
 	return out, err
+}
+
+// failedAt holds, for the whole process, the addresses whose last request
+// got no answer, and when: requests that may go to any broker try them
+// last for a minute, so a dead or silent broker among the bootstrap
+// addresses costs one timeout, not one per request.
+var failedAt sync.Map // addr -> time.Time
+
+const failedAddrMemory = time.Minute
+
+func noteAnswer(addr string, err error) {
+	switch {
+	case err == nil:
+		failedAt.Delete(addr)
+	case isNotListening(err), errors.Is(err, messages.ErrorCode_REQUEST_TIMED_OUT), errors.Is(err, messages.ErrorCode_BROKER_NOT_AVAILABLE):
+		failedAt.Store(addr, time.Now())
+	}
+}
+
+// recentlyFailed reports whether addr's last request got no answer within
+// the last minute.
+func recentlyFailed(addr string) bool {
+	at, ok := failedAt.Load(addr)
+	return ok && time.Since(at.(time.Time)) < failedAddrMemory
 }
 
 // peerChecks remembers, per node, the brokers whose handshake and
@@ -220,12 +245,20 @@ func checkPeer(system *actor.ActorSystem, addr string) error {
 		return nil
 	}
 	if err := dialCheck(addr); err != nil {
+		noteAnswer(addr, err)
 		return err
 	}
 	err := probe(system, addr)
 	switch {
 	case errors.Is(err, transport.ErrAuthentication):
 		return &messages.Error{Code: messages.ErrorCode_SASL_AUTHENTICATION_FAILED, Message: err.Error()}
+	case errors.Is(err, transport.ErrNotSluice), errors.Is(err, transport.ErrNoAnswer):
+		// Another service, or silence: as hopeless as a refused
+		// connection, and known in seconds where a request would wait
+		// for its timeout.
+		nl := notListening{err: &messages.Error{Code: messages.ErrorCode_BROKER_NOT_AVAILABLE, Message: err.Error()}}
+		noteAnswer(addr, nl)
+		return nl
 	case err == nil:
 		peerChecks.Store(key, struct{}{})
 	}

@@ -365,6 +365,13 @@ func (s *tlsState) probeHandshake(ctx context.Context, addr string) error {
 	conn := tls.Client(raw, s.clientConfig(addr))
 	defer conn.Close()
 	if err := conn.HandshakeContext(ctx); err != nil {
+		var rh tls.RecordHeaderError
+		switch {
+		case errors.As(err, &rh):
+			return fmt.Errorf("%w: %s answered %s, not TLS", ErrNotSluice, addr, quoteStart(rh.RecordHeader[:]))
+		case ctx.Err() != nil:
+			return fmt.Errorf("%w from %s to a TLS handshake: a paused or overloaded broker, or not a Sluice broker", ErrNoAnswer, addr)
+		}
 		return fmt.Errorf("%w: TLS with %s failed: %v", ErrAuthentication, addr, err)
 	}
 	// A gRPC server sends its settings right after the handshake.

@@ -247,6 +247,8 @@ func (n *Node) Probe(ctx context.Context, addr string) error {
 		if err := n.tls.probeHandshake(ctx, addr); err != nil {
 			return err
 		}
+	} else if err := greetPlaintext(ctx, addr); err != nil {
+		return err
 	}
 	conn, err := grpc.DialContext(ctx, addr, n.dialOptions...)
 	if err != nil {
@@ -262,6 +264,8 @@ func (n *Node) Probe(ctx context.Context, addr string) error {
 		return fmt.Errorf("%w: %s refused this client: %s", ErrAuthentication, addr, st.Message())
 	case st.Code() == codes.Unavailable && n.tls != nil && isHandshakeFailure(st.Message()):
 		return fmt.Errorf("%w: TLS with %s failed: %s", ErrAuthentication, addr, st.Message())
+	case st.Code() == codes.DeadlineExceeded:
+		return fmt.Errorf("%w from %s: a paused or overloaded broker, or not a Sluice broker", ErrNoAnswer, addr)
 	case st.Code() == codes.Unavailable && n.tls == nil && strings.Contains(st.Message(), "server preface"):
 		// A TLS listener closes a plaintext connection at once.
 		return fmt.Errorf("%w: %s closed the connection before speaking gRPC: it requires TLS (give the cluster's CA and a certificate or token), or it is not a Sluice broker", ErrAuthentication, addr)

@@ -1,8 +1,12 @@
 package main
 
 import (
+	"net"
+	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -15,6 +19,9 @@ func TestCLIMistakes(t *testing.T) {
 	b := startBroker(t)
 	createTopic(t, newAdmin(t, b.Addr), "events", 1, nil)
 	big := strings.Repeat("x", 2<<20) + "\n"
+	web := httptest.NewServer(http.NotFoundHandler())
+	defer web.Close()
+	webAddr := strings.TrimPrefix(web.URL, "http://")
 	for _, c := range []struct {
 		name   string
 		stdin  string
@@ -50,6 +57,13 @@ func TestCLIMistakes(t *testing.T) {
 			within: 5 * time.Second, want: []string{"no broker at 127.0.0.1:1 (connection refused)"}},
 		{name: "consume with no broker", args: []string{"consume", "events", "--broker", "127.0.0.1:1"},
 			within: 5 * time.Second, want: []string{"no broker at 127.0.0.1:1 (connection refused)"}},
+		// Something else answers at the address.
+		{name: "topic list at a web server", args: []string{"topic", "list", "--broker", webAddr},
+			within: 5 * time.Second, want: []string{"not a Sluice broker: " + webAddr + ` answered "HTTP/1.1 `}},
+		{name: "produce at a web server", stdin: "1\n", args: []string{"produce", "events", "--broker", webAddr},
+			within: 5 * time.Second, want: []string{"not a Sluice broker"}},
+		{name: "consume at a web server", args: []string{"consume", "events", "--broker", webAddr},
+			within: 5 * time.Second, want: []string{"not a Sluice broker"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			args := c.args
@@ -95,5 +109,69 @@ func TestBrokerRefusesBadConnectionLimits(t *testing.T) {
 		if code == 0 || !strings.Contains(stderr, "must be positive") {
 			t.Errorf("%s %s: exit %d, stderr:\n%s", flag, value, code, stderr)
 		}
+	}
+}
+
+// silentListener accepts connections and never answers, as a paused
+// broker does; it returns its address.
+func silentListener(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var conns []net.Conn
+	var mu sync.Mutex
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		l.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	return l.Addr().String()
+}
+
+// Every client command tries each bootstrap address in turn: one that
+// refuses connections and one that never answers come first here.
+func TestEveryCommandTriesEachBootstrapAddress(t *testing.T) {
+	b := startBroker(t)
+	createTopic(t, newAdmin(t, b.Addr), "events", 2, nil)
+	refused := "127.0.0.1:1"
+	b.cli("a\nb\nc\nd\n", "produce", "events")
+	for _, c := range []struct {
+		name  string
+		stdin string
+		args  []string
+		seeds string
+	}{
+		{"topic list", "", []string{"topic", "list"}, refused},
+		{"topic describe", "", []string{"topic", "describe", "events"}, refused},
+		{"produce", "e\n", []string{"produce", "events"}, refused},
+		{"consume", "", []string{"consume", "events", "--from-beginning", "--max", "4"}, refused},
+		{"consume past a silent broker", "", []string{"consume", "events", "--from-beginning", "--max", "4"}, silentListener(t)},
+		{"group consume", "", []string{"consume", "events", "--group", "g", "--from-beginning", "--max", "4"}, refused},
+		{"group list", "", []string{"group", "list"}, refused},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			start := time.Now()
+			out, stderr, code := runCLI(t, c.stdin, append(c.args, "--broker", c.seeds+","+b.Addr)...)
+			if code != 0 {
+				t.Fatalf("exit %d after %v:\n%s", code, time.Since(start).Round(time.Millisecond), stderr)
+			}
+			t.Logf("%v: %.200s", time.Since(start).Round(time.Millisecond), out)
+		})
 	}
 }
