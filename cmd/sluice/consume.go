@@ -12,6 +12,7 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"github.com/sluicemq/sluice/client"
 )
@@ -20,12 +21,15 @@ func runConsume(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("consume", stderr)
 	conn := connFlags(fs)
 	broker := conn.broker
-	partition := fs.Int("partition", -1, "consume only this partition (default: all)")
-	fromBeginning := fs.Bool("from-beginning", false, "start at the first offset (default: only new records)")
-	offset := fs.Int64("offset", -1, "start at this offset")
-	maxRecords := fs.Int("max", 0, "exit after this many records (0: run until interrupted)")
+	var partition partitionFlag
+	fs.Var(&partition, "partition", "consume only this partition (default: every partition)")
+	fromBeginning := fs.Bool("from-beginning", false, "start at the first offset: --offset start")
+	offsetFlag := fs.String("offset", "", offsetHelp+" (default: end, only new records)")
+	timestamp := fs.String("timestamp", "", "start at the first record at or after this time (Unix ms or RFC 3339): --offset @TIME")
+	toEnd := fs.Bool("to-end", false, "exit once every partition is read up to its end as of the start")
+	maxRecords := fs.Int("max", 0, "exit after this many records (0: no limit)")
 	group := fs.String("group", "", "consume as a member of this consumer group (offsets committed to it)")
-	format := fs.String("format", "%v", "record format, one line each: %t topic, %p partition, %o offset, %k key, %v value, %T timestamp (ms), %% percent")
+	format := fs.String("format", "%v", "record format, one line each: %t topic, %p partition, %o offset, %k key, %v value, %h headers (k=v,...), %T timestamp (ms), %% percent; json: one JSON object per record; \\n and \\t are a newline and a tab")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return err
@@ -33,25 +37,40 @@ func runConsume(args []string, stdout, stderr io.Writer) error {
 	if len(pos) != 1 {
 		return usageErr("want exactly one topic")
 	}
+	if *maxRecords < 0 {
+		return usageErr("--max %d: want 0 or more", *maxRecords)
+	}
 	topic := pos[0]
-	start := client.AtEnd()
-	switch {
-	case *offset >= 0 && *fromBeginning:
-		return usageErr("--offset and --from-beginning exclude each other")
-	case *offset >= 0:
-		start = client.AtOffset(*offset)
-	case *fromBeginning:
-		start = client.AtStart()
+	spec := startSpec{kind: "end"}
+	given := 0
+	if *fromBeginning {
+		spec, given = startSpec{kind: "start"}, given+1
+	}
+	if *offsetFlag != "" {
+		if spec, err = parseStart(*offsetFlag); err != nil {
+			return usageErr("--offset %v", err)
+		}
+		given++
+	}
+	if *timestamp != "" {
+		ms, err := parseTimestamp(*timestamp)
+		if err != nil {
+			return usageErr("--timestamp: %v", err)
+		}
+		spec, given = startSpec{kind: "time", n: ms}, given+1
+	}
+	if given > 1 {
+		return usageErr("--from-beginning, --offset and --timestamp exclude each other")
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	tmpl := unescape(*format)
-	if !strings.HasSuffix(tmpl, "\n") {
+	if !strings.HasSuffix(tmpl, "\n") && tmpl != "json" {
 		tmpl += "\n"
 	}
 	if *group != "" {
-		if *partition >= 0 || *offset >= 0 {
-			return usageErr("--group takes no --partition or --offset: the group assigns partitions and remembers offsets")
+		if partition.set || *offsetFlag != "" || *timestamp != "" || *toEnd {
+			return usageErr("--group takes no --partition, --offset, --timestamp or --to-end: the group assigns partitions and remembers offsets")
 		}
 		reset := client.AtEnd()
 		if *fromBeginning {
@@ -64,25 +83,20 @@ func runConsume(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	md, err := admin.Metadata(ctx, topic)
+	starts, ends, err := startOffsets(ctx, admin, topic, partition, spec)
 	admin.Close()
 	if err != nil {
 		return err
 	}
-	if len(md.Topics) != 1 || md.Topics[0].Error != 0 && len(md.Topics[0].Partitions) == 0 {
-		if len(md.Topics) == 1 {
-			return md.Topics[0].Error.Err(md.Topics[0].ErrorMessage)
-		}
-		return fmt.Errorf("no metadata for topic %q", topic)
-	}
 	parts := map[int32]client.Offset{}
-	for _, p := range md.Topics[0].Partitions {
-		if *partition < 0 || p.Partition == int32(*partition) {
-			parts[p.Partition] = start
+	for p, off := range starts {
+		if *toEnd && off >= ends[p] {
+			continue // nothing to read
 		}
+		parts[p] = client.AtOffset(off)
 	}
 	if len(parts) == 0 {
-		return fmt.Errorf("%w: topic %q has no partition %d", client.ErrUnknownTopicOrPartition, topic, *partition)
+		return nil // --to-end, and every partition is at its end already
 	}
 	c, err := client.NewConsumer(*broker, conn.opt(clientLogger(stderr)),
 		client.ConsumePartitions(map[string]map[int32]client.Offset{topic: parts}), client.ConsumeResetOffset(client.NoResetOffset()))
@@ -93,7 +107,7 @@ func runConsume(args []string, stdout, stderr io.Writer) error {
 	out := bufio.NewWriter(stdout)
 	defer out.Flush()
 	seen := 0
-	for *maxRecords == 0 || seen < *maxRecords {
+	for (*maxRecords == 0 || seen < *maxRecords) && len(parts) > 0 {
 		limit := 0
 		if *maxRecords > 0 {
 			limit = *maxRecords - seen
@@ -110,6 +124,9 @@ func runConsume(args []string, stdout, stderr io.Writer) error {
 		}
 		for _, r := range f.Records {
 			writeRecord(out, tmpl, r)
+			if *toEnd && r.Offset+1 >= ends[r.Partition] {
+				delete(parts, r.Partition)
+			}
 		}
 		seen += len(f.Records)
 		out.Flush()
@@ -117,8 +134,87 @@ func runConsume(args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
+// startOffsets returns, for each partition to consume (one, or every
+// partition of topic), the offset spec starts at and the partition's end.
+func startOffsets(ctx context.Context, admin *client.Admin, topic string, only partitionFlag, spec startSpec) (starts, ends map[int32]int64, err error) {
+	ti, err := admin.DescribeTopic(ctx, topic)
+	if err != nil {
+		return nil, nil, err
+	}
+	starts, ends = map[int32]int64{}, map[int32]int64{}
+	for _, p := range ti.Partitions {
+		if only.set && p.Partition != only.n {
+			continue
+		}
+		r := partitionRange{start: p.LogStartOffset, end: p.HighWatermark}
+		if p.Err != nil || r.start < 0 || r.end < 0 {
+			// The describe could not read the leader's offsets: ask it.
+			if r.start, err = admin.ListOffset(ctx, topic, p.Partition, -2); err != nil {
+				return nil, nil, fmt.Errorf("partition %d: %w", p.Partition, err)
+			}
+			if r.end, err = admin.ListOffset(ctx, topic, p.Partition, -1); err != nil {
+				return nil, nil, fmt.Errorf("partition %d: %w", p.Partition, err)
+			}
+		}
+		off, err := spec.resolve(ctx, admin, topic, p.Partition, r)
+		if err != nil {
+			return nil, nil, fmt.Errorf("partition %d: %w", p.Partition, err)
+		}
+		if spec.kind == "offset" && (off < r.start || off > r.end) {
+			return nil, nil, fmt.Errorf("%w: partition %d holds offsets %d to %d (next %d); --offset %d is outside it (try --offset start, end or -N)",
+				client.ErrOffsetOutOfRange, p.Partition, r.start, r.end-1, r.end, off)
+		}
+		starts[p.Partition], ends[p.Partition] = off, r.end
+	}
+	if len(starts) == 0 {
+		return nil, nil, fmt.Errorf("%w: topic %q has %d partitions, no partition %d",
+			client.ErrUnknownTopicOrPartition, topic, len(ti.Partitions), only.n)
+	}
+	return starts, ends, nil
+}
+
+// jsonRecord is a record as --format json prints it: key and value as
+// text when they are UTF-8, else in base64 under key_base64 and
+// value_base64.
+type jsonRecord struct {
+	Topic       string            `json:"topic"`
+	Partition   int32             `json:"partition"`
+	Offset      int64             `json:"offset"`
+	Timestamp   int64             `json:"timestamp"`
+	Key         *string           `json:"key"`
+	KeyBase64   []byte            `json:"key_base64,omitempty"`
+	Value       *string           `json:"value"`
+	ValueBase64 []byte            `json:"value_base64,omitempty"`
+	Headers     map[string]string `json:"headers,omitempty"`
+}
+
+// textOrBytes puts b in text when it is UTF-8, else in raw.
+func textOrBytes(b []byte, text **string, raw *[]byte) {
+	switch {
+	case b == nil:
+	case utf8.Valid(b):
+		s := string(b)
+		*text = &s
+	default:
+		*raw = b
+	}
+}
+
 // writeRecord prints r by the --format template.
 func writeRecord(w *bufio.Writer, tmpl string, r *client.Record) {
+	if tmpl == "json" {
+		j := jsonRecord{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Timestamp: r.Timestamp.UnixMilli()}
+		textOrBytes(r.Key, &j.Key, &j.KeyBase64)
+		textOrBytes(r.Value, &j.Value, &j.ValueBase64)
+		for _, h := range r.Headers {
+			if j.Headers == nil {
+				j.Headers = map[string]string{}
+			}
+			j.Headers[h.Key] = string(h.Value)
+		}
+		writeJSONLine(w, j)
+		return
+	}
 	for i := 0; i < len(tmpl); i++ {
 		ch := tmpl[i]
 		if ch != '%' || i+1 == len(tmpl) {
@@ -139,6 +235,15 @@ func writeRecord(w *bufio.Writer, tmpl string, r *client.Record) {
 			w.Write(r.Value)
 		case 'T':
 			w.WriteString(strconv.FormatInt(r.Timestamp.UnixMilli(), 10))
+		case 'h':
+			for i, h := range r.Headers {
+				if i > 0 {
+					w.WriteByte(',')
+				}
+				w.WriteString(h.Key)
+				w.WriteByte('=')
+				w.Write(h.Value)
+			}
 		case '%':
 			w.WriteByte('%')
 		default:

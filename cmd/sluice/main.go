@@ -3,6 +3,7 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -46,8 +47,12 @@ func main() {
 	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 
-// errUsage marks an error caused by the command line; the exit code is 2.
+// errUsage marks an error caused by the command line; the exit code is 2,
+// as for Go's flag package.
 var errUsage = errors.New("usage")
+
+// errBadFlag is a flag the flag package refused and has already reported.
+var errBadFlag = errors.New("bad flag")
 
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
@@ -88,6 +93,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return 0
 	case errors.Is(err, flag.ErrHelp):
 		return 0
+	case errors.Is(err, errBadFlag):
+		return 2
 	case errors.Is(err, errUsage):
 		fmt.Fprintf(stderr, "sluice %s: %v\n", args[0], err)
 		return 2
@@ -103,7 +110,10 @@ func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
 	var positional []string
 	for {
 		if err := fs.Parse(args); err != nil {
-			return nil, err
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, err
+			}
+			return nil, fmt.Errorf("%w: %w", errBadFlag, err)
 		}
 		rest := fs.Args()
 		if len(rest) == 0 {
@@ -168,4 +178,13 @@ func usageErr(format string, a ...any) error {
 // unescape turns \n, \t and \\ in a format string into their characters.
 func unescape(s string) string {
 	return strings.NewReplacer(`\n`, "\n", `\t`, "\t", `\\`, `\`).Replace(s)
+}
+
+// writeJSONLine writes v as one line of JSON.
+func writeJSONLine(w io.Writer, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		b, _ = json.Marshal(map[string]string{"error": err.Error()})
+	}
+	_, _ = w.Write(append(b, '\n'))
 }

@@ -2,11 +2,14 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -30,11 +33,27 @@ func parseAcks(s string) (client.AckLevel, error) {
 
 func runProduce(args []string, stdin io.Reader, stderr io.Writer) error {
 	fs := newFlagSet("produce", stderr)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), `Usage: sluice produce TOPIC [flags] < records
+
+Sends one record per line of stdin (or --file). Records with a key go to the
+partition of the key's murmur2 hash, as with Kafka; keyless records fill a
+batch for one partition, then move on to another (Kafka's sticky
+partitioner), so a few records usually land on one partition.
+
+`)
+		fs.PrintDefaults()
+	}
 	conn := connFlags(fs)
 	broker := conn.broker
-	key := fs.String("key", "", "key of every record (default: none; keyless records fill a batch for one partition, then the next, as Kafka's sticky partitioner)")
+	key := fs.String("key", "", "key of every record (default: none)")
+	keyDelim := fs.String("key-delimiter", "", "split each line at the first SEP into key and value, as kcat's -K (a line without SEP has no key)")
+	var headers headerFlag
+	fs.Var(&headers, "header", "a header KEY=VALUE on every record (repeatable)")
+	file := fs.String("file", "", "read records from this file instead of stdin")
 	acksFlag := fs.String("acks", "all", "0, 1 or all")
-	partition := fs.Int("partition", -1, "send every record to this partition; -1: by key")
+	var partition partitionFlag
+	fs.Var(&partition, "partition", "send every record to this partition (default: by key, or sticky when keyless)")
 	timeout := fs.Duration("timeout", 2*time.Minute, "give up on a record after this long; the command stops at the first failure every record would meet (no such topic, no broker, not authorized)")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
@@ -45,12 +64,23 @@ func runProduce(args []string, stdin io.Reader, stderr io.Writer) error {
 	}
 	keySet := false
 	fs.Visit(func(f *flag.Flag) { keySet = keySet || f.Name == "key" })
+	if keySet && *keyDelim != "" {
+		return usageErr("--key and --key-delimiter exclude each other")
+	}
 	acks, err := parseAcks(*acksFlag)
 	if err != nil {
 		return err
 	}
+	if *file != "" {
+		f, err := os.Open(*file)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		stdin = f
+	}
 	opts := []client.Opt{client.Acks(acks), conn.opt(clientLogger(stderr)), client.DeliveryTimeout(*timeout)}
-	if *partition >= 0 {
+	if partition.set {
 		opts = append(opts, client.WithPartitioner(client.ManualPartitioner()))
 	}
 	p, err := client.NewProducer(*broker, opts...)
@@ -67,9 +97,14 @@ func runProduce(args []string, stdin io.Reader, stderr io.Writer) error {
 	scanner := bufio.NewScanner(stdin)
 	scanner.Buffer(make([]byte, 64<<10), 16<<20)
 	for line := 1; scanner.Scan() && !fatal.Load(); line++ {
-		r := &client.Record{Topic: pos[0], Value: append([]byte(nil), scanner.Bytes()...), Partition: int32(*partition)}
-		if keySet {
+		r := &client.Record{Topic: pos[0], Value: append([]byte(nil), scanner.Bytes()...), Partition: partition.n, Headers: headers}
+		switch {
+		case keySet:
 			r.Key = []byte(*key)
+		case *keyDelim != "":
+			if k, v, ok := bytes.Cut(r.Value, []byte(*keyDelim)); ok {
+				r.Key, r.Value = k, v
+			}
 		}
 		p.Produce(ctx, r, func(r *client.Record, err error) {
 			if err == nil {
@@ -134,4 +169,27 @@ func shortValue(v []byte) string {
 		return fmt.Sprintf("%q", v)
 	}
 	return fmt.Sprintf("%q... %d bytes", v[:max], len(v))
+}
+
+// headerFlag collects repeated --header KEY=VALUE flags, in order.
+type headerFlag []client.Header
+
+func (h *headerFlag) String() string {
+	if h == nil {
+		return ""
+	}
+	var parts []string
+	for _, x := range *h {
+		parts = append(parts, x.Key+"="+string(x.Value))
+	}
+	return strings.Join(parts, ",")
+}
+
+func (h *headerFlag) Set(s string) error {
+	k, v, ok := strings.Cut(s, "=")
+	if !ok || k == "" {
+		return fmt.Errorf("want KEY=VALUE, got %q", s)
+	}
+	*h = append(*h, client.Header{Key: k, Value: []byte(v)})
+	return nil
 }

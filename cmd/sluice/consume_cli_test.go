@@ -1,0 +1,99 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// consume's --offset takes Kafka's meanings, --to-end exits at the end,
+// and invalid values are refused with exit code 2.
+func TestConsumeOffsetsAndFormats(t *testing.T) {
+	b := startBroker(t)
+	b.cli("", "topic", "create", "t", "--partitions", "2")
+	var in strings.Builder
+	for i := 0; i < 10; i++ {
+		fmt.Fprintf(&in, "k%d:v%d\n", i, i)
+	}
+	b.cli(in.String(), "produce", "t", "--partition", "0", "--key-delimiter", ":", "--header", "src=test", "--header", "n=1")
+
+	for _, c := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"an exact offset", []string{"--partition", "0", "--offset", "7"}, "v7 v8 v9"},
+		{"records before the end", []string{"--partition", "0", "--offset", "-2"}, "v8 v9"},
+		{"more before the end than there are", []string{"--partition", "0", "--offset", "-50"}, "v0 v1 v2 v3 v4 v5 v6 v7 v8 v9"},
+		{"the start of every partition", []string{"--offset", "start"}, "v0 v1 v2 v3 v4 v5 v6 v7 v8 v9"},
+		{"from-beginning", []string{"--from-beginning"}, "v0 v1 v2 v3 v4 v5 v6 v7 v8 v9"},
+		{"the end", []string{"--offset", "end"}, ""},
+		{"a time after every record", []string{"--timestamp", "2999-01-01T00:00:00Z"}, ""},
+		{"a time before every record", []string{"--offset", "@0", "--partition", "0", "--max", "2"}, "v0 v1"},
+		{"keys and headers", []string{"--partition", "0", "--offset", "-1", "--format", `%k=%v %h`}, "k9=v9 src=test,n=1"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			out := b.cli("", append([]string{"consume", "t", "--to-end"}, c.args...)...)
+			if got := strings.Join(strings.Fields(out), " "); got != c.want {
+				t.Fatalf("got %q, want %q", got, c.want)
+			}
+		})
+	}
+
+	t.Run("json", func(t *testing.T) {
+		out := b.cli("", "consume", "t", "--to-end", "--offset", "start", "--format", "json")
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		if len(lines) != 10 {
+			t.Fatalf("%d lines:\n%s", len(lines), out)
+		}
+		var r struct {
+			Topic     string
+			Partition int32
+			Offset    int64
+			Timestamp int64
+			Key       string
+			Value     string
+			Headers   map[string]string
+		}
+		if err := json.Unmarshal([]byte(lines[4]), &r); err != nil {
+			t.Fatal(err)
+		}
+		if r.Topic != "t" || r.Partition != 0 || r.Offset != 4 || r.Key != "k4" || r.Value != "v4" || r.Headers["src"] != "test" || r.Timestamp <= 0 {
+			t.Fatalf("decoded %+v from %s", r, lines[4])
+		}
+	})
+
+	for _, c := range []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"a negative partition", []string{"--partition", "-2"}, 2, "want a partition number"},
+		{"an offset that is not one", []string{"--offset", "soon"}, 2, "want start, end, N, -N or @TIME"},
+		{"a bad time", []string{"--timestamp", "yesterday"}, 2, "RFC 3339"},
+		{"a negative max", []string{"--max", "-1"}, 2, "want 0 or more"},
+		{"two starts", []string{"--from-beginning", "--offset", "3"}, 2, "exclude each other"},
+		{"an offset past the end", []string{"--partition", "0", "--offset", "50"}, 1, "partition 0 holds offsets 0 to 9 (next 10)"},
+		{"a partition the topic lacks", []string{"--partition", "5"}, 1, "no partition 5"},
+		{"a bad flag", []string{"--no-such-flag"}, 2, "flag provided but not defined"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, stderr, code := runCLI(t, "", append([]string{"consume", "t", "--broker", b.Addr}, c.args...)...)
+			if code != c.code || !strings.Contains(stderr, c.want) {
+				t.Fatalf("exit %d (want %d), stderr lacks %q:\n%s", code, c.code, c.want, stderr)
+			}
+		})
+	}
+	t.Run("an unknown command", func(t *testing.T) {
+		if _, _, code := runCLI(t, "", "consumer"); code != 2 {
+			t.Fatalf("exit %d, want 2", code)
+		}
+	})
+	t.Run("produce to a negative partition", func(t *testing.T) {
+		if _, stderr, code := runCLI(t, "x\n", "produce", "t", "--partition", "-1", "--broker", b.Addr); code != 2 {
+			t.Fatalf("exit %d, want 2:\n%s", code, stderr)
+		}
+	})
+}
