@@ -269,7 +269,7 @@ func waitConsul(ctx context.Context, addr string, timeout time.Duration) error {
 
 // findConsul returns the consul binary as `sluice dev-cluster` finds it.
 func findConsul(flagValue string) (string, error) {
-	candidates := []string{flagValue, os.Getenv("SLUICE_CONSUL")}
+	candidates := []string{flagValue, os.Getenv("SLUICE_CONSUL_BIN")}
 	if home, err := os.UserHomeDir(); err == nil {
 		cache := os.Getenv("SLUICE_CACHE")
 		if cache == "" {
@@ -288,7 +288,7 @@ func findConsul(flagValue string) (string, error) {
 	if p, err := exec.LookPath("consul"); err == nil {
 		return p, nil
 	}
-	return "", errors.New("no consul binary: pass -consul-bin, set SLUICE_CONSUL, or run .ci/install-consul.sh")
+	return "", errors.New("no consul binary: pass -consul-bin, set SLUICE_CONSUL_BIN, or run .ci/install-consul.sh")
 }
 
 // sluiceTarget drives a Sluice cluster through the Go client.

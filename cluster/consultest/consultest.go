@@ -9,7 +9,7 @@
 // the KV store and sessions, which is not what a real Consul restart does.
 // It costs about a second more at start (a real Raft election).
 //
-// The binary is $SLUICE_CONSUL, else ~/.cache/sluice/consul-1.14.11/consul
+// The binary is $SLUICE_CONSUL_BIN, else ~/.cache/sluice/consul-1.14.11/consul
 // (built by .ci/install-consul.sh), else consul on the PATH. Without one,
 // Start fails the test: it never skips.
 package consultest
@@ -118,9 +118,9 @@ func New(opts Options) (*Agent, error) {
 
 // Binary returns the consul binary to run, or an error saying how to get one.
 func Binary() (string, error) {
-	if p := os.Getenv("SLUICE_CONSUL"); p != "" {
+	if p := os.Getenv("SLUICE_CONSUL_BIN"); p != "" {
 		if _, err := os.Stat(p); err != nil {
-			return "", fmt.Errorf("SLUICE_CONSUL=%s: %v", p, err)
+			return "", fmt.Errorf("SLUICE_CONSUL_BIN=%s: %v", p, err)
 		}
 		return p, nil
 	}
@@ -134,7 +134,7 @@ func Binary() (string, error) {
 		return p, nil
 	}
 	return "", errors.New("no consul binary: run .ci/install-consul.sh (it builds Consul " + Version +
-		" into ~/.cache/sluice and prints its path) or set SLUICE_CONSUL to a consul binary")
+		" into ~/.cache/sluice and prints its path) or set SLUICE_CONSUL_BIN to a consul binary")
 }
 
 // Addr is the agent's HTTP API address, host:port.

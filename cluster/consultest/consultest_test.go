@@ -45,8 +45,8 @@ func TestAgentRestartKeepsDataAndPauses(t *testing.T) {
 }
 
 func TestBinaryMissing(t *testing.T) {
-	t.Setenv("SLUICE_CONSUL", "/nonexistent/consul")
-	if _, err := Binary(); err == nil || !strings.Contains(err.Error(), "SLUICE_CONSUL") {
+	t.Setenv("SLUICE_CONSUL_BIN", "/nonexistent/consul")
+	if _, err := Binary(); err == nil || !strings.Contains(err.Error(), "SLUICE_CONSUL_BIN") {
 		t.Fatalf("Binary() error %v", err)
 	}
 }

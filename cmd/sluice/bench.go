@@ -34,7 +34,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	inFlight := fs.Int("in-flight", 5, "produce requests in flight per partition")
 	quiet := fs.Bool("quiet", false, "no progress line")
 	cpuProfile := fs.String("cpu-profile", "", "write a CPU profile of this client process to FILE")
-	if _, err := parseArgs(fs, args); err != nil {
+	if _, err := parseClientArgs(fs, conn, args); err != nil {
 		return err
 	}
 	if *cpuProfile != "" {

@@ -30,7 +30,7 @@ func runConsume(args []string, stdout, stderr io.Writer) error {
 	maxRecords := fs.Int("max", 0, "exit after this many records (0: no limit)")
 	group := fs.String("group", "", "consume as a member of this consumer group (offsets committed to it)")
 	format := fs.String("format", "%v", "record format, one line each: %t topic, %p partition, %o offset, %k key, %v value, %h headers (k=v,...), %T timestamp (ms), %% percent; json: one JSON object per record; \\n and \\t are a newline and a tab")
-	pos, err := parseArgs(fs, args)
+	pos, err := parseClientArgs(fs, conn, args)
 	if err != nil {
 		return err
 	}

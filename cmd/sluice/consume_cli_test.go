@@ -1,8 +1,11 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"os"
+	"os/exec"
 	"strings"
 	"testing"
 )
@@ -96,4 +99,36 @@ func TestConsumeOffsetsAndFormats(t *testing.T) {
 			t.Fatalf("exit %d, want 2:\n%s", code, stderr)
 		}
 	})
+}
+
+// Every flag can come from a SLUICE_* variable; the command line wins, and
+// a bad value is refused naming the variable.
+func TestFlagsFromEnvironment(t *testing.T) {
+	b := startBroker(t)
+	b.cli("", "topic", "create", "t", "--partitions", "2")
+	b.cli("a\nb\nc\n", "produce", "t", "--partition", "1")
+	run := func(env []string, args ...string) (string, string, int) {
+		cmd := exec.Command(sluiceBin, args...)
+		cmd.Env = append(os.Environ(), append([]string{"SLUICE_BROKER=" + b.Addr}, env...)...)
+		var out, errOut bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errOut
+		err := cmd.Run()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		return out.String(), errOut.String(), code
+	}
+	env := []string{"SLUICE_PARTITION=1", "SLUICE_OFFSET=-2", "SLUICE_TO_END=true", "SLUICE_FORMAT=%o:%v"}
+	if out, errOut, code := run(env, "consume", "t"); code != 0 || strings.Join(strings.Fields(out), " ") != "1:b 2:c" {
+		t.Fatalf("from the environment: exit %d, %q %s", code, out, errOut)
+	}
+	if out, errOut, code := run(env, "consume", "t", "--offset", "start"); code != 0 || strings.Join(strings.Fields(out), " ") != "0:a 1:b 2:c" {
+		t.Fatalf("--offset over SLUICE_OFFSET: exit %d, %q %s", code, out, errOut)
+	}
+	if _, errOut, code := run([]string{"SLUICE_MAX=lots"}, "consume", "t"); code != 2 || !strings.Contains(errOut, `SLUICE_MAX="lots"`) {
+		t.Fatalf("a bad value: exit %d, %s", code, errOut)
+	}
 }

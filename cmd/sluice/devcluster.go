@@ -24,7 +24,7 @@ func runDevCluster(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("dev-cluster", stderr)
 	brokers := fs.Int("brokers", 3, "number of brokers")
 	dir := fs.String("dir", "./sluice-cluster", "directory for Consul's and the brokers' data and logs")
-	consulBin := fs.String("consul-bin", "", "consul binary (default: $SLUICE_CONSUL, the .ci/install-consul.sh cache, or consul on PATH)")
+	consulBin := fs.String("consul-bin", "", "consul binary (default: $SLUICE_CONSUL_BIN, the .ci/install-consul.sh cache, or consul on PATH)")
 	consulPort := fs.Int("consul-port", 8500, "Consul HTTP port; its server and Serf ports are 200, 199 and 198 below it")
 	basePort := fs.Int("base-port", 9471, "broker i listens on base-port + i - 1")
 	clusterName := fs.String("cluster", "dev", "cluster name")
@@ -243,7 +243,7 @@ func (s *supervisor) stopAll() {
 
 // findConsul returns the consul binary to run.
 func findConsul(flagValue string) (string, error) {
-	candidates := []string{flagValue, os.Getenv("SLUICE_CONSUL")}
+	candidates := []string{flagValue, os.Getenv("SLUICE_CONSUL_BIN")}
 	if home, err := os.UserHomeDir(); err == nil {
 		candidates = append(candidates, filepath.Join(home, ".cache", "sluice", "consul-1.14.11", "consul"))
 	}
@@ -258,7 +258,7 @@ func findConsul(flagValue string) (string, error) {
 	if p, err := exec.LookPath("consul"); err == nil {
 		return p, nil
 	}
-	return "", errors.New("no consul binary: pass --consul-bin, set SLUICE_CONSUL, or run .ci/install-consul.sh")
+	return "", errors.New("no consul binary: pass --consul-bin, set SLUICE_CONSUL_BIN, or run .ci/install-consul.sh")
 }
 
 // waitConsul waits until the agent at addr has elected a leader.

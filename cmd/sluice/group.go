@@ -29,7 +29,7 @@ func runGroup(args []string, stdout, stderr io.Writer) error {
 		toLatest = fs.Bool("to-latest", false, "reset to the end")
 		toOffset = fs.Int64("to-offset", -1, "reset to this offset (moved into the log start..end range)")
 	}
-	pos, err := parseArgs(fs, args)
+	pos, err := parseClientArgs(fs, conn, args)
 	if err != nil {
 		return err
 	}

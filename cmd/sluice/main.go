@@ -36,7 +36,9 @@ Usage:
 
 Every client command takes --broker HOST:PORT (env SLUICE_BROKER, default 127.0.0.1:9470) and, for a
 cluster with TLS, --tls-ca FILE with --tls-cert FILE --tls-key FILE or --token T (env SLUICE_TLS_CA,
-SLUICE_TLS_CERT, SLUICE_TLS_KEY, SLUICE_TOKEN).
+SLUICE_TLS_CERT, SLUICE_TLS_KEY, SLUICE_TOKEN). Every flag of every command can be set in the
+environment as SLUICE_<FLAG>, upper case with - as _ (--max-connections: SLUICE_MAX_CONNECTIONS);
+the command line wins.
 Run 'sluice COMMAND -h' for a command's flags.
 `
 
@@ -107,6 +109,9 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 // parseArgs parses flags that may appear before, between or after
 // positional arguments, and returns the positional ones.
 func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
+	if err := applyEnv(fs); err != nil {
+		return nil, err
+	}
 	var positional []string
 	for {
 		if err := fs.Parse(args); err != nil {
@@ -127,6 +132,28 @@ func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
 	}
 }
 
+// envName is the environment variable that sets a flag: SLUICE_ and the
+// flag's name in upper case, with - as _ (--tls-cert: SLUICE_TLS_CERT).
+func envName(flagName string) string {
+	return "SLUICE_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
+}
+
+// applyEnv sets each flag of fs that has a SLUICE_* variable in the
+// environment; the command line, parsed after, overrides it.
+func applyEnv(fs *flag.FlagSet) error {
+	var err error
+	fs.VisitAll(func(f *flag.Flag) {
+		v, ok := os.LookupEnv(envName(f.Name))
+		if !ok || err != nil {
+			return
+		}
+		if e := f.Value.Set(v); e != nil {
+			err = usageErr("%s=%q: %v", envName(f.Name), v, e)
+		}
+	})
+	return err
+}
+
 func newFlagSet(name string, stderr io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet("sluice "+name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -144,19 +171,32 @@ type clientConn struct {
 // connFlags adds --broker (env SLUICE_BROKER, default 127.0.0.1:9470) and
 // the TLS flags to fs.
 func connFlags(fs *flag.FlagSet) *clientConn {
-	env := func(name, def string) string {
-		if v := os.Getenv(name); v != "" {
-			return v
-		}
-		return def
-	}
 	return &clientConn{
-		broker:  fs.String("broker", env("SLUICE_BROKER", "127.0.0.1:9470"), "address of any broker (env SLUICE_BROKER)"),
-		tlsCert: fs.String("tls-cert", env("SLUICE_TLS_CERT", ""), "client certificate (PEM) for mutual TLS (env SLUICE_TLS_CERT)"),
-		tlsKey:  fs.String("tls-key", env("SLUICE_TLS_KEY", ""), "key of --tls-cert (env SLUICE_TLS_KEY)"),
-		tlsCA:   fs.String("tls-ca", env("SLUICE_TLS_CA", ""), "the cluster's CA certificates (PEM) (env SLUICE_TLS_CA)"),
-		token:   fs.String("token", env("SLUICE_TOKEN", ""), "bearer token of a user made by 'sluice user create', over TLS (env SLUICE_TOKEN)"),
+		broker:  fs.String("broker", "127.0.0.1:9470", "address of any broker, or several separated by commas (env SLUICE_BROKER)"),
+		tlsCert: fs.String("tls-cert", "", "client certificate (PEM) for mutual TLS (env SLUICE_TLS_CERT)"),
+		tlsKey:  fs.String("tls-key", "", "key of --tls-cert (env SLUICE_TLS_KEY)"),
+		tlsCA:   fs.String("tls-ca", "", "the cluster's CA certificates (PEM) (env SLUICE_TLS_CA)"),
+		token:   fs.String("token", "", "bearer token of a user made by 'sluice user create', over TLS (env SLUICE_TOKEN)"),
 	}
+}
+
+// parseClientArgs is parseArgs for a client command, and checks that its
+// TLS settings make sense together.
+func parseClientArgs(fs *flag.FlagSet, c *clientConn, args []string) ([]string, error) {
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return nil, err
+	}
+	tls := *c.tlsCert != "" || *c.tlsKey != "" || *c.tlsCA != "" || *c.token != ""
+	switch {
+	case tls && *c.tlsCA == "":
+		return nil, usageErr("TLS needs the cluster's CA: pass --tls-ca or set SLUICE_TLS_CA")
+	case (*c.tlsCert == "") != (*c.tlsKey == ""):
+		return nil, usageErr("--tls-cert and --tls-key go together (SLUICE_TLS_CERT, SLUICE_TLS_KEY)")
+	case tls && *c.tlsCert == "" && *c.token == "":
+		return nil, usageErr("TLS without a client certificate needs a token: pass --token or set SLUICE_TOKEN (or --tls-cert and --tls-key)")
+	}
+	return pos, nil
 }
 
 // opt is the client option of the connection settings, with logger.

@@ -55,7 +55,7 @@ partitioner), so a few records usually land on one partition.
 	var partition partitionFlag
 	fs.Var(&partition, "partition", "send every record to this partition (default: by key, or sticky when keyless)")
 	timeout := fs.Duration("timeout", 2*time.Minute, "give up on a record after this long; the command stops at the first failure every record would meet (no such topic, no broker, not authorized)")
-	pos, err := parseArgs(fs, args)
+	pos, err := parseClientArgs(fs, conn, args)
 	if err != nil {
 		return err
 	}

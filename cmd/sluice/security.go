@@ -160,7 +160,7 @@ func runACL(args []string, stdout, stderr io.Writer) error {
 	conn := connFlags(fs)
 	f := addACLFlags(fs, sub)
 	timeout := fs.Duration("timeout", 30*time.Second, "give up after this long")
-	pos, err := parseArgs(fs, args)
+	pos, err := parseClientArgs(fs, conn, args)
 	if err != nil {
 		return err
 	}
@@ -233,7 +233,7 @@ func runUser(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("user "+sub, stderr)
 	conn := connFlags(fs)
 	timeout := fs.Duration("timeout", 30*time.Second, "give up after this long")
-	pos, err := parseArgs(fs, args)
+	pos, err := parseClientArgs(fs, conn, args)
 	if err != nil {
 		return err
 	}

@@ -132,7 +132,7 @@ func TestTLSRefusesBadCredentials(t *testing.T) {
 		{"expired certificate", certs.as("expired-alice", "ca"), "SASL_AUTHENTICATION_FAILED"},
 		{"bad token", []string{"--tls-ca", certs.file("ca.crt"), "--token", "sluice_not-a-token"}, "the token is not valid"},
 		{"broker not from the trusted CA", certs.as("user-admin", "foreign-ca"), "SASL_AUTHENTICATION_FAILED"},
-		{"CA but neither certificate nor token", []string{"--tls-ca", certs.file("ca.crt")}, "needs a token"},
+		{"CA but neither certificate nor token", []string{"--tls-ca", certs.file("ca.crt")}, "needs a token: pass --token or set SLUICE_TOKEN"},
 	}
 	for _, tc := range cases {
 		_, errOut, code, took := cli(t, b, "", append(tc.flags, "--timeout", "30s"), "topic", "list")

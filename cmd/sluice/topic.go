@@ -27,7 +27,7 @@ func runTopic(args []string, stdout, stderr io.Writer) error {
 		rf = fs.Int("replicas", 0, "replication factor (0: the broker default)")
 		fs.Var(configs, "config", "topic config KEY=VALUE (repeatable), e.g. retention.ms=60000")
 	}
-	pos, err := parseArgs(fs, args)
+	pos, err := parseClientArgs(fs, conn, args)
 	if err != nil {
 		return err
 	}
