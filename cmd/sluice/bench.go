@@ -32,7 +32,8 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	batchBytes := fs.Int("batch-bytes", 1<<20, "producer batch size")
 	linger := fs.Duration("linger", 5*time.Millisecond, "producer linger")
 	inFlight := fs.Int("in-flight", 5, "produce requests in flight per partition")
-	quiet := fs.Bool("quiet", false, "no progress line")
+	quiet := fs.Bool("quiet", false, "no progress line (drawn only on a terminal)")
+	format := formatFlag(fs)
 	cpuProfile := fs.String("cpu-profile", "", "write a CPU profile of this client process to FILE")
 	if _, err := parseClientArgs(fs, conn, args); err != nil {
 		return err
@@ -62,8 +63,11 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	if err != nil && !errors.Is(err, client.ErrTopicAlreadyExists) {
 		return err
 	}
-	var done atomic.Int64
-	stopProgress := progress(stderr, *quiet, mode, *records, *size, &done)
+	var done meter
+	stopProgress := func() {}
+	if !*quiet {
+		stopProgress = showProgress(stderr, "bench "+mode, int64(*records), &done)
+	}
 	var res benchResult
 	if mode == "produce" {
 		acks, err := parseAcks(*acksFlag)
@@ -75,7 +79,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 		stopProgress()
 		if err != nil {
 			if res.records > 0 {
-				res.print(stdout, mode) // what was measured before the failures
+				res.print(stdout, mode, *format) // what was measured before the failures
 			}
 			return err
 		}
@@ -86,36 +90,8 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 	}
-	res.print(stdout, mode)
+	res.print(stdout, mode, *format)
 	return nil
-}
-
-// progress prints a status line every second until the returned func is called.
-func progress(w io.Writer, quiet bool, mode string, total, size int, done *atomic.Int64) func() {
-	stop := make(chan struct{})
-	finished := make(chan struct{})
-	go func() {
-		defer close(finished)
-		if quiet {
-			<-stop
-			return
-		}
-		t := time.NewTicker(time.Second)
-		defer t.Stop()
-		var last int64
-		for {
-			select {
-			case <-stop:
-				fmt.Fprintln(w)
-				return
-			case <-t.C:
-				n := done.Load()
-				fmt.Fprintf(w, "\r%s: %d/%d records, %.1f MB/s   ", mode, n, total, float64((n-last)*int64(size))/1e6)
-				last = n
-			}
-		}
-	}()
-	return func() { close(stop); <-finished }
 }
 
 type benchResult struct {
@@ -126,20 +102,45 @@ type benchResult struct {
 	failed    int64
 }
 
-func (r benchResult) print(w io.Writer, mode string) {
+// benchJSON is the result of a benchmark as --format json prints it.
+type benchJSON struct {
+	Mode          string  `json:"mode"`
+	Records       int     `json:"records"`
+	Bytes         int64   `json:"bytes"`
+	Seconds       float64 `json:"seconds"`
+	RecordsPerSec float64 `json:"records_per_sec"`
+	MBPerSec      float64 `json:"mb_per_sec"`
+	// Produce: send to acknowledgement; consume: record timestamp to poll.
+	LatencyP50Ms float64 `json:"latency_p50_ms"`
+	LatencyP99Ms float64 `json:"latency_p99_ms"`
+	LatencyMaxMs float64 `json:"latency_max_ms"`
+	Failed       int64   `json:"failed"`
+}
+
+func (r benchResult) print(w io.Writer, mode string, format outputFormat) {
 	secs := r.elapsed.Seconds()
+	slices.Sort(r.latencies)
+	q := func(f float64) time.Duration {
+		if len(r.latencies) == 0 {
+			return 0
+		}
+		return r.latencies[min(len(r.latencies)-1, int(f*float64(len(r.latencies))))]
+	}
+	if format.json() {
+		ms := func(d time.Duration) float64 { return float64(d) / 1e6 }
+		writeJSONLine(w, benchJSON{Mode: mode, Records: r.records, Bytes: r.bytes, Seconds: secs,
+			RecordsPerSec: float64(r.records) / secs, MBPerSec: float64(r.bytes) / 1e6 / secs,
+			LatencyP50Ms: ms(q(0.5)), LatencyP99Ms: ms(q(0.99)), LatencyMaxMs: ms(q(1)), Failed: r.failed})
+		return
+	}
 	fmt.Fprintf(w, "%s: %d records, %d bytes in %.2f s\n", mode, r.records, r.bytes, secs)
 	fmt.Fprintf(w, "  throughput: %.0f records/s, %.1f MB/s\n", float64(r.records)/secs, float64(r.bytes)/1e6/secs)
 	if len(r.latencies) > 0 {
-		slices.Sort(r.latencies)
-		q := func(f float64) time.Duration {
-			return r.latencies[min(len(r.latencies)-1, int(f*float64(len(r.latencies))))]
-		}
 		what := "latency, send to acknowledgement"
 		if mode == "consume" {
 			what = "age at arrival, record timestamp to poll"
 		}
-		fmt.Fprintf(w, "  %s: p50 %s, p99 %s, max %s\n", what, fmtDur(q(0.5)), fmtDur(q(0.99)), fmtDur(r.latencies[len(r.latencies)-1]))
+		fmt.Fprintf(w, "  %s: p50 %s, p99 %s, max %s\n", what, fmtDur(q(0.5)), fmtDur(q(0.99)), fmtDur(q(1)))
 	}
 	if r.failed > 0 {
 		fmt.Fprintf(w, "  failed: %d records\n", r.failed)
@@ -156,7 +157,7 @@ func randomPayloads(size int) []byte {
 	return buf
 }
 
-func benchProduce(ctx context.Context, broker, topic string, n, size int, done *atomic.Int64, opts ...client.Opt) (benchResult, error) {
+func benchProduce(ctx context.Context, broker, topic string, n, size int, done *meter, opts ...client.Opt) (benchResult, error) {
 	p, err := client.NewProducer(broker, opts...)
 	if err != nil {
 		return benchResult{}, err
@@ -171,7 +172,7 @@ func benchProduce(ctx context.Context, broker, topic string, n, size int, done *
 			firstErr.CompareAndSwap(nil, err)
 		}
 		lat[idx.Add(1)-1] = time.Since(r.Timestamp)
-		done.Add(1)
+		done.add(1, len(r.Value))
 	}
 	start := time.Now()
 	off := 0
@@ -194,7 +195,7 @@ func benchProduce(ctx context.Context, broker, topic string, n, size int, done *
 	return res, nil
 }
 
-func benchConsume(ctx context.Context, broker, topic string, n int, done *atomic.Int64, opts ...client.Opt) (benchResult, error) {
+func benchConsume(ctx context.Context, broker, topic string, n int, done *meter, opts ...client.Opt) (benchResult, error) {
 	admin, err := client.NewAdmin(broker, opts...)
 	if err != nil {
 		return benchResult{}, err
@@ -228,7 +229,8 @@ func benchConsume(ctx context.Context, broker, topic string, n int, done *atomic
 			res.latencies = append(res.latencies, now.Sub(r.Timestamp))
 		}
 		res.records += len(f.Records)
-		done.Store(int64(res.records))
+		done.records.Store(int64(res.records))
+		done.bytes.Store(res.bytes)
 	}
 	res.elapsed = time.Since(start)
 	return res, nil

@@ -106,6 +106,8 @@ func runConsume(args []string, stdout, stderr io.Writer) error {
 	defer c.Close()
 	out := bufio.NewWriter(stdout)
 	defer out.Flush()
+	progress, stopProgress := consumeProgress(stdout, stderr, topic)
+	defer stopProgress()
 	seen := 0
 	for (*maxRecords == 0 || seen < *maxRecords) && len(parts) > 0 {
 		limit := 0
@@ -124,6 +126,7 @@ func runConsume(args []string, stdout, stderr io.Writer) error {
 		}
 		for _, r := range f.Records {
 			writeRecord(out, tmpl, r)
+			progress.add(1, len(r.Key)+len(r.Value))
 			if *toEnd && r.Offset+1 >= ends[r.Partition] {
 				delete(parts, r.Partition)
 			}
@@ -263,6 +266,8 @@ func consumeGroup(ctx context.Context, broker string, connOpt client.Opt, group,
 	defer c.Close()
 	out := bufio.NewWriter(stdout)
 	defer out.Flush()
+	progress, stopProgress := consumeProgress(stdout, stderr, topic)
+	defer stopProgress()
 	seen := 0
 	for maxRecords == 0 || seen < maxRecords {
 		limit := 0
@@ -281,9 +286,20 @@ func consumeGroup(ctx context.Context, broker string, connOpt client.Opt, group,
 		}
 		for _, r := range f.Records {
 			writeRecord(out, tmpl, r)
+			progress.add(1, len(r.Key)+len(r.Value))
 		}
 		seen += len(f.Records)
 		out.Flush()
 	}
 	return nil
+}
+
+// consumeProgress shows records consumed on a terminal's stderr when the
+// records themselves go elsewhere (a file, a pipe).
+func consumeProgress(stdout, stderr io.Writer, topic string) (*meter, func()) {
+	m := &meter{}
+	if isTerminal(stdout) {
+		return m, func() {}
+	}
+	return m, showProgress(stderr, "consume "+topic, 0, m)
 }

@@ -20,6 +20,10 @@ func runGroup(args []string, stdout, stderr io.Writer) error {
 	conn := connFlags(fs)
 	broker := conn.broker
 	timeout := fs.Duration("timeout", 30*time.Second, "give up after this long")
+	var format *outputFormat
+	if sub == "list" || sub == "describe" {
+		format = formatFlag(fs)
+	}
 	var topic *string
 	var toEarliest, toLatest *bool
 	var toOffset *int64
@@ -46,6 +50,12 @@ func runGroup(args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
+		if format.json() {
+			for _, g := range groups {
+				writeJSONLine(stdout, groupListJSON{Group: g.Group, State: g.State, Members: g.Members, Coordinator: g.Coordinator})
+			}
+			return nil
+		}
 		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "GROUP\tSTATE\tMEMBERS\tCOORDINATOR")
 		for _, g := range groups {
@@ -59,6 +69,10 @@ func runGroup(args []string, stdout, stderr io.Writer) error {
 		info, err := admin.DescribeGroup(ctx, pos[0])
 		if err != nil {
 			return err
+		}
+		if format.json() {
+			writeJSONLine(stdout, groupJSON(info))
+			return nil
 		}
 		fmt.Fprintf(stdout, "group %s: %s, generation %d, assignor %q, leader %q, coordinator %d\n",
 			info.Group, info.State, info.Generation, info.Assignor, info.LeaderId, info.Coordinator)
@@ -109,4 +123,60 @@ func runGroup(args []string, stdout, stderr io.Writer) error {
 		return nil
 	}
 	return usageErr("unknown group command %q: want list, describe or reset-offsets", sub)
+}
+
+type groupListJSON struct {
+	Group       string `json:"group"`
+	State       string `json:"state"`
+	Members     int32  `json:"members"`
+	Coordinator int32  `json:"coordinator"`
+}
+
+type groupDescJSON struct {
+	Group       string               `json:"group"`
+	State       string               `json:"state"`
+	Generation  int32                `json:"generation"`
+	Assignor    string               `json:"assignor"`
+	Leader      string               `json:"leader"`
+	Coordinator int32                `json:"coordinator"`
+	Members     []groupMemberJSON    `json:"members"`
+	Partitions  []groupPartitionJSON `json:"partitions"`
+}
+
+type groupMemberJSON struct {
+	MemberID string             `json:"member_id"`
+	ClientID string             `json:"client_id"`
+	Topics   []string           `json:"topics"`
+	Assigned map[string][]int32 `json:"assignment"`
+	// A push subscriber: the actor the broker pushes records to.
+	PushAddress string `json:"push_address,omitempty"`
+	PushID      string `json:"push_id,omitempty"`
+}
+
+type groupPartitionJSON struct {
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
+	Committed int64  `json:"committed"`
+	End       int64  `json:"end"`
+	LogEnd    int64  `json:"log_end"`
+	Lag       int64  `json:"lag"`
+	Owner     string `json:"owner"`
+}
+
+func groupJSON(info *client.GroupInfo) groupDescJSON {
+	out := groupDescJSON{Group: info.Group, State: info.State, Generation: info.Generation, Assignor: info.Assignor,
+		Leader: info.LeaderId, Coordinator: info.Coordinator, Members: []groupMemberJSON{}, Partitions: []groupPartitionJSON{}}
+	for _, m := range info.Members {
+		mj := groupMemberJSON{MemberID: m.MemberId, ClientID: m.ClientId, Topics: nonNil(m.Topics),
+			Assigned: map[string][]int32{}, PushAddress: m.PushAddress, PushID: m.PushId}
+		for _, tps := range m.Assignment {
+			mj.Assigned[tps.Topic] = append(mj.Assigned[tps.Topic], tps.Partitions...)
+		}
+		out.Members = append(out.Members, mj)
+	}
+	for _, p := range info.Partitions {
+		out.Partitions = append(out.Partitions, groupPartitionJSON{Topic: p.Topic, Partition: p.Partition,
+			Committed: p.Committed, End: p.End, LogEnd: p.LogEnd, Lag: p.Lag, Owner: p.Owner})
+	}
+	return out
 }

@@ -94,6 +94,12 @@ partitioner), so a few records usually land on one partition.
 	// fatal is set by a failure every later record would meet too: the
 	// command stops reading instead of failing each record in turn.
 	var fatal atomic.Bool
+	// Acknowledged records, shown on a terminal while records are piped in.
+	var acked meter
+	stopProgress := func() {}
+	if !isTerminal(stdin) {
+		stopProgress = showProgress(stderr, "produce "+pos[0], 0, &acked)
+	}
 	scanner := bufio.NewScanner(stdin)
 	scanner.Buffer(make([]byte, 64<<10), 16<<20)
 	for line := 1; scanner.Scan() && !fatal.Load(); line++ {
@@ -108,6 +114,7 @@ partitioner), so a few records usually land on one partition.
 		}
 		p.Produce(ctx, r, func(r *client.Record, err error) {
 			if err == nil {
+				acked.add(1, len(r.Key)+len(r.Value))
 				return
 			}
 			failed.Add(1)
@@ -125,9 +132,11 @@ partitioner), so a few records usually land on one partition.
 	}
 	if err := scanner.Err(); err != nil {
 		p.Close()
+		stopProgress()
 		return fmt.Errorf("reading stdin: %w", err)
 	}
 	closeErr := p.Close()
+	stopProgress()
 	if fatal.Load() {
 		return firstErr
 	}

@@ -160,6 +160,10 @@ func runACL(args []string, stdout, stderr io.Writer) error {
 	conn := connFlags(fs)
 	f := addACLFlags(fs, sub)
 	timeout := fs.Duration("timeout", 30*time.Second, "give up after this long")
+	var format *outputFormat
+	if sub == "list" {
+		format = formatFlag(fs)
+	}
 	pos, err := parseClientArgs(fs, conn, args)
 	if err != nil {
 		return err
@@ -200,7 +204,9 @@ func runACL(args []string, stdout, stderr io.Writer) error {
 	case "list":
 		seen := map[string]bool{}
 		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "PRINCIPAL\tPERMISSION\tOPERATION\tRESOURCE\tNAME\tPATTERN")
+		if !format.json() {
+			fmt.Fprintln(tw, "PRINCIPAL\tPERMISSION\tOPERATION\tRESOURCE\tNAME\tPATTERN")
+		}
 		for _, filter := range bindings {
 			list, err := admin.DescribeACLs(ctx, filter)
 			if err != nil {
@@ -209,6 +215,12 @@ func runACL(args []string, stdout, stderr io.Writer) error {
 			for _, b := range list {
 				if line := acl.String(b); !seen[line] {
 					seen[line] = true
+					if format.json() {
+						writeJSONLine(stdout, aclJSON{Principal: b.Principal, Permission: shortEnum(b.Permission.String(), "ACL_PERMISSION_"),
+							Operation: shortEnum(b.Operation.String(), "ACL_OPERATION_"), ResourceType: shortEnum(b.ResourceType.String(), "ACL_RESOURCE_"),
+							ResourceName: b.ResourceName, PatternType: shortEnum(b.PatternType.String(), "ACL_PATTERN_")})
+						continue
+					}
 					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", b.Principal, shortEnum(b.Permission.String(), "ACL_PERMISSION_"),
 						shortEnum(b.Operation.String(), "ACL_OPERATION_"), shortEnum(b.ResourceType.String(), "ACL_RESOURCE_"),
 						b.ResourceName, shortEnum(b.PatternType.String(), "ACL_PATTERN_"))
@@ -233,6 +245,10 @@ func runUser(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("user "+sub, stderr)
 	conn := connFlags(fs)
 	timeout := fs.Duration("timeout", 30*time.Second, "give up after this long")
+	var format *outputFormat
+	if sub == "list" {
+		format = formatFlag(fs)
+	}
 	pos, err := parseClientArgs(fs, conn, args)
 	if err != nil {
 		return err
@@ -271,6 +287,12 @@ func runUser(args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
+		if format.json() {
+			for _, u := range users {
+				writeJSONLine(stdout, userJSON{Name: u.Name, Created: time.UnixMilli(u.CreatedUnixMs).UTC().Format(time.RFC3339)})
+			}
+			return nil
+		}
 		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "USER\tCREATED")
 		for _, u := range users {
@@ -285,4 +307,18 @@ func runUser(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stdout, "principal %s (ACLs enforced: %v, super user: %v)\n", w.Principal, w.Authorizer, w.SuperUser)
 	}
 	return nil
+}
+
+type aclJSON struct {
+	Principal    string `json:"principal"`
+	Permission   string `json:"permission"`
+	Operation    string `json:"operation"`
+	ResourceType string `json:"resource_type"`
+	ResourceName string `json:"resource_name"`
+	PatternType  string `json:"pattern_type"`
+}
+
+type userJSON struct {
+	Name    string `json:"name"`
+	Created string `json:"created"`
 }

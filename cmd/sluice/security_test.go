@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"os"
@@ -266,6 +267,15 @@ func TestACLs(t *testing.T) {
 	if strings.Count(list, "User:alice") != 4 || strings.Contains(list, "deny") {
 		t.Errorf("alice's ACLs after the removal:\n%s", list)
 	}
+	for _, line := range strings.Split(strings.TrimSpace(must(admin, "", "acl", "list", "--principal", "User:alice", "--format", "json")), "\n") {
+		var a struct {
+			Principal, Permission, Operation string
+			ResourceType                     string `json:"resource_type"`
+		}
+		if err := json.Unmarshal([]byte(line), &a); err != nil || a.Principal != "User:alice" || a.Permission != "allow" || a.Operation == "" || a.ResourceType == "" {
+			t.Errorf("acl list --format json: %+v (%v) from %s", a, err, line)
+		}
+	}
 
 	// Token users.
 	out := must(admin, "", "user", "create", "bob")
@@ -292,6 +302,10 @@ func TestACLs(t *testing.T) {
 	}
 	if users := must(admin, "", "user", "list"); !strings.Contains(users, "bob") || strings.Contains(users, token) {
 		t.Errorf("user list: %q", users)
+	}
+	var u struct{ Name, Created string }
+	if err := json.Unmarshal([]byte(must(admin, "", "user", "list", "--format", "json")), &u); err != nil || u.Name != "bob" || u.Created == "" {
+		t.Errorf("user list --format json: %+v (%v)", u, err)
 	}
 	must(admin, "", "user", "delete", "bob")
 	deadline = time.Now().Add(20 * time.Second)

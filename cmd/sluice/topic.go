@@ -4,11 +4,13 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/sluicemq/sluice/client"
+	"github.com/sluicemq/sluice/messages"
 )
 
 func runTopic(args []string, stdout, stderr io.Writer) error {
@@ -20,6 +22,10 @@ func runTopic(args []string, stdout, stderr io.Writer) error {
 	conn := connFlags(fs)
 	broker := conn.broker
 	timeout := fs.Duration("timeout", 30*time.Second, "give up after this long")
+	var format *outputFormat
+	if sub == "list" || sub == "describe" {
+		format = formatFlag(fs)
+	}
 	var partitions, rf *int
 	configs := configFlag{}
 	if sub == "create" {
@@ -56,6 +62,21 @@ func runTopic(args []string, stdout, stderr io.Writer) error {
 		}
 		fmt.Fprintf(stdout, "created topic %s\n", name)
 	case "list":
+		if format.json() {
+			md, err := admin.Metadata(ctx)
+			if err != nil {
+				return err
+			}
+			slices.SortFunc(md.Topics, func(a, b *messages.TopicMetadata) int { return strings.Compare(a.Name, b.Name) })
+			for _, t := range md.Topics {
+				rf := 0
+				if len(t.Partitions) > 0 {
+					rf = len(t.Partitions[0].Replicas)
+				}
+				writeJSONLine(stdout, topicListJSON{Name: t.Name, TopicID: t.TopicId, Partitions: len(t.Partitions), ReplicationFactor: rf})
+			}
+			return nil
+		}
 		names, err := admin.ListTopics(ctx)
 		if err != nil {
 			return err
@@ -71,6 +92,10 @@ func runTopic(args []string, stdout, stderr io.Writer) error {
 		info, err := admin.DescribeTopic(ctx, name)
 		if err != nil {
 			return err
+		}
+		if format.json() {
+			writeJSONLine(stdout, topicJSON(info))
+			return nil
 		}
 		printTopic(stdout, info)
 	case "delete":
@@ -104,6 +129,58 @@ func printTopic(w io.Writer, info *client.TopicInfo) {
 			ids(p.Replicas), ids(p.ISR), p.LogStartOffset, p.LogEndOffset, p.HighWatermark, errText)
 	}
 	tw.Flush()
+}
+
+type topicListJSON struct {
+	Name              string `json:"name"`
+	TopicID           string `json:"topic_id"`
+	Partitions        int    `json:"partitions"`
+	ReplicationFactor int    `json:"replication_factor"`
+}
+
+type topicDescJSON struct {
+	Name       string            `json:"name"`
+	TopicID    string            `json:"topic_id"`
+	Configs    map[string]string `json:"configs"`
+	Partitions []partitionJSON   `json:"partitions"`
+}
+
+type partitionJSON struct {
+	Partition       int32   `json:"partition"`
+	Leader          int32   `json:"leader"`
+	LeaderEpoch     int32   `json:"leader_epoch"`
+	Replicas        []int32 `json:"replicas"`
+	ISR             []int32 `json:"isr"`
+	OfflineReplicas []int32 `json:"offline_replicas"`
+	LogStartOffset  int64   `json:"log_start_offset"`
+	LogEndOffset    int64   `json:"log_end_offset"`
+	HighWatermark   int64   `json:"high_watermark"`
+	Error           string  `json:"error,omitempty"`
+}
+
+func topicJSON(info *client.TopicInfo) topicDescJSON {
+	out := topicDescJSON{Name: info.Name, TopicID: info.TopicID, Configs: info.Configs, Partitions: []partitionJSON{}}
+	if out.Configs == nil {
+		out.Configs = map[string]string{}
+	}
+	for _, p := range info.Partitions {
+		pj := partitionJSON{Partition: p.Partition, Leader: p.Leader, LeaderEpoch: p.LeaderEpoch,
+			Replicas: nonNil(p.Replicas), ISR: nonNil(p.ISR), OfflineReplicas: nonNil(p.OfflineReplicas),
+			LogStartOffset: p.LogStartOffset, LogEndOffset: p.LogEndOffset, HighWatermark: p.HighWatermark}
+		if p.Err != nil {
+			pj.Error = p.Err.Error()
+		}
+		out.Partitions = append(out.Partitions, pj)
+	}
+	return out
+}
+
+// nonNil makes an empty list print as [] rather than null.
+func nonNil[T any](xs []T) []T {
+	if xs == nil {
+		return []T{}
+	}
+	return xs
 }
 
 func ids(xs []int32) string {
