@@ -16,6 +16,10 @@ type BrokerConfig struct {
 	ID int32
 	// DataDir holds partition logs and, in embedded mode, the metadata.
 	DataDir string
+	// Version is the Sluice version this process runs, shown to clients.
+	Version string
+	// MetadataStore says where the metadata lives, shown to clients.
+	MetadataStore string
 	// DefaultTopic is the configuration of topics that set nothing else.
 	DefaultTopic TopicConfig
 	// DefaultPartitions and DefaultReplicationFactor apply to topics created

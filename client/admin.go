@@ -49,6 +49,8 @@ type TopicInfo struct {
 	TopicID    string
 	Configs    map[string]string
 	Partitions []PartitionInfo
+	// Brokers are the live brokers of the cluster when it was described.
+	Brokers []BrokerInfo
 }
 
 // NewAdmin connects an admin client to the cluster that broker belongs to.
@@ -249,7 +251,7 @@ func (a *Admin) DescribeTopic(ctx context.Context, name string) (*TopicInfo, err
 			}
 		}
 	}
-	info := &TopicInfo{Name: t.Name, TopicID: t.TopicId, Configs: t.Configs}
+	info := &TopicInfo{Name: t.Name, TopicID: t.TopicId, Configs: t.Configs, Brokers: brokerInfos(md)}
 	for _, p := range t.Partitions {
 		pi := PartitionInfo{Partition: p.Partition, Leader: p.Leader, LeaderEpoch: p.LeaderEpoch,
 			Replicas: p.Replicas, ISR: p.Isr, OfflineReplicas: p.OfflineReplicas,

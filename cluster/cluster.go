@@ -19,6 +19,8 @@ type Broker struct {
 	// Dir is the id of the broker's data directory: a new one means a new
 	// disk, without the logs of the old one.
 	Dir string
+	// Version is the Sluice version the broker's process runs.
+	Version string
 }
 
 // TopicPartition names one partition.

@@ -41,6 +41,7 @@ const (
 	metaEpoch    = "broker_epoch"
 	metaInstance = "instance"
 	metaDir      = "data_dir_id"
+	metaVersion  = "version"
 )
 
 // deregisterAfter is how long a critical broker stays in the agent's
@@ -64,7 +65,7 @@ func (c *Consul) registration(b Broker, instance string) (*api.AgentServiceRegis
 	return &api.AgentServiceRegistration{
 		ID: id, Name: c.serviceName(), Address: host, Port: port,
 		Meta: map[string]string{metaBrokerID: strconv.Itoa(int(b.ID)), metaAddr: b.Addr,
-			metaEpoch: strconv.FormatInt(b.Epoch, 10), metaInstance: instance, metaDir: b.Dir},
+			metaEpoch: strconv.FormatInt(b.Epoch, 10), metaInstance: instance, metaDir: b.Dir, metaVersion: b.Version},
 		Check: &api.AgentServiceCheck{
 			CheckID: "service:" + id,
 			Name:    "sluice broker heartbeat",
@@ -440,5 +441,5 @@ func brokerOf(e *api.ServiceEntry) (Broker, error) {
 		}
 		addr = net.JoinHostPort(host, strconv.Itoa(s.Port))
 	}
-	return Broker{ID: int32(id), Addr: addr, Epoch: epoch, Dir: s.Meta[metaDir]}, nil
+	return Broker{ID: int32(id), Addr: addr, Epoch: epoch, Dir: s.Meta[metaDir], Version: s.Meta[metaVersion]}, nil
 }

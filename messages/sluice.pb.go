@@ -1189,9 +1189,11 @@ func (x *MetadataRequest) GetAllowAutoTopicCreation() bool {
 }
 
 type BrokerInfo struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Id            int32                  `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
-	Address       string                 `protobuf:"bytes,2,opt,name=address,proto3" json:"address,omitempty"`
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Id      int32                  `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	Address string                 `protobuf:"bytes,2,opt,name=address,proto3" json:"address,omitempty"`
+	// The Sluice version the broker runs.
+	Version       string `protobuf:"bytes,3,opt,name=version,proto3" json:"version,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1236,6 +1238,13 @@ func (x *BrokerInfo) GetId() int32 {
 func (x *BrokerInfo) GetAddress() string {
 	if x != nil {
 		return x.Address
+	}
+	return ""
+}
+
+func (x *BrokerInfo) GetVersion() string {
+	if x != nil {
+		return x.Version
 	}
 	return ""
 }
@@ -1417,11 +1426,13 @@ func (x *TopicMetadata) GetConfigs() map[string]string {
 }
 
 type MetadataResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Brokers       []*BrokerInfo          `protobuf:"bytes,1,rep,name=brokers,proto3" json:"brokers,omitempty"`
-	ControllerId  int32                  `protobuf:"varint,2,opt,name=controller_id,json=controllerId,proto3" json:"controller_id,omitempty"`
-	ClusterId     string                 `protobuf:"bytes,3,opt,name=cluster_id,json=clusterId,proto3" json:"cluster_id,omitempty"`
-	Topics        []*TopicMetadata       `protobuf:"bytes,4,rep,name=topics,proto3" json:"topics,omitempty"`
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	Brokers      []*BrokerInfo          `protobuf:"bytes,1,rep,name=brokers,proto3" json:"brokers,omitempty"`
+	ControllerId int32                  `protobuf:"varint,2,opt,name=controller_id,json=controllerId,proto3" json:"controller_id,omitempty"`
+	ClusterId    string                 `protobuf:"bytes,3,opt,name=cluster_id,json=clusterId,proto3" json:"cluster_id,omitempty"`
+	Topics       []*TopicMetadata       `protobuf:"bytes,4,rep,name=topics,proto3" json:"topics,omitempty"`
+	// Where the cluster's metadata lives: "embedded" or "consul HOST:PORT".
+	MetadataStore string `protobuf:"bytes,5,opt,name=metadata_store,json=metadataStore,proto3" json:"metadata_store,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1482,6 +1493,13 @@ func (x *MetadataResponse) GetTopics() []*TopicMetadata {
 		return x.Topics
 	}
 	return nil
+}
+
+func (x *MetadataResponse) GetMetadataStore() string {
+	if x != nil {
+		return x.MetadataStore
+	}
+	return ""
 }
 
 type TopicSpec struct {
@@ -6876,11 +6894,12 @@ const file_sluice_proto_rawDesc = "" +
 	"\fleader_epoch\x18\a \x01(\x05R\vleaderEpoch\"d\n" +
 	"\x0fMetadataRequest\x12\x16\n" +
 	"\x06topics\x18\x01 \x03(\tR\x06topics\x129\n" +
-	"\x19allow_auto_topic_creation\x18\x02 \x01(\bR\x16allowAutoTopicCreation\"6\n" +
+	"\x19allow_auto_topic_creation\x18\x02 \x01(\bR\x16allowAutoTopicCreation\"P\n" +
 	"\n" +
 	"BrokerInfo\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x05R\x02id\x12\x18\n" +
-	"\aaddress\x18\x02 \x01(\tR\aaddress\"\xee\x01\n" +
+	"\aaddress\x18\x02 \x01(\tR\aaddress\x12\x18\n" +
+	"\aversion\x18\x03 \x01(\tR\aversion\"\xee\x01\n" +
 	"\x11PartitionMetadata\x12\x1c\n" +
 	"\tpartition\x18\x01 \x01(\x05R\tpartition\x12'\n" +
 	"\x05error\x18\x02 \x01(\x0e2\x11.sluice.ErrorCodeR\x05error\x12\x16\n" +
@@ -6900,13 +6919,14 @@ const file_sluice_proto_rawDesc = "" +
 	"\aconfigs\x18\x06 \x03(\v2\".sluice.TopicMetadata.ConfigsEntryR\aconfigs\x1a:\n" +
 	"\fConfigsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xb3\x01\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xda\x01\n" +
 	"\x10MetadataResponse\x12,\n" +
 	"\abrokers\x18\x01 \x03(\v2\x12.sluice.BrokerInfoR\abrokers\x12#\n" +
 	"\rcontroller_id\x18\x02 \x01(\x05R\fcontrollerId\x12\x1d\n" +
 	"\n" +
 	"cluster_id\x18\x03 \x01(\tR\tclusterId\x12-\n" +
-	"\x06topics\x18\x04 \x03(\v2\x15.sluice.TopicMetadataR\x06topics\"\xe4\x01\n" +
+	"\x06topics\x18\x04 \x03(\v2\x15.sluice.TopicMetadataR\x06topics\x12%\n" +
+	"\x0emetadata_store\x18\x05 \x01(\tR\rmetadataStore\"\xe4\x01\n" +
 	"\tTopicSpec\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1e\n" +
 	"\n" +

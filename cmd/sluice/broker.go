@@ -191,12 +191,18 @@ func runBroker(args []string, stderr io.Writer) error {
 		return err
 	}
 	defer backend.Close()
+	build := readBuildInfo()
+	cfg.Version = build.short()
+	cfg.MetadataStore = "embedded in " + filepath.Join(cfg.DataDir, "meta")
+	if mode == "consul" {
+		cfg.MetadataStore = fmt.Sprintf("consul %s (cluster %q)", *consulAddr, *clusterName)
+	}
 	b, err := broker.Start(node.System, cfg, backend, node.Addr)
 	if err != nil {
 		return err
 	}
 	logger.Info("sluice broker ready", "addr", node.Addr, "id", cfg.ID, "data", cfg.DataDir, "mode", mode,
-		"cluster_id", b.ClusterID, "broker_epoch", b.Epoch, "tls", secure)
+		"cluster_id", b.ClusterID, "broker_epoch", b.Epoch, "tls", secure, "version", build.Version, "commit", build.Commit, "go", build.GoVersion)
 
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)

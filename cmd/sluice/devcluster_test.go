@@ -161,6 +161,18 @@ func TestDevClusterSurvivesKill(t *testing.T) {
 		time.Sleep(time.Second)
 	}
 
+	// Every broker reports its version through Consul; the store is named.
+	info := decodeLines[clusterJSON](t, cli("", "cluster", "info", "--format", "json"))[0]
+	if len(info.Brokers) != 3 || info.Controller < 1 || !strings.HasPrefix(info.MetadataStore, fmt.Sprintf("consul 127.0.0.1:%d", consulPort)) {
+		t.Errorf("cluster info: %+v", info)
+	}
+	version := binaryVersion(t).short()
+	for _, b := range info.Brokers {
+		if b.State != "alive" || b.Version != version {
+			t.Errorf("broker %+v, want alive at version %s", b, version)
+		}
+	}
+
 	// Ctrl-C stops everything, the restarted broker included.
 	if err := dc.Process.Signal(syscall.SIGINT); err != nil {
 		t.Fatal(err)

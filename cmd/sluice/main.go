@@ -23,6 +23,9 @@ Usage:
   sluice topic list                      list topics
   sluice topic describe NAME             show partitions: leader, replicas, ISR, log start, LEO, HW
   sluice topic delete NAME               delete a topic and its data
+  sluice topic alter-config NAME --set k=v --delete k   change a topic's configuration
+  sluice topic add-partitions NAME --to N               grow a topic to N partitions
+  sluice cluster info                    brokers (id, address, state, version), controller, metadata store
   sluice produce TOPIC [flags]           produce one record per stdin line
   sluice consume TOPIC [flags]           print consumed records, one per line (--group G: as a group member)
   sluice group list                      list consumer groups
@@ -33,6 +36,7 @@ Usage:
   sluice acl add|remove|list [flags]     manage ACLs: --allow-principal P --operation OP --topic T|--group G|--cluster
   sluice user create|delete|list NAME    manage users that authenticate with a token; 'user whoami' shows your principal
   sluice certs dev --out DIR [--brokers 3] [--users admin]   write a throwaway CA and broker/user certificates for trying TLS
+  sluice version                         version, commit and Go version of this binary
 
 Every client command takes --broker HOST:PORT (env SLUICE_BROKER, default 127.0.0.1:9470) and, for a
 cluster with TLS, --tls-ca FILE with --tls-cert FILE --tls-key FILE or --token T (env SLUICE_TLS_CA,
@@ -83,6 +87,10 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		err = runDevCluster(args[1:], stdout, stderr)
 	case "certs":
 		err = runCerts(args[1:], stdout, stderr)
+	case "cluster":
+		err = runCluster(args[1:], stdout, stderr)
+	case "version", "--version":
+		err = runVersion(args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0

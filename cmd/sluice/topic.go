@@ -118,6 +118,11 @@ func printTopic(w io.Writer, info *client.TopicInfo) {
 	for k, v := range info.Configs {
 		fmt.Fprintf(w, "  %s=%s\n", k, v)
 	}
+	var brokers []string
+	for _, b := range info.Brokers {
+		brokers = append(brokers, fmt.Sprintf("%d at %s (%s)", b.ID, b.Address, orDash(b.Version)))
+	}
+	fmt.Fprintf(w, "  brokers: %s\n", strings.Join(brokers, ", "))
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "PARTITION\tLEADER\tEPOCH\tREPLICAS\tISR\tLOG-START\tLEO\tHW\tERROR")
 	for _, p := range info.Partitions {
@@ -143,6 +148,7 @@ type topicDescJSON struct {
 	TopicID    string            `json:"topic_id"`
 	Configs    map[string]string `json:"configs"`
 	Partitions []partitionJSON   `json:"partitions"`
+	Brokers    []brokerJSON      `json:"brokers"`
 }
 
 type partitionJSON struct {
@@ -159,7 +165,10 @@ type partitionJSON struct {
 }
 
 func topicJSON(info *client.TopicInfo) topicDescJSON {
-	out := topicDescJSON{Name: info.Name, TopicID: info.TopicID, Configs: info.Configs, Partitions: []partitionJSON{}}
+	out := topicDescJSON{Name: info.Name, TopicID: info.TopicID, Configs: info.Configs, Partitions: []partitionJSON{}, Brokers: []brokerJSON{}}
+	for _, b := range info.Brokers {
+		out.Brokers = append(out.Brokers, brokerJSON{ID: b.ID, Address: b.Address, State: brokerState(b), Version: b.Version})
+	}
 	if out.Configs == nil {
 		out.Configs = map[string]string{}
 	}

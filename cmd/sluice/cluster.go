@@ -1,0 +1,91 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"text/tabwriter"
+	"time"
+
+	"github.com/sluicemq/sluice/client"
+)
+
+// runCluster is `sluice cluster info`.
+func runCluster(args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 || args[0] != "info" {
+		return usageErr("want info")
+	}
+	fs := newFlagSet("cluster info", stderr)
+	conn := connFlags(fs)
+	timeout := fs.Duration("timeout", 30*time.Second, "give up after this long")
+	format := formatFlag(fs)
+	pos, err := parseClientArgs(fs, conn, args[1:])
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return usageErr("unexpected argument %q", pos[0])
+	}
+	admin, err := client.NewAdmin(*conn.broker, conn.opt(clientLogger(stderr)))
+	if err != nil {
+		return err
+	}
+	defer admin.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
+	defer cancel()
+	info, err := admin.DescribeCluster(ctx)
+	if err != nil {
+		return err
+	}
+	if format.json() {
+		out := clusterJSON{ClusterID: info.ClusterID, Controller: info.ControllerID, MetadataStore: info.MetadataStore,
+			Topics: info.Topics, Partitions: info.Partitions, Brokers: []brokerJSON{}}
+		for _, b := range info.Brokers {
+			out.Brokers = append(out.Brokers, brokerJSON{ID: b.ID, Address: b.Address, State: brokerState(b), Version: b.Version})
+		}
+		writeJSONLine(stdout, out)
+		return nil
+	}
+	controller := fmt.Sprint(info.ControllerID)
+	if info.ControllerID < 0 {
+		controller = "none"
+	}
+	fmt.Fprintf(stdout, "cluster %s\ncontroller: broker %s\nmetadata store: %s\ntopics: %d, partitions: %d\n\n",
+		info.ClusterID, controller, info.MetadataStore, info.Topics, info.Partitions)
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tADDRESS\tSTATE\tVERSION")
+	for _, b := range info.Brokers {
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\n", b.ID, orDash(b.Address), brokerState(b), orDash(b.Version))
+	}
+	return tw.Flush()
+}
+
+type clusterJSON struct {
+	ClusterID     string       `json:"cluster_id"`
+	Controller    int32        `json:"controller"`
+	MetadataStore string       `json:"metadata_store"`
+	Topics        int          `json:"topics"`
+	Partitions    int          `json:"partitions"`
+	Brokers       []brokerJSON `json:"brokers"`
+}
+
+type brokerJSON struct {
+	ID      int32  `json:"id"`
+	Address string `json:"address"`
+	State   string `json:"state"`
+	Version string `json:"version"`
+}
+
+func brokerState(b client.BrokerInfo) string {
+	if b.Alive {
+		return "alive"
+	}
+	return "offline"
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
