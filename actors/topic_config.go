@@ -20,6 +20,10 @@ const (
 	ConfigUnclean         = "unclean.leader.election.enable"
 )
 
+// TopicConfigNames are the configuration names a topic may set.
+var TopicConfigNames = []string{ConfigRetentionMs, ConfigRetentionBytes, ConfigSegmentBytes,
+	ConfigMaxMessageBytes, ConfigMinISR, ConfigUnclean}
+
 // TopicConfig is a topic's parsed configuration.
 type TopicConfig struct {
 	// RetentionMs: delete data older than this; -1 keeps it forever.

@@ -156,6 +156,39 @@ func (a *Admin) DeleteTopic(ctx context.Context, name string) error {
 	return res[0].Err
 }
 
+// AlterTopicConfig changes a topic's configuration: the keys in set take
+// their values, the keys in del go back to the broker's default, the rest
+// stay (Kafka's incremental alter). Every value is checked before any is
+// applied.
+func (a *Admin) AlterTopicConfig(ctx context.Context, topic string, set map[string]string, del []string) error {
+	req := &messages.AlterTopicConfigsRequest{Topics: []*messages.TopicConfigChange{{Name: topic, Set: set, Delete: del}}}
+	return a.oneTopicResult(a.controllerCall(ctx, req, func(res proto.Message) ([]*messages.TopicResult, bool) {
+		r, ok := res.(*messages.AlterTopicConfigsResponse)
+		return r.GetResults(), ok
+	}))
+}
+
+// CreatePartitions grows a topic to count partitions, placed as at
+// creation. Keys may map to other partitions afterwards, as in Kafka.
+func (a *Admin) CreatePartitions(ctx context.Context, topic string, count int32) error {
+	req := &messages.CreatePartitionsRequest{Topics: []*messages.PartitionCount{{Name: topic, Count: count}}}
+	return a.oneTopicResult(a.controllerCall(ctx, req, func(res proto.Message) ([]*messages.TopicResult, bool) {
+		r, ok := res.(*messages.CreatePartitionsResponse)
+		return r.GetResults(), ok
+	}))
+}
+
+// oneTopicResult is the error of a single-topic request.
+func (a *Admin) oneTopicResult(res []TopicResult, err error) error {
+	if err != nil {
+		return err
+	}
+	if len(res) != 1 {
+		return fmt.Errorf("unexpected answer with %d results", len(res))
+	}
+	return res[0].Err
+}
+
 // controllerCall sends a request the controller answers, and sends it again
 // while the answer says there is no controller yet (a cluster starting or
 // electing a new one).

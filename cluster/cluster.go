@@ -117,6 +117,10 @@ type MetadataStore interface {
 	// DeleteTopic removes a topic and its partition states and records the
 	// deletion (Snapshot.Deleted) in the same write. ErrTopicNotFound.
 	DeleteTopic(ctx context.Context, f Fence, name string) error
+	// UpdateTopic replaces a topic's record with next if it still equals
+	// prev, and stores the initial states of the partitions next adds.
+	// ErrConflict when the record changed, ErrTopicNotFound when it is gone.
+	UpdateTopic(ctx context.Context, f Fence, prev, next *messages.TopicRecord, added []*messages.PartitionState) error
 	// UpdatePartitions writes every update or none: ErrConflict when any
 	// partition's version moved, ErrFenced when f is no longer the controller.
 	UpdatePartitions(ctx context.Context, f Fence, updates []PartitionUpdate) error

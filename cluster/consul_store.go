@@ -227,6 +227,69 @@ func (c *Consul) DeleteTopic(ctx context.Context, f Fence, name string) error {
 	return err
 }
 
+// UpdateTopic implements MetadataStore. Added partitions' states go first,
+// in as many transactions as they need, each checking that the topic
+// record is unchanged; the record itself goes last with a check-and-set, so
+// the topic grows only when every new partition has its state.
+func (c *Consul) UpdateTopic(ctx context.Context, f Fence, prev, next *messages.TopicRecord, added []*messages.PartitionState) error {
+	if err := checkTopicName(prev.Name); err != nil {
+		return err
+	}
+	if prev.Name != next.Name {
+		return fmt.Errorf("cannot rename topic %q to %q", prev.Name, next.Name)
+	}
+	cctx, cancel := c.call(ctx)
+	kv, _, err := c.client.KV().Get(c.key(topicKey(prev.Name)), (&api.QueryOptions{RequireConsistent: true}).WithContext(cctx))
+	cancel()
+	if err != nil {
+		return c.failed(ctx, fmt.Errorf("consul: read topic %s: %w", prev.Name, err))
+	}
+	if kv == nil {
+		return fmt.Errorf("%w: %q", ErrTopicNotFound, prev.Name)
+	}
+	cur := &messages.TopicRecord{}
+	if err := proto.Unmarshal(kv.Value, cur); err != nil {
+		return fmt.Errorf("consul key %s is not a TopicRecord: %w", kv.Key, err)
+	}
+	if !proto.Equal(cur, prev) {
+		return fmt.Errorf("%w: topic %q changed", ErrConflict, prev.Name)
+	}
+	value, err := proto.Marshal(next)
+	if err != nil {
+		return err
+	}
+	changed := func(string) error { return fmt.Errorf("%w: topic %q changed", ErrConflict, prev.Name) }
+	for {
+		tx, err := c.fencedTxn(f)
+		if err != nil {
+			return err
+		}
+		tx.add(&api.KVTxnOp{Verb: api.KVCheckIndex, Key: c.key(topicKey(prev.Name)), Index: kv.ModifyIndex}, changed)
+		for len(added) > 0 && len(tx.ops) < consulMaxTxnOps-1 {
+			p := added[0]
+			if p.Topic != prev.Name {
+				return fmt.Errorf("partition %s does not belong to topic %q", TopicPartition{p.Topic, p.Partition}, prev.Name)
+			}
+			v, err := proto.Marshal(p)
+			if err != nil {
+				return err
+			}
+			tx.add(&api.KVTxnOp{Verb: api.KVSet, Key: c.key(partitionKey(p.Topic, p.Partition)), Value: v}, nil)
+			added = added[1:]
+		}
+		last := len(added) == 0
+		if last {
+			tx.add(&api.KVTxnOp{Verb: api.KVCAS, Key: c.key(topicKey(prev.Name)), Value: value, Index: kv.ModifyIndex}, changed)
+		}
+		if _, err := c.commit(ctx, tx); err != nil {
+			return err
+		}
+		if last {
+			return nil
+		}
+	}
+}
+
 // ConsulMaxPartitionUpdates is the most updates one UpdatePartitions call
 // takes on Consul: they have to fit one transaction, with the fence check.
 const ConsulMaxPartitionUpdates = consulMaxTxnOps - 1

@@ -296,6 +296,27 @@ func (e *Embedded) DeleteTopic(ctx context.Context, f Fence, name string) error 
 	})
 }
 
+// UpdateTopic implements MetadataStore.
+func (e *Embedded) UpdateTopic(ctx context.Context, f Fence, prev, next *messages.TopicRecord, added []*messages.PartitionState) error {
+	if prev.Name != next.Name {
+		return fmt.Errorf("cannot rename topic %q to %q", prev.Name, next.Name)
+	}
+	return e.mutate(func(snap *Snapshot) error {
+		cur, ok := snap.Topics[prev.Name]
+		switch {
+		case !ok:
+			return fmt.Errorf("%w: %q", ErrTopicNotFound, prev.Name)
+		case !proto.Equal(cur, prev):
+			return fmt.Errorf("%w: topic %q changed", ErrConflict, prev.Name)
+		}
+		snap.Topics[next.Name] = next
+		for _, p := range added {
+			snap.Partitions[TopicPartition{p.Topic, p.Partition}] = Partition{State: p, Version: snap.Index}
+		}
+		return nil
+	})
+}
+
 // UpdatePartitions implements MetadataStore.
 func (e *Embedded) UpdatePartitions(ctx context.Context, f Fence, updates []PartitionUpdate) error {
 	return e.mutate(func(next *Snapshot) error {

@@ -210,6 +210,44 @@ func runStoreSuite(t *testing.T, open func(t *testing.T) storeUnderTest) {
 		}
 	})
 
+	t.Run("UpdateTopic", func(t *testing.T) {
+		u := open(t)
+		prev, _ := create(t, u, "grow", 2)
+		// Grow from 2 to 100 partitions (more than one Consul transaction)
+		// and change a config, in one update.
+		next, all := testTopic("grow", 100)
+		next.TopicId = prev.TopicId
+		next.Configs = map[string]string{"retention.ms": "5000", "cleanup.policy": "delete"}
+		for _, p := range all {
+			p.TopicId = prev.TopicId
+		}
+		if err := u.store.UpdateTopic(ctx(t), u.fence, prev, next, all[2:]); err != nil {
+			t.Fatal(err)
+		}
+		snap := load(t, u.store)
+		if got := snap.Topics["grow"]; !proto.Equal(got, next) || len(snap.PartitionsOf("grow")) != 100 {
+			t.Fatalf("after the update: %v with %d partitions", got, len(snap.PartitionsOf("grow")))
+		}
+		// An update from a stale record is refused, and changes nothing.
+		stale := proto.Clone(next).(*messages.TopicRecord)
+		stale.Configs = map[string]string{"retention.ms": "1"}
+		if err := u.store.UpdateTopic(ctx(t), u.fence, prev, stale, nil); !errors.Is(err, ErrConflict) {
+			t.Fatalf("update from a stale record: %v, want ErrConflict", err)
+		}
+		if err := u.store.UpdateTopic(ctx(t), u.fence, &messages.TopicRecord{Name: "never"}, &messages.TopicRecord{Name: "never"}, nil); !errors.Is(err, ErrTopicNotFound) {
+			t.Fatalf("update of a missing topic: %v, want ErrTopicNotFound", err)
+		}
+		if got := load(t, u.store).Topics["grow"]; !proto.Equal(got, next) {
+			t.Fatalf("a refused update changed the record to %v", got)
+		}
+		if u.lose != nil {
+			u.lose(t)
+			if err := u.store.UpdateTopic(ctx(t), u.fence, next, stale, nil); !errors.Is(err, ErrFenced) {
+				t.Fatalf("update by a deposed controller: %v, want ErrFenced", err)
+			}
+		}
+	})
+
 	t.Run("Watch", func(t *testing.T) {
 		u := open(t)
 		create(t, u, "before", 1)

@@ -1818,6 +1818,315 @@ func (x *DeleteTopicsResponse) GetResults() []*TopicResult {
 	return nil
 }
 
+// AlterTopicConfigsRequest changes topics' configuration, as Kafka's
+// IncrementalAlterConfigs: set keys, delete keys (back to the broker
+// default), leave the rest. Answered by the controller.
+type AlterTopicConfigsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Topics        []*TopicConfigChange   `protobuf:"bytes,1,rep,name=topics,proto3" json:"topics,omitempty"`
+	ValidateOnly  bool                   `protobuf:"varint,2,opt,name=validate_only,json=validateOnly,proto3" json:"validate_only,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AlterTopicConfigsRequest) Reset() {
+	*x = AlterTopicConfigsRequest{}
+	mi := &file_sluice_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AlterTopicConfigsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AlterTopicConfigsRequest) ProtoMessage() {}
+
+func (x *AlterTopicConfigsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_sluice_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AlterTopicConfigsRequest.ProtoReflect.Descriptor instead.
+func (*AlterTopicConfigsRequest) Descriptor() ([]byte, []int) {
+	return file_sluice_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *AlterTopicConfigsRequest) GetTopics() []*TopicConfigChange {
+	if x != nil {
+		return x.Topics
+	}
+	return nil
+}
+
+func (x *AlterTopicConfigsRequest) GetValidateOnly() bool {
+	if x != nil {
+		return x.ValidateOnly
+	}
+	return false
+}
+
+type TopicConfigChange struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Set           map[string]string      `protobuf:"bytes,2,rep,name=set,proto3" json:"set,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	Delete        []string               `protobuf:"bytes,3,rep,name=delete,proto3" json:"delete,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TopicConfigChange) Reset() {
+	*x = TopicConfigChange{}
+	mi := &file_sluice_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TopicConfigChange) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TopicConfigChange) ProtoMessage() {}
+
+func (x *TopicConfigChange) ProtoReflect() protoreflect.Message {
+	mi := &file_sluice_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TopicConfigChange.ProtoReflect.Descriptor instead.
+func (*TopicConfigChange) Descriptor() ([]byte, []int) {
+	return file_sluice_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *TopicConfigChange) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *TopicConfigChange) GetSet() map[string]string {
+	if x != nil {
+		return x.Set
+	}
+	return nil
+}
+
+func (x *TopicConfigChange) GetDelete() []string {
+	if x != nil {
+		return x.Delete
+	}
+	return nil
+}
+
+type AlterTopicConfigsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Results       []*TopicResult         `protobuf:"bytes,1,rep,name=results,proto3" json:"results,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AlterTopicConfigsResponse) Reset() {
+	*x = AlterTopicConfigsResponse{}
+	mi := &file_sluice_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AlterTopicConfigsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AlterTopicConfigsResponse) ProtoMessage() {}
+
+func (x *AlterTopicConfigsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_sluice_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AlterTopicConfigsResponse.ProtoReflect.Descriptor instead.
+func (*AlterTopicConfigsResponse) Descriptor() ([]byte, []int) {
+	return file_sluice_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *AlterTopicConfigsResponse) GetResults() []*TopicResult {
+	if x != nil {
+		return x.Results
+	}
+	return nil
+}
+
+// CreatePartitionsRequest grows topics to count partitions each, placed as
+// at creation. Answered by the controller.
+type CreatePartitionsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Topics        []*PartitionCount      `protobuf:"bytes,1,rep,name=topics,proto3" json:"topics,omitempty"`
+	ValidateOnly  bool                   `protobuf:"varint,2,opt,name=validate_only,json=validateOnly,proto3" json:"validate_only,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreatePartitionsRequest) Reset() {
+	*x = CreatePartitionsRequest{}
+	mi := &file_sluice_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreatePartitionsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreatePartitionsRequest) ProtoMessage() {}
+
+func (x *CreatePartitionsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_sluice_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreatePartitionsRequest.ProtoReflect.Descriptor instead.
+func (*CreatePartitionsRequest) Descriptor() ([]byte, []int) {
+	return file_sluice_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *CreatePartitionsRequest) GetTopics() []*PartitionCount {
+	if x != nil {
+		return x.Topics
+	}
+	return nil
+}
+
+func (x *CreatePartitionsRequest) GetValidateOnly() bool {
+	if x != nil {
+		return x.ValidateOnly
+	}
+	return false
+}
+
+type PartitionCount struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Count         int32                  `protobuf:"varint,2,opt,name=count,proto3" json:"count,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PartitionCount) Reset() {
+	*x = PartitionCount{}
+	mi := &file_sluice_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PartitionCount) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PartitionCount) ProtoMessage() {}
+
+func (x *PartitionCount) ProtoReflect() protoreflect.Message {
+	mi := &file_sluice_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PartitionCount.ProtoReflect.Descriptor instead.
+func (*PartitionCount) Descriptor() ([]byte, []int) {
+	return file_sluice_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *PartitionCount) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *PartitionCount) GetCount() int32 {
+	if x != nil {
+		return x.Count
+	}
+	return 0
+}
+
+type CreatePartitionsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Results       []*TopicResult         `protobuf:"bytes,1,rep,name=results,proto3" json:"results,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreatePartitionsResponse) Reset() {
+	*x = CreatePartitionsResponse{}
+	mi := &file_sluice_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreatePartitionsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreatePartitionsResponse) ProtoMessage() {}
+
+func (x *CreatePartitionsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_sluice_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreatePartitionsResponse.ProtoReflect.Descriptor instead.
+func (*CreatePartitionsResponse) Descriptor() ([]byte, []int) {
+	return file_sluice_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *CreatePartitionsResponse) GetResults() []*TopicResult {
+	if x != nil {
+		return x.Results
+	}
+	return nil
+}
+
 // DescribeReplicasRequest asks one broker for the live state of the
 // replicas it hosts (all of them when topics is empty).
 type DescribeReplicasRequest struct {
@@ -1829,7 +2138,7 @@ type DescribeReplicasRequest struct {
 
 func (x *DescribeReplicasRequest) Reset() {
 	*x = DescribeReplicasRequest{}
-	mi := &file_sluice_proto_msgTypes[19]
+	mi := &file_sluice_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1841,7 +2150,7 @@ func (x *DescribeReplicasRequest) String() string {
 func (*DescribeReplicasRequest) ProtoMessage() {}
 
 func (x *DescribeReplicasRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[19]
+	mi := &file_sluice_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1854,7 +2163,7 @@ func (x *DescribeReplicasRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeReplicasRequest.ProtoReflect.Descriptor instead.
 func (*DescribeReplicasRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{19}
+	return file_sluice_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *DescribeReplicasRequest) GetTopics() []string {
@@ -1883,7 +2192,7 @@ type ReplicaState struct {
 
 func (x *ReplicaState) Reset() {
 	*x = ReplicaState{}
-	mi := &file_sluice_proto_msgTypes[20]
+	mi := &file_sluice_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1895,7 +2204,7 @@ func (x *ReplicaState) String() string {
 func (*ReplicaState) ProtoMessage() {}
 
 func (x *ReplicaState) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[20]
+	mi := &file_sluice_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1908,7 +2217,7 @@ func (x *ReplicaState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicaState.ProtoReflect.Descriptor instead.
 func (*ReplicaState) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{20}
+	return file_sluice_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *ReplicaState) GetTopic() string {
@@ -1998,7 +2307,7 @@ type DescribeReplicasResponse struct {
 
 func (x *DescribeReplicasResponse) Reset() {
 	*x = DescribeReplicasResponse{}
-	mi := &file_sluice_proto_msgTypes[21]
+	mi := &file_sluice_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2010,7 +2319,7 @@ func (x *DescribeReplicasResponse) String() string {
 func (*DescribeReplicasResponse) ProtoMessage() {}
 
 func (x *DescribeReplicasResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[21]
+	mi := &file_sluice_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2023,7 +2332,7 @@ func (x *DescribeReplicasResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeReplicasResponse.ProtoReflect.Descriptor instead.
 func (*DescribeReplicasResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{21}
+	return file_sluice_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *DescribeReplicasResponse) GetBrokerId() int32 {
@@ -2062,7 +2371,7 @@ type ReplicaFetchRequest struct {
 
 func (x *ReplicaFetchRequest) Reset() {
 	*x = ReplicaFetchRequest{}
-	mi := &file_sluice_proto_msgTypes[22]
+	mi := &file_sluice_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2074,7 +2383,7 @@ func (x *ReplicaFetchRequest) String() string {
 func (*ReplicaFetchRequest) ProtoMessage() {}
 
 func (x *ReplicaFetchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[22]
+	mi := &file_sluice_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2087,7 +2396,7 @@ func (x *ReplicaFetchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicaFetchRequest.ProtoReflect.Descriptor instead.
 func (*ReplicaFetchRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{22}
+	return file_sluice_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *ReplicaFetchRequest) GetTopic() string {
@@ -2164,7 +2473,7 @@ type ReplicaFetchResponse struct {
 
 func (x *ReplicaFetchResponse) Reset() {
 	*x = ReplicaFetchResponse{}
-	mi := &file_sluice_proto_msgTypes[23]
+	mi := &file_sluice_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2176,7 +2485,7 @@ func (x *ReplicaFetchResponse) String() string {
 func (*ReplicaFetchResponse) ProtoMessage() {}
 
 func (x *ReplicaFetchResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[23]
+	mi := &file_sluice_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2189,7 +2498,7 @@ func (x *ReplicaFetchResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicaFetchResponse.ProtoReflect.Descriptor instead.
 func (*ReplicaFetchResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{23}
+	return file_sluice_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *ReplicaFetchResponse) GetTopic() string {
@@ -2270,7 +2579,7 @@ type OffsetForLeaderEpochRequest struct {
 
 func (x *OffsetForLeaderEpochRequest) Reset() {
 	*x = OffsetForLeaderEpochRequest{}
-	mi := &file_sluice_proto_msgTypes[24]
+	mi := &file_sluice_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2282,7 +2591,7 @@ func (x *OffsetForLeaderEpochRequest) String() string {
 func (*OffsetForLeaderEpochRequest) ProtoMessage() {}
 
 func (x *OffsetForLeaderEpochRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[24]
+	mi := &file_sluice_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2295,7 +2604,7 @@ func (x *OffsetForLeaderEpochRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OffsetForLeaderEpochRequest.ProtoReflect.Descriptor instead.
 func (*OffsetForLeaderEpochRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{24}
+	return file_sluice_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *OffsetForLeaderEpochRequest) GetTopic() string {
@@ -2349,7 +2658,7 @@ type OffsetForLeaderEpochResponse struct {
 
 func (x *OffsetForLeaderEpochResponse) Reset() {
 	*x = OffsetForLeaderEpochResponse{}
-	mi := &file_sluice_proto_msgTypes[25]
+	mi := &file_sluice_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2361,7 +2670,7 @@ func (x *OffsetForLeaderEpochResponse) String() string {
 func (*OffsetForLeaderEpochResponse) ProtoMessage() {}
 
 func (x *OffsetForLeaderEpochResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[25]
+	mi := &file_sluice_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2374,7 +2683,7 @@ func (x *OffsetForLeaderEpochResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OffsetForLeaderEpochResponse.ProtoReflect.Descriptor instead.
 func (*OffsetForLeaderEpochResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{25}
+	return file_sluice_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *OffsetForLeaderEpochResponse) GetTopic() string {
@@ -2438,7 +2747,7 @@ type AlterPartitionRequest struct {
 
 func (x *AlterPartitionRequest) Reset() {
 	*x = AlterPartitionRequest{}
-	mi := &file_sluice_proto_msgTypes[26]
+	mi := &file_sluice_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2450,7 +2759,7 @@ func (x *AlterPartitionRequest) String() string {
 func (*AlterPartitionRequest) ProtoMessage() {}
 
 func (x *AlterPartitionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[26]
+	mi := &file_sluice_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2463,7 +2772,7 @@ func (x *AlterPartitionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AlterPartitionRequest.ProtoReflect.Descriptor instead.
 func (*AlterPartitionRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{26}
+	return file_sluice_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *AlterPartitionRequest) GetTopic() string {
@@ -2527,7 +2836,7 @@ type AlterPartitionResponse struct {
 
 func (x *AlterPartitionResponse) Reset() {
 	*x = AlterPartitionResponse{}
-	mi := &file_sluice_proto_msgTypes[27]
+	mi := &file_sluice_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2539,7 +2848,7 @@ func (x *AlterPartitionResponse) String() string {
 func (*AlterPartitionResponse) ProtoMessage() {}
 
 func (x *AlterPartitionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[27]
+	mi := &file_sluice_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2552,7 +2861,7 @@ func (x *AlterPartitionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AlterPartitionResponse.ProtoReflect.Descriptor instead.
 func (*AlterPartitionResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{27}
+	return file_sluice_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *AlterPartitionResponse) GetError() ErrorCode {
@@ -2588,7 +2897,7 @@ type LeaderAndIsrRequest struct {
 
 func (x *LeaderAndIsrRequest) Reset() {
 	*x = LeaderAndIsrRequest{}
-	mi := &file_sluice_proto_msgTypes[28]
+	mi := &file_sluice_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2600,7 +2909,7 @@ func (x *LeaderAndIsrRequest) String() string {
 func (*LeaderAndIsrRequest) ProtoMessage() {}
 
 func (x *LeaderAndIsrRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[28]
+	mi := &file_sluice_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2613,7 +2922,7 @@ func (x *LeaderAndIsrRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaderAndIsrRequest.ProtoReflect.Descriptor instead.
 func (*LeaderAndIsrRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{28}
+	return file_sluice_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *LeaderAndIsrRequest) GetControllerId() int32 {
@@ -2647,7 +2956,7 @@ type LeaderAndIsrResponse struct {
 
 func (x *LeaderAndIsrResponse) Reset() {
 	*x = LeaderAndIsrResponse{}
-	mi := &file_sluice_proto_msgTypes[29]
+	mi := &file_sluice_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2659,7 +2968,7 @@ func (x *LeaderAndIsrResponse) String() string {
 func (*LeaderAndIsrResponse) ProtoMessage() {}
 
 func (x *LeaderAndIsrResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[29]
+	mi := &file_sluice_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2672,7 +2981,7 @@ func (x *LeaderAndIsrResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaderAndIsrResponse.ProtoReflect.Descriptor instead.
 func (*LeaderAndIsrResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{29}
+	return file_sluice_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *LeaderAndIsrResponse) GetError() ErrorCode {
@@ -2707,7 +3016,7 @@ type ReplicaOfflineRequest struct {
 
 func (x *ReplicaOfflineRequest) Reset() {
 	*x = ReplicaOfflineRequest{}
-	mi := &file_sluice_proto_msgTypes[30]
+	mi := &file_sluice_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2719,7 +3028,7 @@ func (x *ReplicaOfflineRequest) String() string {
 func (*ReplicaOfflineRequest) ProtoMessage() {}
 
 func (x *ReplicaOfflineRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[30]
+	mi := &file_sluice_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2732,7 +3041,7 @@ func (x *ReplicaOfflineRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicaOfflineRequest.ProtoReflect.Descriptor instead.
 func (*ReplicaOfflineRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{30}
+	return file_sluice_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *ReplicaOfflineRequest) GetBrokerId() int32 {
@@ -2787,7 +3096,7 @@ type ReplicaOfflineResponse struct {
 
 func (x *ReplicaOfflineResponse) Reset() {
 	*x = ReplicaOfflineResponse{}
-	mi := &file_sluice_proto_msgTypes[31]
+	mi := &file_sluice_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2799,7 +3108,7 @@ func (x *ReplicaOfflineResponse) String() string {
 func (*ReplicaOfflineResponse) ProtoMessage() {}
 
 func (x *ReplicaOfflineResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[31]
+	mi := &file_sluice_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2812,7 +3121,7 @@ func (x *ReplicaOfflineResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicaOfflineResponse.ProtoReflect.Descriptor instead.
 func (*ReplicaOfflineResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{31}
+	return file_sluice_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *ReplicaOfflineResponse) GetError() ErrorCode {
@@ -2848,7 +3157,7 @@ type InitProducerIdRequest struct {
 
 func (x *InitProducerIdRequest) Reset() {
 	*x = InitProducerIdRequest{}
-	mi := &file_sluice_proto_msgTypes[32]
+	mi := &file_sluice_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2860,7 +3169,7 @@ func (x *InitProducerIdRequest) String() string {
 func (*InitProducerIdRequest) ProtoMessage() {}
 
 func (x *InitProducerIdRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[32]
+	mi := &file_sluice_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2873,7 +3182,7 @@ func (x *InitProducerIdRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InitProducerIdRequest.ProtoReflect.Descriptor instead.
 func (*InitProducerIdRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{32}
+	return file_sluice_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *InitProducerIdRequest) GetProducerId() int64 {
@@ -2902,7 +3211,7 @@ type InitProducerIdResponse struct {
 
 func (x *InitProducerIdResponse) Reset() {
 	*x = InitProducerIdResponse{}
-	mi := &file_sluice_proto_msgTypes[33]
+	mi := &file_sluice_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2914,7 +3223,7 @@ func (x *InitProducerIdResponse) String() string {
 func (*InitProducerIdResponse) ProtoMessage() {}
 
 func (x *InitProducerIdResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[33]
+	mi := &file_sluice_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2927,7 +3236,7 @@ func (x *InitProducerIdResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InitProducerIdResponse.ProtoReflect.Descriptor instead.
 func (*InitProducerIdResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{33}
+	return file_sluice_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *InitProducerIdResponse) GetError() ErrorCode {
@@ -2974,7 +3283,7 @@ type AllocateProducerIdsRequest struct {
 
 func (x *AllocateProducerIdsRequest) Reset() {
 	*x = AllocateProducerIdsRequest{}
-	mi := &file_sluice_proto_msgTypes[34]
+	mi := &file_sluice_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2986,7 +3295,7 @@ func (x *AllocateProducerIdsRequest) String() string {
 func (*AllocateProducerIdsRequest) ProtoMessage() {}
 
 func (x *AllocateProducerIdsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[34]
+	mi := &file_sluice_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2999,7 +3308,7 @@ func (x *AllocateProducerIdsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AllocateProducerIdsRequest.ProtoReflect.Descriptor instead.
 func (*AllocateProducerIdsRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{34}
+	return file_sluice_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *AllocateProducerIdsRequest) GetBrokerId() int32 {
@@ -3035,7 +3344,7 @@ type AllocateProducerIdsResponse struct {
 
 func (x *AllocateProducerIdsResponse) Reset() {
 	*x = AllocateProducerIdsResponse{}
-	mi := &file_sluice_proto_msgTypes[35]
+	mi := &file_sluice_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3047,7 +3356,7 @@ func (x *AllocateProducerIdsResponse) String() string {
 func (*AllocateProducerIdsResponse) ProtoMessage() {}
 
 func (x *AllocateProducerIdsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[35]
+	mi := &file_sluice_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3060,7 +3369,7 @@ func (x *AllocateProducerIdsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AllocateProducerIdsResponse.ProtoReflect.Descriptor instead.
 func (*AllocateProducerIdsResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{35}
+	return file_sluice_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *AllocateProducerIdsResponse) GetError() ErrorCode {
@@ -3102,7 +3411,7 @@ type FindCoordinatorRequest struct {
 
 func (x *FindCoordinatorRequest) Reset() {
 	*x = FindCoordinatorRequest{}
-	mi := &file_sluice_proto_msgTypes[36]
+	mi := &file_sluice_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3114,7 +3423,7 @@ func (x *FindCoordinatorRequest) String() string {
 func (*FindCoordinatorRequest) ProtoMessage() {}
 
 func (x *FindCoordinatorRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[36]
+	mi := &file_sluice_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3127,7 +3436,7 @@ func (x *FindCoordinatorRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FindCoordinatorRequest.ProtoReflect.Descriptor instead.
 func (*FindCoordinatorRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{36}
+	return file_sluice_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *FindCoordinatorRequest) GetGroup() string {
@@ -3150,7 +3459,7 @@ type FindCoordinatorResponse struct {
 
 func (x *FindCoordinatorResponse) Reset() {
 	*x = FindCoordinatorResponse{}
-	mi := &file_sluice_proto_msgTypes[37]
+	mi := &file_sluice_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3162,7 +3471,7 @@ func (x *FindCoordinatorResponse) String() string {
 func (*FindCoordinatorResponse) ProtoMessage() {}
 
 func (x *FindCoordinatorResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[37]
+	mi := &file_sluice_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3175,7 +3484,7 @@ func (x *FindCoordinatorResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FindCoordinatorResponse.ProtoReflect.Descriptor instead.
 func (*FindCoordinatorResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{37}
+	return file_sluice_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *FindCoordinatorResponse) GetError() ErrorCode {
@@ -3223,7 +3532,7 @@ type TopicPartitions struct {
 
 func (x *TopicPartitions) Reset() {
 	*x = TopicPartitions{}
-	mi := &file_sluice_proto_msgTypes[38]
+	mi := &file_sluice_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3235,7 +3544,7 @@ func (x *TopicPartitions) String() string {
 func (*TopicPartitions) ProtoMessage() {}
 
 func (x *TopicPartitions) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[38]
+	mi := &file_sluice_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3248,7 +3557,7 @@ func (x *TopicPartitions) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TopicPartitions.ProtoReflect.Descriptor instead.
 func (*TopicPartitions) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{38}
+	return file_sluice_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *TopicPartitions) GetTopic() string {
@@ -3286,7 +3595,7 @@ type JoinGroupRequest struct {
 
 func (x *JoinGroupRequest) Reset() {
 	*x = JoinGroupRequest{}
-	mi := &file_sluice_proto_msgTypes[39]
+	mi := &file_sluice_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3298,7 +3607,7 @@ func (x *JoinGroupRequest) String() string {
 func (*JoinGroupRequest) ProtoMessage() {}
 
 func (x *JoinGroupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[39]
+	mi := &file_sluice_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3311,7 +3620,7 @@ func (x *JoinGroupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinGroupRequest.ProtoReflect.Descriptor instead.
 func (*JoinGroupRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{39}
+	return file_sluice_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *JoinGroupRequest) GetGroup() string {
@@ -3378,7 +3687,7 @@ type JoinGroupResponse struct {
 
 func (x *JoinGroupResponse) Reset() {
 	*x = JoinGroupResponse{}
-	mi := &file_sluice_proto_msgTypes[40]
+	mi := &file_sluice_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3390,7 +3699,7 @@ func (x *JoinGroupResponse) String() string {
 func (*JoinGroupResponse) ProtoMessage() {}
 
 func (x *JoinGroupResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[40]
+	mi := &file_sluice_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3403,7 +3712,7 @@ func (x *JoinGroupResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinGroupResponse.ProtoReflect.Descriptor instead.
 func (*JoinGroupResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{40}
+	return file_sluice_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *JoinGroupResponse) GetError() ErrorCode {
@@ -3468,7 +3777,7 @@ type SyncGroupRequest struct {
 
 func (x *SyncGroupRequest) Reset() {
 	*x = SyncGroupRequest{}
-	mi := &file_sluice_proto_msgTypes[41]
+	mi := &file_sluice_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3480,7 +3789,7 @@ func (x *SyncGroupRequest) String() string {
 func (*SyncGroupRequest) ProtoMessage() {}
 
 func (x *SyncGroupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[41]
+	mi := &file_sluice_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3493,7 +3802,7 @@ func (x *SyncGroupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SyncGroupRequest.ProtoReflect.Descriptor instead.
 func (*SyncGroupRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{41}
+	return file_sluice_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *SyncGroupRequest) GetGroup() string {
@@ -3528,7 +3837,7 @@ type SyncGroupResponse struct {
 
 func (x *SyncGroupResponse) Reset() {
 	*x = SyncGroupResponse{}
-	mi := &file_sluice_proto_msgTypes[42]
+	mi := &file_sluice_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3540,7 +3849,7 @@ func (x *SyncGroupResponse) String() string {
 func (*SyncGroupResponse) ProtoMessage() {}
 
 func (x *SyncGroupResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[42]
+	mi := &file_sluice_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3553,7 +3862,7 @@ func (x *SyncGroupResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SyncGroupResponse.ProtoReflect.Descriptor instead.
 func (*SyncGroupResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{42}
+	return file_sluice_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *SyncGroupResponse) GetError() ErrorCode {
@@ -3588,7 +3897,7 @@ type HeartbeatRequest struct {
 
 func (x *HeartbeatRequest) Reset() {
 	*x = HeartbeatRequest{}
-	mi := &file_sluice_proto_msgTypes[43]
+	mi := &file_sluice_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3600,7 +3909,7 @@ func (x *HeartbeatRequest) String() string {
 func (*HeartbeatRequest) ProtoMessage() {}
 
 func (x *HeartbeatRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[43]
+	mi := &file_sluice_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3613,7 +3922,7 @@ func (x *HeartbeatRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeartbeatRequest.ProtoReflect.Descriptor instead.
 func (*HeartbeatRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{43}
+	return file_sluice_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *HeartbeatRequest) GetGroup() string {
@@ -3647,7 +3956,7 @@ type HeartbeatResponse struct {
 
 func (x *HeartbeatResponse) Reset() {
 	*x = HeartbeatResponse{}
-	mi := &file_sluice_proto_msgTypes[44]
+	mi := &file_sluice_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3659,7 +3968,7 @@ func (x *HeartbeatResponse) String() string {
 func (*HeartbeatResponse) ProtoMessage() {}
 
 func (x *HeartbeatResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[44]
+	mi := &file_sluice_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3672,7 +3981,7 @@ func (x *HeartbeatResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeartbeatResponse.ProtoReflect.Descriptor instead.
 func (*HeartbeatResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{44}
+	return file_sluice_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *HeartbeatResponse) GetError() ErrorCode {
@@ -3699,7 +4008,7 @@ type LeaveGroupRequest struct {
 
 func (x *LeaveGroupRequest) Reset() {
 	*x = LeaveGroupRequest{}
-	mi := &file_sluice_proto_msgTypes[45]
+	mi := &file_sluice_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3711,7 +4020,7 @@ func (x *LeaveGroupRequest) String() string {
 func (*LeaveGroupRequest) ProtoMessage() {}
 
 func (x *LeaveGroupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[45]
+	mi := &file_sluice_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3724,7 +4033,7 @@ func (x *LeaveGroupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaveGroupRequest.ProtoReflect.Descriptor instead.
 func (*LeaveGroupRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{45}
+	return file_sluice_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *LeaveGroupRequest) GetGroup() string {
@@ -3751,7 +4060,7 @@ type LeaveGroupResponse struct {
 
 func (x *LeaveGroupResponse) Reset() {
 	*x = LeaveGroupResponse{}
-	mi := &file_sluice_proto_msgTypes[46]
+	mi := &file_sluice_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3763,7 +4072,7 @@ func (x *LeaveGroupResponse) String() string {
 func (*LeaveGroupResponse) ProtoMessage() {}
 
 func (x *LeaveGroupResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[46]
+	mi := &file_sluice_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3776,7 +4085,7 @@ func (x *LeaveGroupResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaveGroupResponse.ProtoReflect.Descriptor instead.
 func (*LeaveGroupResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{46}
+	return file_sluice_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *LeaveGroupResponse) GetError() ErrorCode {
@@ -3805,7 +4114,7 @@ type OffsetCommitEntry struct {
 
 func (x *OffsetCommitEntry) Reset() {
 	*x = OffsetCommitEntry{}
-	mi := &file_sluice_proto_msgTypes[47]
+	mi := &file_sluice_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3817,7 +4126,7 @@ func (x *OffsetCommitEntry) String() string {
 func (*OffsetCommitEntry) ProtoMessage() {}
 
 func (x *OffsetCommitEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[47]
+	mi := &file_sluice_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3830,7 +4139,7 @@ func (x *OffsetCommitEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OffsetCommitEntry.ProtoReflect.Descriptor instead.
 func (*OffsetCommitEntry) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{47}
+	return file_sluice_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *OffsetCommitEntry) GetTopic() string {
@@ -3876,7 +4185,7 @@ type OffsetCommitRequest struct {
 
 func (x *OffsetCommitRequest) Reset() {
 	*x = OffsetCommitRequest{}
-	mi := &file_sluice_proto_msgTypes[48]
+	mi := &file_sluice_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3888,7 +4197,7 @@ func (x *OffsetCommitRequest) String() string {
 func (*OffsetCommitRequest) ProtoMessage() {}
 
 func (x *OffsetCommitRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[48]
+	mi := &file_sluice_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3901,7 +4210,7 @@ func (x *OffsetCommitRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OffsetCommitRequest.ProtoReflect.Descriptor instead.
 func (*OffsetCommitRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{48}
+	return file_sluice_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *OffsetCommitRequest) GetGroup() string {
@@ -3942,7 +4251,7 @@ type OffsetCommitResponse struct {
 
 func (x *OffsetCommitResponse) Reset() {
 	*x = OffsetCommitResponse{}
-	mi := &file_sluice_proto_msgTypes[49]
+	mi := &file_sluice_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3954,7 +4263,7 @@ func (x *OffsetCommitResponse) String() string {
 func (*OffsetCommitResponse) ProtoMessage() {}
 
 func (x *OffsetCommitResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[49]
+	mi := &file_sluice_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3967,7 +4276,7 @@ func (x *OffsetCommitResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OffsetCommitResponse.ProtoReflect.Descriptor instead.
 func (*OffsetCommitResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{49}
+	return file_sluice_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *OffsetCommitResponse) GetError() ErrorCode {
@@ -3995,7 +4304,7 @@ type OffsetFetchRequest struct {
 
 func (x *OffsetFetchRequest) Reset() {
 	*x = OffsetFetchRequest{}
-	mi := &file_sluice_proto_msgTypes[50]
+	mi := &file_sluice_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4007,7 +4316,7 @@ func (x *OffsetFetchRequest) String() string {
 func (*OffsetFetchRequest) ProtoMessage() {}
 
 func (x *OffsetFetchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[50]
+	mi := &file_sluice_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4020,7 +4329,7 @@ func (x *OffsetFetchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OffsetFetchRequest.ProtoReflect.Descriptor instead.
 func (*OffsetFetchRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{50}
+	return file_sluice_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *OffsetFetchRequest) GetGroup() string {
@@ -4048,7 +4357,7 @@ type OffsetFetchResponse struct {
 
 func (x *OffsetFetchResponse) Reset() {
 	*x = OffsetFetchResponse{}
-	mi := &file_sluice_proto_msgTypes[51]
+	mi := &file_sluice_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4060,7 +4369,7 @@ func (x *OffsetFetchResponse) String() string {
 func (*OffsetFetchResponse) ProtoMessage() {}
 
 func (x *OffsetFetchResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[51]
+	mi := &file_sluice_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4073,7 +4382,7 @@ func (x *OffsetFetchResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OffsetFetchResponse.ProtoReflect.Descriptor instead.
 func (*OffsetFetchResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{51}
+	return file_sluice_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *OffsetFetchResponse) GetError() ErrorCode {
@@ -4105,7 +4414,7 @@ type ListGroupsRequest struct {
 
 func (x *ListGroupsRequest) Reset() {
 	*x = ListGroupsRequest{}
-	mi := &file_sluice_proto_msgTypes[52]
+	mi := &file_sluice_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4117,7 +4426,7 @@ func (x *ListGroupsRequest) String() string {
 func (*ListGroupsRequest) ProtoMessage() {}
 
 func (x *ListGroupsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[52]
+	mi := &file_sluice_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4130,7 +4439,7 @@ func (x *ListGroupsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListGroupsRequest.ProtoReflect.Descriptor instead.
 func (*ListGroupsRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{52}
+	return file_sluice_proto_rawDescGZIP(), []int{58}
 }
 
 type GroupOverview struct {
@@ -4145,7 +4454,7 @@ type GroupOverview struct {
 
 func (x *GroupOverview) Reset() {
 	*x = GroupOverview{}
-	mi := &file_sluice_proto_msgTypes[53]
+	mi := &file_sluice_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4157,7 +4466,7 @@ func (x *GroupOverview) String() string {
 func (*GroupOverview) ProtoMessage() {}
 
 func (x *GroupOverview) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[53]
+	mi := &file_sluice_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4170,7 +4479,7 @@ func (x *GroupOverview) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GroupOverview.ProtoReflect.Descriptor instead.
 func (*GroupOverview) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{53}
+	return file_sluice_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *GroupOverview) GetGroup() string {
@@ -4210,7 +4519,7 @@ type ListGroupsResponse struct {
 
 func (x *ListGroupsResponse) Reset() {
 	*x = ListGroupsResponse{}
-	mi := &file_sluice_proto_msgTypes[54]
+	mi := &file_sluice_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4222,7 +4531,7 @@ func (x *ListGroupsResponse) String() string {
 func (*ListGroupsResponse) ProtoMessage() {}
 
 func (x *ListGroupsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[54]
+	mi := &file_sluice_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4235,7 +4544,7 @@ func (x *ListGroupsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListGroupsResponse.ProtoReflect.Descriptor instead.
 func (*ListGroupsResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{54}
+	return file_sluice_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *ListGroupsResponse) GetGroups() []*GroupOverview {
@@ -4254,7 +4563,7 @@ type DescribeGroupRequest struct {
 
 func (x *DescribeGroupRequest) Reset() {
 	*x = DescribeGroupRequest{}
-	mi := &file_sluice_proto_msgTypes[55]
+	mi := &file_sluice_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4266,7 +4575,7 @@ func (x *DescribeGroupRequest) String() string {
 func (*DescribeGroupRequest) ProtoMessage() {}
 
 func (x *DescribeGroupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[55]
+	mi := &file_sluice_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4279,7 +4588,7 @@ func (x *DescribeGroupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeGroupRequest.ProtoReflect.Descriptor instead.
 func (*DescribeGroupRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{55}
+	return file_sluice_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *DescribeGroupRequest) GetGroup() string {
@@ -4304,7 +4613,7 @@ type MemberDescription struct {
 
 func (x *MemberDescription) Reset() {
 	*x = MemberDescription{}
-	mi := &file_sluice_proto_msgTypes[56]
+	mi := &file_sluice_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4316,7 +4625,7 @@ func (x *MemberDescription) String() string {
 func (*MemberDescription) ProtoMessage() {}
 
 func (x *MemberDescription) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[56]
+	mi := &file_sluice_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4329,7 +4638,7 @@ func (x *MemberDescription) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MemberDescription.ProtoReflect.Descriptor instead.
 func (*MemberDescription) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{56}
+	return file_sluice_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *MemberDescription) GetMemberId() string {
@@ -4391,7 +4700,7 @@ type DescribeGroupResponse struct {
 
 func (x *DescribeGroupResponse) Reset() {
 	*x = DescribeGroupResponse{}
-	mi := &file_sluice_proto_msgTypes[57]
+	mi := &file_sluice_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4403,7 +4712,7 @@ func (x *DescribeGroupResponse) String() string {
 func (*DescribeGroupResponse) ProtoMessage() {}
 
 func (x *DescribeGroupResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[57]
+	mi := &file_sluice_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4416,7 +4725,7 @@ func (x *DescribeGroupResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeGroupResponse.ProtoReflect.Descriptor instead.
 func (*DescribeGroupResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{57}
+	return file_sluice_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *DescribeGroupResponse) GetError() ErrorCode {
@@ -4506,7 +4815,7 @@ type SubscribeRequest struct {
 
 func (x *SubscribeRequest) Reset() {
 	*x = SubscribeRequest{}
-	mi := &file_sluice_proto_msgTypes[58]
+	mi := &file_sluice_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4518,7 +4827,7 @@ func (x *SubscribeRequest) String() string {
 func (*SubscribeRequest) ProtoMessage() {}
 
 func (x *SubscribeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[58]
+	mi := &file_sluice_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4531,7 +4840,7 @@ func (x *SubscribeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubscribeRequest.ProtoReflect.Descriptor instead.
 func (*SubscribeRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{58}
+	return file_sluice_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *SubscribeRequest) GetGroup() string {
@@ -4601,7 +4910,7 @@ type SubscribeResponse struct {
 
 func (x *SubscribeResponse) Reset() {
 	*x = SubscribeResponse{}
-	mi := &file_sluice_proto_msgTypes[59]
+	mi := &file_sluice_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4613,7 +4922,7 @@ func (x *SubscribeResponse) String() string {
 func (*SubscribeResponse) ProtoMessage() {}
 
 func (x *SubscribeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[59]
+	mi := &file_sluice_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4626,7 +4935,7 @@ func (x *SubscribeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubscribeResponse.ProtoReflect.Descriptor instead.
 func (*SubscribeResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{59}
+	return file_sluice_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *SubscribeResponse) GetError() ErrorCode {
@@ -4664,7 +4973,7 @@ type PushedRecord struct {
 
 func (x *PushedRecord) Reset() {
 	*x = PushedRecord{}
-	mi := &file_sluice_proto_msgTypes[60]
+	mi := &file_sluice_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4676,7 +4985,7 @@ func (x *PushedRecord) String() string {
 func (*PushedRecord) ProtoMessage() {}
 
 func (x *PushedRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[60]
+	mi := &file_sluice_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4689,7 +4998,7 @@ func (x *PushedRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PushedRecord.ProtoReflect.Descriptor instead.
 func (*PushedRecord) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{60}
+	return file_sluice_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *PushedRecord) GetTopic() string {
@@ -4748,7 +5057,7 @@ type PushRecords struct {
 
 func (x *PushRecords) Reset() {
 	*x = PushRecords{}
-	mi := &file_sluice_proto_msgTypes[61]
+	mi := &file_sluice_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4760,7 +5069,7 @@ func (x *PushRecords) String() string {
 func (*PushRecords) ProtoMessage() {}
 
 func (x *PushRecords) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[61]
+	mi := &file_sluice_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4773,7 +5082,7 @@ func (x *PushRecords) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PushRecords.ProtoReflect.Descriptor instead.
 func (*PushRecords) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{61}
+	return file_sluice_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *PushRecords) GetGroup() string {
@@ -4817,7 +5126,7 @@ type PushAssignment struct {
 
 func (x *PushAssignment) Reset() {
 	*x = PushAssignment{}
-	mi := &file_sluice_proto_msgTypes[62]
+	mi := &file_sluice_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4829,7 +5138,7 @@ func (x *PushAssignment) String() string {
 func (*PushAssignment) ProtoMessage() {}
 
 func (x *PushAssignment) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[62]
+	mi := &file_sluice_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4842,7 +5151,7 @@ func (x *PushAssignment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PushAssignment.ProtoReflect.Descriptor instead.
 func (*PushAssignment) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{62}
+	return file_sluice_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *PushAssignment) GetGroup() string {
@@ -4886,7 +5195,7 @@ type PushCredit struct {
 
 func (x *PushCredit) Reset() {
 	*x = PushCredit{}
-	mi := &file_sluice_proto_msgTypes[63]
+	mi := &file_sluice_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4898,7 +5207,7 @@ func (x *PushCredit) String() string {
 func (*PushCredit) ProtoMessage() {}
 
 func (x *PushCredit) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[63]
+	mi := &file_sluice_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4911,7 +5220,7 @@ func (x *PushCredit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PushCredit.ProtoReflect.Descriptor instead.
 func (*PushCredit) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{63}
+	return file_sluice_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *PushCredit) GetGroup() string {
@@ -4956,7 +5265,7 @@ type PushAck struct {
 
 func (x *PushAck) Reset() {
 	*x = PushAck{}
-	mi := &file_sluice_proto_msgTypes[64]
+	mi := &file_sluice_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4968,7 +5277,7 @@ func (x *PushAck) String() string {
 func (*PushAck) ProtoMessage() {}
 
 func (x *PushAck) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[64]
+	mi := &file_sluice_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4981,7 +5290,7 @@ func (x *PushAck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PushAck.ProtoReflect.Descriptor instead.
 func (*PushAck) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{64}
+	return file_sluice_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *PushAck) GetGroup() string {
@@ -5037,7 +5346,7 @@ type UnsubscribeRequest struct {
 
 func (x *UnsubscribeRequest) Reset() {
 	*x = UnsubscribeRequest{}
-	mi := &file_sluice_proto_msgTypes[65]
+	mi := &file_sluice_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5049,7 +5358,7 @@ func (x *UnsubscribeRequest) String() string {
 func (*UnsubscribeRequest) ProtoMessage() {}
 
 func (x *UnsubscribeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[65]
+	mi := &file_sluice_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5062,7 +5371,7 @@ func (x *UnsubscribeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UnsubscribeRequest.ProtoReflect.Descriptor instead.
 func (*UnsubscribeRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{65}
+	return file_sluice_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *UnsubscribeRequest) GetGroup() string {
@@ -5093,7 +5402,7 @@ type GroupRecordKey struct {
 
 func (x *GroupRecordKey) Reset() {
 	*x = GroupRecordKey{}
-	mi := &file_sluice_proto_msgTypes[66]
+	mi := &file_sluice_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5105,7 +5414,7 @@ func (x *GroupRecordKey) String() string {
 func (*GroupRecordKey) ProtoMessage() {}
 
 func (x *GroupRecordKey) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[66]
+	mi := &file_sluice_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5118,7 +5427,7 @@ func (x *GroupRecordKey) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GroupRecordKey.ProtoReflect.Descriptor instead.
 func (*GroupRecordKey) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{66}
+	return file_sluice_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *GroupRecordKey) GetGroup() string {
@@ -5153,7 +5462,7 @@ type OffsetValue struct {
 
 func (x *OffsetValue) Reset() {
 	*x = OffsetValue{}
-	mi := &file_sluice_proto_msgTypes[67]
+	mi := &file_sluice_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5165,7 +5474,7 @@ func (x *OffsetValue) String() string {
 func (*OffsetValue) ProtoMessage() {}
 
 func (x *OffsetValue) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[67]
+	mi := &file_sluice_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5178,7 +5487,7 @@ func (x *OffsetValue) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OffsetValue.ProtoReflect.Descriptor instead.
 func (*OffsetValue) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{67}
+	return file_sluice_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *OffsetValue) GetOffset() int64 {
@@ -5225,7 +5534,7 @@ type GroupMemberRecord struct {
 
 func (x *GroupMemberRecord) Reset() {
 	*x = GroupMemberRecord{}
-	mi := &file_sluice_proto_msgTypes[68]
+	mi := &file_sluice_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5237,7 +5546,7 @@ func (x *GroupMemberRecord) String() string {
 func (*GroupMemberRecord) ProtoMessage() {}
 
 func (x *GroupMemberRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[68]
+	mi := &file_sluice_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5250,7 +5559,7 @@ func (x *GroupMemberRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GroupMemberRecord.ProtoReflect.Descriptor instead.
 func (*GroupMemberRecord) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{68}
+	return file_sluice_proto_rawDescGZIP(), []int{74}
 }
 
 func (x *GroupMemberRecord) GetMemberId() string {
@@ -5349,7 +5658,7 @@ type GroupMetadataValue struct {
 
 func (x *GroupMetadataValue) Reset() {
 	*x = GroupMetadataValue{}
-	mi := &file_sluice_proto_msgTypes[69]
+	mi := &file_sluice_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5361,7 +5670,7 @@ func (x *GroupMetadataValue) String() string {
 func (*GroupMetadataValue) ProtoMessage() {}
 
 func (x *GroupMetadataValue) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[69]
+	mi := &file_sluice_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5374,7 +5683,7 @@ func (x *GroupMetadataValue) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GroupMetadataValue.ProtoReflect.Descriptor instead.
 func (*GroupMetadataValue) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{69}
+	return file_sluice_proto_rawDescGZIP(), []int{75}
 }
 
 func (x *GroupMetadataValue) GetGeneration() int32 {
@@ -5422,7 +5731,7 @@ type TopicRecord struct {
 
 func (x *TopicRecord) Reset() {
 	*x = TopicRecord{}
-	mi := &file_sluice_proto_msgTypes[70]
+	mi := &file_sluice_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5434,7 +5743,7 @@ func (x *TopicRecord) String() string {
 func (*TopicRecord) ProtoMessage() {}
 
 func (x *TopicRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[70]
+	mi := &file_sluice_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5447,7 +5756,7 @@ func (x *TopicRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TopicRecord.ProtoReflect.Descriptor instead.
 func (*TopicRecord) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{70}
+	return file_sluice_proto_rawDescGZIP(), []int{76}
 }
 
 func (x *TopicRecord) GetName() string {
@@ -5508,7 +5817,7 @@ type ReplicaAssignment struct {
 
 func (x *ReplicaAssignment) Reset() {
 	*x = ReplicaAssignment{}
-	mi := &file_sluice_proto_msgTypes[71]
+	mi := &file_sluice_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5520,7 +5829,7 @@ func (x *ReplicaAssignment) String() string {
 func (*ReplicaAssignment) ProtoMessage() {}
 
 func (x *ReplicaAssignment) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[71]
+	mi := &file_sluice_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5533,7 +5842,7 @@ func (x *ReplicaAssignment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicaAssignment.ProtoReflect.Descriptor instead.
 func (*ReplicaAssignment) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{71}
+	return file_sluice_proto_rawDescGZIP(), []int{77}
 }
 
 func (x *ReplicaAssignment) GetReplicas() []int32 {
@@ -5569,7 +5878,7 @@ type PartitionState struct {
 
 func (x *PartitionState) Reset() {
 	*x = PartitionState{}
-	mi := &file_sluice_proto_msgTypes[72]
+	mi := &file_sluice_proto_msgTypes[78]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5581,7 +5890,7 @@ func (x *PartitionState) String() string {
 func (*PartitionState) ProtoMessage() {}
 
 func (x *PartitionState) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[72]
+	mi := &file_sluice_proto_msgTypes[78]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5594,7 +5903,7 @@ func (x *PartitionState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PartitionState.ProtoReflect.Descriptor instead.
 func (*PartitionState) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{72}
+	return file_sluice_proto_rawDescGZIP(), []int{78}
 }
 
 func (x *PartitionState) GetTopic() string {
@@ -5681,7 +5990,7 @@ type TopicDeletion struct {
 
 func (x *TopicDeletion) Reset() {
 	*x = TopicDeletion{}
-	mi := &file_sluice_proto_msgTypes[73]
+	mi := &file_sluice_proto_msgTypes[79]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5693,7 +6002,7 @@ func (x *TopicDeletion) String() string {
 func (*TopicDeletion) ProtoMessage() {}
 
 func (x *TopicDeletion) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[73]
+	mi := &file_sluice_proto_msgTypes[79]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5706,7 +6015,7 @@ func (x *TopicDeletion) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TopicDeletion.ProtoReflect.Descriptor instead.
 func (*TopicDeletion) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{73}
+	return file_sluice_proto_rawDescGZIP(), []int{79}
 }
 
 func (x *TopicDeletion) GetName() string {
@@ -5746,7 +6055,7 @@ type BrokerRegistration struct {
 
 func (x *BrokerRegistration) Reset() {
 	*x = BrokerRegistration{}
-	mi := &file_sluice_proto_msgTypes[74]
+	mi := &file_sluice_proto_msgTypes[80]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5758,7 +6067,7 @@ func (x *BrokerRegistration) String() string {
 func (*BrokerRegistration) ProtoMessage() {}
 
 func (x *BrokerRegistration) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[74]
+	mi := &file_sluice_proto_msgTypes[80]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5771,7 +6080,7 @@ func (x *BrokerRegistration) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BrokerRegistration.ProtoReflect.Descriptor instead.
 func (*BrokerRegistration) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{74}
+	return file_sluice_proto_rawDescGZIP(), []int{80}
 }
 
 func (x *BrokerRegistration) GetId() int32 {
@@ -5827,7 +6136,7 @@ type ClusterSnapshot struct {
 
 func (x *ClusterSnapshot) Reset() {
 	*x = ClusterSnapshot{}
-	mi := &file_sluice_proto_msgTypes[75]
+	mi := &file_sluice_proto_msgTypes[81]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5839,7 +6148,7 @@ func (x *ClusterSnapshot) String() string {
 func (*ClusterSnapshot) ProtoMessage() {}
 
 func (x *ClusterSnapshot) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[75]
+	mi := &file_sluice_proto_msgTypes[81]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5852,7 +6161,7 @@ func (x *ClusterSnapshot) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterSnapshot.ProtoReflect.Descriptor instead.
 func (*ClusterSnapshot) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{75}
+	return file_sluice_proto_rawDescGZIP(), []int{81}
 }
 
 func (x *ClusterSnapshot) GetIndex() uint64 {
@@ -5930,7 +6239,7 @@ type AclBinding struct {
 
 func (x *AclBinding) Reset() {
 	*x = AclBinding{}
-	mi := &file_sluice_proto_msgTypes[76]
+	mi := &file_sluice_proto_msgTypes[82]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5942,7 +6251,7 @@ func (x *AclBinding) String() string {
 func (*AclBinding) ProtoMessage() {}
 
 func (x *AclBinding) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[76]
+	mi := &file_sluice_proto_msgTypes[82]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5955,7 +6264,7 @@ func (x *AclBinding) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AclBinding.ProtoReflect.Descriptor instead.
 func (*AclBinding) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{76}
+	return file_sluice_proto_rawDescGZIP(), []int{82}
 }
 
 func (x *AclBinding) GetResourceType() AclResourceType {
@@ -6020,7 +6329,7 @@ type UserRecord struct {
 
 func (x *UserRecord) Reset() {
 	*x = UserRecord{}
-	mi := &file_sluice_proto_msgTypes[77]
+	mi := &file_sluice_proto_msgTypes[83]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6032,7 +6341,7 @@ func (x *UserRecord) String() string {
 func (*UserRecord) ProtoMessage() {}
 
 func (x *UserRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[77]
+	mi := &file_sluice_proto_msgTypes[83]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6045,7 +6354,7 @@ func (x *UserRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UserRecord.ProtoReflect.Descriptor instead.
 func (*UserRecord) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{77}
+	return file_sluice_proto_rawDescGZIP(), []int{83}
 }
 
 func (x *UserRecord) GetName() string {
@@ -6081,7 +6390,7 @@ type SecurityRecord struct {
 
 func (x *SecurityRecord) Reset() {
 	*x = SecurityRecord{}
-	mi := &file_sluice_proto_msgTypes[78]
+	mi := &file_sluice_proto_msgTypes[84]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6093,7 +6402,7 @@ func (x *SecurityRecord) String() string {
 func (*SecurityRecord) ProtoMessage() {}
 
 func (x *SecurityRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[78]
+	mi := &file_sluice_proto_msgTypes[84]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6106,7 +6415,7 @@ func (x *SecurityRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SecurityRecord.ProtoReflect.Descriptor instead.
 func (*SecurityRecord) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{78}
+	return file_sluice_proto_rawDescGZIP(), []int{84}
 }
 
 func (x *SecurityRecord) GetAcls() []*AclBinding {
@@ -6132,7 +6441,7 @@ type CreateAclsRequest struct {
 
 func (x *CreateAclsRequest) Reset() {
 	*x = CreateAclsRequest{}
-	mi := &file_sluice_proto_msgTypes[79]
+	mi := &file_sluice_proto_msgTypes[85]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6144,7 +6453,7 @@ func (x *CreateAclsRequest) String() string {
 func (*CreateAclsRequest) ProtoMessage() {}
 
 func (x *CreateAclsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[79]
+	mi := &file_sluice_proto_msgTypes[85]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6157,7 +6466,7 @@ func (x *CreateAclsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateAclsRequest.ProtoReflect.Descriptor instead.
 func (*CreateAclsRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{79}
+	return file_sluice_proto_rawDescGZIP(), []int{85}
 }
 
 func (x *CreateAclsRequest) GetAcls() []*AclBinding {
@@ -6179,7 +6488,7 @@ type CreateAclsResponse struct {
 
 func (x *CreateAclsResponse) Reset() {
 	*x = CreateAclsResponse{}
-	mi := &file_sluice_proto_msgTypes[80]
+	mi := &file_sluice_proto_msgTypes[86]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6191,7 +6500,7 @@ func (x *CreateAclsResponse) String() string {
 func (*CreateAclsResponse) ProtoMessage() {}
 
 func (x *CreateAclsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[80]
+	mi := &file_sluice_proto_msgTypes[86]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6204,7 +6513,7 @@ func (x *CreateAclsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateAclsResponse.ProtoReflect.Descriptor instead.
 func (*CreateAclsResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{80}
+	return file_sluice_proto_rawDescGZIP(), []int{86}
 }
 
 func (x *CreateAclsResponse) GetError() ErrorCode {
@@ -6237,7 +6546,7 @@ type DeleteAclsRequest struct {
 
 func (x *DeleteAclsRequest) Reset() {
 	*x = DeleteAclsRequest{}
-	mi := &file_sluice_proto_msgTypes[81]
+	mi := &file_sluice_proto_msgTypes[87]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6249,7 +6558,7 @@ func (x *DeleteAclsRequest) String() string {
 func (*DeleteAclsRequest) ProtoMessage() {}
 
 func (x *DeleteAclsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[81]
+	mi := &file_sluice_proto_msgTypes[87]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6262,7 +6571,7 @@ func (x *DeleteAclsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteAclsRequest.ProtoReflect.Descriptor instead.
 func (*DeleteAclsRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{81}
+	return file_sluice_proto_rawDescGZIP(), []int{87}
 }
 
 func (x *DeleteAclsRequest) GetFilters() []*AclBinding {
@@ -6283,7 +6592,7 @@ type DeleteAclsResponse struct {
 
 func (x *DeleteAclsResponse) Reset() {
 	*x = DeleteAclsResponse{}
-	mi := &file_sluice_proto_msgTypes[82]
+	mi := &file_sluice_proto_msgTypes[88]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6295,7 +6604,7 @@ func (x *DeleteAclsResponse) String() string {
 func (*DeleteAclsResponse) ProtoMessage() {}
 
 func (x *DeleteAclsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[82]
+	mi := &file_sluice_proto_msgTypes[88]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6308,7 +6617,7 @@ func (x *DeleteAclsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteAclsResponse.ProtoReflect.Descriptor instead.
 func (*DeleteAclsResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{82}
+	return file_sluice_proto_rawDescGZIP(), []int{88}
 }
 
 func (x *DeleteAclsResponse) GetError() ErrorCode {
@@ -6341,7 +6650,7 @@ type DescribeAclsRequest struct {
 
 func (x *DescribeAclsRequest) Reset() {
 	*x = DescribeAclsRequest{}
-	mi := &file_sluice_proto_msgTypes[83]
+	mi := &file_sluice_proto_msgTypes[89]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6353,7 +6662,7 @@ func (x *DescribeAclsRequest) String() string {
 func (*DescribeAclsRequest) ProtoMessage() {}
 
 func (x *DescribeAclsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[83]
+	mi := &file_sluice_proto_msgTypes[89]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6366,7 +6675,7 @@ func (x *DescribeAclsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeAclsRequest.ProtoReflect.Descriptor instead.
 func (*DescribeAclsRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{83}
+	return file_sluice_proto_rawDescGZIP(), []int{89}
 }
 
 func (x *DescribeAclsRequest) GetFilter() *AclBinding {
@@ -6387,7 +6696,7 @@ type DescribeAclsResponse struct {
 
 func (x *DescribeAclsResponse) Reset() {
 	*x = DescribeAclsResponse{}
-	mi := &file_sluice_proto_msgTypes[84]
+	mi := &file_sluice_proto_msgTypes[90]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6399,7 +6708,7 @@ func (x *DescribeAclsResponse) String() string {
 func (*DescribeAclsResponse) ProtoMessage() {}
 
 func (x *DescribeAclsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[84]
+	mi := &file_sluice_proto_msgTypes[90]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6412,7 +6721,7 @@ func (x *DescribeAclsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeAclsResponse.ProtoReflect.Descriptor instead.
 func (*DescribeAclsResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{84}
+	return file_sluice_proto_rawDescGZIP(), []int{90}
 }
 
 func (x *DescribeAclsResponse) GetError() ErrorCode {
@@ -6448,7 +6757,7 @@ type CreateUserRequest struct {
 
 func (x *CreateUserRequest) Reset() {
 	*x = CreateUserRequest{}
-	mi := &file_sluice_proto_msgTypes[85]
+	mi := &file_sluice_proto_msgTypes[91]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6460,7 +6769,7 @@ func (x *CreateUserRequest) String() string {
 func (*CreateUserRequest) ProtoMessage() {}
 
 func (x *CreateUserRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[85]
+	mi := &file_sluice_proto_msgTypes[91]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6473,7 +6782,7 @@ func (x *CreateUserRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateUserRequest.ProtoReflect.Descriptor instead.
 func (*CreateUserRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{85}
+	return file_sluice_proto_rawDescGZIP(), []int{91}
 }
 
 func (x *CreateUserRequest) GetName() string {
@@ -6500,7 +6809,7 @@ type CreateUserResponse struct {
 
 func (x *CreateUserResponse) Reset() {
 	*x = CreateUserResponse{}
-	mi := &file_sluice_proto_msgTypes[86]
+	mi := &file_sluice_proto_msgTypes[92]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6512,7 +6821,7 @@ func (x *CreateUserResponse) String() string {
 func (*CreateUserResponse) ProtoMessage() {}
 
 func (x *CreateUserResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[86]
+	mi := &file_sluice_proto_msgTypes[92]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6525,7 +6834,7 @@ func (x *CreateUserResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateUserResponse.ProtoReflect.Descriptor instead.
 func (*CreateUserResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{86}
+	return file_sluice_proto_rawDescGZIP(), []int{92}
 }
 
 func (x *CreateUserResponse) GetError() ErrorCode {
@@ -6551,7 +6860,7 @@ type DeleteUserRequest struct {
 
 func (x *DeleteUserRequest) Reset() {
 	*x = DeleteUserRequest{}
-	mi := &file_sluice_proto_msgTypes[87]
+	mi := &file_sluice_proto_msgTypes[93]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6563,7 +6872,7 @@ func (x *DeleteUserRequest) String() string {
 func (*DeleteUserRequest) ProtoMessage() {}
 
 func (x *DeleteUserRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[87]
+	mi := &file_sluice_proto_msgTypes[93]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6576,7 +6885,7 @@ func (x *DeleteUserRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteUserRequest.ProtoReflect.Descriptor instead.
 func (*DeleteUserRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{87}
+	return file_sluice_proto_rawDescGZIP(), []int{93}
 }
 
 func (x *DeleteUserRequest) GetName() string {
@@ -6596,7 +6905,7 @@ type DeleteUserResponse struct {
 
 func (x *DeleteUserResponse) Reset() {
 	*x = DeleteUserResponse{}
-	mi := &file_sluice_proto_msgTypes[88]
+	mi := &file_sluice_proto_msgTypes[94]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6608,7 +6917,7 @@ func (x *DeleteUserResponse) String() string {
 func (*DeleteUserResponse) ProtoMessage() {}
 
 func (x *DeleteUserResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[88]
+	mi := &file_sluice_proto_msgTypes[94]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6621,7 +6930,7 @@ func (x *DeleteUserResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteUserResponse.ProtoReflect.Descriptor instead.
 func (*DeleteUserResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{88}
+	return file_sluice_proto_rawDescGZIP(), []int{94}
 }
 
 func (x *DeleteUserResponse) GetError() ErrorCode {
@@ -6646,7 +6955,7 @@ type ListUsersRequest struct {
 
 func (x *ListUsersRequest) Reset() {
 	*x = ListUsersRequest{}
-	mi := &file_sluice_proto_msgTypes[89]
+	mi := &file_sluice_proto_msgTypes[95]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6658,7 +6967,7 @@ func (x *ListUsersRequest) String() string {
 func (*ListUsersRequest) ProtoMessage() {}
 
 func (x *ListUsersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[89]
+	mi := &file_sluice_proto_msgTypes[95]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6671,7 +6980,7 @@ func (x *ListUsersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListUsersRequest.ProtoReflect.Descriptor instead.
 func (*ListUsersRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{89}
+	return file_sluice_proto_rawDescGZIP(), []int{95}
 }
 
 // ListUsersResponse lists the token users, without their token hashes.
@@ -6686,7 +6995,7 @@ type ListUsersResponse struct {
 
 func (x *ListUsersResponse) Reset() {
 	*x = ListUsersResponse{}
-	mi := &file_sluice_proto_msgTypes[90]
+	mi := &file_sluice_proto_msgTypes[96]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6698,7 +7007,7 @@ func (x *ListUsersResponse) String() string {
 func (*ListUsersResponse) ProtoMessage() {}
 
 func (x *ListUsersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[90]
+	mi := &file_sluice_proto_msgTypes[96]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6711,7 +7020,7 @@ func (x *ListUsersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListUsersResponse.ProtoReflect.Descriptor instead.
 func (*ListUsersResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{90}
+	return file_sluice_proto_rawDescGZIP(), []int{96}
 }
 
 func (x *ListUsersResponse) GetError() ErrorCode {
@@ -6744,7 +7053,7 @@ type WhoAmIRequest struct {
 
 func (x *WhoAmIRequest) Reset() {
 	*x = WhoAmIRequest{}
-	mi := &file_sluice_proto_msgTypes[91]
+	mi := &file_sluice_proto_msgTypes[97]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6756,7 +7065,7 @@ func (x *WhoAmIRequest) String() string {
 func (*WhoAmIRequest) ProtoMessage() {}
 
 func (x *WhoAmIRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[91]
+	mi := &file_sluice_proto_msgTypes[97]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6769,7 +7078,7 @@ func (x *WhoAmIRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WhoAmIRequest.ProtoReflect.Descriptor instead.
 func (*WhoAmIRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{91}
+	return file_sluice_proto_rawDescGZIP(), []int{97}
 }
 
 type WhoAmIResponse struct {
@@ -6784,7 +7093,7 @@ type WhoAmIResponse struct {
 
 func (x *WhoAmIResponse) Reset() {
 	*x = WhoAmIResponse{}
-	mi := &file_sluice_proto_msgTypes[92]
+	mi := &file_sluice_proto_msgTypes[98]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6796,7 +7105,7 @@ func (x *WhoAmIResponse) String() string {
 func (*WhoAmIResponse) ProtoMessage() {}
 
 func (x *WhoAmIResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[92]
+	mi := &file_sluice_proto_msgTypes[98]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6809,7 +7118,7 @@ func (x *WhoAmIResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WhoAmIResponse.ProtoReflect.Descriptor instead.
 func (*WhoAmIResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{92}
+	return file_sluice_proto_rawDescGZIP(), []int{98}
 }
 
 func (x *WhoAmIResponse) GetPrincipal() string {
@@ -6949,6 +7258,26 @@ const file_sluice_proto_rawDesc = "" +
 	"\x13DeleteTopicsRequest\x12\x14\n" +
 	"\x05names\x18\x01 \x03(\tR\x05names\"E\n" +
 	"\x14DeleteTopicsResponse\x12-\n" +
+	"\aresults\x18\x01 \x03(\v2\x13.sluice.TopicResultR\aresults\"r\n" +
+	"\x18AlterTopicConfigsRequest\x121\n" +
+	"\x06topics\x18\x01 \x03(\v2\x19.sluice.TopicConfigChangeR\x06topics\x12#\n" +
+	"\rvalidate_only\x18\x02 \x01(\bR\fvalidateOnly\"\xad\x01\n" +
+	"\x11TopicConfigChange\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x124\n" +
+	"\x03set\x18\x02 \x03(\v2\".sluice.TopicConfigChange.SetEntryR\x03set\x12\x16\n" +
+	"\x06delete\x18\x03 \x03(\tR\x06delete\x1a6\n" +
+	"\bSetEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"J\n" +
+	"\x19AlterTopicConfigsResponse\x12-\n" +
+	"\aresults\x18\x01 \x03(\v2\x13.sluice.TopicResultR\aresults\"n\n" +
+	"\x17CreatePartitionsRequest\x12.\n" +
+	"\x06topics\x18\x01 \x03(\v2\x16.sluice.PartitionCountR\x06topics\x12#\n" +
+	"\rvalidate_only\x18\x02 \x01(\bR\fvalidateOnly\":\n" +
+	"\x0ePartitionCount\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
+	"\x05count\x18\x02 \x01(\x05R\x05count\"I\n" +
+	"\x18CreatePartitionsResponse\x12-\n" +
 	"\aresults\x18\x01 \x03(\v2\x13.sluice.TopicResultR\aresults\"1\n" +
 	"\x17DescribeReplicasRequest\x12\x16\n" +
 	"\x06topics\x18\x01 \x03(\tR\x06topics\"\xfe\x02\n" +
@@ -7470,7 +7799,7 @@ func file_sluice_proto_rawDescGZIP() []byte {
 }
 
 var file_sluice_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_sluice_proto_msgTypes = make([]protoimpl.MessageInfo, 99)
+var file_sluice_proto_msgTypes = make([]protoimpl.MessageInfo, 106)
 var file_sluice_proto_goTypes = []any{
 	(ErrorCode)(0),                       // 0: sluice.ErrorCode
 	(AclResourceType)(0),                 // 1: sluice.AclResourceType
@@ -7496,86 +7825,93 @@ var file_sluice_proto_goTypes = []any{
 	(*CreateTopicsResponse)(nil),         // 21: sluice.CreateTopicsResponse
 	(*DeleteTopicsRequest)(nil),          // 22: sluice.DeleteTopicsRequest
 	(*DeleteTopicsResponse)(nil),         // 23: sluice.DeleteTopicsResponse
-	(*DescribeReplicasRequest)(nil),      // 24: sluice.DescribeReplicasRequest
-	(*ReplicaState)(nil),                 // 25: sluice.ReplicaState
-	(*DescribeReplicasResponse)(nil),     // 26: sluice.DescribeReplicasResponse
-	(*ReplicaFetchRequest)(nil),          // 27: sluice.ReplicaFetchRequest
-	(*ReplicaFetchResponse)(nil),         // 28: sluice.ReplicaFetchResponse
-	(*OffsetForLeaderEpochRequest)(nil),  // 29: sluice.OffsetForLeaderEpochRequest
-	(*OffsetForLeaderEpochResponse)(nil), // 30: sluice.OffsetForLeaderEpochResponse
-	(*AlterPartitionRequest)(nil),        // 31: sluice.AlterPartitionRequest
-	(*AlterPartitionResponse)(nil),       // 32: sluice.AlterPartitionResponse
-	(*LeaderAndIsrRequest)(nil),          // 33: sluice.LeaderAndIsrRequest
-	(*LeaderAndIsrResponse)(nil),         // 34: sluice.LeaderAndIsrResponse
-	(*ReplicaOfflineRequest)(nil),        // 35: sluice.ReplicaOfflineRequest
-	(*ReplicaOfflineResponse)(nil),       // 36: sluice.ReplicaOfflineResponse
-	(*InitProducerIdRequest)(nil),        // 37: sluice.InitProducerIdRequest
-	(*InitProducerIdResponse)(nil),       // 38: sluice.InitProducerIdResponse
-	(*AllocateProducerIdsRequest)(nil),   // 39: sluice.AllocateProducerIdsRequest
-	(*AllocateProducerIdsResponse)(nil),  // 40: sluice.AllocateProducerIdsResponse
-	(*FindCoordinatorRequest)(nil),       // 41: sluice.FindCoordinatorRequest
-	(*FindCoordinatorResponse)(nil),      // 42: sluice.FindCoordinatorResponse
-	(*TopicPartitions)(nil),              // 43: sluice.TopicPartitions
-	(*JoinGroupRequest)(nil),             // 44: sluice.JoinGroupRequest
-	(*JoinGroupResponse)(nil),            // 45: sluice.JoinGroupResponse
-	(*SyncGroupRequest)(nil),             // 46: sluice.SyncGroupRequest
-	(*SyncGroupResponse)(nil),            // 47: sluice.SyncGroupResponse
-	(*HeartbeatRequest)(nil),             // 48: sluice.HeartbeatRequest
-	(*HeartbeatResponse)(nil),            // 49: sluice.HeartbeatResponse
-	(*LeaveGroupRequest)(nil),            // 50: sluice.LeaveGroupRequest
-	(*LeaveGroupResponse)(nil),           // 51: sluice.LeaveGroupResponse
-	(*OffsetCommitEntry)(nil),            // 52: sluice.OffsetCommitEntry
-	(*OffsetCommitRequest)(nil),          // 53: sluice.OffsetCommitRequest
-	(*OffsetCommitResponse)(nil),         // 54: sluice.OffsetCommitResponse
-	(*OffsetFetchRequest)(nil),           // 55: sluice.OffsetFetchRequest
-	(*OffsetFetchResponse)(nil),          // 56: sluice.OffsetFetchResponse
-	(*ListGroupsRequest)(nil),            // 57: sluice.ListGroupsRequest
-	(*GroupOverview)(nil),                // 58: sluice.GroupOverview
-	(*ListGroupsResponse)(nil),           // 59: sluice.ListGroupsResponse
-	(*DescribeGroupRequest)(nil),         // 60: sluice.DescribeGroupRequest
-	(*MemberDescription)(nil),            // 61: sluice.MemberDescription
-	(*DescribeGroupResponse)(nil),        // 62: sluice.DescribeGroupResponse
-	(*SubscribeRequest)(nil),             // 63: sluice.SubscribeRequest
-	(*SubscribeResponse)(nil),            // 64: sluice.SubscribeResponse
-	(*PushedRecord)(nil),                 // 65: sluice.PushedRecord
-	(*PushRecords)(nil),                  // 66: sluice.PushRecords
-	(*PushAssignment)(nil),               // 67: sluice.PushAssignment
-	(*PushCredit)(nil),                   // 68: sluice.PushCredit
-	(*PushAck)(nil),                      // 69: sluice.PushAck
-	(*UnsubscribeRequest)(nil),           // 70: sluice.UnsubscribeRequest
-	(*GroupRecordKey)(nil),               // 71: sluice.GroupRecordKey
-	(*OffsetValue)(nil),                  // 72: sluice.OffsetValue
-	(*GroupMemberRecord)(nil),            // 73: sluice.GroupMemberRecord
-	(*GroupMetadataValue)(nil),           // 74: sluice.GroupMetadataValue
-	(*TopicRecord)(nil),                  // 75: sluice.TopicRecord
-	(*ReplicaAssignment)(nil),            // 76: sluice.ReplicaAssignment
-	(*PartitionState)(nil),               // 77: sluice.PartitionState
-	(*TopicDeletion)(nil),                // 78: sluice.TopicDeletion
-	(*BrokerRegistration)(nil),           // 79: sluice.BrokerRegistration
-	(*ClusterSnapshot)(nil),              // 80: sluice.ClusterSnapshot
-	(*AclBinding)(nil),                   // 81: sluice.AclBinding
-	(*UserRecord)(nil),                   // 82: sluice.UserRecord
-	(*SecurityRecord)(nil),               // 83: sluice.SecurityRecord
-	(*CreateAclsRequest)(nil),            // 84: sluice.CreateAclsRequest
-	(*CreateAclsResponse)(nil),           // 85: sluice.CreateAclsResponse
-	(*DeleteAclsRequest)(nil),            // 86: sluice.DeleteAclsRequest
-	(*DeleteAclsResponse)(nil),           // 87: sluice.DeleteAclsResponse
-	(*DescribeAclsRequest)(nil),          // 88: sluice.DescribeAclsRequest
-	(*DescribeAclsResponse)(nil),         // 89: sluice.DescribeAclsResponse
-	(*CreateUserRequest)(nil),            // 90: sluice.CreateUserRequest
-	(*CreateUserResponse)(nil),           // 91: sluice.CreateUserResponse
-	(*DeleteUserRequest)(nil),            // 92: sluice.DeleteUserRequest
-	(*DeleteUserResponse)(nil),           // 93: sluice.DeleteUserResponse
-	(*ListUsersRequest)(nil),             // 94: sluice.ListUsersRequest
-	(*ListUsersResponse)(nil),            // 95: sluice.ListUsersResponse
-	(*WhoAmIRequest)(nil),                // 96: sluice.WhoAmIRequest
-	(*WhoAmIResponse)(nil),               // 97: sluice.WhoAmIResponse
-	nil,                                  // 98: sluice.TopicMetadata.ConfigsEntry
-	nil,                                  // 99: sluice.TopicSpec.ConfigsEntry
-	nil,                                  // 100: sluice.AlterPartitionRequest.IsrEpochsEntry
-	nil,                                  // 101: sluice.TopicRecord.ConfigsEntry
-	nil,                                  // 102: sluice.PartitionState.IsrEpochsEntry
-	nil,                                  // 103: sluice.PartitionState.IsrDirsEntry
+	(*AlterTopicConfigsRequest)(nil),     // 24: sluice.AlterTopicConfigsRequest
+	(*TopicConfigChange)(nil),            // 25: sluice.TopicConfigChange
+	(*AlterTopicConfigsResponse)(nil),    // 26: sluice.AlterTopicConfigsResponse
+	(*CreatePartitionsRequest)(nil),      // 27: sluice.CreatePartitionsRequest
+	(*PartitionCount)(nil),               // 28: sluice.PartitionCount
+	(*CreatePartitionsResponse)(nil),     // 29: sluice.CreatePartitionsResponse
+	(*DescribeReplicasRequest)(nil),      // 30: sluice.DescribeReplicasRequest
+	(*ReplicaState)(nil),                 // 31: sluice.ReplicaState
+	(*DescribeReplicasResponse)(nil),     // 32: sluice.DescribeReplicasResponse
+	(*ReplicaFetchRequest)(nil),          // 33: sluice.ReplicaFetchRequest
+	(*ReplicaFetchResponse)(nil),         // 34: sluice.ReplicaFetchResponse
+	(*OffsetForLeaderEpochRequest)(nil),  // 35: sluice.OffsetForLeaderEpochRequest
+	(*OffsetForLeaderEpochResponse)(nil), // 36: sluice.OffsetForLeaderEpochResponse
+	(*AlterPartitionRequest)(nil),        // 37: sluice.AlterPartitionRequest
+	(*AlterPartitionResponse)(nil),       // 38: sluice.AlterPartitionResponse
+	(*LeaderAndIsrRequest)(nil),          // 39: sluice.LeaderAndIsrRequest
+	(*LeaderAndIsrResponse)(nil),         // 40: sluice.LeaderAndIsrResponse
+	(*ReplicaOfflineRequest)(nil),        // 41: sluice.ReplicaOfflineRequest
+	(*ReplicaOfflineResponse)(nil),       // 42: sluice.ReplicaOfflineResponse
+	(*InitProducerIdRequest)(nil),        // 43: sluice.InitProducerIdRequest
+	(*InitProducerIdResponse)(nil),       // 44: sluice.InitProducerIdResponse
+	(*AllocateProducerIdsRequest)(nil),   // 45: sluice.AllocateProducerIdsRequest
+	(*AllocateProducerIdsResponse)(nil),  // 46: sluice.AllocateProducerIdsResponse
+	(*FindCoordinatorRequest)(nil),       // 47: sluice.FindCoordinatorRequest
+	(*FindCoordinatorResponse)(nil),      // 48: sluice.FindCoordinatorResponse
+	(*TopicPartitions)(nil),              // 49: sluice.TopicPartitions
+	(*JoinGroupRequest)(nil),             // 50: sluice.JoinGroupRequest
+	(*JoinGroupResponse)(nil),            // 51: sluice.JoinGroupResponse
+	(*SyncGroupRequest)(nil),             // 52: sluice.SyncGroupRequest
+	(*SyncGroupResponse)(nil),            // 53: sluice.SyncGroupResponse
+	(*HeartbeatRequest)(nil),             // 54: sluice.HeartbeatRequest
+	(*HeartbeatResponse)(nil),            // 55: sluice.HeartbeatResponse
+	(*LeaveGroupRequest)(nil),            // 56: sluice.LeaveGroupRequest
+	(*LeaveGroupResponse)(nil),           // 57: sluice.LeaveGroupResponse
+	(*OffsetCommitEntry)(nil),            // 58: sluice.OffsetCommitEntry
+	(*OffsetCommitRequest)(nil),          // 59: sluice.OffsetCommitRequest
+	(*OffsetCommitResponse)(nil),         // 60: sluice.OffsetCommitResponse
+	(*OffsetFetchRequest)(nil),           // 61: sluice.OffsetFetchRequest
+	(*OffsetFetchResponse)(nil),          // 62: sluice.OffsetFetchResponse
+	(*ListGroupsRequest)(nil),            // 63: sluice.ListGroupsRequest
+	(*GroupOverview)(nil),                // 64: sluice.GroupOverview
+	(*ListGroupsResponse)(nil),           // 65: sluice.ListGroupsResponse
+	(*DescribeGroupRequest)(nil),         // 66: sluice.DescribeGroupRequest
+	(*MemberDescription)(nil),            // 67: sluice.MemberDescription
+	(*DescribeGroupResponse)(nil),        // 68: sluice.DescribeGroupResponse
+	(*SubscribeRequest)(nil),             // 69: sluice.SubscribeRequest
+	(*SubscribeResponse)(nil),            // 70: sluice.SubscribeResponse
+	(*PushedRecord)(nil),                 // 71: sluice.PushedRecord
+	(*PushRecords)(nil),                  // 72: sluice.PushRecords
+	(*PushAssignment)(nil),               // 73: sluice.PushAssignment
+	(*PushCredit)(nil),                   // 74: sluice.PushCredit
+	(*PushAck)(nil),                      // 75: sluice.PushAck
+	(*UnsubscribeRequest)(nil),           // 76: sluice.UnsubscribeRequest
+	(*GroupRecordKey)(nil),               // 77: sluice.GroupRecordKey
+	(*OffsetValue)(nil),                  // 78: sluice.OffsetValue
+	(*GroupMemberRecord)(nil),            // 79: sluice.GroupMemberRecord
+	(*GroupMetadataValue)(nil),           // 80: sluice.GroupMetadataValue
+	(*TopicRecord)(nil),                  // 81: sluice.TopicRecord
+	(*ReplicaAssignment)(nil),            // 82: sluice.ReplicaAssignment
+	(*PartitionState)(nil),               // 83: sluice.PartitionState
+	(*TopicDeletion)(nil),                // 84: sluice.TopicDeletion
+	(*BrokerRegistration)(nil),           // 85: sluice.BrokerRegistration
+	(*ClusterSnapshot)(nil),              // 86: sluice.ClusterSnapshot
+	(*AclBinding)(nil),                   // 87: sluice.AclBinding
+	(*UserRecord)(nil),                   // 88: sluice.UserRecord
+	(*SecurityRecord)(nil),               // 89: sluice.SecurityRecord
+	(*CreateAclsRequest)(nil),            // 90: sluice.CreateAclsRequest
+	(*CreateAclsResponse)(nil),           // 91: sluice.CreateAclsResponse
+	(*DeleteAclsRequest)(nil),            // 92: sluice.DeleteAclsRequest
+	(*DeleteAclsResponse)(nil),           // 93: sluice.DeleteAclsResponse
+	(*DescribeAclsRequest)(nil),          // 94: sluice.DescribeAclsRequest
+	(*DescribeAclsResponse)(nil),         // 95: sluice.DescribeAclsResponse
+	(*CreateUserRequest)(nil),            // 96: sluice.CreateUserRequest
+	(*CreateUserResponse)(nil),           // 97: sluice.CreateUserResponse
+	(*DeleteUserRequest)(nil),            // 98: sluice.DeleteUserRequest
+	(*DeleteUserResponse)(nil),           // 99: sluice.DeleteUserResponse
+	(*ListUsersRequest)(nil),             // 100: sluice.ListUsersRequest
+	(*ListUsersResponse)(nil),            // 101: sluice.ListUsersResponse
+	(*WhoAmIRequest)(nil),                // 102: sluice.WhoAmIRequest
+	(*WhoAmIResponse)(nil),               // 103: sluice.WhoAmIResponse
+	nil,                                  // 104: sluice.TopicMetadata.ConfigsEntry
+	nil,                                  // 105: sluice.TopicSpec.ConfigsEntry
+	nil,                                  // 106: sluice.TopicConfigChange.SetEntry
+	nil,                                  // 107: sluice.AlterPartitionRequest.IsrEpochsEntry
+	nil,                                  // 108: sluice.TopicRecord.ConfigsEntry
+	nil,                                  // 109: sluice.PartitionState.IsrEpochsEntry
+	nil,                                  // 110: sluice.PartitionState.IsrDirsEntry
 }
 var file_sluice_proto_depIdxs = []int32{
 	0,   // 0: sluice.ErrorResponse.error:type_name -> sluice.ErrorCode
@@ -7586,76 +7922,81 @@ var file_sluice_proto_depIdxs = []int32{
 	0,   // 5: sluice.PartitionMetadata.error:type_name -> sluice.ErrorCode
 	0,   // 6: sluice.TopicMetadata.error:type_name -> sluice.ErrorCode
 	15,  // 7: sluice.TopicMetadata.partitions:type_name -> sluice.PartitionMetadata
-	98,  // 8: sluice.TopicMetadata.configs:type_name -> sluice.TopicMetadata.ConfigsEntry
+	104, // 8: sluice.TopicMetadata.configs:type_name -> sluice.TopicMetadata.ConfigsEntry
 	14,  // 9: sluice.MetadataResponse.brokers:type_name -> sluice.BrokerInfo
 	16,  // 10: sluice.MetadataResponse.topics:type_name -> sluice.TopicMetadata
-	99,  // 11: sluice.TopicSpec.configs:type_name -> sluice.TopicSpec.ConfigsEntry
+	105, // 11: sluice.TopicSpec.configs:type_name -> sluice.TopicSpec.ConfigsEntry
 	18,  // 12: sluice.CreateTopicsRequest.topics:type_name -> sluice.TopicSpec
 	0,   // 13: sluice.TopicResult.error:type_name -> sluice.ErrorCode
 	20,  // 14: sluice.CreateTopicsResponse.results:type_name -> sluice.TopicResult
 	20,  // 15: sluice.DeleteTopicsResponse.results:type_name -> sluice.TopicResult
-	0,   // 16: sluice.ReplicaState.error:type_name -> sluice.ErrorCode
-	25,  // 17: sluice.DescribeReplicasResponse.replicas:type_name -> sluice.ReplicaState
-	0,   // 18: sluice.ReplicaFetchResponse.error:type_name -> sluice.ErrorCode
-	0,   // 19: sluice.OffsetForLeaderEpochResponse.error:type_name -> sluice.ErrorCode
-	100, // 20: sluice.AlterPartitionRequest.isr_epochs:type_name -> sluice.AlterPartitionRequest.IsrEpochsEntry
-	0,   // 21: sluice.AlterPartitionResponse.error:type_name -> sluice.ErrorCode
-	77,  // 22: sluice.AlterPartitionResponse.state:type_name -> sluice.PartitionState
-	77,  // 23: sluice.LeaderAndIsrRequest.states:type_name -> sluice.PartitionState
-	0,   // 24: sluice.LeaderAndIsrResponse.error:type_name -> sluice.ErrorCode
-	0,   // 25: sluice.ReplicaOfflineResponse.error:type_name -> sluice.ErrorCode
-	0,   // 26: sluice.InitProducerIdResponse.error:type_name -> sluice.ErrorCode
-	0,   // 27: sluice.AllocateProducerIdsResponse.error:type_name -> sluice.ErrorCode
-	0,   // 28: sluice.FindCoordinatorResponse.error:type_name -> sluice.ErrorCode
-	0,   // 29: sluice.JoinGroupResponse.error:type_name -> sluice.ErrorCode
-	0,   // 30: sluice.SyncGroupResponse.error:type_name -> sluice.ErrorCode
-	43,  // 31: sluice.SyncGroupResponse.assignment:type_name -> sluice.TopicPartitions
-	0,   // 32: sluice.HeartbeatResponse.error:type_name -> sluice.ErrorCode
-	0,   // 33: sluice.LeaveGroupResponse.error:type_name -> sluice.ErrorCode
-	52,  // 34: sluice.OffsetCommitRequest.offsets:type_name -> sluice.OffsetCommitEntry
-	0,   // 35: sluice.OffsetCommitResponse.error:type_name -> sluice.ErrorCode
-	43,  // 36: sluice.OffsetFetchRequest.partitions:type_name -> sluice.TopicPartitions
-	0,   // 37: sluice.OffsetFetchResponse.error:type_name -> sluice.ErrorCode
-	52,  // 38: sluice.OffsetFetchResponse.offsets:type_name -> sluice.OffsetCommitEntry
-	58,  // 39: sluice.ListGroupsResponse.groups:type_name -> sluice.GroupOverview
-	43,  // 40: sluice.MemberDescription.assignment:type_name -> sluice.TopicPartitions
-	0,   // 41: sluice.DescribeGroupResponse.error:type_name -> sluice.ErrorCode
-	61,  // 42: sluice.DescribeGroupResponse.members:type_name -> sluice.MemberDescription
-	0,   // 43: sluice.SubscribeResponse.error:type_name -> sluice.ErrorCode
-	65,  // 44: sluice.PushRecords.records:type_name -> sluice.PushedRecord
-	43,  // 45: sluice.PushAssignment.assigned:type_name -> sluice.TopicPartitions
-	43,  // 46: sluice.GroupMemberRecord.assignment:type_name -> sluice.TopicPartitions
-	73,  // 47: sluice.GroupMetadataValue.members:type_name -> sluice.GroupMemberRecord
-	101, // 48: sluice.TopicRecord.configs:type_name -> sluice.TopicRecord.ConfigsEntry
-	76,  // 49: sluice.TopicRecord.assignment:type_name -> sluice.ReplicaAssignment
-	102, // 50: sluice.PartitionState.isr_epochs:type_name -> sluice.PartitionState.IsrEpochsEntry
-	103, // 51: sluice.PartitionState.isr_dirs:type_name -> sluice.PartitionState.IsrDirsEntry
-	75,  // 52: sluice.ClusterSnapshot.topics:type_name -> sluice.TopicRecord
-	77,  // 53: sluice.ClusterSnapshot.partitions:type_name -> sluice.PartitionState
-	78,  // 54: sluice.ClusterSnapshot.deleted_topics:type_name -> sluice.TopicDeletion
-	1,   // 55: sluice.AclBinding.resource_type:type_name -> sluice.AclResourceType
-	3,   // 56: sluice.AclBinding.pattern_type:type_name -> sluice.AclPatternType
-	2,   // 57: sluice.AclBinding.operation:type_name -> sluice.AclOperation
-	4,   // 58: sluice.AclBinding.permission:type_name -> sluice.AclPermission
-	81,  // 59: sluice.SecurityRecord.acls:type_name -> sluice.AclBinding
-	82,  // 60: sluice.SecurityRecord.users:type_name -> sluice.UserRecord
-	81,  // 61: sluice.CreateAclsRequest.acls:type_name -> sluice.AclBinding
-	0,   // 62: sluice.CreateAclsResponse.error:type_name -> sluice.ErrorCode
-	81,  // 63: sluice.DeleteAclsRequest.filters:type_name -> sluice.AclBinding
-	0,   // 64: sluice.DeleteAclsResponse.error:type_name -> sluice.ErrorCode
-	81,  // 65: sluice.DeleteAclsResponse.deleted:type_name -> sluice.AclBinding
-	81,  // 66: sluice.DescribeAclsRequest.filter:type_name -> sluice.AclBinding
-	0,   // 67: sluice.DescribeAclsResponse.error:type_name -> sluice.ErrorCode
-	81,  // 68: sluice.DescribeAclsResponse.acls:type_name -> sluice.AclBinding
-	0,   // 69: sluice.CreateUserResponse.error:type_name -> sluice.ErrorCode
-	0,   // 70: sluice.DeleteUserResponse.error:type_name -> sluice.ErrorCode
-	0,   // 71: sluice.ListUsersResponse.error:type_name -> sluice.ErrorCode
-	82,  // 72: sluice.ListUsersResponse.users:type_name -> sluice.UserRecord
-	73,  // [73:73] is the sub-list for method output_type
-	73,  // [73:73] is the sub-list for method input_type
-	73,  // [73:73] is the sub-list for extension type_name
-	73,  // [73:73] is the sub-list for extension extendee
-	0,   // [0:73] is the sub-list for field type_name
+	25,  // 16: sluice.AlterTopicConfigsRequest.topics:type_name -> sluice.TopicConfigChange
+	106, // 17: sluice.TopicConfigChange.set:type_name -> sluice.TopicConfigChange.SetEntry
+	20,  // 18: sluice.AlterTopicConfigsResponse.results:type_name -> sluice.TopicResult
+	28,  // 19: sluice.CreatePartitionsRequest.topics:type_name -> sluice.PartitionCount
+	20,  // 20: sluice.CreatePartitionsResponse.results:type_name -> sluice.TopicResult
+	0,   // 21: sluice.ReplicaState.error:type_name -> sluice.ErrorCode
+	31,  // 22: sluice.DescribeReplicasResponse.replicas:type_name -> sluice.ReplicaState
+	0,   // 23: sluice.ReplicaFetchResponse.error:type_name -> sluice.ErrorCode
+	0,   // 24: sluice.OffsetForLeaderEpochResponse.error:type_name -> sluice.ErrorCode
+	107, // 25: sluice.AlterPartitionRequest.isr_epochs:type_name -> sluice.AlterPartitionRequest.IsrEpochsEntry
+	0,   // 26: sluice.AlterPartitionResponse.error:type_name -> sluice.ErrorCode
+	83,  // 27: sluice.AlterPartitionResponse.state:type_name -> sluice.PartitionState
+	83,  // 28: sluice.LeaderAndIsrRequest.states:type_name -> sluice.PartitionState
+	0,   // 29: sluice.LeaderAndIsrResponse.error:type_name -> sluice.ErrorCode
+	0,   // 30: sluice.ReplicaOfflineResponse.error:type_name -> sluice.ErrorCode
+	0,   // 31: sluice.InitProducerIdResponse.error:type_name -> sluice.ErrorCode
+	0,   // 32: sluice.AllocateProducerIdsResponse.error:type_name -> sluice.ErrorCode
+	0,   // 33: sluice.FindCoordinatorResponse.error:type_name -> sluice.ErrorCode
+	0,   // 34: sluice.JoinGroupResponse.error:type_name -> sluice.ErrorCode
+	0,   // 35: sluice.SyncGroupResponse.error:type_name -> sluice.ErrorCode
+	49,  // 36: sluice.SyncGroupResponse.assignment:type_name -> sluice.TopicPartitions
+	0,   // 37: sluice.HeartbeatResponse.error:type_name -> sluice.ErrorCode
+	0,   // 38: sluice.LeaveGroupResponse.error:type_name -> sluice.ErrorCode
+	58,  // 39: sluice.OffsetCommitRequest.offsets:type_name -> sluice.OffsetCommitEntry
+	0,   // 40: sluice.OffsetCommitResponse.error:type_name -> sluice.ErrorCode
+	49,  // 41: sluice.OffsetFetchRequest.partitions:type_name -> sluice.TopicPartitions
+	0,   // 42: sluice.OffsetFetchResponse.error:type_name -> sluice.ErrorCode
+	58,  // 43: sluice.OffsetFetchResponse.offsets:type_name -> sluice.OffsetCommitEntry
+	64,  // 44: sluice.ListGroupsResponse.groups:type_name -> sluice.GroupOverview
+	49,  // 45: sluice.MemberDescription.assignment:type_name -> sluice.TopicPartitions
+	0,   // 46: sluice.DescribeGroupResponse.error:type_name -> sluice.ErrorCode
+	67,  // 47: sluice.DescribeGroupResponse.members:type_name -> sluice.MemberDescription
+	0,   // 48: sluice.SubscribeResponse.error:type_name -> sluice.ErrorCode
+	71,  // 49: sluice.PushRecords.records:type_name -> sluice.PushedRecord
+	49,  // 50: sluice.PushAssignment.assigned:type_name -> sluice.TopicPartitions
+	49,  // 51: sluice.GroupMemberRecord.assignment:type_name -> sluice.TopicPartitions
+	79,  // 52: sluice.GroupMetadataValue.members:type_name -> sluice.GroupMemberRecord
+	108, // 53: sluice.TopicRecord.configs:type_name -> sluice.TopicRecord.ConfigsEntry
+	82,  // 54: sluice.TopicRecord.assignment:type_name -> sluice.ReplicaAssignment
+	109, // 55: sluice.PartitionState.isr_epochs:type_name -> sluice.PartitionState.IsrEpochsEntry
+	110, // 56: sluice.PartitionState.isr_dirs:type_name -> sluice.PartitionState.IsrDirsEntry
+	81,  // 57: sluice.ClusterSnapshot.topics:type_name -> sluice.TopicRecord
+	83,  // 58: sluice.ClusterSnapshot.partitions:type_name -> sluice.PartitionState
+	84,  // 59: sluice.ClusterSnapshot.deleted_topics:type_name -> sluice.TopicDeletion
+	1,   // 60: sluice.AclBinding.resource_type:type_name -> sluice.AclResourceType
+	3,   // 61: sluice.AclBinding.pattern_type:type_name -> sluice.AclPatternType
+	2,   // 62: sluice.AclBinding.operation:type_name -> sluice.AclOperation
+	4,   // 63: sluice.AclBinding.permission:type_name -> sluice.AclPermission
+	87,  // 64: sluice.SecurityRecord.acls:type_name -> sluice.AclBinding
+	88,  // 65: sluice.SecurityRecord.users:type_name -> sluice.UserRecord
+	87,  // 66: sluice.CreateAclsRequest.acls:type_name -> sluice.AclBinding
+	0,   // 67: sluice.CreateAclsResponse.error:type_name -> sluice.ErrorCode
+	87,  // 68: sluice.DeleteAclsRequest.filters:type_name -> sluice.AclBinding
+	0,   // 69: sluice.DeleteAclsResponse.error:type_name -> sluice.ErrorCode
+	87,  // 70: sluice.DeleteAclsResponse.deleted:type_name -> sluice.AclBinding
+	87,  // 71: sluice.DescribeAclsRequest.filter:type_name -> sluice.AclBinding
+	0,   // 72: sluice.DescribeAclsResponse.error:type_name -> sluice.ErrorCode
+	87,  // 73: sluice.DescribeAclsResponse.acls:type_name -> sluice.AclBinding
+	0,   // 74: sluice.CreateUserResponse.error:type_name -> sluice.ErrorCode
+	0,   // 75: sluice.DeleteUserResponse.error:type_name -> sluice.ErrorCode
+	0,   // 76: sluice.ListUsersResponse.error:type_name -> sluice.ErrorCode
+	88,  // 77: sluice.ListUsersResponse.users:type_name -> sluice.UserRecord
+	78,  // [78:78] is the sub-list for method output_type
+	78,  // [78:78] is the sub-list for method input_type
+	78,  // [78:78] is the sub-list for extension type_name
+	78,  // [78:78] is the sub-list for extension extendee
+	0,   // [0:78] is the sub-list for field type_name
 }
 
 func init() { file_sluice_proto_init() }
@@ -7669,7 +8010,7 @@ func file_sluice_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_sluice_proto_rawDesc), len(file_sluice_proto_rawDesc)),
 			NumEnums:      5,
-			NumMessages:   99,
+			NumMessages:   106,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -23,6 +23,7 @@ const (
 	opDelete          = messages.AclOperation_ACL_OPERATION_DELETE
 	opAlter           = messages.AclOperation_ACL_OPERATION_ALTER
 	opDescribe        = messages.AclOperation_ACL_OPERATION_DESCRIBE
+	opAlterConfigs    = messages.AclOperation_ACL_OPERATION_ALTER_CONFIGS
 	opIdempotentWrite = messages.AclOperation_ACL_OPERATION_IDEMPOTENT_WRITE
 )
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -41,6 +42,8 @@ type replica struct {
 	dir       string
 	status    *atomic.Pointer[messages.ReplicaState]
 	lastState *messages.PartitionState
+	// configs is the topic configuration the replica was last sent.
+	configs map[string]string
 }
 
 // brokerActor routes client requests to partition actors, keeps the
@@ -232,6 +235,28 @@ func (b *brokerActor) Receive(ctx actor.Context) {
 			return &messages.DeleteTopicsResponse{Results: topicResults(msg.Names, code, text)}
 		}
 		if b.permitTopics(ctx, msg.Names, opDelete, fail) {
+			b.forwardToController(ctx, fail)
+		}
+	case *messages.AlterTopicConfigsRequest:
+		names := make([]string, len(msg.Topics))
+		for i, t := range msg.Topics {
+			names[i] = t.Name
+		}
+		fail := func(code messages.ErrorCode, text string) proto.Message {
+			return &messages.AlterTopicConfigsResponse{Results: topicResults(names, code, text)}
+		}
+		if b.permitTopics(ctx, names, opAlterConfigs, fail) {
+			b.forwardToController(ctx, fail)
+		}
+	case *messages.CreatePartitionsRequest:
+		names := make([]string, len(msg.Topics))
+		for i, t := range msg.Topics {
+			names[i] = t.Name
+		}
+		fail := func(code messages.ErrorCode, text string) proto.Message {
+			return &messages.CreatePartitionsResponse{Results: topicResults(names, code, text)}
+		}
+		if b.permitTopics(ctx, names, opAlter, fail) {
 			b.forwardToController(ctx, fail)
 		}
 	case *messages.DescribeReplicasRequest:
@@ -465,6 +490,9 @@ func (b *brokerActor) sendState(ctx actor.Context, tp cluster.TopicPartition, r 
 	if br, ok := b.live[r.lastState.Leader]; ok {
 		addr = br.Addr
 	}
+	if t := b.meta.Topics[tp.Topic]; t != nil {
+		r.configs = t.Configs
+	}
 	ctx.Send(r.pid, &partition.ApplyState{State: r.lastState, Topic: b.topicConfig(tp.Topic), LeaderAddr: addr})
 	if tp.Topic == actors.OffsetsTopic {
 		b.syncGroupHost(ctx, tp, r.lastState)
@@ -671,8 +699,8 @@ func (b *brokerActor) onMetadata(ctx actor.Context, snap *cluster.Snapshot) {
 		if !slices.Contains(st.Replicas, b.cfg.ID) {
 			continue
 		}
-		if snap.Topics[tp.Topic] == nil {
-			continue
+		if t := snap.Topics[tp.Topic]; t == nil || tp.Partition >= t.Partitions {
+			continue // a partition being added is started once its topic counts it
 		}
 		r := b.replicas[tp]
 		if r != nil && r.topicID != st.TopicId {
@@ -688,9 +716,13 @@ func (b *brokerActor) onMetadata(ctx actor.Context, snap *cluster.Snapshot) {
 			}
 		}
 		delete(b.missing, tp)
-		if r.lastState != st && newerState(st, r.lastState) {
+		configs := snap.Topics[tp.Topic].Configs
+		switch {
+		case r.lastState != st && newerState(st, r.lastState):
 			r.lastState = st
 			b.sendState(ctx, tp, r)
+		case r.lastState != nil && !maps.Equal(r.configs, configs):
+			b.sendState(ctx, tp, r) // the topic's configuration changed
 		}
 	}
 	for tp, r := range b.replicas {

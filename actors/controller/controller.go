@@ -102,6 +102,10 @@ func (c *controllerActor) Receive(ctx actor.Context) {
 		actors.Respond(ctx, c.onCreateTopics(ctx, msg))
 	case *messages.DeleteTopicsRequest:
 		actors.Respond(ctx, c.onDeleteTopics(msg))
+	case *messages.AlterTopicConfigsRequest:
+		actors.Respond(ctx, c.onAlterTopicConfigs(ctx, msg))
+	case *messages.CreatePartitionsRequest:
+		actors.Respond(ctx, c.onCreatePartitions(ctx, msg))
 	case *messages.CreateAclsRequest, *messages.DeleteAclsRequest, *messages.CreateUserRequest, *messages.DeleteUserRequest:
 		actors.Respond(ctx, c.onSecurityChange(msg.(proto.Message)))
 	case *messages.LeaderAndIsrResponse:
@@ -219,25 +223,7 @@ func (c *controllerActor) createTopic(ctx actor.Context, spec *messages.TopicSpe
 		Name: spec.Name, TopicId: cluster.NewTopicID(), Partitions: int32(partitions),
 		ReplicationFactor: int32(rf), Configs: spec.Configs, CreatedUnixMs: time.Now().UnixMilli(),
 	}
-	states := make([]*messages.PartitionState, partitions)
-	for p, replicas := range assignment {
-		topic.Assignment = append(topic.Assignment, &messages.ReplicaAssignment{Replicas: replicas})
-		epochs, dirs := map[int32]int64{}, map[int32]string{}
-		for _, id := range replicas {
-			if m, ok := c.isLive(id); ok {
-				if m.Epoch != 0 {
-					epochs[id] = m.Epoch
-				}
-				if m.Dir != "" {
-					dirs[id] = m.Dir
-				}
-			}
-		}
-		states[p] = &messages.PartitionState{
-			Topic: spec.Name, Partition: int32(p), TopicId: topic.TopicId,
-			Leader: replicas[0], LeaderEpoch: 0, Isr: replicas, PartitionEpoch: 0, Replicas: replicas, IsrEpochs: epochs, IsrDirs: dirs,
-		}
-	}
+	states := c.newPartitions(topic, assignment)
 	sctx, cancel := c.storeCtx()
 	defer cancel()
 	switch err := c.store.CreateTopic(sctx, c.lead.Fence, topic, states); {
@@ -250,6 +236,34 @@ func (c *controllerActor) createTopic(ctx actor.Context, spec *messages.TopicSpe
 	c.reload()
 	c.announce(ctx, states)
 	return messages.ErrorCode_NONE, ""
+}
+
+// newPartitions appends partitions placed by assignment to topic and
+// returns their initial states: the first replica leads, every replica is
+// in sync under the broker epoch and directory it runs with now.
+func (c *controllerActor) newPartitions(topic *messages.TopicRecord, assignment [][]int32) []*messages.PartitionState {
+	states := make([]*messages.PartitionState, 0, len(assignment))
+	for _, replicas := range assignment {
+		p := int32(len(topic.Assignment))
+		topic.Assignment = append(topic.Assignment, &messages.ReplicaAssignment{Replicas: replicas})
+		epochs, dirs := map[int32]int64{}, map[int32]string{}
+		for _, id := range replicas {
+			if m, ok := c.isLive(id); ok {
+				if m.Epoch != 0 {
+					epochs[id] = m.Epoch
+				}
+				if m.Dir != "" {
+					dirs[id] = m.Dir
+				}
+			}
+		}
+		states = append(states, &messages.PartitionState{
+			Topic: topic.Name, Partition: p, TopicId: topic.TopicId,
+			Leader: replicas[0], LeaderEpoch: 0, Isr: replicas, PartitionEpoch: 0, Replicas: replicas, IsrEpochs: epochs, IsrDirs: dirs,
+		})
+	}
+	topic.Partitions = int32(len(topic.Assignment))
+	return states
 }
 
 // overPartitionLimit says why assignment would put more partition

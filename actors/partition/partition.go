@@ -361,6 +361,9 @@ func (p *partitionActor) onStopping(ctx actor.Context, why string) {
 func (p *partitionActor) onApplyState(ctx actor.Context, msg *ApplyState) {
 	st := msg.State
 	p.cfg.Topic = msg.Topic
+	if p.role == roleLeader && p.leader != nil && p.leader.SetMinISR(msg.Topic.MinISR) {
+		p.onHWAdvanced(ctx) // a lower min.insync.replicas released the HW
+	}
 	if p.state != nil && (st.LeaderEpoch < p.state.LeaderEpoch ||
 		(st.LeaderEpoch == p.state.LeaderEpoch && st.PartitionEpoch < p.state.PartitionEpoch)) {
 		return // stale

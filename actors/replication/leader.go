@@ -228,6 +228,13 @@ func (l *Leader) ISRCommitted(isr []int32, epochs map[int32]int64, partitionEpoc
 	return l.advanceHW()
 }
 
+// SetMinISR applies a changed min.insync.replicas and reports whether the
+// HW moved (a lower minimum can release it).
+func (l *Leader) SetMinISR(n int) bool {
+	l.cfg.MinISR = n
+	return l.advanceHW()
+}
+
 // advanceHW recomputes the HW as the minimum LEO over the maximal ISR (the
 // committed ISR plus any member being added), and never moves it back.
 // With fewer committed in-sync replicas than MinISR it stays where it is.

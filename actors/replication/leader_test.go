@@ -236,3 +236,21 @@ func TestFollowerOfAnotherBrokerEpochIsNotInSync(t *testing.T) {
 		t.Fatalf("proposal %v for a follower under a new broker epoch, want [1 2]", p)
 	}
 }
+
+// Lowering min.insync.replicas while the leader runs releases the HW at
+// once; raising it freezes the HW where it is.
+func TestSetMinISR(t *testing.T) {
+	l := newTestLeader([]int32{1, 2, 3}, []int32{1}, 2, 5)
+	if l.HighWatermark() != 0 {
+		t.Fatalf("HW %d below min ISR", l.HighWatermark())
+	}
+	if !l.SetMinISR(1) || l.HighWatermark() != 5 || !l.CanAcceptAcksAll() {
+		t.Fatalf("min ISR 1: HW %d, acks=all %v", l.HighWatermark(), l.CanAcceptAcksAll())
+	}
+	if l.SetMinISR(2) || l.CanAcceptAcksAll() {
+		t.Fatal("min ISR 2 with one in-sync replica still accepts acks=all")
+	}
+	if l.Appended(8) || l.HighWatermark() != 5 {
+		t.Fatalf("HW moved to %d with the ISR below the raised minimum", l.HighWatermark())
+	}
+}

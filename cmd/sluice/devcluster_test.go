@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"fmt"
 	"net"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -53,7 +55,8 @@ func TestDevClusterSurvivesKill(t *testing.T) {
 	consulPort := freePortRun(t, 200, 1)
 	basePort := freePortRun(t, 0, 3)
 	out := &lockedBuffer{}
-	dc := exec.Command(sluiceBin, "dev-cluster", "--dir", t.TempDir(), "--consul-bin", consulBin,
+	dir := t.TempDir()
+	dc := exec.Command(sluiceBin, "dev-cluster", "--dir", dir, "--consul-bin", consulBin,
 		"--consul-port", strconv.Itoa(consulPort), "--base-port", strconv.Itoa(basePort),
 		"--cluster", "dctest", "--restart-delay", "2s")
 	dc.Stdout, dc.Stderr = out, out
@@ -74,6 +77,11 @@ func TestDevClusterSurvivesKill(t *testing.T) {
 		}
 		if t.Failed() {
 			t.Logf("dev-cluster output:\n%s", out.String())
+			logs, _ := filepath.Glob(filepath.Join(dir, "*.log"))
+			for _, l := range logs {
+				b, _ := os.ReadFile(l)
+				t.Logf("%s:\n%s", filepath.Base(l), tail(string(b), 30))
+			}
 		}
 	})
 	waitOutput := func(what string, re *regexp.Regexp, timeout time.Duration) []string {
@@ -159,6 +167,15 @@ func TestDevClusterSurvivesKill(t *testing.T) {
 			t.Fatalf("broker 1 did not rejoin every ISR:\n%s", desc)
 		}
 		time.Sleep(time.Second)
+	}
+
+	// A partition added to the replicated topic gets three replicas and
+	// takes acks=all writes.
+	cli("", "topic", "add-partitions", "orders", "--to", "4")
+	cli("added\n", "produce", "orders", "--partition", "3", "--acks", "all")
+	d := decodeLines[topicDescJSON](t, cli("", "topic", "describe", "orders", "--format", "json"))[0]
+	if len(d.Partitions) != 4 || len(d.Partitions[3].Replicas) != 3 || d.Partitions[3].HighWatermark != 1 {
+		t.Errorf("after add-partitions: %+v", d.Partitions)
 	}
 
 	// Every broker reports its version through Consul; the store is named.

@@ -21,7 +21,7 @@ Usage:
   sluice broker [flags]                  start a broker (embedded single node by default)
   sluice topic create NAME [flags]       create a topic
   sluice topic list                      list topics
-  sluice topic describe NAME             show partitions: leader, replicas, ISR, log start, LEO, HW
+  sluice topic describe NAME|--all       show partitions: leader, replicas, ISR, log start, LEO, HW
   sluice topic delete NAME               delete a topic and its data
   sluice topic alter-config NAME --set k=v --delete k   change a topic's configuration
   sluice topic add-partitions NAME --to N               grow a topic to N partitions

@@ -15,7 +15,7 @@ import (
 
 func runTopic(args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		return usageErr("want create, list, describe or delete")
+		return usageErr("want create, list, describe, alter-config, add-partitions or delete")
 	}
 	sub, args := args[0], args[1:]
 	fs := newFlagSet("topic "+sub, stderr)
@@ -28,6 +28,19 @@ func runTopic(args []string, stdout, stderr io.Writer) error {
 	}
 	var partitions, rf *int
 	configs := configFlag{}
+	var all *bool
+	if sub == "describe" {
+		all = fs.Bool("all", false, "describe every topic")
+	}
+	set, del := configFlag{}, listFlag{}
+	if sub == "alter-config" {
+		fs.Var(set, "set", "set topic config KEY=VALUE (repeatable)")
+		fs.Var(&del, "delete", "delete topic config KEY, back to the broker default (repeatable)")
+	}
+	var to *int
+	if sub == "add-partitions" {
+		to = fs.Int("to", 0, "the topic's new partition count, more than it has")
+	}
 	if sub == "create" {
 		partitions = fs.Int("partitions", 1, "number of partitions")
 		rf = fs.Int("replicas", 0, "replication factor (0: the broker default)")
@@ -85,19 +98,55 @@ func runTopic(args []string, stdout, stderr io.Writer) error {
 			fmt.Fprintln(stdout, n)
 		}
 	case "describe":
+		names := pos
+		switch {
+		case *all && len(pos) > 0:
+			return usageErr("--all or topic names, not both")
+		case *all:
+			if names, err = admin.ListTopics(ctx); err != nil {
+				return err
+			}
+		case len(pos) == 0:
+			return usageErr("want a topic name, or --all")
+		}
+		for i, name := range names {
+			info, err := admin.DescribeTopic(ctx, name)
+			if err != nil {
+				return fmt.Errorf("topic %s: %w", name, err)
+			}
+			if format.json() {
+				writeJSONLine(stdout, topicJSON(info))
+				continue
+			}
+			if i > 0 {
+				fmt.Fprintln(stdout)
+			}
+			printTopic(stdout, info)
+		}
+	case "alter-config":
 		name, err := needName()
 		if err != nil {
 			return err
 		}
-		info, err := admin.DescribeTopic(ctx, name)
+		if len(set) == 0 && len(del) == 0 {
+			return usageErr("want --set KEY=VALUE or --delete KEY")
+		}
+		if err := admin.AlterTopicConfig(ctx, name, set, del); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "altered config of topic %s\n", name)
+	case "add-partitions":
+		name, err := needName()
 		if err != nil {
 			return err
 		}
-		if format.json() {
-			writeJSONLine(stdout, topicJSON(info))
-			return nil
+		if *to < 1 {
+			return usageErr("want --to N, the new partition count")
 		}
-		printTopic(stdout, info)
+		if err := admin.CreatePartitions(ctx, name, int32(*to)); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "topic %s has %d partitions now (records with a key may go to another partition than before)\n", name, *to)
 	case "delete":
 		name, err := needName()
 		if err != nil {
@@ -108,7 +157,7 @@ func runTopic(args []string, stdout, stderr io.Writer) error {
 		}
 		fmt.Fprintf(stdout, "deleted topic %s\n", name)
 	default:
-		return usageErr("unknown topic command %q: want create, list, describe or delete", sub)
+		return usageErr("unknown topic command %q: want create, list, describe, alter-config, add-partitions or delete", sub)
 	}
 	return nil
 }
