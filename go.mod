@@ -9,6 +9,7 @@ require (
 	github.com/hashicorp/consul/api v1.34.5
 	github.com/tidwall/wal v1.2.1
 	github.com/twmb/franz-go/pkg/kmsg v1.15.1
+	go.yaml.in/yaml/v3 v3.0.6
 	golang.org/x/sys v0.48.0
 	google.golang.org/grpc v1.60.1
 	google.golang.org/protobuf v1.36.12

@@ -22,7 +22,7 @@ import (
 	"github.com/sluicemq/sluice/storage/syncjournal"
 )
 
-func runBroker(args []string, stderr io.Writer) error {
+func runBroker(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("broker", stderr)
 	def := actors.DefaultBrokerConfig()
 	data := fs.String("data", "./sluice-data", "data directory")
@@ -64,8 +64,24 @@ func runBroker(args []string, stderr io.Writer) error {
 	tlsCA := fs.String("tls-ca", "", "the cluster's CA certificates (PEM): peers must present a certificate it signed")
 	superUsers := fs.String("super-users", "", "comma-separated principals that bypass ACLs (User:admin,User:ops)")
 	noSync := fs.Bool("unsafe-no-fsync", false, "never fsync partition logs: acknowledged records are lost in a power failure (tests and benchmarks only)")
-	if _, err := parseArgs(fs, args); err != nil {
+	configFile := fs.String("config", "", "read settings from FILE: YAML (.yaml, .yml) or properties (key=value), with flag names or Kafka's (broker.id, log.dirs, num.partitions, ...); SLUICE_* variables and flags override it")
+	printCfg := fs.Bool("print-config", false, "print the effective settings, each with where it came from, and exit")
+	pos, err := parseArgs(fs, args)
+	if err != nil {
 		return err
+	}
+	if len(pos) > 0 {
+		return usageErr("unexpected argument %q", pos[0])
+	}
+	sources := flagSources(fs)
+	if *configFile != "" {
+		if err := applyConfigFile(fs, *configFile, sources); err != nil {
+			return err
+		}
+	}
+	if *printCfg {
+		printConfig(stdout, fs, sources)
+		return nil
 	}
 	logger, err := newLogger(stderr, *logLevel, *logFormat)
 	if err != nil {

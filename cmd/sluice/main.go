@@ -68,7 +68,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	var err error
 	switch args[0] {
 	case "broker":
-		err = runBroker(args[1:], stderr)
+		err = runBroker(args[1:], stdout, stderr)
 	case "topic":
 		err = runTopic(args[1:], stdout, stderr)
 	case "produce":

@@ -42,7 +42,7 @@ func runTopic(args []string, stdout, stderr io.Writer) error {
 		to = fs.Int("to", 0, "the topic's new partition count, more than it has")
 	}
 	if sub == "create" {
-		partitions = fs.Int("partitions", 1, "number of partitions")
+		partitions = fs.Int("partitions", 0, "number of partitions (0: the broker default, --default-partitions)")
 		rf = fs.Int("replicas", 0, "replication factor (0: the broker default)")
 		fs.Var(configs, "config", "topic config KEY=VALUE (repeatable), e.g. retention.ms=60000")
 	}
