@@ -63,7 +63,7 @@ func NewAdmin(broker string, opts ...Opt) (*Admin, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Admin{cfg: cfg, node: n, meta: newMetadata(n.system, broker, cfg.requestTimeout)}, nil
+	return &Admin{cfg: cfg, node: n, meta: newMetadata(n.system, broker, cfg.requestTimeout, cfg.metadataMaxAge)}, nil
 }
 
 // Close releases the admin client.

@@ -80,7 +80,7 @@ func NewConsumer(broker string, opts ...Opt) (*Consumer, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Consumer{cfg: cfg, node: n, meta: newMetadata(n.system, broker, cfg.requestTimeout),
+	c := &Consumer{cfg: cfg, node: n, meta: newMetadata(n.system, broker, cfg.requestTimeout, cfg.metadataMaxAge),
 		notify: make(chan struct{}, 1), closedCh: make(chan struct{})}
 	c.pid = n.system.Root.Spawn(actor.PropsFromProducer(func() actor.Actor { return newFetcher(c) }))
 	if len(cfg.partitions) > 0 {

@@ -111,7 +111,7 @@ func NewGroupConsumer(broker, group string, topics []string, opts ...Opt) (*Grou
 		return nil, err
 	}
 	c := &GroupConsumer{cfg: cfg, gcfg: g, group: group, topics: slices.Clone(topics), node: inner.node,
-		meta: newMetadata(inner.node.system, broker, cfg.requestTimeout), inner: inner,
+		meta: newMetadata(inner.node.system, broker, cfg.requestTimeout, cfg.metadataMaxAge), inner: inner,
 		positions: map[topicPartition]int64{}, committed: map[topicPartition]int64{}, waiting: map[topicPartition]bool{}}
 	c.pid = c.node.system.Root.Spawn(actor.PropsFromProducer(func() actor.Actor { return &groupMember{c: c} }))
 	return c, nil

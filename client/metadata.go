@@ -23,6 +23,9 @@ type partitionMeta struct {
 type topicMeta struct {
 	partitions []partitionMeta
 	err        error
+	fetched    time.Time
+	// refreshing: a background refresh of this topic is under way.
+	refreshing bool
 }
 
 // metadata caches brokers and topic leadership, refreshing on demand from
@@ -31,6 +34,7 @@ type metadata struct {
 	system  *actor.ActorSystem
 	seeds   []string
 	timeout time.Duration
+	maxAge  time.Duration
 
 	mu          sync.Mutex
 	brokers     map[int32]string
@@ -40,8 +44,8 @@ type metadata struct {
 
 // newMetadata starts from seeds: one broker address or several separated
 // by commas, as Kafka's bootstrap.servers.
-func newMetadata(system *actor.ActorSystem, seeds string, timeout time.Duration) *metadata {
-	m := &metadata{system: system, timeout: timeout, brokers: map[int32]string{}, topics: map[string]*topicMeta{}}
+func newMetadata(system *actor.ActorSystem, seeds string, timeout, maxAge time.Duration) *metadata {
+	m := &metadata{system: system, timeout: timeout, maxAge: maxAge, brokers: map[int32]string{}, topics: map[string]*topicMeta{}}
 	for _, s := range strings.Split(seeds, ",") {
 		if s = strings.TrimSpace(s); s != "" {
 			m.seeds = append(m.seeds, s)
@@ -113,7 +117,7 @@ func (m *metadata) update(resp *messages.MetadataResponse, all bool) {
 		m.topics = map[string]*topicMeta{}
 	}
 	for _, t := range resp.Topics {
-		tm := &topicMeta{}
+		tm := &topicMeta{fetched: m.lastRefresh}
 		if t.Error != messages.ErrorCode_NONE && len(t.Partitions) == 0 {
 			tm.err = &messages.Error{Code: t.Error, Message: t.ErrorMessage}
 		}
@@ -131,14 +135,25 @@ func (m *metadata) update(resp *messages.MetadataResponse, all bool) {
 // (and retrying retriable errors) until ctx ends.
 // cachedPartitionCount is partitionCount when the topic's metadata is
 // already known, without waiting or asking a broker.
+// A view older than maxAge is refreshed in the background.
 func (m *metadata) cachedPartitionCount(topic string) (int, bool) {
 	m.mu.Lock()
+	defer m.mu.Unlock()
 	tm := m.topics[topic]
-	m.mu.Unlock()
-	if tm != nil && tm.err == nil && len(tm.partitions) > 0 {
-		return len(tm.partitions), true
+	if tm == nil || tm.err != nil || len(tm.partitions) == 0 {
+		return 0, false
 	}
-	return 0, false
+	if m.maxAge > 0 && !tm.refreshing && time.Since(tm.fetched) > m.maxAge {
+		tm.refreshing = true
+		go func() {
+			if _, err := m.fetch([]string{topic}, false); err != nil {
+				m.mu.Lock()
+				tm.refreshing = false // the next use tries again
+				m.mu.Unlock()
+			}
+		}()
+	}
+	return len(tm.partitions), true
 }
 
 func (m *metadata) partitionCount(ctx context.Context, topic string, autoCreate bool) (int, error) {

@@ -40,6 +40,7 @@ type config struct {
 	retryBackoff    time.Duration
 	deliveryTimeout time.Duration
 	maxBlock        time.Duration
+	metadataMaxAge  time.Duration
 	partitioner     Partitioner
 	produceTimeout  time.Duration
 	idempotence     *bool // nil: on exactly when acks=all
@@ -72,6 +73,7 @@ func defaultConfig() config {
 		retryBackoff:    100 * time.Millisecond,
 		deliveryTimeout: 2 * time.Minute,
 		maxBlock:        10 * time.Second,
+		metadataMaxAge:  5 * time.Minute,
 		partitioner:     KafkaPartitioner(),
 		produceTimeout:  30 * time.Second,
 		fetchMaxBytes:   4 << 20,
@@ -119,6 +121,12 @@ func WithActorSystem(system *actor.ActorSystem) Opt { return func(c *config) { c
 
 // RequestTimeout bounds each request to a broker. Default 30 s.
 func RequestTimeout(d time.Duration) Opt { return func(c *config) { c.requestTimeout = d } }
+
+// MetadataMaxAge is how old the client's view of a topic may grow before
+// its next use refreshes it in the background (Kafka's
+// metadata.max.age.ms, default 5 minutes): partitions added to a topic are
+// used within about this long.
+func MetadataMaxAge(d time.Duration) Opt { return func(c *config) { c.metadataMaxAge = d } }
 
 // WithLogger sets the logger. Default slog.Default().
 func WithLogger(l *slog.Logger) Opt { return func(c *config) { c.logger = l } }

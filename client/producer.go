@@ -176,7 +176,7 @@ func NewProducer(broker string, opts ...Opt) (*Producer, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Producer{cfg: cfg, node: n, meta: newMetadata(n.system, broker, cfg.requestTimeout),
+	p := &Producer{cfg: cfg, node: n, meta: newMetadata(n.system, broker, cfg.requestTimeout, cfg.metadataMaxAge),
 		parts: map[topicPartition]*partitionBuffer{}, signal: make(chan struct{})}
 	p.pool.New = func() any { return make([]byte, 0, min(cfg.batchBytes, 256<<10)) }
 	p.pid = n.system.Root.Spawn(actor.PropsFromProducer(func() actor.Actor { return newSender(p) }))

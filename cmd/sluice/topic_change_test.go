@@ -1,9 +1,14 @@
 package main
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sluicemq/sluice/client"
 )
 
 // eventually runs check until it returns "" or the deadline passes, and
@@ -109,4 +114,36 @@ func TestTopicAlterConfigAndAddPartitions(t *testing.T) {
 	if len(d.Configs) != 1 || d.Configs["max.message.bytes"] != "1048576" || len(d.Partitions) != 5 {
 		t.Fatalf("the refused requests changed the topic: %v, %d partitions", d.Configs, len(d.Partitions))
 	}
+}
+
+// A running producer finds partitions added to a topic once its view of
+// the topic is older than MetadataMaxAge, without a restart.
+func TestProducerFindsAddedPartitions(t *testing.T) {
+	b := startBroker(t)
+	a := newAdmin(t, b.Addr)
+	createTopic(t, a, "grows", 2, nil)
+	p, err := client.NewProducer(b.Addr, client.MetadataMaxAge(200*time.Millisecond),
+		client.WithPartitioner(client.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, _, err := p.ProduceSync(ctx, &client.Record{Topic: "grows", Partition: 3, Value: []byte("early")}); !errors.Is(err, client.ErrUnknownTopicOrPartition) {
+		t.Fatalf("partition 3 of a 2-partition topic: %v", err)
+	}
+	if err := a.CreatePartitions(ctx, "grows", 4); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 20*time.Second, func() string {
+		_, off, err := p.ProduceSync(ctx, &client.Record{Topic: "grows", Partition: 3, Value: []byte("late")})
+		if err != nil {
+			return fmt.Sprintf("partition 3 after add-partitions: %v", err)
+		}
+		if off != 0 {
+			return fmt.Sprintf("offset %d", off)
+		}
+		return ""
+	})
 }
