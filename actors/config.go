@@ -20,6 +20,9 @@ type BrokerConfig struct {
 	Version string
 	// MetadataStore says where the metadata lives, shown to clients.
 	MetadataStore string
+	// KafkaAddr is the advertised host:port of the broker's Kafka
+	// listener ("": none), announced to the cluster with the broker.
+	KafkaAddr string
 	// DefaultTopic is the configuration of topics that set nothing else.
 	DefaultTopic TopicConfig
 	// DefaultPartitions and DefaultReplicationFactor apply to topics created

@@ -21,6 +21,8 @@ type Broker struct {
 	Dir string
 	// Version is the Sluice version the broker's process runs.
 	Version string
+	// KafkaAddr is the host:port of its Kafka listener ("": none).
+	KafkaAddr string
 }
 
 // TopicPartition names one partition.

@@ -42,6 +42,7 @@ const (
 	metaInstance = "instance"
 	metaDir      = "data_dir_id"
 	metaVersion  = "version"
+	metaKafka    = "kafka_addr"
 )
 
 // deregisterAfter is how long a critical broker stays in the agent's
@@ -65,7 +66,7 @@ func (c *Consul) registration(b Broker, instance string) (*api.AgentServiceRegis
 	return &api.AgentServiceRegistration{
 		ID: id, Name: c.serviceName(), Address: host, Port: port,
 		Meta: map[string]string{metaBrokerID: strconv.Itoa(int(b.ID)), metaAddr: b.Addr,
-			metaEpoch: strconv.FormatInt(b.Epoch, 10), metaInstance: instance, metaDir: b.Dir, metaVersion: b.Version},
+			metaEpoch: strconv.FormatInt(b.Epoch, 10), metaInstance: instance, metaDir: b.Dir, metaVersion: b.Version, metaKafka: b.KafkaAddr},
 		Check: &api.AgentServiceCheck{
 			CheckID: "service:" + id,
 			Name:    "sluice broker heartbeat",
@@ -441,5 +442,5 @@ func brokerOf(e *api.ServiceEntry) (Broker, error) {
 		}
 		addr = net.JoinHostPort(host, strconv.Itoa(s.Port))
 	}
-	return Broker{ID: int32(id), Addr: addr, Epoch: epoch, Dir: s.Meta[metaDir], Version: s.Meta[metaVersion]}, nil
+	return Broker{ID: int32(id), Addr: addr, Epoch: epoch, Dir: s.Meta[metaDir], Version: s.Meta[metaVersion], KafkaAddr: s.Meta[metaKafka]}, nil
 }

@@ -27,175 +27,179 @@ const (
 
 // ErrorCode is the one error table shared by broker and client. The Go side
 // (errors.go) adds, for each code, whether a client may retry it.
+// Its numbers are Kafka's wherever Kafka has the same error (NOT_LEADER
+// is Kafka's NOT_LEADER_OR_FOLLOWER, STORAGE_ERROR its KAFKA_STORAGE_ERROR,
+// INVALID_PARTITION_EPOCH its INVALID_UPDATE_VERSION), so both doors
+// answer with one table; Sluice's own codes are 1000 and up.
 type ErrorCode int32
 
 const (
 	ErrorCode_NONE                             ErrorCode = 0
-	ErrorCode_UNKNOWN_SERVER_ERROR             ErrorCode = 1
-	ErrorCode_UNKNOWN_TOPIC_OR_PARTITION       ErrorCode = 2
-	ErrorCode_NOT_LEADER                       ErrorCode = 3
-	ErrorCode_OFFSET_OUT_OF_RANGE              ErrorCode = 4
-	ErrorCode_RECORD_TOO_LARGE                 ErrorCode = 5
-	ErrorCode_CORRUPT_RECORD                   ErrorCode = 6
-	ErrorCode_INVALID_REQUEST                  ErrorCode = 7
-	ErrorCode_TOPIC_ALREADY_EXISTS             ErrorCode = 8
-	ErrorCode_NOT_ENOUGH_REPLICAS              ErrorCode = 9
-	ErrorCode_NOT_ENOUGH_REPLICAS_AFTER_APPEND ErrorCode = 10
-	ErrorCode_REQUEST_TIMED_OUT                ErrorCode = 11
-	ErrorCode_STORAGE_ERROR                    ErrorCode = 12
-	ErrorCode_INVALID_TOPIC                    ErrorCode = 13
-	ErrorCode_INVALID_PARTITIONS               ErrorCode = 14
-	ErrorCode_INVALID_REPLICATION_FACTOR       ErrorCode = 15
-	ErrorCode_INVALID_CONFIG                   ErrorCode = 16
-	ErrorCode_INVALID_REQUIRED_ACKS            ErrorCode = 17
-	ErrorCode_UNKNOWN_MESSAGE_TYPE             ErrorCode = 18
-	ErrorCode_FENCED_LEADER_EPOCH              ErrorCode = 19
-	ErrorCode_UNKNOWN_LEADER_EPOCH             ErrorCode = 20
-	ErrorCode_STALE_CONTROLLER_EPOCH           ErrorCode = 21
-	ErrorCode_NOT_CONTROLLER                   ErrorCode = 22
-	ErrorCode_LEADER_NOT_AVAILABLE             ErrorCode = 23
-	ErrorCode_BROKER_NOT_AVAILABLE             ErrorCode = 24
-	ErrorCode_INVALID_PARTITION_EPOCH          ErrorCode = 25
-	ErrorCode_COORDINATOR_NOT_AVAILABLE        ErrorCode = 26
-	ErrorCode_NOT_COORDINATOR                  ErrorCode = 27
-	ErrorCode_ILLEGAL_GENERATION               ErrorCode = 28
-	ErrorCode_UNKNOWN_MEMBER_ID                ErrorCode = 29
-	ErrorCode_REBALANCE_IN_PROGRESS            ErrorCode = 30
-	ErrorCode_INVALID_SESSION_TIMEOUT          ErrorCode = 31
-	ErrorCode_INCONSISTENT_GROUP_PROTOCOL      ErrorCode = 32
-	ErrorCode_GROUP_ID_NOT_FOUND               ErrorCode = 33
-	ErrorCode_NON_EMPTY_GROUP                  ErrorCode = 34
-	ErrorCode_OUT_OF_ORDER_SEQUENCE            ErrorCode = 35
-	ErrorCode_PRODUCER_FENCED                  ErrorCode = 36
-	ErrorCode_UNKNOWN_PRODUCER_ID              ErrorCode = 37
-	ErrorCode_INVALID_OFFSET                   ErrorCode = 38
-	ErrorCode_MEMBER_ID_REQUIRED               ErrorCode = 39
+	ErrorCode_UNKNOWN_SERVER_ERROR             ErrorCode = -1
+	ErrorCode_UNKNOWN_TOPIC_OR_PARTITION       ErrorCode = 3
+	ErrorCode_NOT_LEADER                       ErrorCode = 6
+	ErrorCode_OFFSET_OUT_OF_RANGE              ErrorCode = 1
+	ErrorCode_RECORD_TOO_LARGE                 ErrorCode = 10
+	ErrorCode_CORRUPT_RECORD                   ErrorCode = 2
+	ErrorCode_INVALID_REQUEST                  ErrorCode = 42
+	ErrorCode_TOPIC_ALREADY_EXISTS             ErrorCode = 36
+	ErrorCode_NOT_ENOUGH_REPLICAS              ErrorCode = 19
+	ErrorCode_NOT_ENOUGH_REPLICAS_AFTER_APPEND ErrorCode = 20
+	ErrorCode_REQUEST_TIMED_OUT                ErrorCode = 7
+	ErrorCode_STORAGE_ERROR                    ErrorCode = 56
+	ErrorCode_INVALID_TOPIC                    ErrorCode = 17
+	ErrorCode_INVALID_PARTITIONS               ErrorCode = 37
+	ErrorCode_INVALID_REPLICATION_FACTOR       ErrorCode = 38
+	ErrorCode_INVALID_CONFIG                   ErrorCode = 40
+	ErrorCode_INVALID_REQUIRED_ACKS            ErrorCode = 21
+	ErrorCode_UNKNOWN_MESSAGE_TYPE             ErrorCode = 1001
+	ErrorCode_FENCED_LEADER_EPOCH              ErrorCode = 74
+	ErrorCode_UNKNOWN_LEADER_EPOCH             ErrorCode = 75
+	ErrorCode_STALE_CONTROLLER_EPOCH           ErrorCode = 11
+	ErrorCode_NOT_CONTROLLER                   ErrorCode = 41
+	ErrorCode_LEADER_NOT_AVAILABLE             ErrorCode = 5
+	ErrorCode_BROKER_NOT_AVAILABLE             ErrorCode = 8
+	ErrorCode_INVALID_PARTITION_EPOCH          ErrorCode = 95
+	ErrorCode_COORDINATOR_NOT_AVAILABLE        ErrorCode = 15
+	ErrorCode_NOT_COORDINATOR                  ErrorCode = 16
+	ErrorCode_ILLEGAL_GENERATION               ErrorCode = 22
+	ErrorCode_UNKNOWN_MEMBER_ID                ErrorCode = 25
+	ErrorCode_REBALANCE_IN_PROGRESS            ErrorCode = 27
+	ErrorCode_INVALID_SESSION_TIMEOUT          ErrorCode = 26
+	ErrorCode_INCONSISTENT_GROUP_PROTOCOL      ErrorCode = 23
+	ErrorCode_GROUP_ID_NOT_FOUND               ErrorCode = 69
+	ErrorCode_NON_EMPTY_GROUP                  ErrorCode = 68
+	ErrorCode_OUT_OF_ORDER_SEQUENCE            ErrorCode = 45
+	ErrorCode_PRODUCER_FENCED                  ErrorCode = 90
+	ErrorCode_UNKNOWN_PRODUCER_ID              ErrorCode = 59
+	ErrorCode_INVALID_OFFSET                   ErrorCode = 1002
+	ErrorCode_MEMBER_ID_REQUIRED               ErrorCode = 79
 	// The sender may not send this message (a control or replication message
 	// from something that is not the broker it claims to be).
-	ErrorCode_CLUSTER_AUTHORIZATION_FAILED ErrorCode = 40
+	ErrorCode_CLUSTER_AUTHORIZATION_FAILED ErrorCode = 31
 	// The broker's data directory belongs to another cluster than the
 	// metadata store it was pointed at.
-	ErrorCode_INCONSISTENT_CLUSTER_ID ErrorCode = 41
+	ErrorCode_INCONSISTENT_CLUSTER_ID ErrorCode = 104
 	// The request came from an earlier run of the broker it names.
-	ErrorCode_STALE_BROKER_EPOCH ErrorCode = 42
+	ErrorCode_STALE_BROKER_EPOCH ErrorCode = 77
 	// The principal may not do this to the topic (an ACL denies it, or none allows it).
-	ErrorCode_TOPIC_AUTHORIZATION_FAILED ErrorCode = 43
+	ErrorCode_TOPIC_AUTHORIZATION_FAILED ErrorCode = 29
 	// The principal may not do this to the consumer group.
-	ErrorCode_GROUP_AUTHORIZATION_FAILED ErrorCode = 44
+	ErrorCode_GROUP_AUTHORIZATION_FAILED ErrorCode = 30
 	// The connection's credentials (certificate or token) were not accepted.
-	ErrorCode_SASL_AUTHENTICATION_FAILED ErrorCode = 45
+	ErrorCode_SASL_AUTHENTICATION_FAILED ErrorCode = 58
 	// The named user or ACL does not exist.
-	ErrorCode_RESOURCE_NOT_FOUND ErrorCode = 46
+	ErrorCode_RESOURCE_NOT_FOUND ErrorCode = 91
 	// A user with this name already exists.
-	ErrorCode_DUPLICATE_RESOURCE ErrorCode = 47
+	ErrorCode_DUPLICATE_RESOURCE ErrorCode = 92
 	// ACLs and users are managed only on a broker that runs with TLS (and so
 	// with an authorizer).
-	ErrorCode_SECURITY_DISABLED ErrorCode = 48
+	ErrorCode_SECURITY_DISABLED ErrorCode = 54
 )
 
 // Enum value maps for ErrorCode.
 var (
 	ErrorCode_name = map[int32]string{
-		0:  "NONE",
-		1:  "UNKNOWN_SERVER_ERROR",
-		2:  "UNKNOWN_TOPIC_OR_PARTITION",
-		3:  "NOT_LEADER",
-		4:  "OFFSET_OUT_OF_RANGE",
-		5:  "RECORD_TOO_LARGE",
-		6:  "CORRUPT_RECORD",
-		7:  "INVALID_REQUEST",
-		8:  "TOPIC_ALREADY_EXISTS",
-		9:  "NOT_ENOUGH_REPLICAS",
-		10: "NOT_ENOUGH_REPLICAS_AFTER_APPEND",
-		11: "REQUEST_TIMED_OUT",
-		12: "STORAGE_ERROR",
-		13: "INVALID_TOPIC",
-		14: "INVALID_PARTITIONS",
-		15: "INVALID_REPLICATION_FACTOR",
-		16: "INVALID_CONFIG",
-		17: "INVALID_REQUIRED_ACKS",
-		18: "UNKNOWN_MESSAGE_TYPE",
-		19: "FENCED_LEADER_EPOCH",
-		20: "UNKNOWN_LEADER_EPOCH",
-		21: "STALE_CONTROLLER_EPOCH",
-		22: "NOT_CONTROLLER",
-		23: "LEADER_NOT_AVAILABLE",
-		24: "BROKER_NOT_AVAILABLE",
-		25: "INVALID_PARTITION_EPOCH",
-		26: "COORDINATOR_NOT_AVAILABLE",
-		27: "NOT_COORDINATOR",
-		28: "ILLEGAL_GENERATION",
-		29: "UNKNOWN_MEMBER_ID",
-		30: "REBALANCE_IN_PROGRESS",
-		31: "INVALID_SESSION_TIMEOUT",
-		32: "INCONSISTENT_GROUP_PROTOCOL",
-		33: "GROUP_ID_NOT_FOUND",
-		34: "NON_EMPTY_GROUP",
-		35: "OUT_OF_ORDER_SEQUENCE",
-		36: "PRODUCER_FENCED",
-		37: "UNKNOWN_PRODUCER_ID",
-		38: "INVALID_OFFSET",
-		39: "MEMBER_ID_REQUIRED",
-		40: "CLUSTER_AUTHORIZATION_FAILED",
-		41: "INCONSISTENT_CLUSTER_ID",
-		42: "STALE_BROKER_EPOCH",
-		43: "TOPIC_AUTHORIZATION_FAILED",
-		44: "GROUP_AUTHORIZATION_FAILED",
-		45: "SASL_AUTHENTICATION_FAILED",
-		46: "RESOURCE_NOT_FOUND",
-		47: "DUPLICATE_RESOURCE",
-		48: "SECURITY_DISABLED",
+		0:    "NONE",
+		-1:   "UNKNOWN_SERVER_ERROR",
+		3:    "UNKNOWN_TOPIC_OR_PARTITION",
+		6:    "NOT_LEADER",
+		1:    "OFFSET_OUT_OF_RANGE",
+		10:   "RECORD_TOO_LARGE",
+		2:    "CORRUPT_RECORD",
+		42:   "INVALID_REQUEST",
+		36:   "TOPIC_ALREADY_EXISTS",
+		19:   "NOT_ENOUGH_REPLICAS",
+		20:   "NOT_ENOUGH_REPLICAS_AFTER_APPEND",
+		7:    "REQUEST_TIMED_OUT",
+		56:   "STORAGE_ERROR",
+		17:   "INVALID_TOPIC",
+		37:   "INVALID_PARTITIONS",
+		38:   "INVALID_REPLICATION_FACTOR",
+		40:   "INVALID_CONFIG",
+		21:   "INVALID_REQUIRED_ACKS",
+		1001: "UNKNOWN_MESSAGE_TYPE",
+		74:   "FENCED_LEADER_EPOCH",
+		75:   "UNKNOWN_LEADER_EPOCH",
+		11:   "STALE_CONTROLLER_EPOCH",
+		41:   "NOT_CONTROLLER",
+		5:    "LEADER_NOT_AVAILABLE",
+		8:    "BROKER_NOT_AVAILABLE",
+		95:   "INVALID_PARTITION_EPOCH",
+		15:   "COORDINATOR_NOT_AVAILABLE",
+		16:   "NOT_COORDINATOR",
+		22:   "ILLEGAL_GENERATION",
+		25:   "UNKNOWN_MEMBER_ID",
+		27:   "REBALANCE_IN_PROGRESS",
+		26:   "INVALID_SESSION_TIMEOUT",
+		23:   "INCONSISTENT_GROUP_PROTOCOL",
+		69:   "GROUP_ID_NOT_FOUND",
+		68:   "NON_EMPTY_GROUP",
+		45:   "OUT_OF_ORDER_SEQUENCE",
+		90:   "PRODUCER_FENCED",
+		59:   "UNKNOWN_PRODUCER_ID",
+		1002: "INVALID_OFFSET",
+		79:   "MEMBER_ID_REQUIRED",
+		31:   "CLUSTER_AUTHORIZATION_FAILED",
+		104:  "INCONSISTENT_CLUSTER_ID",
+		77:   "STALE_BROKER_EPOCH",
+		29:   "TOPIC_AUTHORIZATION_FAILED",
+		30:   "GROUP_AUTHORIZATION_FAILED",
+		58:   "SASL_AUTHENTICATION_FAILED",
+		91:   "RESOURCE_NOT_FOUND",
+		92:   "DUPLICATE_RESOURCE",
+		54:   "SECURITY_DISABLED",
 	}
 	ErrorCode_value = map[string]int32{
 		"NONE":                             0,
-		"UNKNOWN_SERVER_ERROR":             1,
-		"UNKNOWN_TOPIC_OR_PARTITION":       2,
-		"NOT_LEADER":                       3,
-		"OFFSET_OUT_OF_RANGE":              4,
-		"RECORD_TOO_LARGE":                 5,
-		"CORRUPT_RECORD":                   6,
-		"INVALID_REQUEST":                  7,
-		"TOPIC_ALREADY_EXISTS":             8,
-		"NOT_ENOUGH_REPLICAS":              9,
-		"NOT_ENOUGH_REPLICAS_AFTER_APPEND": 10,
-		"REQUEST_TIMED_OUT":                11,
-		"STORAGE_ERROR":                    12,
-		"INVALID_TOPIC":                    13,
-		"INVALID_PARTITIONS":               14,
-		"INVALID_REPLICATION_FACTOR":       15,
-		"INVALID_CONFIG":                   16,
-		"INVALID_REQUIRED_ACKS":            17,
-		"UNKNOWN_MESSAGE_TYPE":             18,
-		"FENCED_LEADER_EPOCH":              19,
-		"UNKNOWN_LEADER_EPOCH":             20,
-		"STALE_CONTROLLER_EPOCH":           21,
-		"NOT_CONTROLLER":                   22,
-		"LEADER_NOT_AVAILABLE":             23,
-		"BROKER_NOT_AVAILABLE":             24,
-		"INVALID_PARTITION_EPOCH":          25,
-		"COORDINATOR_NOT_AVAILABLE":        26,
-		"NOT_COORDINATOR":                  27,
-		"ILLEGAL_GENERATION":               28,
-		"UNKNOWN_MEMBER_ID":                29,
-		"REBALANCE_IN_PROGRESS":            30,
-		"INVALID_SESSION_TIMEOUT":          31,
-		"INCONSISTENT_GROUP_PROTOCOL":      32,
-		"GROUP_ID_NOT_FOUND":               33,
-		"NON_EMPTY_GROUP":                  34,
-		"OUT_OF_ORDER_SEQUENCE":            35,
-		"PRODUCER_FENCED":                  36,
-		"UNKNOWN_PRODUCER_ID":              37,
-		"INVALID_OFFSET":                   38,
-		"MEMBER_ID_REQUIRED":               39,
-		"CLUSTER_AUTHORIZATION_FAILED":     40,
-		"INCONSISTENT_CLUSTER_ID":          41,
-		"STALE_BROKER_EPOCH":               42,
-		"TOPIC_AUTHORIZATION_FAILED":       43,
-		"GROUP_AUTHORIZATION_FAILED":       44,
-		"SASL_AUTHENTICATION_FAILED":       45,
-		"RESOURCE_NOT_FOUND":               46,
-		"DUPLICATE_RESOURCE":               47,
-		"SECURITY_DISABLED":                48,
+		"UNKNOWN_SERVER_ERROR":             -1,
+		"UNKNOWN_TOPIC_OR_PARTITION":       3,
+		"NOT_LEADER":                       6,
+		"OFFSET_OUT_OF_RANGE":              1,
+		"RECORD_TOO_LARGE":                 10,
+		"CORRUPT_RECORD":                   2,
+		"INVALID_REQUEST":                  42,
+		"TOPIC_ALREADY_EXISTS":             36,
+		"NOT_ENOUGH_REPLICAS":              19,
+		"NOT_ENOUGH_REPLICAS_AFTER_APPEND": 20,
+		"REQUEST_TIMED_OUT":                7,
+		"STORAGE_ERROR":                    56,
+		"INVALID_TOPIC":                    17,
+		"INVALID_PARTITIONS":               37,
+		"INVALID_REPLICATION_FACTOR":       38,
+		"INVALID_CONFIG":                   40,
+		"INVALID_REQUIRED_ACKS":            21,
+		"UNKNOWN_MESSAGE_TYPE":             1001,
+		"FENCED_LEADER_EPOCH":              74,
+		"UNKNOWN_LEADER_EPOCH":             75,
+		"STALE_CONTROLLER_EPOCH":           11,
+		"NOT_CONTROLLER":                   41,
+		"LEADER_NOT_AVAILABLE":             5,
+		"BROKER_NOT_AVAILABLE":             8,
+		"INVALID_PARTITION_EPOCH":          95,
+		"COORDINATOR_NOT_AVAILABLE":        15,
+		"NOT_COORDINATOR":                  16,
+		"ILLEGAL_GENERATION":               22,
+		"UNKNOWN_MEMBER_ID":                25,
+		"REBALANCE_IN_PROGRESS":            27,
+		"INVALID_SESSION_TIMEOUT":          26,
+		"INCONSISTENT_GROUP_PROTOCOL":      23,
+		"GROUP_ID_NOT_FOUND":               69,
+		"NON_EMPTY_GROUP":                  68,
+		"OUT_OF_ORDER_SEQUENCE":            45,
+		"PRODUCER_FENCED":                  90,
+		"UNKNOWN_PRODUCER_ID":              59,
+		"INVALID_OFFSET":                   1002,
+		"MEMBER_ID_REQUIRED":               79,
+		"CLUSTER_AUTHORIZATION_FAILED":     31,
+		"INCONSISTENT_CLUSTER_ID":          104,
+		"STALE_BROKER_EPOCH":               77,
+		"TOPIC_AUTHORIZATION_FAILED":       29,
+		"GROUP_AUTHORIZATION_FAILED":       30,
+		"SASL_AUTHENTICATION_FAILED":       58,
+		"RESOURCE_NOT_FOUND":               91,
+		"DUPLICATE_RESOURCE":               92,
+		"SECURITY_DISABLED":                54,
 	}
 )
 
@@ -1193,7 +1197,9 @@ type BrokerInfo struct {
 	Id      int32                  `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
 	Address string                 `protobuf:"bytes,2,opt,name=address,proto3" json:"address,omitempty"`
 	// The Sluice version the broker runs.
-	Version       string `protobuf:"bytes,3,opt,name=version,proto3" json:"version,omitempty"`
+	Version string `protobuf:"bytes,3,opt,name=version,proto3" json:"version,omitempty"`
+	// The host:port of the broker's Kafka listener ("": none).
+	KafkaAddress  string `protobuf:"bytes,4,opt,name=kafka_address,json=kafkaAddress,proto3" json:"kafka_address,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1245,6 +1251,13 @@ func (x *BrokerInfo) GetAddress() string {
 func (x *BrokerInfo) GetVersion() string {
 	if x != nil {
 		return x.Version
+	}
+	return ""
+}
+
+func (x *BrokerInfo) GetKafkaAddress() string {
+	if x != nil {
+		return x.KafkaAddress
 	}
 	return ""
 }
@@ -7203,12 +7216,13 @@ const file_sluice_proto_rawDesc = "" +
 	"\fleader_epoch\x18\a \x01(\x05R\vleaderEpoch\"d\n" +
 	"\x0fMetadataRequest\x12\x16\n" +
 	"\x06topics\x18\x01 \x03(\tR\x06topics\x129\n" +
-	"\x19allow_auto_topic_creation\x18\x02 \x01(\bR\x16allowAutoTopicCreation\"P\n" +
+	"\x19allow_auto_topic_creation\x18\x02 \x01(\bR\x16allowAutoTopicCreation\"u\n" +
 	"\n" +
 	"BrokerInfo\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x05R\x02id\x12\x18\n" +
 	"\aaddress\x18\x02 \x01(\tR\aaddress\x12\x18\n" +
-	"\aversion\x18\x03 \x01(\tR\aversion\"\xee\x01\n" +
+	"\aversion\x18\x03 \x01(\tR\aversion\x12#\n" +
+	"\rkafka_address\x18\x04 \x01(\tR\fkafkaAddress\"\xee\x01\n" +
 	"\x11PartitionMetadata\x12\x1c\n" +
 	"\tpartition\x18\x01 \x01(\x05R\tpartition\x12'\n" +
 	"\x05error\x18\x02 \x01(\x0e2\x11.sluice.ErrorCodeR\x05error\x12\x16\n" +
@@ -7700,59 +7714,59 @@ const file_sluice_proto_rawDesc = "" +
 	"authorizer\x18\x02 \x01(\bR\n" +
 	"authorizer\x12\x1d\n" +
 	"\n" +
-	"super_user\x18\x03 \x01(\bR\tsuperUser*\xde\t\n" +
+	"super_user\x18\x03 \x01(\bR\tsuperUser*\xe9\t\n" +
 	"\tErrorCode\x12\b\n" +
-	"\x04NONE\x10\x00\x12\x18\n" +
-	"\x14UNKNOWN_SERVER_ERROR\x10\x01\x12\x1e\n" +
-	"\x1aUNKNOWN_TOPIC_OR_PARTITION\x10\x02\x12\x0e\n" +
+	"\x04NONE\x10\x00\x12!\n" +
+	"\x14UNKNOWN_SERVER_ERROR\x10\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01\x12\x1e\n" +
+	"\x1aUNKNOWN_TOPIC_OR_PARTITION\x10\x03\x12\x0e\n" +
 	"\n" +
-	"NOT_LEADER\x10\x03\x12\x17\n" +
-	"\x13OFFSET_OUT_OF_RANGE\x10\x04\x12\x14\n" +
-	"\x10RECORD_TOO_LARGE\x10\x05\x12\x12\n" +
-	"\x0eCORRUPT_RECORD\x10\x06\x12\x13\n" +
-	"\x0fINVALID_REQUEST\x10\a\x12\x18\n" +
-	"\x14TOPIC_ALREADY_EXISTS\x10\b\x12\x17\n" +
-	"\x13NOT_ENOUGH_REPLICAS\x10\t\x12$\n" +
-	" NOT_ENOUGH_REPLICAS_AFTER_APPEND\x10\n" +
-	"\x12\x15\n" +
-	"\x11REQUEST_TIMED_OUT\x10\v\x12\x11\n" +
-	"\rSTORAGE_ERROR\x10\f\x12\x11\n" +
-	"\rINVALID_TOPIC\x10\r\x12\x16\n" +
-	"\x12INVALID_PARTITIONS\x10\x0e\x12\x1e\n" +
-	"\x1aINVALID_REPLICATION_FACTOR\x10\x0f\x12\x12\n" +
-	"\x0eINVALID_CONFIG\x10\x10\x12\x19\n" +
-	"\x15INVALID_REQUIRED_ACKS\x10\x11\x12\x18\n" +
-	"\x14UNKNOWN_MESSAGE_TYPE\x10\x12\x12\x17\n" +
-	"\x13FENCED_LEADER_EPOCH\x10\x13\x12\x18\n" +
-	"\x14UNKNOWN_LEADER_EPOCH\x10\x14\x12\x1a\n" +
-	"\x16STALE_CONTROLLER_EPOCH\x10\x15\x12\x12\n" +
-	"\x0eNOT_CONTROLLER\x10\x16\x12\x18\n" +
-	"\x14LEADER_NOT_AVAILABLE\x10\x17\x12\x18\n" +
-	"\x14BROKER_NOT_AVAILABLE\x10\x18\x12\x1b\n" +
-	"\x17INVALID_PARTITION_EPOCH\x10\x19\x12\x1d\n" +
-	"\x19COORDINATOR_NOT_AVAILABLE\x10\x1a\x12\x13\n" +
-	"\x0fNOT_COORDINATOR\x10\x1b\x12\x16\n" +
-	"\x12ILLEGAL_GENERATION\x10\x1c\x12\x15\n" +
-	"\x11UNKNOWN_MEMBER_ID\x10\x1d\x12\x19\n" +
-	"\x15REBALANCE_IN_PROGRESS\x10\x1e\x12\x1b\n" +
-	"\x17INVALID_SESSION_TIMEOUT\x10\x1f\x12\x1f\n" +
-	"\x1bINCONSISTENT_GROUP_PROTOCOL\x10 \x12\x16\n" +
-	"\x12GROUP_ID_NOT_FOUND\x10!\x12\x13\n" +
-	"\x0fNON_EMPTY_GROUP\x10\"\x12\x19\n" +
-	"\x15OUT_OF_ORDER_SEQUENCE\x10#\x12\x13\n" +
-	"\x0fPRODUCER_FENCED\x10$\x12\x17\n" +
-	"\x13UNKNOWN_PRODUCER_ID\x10%\x12\x12\n" +
-	"\x0eINVALID_OFFSET\x10&\x12\x16\n" +
-	"\x12MEMBER_ID_REQUIRED\x10'\x12 \n" +
-	"\x1cCLUSTER_AUTHORIZATION_FAILED\x10(\x12\x1b\n" +
-	"\x17INCONSISTENT_CLUSTER_ID\x10)\x12\x16\n" +
-	"\x12STALE_BROKER_EPOCH\x10*\x12\x1e\n" +
-	"\x1aTOPIC_AUTHORIZATION_FAILED\x10+\x12\x1e\n" +
-	"\x1aGROUP_AUTHORIZATION_FAILED\x10,\x12\x1e\n" +
-	"\x1aSASL_AUTHENTICATION_FAILED\x10-\x12\x16\n" +
-	"\x12RESOURCE_NOT_FOUND\x10.\x12\x16\n" +
-	"\x12DUPLICATE_RESOURCE\x10/\x12\x15\n" +
-	"\x11SECURITY_DISABLED\x100*\x8b\x01\n" +
+	"NOT_LEADER\x10\x06\x12\x17\n" +
+	"\x13OFFSET_OUT_OF_RANGE\x10\x01\x12\x14\n" +
+	"\x10RECORD_TOO_LARGE\x10\n" +
+	"\x12\x12\n" +
+	"\x0eCORRUPT_RECORD\x10\x02\x12\x13\n" +
+	"\x0fINVALID_REQUEST\x10*\x12\x18\n" +
+	"\x14TOPIC_ALREADY_EXISTS\x10$\x12\x17\n" +
+	"\x13NOT_ENOUGH_REPLICAS\x10\x13\x12$\n" +
+	" NOT_ENOUGH_REPLICAS_AFTER_APPEND\x10\x14\x12\x15\n" +
+	"\x11REQUEST_TIMED_OUT\x10\a\x12\x11\n" +
+	"\rSTORAGE_ERROR\x108\x12\x11\n" +
+	"\rINVALID_TOPIC\x10\x11\x12\x16\n" +
+	"\x12INVALID_PARTITIONS\x10%\x12\x1e\n" +
+	"\x1aINVALID_REPLICATION_FACTOR\x10&\x12\x12\n" +
+	"\x0eINVALID_CONFIG\x10(\x12\x19\n" +
+	"\x15INVALID_REQUIRED_ACKS\x10\x15\x12\x19\n" +
+	"\x14UNKNOWN_MESSAGE_TYPE\x10\xe9\a\x12\x17\n" +
+	"\x13FENCED_LEADER_EPOCH\x10J\x12\x18\n" +
+	"\x14UNKNOWN_LEADER_EPOCH\x10K\x12\x1a\n" +
+	"\x16STALE_CONTROLLER_EPOCH\x10\v\x12\x12\n" +
+	"\x0eNOT_CONTROLLER\x10)\x12\x18\n" +
+	"\x14LEADER_NOT_AVAILABLE\x10\x05\x12\x18\n" +
+	"\x14BROKER_NOT_AVAILABLE\x10\b\x12\x1b\n" +
+	"\x17INVALID_PARTITION_EPOCH\x10_\x12\x1d\n" +
+	"\x19COORDINATOR_NOT_AVAILABLE\x10\x0f\x12\x13\n" +
+	"\x0fNOT_COORDINATOR\x10\x10\x12\x16\n" +
+	"\x12ILLEGAL_GENERATION\x10\x16\x12\x15\n" +
+	"\x11UNKNOWN_MEMBER_ID\x10\x19\x12\x19\n" +
+	"\x15REBALANCE_IN_PROGRESS\x10\x1b\x12\x1b\n" +
+	"\x17INVALID_SESSION_TIMEOUT\x10\x1a\x12\x1f\n" +
+	"\x1bINCONSISTENT_GROUP_PROTOCOL\x10\x17\x12\x16\n" +
+	"\x12GROUP_ID_NOT_FOUND\x10E\x12\x13\n" +
+	"\x0fNON_EMPTY_GROUP\x10D\x12\x19\n" +
+	"\x15OUT_OF_ORDER_SEQUENCE\x10-\x12\x13\n" +
+	"\x0fPRODUCER_FENCED\x10Z\x12\x17\n" +
+	"\x13UNKNOWN_PRODUCER_ID\x10;\x12\x13\n" +
+	"\x0eINVALID_OFFSET\x10\xea\a\x12\x16\n" +
+	"\x12MEMBER_ID_REQUIRED\x10O\x12 \n" +
+	"\x1cCLUSTER_AUTHORIZATION_FAILED\x10\x1f\x12\x1b\n" +
+	"\x17INCONSISTENT_CLUSTER_ID\x10h\x12\x16\n" +
+	"\x12STALE_BROKER_EPOCH\x10M\x12\x1e\n" +
+	"\x1aTOPIC_AUTHORIZATION_FAILED\x10\x1d\x12\x1e\n" +
+	"\x1aGROUP_AUTHORIZATION_FAILED\x10\x1e\x12\x1e\n" +
+	"\x1aSASL_AUTHENTICATION_FAILED\x10:\x12\x16\n" +
+	"\x12RESOURCE_NOT_FOUND\x10[\x12\x16\n" +
+	"\x12DUPLICATE_RESOURCE\x10\\\x12\x15\n" +
+	"\x11SECURITY_DISABLED\x106*\x8b\x01\n" +
 	"\x0fAclResourceType\x12\x18\n" +
 	"\x14ACL_RESOURCE_UNKNOWN\x10\x00\x12\x14\n" +
 	"\x10ACL_RESOURCE_ANY\x10\x01\x12\x16\n" +

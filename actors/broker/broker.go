@@ -321,7 +321,7 @@ func (b *brokerActor) Receive(ctx actor.Context) {
 // report back to this actor as messages.
 func (b *brokerActor) onStarted(ctx actor.Context) {
 	if b.initial != nil {
-		b.live[b.cfg.ID] = cluster.Broker{ID: b.cfg.ID, Addr: b.addr, Epoch: b.cfg.BrokerEpoch, Dir: b.cfg.DirectoryID, Version: b.cfg.Version}
+		b.live[b.cfg.ID] = cluster.Broker{ID: b.cfg.ID, Addr: b.addr, Epoch: b.cfg.BrokerEpoch, Dir: b.cfg.DirectoryID, Version: b.cfg.Version, KafkaAddr: b.cfg.KafkaAddr}
 		b.onMetadata(ctx, b.initial)
 	}
 	wctx, cancel := context.WithCancel(context.Background())
@@ -1027,7 +1027,7 @@ func (b *brokerActor) controllerID() int32 {
 func (b *brokerActor) onMetadataRequest(ctx actor.Context, req *messages.MetadataRequest) {
 	resp := &messages.MetadataResponse{ControllerId: b.controllerID(), MetadataStore: b.cfg.MetadataStore}
 	for _, br := range b.liveList() {
-		resp.Brokers = append(resp.Brokers, &messages.BrokerInfo{Id: br.ID, Address: br.Addr, Version: br.Version})
+		resp.Brokers = append(resp.Brokers, &messages.BrokerInfo{Id: br.ID, Address: br.Addr, Version: br.Version, KafkaAddress: br.KafkaAddr})
 	}
 	if b.meta == nil {
 		for _, name := range req.Topics {

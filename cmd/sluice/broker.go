@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"log/slog"
@@ -14,10 +15,14 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/asynkron/protoactor-go/actor"
+	"google.golang.org/protobuf/proto"
+
 	"github.com/sluicemq/sluice/actors"
 	"github.com/sluicemq/sluice/actors/broker"
 	"github.com/sluicemq/sluice/actors/transport"
 	"github.com/sluicemq/sluice/cluster"
+	"github.com/sluicemq/sluice/kafka"
 	"github.com/sluicemq/sluice/storage/datadir"
 	"github.com/sluicemq/sluice/storage/syncjournal"
 )
@@ -64,6 +69,8 @@ func runBroker(args []string, stdout, stderr io.Writer) error {
 	tlsCA := fs.String("tls-ca", "", "the cluster's CA certificates (PEM): peers must present a certificate it signed")
 	superUsers := fs.String("super-users", "", "comma-separated principals that bypass ACLs (User:admin,User:ops)")
 	noSync := fs.Bool("unsafe-no-fsync", false, "never fsync partition logs: acknowledged records are lost in a power failure (tests and benchmarks only)")
+	kafkaAddr := fs.String("kafka-addr", "", "host:port of a Kafka protocol listener, for Kafka clients (off by default)")
+	kafkaAdvertise := fs.String("kafka-advertise", "", "host:port Kafka clients reach the Kafka listener at (default: --kafka-addr as bound)")
 	configFile := fs.String("config", "", "read settings from FILE: YAML (.yaml, .yml) or properties (key=value), with flag names or Kafka's (broker.id, log.dirs, num.partitions, ...); SLUICE_* variables and flags override it")
 	printCfg := fs.Bool("print-config", false, "print the effective settings, each with where it came from, and exit")
 	pos, err := parseArgs(fs, args)
@@ -142,6 +149,13 @@ func runBroker(args []string, stdout, stderr io.Writer) error {
 	if *maxMsg > actors.MaxMessageBytesLimit {
 		return usageErr("--max-message-bytes %d: at most %d", *maxMsg, actors.MaxMessageBytesLimit)
 	}
+	if *kafkaAddr != "" && secure {
+		// It would offer plaintext access to a cluster that requires TLS.
+		return usageErr("--kafka-addr: the Kafka listener does not serve TLS yet; it cannot run on a broker with --tls-cert")
+	}
+	if *kafkaAdvertise != "" && *kafkaAddr == "" {
+		return usageErr("--kafka-advertise needs --kafka-addr")
+	}
 
 	// Crash tests record what each fsync made durable (see syncjournal).
 	if on, err := syncjournal.FromEnv(); err != nil {
@@ -195,6 +209,20 @@ func runBroker(args []string, stdout, stderr io.Writer) error {
 		go reloadOnHangup(node, logger)
 	}
 
+	// The Kafka listener is bound before the broker registers, so that the
+	// address it announces is the one bound (a port 0 picks a free one).
+	var kafkaLn net.Listener
+	if *kafkaAddr != "" {
+		if kafkaLn, err = net.Listen("tcp", *kafkaAddr); err != nil {
+			return fmt.Errorf("--kafka-addr: %w", err)
+		}
+		defer kafkaLn.Close()
+		cfg.KafkaAddr = kafkaLn.Addr().String()
+		if *kafkaAdvertise != "" {
+			cfg.KafkaAddr = *kafkaAdvertise
+		}
+	}
+
 	// The data directory is locked before anything in it is opened.
 	dir, err := datadir.Open(cfg.DataDir)
 	if err != nil {
@@ -217,8 +245,21 @@ func runBroker(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	var kafkaSrv *kafka.Server
+	if kafkaLn != nil {
+		kafkaSrv = kafka.NewServer(kafka.Config{Broker: localBroker{system: node.System, pid: b.PID},
+			MaxFrameBytes:  max(cfg.MaxFetchBytes, actors.MaxMessageBytesLimit) + (64 << 10),
+			MaxConnections: *maxConns, MaxConnectionsPerIP: *maxConnsPerIP, IdleTimeout: *idleConns,
+			Logger: logger.With("listener", "kafka")})
+		go func() {
+			if err := kafkaSrv.Serve(kafkaLn); err != nil {
+				logger.Error("kafka listener stopped", "error", err)
+			}
+		}()
+		defer kafkaSrv.Close()
+	}
 	logger.Info("sluice broker ready", "addr", node.Addr, "id", cfg.ID, "data", cfg.DataDir, "mode", mode,
-		"cluster_id", b.ClusterID, "broker_epoch", b.Epoch, "tls", secure, "version", build.Version, "commit", build.Commit, "go", build.GoVersion)
+		"cluster_id", b.ClusterID, "broker_epoch", b.Epoch, "tls", secure, "version", build.Version, "commit", build.Commit, "go", build.GoVersion, "kafka", cfg.KafkaAddr)
 
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
@@ -304,4 +345,27 @@ func reloadOnHangup(node *transport.Node, logger *slog.Logger) {
 		}
 		logger.Info("SIGHUP: TLS files reloaded")
 	}
+}
+
+// localBroker is the Kafka listener's way to the broker actor of this
+// process.
+type localBroker struct {
+	system *actor.ActorSystem
+	pid    *actor.PID
+}
+
+func (l localBroker) Call(ctx context.Context, req proto.Message) (proto.Message, error) {
+	timeout := 30 * time.Second
+	if d, ok := ctx.Deadline(); ok {
+		timeout = time.Until(d)
+	}
+	res, err := l.system.Root.RequestFuture(l.pid, req, timeout).Result()
+	if err != nil {
+		return nil, err
+	}
+	msg, ok := res.(proto.Message)
+	if !ok {
+		return nil, fmt.Errorf("unexpected answer %T", res)
+	}
+	return msg, nil
 }

@@ -27,6 +27,7 @@ func runDevCluster(args []string, stdout, stderr io.Writer) error {
 	consulBin := fs.String("consul-bin", "", "consul binary (default: $SLUICE_CONSUL_BIN, the .ci/install-consul.sh cache, or consul on PATH)")
 	consulPort := fs.Int("consul-port", 8500, "Consul HTTP port; its server and Serf ports are 200, 199 and 198 below it")
 	basePort := fs.Int("base-port", 9471, "broker i listens on base-port + i - 1")
+	kafkaBase := fs.Int("kafka-base-port", 9092, "broker i serves Kafka clients on kafka-base-port + i - 1 (0: no Kafka listener; off with --secure)")
 	clusterName := fs.String("cluster", "dev", "cluster name")
 	restartDelay := fs.Duration("restart-delay", 10*time.Second, "a broker that exits is started again after this pause (0: it stays down)")
 	secure := fs.Bool("secure", false, "mutual TLS and ACLs: writes a throwaway CA and certificates to DIR/certs (kept across runs), User:admin is a super user")
@@ -38,6 +39,12 @@ func runDevCluster(args []string, stdout, stderr io.Writer) error {
 	}
 	if *consulPort < 201 || *consulPort > 65535 {
 		return usageErr("--consul-port %d: want 201 to 65535", *consulPort)
+	}
+	if *secure {
+		*kafkaBase = 0 // the Kafka listener does not serve TLS yet
+	}
+	if *kafkaBase < 0 || *kafkaBase+*brokers-1 > 65535 {
+		return usageErr("--kafka-base-port %d: want 0 (off) or 1 to %d", *kafkaBase, 65536-*brokers)
 	}
 	if *basePort < 1 || *basePort+*brokers-1 > 65535 {
 		return usageErr("--base-port %d: want 1 to %d", *basePort, 65536-*brokers)
@@ -86,13 +93,18 @@ func runDevCluster(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("consul did not start (see %s): %w", consul.log, err)
 	}
 	fmt.Fprintf(stdout, "consul   http://%s\n", consulAddr)
-	var seeds []string
+	var seeds, kafkaSeeds []string
 	for i := 1; i <= *brokers; i++ {
 		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(*basePort+i-1))
 		name := fmt.Sprintf("broker-%d", i)
 		p := &devProc{name: name, id: i, bin: self, log: filepath.Join(*dir, name+".log"), args: []string{
 			"broker", "--consul", consulAddr, "--cluster", *clusterName, "--id", strconv.Itoa(i),
 			"--data", filepath.Join(*dir, name), "--addr", addr}}
+		if *kafkaBase > 0 {
+			kafkaAddr := net.JoinHostPort("127.0.0.1", strconv.Itoa(*kafkaBase+i-1))
+			p.args = append(p.args, "--kafka-addr", kafkaAddr)
+			kafkaSeeds = append(kafkaSeeds, kafkaAddr)
+		}
 		if *secure {
 			p.args = append(p.args, "--tls-cert", filepath.Join(certs, name+".crt"), "--tls-key", filepath.Join(certs, name+".key"),
 				"--tls-ca", filepath.Join(certs, "ca.crt"), "--super-users", "User:admin")
@@ -104,6 +116,9 @@ func runDevCluster(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stdout, "broker %d %s pid %d (log %s)\n", i, addr, p.pid(), p.log)
 	}
 	fmt.Fprintf(stdout, "\nexport SLUICE_BROKER=%s\n", strings.Join(seeds, ","))
+	if len(kafkaSeeds) > 0 {
+		fmt.Fprintf(stdout, "Kafka clients: %s  (kcat -b %s -L)\n", strings.Join(kafkaSeeds, ","), kafkaSeeds[0])
+	}
 	if *secure {
 		abs, _ := filepath.Abs(certs)
 		fmt.Fprintf(stdout, "export SLUICE_TLS_CERT=%s SLUICE_TLS_KEY=%s SLUICE_TLS_CA=%s  # as User:admin (super user)\n",

@@ -53,11 +53,12 @@ func TestDevClusterSurvivesKill(t *testing.T) {
 		t.Fatal(err)
 	}
 	consulPort := freePortRun(t, 200, 1)
-	basePort := freePortRun(t, 0, 3)
+	basePort := freePortRun(t, 0, 6) // brokers, then their Kafka listeners
+	kafkaBase := basePort + 3
 	out := &lockedBuffer{}
 	dir := t.TempDir()
 	dc := exec.Command(sluiceBin, "dev-cluster", "--dir", dir, "--consul-bin", consulBin,
-		"--consul-port", strconv.Itoa(consulPort), "--base-port", strconv.Itoa(basePort),
+		"--consul-port", strconv.Itoa(consulPort), "--base-port", strconv.Itoa(basePort), "--kafka-base-port", strconv.Itoa(kafkaBase),
 		"--cluster", "dctest", "--restart-delay", "2s")
 	dc.Stdout, dc.Stderr = out, out
 	if err := dc.Start(); err != nil {
@@ -114,6 +115,9 @@ func TestDevClusterSurvivesKill(t *testing.T) {
 		t.Fatalf("want the three brokers in the export line")
 	}
 	seeds := m[1]
+	if !strings.Contains(out.String(), fmt.Sprintf("Kafka clients: 127.0.0.1:%d,127.0.0.1:%d,127.0.0.1:%d", kafkaBase, kafkaBase+1, kafkaBase+2)) {
+		t.Errorf("the Kafka listeners are not printed")
+	}
 
 	cli := func(stdin string, args ...string) string {
 		t.Helper()

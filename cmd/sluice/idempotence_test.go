@@ -417,7 +417,7 @@ func (h *retryCounter) String() string {
 }
 
 // kill -9 the leader repeatedly while an idempotent acks=all producer writes
-// 200k records with unique values: none lost, none duplicated, and every
+// at least 200k records with unique values: none lost, none duplicated, and every
 // partition holds its records in the order they were sent. Each kill hits
 // a partition with records unanswered, and the producer resends them.
 func TestIdempotentProducerThroughLeaderKills(t *testing.T) {
@@ -448,10 +448,15 @@ func TestIdempotentProducerThroughLeaderKills(t *testing.T) {
 	}
 	inflight := make(chan struct{}, window)
 	done := make(chan struct{})
+	// The producer goes on past total until the last kill, so that a fast
+	// run still has records in flight at every kill.
+	var killsDone atomic.Bool
+	var produced atomic.Int64
 	go func() {
 		defer close(done)
 		ctx := context.Background()
-		for i := 0; i < total; i++ {
+		for i := 0; i < total || !killsDone.Load(); i++ {
+			produced.Store(int64(i + 1))
 			part := i % parts
 			v := fmt.Sprintf("%d-%07d", part, i/parts) // per-partition send order
 			inflight <- struct{}{}
@@ -498,6 +503,7 @@ func TestIdempotentProducerThroughLeaderKills(t *testing.T) {
 			return retries.count(int32(part)) > before
 		})
 	}
+	killsDone.Store(true)
 	<-done
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
@@ -535,7 +541,8 @@ func TestIdempotentProducerThroughLeaderKills(t *testing.T) {
 			}
 			want++
 		}
-		lost += (total/parts + boolInt(part < total%parts)) - want
+		n := int(produced.Load())
+		lost += (n/parts + boolInt(part < n%parts)) - want
 	}
 	t.Logf("%d records acknowledged through %d leader kills: %d lost, %d duplicated; retries per partition %v",
 		ackedAll(), kills, lost, dups, retries)

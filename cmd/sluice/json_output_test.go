@@ -88,9 +88,7 @@ func TestJSONOutput(t *testing.T) {
 // On a terminal, produce shows how many records were acknowledged while
 // records are piped in.
 func TestProgressOnTerminal(t *testing.T) {
-	if _, err := exec.LookPath("script"); err != nil {
-		t.Skip("no script(1) to give the command a terminal")
-	}
+	needTool(t, "script") // gives the command a terminal
 	b := startBroker(t)
 	b.cli("", "topic", "create", "t")
 	// stdin stays open for 3 s after 100 records, so the once-a-second

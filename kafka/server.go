@@ -1,0 +1,277 @@
+package kafka
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"google.golang.org/protobuf/proto"
+)
+
+// Broker is how handlers reach the broker they serve: Call sends a Sluice
+// request to the local broker actor and returns its answer.
+type Broker interface {
+	Call(ctx context.Context, req proto.Message) (proto.Message, error)
+}
+
+// Config is a listener's settings.
+type Config struct {
+	Broker Broker
+	// MaxFrameBytes is the largest request frame read; a larger size
+	// prefix closes the connection before the body is read.
+	MaxFrameBytes int
+	// MaxConnections and MaxConnectionsPerIP bound the open connections.
+	MaxConnections      int
+	MaxConnectionsPerIP int
+	// IdleTimeout closes a connection that sends nothing this long.
+	IdleTimeout time.Duration
+	// RequestTimeout bounds one request's wait on the broker.
+	RequestTimeout time.Duration
+	// MaxInFlight is how many requests of one connection are served at
+	// once; the reader waits for the oldest answer beyond it.
+	MaxInFlight int
+	Logger      *slog.Logger
+}
+
+func (c *Config) defaults() {
+	if c.MaxFrameBytes <= 0 {
+		c.MaxFrameBytes = 100 << 20
+	}
+	if c.MaxConnections <= 0 {
+		c.MaxConnections = 10_000
+	}
+	if c.MaxConnectionsPerIP <= 0 {
+		c.MaxConnectionsPerIP = 1_000
+	}
+	if c.IdleTimeout <= 0 {
+		c.IdleTimeout = 10 * time.Minute
+	}
+	if c.RequestTimeout <= 0 {
+		c.RequestTimeout = 30 * time.Second
+	}
+	if c.MaxInFlight <= 0 {
+		c.MaxInFlight = 64
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+}
+
+// Server is a Kafka protocol listener.
+type Server struct {
+	cfg Config
+
+	mu     sync.Mutex
+	ln     net.Listener
+	conns  map[*conn]struct{}
+	perIP  map[string]int
+	closed bool
+	wg     sync.WaitGroup
+
+	// Refused counts connections closed at once by a limit.
+	Refused atomic.Int64
+	lastLog atomic.Int64 // unix nanos of the last refusal logged
+}
+
+// NewServer returns a listener with cfg; Serve starts it.
+func NewServer(cfg Config) *Server {
+	cfg.defaults()
+	return &Server{cfg: cfg, conns: map[*conn]struct{}{}, perIP: map[string]int{}}
+}
+
+// Serve accepts connections on ln until Close.
+func (s *Server) Serve(ln net.Listener) error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		ln.Close()
+		return net.ErrClosed
+	}
+	s.ln = ln
+	s.mu.Unlock()
+	for {
+		nc, err := ln.Accept()
+		if err != nil {
+			s.mu.Lock()
+			closed := s.closed
+			s.mu.Unlock()
+			if closed {
+				return nil
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				time.Sleep(10 * time.Millisecond)
+				continue
+			}
+			return err
+		}
+		s.admit(nc)
+	}
+}
+
+// admit starts serving nc, or closes it at once when a limit is reached.
+func (s *Server) admit(nc net.Conn) {
+	ip := remoteIP(nc)
+	s.mu.Lock()
+	why := ""
+	switch {
+	case s.closed:
+		why = "listener closing"
+	case len(s.conns) >= s.cfg.MaxConnections:
+		why = fmt.Sprintf("%d connections open, the most allowed", len(s.conns))
+	case s.perIP[ip] >= s.cfg.MaxConnectionsPerIP:
+		why = fmt.Sprintf("%d connections from %s, the most allowed from one address", s.perIP[ip], ip)
+	}
+	if why != "" {
+		s.mu.Unlock()
+		nc.Close()
+		s.Refused.Add(1)
+		s.logSpaced("kafka listener refused a connection", "remote", nc.RemoteAddr().String(), "reason", why)
+		return
+	}
+	c := &conn{srv: s, nc: nc, ip: ip}
+	s.conns[c] = struct{}{}
+	s.perIP[ip]++
+	s.wg.Add(1)
+	s.mu.Unlock()
+	go func() {
+		defer s.wg.Done()
+		c.serve()
+		s.mu.Lock()
+		delete(s.conns, c)
+		if s.perIP[ip]--; s.perIP[ip] <= 0 {
+			delete(s.perIP, ip)
+		}
+		s.mu.Unlock()
+	}()
+}
+
+// logSpaced logs at most one line a second, so a flood cannot flood the log.
+func (s *Server) logSpaced(msg string, args ...any) {
+	now := time.Now().UnixNano()
+	last := s.lastLog.Load()
+	if now-last < int64(time.Second) || !s.lastLog.CompareAndSwap(last, now) {
+		return
+	}
+	s.cfg.Logger.Warn(msg, args...)
+}
+
+// Close stops accepting, closes every connection and waits for them.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	s.closed = true
+	var err error
+	if s.ln != nil {
+		err = s.ln.Close()
+	}
+	for c := range s.conns {
+		c.nc.Close()
+	}
+	s.mu.Unlock()
+	s.wg.Wait()
+	return err
+}
+
+func remoteIP(nc net.Conn) string {
+	host, _, err := net.SplitHostPort(nc.RemoteAddr().String())
+	if err != nil {
+		return nc.RemoteAddr().String()
+	}
+	return host
+}
+
+// conn is one client connection.
+type conn struct {
+	srv *Server
+	nc  net.Conn
+	ip  string
+}
+
+// serve reads requests until the connection ends. Each request is served
+// on its own goroutine; answers are written in request order.
+func (c *conn) serve() {
+	defer c.nc.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	// Each request gets a slot in this queue, in arrival order; the
+	// writer takes the slots in turn and waits for each one's answer.
+	queue := make(chan chan []byte, c.srv.cfg.MaxInFlight)
+	writerDone := make(chan struct{})
+	go c.write(queue, writerDone)
+	defer func() {
+		close(queue)
+		<-writerDone
+	}()
+	for {
+		if err := c.nc.SetReadDeadline(time.Now().Add(c.srv.cfg.IdleTimeout)); err != nil {
+			return
+		}
+		frame, err := readFrame(c.nc, c.srv.cfg.MaxFrameBytes)
+		if err != nil {
+			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
+				c.srv.logSpaced("kafka connection closed", "remote", c.nc.RemoteAddr().String(), "reason", err.Error())
+			}
+			return
+		}
+		h, body, err := parseHeader(frame)
+		if err != nil {
+			c.srv.logSpaced("kafka connection closed: malformed request header", "remote", c.nc.RemoteAddr().String(), "error", err.Error())
+			return
+		}
+		a, known := apis[h.key]
+		if !known || h.version < a.versions.min || h.version > a.versions.max {
+			if h.key == kmsg.ApiVersions.Int16() {
+				// Clients probe with their newest ApiVersions: answer v0
+				// with the versions served so they can pick one.
+				slot := make(chan []byte, 1)
+				slot <- encodeResponse(h.correlationID, unsupportedApiVersions())
+				queue <- slot
+				continue
+			}
+			c.srv.logSpaced("kafka connection closed: unsupported request", "remote", c.nc.RemoteAddr().String(),
+				"api", kmsg.NameForKey(h.key), "key", h.key, "version", h.version)
+			return
+		}
+		req, err := decodeRequest(h, body)
+		if err != nil {
+			c.srv.logSpaced("kafka connection closed: malformed request", "remote", c.nc.RemoteAddr().String(), "error", err.Error())
+			return
+		}
+		slot := make(chan []byte, 1)
+		queue <- slot
+		go func() {
+			rctx, rcancel := context.WithTimeout(ctx, c.srv.cfg.RequestTimeout)
+			defer rcancel()
+			resp := a.handle(&request{conn: c, ctx: rctx}, h, req)
+			if resp == nil {
+				slot <- nil
+				return
+			}
+			resp.SetVersion(h.version)
+			slot <- encodeResponse(h.correlationID, resp)
+		}()
+	}
+}
+
+// write sends each slot's answer in turn; a nil answer sends nothing.
+func (c *conn) write(queue <-chan chan []byte, done chan<- struct{}) {
+	defer close(done)
+	failed := false
+	for slot := range queue {
+		b := <-slot
+		if b == nil || failed {
+			continue
+		}
+		if _, err := c.nc.Write(b); err != nil {
+			failed = true
+			c.nc.Close() // the reader stops too
+		}
+	}
+}
