@@ -5,10 +5,12 @@ import "github.com/twmb/franz-go/pkg/kmsg"
 // ApiVersions (key 18), v0–4: the first request on every connection; the
 // answer lists every API and version range in versions.go.
 
-func handleApiVersions(r *request, h header, req kmsg.Request) kmsg.Response {
-	resp := kmsg.NewPtrApiVersionsResponse()
-	resp.ApiKeys = servedKeys()
-	return resp
+func handleApiVersions(r *request, h header, req kmsg.Request) func() kmsg.Response {
+	return func() kmsg.Response {
+		resp := kmsg.NewPtrApiVersionsResponse()
+		resp.ApiKeys = servedKeys()
+		return resp
+	}
 }
 
 // unsupportedApiVersions answers an ApiVersions request at a version newer

@@ -22,6 +22,25 @@ func FuzzRequestFrame(f *testing.F) {
 		req.SetVersion(v)
 		f.Add(frameRequest(req, 2))
 	}
+	for _, v := range []int16{3, 9, 11} {
+		req := kmsg.NewPtrProduceRequest()
+		req.SetVersion(v)
+		req.Acks = -1
+		req.Topics = []kmsg.ProduceRequestTopic{{Topic: "orders", Partitions: []kmsg.ProduceRequestTopicPartition{{Partition: 0, Records: []byte{0, 1, 2}}}}}
+		f.Add(frameRequest(req, 3))
+	}
+	for _, v := range []int16{4, 7, 12} {
+		req := kmsg.NewPtrFetchRequest()
+		req.SetVersion(v)
+		req.Topics = []kmsg.FetchRequestTopic{{Topic: "orders", Partitions: []kmsg.FetchRequestTopicPartition{{Partition: 0, FetchOffset: 5, PartitionMaxBytes: 1 << 20}}}}
+		f.Add(frameRequest(req, 4))
+	}
+	for _, v := range []int16{1, 6} {
+		req := kmsg.NewPtrListOffsetsRequest()
+		req.SetVersion(v)
+		req.Topics = []kmsg.ListOffsetsRequestTopic{{Topic: "orders", Partitions: []kmsg.ListOffsetsRequestTopicPartition{{Partition: 0, Timestamp: -1}}}}
+		f.Add(frameRequest(req, 5))
+	}
 	f.Add([]byte{0, 0, 0, 0})
 	f.Add([]byte{0x7f, 0xff, 0xff, 0xff})
 	f.Fuzz(func(t *testing.T, data []byte) {

@@ -18,9 +18,8 @@ import (
 // offsetsTopic is marked internal, as in Kafka.
 const offsetsTopic = "__consumer_offsets"
 
-func handleMetadata(r *request, h header, kreq kmsg.Request) kmsg.Response {
+func handleMetadata(r *request, h header, kreq kmsg.Request) func() kmsg.Response {
 	req := kreq.(*kmsg.MetadataRequest)
-	resp := kmsg.NewPtrMetadataResponse()
 	// v1+: null topics is every topic, an empty list none; v0: empty is every topic.
 	all := req.Topics == nil || (h.version == 0 && len(req.Topics) == 0)
 	none := !all && len(req.Topics) == 0
@@ -39,7 +38,15 @@ func handleMetadata(r *request, h header, kreq kmsg.Request) kmsg.Response {
 		// topic can have, and keep none of the answer.
 		mreq.Topics = []string{""}
 	}
-	res, err := r.call(mreq)
+	answer := r.ask(mreq)
+	return func() kmsg.Response { return metadataResponse(answer, mreq, none, len(unnamed)) }
+}
+
+// metadataResponse builds the answer; unnamed topics (asked by id) are
+// unknown.
+func metadataResponse(answer Answer, mreq *messages.MetadataRequest, none bool, unnamed int) kmsg.Response {
+	resp := kmsg.NewPtrMetadataResponse()
+	res, err := answer.Wait()
 	md, ok := res.(*messages.MetadataResponse)
 	if err != nil || !ok {
 		for _, name := range mreq.Topics {

@@ -15,10 +15,20 @@ import (
 	"google.golang.org/protobuf/proto"
 )
 
-// Broker is how handlers reach the broker they serve: Call sends a Sluice
-// request to the local broker actor and returns its answer.
+// Broker is how handlers reach the broker they serve, the local broker
+// actor. Both methods send at once, so requests reach the broker in the
+// order they are sent (a connection's produce requests are applied in
+// arrival order).
 type Broker interface {
-	Call(ctx context.Context, req proto.Message) (proto.Message, error)
+	// Ask sends req and returns its coming answer, which fails after timeout.
+	Ask(req proto.Message, timeout time.Duration) Answer
+	// Tell sends req expecting no answer (an acks=0 produce).
+	Tell(req proto.Message)
+}
+
+// Answer is the answer to an Ask.
+type Answer interface {
+	Wait() (proto.Message, error)
 }
 
 // Config is a listener's settings.
@@ -246,10 +256,11 @@ func (c *conn) serve() {
 		}
 		slot := make(chan []byte, 1)
 		queue <- slot
+		// The handler's first part runs here, in arrival order; what it
+		// returns waits for the broker on its own goroutine.
+		finish := a.handle(&request{conn: c, ctx: ctx}, h, req)
 		go func() {
-			rctx, rcancel := context.WithTimeout(ctx, c.srv.cfg.RequestTimeout)
-			defer rcancel()
-			resp := a.handle(&request{conn: c, ctx: rctx}, h, req)
+			resp := finish()
 			if resp == nil {
 				slot <- nil
 				return

@@ -2,7 +2,6 @@ package kafka
 
 import (
 	"bufio"
-	"context"
 	"encoding/binary"
 	"errors"
 	"io"
@@ -26,24 +25,37 @@ type fakeBroker struct {
 	calls  []proto.Message
 }
 
-func (f *fakeBroker) Call(ctx context.Context, req proto.Message) (proto.Message, error) {
+type fakeAnswer struct {
+	delay time.Duration
+	res   proto.Message
+}
+
+func (a fakeAnswer) Wait() (proto.Message, error) {
+	time.Sleep(a.delay)
+	if a.res == nil {
+		return nil, errors.New("no broker")
+	}
+	return a.res, nil
+}
+
+func (f *fakeBroker) Ask(req proto.Message, timeout time.Duration) Answer {
 	f.mu.Lock()
+	defer f.mu.Unlock()
 	f.calls = append(f.calls, req)
 	var d time.Duration
 	if len(f.delays) > 0 {
 		d, f.delays = f.delays[0], f.delays[1:]
 	}
-	md := f.md
-	f.mu.Unlock()
-	select {
-	case <-time.After(d):
-	case <-ctx.Done():
-		return nil, ctx.Err()
+	if f.md == nil {
+		return fakeAnswer{delay: d}
 	}
-	if md == nil {
-		return nil, errors.New("no broker")
-	}
-	return md, nil
+	return fakeAnswer{delay: d, res: f.md}
+}
+
+func (f *fakeBroker) Tell(req proto.Message) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls = append(f.calls, req)
 }
 
 // startServer runs a listener on 127.0.0.1 with b and returns its address.

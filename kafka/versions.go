@@ -13,21 +13,25 @@ import (
 type versionRange struct{ min, max int16 }
 
 // request is what a handler is given besides the request itself: the
-// connection it came on and a context that ends with the request's time
-// or the connection.
+// connection it came on and a context that ends with the connection.
 type request struct {
 	conn *conn
 	ctx  context.Context
 }
 
-// call asks the broker and waits for its answer.
-func (r *request) call(msg proto.Message) (proto.Message, error) {
-	return r.conn.srv.cfg.Broker.Call(r.ctx, msg)
+// ask sends msg to the broker now; the answer is waited for later.
+func (r *request) ask(msg proto.Message) Answer {
+	return r.conn.srv.cfg.Broker.Ask(msg, r.conn.srv.cfg.RequestTimeout)
 }
 
-// handler answers one decoded request; nil means no answer (an acks=0
-// produce).
-type handler func(r *request, h header, req kmsg.Request) kmsg.Response
+// tell sends msg to the broker, expecting no answer.
+func (r *request) tell(msg proto.Message) { r.conn.srv.cfg.Broker.Tell(msg) }
+
+// handler starts serving a decoded request. It runs on the connection's
+// reader, in arrival order, and must not wait: it sends what must reach
+// the broker in order and returns finish, which runs on its own goroutine,
+// waits for the answers and builds the response (nil: no response).
+type handler func(r *request, h header, req kmsg.Request) (finish func() kmsg.Response)
 
 // api is one served API: its versions and its handler.
 type api struct {
@@ -46,6 +50,9 @@ func init() {
 	apis = map[int16]api{
 		kmsg.ApiVersions.Int16(): {versionRange{0, 4}, handleApiVersions},
 		kmsg.Metadata.Int16():    {versionRange{0, 12}, handleMetadata},
+		kmsg.Produce.Int16():     {versionRange{3, 11}, handleProduce},
+		kmsg.Fetch.Int16():       {versionRange{4, 12}, handleFetch},
+		kmsg.ListOffsets.Int16(): {versionRange{1, 6}, handleListOffsets},
 	}
 }
 

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"log/slog"
@@ -354,12 +353,16 @@ type localBroker struct {
 	pid    *actor.PID
 }
 
-func (l localBroker) Call(ctx context.Context, req proto.Message) (proto.Message, error) {
-	timeout := 30 * time.Second
-	if d, ok := ctx.Deadline(); ok {
-		timeout = time.Until(d)
-	}
-	res, err := l.system.Root.RequestFuture(l.pid, req, timeout).Result()
+func (l localBroker) Ask(req proto.Message, timeout time.Duration) kafka.Answer {
+	return futureAnswer{l.system.Root.RequestFuture(l.pid, req, timeout)}
+}
+
+func (l localBroker) Tell(req proto.Message) { l.system.Root.Send(l.pid, req) }
+
+type futureAnswer struct{ f *actor.Future }
+
+func (a futureAnswer) Wait() (proto.Message, error) {
+	res, err := a.f.Result()
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,58 @@
+package kafka
+
+import (
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluicemq/sluice/messages"
+)
+
+// ListOffsets (key 2), v1–6: per partition, -1 is the high watermark, -2
+// the log start, any other value the first offset whose timestamp is at
+// or after it (-1/-1 without error when none is). The max-timestamp query
+// (-3, v7) is not served.
+
+func handleListOffsets(r *request, h header, kreq kmsg.Request) func() kmsg.Response {
+	req := kreq.(*kmsg.ListOffsetsRequest)
+	type pending struct {
+		topic, part int
+		answer      Answer
+	}
+	resp := kmsg.NewPtrListOffsetsResponse()
+	var waits []pending
+	for ti, t := range req.Topics {
+		rt := kmsg.NewListOffsetsResponseTopic()
+		rt.Topic = t.Topic
+		for pi, p := range t.Partitions {
+			rp := kmsg.NewListOffsetsResponseTopicPartition()
+			rp.Partition = p.Partition
+			rt.Partitions = append(rt.Partitions, rp)
+			epoch := int32(-1)
+			if h.version >= 4 {
+				epoch = p.CurrentLeaderEpoch
+			}
+			waits = append(waits, pending{ti, pi, r.ask(&messages.ListOffsetsRequest{Topic: t.Topic, Partition: p.Partition,
+				Timestamp: p.Timestamp, CurrentLeaderEpoch: epoch})})
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return func() kmsg.Response {
+		for _, w := range waits {
+			rp := &resp.Topics[w.topic].Partitions[w.part]
+			res, err := w.answer.Wait()
+			lr, ok := res.(*messages.ListOffsetsResponse)
+			switch {
+			case err != nil:
+				rp.ErrorCode = int16(messages.ErrorCode_REQUEST_TIMED_OUT)
+			case !ok:
+				rp.ErrorCode = errUnknownServerError
+			default:
+				rp.ErrorCode = kafkaCode(lr.Error)
+				rp.Offset, rp.Timestamp, rp.LeaderEpoch = lr.Offset, lr.Timestamp, lr.LeaderEpoch
+				if lr.Error != messages.ErrorCode_NONE {
+					rp.Offset, rp.Timestamp, rp.LeaderEpoch = -1, -1, -1
+				}
+			}
+		}
+		return resp
+	}
+}
