@@ -102,3 +102,16 @@ func parseInt(key, val string, lo, hi int64) (int64, error) {
 	}
 	return v, nil
 }
+
+// Values returns c as topic configuration names and values, the inverse
+// of ParseTopicConfig.
+func (c TopicConfig) Values() map[string]string {
+	return map[string]string{
+		ConfigRetentionMs:     strconv.FormatInt(c.RetentionMs, 10),
+		ConfigRetentionBytes:  strconv.FormatInt(c.RetentionBytes, 10),
+		ConfigSegmentBytes:    strconv.FormatInt(c.SegmentBytes, 10),
+		ConfigMaxMessageBytes: strconv.Itoa(c.MaxMessageBytes),
+		ConfigMinISR:          strconv.Itoa(c.MinISR),
+		ConfigUnclean:         strconv.FormatBool(c.UncleanLeaderElection),
+	}
+}

@@ -1,10 +1,6 @@
 package kafka
 
 import (
-	"encoding/hex"
-	"net"
-	"strconv"
-
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluicemq/sluice/messages"
@@ -57,22 +53,14 @@ func metadataResponse(answer Answer, mreq *messages.MetadataRequest, none bool, 
 		return resp
 	}
 
-	kafkaBrokers := map[int32]bool{}
-	for _, b := range md.Brokers {
-		host, portText, err := net.SplitHostPort(b.KafkaAddress)
-		if err != nil {
-			continue // no Kafka listener on this broker
-		}
-		port, err := strconv.Atoi(portText)
-		if err != nil {
-			continue
-		}
-		resp.Brokers = append(resp.Brokers, kmsg.MetadataResponseBroker{NodeID: b.Id, Host: host, Port: int32(port)})
-		kafkaBrokers[b.Id] = true
+	listed := map[int32]bool{}
+	for _, b := range kafkaBrokers(md) {
+		resp.Brokers = append(resp.Brokers, b)
+		listed[b.NodeID] = true
 	}
 	resp.ClusterID = kmsg.StringPtr(md.ClusterId)
 	resp.ControllerID = -1
-	if kafkaBrokers[md.ControllerId] {
+	if listed[md.ControllerId] {
 		resp.ControllerID = md.ControllerId
 	}
 	for _, t := range md.Topics {
@@ -83,15 +71,13 @@ func metadataResponse(answer Answer, mreq *messages.MetadataRequest, none bool, 
 		kt.Topic = kmsg.StringPtr(t.Name)
 		kt.ErrorCode = kafkaCode(t.Error)
 		kt.IsInternal = t.Name == offsetsTopic
-		if id, err := hex.DecodeString(t.TopicId); err == nil && len(id) == 16 {
-			copy(kt.TopicID[:], id)
-		}
+		kt.TopicID = topicID(t.TopicId)
 		for _, p := range t.Partitions {
 			kp := kmsg.NewMetadataResponseTopicPartition()
 			kp.Partition, kp.Leader, kp.LeaderEpoch = p.Partition, p.Leader, p.LeaderEpoch
 			kp.Replicas, kp.ISR, kp.OfflineReplicas = nonNil(p.Replicas), nonNil(p.Isr), nonNil(p.OfflineReplicas)
 			kp.ErrorCode = kafkaCode(p.Error)
-			if kp.ErrorCode == 0 && !kafkaBrokers[p.Leader] {
+			if kp.ErrorCode == 0 && !listed[p.Leader] {
 				kp.Leader, kp.ErrorCode = -1, int16(messages.ErrorCode_LEADER_NOT_AVAILABLE)
 			}
 			kt.Partitions = append(kt.Partitions, kp)

@@ -47,7 +47,10 @@ type Config struct {
 	// MaxInFlight is how many requests of one connection are served at
 	// once; the reader waits for the oldest answer beyond it.
 	MaxInFlight int
-	Logger      *slog.Logger
+	// TopicDefaults are the broker's topic configuration defaults, by
+	// Kafka name, for DescribeConfigs.
+	TopicDefaults map[string]string
+	Logger        *slog.Logger
 }
 
 func (c *Config) defaults() {

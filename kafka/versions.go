@@ -48,11 +48,18 @@ var apis map[int16]api
 
 func init() {
 	apis = map[int16]api{
-		kmsg.ApiVersions.Int16(): {versionRange{0, 4}, handleApiVersions},
-		kmsg.Metadata.Int16():    {versionRange{0, 12}, handleMetadata},
-		kmsg.Produce.Int16():     {versionRange{3, 11}, handleProduce},
-		kmsg.Fetch.Int16():       {versionRange{4, 12}, handleFetch},
-		kmsg.ListOffsets.Int16(): {versionRange{1, 6}, handleListOffsets},
+		kmsg.ApiVersions.Int16():          {versionRange{0, 4}, handleApiVersions},
+		kmsg.Metadata.Int16():             {versionRange{0, 12}, handleMetadata},
+		kmsg.Produce.Int16():              {versionRange{3, 11}, handleProduce},
+		kmsg.Fetch.Int16():                {versionRange{4, 12}, handleFetch},
+		kmsg.ListOffsets.Int16():          {versionRange{1, 6}, handleListOffsets},
+		kmsg.InitProducerID.Int16():       {versionRange{0, 4}, handleInitProducerID},
+		kmsg.OffsetForLeaderEpoch.Int16(): {versionRange{2, 4}, handleOffsetForLeaderEpoch},
+		kmsg.CreateTopics.Int16():         {versionRange{0, 7}, handleCreateTopics},
+		kmsg.DeleteTopics.Int16():         {versionRange{0, 6}, handleDeleteTopics},
+		kmsg.CreatePartitions.Int16():     {versionRange{0, 3}, handleCreatePartitions},
+		kmsg.DescribeConfigs.Int16():      {versionRange{0, 4}, handleDescribeConfigs},
+		kmsg.DescribeCluster.Int16():      {versionRange{0, 1}, handleDescribeCluster},
 	}
 }
 

@@ -200,7 +200,18 @@ func (p *partitionActor) releaseReplicaFetches(ctx actor.Context, code messages.
 // leader's log, for its truncation.
 func (p *partitionActor) onOffsetForLeaderEpoch(ctx actor.Context, req *messages.OffsetForLeaderEpochRequest) {
 	resp := &messages.OffsetForLeaderEpochResponse{Topic: req.Topic, Partition: req.Partition, Epoch: -1, EndOffset: -1}
-	if code, msg := p.checkReplicaRequest(req.ReplicaId, req.CurrentLeaderEpoch); code != messages.ErrorCode_NONE {
+	check := p.checkReplicaRequest
+	if req.ReplicaId < 0 {
+		// A consumer checking whether the log was truncated under what it
+		// read (KIP-320): the leader's epoch check, as for its fetches.
+		check = func(_, epoch int32) (messages.ErrorCode, string) {
+			if code, msg := p.unavailable(); code != messages.ErrorCode_NONE {
+				return code, msg
+			}
+			return p.checkEpoch(epoch)
+		}
+	}
+	if code, msg := check(req.ReplicaId, req.CurrentLeaderEpoch); code != messages.ErrorCode_NONE {
 		resp.Error, resp.ErrorMessage = code, msg
 		actors.Respond(ctx, resp)
 		return

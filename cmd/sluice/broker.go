@@ -249,7 +249,7 @@ func runBroker(args []string, stdout, stderr io.Writer) error {
 		kafkaSrv = kafka.NewServer(kafka.Config{Broker: localBroker{system: node.System, pid: b.PID},
 			MaxFrameBytes:  max(cfg.MaxFetchBytes, actors.MaxMessageBytesLimit) + (64 << 10),
 			MaxConnections: *maxConns, MaxConnectionsPerIP: *maxConnsPerIP, IdleTimeout: *idleConns,
-			Logger: logger.With("listener", "kafka")})
+			TopicDefaults: cfg.DefaultTopic.Values(), Logger: logger.With("listener", "kafka")})
 		go func() {
 			if err := kafkaSrv.Serve(kafkaLn); err != nil {
 				logger.Error("kafka listener stopped", "error", err)
