@@ -17,6 +17,7 @@ import (
 
 	"github.com/sluicemq/sluice/actors/transport"
 	"github.com/sluicemq/sluice/messages"
+	"github.com/sluicemq/sluice/messages/record"
 )
 
 // config holds every option; each client type reads the part it needs.
@@ -33,6 +34,7 @@ type config struct {
 	// producer
 	acks            int32
 	linger          time.Duration
+	compression     record.Codec
 	batchBytes      int
 	maxBuffered     int64
 	maxInFlight     int

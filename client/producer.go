@@ -34,6 +34,11 @@ func Acks(a AckLevel) Opt { return func(c *config) { c.acks = int32(a) } }
 // is sent. Default 5 ms.
 func Linger(d time.Duration) Opt { return func(c *config) { c.linger = d } }
 
+// Compression compresses each batch's records with codec (Kafka's:
+// record.Gzip, record.Snappy, record.LZ4, record.Zstd; default none).
+// Brokers store batches as they arrive and consumers decompress them.
+func Compression(codec record.Codec) Opt { return func(c *config) { c.compression = codec } }
+
 // BatchBytes caps one record batch (and so the largest record). Default 1 MiB,
 // the broker's default max.message.bytes.
 func BatchBytes(n int) Opt { return func(c *config) { c.batchBytes = n } }
@@ -323,6 +328,13 @@ func (p *Producer) sealLocked(pb *partitionBuffer) {
 		return
 	}
 	data := pb.builder.Finish()
+	if p.cfg.compression != record.NoCompression {
+		// A batch that will not compress is sent as it is.
+		if c, err := record.Compress(data, p.cfg.compression); err == nil {
+			p.pool.Put(data[:0])
+			data = c
+		}
+	}
 	size := pb.reserved
 	pb.reserved, pb.lastLen = 0, len(data)
 	b := &sealedBatch{tp: pb.tp, data: data, recs: pb.recs, size: size, created: pb.started, seq: -1, ordinal: -1}

@@ -9,7 +9,7 @@ import (
 	"github.com/sluicemq/sluice/messages"
 )
 
-// Fetch (key 1), v4–12: every partition is read from its leader as a
+// Fetch (key 1), v0–12: every partition is read from its leader as a
 // Sluice FetchRequest. A first round reads what is there; if it holds less
 // than MinBytes, a second round parks a fetch on every partition for
 // MaxWait and answers as soon as one has records (Kafka's long poll).

@@ -8,7 +8,7 @@ import (
 	"github.com/sluicemq/sluice/messages"
 )
 
-// Produce (key 0), v3–11: each partition's batch goes to its leader as a
+// Produce (key 0), v0–11: each partition's batch goes to its leader as a
 // Sluice ProduceRequest, sent in arrival order; the batch stays as the
 // client wrote it (RecordBatch v2), checked by the leader. acks=0 gets no
 // response at all.

@@ -48,10 +48,13 @@ var apis map[int16]api
 
 func init() {
 	apis = map[int16]api{
-		kmsg.ApiVersions.Int16():          {versionRange{0, 4}, handleApiVersions},
-		kmsg.Metadata.Int16():             {versionRange{0, 12}, handleMetadata},
-		kmsg.Produce.Int16():              {versionRange{3, 11}, handleProduce},
-		kmsg.Fetch.Int16():                {versionRange{4, 12}, handleFetch},
+		kmsg.ApiVersions.Int16(): {versionRange{0, 4}, handleApiVersions},
+		kmsg.Metadata.Int16():    {versionRange{0, 12}, handleMetadata},
+		// Produce 0-2 and Fetch 0-3 are used only by clients older than
+		// record batches, whose batches are refused; librdkafka needs them
+		// in the range to turn on LZ4 and throttle times.
+		kmsg.Produce.Int16():              {versionRange{0, 11}, handleProduce},
+		kmsg.Fetch.Int16():                {versionRange{0, 12}, handleFetch},
 		kmsg.ListOffsets.Int16():          {versionRange{1, 6}, handleListOffsets},
 		kmsg.InitProducerID.Int16():       {versionRange{0, 4}, handleInitProducerID},
 		kmsg.OffsetForLeaderEpoch.Int16(): {versionRange{2, 4}, handleOffsetForLeaderEpoch},
@@ -60,6 +63,7 @@ func init() {
 		kmsg.CreatePartitions.Int16():     {versionRange{0, 3}, handleCreatePartitions},
 		kmsg.DescribeConfigs.Int16():      {versionRange{0, 4}, handleDescribeConfigs},
 		kmsg.DescribeCluster.Int16():      {versionRange{0, 1}, handleDescribeCluster},
+		kmsg.FindCoordinator.Int16():      {versionRange{0, 4}, handleFindCoordinator},
 	}
 }
 

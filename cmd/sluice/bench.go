@@ -35,6 +35,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	quiet := fs.Bool("quiet", false, "no progress line (drawn only on a terminal)")
 	format := formatFlag(fs)
 	cpuProfile := fs.String("cpu-profile", "", "write a CPU profile of this client process to FILE")
+	compression := codecFlag(fs)
 	if _, err := parseClientArgs(fs, conn, args); err != nil {
 		return err
 	}
@@ -75,7 +76,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 		res, err = benchProduce(ctx, *broker, *topic, *records, *size, &done, client.Acks(acks),
-			client.BatchBytes(*batchBytes), client.Linger(*linger), client.MaxInFlight(*inFlight), conn.opt(logger))
+			client.BatchBytes(*batchBytes), client.Linger(*linger), client.MaxInFlight(*inFlight), client.Compression(compression.codec), conn.opt(logger))
 		stopProgress()
 		if err != nil {
 			if res.records > 0 {

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -121,11 +122,80 @@ func TestKafkaFranzGo(t *testing.T) {
 		t.Fatalf("DescribeCluster: %v %+v", err, res)
 	}
 
+	// The first group request creates __consumer_offsets: the coordinator
+	// is not available until its partitions lead.
+	eventually(t, 30*time.Second, func() string {
+		c := adm.FindGroupCoordinators(ctx, "billing")["billing"]
+		if c.Err != nil || c.NodeID != 0 || fmt.Sprintf("%s:%d", c.Host, c.Port) != addr {
+			return fmt.Sprintf("FindCoordinator: %+v", c)
+		}
+		return ""
+	})
+
 	deleted, err := adm.DeleteTopics(ctx, "fz")
 	if err != nil || deleted["fz"].Err != nil {
 		t.Fatalf("delete: %v %+v", err, deleted)
 	}
 	if out := b.cli("", "topic", "list"); strings.Contains(out, "fz") {
 		t.Fatalf("fz still listed: %s", out)
+	}
+}
+
+// Compressed batches, from Kafka clients and from Sluice's producer, are
+// stored as they arrive and read by both doors: kcat and franz-go with each
+// codec, sluice produce --compression and sluice consume.
+func TestKafkaCompression(t *testing.T) {
+	kcat := needTool(t, "kcat")
+	b := startBroker(t, "--kafka-addr", "127.0.0.1:0")
+	addr := kafkaAddr(t, b)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	codecs := []struct {
+		name  string
+		codec kgo.CompressionCodec
+		attr  int16
+	}{{"gzip", kgo.GzipCompression(), 1}, {"snappy", kgo.SnappyCompression(), 2}, {"lz4", kgo.Lz4Compression(), 3}, {"zstd", kgo.ZstdCompression(), 4}}
+	for _, c := range codecs {
+		topic := "c-" + c.name
+		b.cli("", "topic", "create", topic, "--partitions", "4")
+		value := strings.Repeat(c.name+" ", 200) + "end" // compressible
+		// Partition 0: kcat; 1: franz-go; 2: sluice produce.
+		kcatRun(t, kcat, "kcat:"+value+"\n", "-P", "-b", addr, "-t", topic, "-p", "0", "-K:", "-z", c.name)
+		p := newKgo(t, addr, kgo.ProducerBatchCompression(c.codec), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+		if err := p.ProduceSync(ctx, &kgo.Record{Topic: topic, Partition: 1, Key: []byte("franz"), Value: []byte(value)}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+		b.cli("sluice:"+value+"\n", "produce", topic, "--partition", "2", "--key-delimiter", ":", "--compression", c.name)
+
+		// Each batch is stored and served with the codec it was sent with.
+		for part := int32(0); part < 3; part++ {
+			req := kmsg.NewPtrFetchRequest()
+			req.MaxBytes = 1 << 20
+			req.Topics = []kmsg.FetchRequestTopic{{Topic: topic, Partitions: []kmsg.FetchRequestTopicPartition{{Partition: part, PartitionMaxBytes: 1 << 20, CurrentLeaderEpoch: -1}}}}
+			res, err := req.RequestWith(ctx, p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			raw := res.Topics[0].Partitions[0].RecordBatches
+			var batch kmsg.RecordBatch
+			if err := batch.ReadFrom(raw); err != nil {
+				t.Fatalf("%s partition %d: %v", c.name, part, err)
+			}
+			if batch.Attributes&7 != c.attr || len(raw) >= len(value) {
+				t.Errorf("%s partition %d: attributes %d, %d bytes for a %d-byte value", c.name, part, batch.Attributes, len(raw), len(value))
+			}
+		}
+		// Both doors read all three records back whole.
+		want := []string{"franz=" + value, "kcat=" + value, "sluice=" + value}
+		got := strings.Split(strings.TrimSpace(kcatRun(t, kcat, "", "-C", "-b", addr, "-t", topic, "-o", "beginning", "-e", "-q", "-f", `%k=%s\n`)), "\n")
+		slices.Sort(got)
+		if !slices.Equal(got, want) {
+			t.Errorf("%s: kcat read %d records: %.80q", c.name, len(got), got)
+		}
+		got = strings.Split(strings.TrimSpace(b.cli("", "consume", topic, "--offset", "start", "--to-end", "--format", "%k=%v")), "\n")
+		slices.Sort(got)
+		if !slices.Equal(got, want) {
+			t.Errorf("%s: sluice consume read %d records: %.80q", c.name, len(got), got)
+		}
 	}
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/sluicemq/sluice/client"
 	"github.com/sluicemq/sluice/messages"
+	"github.com/sluicemq/sluice/messages/record"
 )
 
 // parseAcks reads the --acks flag.
@@ -51,6 +52,7 @@ partitioner), so a few records usually land on one partition.
 	var headers headerFlag
 	fs.Var(&headers, "header", "a header KEY=VALUE on every record (repeatable)")
 	file := fs.String("file", "", "read records from this file instead of stdin")
+	compression := codecFlag(fs)
 	acksFlag := fs.String("acks", "all", "0, 1 or all")
 	var partition partitionFlag
 	fs.Var(&partition, "partition", "send every record to this partition (default: by key, or sticky when keyless)")
@@ -79,7 +81,7 @@ partitioner), so a few records usually land on one partition.
 		defer f.Close()
 		stdin = f
 	}
-	opts := []client.Opt{client.Acks(acks), conn.opt(clientLogger(stderr)), client.DeliveryTimeout(*timeout)}
+	opts := []client.Opt{client.Acks(acks), conn.opt(clientLogger(stderr)), client.DeliveryTimeout(*timeout), client.Compression(compression.codec)}
 	if partition.set {
 		opts = append(opts, client.WithPartitioner(client.ManualPartitioner()))
 	}
@@ -201,4 +203,20 @@ func (h *headerFlag) Set(s string) error {
 	}
 	*h = append(*h, client.Header{Key: k, Value: []byte(v)})
 	return nil
+}
+
+// compressionFlag is --compression: a codec by its Kafka name.
+type compressionFlag struct{ codec record.Codec }
+
+func (c *compressionFlag) String() string { return c.codec.String() }
+
+func (c *compressionFlag) Set(s string) (err error) {
+	c.codec, err = record.ParseCodec(s)
+	return err
+}
+
+func codecFlag(fs *flag.FlagSet) *compressionFlag {
+	c := &compressionFlag{}
+	fs.Var(c, "compression", "compress batches: none, gzip, snappy, lz4 or zstd (consumers of either door decompress them)")
+	return c
 }

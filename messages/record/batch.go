@@ -119,10 +119,12 @@ func CheckCRC(b []byte) (Header, error) {
 	return h, nil
 }
 
-// Validate checks that b is exactly one well-formed, uncompressed,
-// non-transactional batch of at most maxBytes (0: no limit): header, CRC,
-// and the framing of every record (lengths and offset deltas). It does not
-// allocate. Errors wrap ErrCorrupt or ErrTooLarge.
+// Validate checks that b is exactly one well-formed, non-transactional
+// batch of at most maxBytes (0: no limit): header, CRC, and the framing of
+// every record (lengths and offset deltas). An uncompressed batch is
+// checked without allocating; a compressed one is decompressed to check
+// its records (at most MaxDecompressedBytes). Errors wrap ErrCorrupt or
+// ErrTooLarge.
 func Validate(b []byte, maxBytes int) (Header, error) {
 	if maxBytes > 0 && len(b) > maxBytes {
 		return Header{}, fmt.Errorf("%w: %d bytes, limit %d", ErrTooLarge, len(b), maxBytes)
@@ -131,8 +133,8 @@ func Validate(b []byte, maxBytes int) (Header, error) {
 	if err != nil {
 		return h, err
 	}
-	if c := h.Attributes & attrCompressionMask; c != 0 {
-		return h, fmt.Errorf("%w: compression codec %d is not supported", ErrCorrupt, c)
+	if c := h.Codec(); c > Zstd {
+		return h, fmt.Errorf("%w: unknown compression codec %d", ErrCorrupt, c)
 	}
 	if h.Attributes&(attrTransactional|attrControl) != 0 {
 		return h, fmt.Errorf("%w: transactional and control batches are not supported", ErrCorrupt)

@@ -161,7 +161,7 @@ func TestValidateLimitsAndShapes(t *testing.T) {
 	if _, err := Validate(empty.Finish(), 0); !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("empty batch: %v", err)
 	}
-	// A compressed batch with a valid CRC is refused with a clear reason.
+	// A batch that says it is compressed but does not decompress is refused.
 	c := append([]byte(nil), batch...)
 	c[offAttributes+1] |= 1
 	SetProducer(c, NoProducer) // recompute the CRC

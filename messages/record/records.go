@@ -53,10 +53,18 @@ type Iterator struct {
 }
 
 // Records returns an iterator over the records of batch b. The batch header
-// must already have been checked (ParseHeader or CheckCRC).
+// must already have been checked (ParseHeader or CheckCRC). A compressed
+// batch is decompressed first, into a new buffer the records alias.
 func Records(b []byte) Iterator {
 	if len(b) < HeaderSize {
 		return Iterator{err: fmt.Errorf("%w: batch shorter than its header", ErrCorrupt)}
+	}
+	if c := Codec(b[offAttributes+1] & attrCompressionMask); c != NoCompression {
+		body, err := decompress(c, b[HeaderSize:])
+		if err != nil {
+			return Iterator{err: err}
+		}
+		return Iterator{rest: body}
 	}
 	return Iterator{rest: b[HeaderSize:]}
 }
