@@ -13,9 +13,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
+// newKgo is a franz-go client of the Kafka listeners at addr (one address
+// or several separated by commas), closed when the test ends.
 func newKgo(t *testing.T, addr string, opts ...kgo.Opt) *kgo.Client {
 	t.Helper()
-	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(addr), kgo.RetryTimeout(20 * time.Second)}, opts...)...)
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(strings.Split(addr, ",")...), kgo.RetryTimeout(20 * time.Second)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -166,6 +166,23 @@ func TestKafkaListenerClusterMetadata(t *testing.T) {
 			}
 		}
 	}
+	// Written through one broker, read through another: each client finds
+	// every partition's leader.
+	var in strings.Builder
+	for i := 0; i < 300; i++ {
+		fmt.Fprintf(&in, "k%d:v%d\n", i, i)
+	}
+	kcatRun(t, kcat, in.String(), "-P", "-b", addrs[1], "-t", "orders", "-K:", "-X", "acks=all", "-z", "zstd")
+	out := kcatRun(t, kcat, "", "-C", "-b", addrs[3], "-t", "orders", "-o", "beginning", "-e", "-q", "-f", `%k=%s\n`)
+	got := strings.Split(strings.TrimSpace(out), "\n")
+	if len(got) != 300 {
+		t.Fatalf("read %d records through broker 3", len(got))
+	}
+	for _, line := range got {
+		if k, v, _ := strings.Cut(line, "="); v != "v"+k[1:] {
+			t.Fatalf("record %q", line)
+		}
+	}
 }
 
 // kcatRun runs kcat with args and stdin and returns its standard output.
