@@ -2,6 +2,8 @@ package kafka
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -20,10 +22,19 @@ import (
 // order they are sent (a connection's produce requests are applied in
 // arrival order).
 type Broker interface {
-	// Ask sends req and returns its coming answer, which fails after timeout.
-	Ask(req proto.Message, timeout time.Duration) Answer
+	// Ask sends req on behalf of c and returns its coming answer, which
+	// fails after timeout.
+	Ask(c Caller, req proto.Message, timeout time.Duration) Answer
 	// Tell sends req expecting no answer (an acks=0 produce).
-	Tell(req proto.Message)
+	Tell(c Caller, req proto.Message)
+}
+
+// Caller is who sent a request: the connection's principal (from its TLS
+// certificate, else the anonymous one) and its remote address. The broker
+// authorizes the request as it does one from its actor listener.
+type Caller struct {
+	Principal string
+	Peer      string
 }
 
 // Answer is the answer to an Ask.
@@ -50,7 +61,14 @@ type Config struct {
 	// TopicDefaults are the broker's topic configuration defaults, by
 	// Kafka name, for DescribeConfigs.
 	TopicDefaults map[string]string
-	Logger        *slog.Logger
+	// TLS, when set, makes every connection TLS; the configuration must
+	// require and verify a client certificate, and Principal names the
+	// principal of a verified one. Without TLS every connection is
+	// Anonymous.
+	TLS       *tls.Config
+	Principal func(*x509.Certificate) string
+	Anonymous string
+	Logger    *slog.Logger
 }
 
 func (c *Config) defaults() {
@@ -74,6 +92,9 @@ func (c *Config) defaults() {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if c.Anonymous == "" {
+		c.Anonymous = "User:ANONYMOUS"
 	}
 }
 
@@ -149,7 +170,7 @@ func (s *Server) admit(nc net.Conn) {
 		s.logSpaced("kafka listener refused a connection", "remote", nc.RemoteAddr().String(), "reason", why)
 		return
 	}
-	c := &conn{srv: s, nc: nc, ip: ip}
+	c := &conn{srv: s, nc: nc, ip: ip, caller: Caller{Principal: s.cfg.Anonymous, Peer: "kafka " + nc.RemoteAddr().String()}}
 	s.conns[c] = struct{}{}
 	s.perIP[ip]++
 	s.wg.Add(1)
@@ -202,15 +223,40 @@ func remoteIP(nc net.Conn) string {
 
 // conn is one client connection.
 type conn struct {
-	srv *Server
-	nc  net.Conn
-	ip  string
+	srv    *Server
+	nc     net.Conn
+	ip     string
+	caller Caller
+}
+
+// handshake runs the TLS handshake of a connection and takes its
+// principal from the client's certificate.
+func (c *conn) handshake() error {
+	tc := tls.Server(c.nc, c.srv.cfg.TLS)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := tc.HandshakeContext(ctx); err != nil {
+		return err
+	}
+	certs := tc.ConnectionState().PeerCertificates
+	if len(certs) == 0 || c.srv.cfg.Principal == nil || c.srv.cfg.Principal(certs[0]) == "" {
+		return errors.New("no principal in the client certificate")
+	}
+	c.nc, c.caller.Principal = tc, c.srv.cfg.Principal(certs[0])
+	return nil
 }
 
 // serve reads requests until the connection ends. Each request is served
 // on its own goroutine; answers are written in request order.
 func (c *conn) serve() {
-	defer c.nc.Close()
+	defer func() { c.nc.Close() }()
+	if c.srv.cfg.TLS != nil {
+		if err := c.handshake(); err != nil {
+			c.srv.Refused.Add(1)
+			c.srv.logSpaced("kafka listener refused a TLS connection", "remote", c.nc.RemoteAddr().String(), "error", err.Error())
+			return
+		}
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	// Each request gets a slot in this queue, in arrival order; the

@@ -38,7 +38,7 @@ func (a fakeAnswer) Wait() (proto.Message, error) {
 	return a.res, nil
 }
 
-func (f *fakeBroker) Ask(req proto.Message, timeout time.Duration) Answer {
+func (f *fakeBroker) Ask(c Caller, req proto.Message, timeout time.Duration) Answer {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.calls = append(f.calls, req)
@@ -52,7 +52,7 @@ func (f *fakeBroker) Ask(req proto.Message, timeout time.Duration) Answer {
 	return fakeAnswer{delay: d, res: f.md}
 }
 
-func (f *fakeBroker) Tell(req proto.Message) {
+func (f *fakeBroker) Tell(c Caller, req proto.Message) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.calls = append(f.calls, req)

@@ -21,11 +21,11 @@ type request struct {
 
 // ask sends msg to the broker now; the answer is waited for later.
 func (r *request) ask(msg proto.Message) Answer {
-	return r.conn.srv.cfg.Broker.Ask(msg, r.conn.srv.cfg.RequestTimeout)
+	return r.conn.srv.cfg.Broker.Ask(r.conn.caller, msg, r.conn.srv.cfg.RequestTimeout)
 }
 
 // tell sends msg to the broker, expecting no answer.
-func (r *request) tell(msg proto.Message) { r.conn.srv.cfg.Broker.Tell(msg) }
+func (r *request) tell(msg proto.Message) { r.conn.srv.cfg.Broker.Tell(r.conn.caller, msg) }
 
 // handler starts serving a decoded request. It runs on the connection's
 // reader, in arrival order, and must not wait: it sends what must reach

@@ -194,7 +194,12 @@ func (b *brokerActor) Receive(ctx actor.Context) {
 		fail := func(code messages.ErrorCode, text string) proto.Message {
 			return &messages.OffsetForLeaderEpochResponse{Topic: msg.Topic, Partition: msg.Partition, Error: code, ErrorMessage: text, Epoch: -1, EndOffset: -1}
 		}
-		if b.fromFollower(ctx, msg.ReplicaId, fail) {
+		if msg.ReplicaId < 0 {
+			// A consumer checking for truncation (the Kafka listener's).
+			if b.permit(ctx, fail, onTopic(opRead, msg.Topic)) {
+				b.route(ctx, msg.Topic, msg.Partition, fail)
+			}
+		} else if b.fromFollower(ctx, msg.ReplicaId, fail) {
 			b.route(ctx, msg.Topic, msg.Partition, fail)
 		}
 	case *messages.AlterPartitionRequest:

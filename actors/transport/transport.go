@@ -2,6 +2,9 @@ package transport
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -88,6 +91,36 @@ func (n *Node) LocalPrincipal() string {
 		return ""
 	}
 	return n.tls.LocalPrincipal()
+}
+
+// ServerTLS returns a TLS configuration for another listener of this node
+// (the Kafka listener): the node's own certificate, kept current as it is
+// reloaded, and a client certificate the cluster's CA signed, naming a
+// principal (CertPrincipal of the verified chain's leaf). Nil without TLS.
+func (n *Node) ServerTLS() *tls.Config {
+	if n.tls == nil {
+		return nil
+	}
+	s := n.tls
+	return &tls.Config{
+		MinVersion:     tls.VersionTLS12,
+		GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return s.ownCertificate(), nil },
+		// Verified here rather than by crypto/tls, so that a reloaded CA
+		// applies to new connections at once.
+		ClientAuth: tls.RequireAnyClientCert,
+		VerifyConnection: func(cs tls.ConnectionState) error {
+			if len(cs.PeerCertificates) == 0 {
+				return errors.New("a client certificate is required")
+			}
+			if err := s.verifyChain(cs.PeerCertificates, x509.ExtKeyUsageClientAuth); err != nil {
+				return fmt.Errorf("certificate of %q not accepted: %w", cs.PeerCertificates[0].Subject.CommonName, err)
+			}
+			if CertPrincipal(cs.PeerCertificates[0]) == "" {
+				return errors.New("the certificate names no principal")
+			}
+			return nil
+		},
+	}
 }
 
 // ReloadTLS reads the certificate, key and CA files again (they are also

@@ -148,10 +148,6 @@ func runBroker(args []string, stdout, stderr io.Writer) error {
 	if *maxMsg > actors.MaxMessageBytesLimit {
 		return usageErr("--max-message-bytes %d: at most %d", *maxMsg, actors.MaxMessageBytesLimit)
 	}
-	if *kafkaAddr != "" && secure {
-		// It would offer plaintext access to a cluster that requires TLS.
-		return usageErr("--kafka-addr: the Kafka listener does not serve TLS yet; it cannot run on a broker with --tls-cert")
-	}
 	if *kafkaAdvertise != "" && *kafkaAddr == "" {
 		return usageErr("--kafka-advertise needs --kafka-addr")
 	}
@@ -249,7 +245,10 @@ func runBroker(args []string, stdout, stderr io.Writer) error {
 		kafkaSrv = kafka.NewServer(kafka.Config{Broker: localBroker{system: node.System, pid: b.PID},
 			MaxFrameBytes:  max(cfg.MaxFetchBytes, actors.MaxMessageBytesLimit) + (64 << 10),
 			MaxConnections: *maxConns, MaxConnectionsPerIP: *maxConnsPerIP, IdleTimeout: *idleConns,
-			TopicDefaults: cfg.DefaultTopic.Values(), Logger: logger.With("listener", "kafka")})
+			TopicDefaults: cfg.DefaultTopic.Values(), Logger: logger.With("listener", "kafka"),
+			// With TLS on the broker the Kafka listener is TLS too, with the
+			// same certificates and principals.
+			TLS: node.ServerTLS(), Principal: transport.CertPrincipal, Anonymous: transport.AnonymousPrincipal})
 		go func() {
 			if err := kafkaSrv.Serve(kafkaLn); err != nil {
 				logger.Error("kafka listener stopped", "error", err)
@@ -353,11 +352,24 @@ type localBroker struct {
 	pid    *actor.PID
 }
 
-func (l localBroker) Ask(req proto.Message, timeout time.Duration) kafka.Answer {
-	return futureAnswer{l.system.Root.RequestFuture(l.pid, req, timeout)}
+func (l localBroker) Ask(c kafka.Caller, req proto.Message, timeout time.Duration) kafka.Answer {
+	f := actor.NewFuture(l.system, timeout)
+	l.system.Root.Send(l.pid, l.envelope(c, req, f.PID()))
+	return futureAnswer{f}
 }
 
-func (l localBroker) Tell(req proto.Message) { l.system.Root.Send(l.pid, req) }
+func (l localBroker) Tell(c kafka.Caller, req proto.Message) {
+	l.system.Root.Send(l.pid, l.envelope(c, req, nil))
+}
+
+// envelope carries the caller as the transport stamps a request from its
+// own listener, so that the broker authorizes both doors alike.
+func (l localBroker) envelope(c kafka.Caller, req proto.Message, sender *actor.PID) *actor.MessageEnvelope {
+	env := &actor.MessageEnvelope{Message: req, Sender: sender}
+	env.SetHeader(transport.PeerHeader, c.Peer)
+	env.SetHeader(transport.PrincipalHeader, c.Principal)
+	return env
+}
 
 type futureAnswer struct{ f *actor.Future }
 

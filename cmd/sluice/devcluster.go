@@ -27,7 +27,7 @@ func runDevCluster(args []string, stdout, stderr io.Writer) error {
 	consulBin := fs.String("consul-bin", "", "consul binary (default: $SLUICE_CONSUL_BIN, the .ci/install-consul.sh cache, or consul on PATH)")
 	consulPort := fs.Int("consul-port", 8500, "Consul HTTP port; its server and Serf ports are 200, 199 and 198 below it")
 	basePort := fs.Int("base-port", 9471, "broker i listens on base-port + i - 1")
-	kafkaBase := fs.Int("kafka-base-port", 9092, "broker i serves Kafka clients on kafka-base-port + i - 1 (0: no Kafka listener; off with --secure)")
+	kafkaBase := fs.Int("kafka-base-port", 9092, "broker i serves Kafka clients on kafka-base-port + i - 1 (0: no Kafka listener; with --secure it is TLS)")
 	clusterName := fs.String("cluster", "dev", "cluster name")
 	restartDelay := fs.Duration("restart-delay", 10*time.Second, "a broker that exits is started again after this pause (0: it stays down)")
 	secure := fs.Bool("secure", false, "mutual TLS and ACLs: writes a throwaway CA and certificates to DIR/certs (kept across runs), User:admin is a super user")
@@ -39,9 +39,6 @@ func runDevCluster(args []string, stdout, stderr io.Writer) error {
 	}
 	if *consulPort < 201 || *consulPort > 65535 {
 		return usageErr("--consul-port %d: want 201 to 65535", *consulPort)
-	}
-	if *secure {
-		*kafkaBase = 0 // the Kafka listener does not serve TLS yet
 	}
 	if *kafkaBase < 0 || *kafkaBase+*brokers-1 > 65535 {
 		return usageErr("--kafka-base-port %d: want 0 (off) or 1 to %d", *kafkaBase, 65536-*brokers)

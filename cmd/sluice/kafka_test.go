@@ -126,12 +126,6 @@ func TestKafkaListenerMetadata(t *testing.T) {
 	if !strings.Contains(b.logs.String(), "kafka connection closed") {
 		t.Error("the closed connections were not logged")
 	}
-	// A secure broker does not open a plaintext Kafka door.
-	_, errOut, code := runCLI(t, "", "broker", "--data", t.TempDir(), "--kafka-addr", "127.0.0.1:0",
-		"--tls-cert", "b.crt", "--tls-key", "b.key", "--tls-ca", "ca.crt")
-	if code != 2 || !strings.Contains(errOut, "does not serve TLS yet") {
-		t.Errorf("--kafka-addr with TLS: exit %d, %s", code, errOut)
-	}
 }
 
 // In a cluster every broker answers Metadata with every broker at its
