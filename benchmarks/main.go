@@ -10,6 +10,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -19,6 +20,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sluicemq/sluice/client"
 )
@@ -50,6 +53,8 @@ type systemSpec struct {
 var allSystems = []systemSpec{
 	{"sluice-1", "Sluice, 1 broker", "one broker, acks=1 (answered after the leader's fsync)"},
 	{"sluice-3", "Sluice, 3 brokers", "three brokers + Consul, RF=3, acks=all, min.insync.replicas=2"},
+	{"sluice-kafka-1", "Sluice via Kafka, 1 broker", "one broker's Kafka listener, franz-go client, acks=1 (answered after the leader's fsync)"},
+	{"kfake", "kfake (franz-go)", "franz-go's in-memory kfake broker in the harness process, franz-go client, acks=1 (no disk)"},
 	{"nats-always", "NATS, sync always", "JetStream file store, R1, sync_interval: always (fsync every write)"},
 	{"nats-default", "NATS, default sync", "JetStream file store, R1, default sync_interval (fsync every 2 min)"},
 }
@@ -196,7 +201,7 @@ func run() error {
 			continue
 		}
 		if !slices.ContainsFunc(allSystems, func(x systemSpec) bool { return x.Name == s }) {
-			return fmt.Errorf("-systems: unknown %q (want sluice-1, sluice-3, nats-always, nats-default)", s)
+			return fmt.Errorf("-systems: unknown %q (want sluice-1, sluice-3, sluice-kafka-1, kfake, nats-always, nats-default)", s)
 		}
 		o.Systems = append(o.Systems, s)
 	}
@@ -429,6 +434,35 @@ func runSystem(ctx context.Context, rep *report, sys string, run int, dir, sluic
 		config = fmt.Sprintf("topic: 1 partition, RF %d%s; producer: acks=%s, linger %s, batch %d B, %d requests in flight",
 			rf, map[bool]string{true: ", min.insync.replicas=2", false: ""}[rf == 3],
 			map[bool]string{true: "all", false: "1"}[rf == 3], o.Linger, o.BatchBytes, o.MaxInFlight)
+	case "sluice-kafka-1":
+		ports, err := freePorts(1)
+		if err != nil {
+			return err
+		}
+		kafkaAddr := net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[0]))
+		c, err := startSluiceSingleWith(ctx, sluiceBin, dir, []string{"--kafka-addr", kafkaAddr})
+		if err != nil {
+			return err
+		}
+		kt, err := newKafkaTarget([]string{kafkaAddr}, kgo.LeaderAck(), 1, nil, o.Linger, o.BatchBytes)
+		if err != nil {
+			c.stop()
+			return err
+		}
+		t, stop, commands = kt, func() { kt.close(); c.stop() }, c.commands
+		config = fmt.Sprintf("topic: 1 partition, RF 1; franz-go producer: acks=1, linger %s, batch %d B, no compression; consumer: franz-go", o.Linger, o.BatchBytes)
+	case "kfake":
+		kc, addr, err := startKfake()
+		if err != nil {
+			return err
+		}
+		kt, err := newKafkaTarget([]string{addr}, kgo.LeaderAck(), 1, nil, o.Linger, o.BatchBytes)
+		if err != nil {
+			kc.Close()
+			return err
+		}
+		t, stop, commands = kt, func() { kt.close(); kc.Close() }, []string{"kfake.NewCluster(kfake.NumBrokers(1), kfake.Ports(P)) in the harness process"}
+		config = fmt.Sprintf("in-memory, no fsync; franz-go producer: acks=1, linger %s, batch %d B, no compression", o.Linger, o.BatchBytes)
 	case "nats-always", "nats-default":
 		d, err := startNATS(ctx, natsBin, dir, sys == "nats-always")
 		if err != nil {
