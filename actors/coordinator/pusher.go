@@ -373,8 +373,18 @@ func pushRecords(tp cluster.TopicPartition, batches [][]byte, from int64) ([]*me
 			if off < from {
 				continue
 			}
-			out = append(out, &messages.PushedRecord{Topic: tp.Topic, Partition: tp.Partition, Offset: off,
-				Key: r.Key, Value: r.Value, TimestampMs: h.BaseTimestamp + r.TimestampDelta})
+			pr := &messages.PushedRecord{Topic: tp.Topic, Partition: tp.Partition, Offset: off,
+				Key: r.Key, Value: r.Value, TimestampMs: h.BaseTimestamp + r.TimestampDelta}
+			if r.HeaderCount() > 0 {
+				hs, err := r.Headers(make([]record.RecordHeader, 0, r.HeaderCount()))
+				if err != nil {
+					return out, next, err
+				}
+				for _, rh := range hs {
+					pr.Headers = append(pr.Headers, &messages.RecordHeader{Key: []byte(rh.Key), Value: rh.Value})
+				}
+			}
+			out = append(out, pr)
 		}
 		next = max(next, h.NextOffset())
 	}

@@ -1,0 +1,98 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/sluicemq/sluice/client"
+	"github.com/sluicemq/sluice/messages"
+)
+
+// recordingSubscriber is a push subscriber that keeps every record pushed
+// to it and acknowledges it at once.
+type recordingSubscriber struct {
+	mu   sync.Mutex
+	recs map[string]*messages.PushedRecord // by value
+}
+
+func (s *recordingSubscriber) Receive(ctx actor.Context) {
+	m, ok := ctx.Message().(*messages.PushRecords)
+	if !ok {
+		return
+	}
+	s.mu.Lock()
+	for _, r := range m.Records {
+		s.recs[string(r.Value)] = r
+	}
+	s.mu.Unlock()
+	ctx.Respond(&messages.PushCredit{Group: m.Group, MemberId: m.MemberId, Credit: int32(len(m.Records))})
+	for _, r := range m.Records {
+		ctx.Respond(&messages.PushAck{Group: m.Group, MemberId: m.MemberId, Generation: m.Generation,
+			Topic: r.Topic, Partition: r.Partition, NextOffset: r.Offset + 1})
+	}
+}
+
+func (s *recordingSubscriber) get(value string) *messages.PushedRecord {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.recs[value]
+}
+
+// Records a Kafka client writes, compressed and with headers, reach a
+// Sluice push subscriber byte for byte: key, value, headers, timestamp,
+// partition and offset.
+func TestKafkaRecordsReachPushSubscribers(t *testing.T) {
+	b := startBroker(t, "--kafka-addr", "127.0.0.1:0", "--group-initial-rebalance-delay", "100ms")
+	addr := kafkaAddr(t, b)
+	b.cli("", "topic", "create", "mixed", "--partitions", "2")
+	sub := &recordingSubscriber{recs: map[string]*messages.PushedRecord{}}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	system, err := client.System(testClientOpts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid := system.Root.Spawn(actor.PropsFromProducer(func() actor.Actor { return sub }))
+	defer system.Root.Stop(pid)
+	subscription, err := client.Subscribe(ctx, b.Addr, "pushers", []string{"mixed"}, pid, testOpts(client.SubscribeCredit(100))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer subscription.Close(context.Background())
+
+	p := newKgo(t, addr, kgo.ProducerBatchCompression(kgo.ZstdCompression()))
+	var sent []*kgo.Record
+	for i := 0; i < 50; i++ {
+		sent = append(sent, &kgo.Record{Topic: "mixed", Key: []byte(fmt.Sprintf("key-%d", i)), Value: []byte(fmt.Sprintf("value-%d", i)),
+			Headers: []kgo.RecordHeader{{Key: "n", Value: []byte(fmt.Sprint(i))}, {Key: "bin", Value: []byte{0, 0xff, byte(i)}}}})
+	}
+	if err := p.ProduceSync(ctx, sent...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, func() string {
+		for _, r := range sent {
+			if sub.get(string(r.Value)) == nil {
+				return fmt.Sprintf("%s not pushed yet", r.Value)
+			}
+		}
+		return ""
+	})
+	for _, r := range sent {
+		got := sub.get(string(r.Value))
+		same := bytes.Equal(got.Key, r.Key) && got.TimestampMs == r.Timestamp.UnixMilli() &&
+			got.Partition == r.Partition && got.Offset == r.Offset && len(got.Headers) == len(r.Headers)
+		for i := 0; same && i < len(r.Headers); i++ {
+			same = string(got.Headers[i].Key) == r.Headers[i].Key && bytes.Equal(got.Headers[i].Value, r.Headers[i].Value)
+		}
+		if !same {
+			t.Fatalf("pushed %+v for sent %+v", got, r)
+		}
+	}
+}
