@@ -97,6 +97,22 @@ func TestKafkaListenerMetadata(t *testing.T) {
 			t.Errorf("partition %+v", p)
 		}
 	}
+	// librdkafka enables every feature whose APIs the listener serves:
+	// record batches, idempotence, offsets by time, throttling, every codec.
+	// Consumer groups and SASL are not served through this door yet.
+	debug, err := exec.Command(kcat, "-L", "-b", addr, "-d", "feature,protocol").CombinedOutput()
+	if err != nil {
+		t.Fatalf("kcat -d feature: %v\n%s", err, debug)
+	}
+	notServed := map[string]bool{"BrokerBalancedConsumer": true, "BrokerGroupCoordinator": true, "Sasl": true, "SaslHandshake": true, "SaslAuthReq": true}
+	for _, m := range regexp.MustCompile(`Disabling feature (\S+)`).FindAllStringSubmatch(string(debug), -1) {
+		if !notServed[m[1]] {
+			t.Errorf("librdkafka disabled feature %s", m[1])
+		}
+	}
+	if !strings.Contains(string(debug), "Enabling feature IdempotentProducer") || !strings.Contains(string(debug), "Enabling feature ZSTD") {
+		t.Errorf("librdkafka did not enable idempotence and zstd:\n%s", tail(string(debug), 40))
+	}
 	if md := kcatList(t, kcat, addr, "-t", "nosuch"); len(md.Topics) != 1 || !strings.Contains(md.Topics[0].Error, "Unknown topic") {
 		t.Errorf("an unknown topic: %+v", md.Topics)
 	}
