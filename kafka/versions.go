@@ -64,6 +64,10 @@ func init() {
 		kmsg.DescribeConfigs.Int16():      {versionRange{0, 4}, handleDescribeConfigs},
 		kmsg.DescribeCluster.Int16():      {versionRange{0, 1}, handleDescribeCluster},
 		kmsg.FindCoordinator.Int16():      {versionRange{0, 4}, handleFindCoordinator},
+		kmsg.OffsetCommit.Int16():         {versionRange{0, 9}, handleOffsetCommit},
+		kmsg.OffsetFetch.Int16():          {versionRange{1, 9}, handleOffsetFetch},
+		kmsg.ListGroups.Int16():           {versionRange{0, 4}, handleListGroups},
+		kmsg.DescribeGroups.Int16():       {versionRange{0, 5}, handleDescribeGroups},
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"fmt"
 	"os"
+	"os/exec"
 	"slices"
 	"strings"
 	"testing"
@@ -286,5 +287,84 @@ func TestKafkaListenerTLS(t *testing.T) {
 	}
 	if !strings.Contains(b.logs.String(), "kafka listener refused a TLS connection") {
 		t.Error("refused TLS connections were not logged")
+	}
+}
+
+// Group offsets and listings through the Kafka door: kadm commits and
+// fetches standalone offsets (they are the offsets sluice group describe
+// shows), lists groups and describes a Sluice group with its members'
+// assignments in Kafka's encoding.
+func TestKafkaGroupOffsetsAndListings(t *testing.T) {
+	b := startBroker(t, "--kafka-addr", "127.0.0.1:0", "--group-initial-rebalance-delay", "100ms")
+	addr := kafkaAddr(t, b)
+	b.cli("", "topic", "create", "g-topic", "--partitions", "2")
+	b.cli("a\nb\nc\n", "produce", "g-topic", "--partition", "0")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	adm := kadm.NewClient(newKgo(t, addr))
+
+	// An unknown group has no offsets, and no error.
+	var fetched kadm.OffsetResponses
+	eventually(t, 30*time.Second, func() string { // the first group request creates __consumer_offsets
+		var err error
+		if fetched, err = adm.FetchOffsets(ctx, "standalone"); err != nil {
+			return err.Error()
+		}
+		return ""
+	})
+	if len(fetched) != 0 {
+		t.Errorf("offsets of an unknown group: %+v", fetched)
+	}
+	var toCommit kadm.Offsets
+	toCommit.AddOffset("g-topic", 0, 2, -1)
+	toCommit.AddOffset("g-topic", 1, 0, -1)
+	committed, err := adm.CommitOffsets(ctx, "standalone", toCommit)
+	if err != nil || committed.Error() != nil {
+		t.Fatalf("commit: %v %v", err, committed.Error())
+	}
+	fetched, err = adm.FetchOffsets(ctx, "standalone")
+	if err != nil || fetched.Error() != nil {
+		t.Fatalf("fetch: %v %v", err, fetched.Error())
+	}
+	if o, _ := fetched.Lookup("g-topic", 0); o.At != 2 {
+		t.Errorf("fetched %+v", fetched)
+	}
+	g := decodeLines[groupDescJSON](t, b.cli("", "group", "describe", "standalone", "--format", "json"))[0]
+	for _, p := range g.Partitions {
+		if want := map[int32]int64{0: 2, 1: 0}[p.Partition]; p.Committed != want || p.Topic != "g-topic" {
+			t.Errorf("sluice group describe: %+v", p)
+		}
+	}
+
+	// A Sluice group with a live member, described through the Kafka door.
+	member := exec.Command(sluiceBin, "consume", "g-topic", "--group", "live", "--from-beginning", "--broker", b.Addr)
+	if err := member.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { member.Process.Kill(); member.Wait() }()
+	eventually(t, 30*time.Second, func() string {
+		described, err := adm.DescribeGroups(ctx, "live")
+		if err != nil {
+			return err.Error()
+		}
+		d := described["live"]
+		if d.State != "Stable" || len(d.Members) != 1 {
+			return fmt.Sprintf("live: %s with %d members", d.State, len(d.Members))
+		}
+		a, ok := d.Members[0].Assigned.AsConsumer()
+		if !ok || len(a.Topics) != 1 || a.Topics[0].Topic != "g-topic" || len(a.Topics[0].Partitions) != 2 {
+			return fmt.Sprintf("live's member assignment: %+v", d.Members[0].Assigned)
+		}
+		return ""
+	})
+	listed, err := adm.ListGroups(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(listed.Groups(), "live") || !slices.Contains(listed.Groups(), "standalone") {
+		t.Errorf("ListGroups: %v", listed.Groups())
+	}
+	if described, err := adm.DescribeGroups(ctx, "never"); err != nil || described["never"].Err != nil || len(described["never"].Members) != 0 {
+		t.Errorf("an unknown group: %+v %v", described["never"], err)
 	}
 }
