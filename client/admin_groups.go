@@ -85,6 +85,25 @@ type GroupInfo struct {
 	Partitions []GroupPartition
 }
 
+// DeleteGroup deletes a group that has no members: its committed offsets
+// and its metadata. ErrNonEmptyGroup while it has members,
+// ErrGroupIDNotFound when there is nothing to delete.
+func (a *Admin) DeleteGroup(ctx context.Context, group string) error {
+	coord, err := a.FindCoordinator(ctx, group)
+	if err != nil {
+		return err
+	}
+	res, err := request(a.node.system, coord, &messages.DeleteGroupRequest{Group: group}, a.timeout(ctx))
+	if err != nil {
+		return err
+	}
+	resp, ok := res.(*messages.DeleteGroupResponse)
+	if !ok {
+		return fmt.Errorf("unexpected answer %T", res)
+	}
+	return resp.Error.Err(resp.ErrorMessage)
+}
+
 // DescribeGroup returns a group's state, members and assignment, and per
 // partition of its topics the committed offset, end offset and lag.
 func (a *Admin) DescribeGroup(ctx context.Context, group string) (*GroupInfo, error) {

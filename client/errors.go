@@ -41,6 +41,9 @@ var (
 	ErrClusterAuthorizationFailed error = messages.ErrorCode_CLUSTER_AUTHORIZATION_FAILED
 	ErrAuthenticationFailed       error = messages.ErrorCode_SASL_AUTHENTICATION_FAILED
 	ErrSecurityDisabled           error = messages.ErrorCode_SECURITY_DISABLED
+	// Groups: DeleteGroup of a group with members, or of no group at all.
+	ErrNonEmptyGroup   error = messages.ErrorCode_NON_EMPTY_GROUP
+	ErrGroupIDNotFound error = messages.ErrorCode_GROUP_ID_NOT_FOUND
 )
 
 // Client-side errors.

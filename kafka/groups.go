@@ -19,6 +19,7 @@ import (
 //   ListGroups (key 16), v0–4: the groups this broker coordinates.
 //   DescribeGroups (key 15), v0–5: state, assignor and members, with each
 //     member's subscription and assignment in Kafka's consumer encoding.
+//   DeleteGroups (key 42), v0–2: below.
 //
 // Joining a group through this door (JoinGroup, SyncGroup, Heartbeat,
 // LeaveGroup) is not served yet.
@@ -254,4 +255,25 @@ func describeMember(m *messages.MemberDescription) kmsg.DescribeGroupsResponseGr
 	}
 	return kmsg.DescribeGroupsResponseGroupMember{MemberID: m.MemberId, ClientID: m.ClientId, ClientHost: clientHost,
 		ProtocolMetadata: meta.AppendTo(nil), MemberAssignment: assignment.AppendTo(nil)}
+}
+
+// DeleteGroups (key 42), v0–2: deletes groups without members, with their
+// committed offsets.
+
+func handleDeleteGroups(r *request, h header, kreq kmsg.Request) func() kmsg.Response {
+	req := kreq.(*kmsg.DeleteGroupsRequest)
+	answers := make([]Answer, len(req.Groups))
+	for i, g := range req.Groups {
+		answers[i] = r.ask(&messages.DeleteGroupRequest{Group: g})
+	}
+	return func() kmsg.Response {
+		resp := kmsg.NewPtrDeleteGroupsResponse()
+		for i, g := range req.Groups {
+			rg := kmsg.NewDeleteGroupsResponseGroup()
+			rg.Group = g
+			rg.ErrorCode = errorOf(answers[i], func(m *messages.DeleteGroupResponse) messages.ErrorCode { return m.Error })
+			resp.Groups = append(resp.Groups, rg)
+		}
+		return resp
+	}
 }

@@ -68,6 +68,7 @@ func init() {
 		kmsg.OffsetFetch.Int16():          {versionRange{1, 9}, handleOffsetFetch},
 		kmsg.ListGroups.Int16():           {versionRange{0, 4}, handleListGroups},
 		kmsg.DescribeGroups.Int16():       {versionRange{0, 5}, handleDescribeGroups},
+		kmsg.DeleteGroups.Int16():         {versionRange{0, 2}, handleDeleteGroups},
 	}
 }
 

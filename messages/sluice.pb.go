@@ -4419,6 +4419,104 @@ func (x *OffsetFetchResponse) GetOffsets() []*OffsetCommitEntry {
 	return nil
 }
 
+// DeleteGroupRequest deletes a group without members: its committed
+// offsets and its metadata.
+type DeleteGroupRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Group         string                 `protobuf:"bytes,1,opt,name=group,proto3" json:"group,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteGroupRequest) Reset() {
+	*x = DeleteGroupRequest{}
+	mi := &file_sluice_proto_msgTypes[58]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteGroupRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteGroupRequest) ProtoMessage() {}
+
+func (x *DeleteGroupRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_sluice_proto_msgTypes[58]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteGroupRequest.ProtoReflect.Descriptor instead.
+func (*DeleteGroupRequest) Descriptor() ([]byte, []int) {
+	return file_sluice_proto_rawDescGZIP(), []int{58}
+}
+
+func (x *DeleteGroupRequest) GetGroup() string {
+	if x != nil {
+		return x.Group
+	}
+	return ""
+}
+
+type DeleteGroupResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Error         ErrorCode              `protobuf:"varint,1,opt,name=error,proto3,enum=sluice.ErrorCode" json:"error,omitempty"`
+	ErrorMessage  string                 `protobuf:"bytes,2,opt,name=error_message,json=errorMessage,proto3" json:"error_message,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteGroupResponse) Reset() {
+	*x = DeleteGroupResponse{}
+	mi := &file_sluice_proto_msgTypes[59]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteGroupResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteGroupResponse) ProtoMessage() {}
+
+func (x *DeleteGroupResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_sluice_proto_msgTypes[59]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteGroupResponse.ProtoReflect.Descriptor instead.
+func (*DeleteGroupResponse) Descriptor() ([]byte, []int) {
+	return file_sluice_proto_rawDescGZIP(), []int{59}
+}
+
+func (x *DeleteGroupResponse) GetError() ErrorCode {
+	if x != nil {
+		return x.Error
+	}
+	return ErrorCode_NONE
+}
+
+func (x *DeleteGroupResponse) GetErrorMessage() string {
+	if x != nil {
+		return x.ErrorMessage
+	}
+	return ""
+}
+
 type ListGroupsRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -4427,7 +4525,7 @@ type ListGroupsRequest struct {
 
 func (x *ListGroupsRequest) Reset() {
 	*x = ListGroupsRequest{}
-	mi := &file_sluice_proto_msgTypes[58]
+	mi := &file_sluice_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4439,7 +4537,7 @@ func (x *ListGroupsRequest) String() string {
 func (*ListGroupsRequest) ProtoMessage() {}
 
 func (x *ListGroupsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[58]
+	mi := &file_sluice_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4452,7 +4550,7 @@ func (x *ListGroupsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListGroupsRequest.ProtoReflect.Descriptor instead.
 func (*ListGroupsRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{58}
+	return file_sluice_proto_rawDescGZIP(), []int{60}
 }
 
 type GroupOverview struct {
@@ -4467,7 +4565,7 @@ type GroupOverview struct {
 
 func (x *GroupOverview) Reset() {
 	*x = GroupOverview{}
-	mi := &file_sluice_proto_msgTypes[59]
+	mi := &file_sluice_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4479,7 +4577,7 @@ func (x *GroupOverview) String() string {
 func (*GroupOverview) ProtoMessage() {}
 
 func (x *GroupOverview) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[59]
+	mi := &file_sluice_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4492,7 +4590,7 @@ func (x *GroupOverview) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GroupOverview.ProtoReflect.Descriptor instead.
 func (*GroupOverview) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{59}
+	return file_sluice_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *GroupOverview) GetGroup() string {
@@ -4532,7 +4630,7 @@ type ListGroupsResponse struct {
 
 func (x *ListGroupsResponse) Reset() {
 	*x = ListGroupsResponse{}
-	mi := &file_sluice_proto_msgTypes[60]
+	mi := &file_sluice_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4544,7 +4642,7 @@ func (x *ListGroupsResponse) String() string {
 func (*ListGroupsResponse) ProtoMessage() {}
 
 func (x *ListGroupsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[60]
+	mi := &file_sluice_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4557,7 +4655,7 @@ func (x *ListGroupsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListGroupsResponse.ProtoReflect.Descriptor instead.
 func (*ListGroupsResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{60}
+	return file_sluice_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *ListGroupsResponse) GetGroups() []*GroupOverview {
@@ -4576,7 +4674,7 @@ type DescribeGroupRequest struct {
 
 func (x *DescribeGroupRequest) Reset() {
 	*x = DescribeGroupRequest{}
-	mi := &file_sluice_proto_msgTypes[61]
+	mi := &file_sluice_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4588,7 +4686,7 @@ func (x *DescribeGroupRequest) String() string {
 func (*DescribeGroupRequest) ProtoMessage() {}
 
 func (x *DescribeGroupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[61]
+	mi := &file_sluice_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4601,7 +4699,7 @@ func (x *DescribeGroupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeGroupRequest.ProtoReflect.Descriptor instead.
 func (*DescribeGroupRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{61}
+	return file_sluice_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *DescribeGroupRequest) GetGroup() string {
@@ -4626,7 +4724,7 @@ type MemberDescription struct {
 
 func (x *MemberDescription) Reset() {
 	*x = MemberDescription{}
-	mi := &file_sluice_proto_msgTypes[62]
+	mi := &file_sluice_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4638,7 +4736,7 @@ func (x *MemberDescription) String() string {
 func (*MemberDescription) ProtoMessage() {}
 
 func (x *MemberDescription) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[62]
+	mi := &file_sluice_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4651,7 +4749,7 @@ func (x *MemberDescription) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MemberDescription.ProtoReflect.Descriptor instead.
 func (*MemberDescription) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{62}
+	return file_sluice_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *MemberDescription) GetMemberId() string {
@@ -4713,7 +4811,7 @@ type DescribeGroupResponse struct {
 
 func (x *DescribeGroupResponse) Reset() {
 	*x = DescribeGroupResponse{}
-	mi := &file_sluice_proto_msgTypes[63]
+	mi := &file_sluice_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4725,7 +4823,7 @@ func (x *DescribeGroupResponse) String() string {
 func (*DescribeGroupResponse) ProtoMessage() {}
 
 func (x *DescribeGroupResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[63]
+	mi := &file_sluice_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4738,7 +4836,7 @@ func (x *DescribeGroupResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeGroupResponse.ProtoReflect.Descriptor instead.
 func (*DescribeGroupResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{63}
+	return file_sluice_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *DescribeGroupResponse) GetError() ErrorCode {
@@ -4828,7 +4926,7 @@ type SubscribeRequest struct {
 
 func (x *SubscribeRequest) Reset() {
 	*x = SubscribeRequest{}
-	mi := &file_sluice_proto_msgTypes[64]
+	mi := &file_sluice_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4840,7 +4938,7 @@ func (x *SubscribeRequest) String() string {
 func (*SubscribeRequest) ProtoMessage() {}
 
 func (x *SubscribeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[64]
+	mi := &file_sluice_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4853,7 +4951,7 @@ func (x *SubscribeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubscribeRequest.ProtoReflect.Descriptor instead.
 func (*SubscribeRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{64}
+	return file_sluice_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *SubscribeRequest) GetGroup() string {
@@ -4923,7 +5021,7 @@ type SubscribeResponse struct {
 
 func (x *SubscribeResponse) Reset() {
 	*x = SubscribeResponse{}
-	mi := &file_sluice_proto_msgTypes[65]
+	mi := &file_sluice_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4935,7 +5033,7 @@ func (x *SubscribeResponse) String() string {
 func (*SubscribeResponse) ProtoMessage() {}
 
 func (x *SubscribeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[65]
+	mi := &file_sluice_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4948,7 +5046,7 @@ func (x *SubscribeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubscribeResponse.ProtoReflect.Descriptor instead.
 func (*SubscribeResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{65}
+	return file_sluice_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *SubscribeResponse) GetError() ErrorCode {
@@ -4987,7 +5085,7 @@ type PushedRecord struct {
 
 func (x *PushedRecord) Reset() {
 	*x = PushedRecord{}
-	mi := &file_sluice_proto_msgTypes[66]
+	mi := &file_sluice_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4999,7 +5097,7 @@ func (x *PushedRecord) String() string {
 func (*PushedRecord) ProtoMessage() {}
 
 func (x *PushedRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[66]
+	mi := &file_sluice_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5012,7 +5110,7 @@ func (x *PushedRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PushedRecord.ProtoReflect.Descriptor instead.
 func (*PushedRecord) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{66}
+	return file_sluice_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *PushedRecord) GetTopic() string {
@@ -5076,7 +5174,7 @@ type RecordHeader struct {
 
 func (x *RecordHeader) Reset() {
 	*x = RecordHeader{}
-	mi := &file_sluice_proto_msgTypes[67]
+	mi := &file_sluice_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5088,7 +5186,7 @@ func (x *RecordHeader) String() string {
 func (*RecordHeader) ProtoMessage() {}
 
 func (x *RecordHeader) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[67]
+	mi := &file_sluice_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5101,7 +5199,7 @@ func (x *RecordHeader) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordHeader.ProtoReflect.Descriptor instead.
 func (*RecordHeader) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{67}
+	return file_sluice_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *RecordHeader) GetKey() []byte {
@@ -5132,7 +5230,7 @@ type PushRecords struct {
 
 func (x *PushRecords) Reset() {
 	*x = PushRecords{}
-	mi := &file_sluice_proto_msgTypes[68]
+	mi := &file_sluice_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5144,7 +5242,7 @@ func (x *PushRecords) String() string {
 func (*PushRecords) ProtoMessage() {}
 
 func (x *PushRecords) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[68]
+	mi := &file_sluice_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5157,7 +5255,7 @@ func (x *PushRecords) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PushRecords.ProtoReflect.Descriptor instead.
 func (*PushRecords) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{68}
+	return file_sluice_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *PushRecords) GetGroup() string {
@@ -5201,7 +5299,7 @@ type PushAssignment struct {
 
 func (x *PushAssignment) Reset() {
 	*x = PushAssignment{}
-	mi := &file_sluice_proto_msgTypes[69]
+	mi := &file_sluice_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5213,7 +5311,7 @@ func (x *PushAssignment) String() string {
 func (*PushAssignment) ProtoMessage() {}
 
 func (x *PushAssignment) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[69]
+	mi := &file_sluice_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5226,7 +5324,7 @@ func (x *PushAssignment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PushAssignment.ProtoReflect.Descriptor instead.
 func (*PushAssignment) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{69}
+	return file_sluice_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *PushAssignment) GetGroup() string {
@@ -5270,7 +5368,7 @@ type PushCredit struct {
 
 func (x *PushCredit) Reset() {
 	*x = PushCredit{}
-	mi := &file_sluice_proto_msgTypes[70]
+	mi := &file_sluice_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5282,7 +5380,7 @@ func (x *PushCredit) String() string {
 func (*PushCredit) ProtoMessage() {}
 
 func (x *PushCredit) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[70]
+	mi := &file_sluice_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5295,7 +5393,7 @@ func (x *PushCredit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PushCredit.ProtoReflect.Descriptor instead.
 func (*PushCredit) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{70}
+	return file_sluice_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *PushCredit) GetGroup() string {
@@ -5340,7 +5438,7 @@ type PushAck struct {
 
 func (x *PushAck) Reset() {
 	*x = PushAck{}
-	mi := &file_sluice_proto_msgTypes[71]
+	mi := &file_sluice_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5352,7 +5450,7 @@ func (x *PushAck) String() string {
 func (*PushAck) ProtoMessage() {}
 
 func (x *PushAck) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[71]
+	mi := &file_sluice_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5365,7 +5463,7 @@ func (x *PushAck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PushAck.ProtoReflect.Descriptor instead.
 func (*PushAck) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{71}
+	return file_sluice_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *PushAck) GetGroup() string {
@@ -5421,7 +5519,7 @@ type UnsubscribeRequest struct {
 
 func (x *UnsubscribeRequest) Reset() {
 	*x = UnsubscribeRequest{}
-	mi := &file_sluice_proto_msgTypes[72]
+	mi := &file_sluice_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5433,7 +5531,7 @@ func (x *UnsubscribeRequest) String() string {
 func (*UnsubscribeRequest) ProtoMessage() {}
 
 func (x *UnsubscribeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[72]
+	mi := &file_sluice_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5446,7 +5544,7 @@ func (x *UnsubscribeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UnsubscribeRequest.ProtoReflect.Descriptor instead.
 func (*UnsubscribeRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{72}
+	return file_sluice_proto_rawDescGZIP(), []int{74}
 }
 
 func (x *UnsubscribeRequest) GetGroup() string {
@@ -5477,7 +5575,7 @@ type GroupRecordKey struct {
 
 func (x *GroupRecordKey) Reset() {
 	*x = GroupRecordKey{}
-	mi := &file_sluice_proto_msgTypes[73]
+	mi := &file_sluice_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5489,7 +5587,7 @@ func (x *GroupRecordKey) String() string {
 func (*GroupRecordKey) ProtoMessage() {}
 
 func (x *GroupRecordKey) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[73]
+	mi := &file_sluice_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5502,7 +5600,7 @@ func (x *GroupRecordKey) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GroupRecordKey.ProtoReflect.Descriptor instead.
 func (*GroupRecordKey) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{73}
+	return file_sluice_proto_rawDescGZIP(), []int{75}
 }
 
 func (x *GroupRecordKey) GetGroup() string {
@@ -5537,7 +5635,7 @@ type OffsetValue struct {
 
 func (x *OffsetValue) Reset() {
 	*x = OffsetValue{}
-	mi := &file_sluice_proto_msgTypes[74]
+	mi := &file_sluice_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5549,7 +5647,7 @@ func (x *OffsetValue) String() string {
 func (*OffsetValue) ProtoMessage() {}
 
 func (x *OffsetValue) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[74]
+	mi := &file_sluice_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5562,7 +5660,7 @@ func (x *OffsetValue) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OffsetValue.ProtoReflect.Descriptor instead.
 func (*OffsetValue) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{74}
+	return file_sluice_proto_rawDescGZIP(), []int{76}
 }
 
 func (x *OffsetValue) GetOffset() int64 {
@@ -5609,7 +5707,7 @@ type GroupMemberRecord struct {
 
 func (x *GroupMemberRecord) Reset() {
 	*x = GroupMemberRecord{}
-	mi := &file_sluice_proto_msgTypes[75]
+	mi := &file_sluice_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5621,7 +5719,7 @@ func (x *GroupMemberRecord) String() string {
 func (*GroupMemberRecord) ProtoMessage() {}
 
 func (x *GroupMemberRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[75]
+	mi := &file_sluice_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5634,7 +5732,7 @@ func (x *GroupMemberRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GroupMemberRecord.ProtoReflect.Descriptor instead.
 func (*GroupMemberRecord) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{75}
+	return file_sluice_proto_rawDescGZIP(), []int{77}
 }
 
 func (x *GroupMemberRecord) GetMemberId() string {
@@ -5733,7 +5831,7 @@ type GroupMetadataValue struct {
 
 func (x *GroupMetadataValue) Reset() {
 	*x = GroupMetadataValue{}
-	mi := &file_sluice_proto_msgTypes[76]
+	mi := &file_sluice_proto_msgTypes[78]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5745,7 +5843,7 @@ func (x *GroupMetadataValue) String() string {
 func (*GroupMetadataValue) ProtoMessage() {}
 
 func (x *GroupMetadataValue) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[76]
+	mi := &file_sluice_proto_msgTypes[78]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5758,7 +5856,7 @@ func (x *GroupMetadataValue) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GroupMetadataValue.ProtoReflect.Descriptor instead.
 func (*GroupMetadataValue) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{76}
+	return file_sluice_proto_rawDescGZIP(), []int{78}
 }
 
 func (x *GroupMetadataValue) GetGeneration() int32 {
@@ -5806,7 +5904,7 @@ type TopicRecord struct {
 
 func (x *TopicRecord) Reset() {
 	*x = TopicRecord{}
-	mi := &file_sluice_proto_msgTypes[77]
+	mi := &file_sluice_proto_msgTypes[79]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5818,7 +5916,7 @@ func (x *TopicRecord) String() string {
 func (*TopicRecord) ProtoMessage() {}
 
 func (x *TopicRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[77]
+	mi := &file_sluice_proto_msgTypes[79]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5831,7 +5929,7 @@ func (x *TopicRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TopicRecord.ProtoReflect.Descriptor instead.
 func (*TopicRecord) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{77}
+	return file_sluice_proto_rawDescGZIP(), []int{79}
 }
 
 func (x *TopicRecord) GetName() string {
@@ -5892,7 +5990,7 @@ type ReplicaAssignment struct {
 
 func (x *ReplicaAssignment) Reset() {
 	*x = ReplicaAssignment{}
-	mi := &file_sluice_proto_msgTypes[78]
+	mi := &file_sluice_proto_msgTypes[80]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5904,7 +6002,7 @@ func (x *ReplicaAssignment) String() string {
 func (*ReplicaAssignment) ProtoMessage() {}
 
 func (x *ReplicaAssignment) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[78]
+	mi := &file_sluice_proto_msgTypes[80]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5917,7 +6015,7 @@ func (x *ReplicaAssignment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicaAssignment.ProtoReflect.Descriptor instead.
 func (*ReplicaAssignment) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{78}
+	return file_sluice_proto_rawDescGZIP(), []int{80}
 }
 
 func (x *ReplicaAssignment) GetReplicas() []int32 {
@@ -5953,7 +6051,7 @@ type PartitionState struct {
 
 func (x *PartitionState) Reset() {
 	*x = PartitionState{}
-	mi := &file_sluice_proto_msgTypes[79]
+	mi := &file_sluice_proto_msgTypes[81]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5965,7 +6063,7 @@ func (x *PartitionState) String() string {
 func (*PartitionState) ProtoMessage() {}
 
 func (x *PartitionState) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[79]
+	mi := &file_sluice_proto_msgTypes[81]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5978,7 +6076,7 @@ func (x *PartitionState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PartitionState.ProtoReflect.Descriptor instead.
 func (*PartitionState) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{79}
+	return file_sluice_proto_rawDescGZIP(), []int{81}
 }
 
 func (x *PartitionState) GetTopic() string {
@@ -6065,7 +6163,7 @@ type TopicDeletion struct {
 
 func (x *TopicDeletion) Reset() {
 	*x = TopicDeletion{}
-	mi := &file_sluice_proto_msgTypes[80]
+	mi := &file_sluice_proto_msgTypes[82]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6077,7 +6175,7 @@ func (x *TopicDeletion) String() string {
 func (*TopicDeletion) ProtoMessage() {}
 
 func (x *TopicDeletion) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[80]
+	mi := &file_sluice_proto_msgTypes[82]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6090,7 +6188,7 @@ func (x *TopicDeletion) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TopicDeletion.ProtoReflect.Descriptor instead.
 func (*TopicDeletion) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{80}
+	return file_sluice_proto_rawDescGZIP(), []int{82}
 }
 
 func (x *TopicDeletion) GetName() string {
@@ -6130,7 +6228,7 @@ type BrokerRegistration struct {
 
 func (x *BrokerRegistration) Reset() {
 	*x = BrokerRegistration{}
-	mi := &file_sluice_proto_msgTypes[81]
+	mi := &file_sluice_proto_msgTypes[83]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6142,7 +6240,7 @@ func (x *BrokerRegistration) String() string {
 func (*BrokerRegistration) ProtoMessage() {}
 
 func (x *BrokerRegistration) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[81]
+	mi := &file_sluice_proto_msgTypes[83]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6155,7 +6253,7 @@ func (x *BrokerRegistration) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BrokerRegistration.ProtoReflect.Descriptor instead.
 func (*BrokerRegistration) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{81}
+	return file_sluice_proto_rawDescGZIP(), []int{83}
 }
 
 func (x *BrokerRegistration) GetId() int32 {
@@ -6211,7 +6309,7 @@ type ClusterSnapshot struct {
 
 func (x *ClusterSnapshot) Reset() {
 	*x = ClusterSnapshot{}
-	mi := &file_sluice_proto_msgTypes[82]
+	mi := &file_sluice_proto_msgTypes[84]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6223,7 +6321,7 @@ func (x *ClusterSnapshot) String() string {
 func (*ClusterSnapshot) ProtoMessage() {}
 
 func (x *ClusterSnapshot) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[82]
+	mi := &file_sluice_proto_msgTypes[84]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6236,7 +6334,7 @@ func (x *ClusterSnapshot) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterSnapshot.ProtoReflect.Descriptor instead.
 func (*ClusterSnapshot) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{82}
+	return file_sluice_proto_rawDescGZIP(), []int{84}
 }
 
 func (x *ClusterSnapshot) GetIndex() uint64 {
@@ -6314,7 +6412,7 @@ type AclBinding struct {
 
 func (x *AclBinding) Reset() {
 	*x = AclBinding{}
-	mi := &file_sluice_proto_msgTypes[83]
+	mi := &file_sluice_proto_msgTypes[85]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6326,7 +6424,7 @@ func (x *AclBinding) String() string {
 func (*AclBinding) ProtoMessage() {}
 
 func (x *AclBinding) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[83]
+	mi := &file_sluice_proto_msgTypes[85]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6339,7 +6437,7 @@ func (x *AclBinding) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AclBinding.ProtoReflect.Descriptor instead.
 func (*AclBinding) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{83}
+	return file_sluice_proto_rawDescGZIP(), []int{85}
 }
 
 func (x *AclBinding) GetResourceType() AclResourceType {
@@ -6404,7 +6502,7 @@ type UserRecord struct {
 
 func (x *UserRecord) Reset() {
 	*x = UserRecord{}
-	mi := &file_sluice_proto_msgTypes[84]
+	mi := &file_sluice_proto_msgTypes[86]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6416,7 +6514,7 @@ func (x *UserRecord) String() string {
 func (*UserRecord) ProtoMessage() {}
 
 func (x *UserRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[84]
+	mi := &file_sluice_proto_msgTypes[86]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6429,7 +6527,7 @@ func (x *UserRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UserRecord.ProtoReflect.Descriptor instead.
 func (*UserRecord) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{84}
+	return file_sluice_proto_rawDescGZIP(), []int{86}
 }
 
 func (x *UserRecord) GetName() string {
@@ -6465,7 +6563,7 @@ type SecurityRecord struct {
 
 func (x *SecurityRecord) Reset() {
 	*x = SecurityRecord{}
-	mi := &file_sluice_proto_msgTypes[85]
+	mi := &file_sluice_proto_msgTypes[87]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6477,7 +6575,7 @@ func (x *SecurityRecord) String() string {
 func (*SecurityRecord) ProtoMessage() {}
 
 func (x *SecurityRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[85]
+	mi := &file_sluice_proto_msgTypes[87]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6490,7 +6588,7 @@ func (x *SecurityRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SecurityRecord.ProtoReflect.Descriptor instead.
 func (*SecurityRecord) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{85}
+	return file_sluice_proto_rawDescGZIP(), []int{87}
 }
 
 func (x *SecurityRecord) GetAcls() []*AclBinding {
@@ -6516,7 +6614,7 @@ type CreateAclsRequest struct {
 
 func (x *CreateAclsRequest) Reset() {
 	*x = CreateAclsRequest{}
-	mi := &file_sluice_proto_msgTypes[86]
+	mi := &file_sluice_proto_msgTypes[88]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6528,7 +6626,7 @@ func (x *CreateAclsRequest) String() string {
 func (*CreateAclsRequest) ProtoMessage() {}
 
 func (x *CreateAclsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[86]
+	mi := &file_sluice_proto_msgTypes[88]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6541,7 +6639,7 @@ func (x *CreateAclsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateAclsRequest.ProtoReflect.Descriptor instead.
 func (*CreateAclsRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{86}
+	return file_sluice_proto_rawDescGZIP(), []int{88}
 }
 
 func (x *CreateAclsRequest) GetAcls() []*AclBinding {
@@ -6563,7 +6661,7 @@ type CreateAclsResponse struct {
 
 func (x *CreateAclsResponse) Reset() {
 	*x = CreateAclsResponse{}
-	mi := &file_sluice_proto_msgTypes[87]
+	mi := &file_sluice_proto_msgTypes[89]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6575,7 +6673,7 @@ func (x *CreateAclsResponse) String() string {
 func (*CreateAclsResponse) ProtoMessage() {}
 
 func (x *CreateAclsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[87]
+	mi := &file_sluice_proto_msgTypes[89]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6588,7 +6686,7 @@ func (x *CreateAclsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateAclsResponse.ProtoReflect.Descriptor instead.
 func (*CreateAclsResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{87}
+	return file_sluice_proto_rawDescGZIP(), []int{89}
 }
 
 func (x *CreateAclsResponse) GetError() ErrorCode {
@@ -6621,7 +6719,7 @@ type DeleteAclsRequest struct {
 
 func (x *DeleteAclsRequest) Reset() {
 	*x = DeleteAclsRequest{}
-	mi := &file_sluice_proto_msgTypes[88]
+	mi := &file_sluice_proto_msgTypes[90]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6633,7 +6731,7 @@ func (x *DeleteAclsRequest) String() string {
 func (*DeleteAclsRequest) ProtoMessage() {}
 
 func (x *DeleteAclsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[88]
+	mi := &file_sluice_proto_msgTypes[90]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6646,7 +6744,7 @@ func (x *DeleteAclsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteAclsRequest.ProtoReflect.Descriptor instead.
 func (*DeleteAclsRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{88}
+	return file_sluice_proto_rawDescGZIP(), []int{90}
 }
 
 func (x *DeleteAclsRequest) GetFilters() []*AclBinding {
@@ -6667,7 +6765,7 @@ type DeleteAclsResponse struct {
 
 func (x *DeleteAclsResponse) Reset() {
 	*x = DeleteAclsResponse{}
-	mi := &file_sluice_proto_msgTypes[89]
+	mi := &file_sluice_proto_msgTypes[91]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6679,7 +6777,7 @@ func (x *DeleteAclsResponse) String() string {
 func (*DeleteAclsResponse) ProtoMessage() {}
 
 func (x *DeleteAclsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[89]
+	mi := &file_sluice_proto_msgTypes[91]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6692,7 +6790,7 @@ func (x *DeleteAclsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteAclsResponse.ProtoReflect.Descriptor instead.
 func (*DeleteAclsResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{89}
+	return file_sluice_proto_rawDescGZIP(), []int{91}
 }
 
 func (x *DeleteAclsResponse) GetError() ErrorCode {
@@ -6725,7 +6823,7 @@ type DescribeAclsRequest struct {
 
 func (x *DescribeAclsRequest) Reset() {
 	*x = DescribeAclsRequest{}
-	mi := &file_sluice_proto_msgTypes[90]
+	mi := &file_sluice_proto_msgTypes[92]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6737,7 +6835,7 @@ func (x *DescribeAclsRequest) String() string {
 func (*DescribeAclsRequest) ProtoMessage() {}
 
 func (x *DescribeAclsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[90]
+	mi := &file_sluice_proto_msgTypes[92]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6750,7 +6848,7 @@ func (x *DescribeAclsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeAclsRequest.ProtoReflect.Descriptor instead.
 func (*DescribeAclsRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{90}
+	return file_sluice_proto_rawDescGZIP(), []int{92}
 }
 
 func (x *DescribeAclsRequest) GetFilter() *AclBinding {
@@ -6771,7 +6869,7 @@ type DescribeAclsResponse struct {
 
 func (x *DescribeAclsResponse) Reset() {
 	*x = DescribeAclsResponse{}
-	mi := &file_sluice_proto_msgTypes[91]
+	mi := &file_sluice_proto_msgTypes[93]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6783,7 +6881,7 @@ func (x *DescribeAclsResponse) String() string {
 func (*DescribeAclsResponse) ProtoMessage() {}
 
 func (x *DescribeAclsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[91]
+	mi := &file_sluice_proto_msgTypes[93]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6796,7 +6894,7 @@ func (x *DescribeAclsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeAclsResponse.ProtoReflect.Descriptor instead.
 func (*DescribeAclsResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{91}
+	return file_sluice_proto_rawDescGZIP(), []int{93}
 }
 
 func (x *DescribeAclsResponse) GetError() ErrorCode {
@@ -6832,7 +6930,7 @@ type CreateUserRequest struct {
 
 func (x *CreateUserRequest) Reset() {
 	*x = CreateUserRequest{}
-	mi := &file_sluice_proto_msgTypes[92]
+	mi := &file_sluice_proto_msgTypes[94]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6844,7 +6942,7 @@ func (x *CreateUserRequest) String() string {
 func (*CreateUserRequest) ProtoMessage() {}
 
 func (x *CreateUserRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[92]
+	mi := &file_sluice_proto_msgTypes[94]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6857,7 +6955,7 @@ func (x *CreateUserRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateUserRequest.ProtoReflect.Descriptor instead.
 func (*CreateUserRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{92}
+	return file_sluice_proto_rawDescGZIP(), []int{94}
 }
 
 func (x *CreateUserRequest) GetName() string {
@@ -6884,7 +6982,7 @@ type CreateUserResponse struct {
 
 func (x *CreateUserResponse) Reset() {
 	*x = CreateUserResponse{}
-	mi := &file_sluice_proto_msgTypes[93]
+	mi := &file_sluice_proto_msgTypes[95]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6896,7 +6994,7 @@ func (x *CreateUserResponse) String() string {
 func (*CreateUserResponse) ProtoMessage() {}
 
 func (x *CreateUserResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[93]
+	mi := &file_sluice_proto_msgTypes[95]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6909,7 +7007,7 @@ func (x *CreateUserResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateUserResponse.ProtoReflect.Descriptor instead.
 func (*CreateUserResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{93}
+	return file_sluice_proto_rawDescGZIP(), []int{95}
 }
 
 func (x *CreateUserResponse) GetError() ErrorCode {
@@ -6935,7 +7033,7 @@ type DeleteUserRequest struct {
 
 func (x *DeleteUserRequest) Reset() {
 	*x = DeleteUserRequest{}
-	mi := &file_sluice_proto_msgTypes[94]
+	mi := &file_sluice_proto_msgTypes[96]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6947,7 +7045,7 @@ func (x *DeleteUserRequest) String() string {
 func (*DeleteUserRequest) ProtoMessage() {}
 
 func (x *DeleteUserRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[94]
+	mi := &file_sluice_proto_msgTypes[96]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6960,7 +7058,7 @@ func (x *DeleteUserRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteUserRequest.ProtoReflect.Descriptor instead.
 func (*DeleteUserRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{94}
+	return file_sluice_proto_rawDescGZIP(), []int{96}
 }
 
 func (x *DeleteUserRequest) GetName() string {
@@ -6980,7 +7078,7 @@ type DeleteUserResponse struct {
 
 func (x *DeleteUserResponse) Reset() {
 	*x = DeleteUserResponse{}
-	mi := &file_sluice_proto_msgTypes[95]
+	mi := &file_sluice_proto_msgTypes[97]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6992,7 +7090,7 @@ func (x *DeleteUserResponse) String() string {
 func (*DeleteUserResponse) ProtoMessage() {}
 
 func (x *DeleteUserResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[95]
+	mi := &file_sluice_proto_msgTypes[97]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7005,7 +7103,7 @@ func (x *DeleteUserResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteUserResponse.ProtoReflect.Descriptor instead.
 func (*DeleteUserResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{95}
+	return file_sluice_proto_rawDescGZIP(), []int{97}
 }
 
 func (x *DeleteUserResponse) GetError() ErrorCode {
@@ -7030,7 +7128,7 @@ type ListUsersRequest struct {
 
 func (x *ListUsersRequest) Reset() {
 	*x = ListUsersRequest{}
-	mi := &file_sluice_proto_msgTypes[96]
+	mi := &file_sluice_proto_msgTypes[98]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7042,7 +7140,7 @@ func (x *ListUsersRequest) String() string {
 func (*ListUsersRequest) ProtoMessage() {}
 
 func (x *ListUsersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[96]
+	mi := &file_sluice_proto_msgTypes[98]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7055,7 +7153,7 @@ func (x *ListUsersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListUsersRequest.ProtoReflect.Descriptor instead.
 func (*ListUsersRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{96}
+	return file_sluice_proto_rawDescGZIP(), []int{98}
 }
 
 // ListUsersResponse lists the token users, without their token hashes.
@@ -7070,7 +7168,7 @@ type ListUsersResponse struct {
 
 func (x *ListUsersResponse) Reset() {
 	*x = ListUsersResponse{}
-	mi := &file_sluice_proto_msgTypes[97]
+	mi := &file_sluice_proto_msgTypes[99]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7082,7 +7180,7 @@ func (x *ListUsersResponse) String() string {
 func (*ListUsersResponse) ProtoMessage() {}
 
 func (x *ListUsersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[97]
+	mi := &file_sluice_proto_msgTypes[99]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7095,7 +7193,7 @@ func (x *ListUsersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListUsersResponse.ProtoReflect.Descriptor instead.
 func (*ListUsersResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{97}
+	return file_sluice_proto_rawDescGZIP(), []int{99}
 }
 
 func (x *ListUsersResponse) GetError() ErrorCode {
@@ -7128,7 +7226,7 @@ type WhoAmIRequest struct {
 
 func (x *WhoAmIRequest) Reset() {
 	*x = WhoAmIRequest{}
-	mi := &file_sluice_proto_msgTypes[98]
+	mi := &file_sluice_proto_msgTypes[100]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7140,7 +7238,7 @@ func (x *WhoAmIRequest) String() string {
 func (*WhoAmIRequest) ProtoMessage() {}
 
 func (x *WhoAmIRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[98]
+	mi := &file_sluice_proto_msgTypes[100]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7153,7 +7251,7 @@ func (x *WhoAmIRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WhoAmIRequest.ProtoReflect.Descriptor instead.
 func (*WhoAmIRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{98}
+	return file_sluice_proto_rawDescGZIP(), []int{100}
 }
 
 type WhoAmIResponse struct {
@@ -7168,7 +7266,7 @@ type WhoAmIResponse struct {
 
 func (x *WhoAmIResponse) Reset() {
 	*x = WhoAmIResponse{}
-	mi := &file_sluice_proto_msgTypes[99]
+	mi := &file_sluice_proto_msgTypes[101]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7180,7 +7278,7 @@ func (x *WhoAmIResponse) String() string {
 func (*WhoAmIResponse) ProtoMessage() {}
 
 func (x *WhoAmIResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[99]
+	mi := &file_sluice_proto_msgTypes[101]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7193,7 +7291,7 @@ func (x *WhoAmIResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WhoAmIResponse.ProtoReflect.Descriptor instead.
 func (*WhoAmIResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{99}
+	return file_sluice_proto_rawDescGZIP(), []int{101}
 }
 
 func (x *WhoAmIResponse) GetPrincipal() string {
@@ -7542,7 +7640,12 @@ const file_sluice_proto_rawDesc = "" +
 	"\x13OffsetFetchResponse\x12'\n" +
 	"\x05error\x18\x01 \x01(\x0e2\x11.sluice.ErrorCodeR\x05error\x12#\n" +
 	"\rerror_message\x18\x02 \x01(\tR\ferrorMessage\x123\n" +
-	"\aoffsets\x18\x03 \x03(\v2\x19.sluice.OffsetCommitEntryR\aoffsets\"\x13\n" +
+	"\aoffsets\x18\x03 \x03(\v2\x19.sluice.OffsetCommitEntryR\aoffsets\"*\n" +
+	"\x12DeleteGroupRequest\x12\x14\n" +
+	"\x05group\x18\x01 \x01(\tR\x05group\"c\n" +
+	"\x13DeleteGroupResponse\x12'\n" +
+	"\x05error\x18\x01 \x01(\x0e2\x11.sluice.ErrorCodeR\x05error\x12#\n" +
+	"\rerror_message\x18\x02 \x01(\tR\ferrorMessage\"\x13\n" +
 	"\x11ListGroupsRequest\"w\n" +
 	"\rGroupOverview\x12\x14\n" +
 	"\x05group\x18\x01 \x01(\tR\x05group\x12\x14\n" +
@@ -7879,7 +7982,7 @@ func file_sluice_proto_rawDescGZIP() []byte {
 }
 
 var file_sluice_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_sluice_proto_msgTypes = make([]protoimpl.MessageInfo, 107)
+var file_sluice_proto_msgTypes = make([]protoimpl.MessageInfo, 109)
 var file_sluice_proto_goTypes = []any{
 	(ErrorCode)(0),                       // 0: sluice.ErrorCode
 	(AclResourceType)(0),                 // 1: sluice.AclResourceType
@@ -7944,55 +8047,57 @@ var file_sluice_proto_goTypes = []any{
 	(*OffsetCommitResponse)(nil),         // 60: sluice.OffsetCommitResponse
 	(*OffsetFetchRequest)(nil),           // 61: sluice.OffsetFetchRequest
 	(*OffsetFetchResponse)(nil),          // 62: sluice.OffsetFetchResponse
-	(*ListGroupsRequest)(nil),            // 63: sluice.ListGroupsRequest
-	(*GroupOverview)(nil),                // 64: sluice.GroupOverview
-	(*ListGroupsResponse)(nil),           // 65: sluice.ListGroupsResponse
-	(*DescribeGroupRequest)(nil),         // 66: sluice.DescribeGroupRequest
-	(*MemberDescription)(nil),            // 67: sluice.MemberDescription
-	(*DescribeGroupResponse)(nil),        // 68: sluice.DescribeGroupResponse
-	(*SubscribeRequest)(nil),             // 69: sluice.SubscribeRequest
-	(*SubscribeResponse)(nil),            // 70: sluice.SubscribeResponse
-	(*PushedRecord)(nil),                 // 71: sluice.PushedRecord
-	(*RecordHeader)(nil),                 // 72: sluice.RecordHeader
-	(*PushRecords)(nil),                  // 73: sluice.PushRecords
-	(*PushAssignment)(nil),               // 74: sluice.PushAssignment
-	(*PushCredit)(nil),                   // 75: sluice.PushCredit
-	(*PushAck)(nil),                      // 76: sluice.PushAck
-	(*UnsubscribeRequest)(nil),           // 77: sluice.UnsubscribeRequest
-	(*GroupRecordKey)(nil),               // 78: sluice.GroupRecordKey
-	(*OffsetValue)(nil),                  // 79: sluice.OffsetValue
-	(*GroupMemberRecord)(nil),            // 80: sluice.GroupMemberRecord
-	(*GroupMetadataValue)(nil),           // 81: sluice.GroupMetadataValue
-	(*TopicRecord)(nil),                  // 82: sluice.TopicRecord
-	(*ReplicaAssignment)(nil),            // 83: sluice.ReplicaAssignment
-	(*PartitionState)(nil),               // 84: sluice.PartitionState
-	(*TopicDeletion)(nil),                // 85: sluice.TopicDeletion
-	(*BrokerRegistration)(nil),           // 86: sluice.BrokerRegistration
-	(*ClusterSnapshot)(nil),              // 87: sluice.ClusterSnapshot
-	(*AclBinding)(nil),                   // 88: sluice.AclBinding
-	(*UserRecord)(nil),                   // 89: sluice.UserRecord
-	(*SecurityRecord)(nil),               // 90: sluice.SecurityRecord
-	(*CreateAclsRequest)(nil),            // 91: sluice.CreateAclsRequest
-	(*CreateAclsResponse)(nil),           // 92: sluice.CreateAclsResponse
-	(*DeleteAclsRequest)(nil),            // 93: sluice.DeleteAclsRequest
-	(*DeleteAclsResponse)(nil),           // 94: sluice.DeleteAclsResponse
-	(*DescribeAclsRequest)(nil),          // 95: sluice.DescribeAclsRequest
-	(*DescribeAclsResponse)(nil),         // 96: sluice.DescribeAclsResponse
-	(*CreateUserRequest)(nil),            // 97: sluice.CreateUserRequest
-	(*CreateUserResponse)(nil),           // 98: sluice.CreateUserResponse
-	(*DeleteUserRequest)(nil),            // 99: sluice.DeleteUserRequest
-	(*DeleteUserResponse)(nil),           // 100: sluice.DeleteUserResponse
-	(*ListUsersRequest)(nil),             // 101: sluice.ListUsersRequest
-	(*ListUsersResponse)(nil),            // 102: sluice.ListUsersResponse
-	(*WhoAmIRequest)(nil),                // 103: sluice.WhoAmIRequest
-	(*WhoAmIResponse)(nil),               // 104: sluice.WhoAmIResponse
-	nil,                                  // 105: sluice.TopicMetadata.ConfigsEntry
-	nil,                                  // 106: sluice.TopicSpec.ConfigsEntry
-	nil,                                  // 107: sluice.TopicConfigChange.SetEntry
-	nil,                                  // 108: sluice.AlterPartitionRequest.IsrEpochsEntry
-	nil,                                  // 109: sluice.TopicRecord.ConfigsEntry
-	nil,                                  // 110: sluice.PartitionState.IsrEpochsEntry
-	nil,                                  // 111: sluice.PartitionState.IsrDirsEntry
+	(*DeleteGroupRequest)(nil),           // 63: sluice.DeleteGroupRequest
+	(*DeleteGroupResponse)(nil),          // 64: sluice.DeleteGroupResponse
+	(*ListGroupsRequest)(nil),            // 65: sluice.ListGroupsRequest
+	(*GroupOverview)(nil),                // 66: sluice.GroupOverview
+	(*ListGroupsResponse)(nil),           // 67: sluice.ListGroupsResponse
+	(*DescribeGroupRequest)(nil),         // 68: sluice.DescribeGroupRequest
+	(*MemberDescription)(nil),            // 69: sluice.MemberDescription
+	(*DescribeGroupResponse)(nil),        // 70: sluice.DescribeGroupResponse
+	(*SubscribeRequest)(nil),             // 71: sluice.SubscribeRequest
+	(*SubscribeResponse)(nil),            // 72: sluice.SubscribeResponse
+	(*PushedRecord)(nil),                 // 73: sluice.PushedRecord
+	(*RecordHeader)(nil),                 // 74: sluice.RecordHeader
+	(*PushRecords)(nil),                  // 75: sluice.PushRecords
+	(*PushAssignment)(nil),               // 76: sluice.PushAssignment
+	(*PushCredit)(nil),                   // 77: sluice.PushCredit
+	(*PushAck)(nil),                      // 78: sluice.PushAck
+	(*UnsubscribeRequest)(nil),           // 79: sluice.UnsubscribeRequest
+	(*GroupRecordKey)(nil),               // 80: sluice.GroupRecordKey
+	(*OffsetValue)(nil),                  // 81: sluice.OffsetValue
+	(*GroupMemberRecord)(nil),            // 82: sluice.GroupMemberRecord
+	(*GroupMetadataValue)(nil),           // 83: sluice.GroupMetadataValue
+	(*TopicRecord)(nil),                  // 84: sluice.TopicRecord
+	(*ReplicaAssignment)(nil),            // 85: sluice.ReplicaAssignment
+	(*PartitionState)(nil),               // 86: sluice.PartitionState
+	(*TopicDeletion)(nil),                // 87: sluice.TopicDeletion
+	(*BrokerRegistration)(nil),           // 88: sluice.BrokerRegistration
+	(*ClusterSnapshot)(nil),              // 89: sluice.ClusterSnapshot
+	(*AclBinding)(nil),                   // 90: sluice.AclBinding
+	(*UserRecord)(nil),                   // 91: sluice.UserRecord
+	(*SecurityRecord)(nil),               // 92: sluice.SecurityRecord
+	(*CreateAclsRequest)(nil),            // 93: sluice.CreateAclsRequest
+	(*CreateAclsResponse)(nil),           // 94: sluice.CreateAclsResponse
+	(*DeleteAclsRequest)(nil),            // 95: sluice.DeleteAclsRequest
+	(*DeleteAclsResponse)(nil),           // 96: sluice.DeleteAclsResponse
+	(*DescribeAclsRequest)(nil),          // 97: sluice.DescribeAclsRequest
+	(*DescribeAclsResponse)(nil),         // 98: sluice.DescribeAclsResponse
+	(*CreateUserRequest)(nil),            // 99: sluice.CreateUserRequest
+	(*CreateUserResponse)(nil),           // 100: sluice.CreateUserResponse
+	(*DeleteUserRequest)(nil),            // 101: sluice.DeleteUserRequest
+	(*DeleteUserResponse)(nil),           // 102: sluice.DeleteUserResponse
+	(*ListUsersRequest)(nil),             // 103: sluice.ListUsersRequest
+	(*ListUsersResponse)(nil),            // 104: sluice.ListUsersResponse
+	(*WhoAmIRequest)(nil),                // 105: sluice.WhoAmIRequest
+	(*WhoAmIResponse)(nil),               // 106: sluice.WhoAmIResponse
+	nil,                                  // 107: sluice.TopicMetadata.ConfigsEntry
+	nil,                                  // 108: sluice.TopicSpec.ConfigsEntry
+	nil,                                  // 109: sluice.TopicConfigChange.SetEntry
+	nil,                                  // 110: sluice.AlterPartitionRequest.IsrEpochsEntry
+	nil,                                  // 111: sluice.TopicRecord.ConfigsEntry
+	nil,                                  // 112: sluice.PartitionState.IsrEpochsEntry
+	nil,                                  // 113: sluice.PartitionState.IsrDirsEntry
 }
 var file_sluice_proto_depIdxs = []int32{
 	0,   // 0: sluice.ErrorResponse.error:type_name -> sluice.ErrorCode
@@ -8003,16 +8108,16 @@ var file_sluice_proto_depIdxs = []int32{
 	0,   // 5: sluice.PartitionMetadata.error:type_name -> sluice.ErrorCode
 	0,   // 6: sluice.TopicMetadata.error:type_name -> sluice.ErrorCode
 	15,  // 7: sluice.TopicMetadata.partitions:type_name -> sluice.PartitionMetadata
-	105, // 8: sluice.TopicMetadata.configs:type_name -> sluice.TopicMetadata.ConfigsEntry
+	107, // 8: sluice.TopicMetadata.configs:type_name -> sluice.TopicMetadata.ConfigsEntry
 	14,  // 9: sluice.MetadataResponse.brokers:type_name -> sluice.BrokerInfo
 	16,  // 10: sluice.MetadataResponse.topics:type_name -> sluice.TopicMetadata
-	106, // 11: sluice.TopicSpec.configs:type_name -> sluice.TopicSpec.ConfigsEntry
+	108, // 11: sluice.TopicSpec.configs:type_name -> sluice.TopicSpec.ConfigsEntry
 	18,  // 12: sluice.CreateTopicsRequest.topics:type_name -> sluice.TopicSpec
 	0,   // 13: sluice.TopicResult.error:type_name -> sluice.ErrorCode
 	20,  // 14: sluice.CreateTopicsResponse.results:type_name -> sluice.TopicResult
 	20,  // 15: sluice.DeleteTopicsResponse.results:type_name -> sluice.TopicResult
 	25,  // 16: sluice.AlterTopicConfigsRequest.topics:type_name -> sluice.TopicConfigChange
-	107, // 17: sluice.TopicConfigChange.set:type_name -> sluice.TopicConfigChange.SetEntry
+	109, // 17: sluice.TopicConfigChange.set:type_name -> sluice.TopicConfigChange.SetEntry
 	20,  // 18: sluice.AlterTopicConfigsResponse.results:type_name -> sluice.TopicResult
 	28,  // 19: sluice.CreatePartitionsRequest.topics:type_name -> sluice.PartitionCount
 	20,  // 20: sluice.CreatePartitionsResponse.results:type_name -> sluice.TopicResult
@@ -8020,10 +8125,10 @@ var file_sluice_proto_depIdxs = []int32{
 	31,  // 22: sluice.DescribeReplicasResponse.replicas:type_name -> sluice.ReplicaState
 	0,   // 23: sluice.ReplicaFetchResponse.error:type_name -> sluice.ErrorCode
 	0,   // 24: sluice.OffsetForLeaderEpochResponse.error:type_name -> sluice.ErrorCode
-	108, // 25: sluice.AlterPartitionRequest.isr_epochs:type_name -> sluice.AlterPartitionRequest.IsrEpochsEntry
+	110, // 25: sluice.AlterPartitionRequest.isr_epochs:type_name -> sluice.AlterPartitionRequest.IsrEpochsEntry
 	0,   // 26: sluice.AlterPartitionResponse.error:type_name -> sluice.ErrorCode
-	84,  // 27: sluice.AlterPartitionResponse.state:type_name -> sluice.PartitionState
-	84,  // 28: sluice.LeaderAndIsrRequest.states:type_name -> sluice.PartitionState
+	86,  // 27: sluice.AlterPartitionResponse.state:type_name -> sluice.PartitionState
+	86,  // 28: sluice.LeaderAndIsrRequest.states:type_name -> sluice.PartitionState
 	0,   // 29: sluice.LeaderAndIsrResponse.error:type_name -> sluice.ErrorCode
 	0,   // 30: sluice.ReplicaOfflineResponse.error:type_name -> sluice.ErrorCode
 	0,   // 31: sluice.InitProducerIdResponse.error:type_name -> sluice.ErrorCode
@@ -8039,46 +8144,47 @@ var file_sluice_proto_depIdxs = []int32{
 	49,  // 41: sluice.OffsetFetchRequest.partitions:type_name -> sluice.TopicPartitions
 	0,   // 42: sluice.OffsetFetchResponse.error:type_name -> sluice.ErrorCode
 	58,  // 43: sluice.OffsetFetchResponse.offsets:type_name -> sluice.OffsetCommitEntry
-	64,  // 44: sluice.ListGroupsResponse.groups:type_name -> sluice.GroupOverview
-	49,  // 45: sluice.MemberDescription.assignment:type_name -> sluice.TopicPartitions
-	0,   // 46: sluice.DescribeGroupResponse.error:type_name -> sluice.ErrorCode
-	67,  // 47: sluice.DescribeGroupResponse.members:type_name -> sluice.MemberDescription
-	0,   // 48: sluice.SubscribeResponse.error:type_name -> sluice.ErrorCode
-	72,  // 49: sluice.PushedRecord.headers:type_name -> sluice.RecordHeader
-	71,  // 50: sluice.PushRecords.records:type_name -> sluice.PushedRecord
-	49,  // 51: sluice.PushAssignment.assigned:type_name -> sluice.TopicPartitions
-	49,  // 52: sluice.GroupMemberRecord.assignment:type_name -> sluice.TopicPartitions
-	80,  // 53: sluice.GroupMetadataValue.members:type_name -> sluice.GroupMemberRecord
-	109, // 54: sluice.TopicRecord.configs:type_name -> sluice.TopicRecord.ConfigsEntry
-	83,  // 55: sluice.TopicRecord.assignment:type_name -> sluice.ReplicaAssignment
-	110, // 56: sluice.PartitionState.isr_epochs:type_name -> sluice.PartitionState.IsrEpochsEntry
-	111, // 57: sluice.PartitionState.isr_dirs:type_name -> sluice.PartitionState.IsrDirsEntry
-	82,  // 58: sluice.ClusterSnapshot.topics:type_name -> sluice.TopicRecord
-	84,  // 59: sluice.ClusterSnapshot.partitions:type_name -> sluice.PartitionState
-	85,  // 60: sluice.ClusterSnapshot.deleted_topics:type_name -> sluice.TopicDeletion
-	1,   // 61: sluice.AclBinding.resource_type:type_name -> sluice.AclResourceType
-	3,   // 62: sluice.AclBinding.pattern_type:type_name -> sluice.AclPatternType
-	2,   // 63: sluice.AclBinding.operation:type_name -> sluice.AclOperation
-	4,   // 64: sluice.AclBinding.permission:type_name -> sluice.AclPermission
-	88,  // 65: sluice.SecurityRecord.acls:type_name -> sluice.AclBinding
-	89,  // 66: sluice.SecurityRecord.users:type_name -> sluice.UserRecord
-	88,  // 67: sluice.CreateAclsRequest.acls:type_name -> sluice.AclBinding
-	0,   // 68: sluice.CreateAclsResponse.error:type_name -> sluice.ErrorCode
-	88,  // 69: sluice.DeleteAclsRequest.filters:type_name -> sluice.AclBinding
-	0,   // 70: sluice.DeleteAclsResponse.error:type_name -> sluice.ErrorCode
-	88,  // 71: sluice.DeleteAclsResponse.deleted:type_name -> sluice.AclBinding
-	88,  // 72: sluice.DescribeAclsRequest.filter:type_name -> sluice.AclBinding
-	0,   // 73: sluice.DescribeAclsResponse.error:type_name -> sluice.ErrorCode
-	88,  // 74: sluice.DescribeAclsResponse.acls:type_name -> sluice.AclBinding
-	0,   // 75: sluice.CreateUserResponse.error:type_name -> sluice.ErrorCode
-	0,   // 76: sluice.DeleteUserResponse.error:type_name -> sluice.ErrorCode
-	0,   // 77: sluice.ListUsersResponse.error:type_name -> sluice.ErrorCode
-	89,  // 78: sluice.ListUsersResponse.users:type_name -> sluice.UserRecord
-	79,  // [79:79] is the sub-list for method output_type
-	79,  // [79:79] is the sub-list for method input_type
-	79,  // [79:79] is the sub-list for extension type_name
-	79,  // [79:79] is the sub-list for extension extendee
-	0,   // [0:79] is the sub-list for field type_name
+	0,   // 44: sluice.DeleteGroupResponse.error:type_name -> sluice.ErrorCode
+	66,  // 45: sluice.ListGroupsResponse.groups:type_name -> sluice.GroupOverview
+	49,  // 46: sluice.MemberDescription.assignment:type_name -> sluice.TopicPartitions
+	0,   // 47: sluice.DescribeGroupResponse.error:type_name -> sluice.ErrorCode
+	69,  // 48: sluice.DescribeGroupResponse.members:type_name -> sluice.MemberDescription
+	0,   // 49: sluice.SubscribeResponse.error:type_name -> sluice.ErrorCode
+	74,  // 50: sluice.PushedRecord.headers:type_name -> sluice.RecordHeader
+	73,  // 51: sluice.PushRecords.records:type_name -> sluice.PushedRecord
+	49,  // 52: sluice.PushAssignment.assigned:type_name -> sluice.TopicPartitions
+	49,  // 53: sluice.GroupMemberRecord.assignment:type_name -> sluice.TopicPartitions
+	82,  // 54: sluice.GroupMetadataValue.members:type_name -> sluice.GroupMemberRecord
+	111, // 55: sluice.TopicRecord.configs:type_name -> sluice.TopicRecord.ConfigsEntry
+	85,  // 56: sluice.TopicRecord.assignment:type_name -> sluice.ReplicaAssignment
+	112, // 57: sluice.PartitionState.isr_epochs:type_name -> sluice.PartitionState.IsrEpochsEntry
+	113, // 58: sluice.PartitionState.isr_dirs:type_name -> sluice.PartitionState.IsrDirsEntry
+	84,  // 59: sluice.ClusterSnapshot.topics:type_name -> sluice.TopicRecord
+	86,  // 60: sluice.ClusterSnapshot.partitions:type_name -> sluice.PartitionState
+	87,  // 61: sluice.ClusterSnapshot.deleted_topics:type_name -> sluice.TopicDeletion
+	1,   // 62: sluice.AclBinding.resource_type:type_name -> sluice.AclResourceType
+	3,   // 63: sluice.AclBinding.pattern_type:type_name -> sluice.AclPatternType
+	2,   // 64: sluice.AclBinding.operation:type_name -> sluice.AclOperation
+	4,   // 65: sluice.AclBinding.permission:type_name -> sluice.AclPermission
+	90,  // 66: sluice.SecurityRecord.acls:type_name -> sluice.AclBinding
+	91,  // 67: sluice.SecurityRecord.users:type_name -> sluice.UserRecord
+	90,  // 68: sluice.CreateAclsRequest.acls:type_name -> sluice.AclBinding
+	0,   // 69: sluice.CreateAclsResponse.error:type_name -> sluice.ErrorCode
+	90,  // 70: sluice.DeleteAclsRequest.filters:type_name -> sluice.AclBinding
+	0,   // 71: sluice.DeleteAclsResponse.error:type_name -> sluice.ErrorCode
+	90,  // 72: sluice.DeleteAclsResponse.deleted:type_name -> sluice.AclBinding
+	90,  // 73: sluice.DescribeAclsRequest.filter:type_name -> sluice.AclBinding
+	0,   // 74: sluice.DescribeAclsResponse.error:type_name -> sluice.ErrorCode
+	90,  // 75: sluice.DescribeAclsResponse.acls:type_name -> sluice.AclBinding
+	0,   // 76: sluice.CreateUserResponse.error:type_name -> sluice.ErrorCode
+	0,   // 77: sluice.DeleteUserResponse.error:type_name -> sluice.ErrorCode
+	0,   // 78: sluice.ListUsersResponse.error:type_name -> sluice.ErrorCode
+	91,  // 79: sluice.ListUsersResponse.users:type_name -> sluice.UserRecord
+	80,  // [80:80] is the sub-list for method output_type
+	80,  // [80:80] is the sub-list for method input_type
+	80,  // [80:80] is the sub-list for extension type_name
+	80,  // [80:80] is the sub-list for extension extendee
+	0,   // [0:80] is the sub-list for field type_name
 }
 
 func init() { file_sluice_proto_init() }
@@ -8092,7 +8198,7 @@ func file_sluice_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_sluice_proto_rawDesc), len(file_sluice_proto_rawDesc)),
 			NumEnums:      5,
-			NumMessages:   107,
+			NumMessages:   109,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

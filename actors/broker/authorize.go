@@ -121,8 +121,8 @@ func (b *brokerActor) permit(ctx actor.Context, fail func(messages.ErrorCode, st
 	return true
 }
 
-// permitGroup checks a group request: Describe to describe a group, Read
-// for everything else (joining, committing, fetching offsets, push
+// permitGroup checks a group request: Describe to describe a group, Delete
+// to delete one, Read for everything else (joining, committing, fetching offsets, push
 // credit), and Read on the topics a push subscriber subscribes to or a
 // commit names, since the broker reads and commits them on its behalf.
 func (b *brokerActor) permitGroup(ctx actor.Context, group string) bool {
@@ -130,6 +130,8 @@ func (b *brokerActor) permitGroup(ctx actor.Context, group string) bool {
 	switch m := ctx.Message().(type) {
 	case *messages.DescribeGroupRequest:
 		needs = []access{onGroup(opDescribe, group)}
+	case *messages.DeleteGroupRequest:
+		needs = []access{onGroup(opDelete, group)}
 	case *messages.SubscribeRequest:
 		for _, t := range m.Topics {
 			needs = append(needs, onTopic(opRead, t))

@@ -134,6 +134,8 @@ func (c *groupCoordinator) Receive(ctx actor.Context) {
 		actors.Respond(ctx, c.onOffsetFetch(msg))
 	case *messages.DescribeGroupRequest:
 		actors.Respond(ctx, c.describe())
+	case *messages.DeleteGroupRequest:
+		c.onDelete(ctx)
 	case *messages.SubscribeRequest:
 		c.onSubscribe(ctx, msg)
 	case *messages.PushCredit:
@@ -382,6 +384,38 @@ func compareTP(a, b cluster.TopicPartition) int {
 	return int(a.Partition - b.Partition)
 }
 
+// onDelete deletes a group without members: tombstones for its metadata
+// and every committed offset, then this coordinator stops and the host
+// forgets the group.
+func (c *groupCoordinator) onDelete(ctx actor.Context) {
+	sender := ctx.Sender()
+	answer := func(code messages.ErrorCode, text string) {
+		actors.SendTo(ctx, sender, &messages.DeleteGroupResponse{Error: code, ErrorMessage: text})
+	}
+	if n := len(c.g.MemberIDs()); n > 0 {
+		answer(messages.ErrorCode_NON_EMPTY_GROUP, fmt.Sprintf("group %q has %d members", c.cfg.Group, n))
+		return
+	}
+	if c.g.Generation() == 0 && len(c.offsets) == 0 {
+		answer(messages.ErrorCode_GROUP_ID_NOT_FOUND, fmt.Sprintf("group %q does not exist", c.cfg.Group))
+		return
+	}
+	recs := []groupRecord{{Key: &messages.GroupRecordKey{Group: c.cfg.Group}, Deleted: true}}
+	for tp := range c.offsets {
+		recs = append(recs, groupRecord{Key: &messages.GroupRecordKey{Group: c.cfg.Group, Topic: tp.Topic, Partition: tp.Partition}, Deleted: true})
+	}
+	c.write(ctx, recs, func(err error) {
+		if err != nil {
+			answer(messages.ErrorCode_COORDINATOR_NOT_AVAILABLE, "deletion not persisted: "+err.Error())
+			return
+		}
+		c.cfg.Broker.Logger.Info("deleted group", "group", c.cfg.Group, "offsets", len(recs)-1)
+		answer(messages.ErrorCode_NONE, "")
+		ctx.Send(ctx.Parent(), groupDeleted{group: c.cfg.Group})
+		ctx.Stop(ctx.Self())
+	})
+}
+
 func (c *groupCoordinator) describe() *messages.DescribeGroupResponse {
 	d := c.g.Describe()
 	resp := &messages.DescribeGroupResponse{Group: c.cfg.Group, State: d.State.String(), Generation: d.Generation,
@@ -393,9 +427,16 @@ func (c *groupCoordinator) describe() *messages.DescribeGroupResponse {
 	return resp
 }
 
+// reportOverview tells the host how the group looks now, for ListGroups;
+// a group that never had a member nor a commit (one only asked about) is
+// not listed, as in Kafka.
 func (c *groupCoordinator) reportOverview(ctx actor.Context) {
-	ctx.Send(ctx.Parent(), groupOverviewChanged{&messages.GroupOverview{Group: c.cfg.Group, State: c.g.State().String(),
-		Members: int32(len(c.g.MemberIDs())), Coordinator: c.cfg.Broker.ID}})
+	overview := &messages.GroupOverview{Group: c.cfg.Group, State: c.g.State().String(),
+		Members: int32(len(c.g.MemberIDs())), Coordinator: c.cfg.Broker.ID}
+	if c.g.Generation() == 0 && overview.Members == 0 && len(c.offsets) == 0 {
+		overview = nil
+	}
+	ctx.Send(ctx.Parent(), groupOverviewChanged{group: c.cfg.Group, overview: overview})
 }
 
 // ---- writes to the offsets partition ------------------------------------------
@@ -436,10 +477,14 @@ func (c *groupCoordinator) flushWrites(ctx actor.Context) {
 		if err != nil {
 			c.cfg.Broker.Logger.Warn("group write failed", "group", c.cfg.Group, "error", err)
 		} else {
+			listed := len(c.offsets) > 0
 			for _, r := range recs {
-				if r.Key.Topic != "" {
+				if r.Key.Topic != "" && !r.Deleted {
 					c.offsets[cluster.TopicPartition{Topic: r.Key.Topic, Partition: r.Key.Partition}] = r.Offset
 				}
+			}
+			if !listed && len(c.offsets) > 0 {
+				c.reportOverview(ctx) // a first commit: the group exists now
 			}
 		}
 		for _, w := range batch {

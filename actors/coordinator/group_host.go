@@ -36,7 +36,13 @@ type (
 	// loadStep continues loading after a pause.
 	loadStep struct{}
 	// groupOverviewChanged is a coordinator reporting its group's summary.
-	groupOverviewChanged struct{ overview *messages.GroupOverview }
+	// groupOverviewChanged: a group's overview (nil: not to be listed).
+	groupOverviewChanged struct {
+		group    string
+		overview *messages.GroupOverview
+	}
+	// groupDeleted: a coordinator deleted its group and stops.
+	groupDeleted struct{ group string }
 )
 
 // groupHost serves the consumer groups of one __consumer_offsets partition
@@ -70,7 +76,15 @@ func (h *groupHost) Receive(ctx actor.Context) {
 	case loadStep:
 		h.load(ctx)
 	case groupOverviewChanged:
-		h.overviews[msg.overview.Group] = msg.overview
+		if msg.overview == nil {
+			delete(h.overviews, msg.group)
+		} else {
+			h.overviews[msg.group] = msg.overview
+		}
+		h.publish()
+	case groupDeleted:
+		delete(h.overviews, msg.group)
+		delete(h.coordinators, msg.group) // requests from now on start it afresh
 		h.publish()
 	case *actor.Terminated:
 		for g, pid := range h.coordinators {
@@ -195,6 +209,9 @@ func (h *groupHost) publish() {
 		list = append(list, o)
 	}
 	for name, g := range h.groups {
+		if g.meta == nil && len(g.offsets) == 0 {
+			continue // deleted
+		}
 		if _, ok := h.overviews[name]; !ok {
 			members := int32(0)
 			if g.meta != nil {

@@ -23,6 +23,8 @@ func GroupOf(msg any) (string, bool) {
 		return m.Group, true
 	case *messages.DescribeGroupRequest:
 		return m.Group, true
+	case *messages.DeleteGroupRequest:
+		return m.Group, true
 	case *messages.SubscribeRequest:
 		return m.Group, true
 	case *messages.UnsubscribeRequest:
@@ -53,6 +55,8 @@ func GroupError(msg any, code messages.ErrorCode, text string) proto.Message {
 		return &messages.OffsetFetchResponse{Error: code, ErrorMessage: text}
 	case *messages.DescribeGroupRequest:
 		return &messages.DescribeGroupResponse{Error: code, ErrorMessage: text}
+	case *messages.DeleteGroupRequest:
+		return &messages.DeleteGroupResponse{Error: code, ErrorMessage: text}
 	case *messages.SubscribeRequest:
 		return &messages.SubscribeResponse{Error: code, ErrorMessage: text}
 	case *messages.UnsubscribeRequest:

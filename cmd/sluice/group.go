@@ -13,7 +13,7 @@ import (
 
 func runGroup(args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		return usageErr("want list, describe or reset-offsets")
+		return usageErr("want list, describe, delete or reset-offsets")
 	}
 	sub, args := args[0], args[1:]
 	fs := newFlagSet("group "+sub, stderr)
@@ -95,6 +95,15 @@ func runGroup(args []string, stdout, stderr io.Writer) error {
 			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%s\n", p.Topic, p.Partition, p.Committed, p.End, p.LogEnd, p.Lag, p.Owner)
 		}
 		return tw.Flush()
+	case "delete":
+		if len(pos) != 1 {
+			return usageErr("want exactly one group")
+		}
+		if err := admin.DeleteGroup(ctx, pos[0]); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "deleted group %s\n", pos[0])
+		return nil
 	case "reset-offsets":
 		if len(pos) != 1 || *topic == "" {
 			return usageErr("want a group and --topic")
@@ -122,7 +131,7 @@ func runGroup(args []string, stdout, stderr io.Writer) error {
 		}
 		return nil
 	}
-	return usageErr("unknown group command %q: want list, describe or reset-offsets", sub)
+	return usageErr("unknown group command %q: want list, describe, delete or reset-offsets", sub)
 }
 
 type groupListJSON struct {

@@ -173,3 +173,32 @@ func TestCLIGroups(t *testing.T) {
 		t.Fatalf("group after the consumer exited: %v %v", info, err)
 	}
 }
+
+// sluice group delete removes a group without members and its offsets;
+// it refuses a group with members and names one that does not exist.
+func TestGroupDelete(t *testing.T) {
+	b := startBroker(t, "--group-initial-rebalance-delay", "100ms")
+	b.cli("", "topic", "create", "t", "--partitions", "2")
+	b.cli("a\nb\n", "produce", "t")
+	b.cli("", "consume", "t", "--group", "g", "--from-beginning", "--max", "2")
+	if out := b.cli("", "group", "list"); !strings.Contains(out, "g ") {
+		t.Fatalf("group list before: %s", out)
+	}
+	b.cli("", "group", "delete", "g")
+	if out := b.cli("", "group", "list"); strings.Contains(out, "g ") {
+		t.Errorf("group list after the deletion: %s", out)
+	}
+	d := decodeLines[groupDescJSON](t, b.cli("", "group", "describe", "g", "--format", "json"))[0]
+	for _, p := range d.Partitions {
+		if p.Committed != -1 {
+			t.Errorf("partition %d still has offset %d", p.Partition, p.Committed)
+		}
+	}
+	if _, errOut, code := runCLI(t, "", "group", "delete", "never", "--broker", b.Addr); code != 1 || !strings.Contains(errOut, "GROUP_ID_NOT_FOUND") {
+		t.Errorf("deleting a group that never was: exit %d, %s", code, errOut)
+	}
+	// The group starts afresh: a new member reads from the start again.
+	if out := b.cli("", "consume", "t", "--group", "g", "--from-beginning", "--max", "2"); len(strings.Fields(out)) != 2 {
+		t.Errorf("after the deletion the group read %q", out)
+	}
+}

@@ -367,4 +367,26 @@ func TestKafkaGroupOffsetsAndListings(t *testing.T) {
 	if described, err := adm.DescribeGroups(ctx, "never"); err != nil || described["never"].Err != nil || len(described["never"].Members) != 0 {
 		t.Errorf("an unknown group: %+v %v", described["never"], err)
 	}
+
+	// DeleteGroups: a group with a member is refused, one without is gone
+	// with its offsets, and one that never was is not found.
+	deleted, err := adm.DeleteGroups(ctx, "live", "standalone", "never")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for group, want := range map[string]string{"live": "NON_EMPTY_GROUP", "standalone": "", "never": "GROUP_ID_NOT_FOUND"} {
+		got := ""
+		if err := deleted[group].Err; err != nil {
+			got = err.Error()
+		}
+		if (want == "") != (got == "") || !strings.Contains(got, want) {
+			t.Errorf("deleting %s: %q, want %q", group, got, want)
+		}
+	}
+	if fetched, err := adm.FetchOffsets(ctx, "standalone"); err != nil || len(fetched) != 0 {
+		t.Errorf("offsets after the deletion: %+v %v", fetched, err)
+	}
+	if listed, err := adm.ListGroups(ctx); err != nil || slices.Contains(listed.Groups(), "standalone") {
+		t.Errorf("ListGroups after the deletion: %v %v", listed.Groups(), err)
+	}
 }

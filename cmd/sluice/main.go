@@ -30,6 +30,7 @@ Usage:
   sluice consume TOPIC [flags]           print consumed records, one per line (--group G: as a group member)
   sluice group list                      list consumer groups
   sluice group describe GROUP            members, assignment, committed offset, end and lag per partition
+  sluice group delete GROUP              delete a group without members, with its committed offsets
   sluice group reset-offsets GROUP --topic T --to-earliest|--to-latest|--to-offset N
   sluice bench produce|consume [flags]   measure throughput and latency
   sluice dev-cluster [--brokers 3]       run Consul and a local cluster of brokers until Ctrl-C (--secure: with TLS)
