@@ -69,7 +69,9 @@ func handleFetch(r *request, h header, kreq kmsg.Request) func() kmsg.Response {
 		}
 		// Nothing yet: park a fetch on every partition that answered
 		// without an error, and answer with the first that has records.
-		wait := time.Duration(req.MaxWaitMillis) * time.Millisecond
+		// A wait longer than a request may take is cut to fit in it.
+		wait := max(0, min(time.Duration(req.MaxWaitMillis)*time.Millisecond, r.conn.srv.cfg.RequestTimeout-2*time.Second))
+		maxWaitMs := int32(wait / time.Millisecond)
 		type result struct {
 			p fetchPart
 			received
@@ -81,7 +83,7 @@ func handleFetch(r *request, h header, kreq kmsg.Request) func() kmsg.Response {
 				continue
 			}
 			parked := proto.Clone(p.req).(*messages.FetchRequest)
-			parked.MinBytes, parked.MaxWaitMs = 1, req.MaxWaitMillis
+			parked.MinBytes, parked.MaxWaitMs = 1, maxWaitMs
 			answer := r.ask(parked)
 			asked++
 			go func() {
