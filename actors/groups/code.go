@@ -65,6 +65,9 @@ const (
 	PreparingRebalance
 	// Stable: every member has its assignment for the current generation.
 	Stable
+	// CompletingRebalance: a relay group's new generation is formed and
+	// waits for its leader's SyncGroup with the assignments.
+	CompletingRebalance
 )
 
 // String is Kafka's name of the state, as `sluice group describe` shows it.
@@ -76,6 +79,8 @@ func (s State) String() string {
 		return "PreparingRebalance"
 	case Stable:
 		return "Stable"
+	case CompletingRebalance:
+		return "CompletingRebalance"
 	}
 	return "Unknown"
 }

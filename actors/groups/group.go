@@ -30,6 +30,13 @@ type Group struct {
 	// counts are the partition counts of the subscribed topics that the
 	// current assignment was computed from; Tick rebalances when they move.
 	counts map[string]int32
+
+	// protocolType is the relay members' protocol type ("": the
+	// coordinator assigns). A group holds members of one kind only.
+	protocolType string
+	// owed are answers to parked relay syncs that a call made due (a
+	// rebalance that started); the next Outcome carries them.
+	owed []SyncReply
 }
 
 type member struct {
@@ -43,6 +50,10 @@ type member struct {
 	// since is, for each partition of rec.Assignment, the generation since
 	// which the member has owned it without a break (see AckCheck).
 	since map[tp]int32
+	// syncParked: a relay member's SyncGroup waits for the leader's; its
+	// answer is owed to syncReplyTo.
+	syncParked  bool
+	syncReplyTo any
 }
 
 func (m *member) push() bool { return !m.rec.Push.IsZero() }
@@ -87,9 +98,13 @@ func (g *Group) Join(req JoinRequest, now time.Time, parts PartitionCounts) Outc
 	if !push && (req.SessionTimeout < g.cfg.MinSessionTimeout || req.SessionTimeout > g.cfg.MaxSessionTimeout) {
 		return Outcome{Code: InvalidSessionTimeout, MemberID: req.MemberID}
 	}
+	relay := req.ProtocolType != ""
 	assignors := g.implemented(req.Assignors)
+	if relay {
+		assignors = protocolNames(req.Protocols)
+	}
 	id := req.MemberID
-	if len(assignors) == 0 || !g.supports(assignors, id) {
+	if len(assignors) == 0 || !g.supports(assignors, id) || (relay && push) || !g.sameKind(req.ProtocolType, id) {
 		return Outcome{Code: InconsistentGroupProtocol, MemberID: id}
 	}
 	var out Outcome
@@ -127,7 +142,11 @@ func (g *Group) Join(req JoinRequest, now time.Time, parts PartitionCounts) Outc
 		Push:             req.Push,
 		AutoOffsetReset:  req.AutoOffsetReset,
 		Assignment:       m.rec.Assignment,
+		ProtocolType:     req.ProtocolType,
+		Protocols:        slices.Clone(req.Protocols),
+		RelayAssignment:  m.rec.RelayAssignment,
 	}
+	g.protocolType = req.ProtocolType
 	m.lastSeen = now
 	switch {
 	case g.state != PreparingRebalance:
@@ -138,7 +157,7 @@ func (g *Group) Join(req JoinRequest, now time.Time, parts PartitionCounts) Outc
 	m.joined, m.parked, m.replyTo = true, true, req.ReplyTo
 	out.MemberID = id
 	out.merge(g.maybeComplete(now, parts))
-	return out
+	return g.settle(out)
 }
 
 // Sync returns the member's assignment for generation. Errors: a
@@ -169,7 +188,7 @@ func (g *Group) Heartbeat(memberID string, generation int32, now time.Time) Code
 	if g.state == PreparingRebalance {
 		return RebalanceInProgress
 	}
-	return None
+	return None // also while a relay group waits for its leader's sync, as in Kafka
 }
 
 // CommitCheck says whether an OffsetCommit may be written.
@@ -250,11 +269,11 @@ func (g *Group) Leave(memberID string, now time.Time, parts PartitionCounts) Out
 		out.Replies = append(out.Replies, JoinReply{ReplyTo: m.replyTo, Code: UnknownMemberID, MemberID: memberID})
 	}
 	g.remove(memberID)
-	if g.state == Stable {
+	if g.state == Stable || g.state == CompletingRebalance {
 		g.startRebalance(now, false)
 	}
 	out.merge(g.maybeComplete(now, parts))
-	return out
+	return g.settle(out)
 }
 
 // Tick is called periodically (every ~100 ms). It forgets expired pending
@@ -280,22 +299,28 @@ func (g *Group) Tick(now time.Time, parts PartitionCounts) Outcome {
 		out.Removed = append(out.Removed, id)
 		out.Persist = true
 	}
-	if g.state == Stable && (len(out.Removed) > 0 || g.countsChanged(parts)) {
+	switch {
+	case g.state == CompletingRebalance && len(out.Removed) > 0:
+		g.startRebalance(now, false)
+	case g.state == Stable && len(out.Removed) > 0:
+		g.startRebalance(now, false)
+	case g.state == Stable && g.protocolType == "" && g.countsChanged(parts):
+		// Relay groups' leaders watch partition counts themselves.
 		g.startRebalance(now, false)
 	}
 	out.merge(g.maybeComplete(now, parts))
-	return out
+	return g.settle(out)
 }
 
 // PartitionsChanged starts a rebalance of a Stable group because a
 // subscribed topic appeared or its partition count changed. (Tick notices
 // that too, by itself; this saves waiting for it.)
 func (g *Group) PartitionsChanged(now time.Time, parts PartitionCounts) Outcome {
-	if g.state != Stable {
+	if g.state != Stable || g.protocolType != "" {
 		return Outcome{}
 	}
 	g.startRebalance(now, false)
-	return g.maybeComplete(now, parts)
+	return g.settle(g.maybeComplete(now, parts))
 }
 
 // current checks a member's generation, then its membership.
@@ -311,7 +336,13 @@ func (g *Group) current(memberID string, generation int32) (*member, Code) {
 }
 
 func (g *Group) remove(id string) {
+	if m := g.members[id]; m != nil && m.syncParked {
+		g.owed = append(g.owed, SyncReply{ReplyTo: m.syncReplyTo, Code: UnknownMemberID, MemberID: id})
+	}
 	delete(g.members, id)
+	if len(g.members) == 0 {
+		g.protocolType = ""
+	}
 	if g.leader == id {
 		g.leader = ""
 		if ids := g.MemberIDs(); len(ids) > 0 {

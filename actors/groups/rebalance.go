@@ -14,8 +14,14 @@ func (g *Group) startRebalance(now time.Time, initial bool) {
 	g.rebalanceStart = now
 	g.initialDelay = initial && g.cfg.InitialRebalanceDelay > 0
 	g.delayUntil = now.Add(g.cfg.InitialRebalanceDelay)
-	for _, m := range g.members {
+	for _, id := range g.MemberIDs() {
+		m := g.members[id]
 		m.joined = m.push()
+		if m.syncParked {
+			// The generation it waited for will not be completed: rejoin.
+			g.owed = append(g.owed, SyncReply{ReplyTo: m.syncReplyTo, Code: RebalanceInProgress, MemberID: id})
+			m.syncParked, m.syncReplyTo = false, nil
+		}
 	}
 }
 
@@ -65,6 +71,9 @@ func (g *Group) complete(now time.Time, parts PartitionCounts) Outcome {
 		g.leader = ids[0]
 	}
 	g.assignor = g.vote()
+	if g.protocolType != "" {
+		return g.completeRelay(now, ids, out)
+	}
 	g.counts = g.currentCounts(parts)
 	assign, _ := Lookup(g.assignor)
 	subs := make([]Subscription, 0, len(ids))

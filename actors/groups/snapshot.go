@@ -33,6 +33,9 @@ func (g *Group) Describe() Description {
 // heartbeat. Push members are restored too, with their PushTarget (and its
 // credit); the actor must watch their actors again and Leave those that are
 // gone. AckCheck then accepts acks of the snapshot's generation onwards.
+// A relay group (its members joined with a protocol type) is restored
+// Stable with the assignments its leader gave, which only the clients can
+// judge.
 func Restore(cfg Config, s Snapshot, now time.Time, parts PartitionCounts) *Group {
 	g := New(cfg)
 	g.generation = s.Generation
@@ -44,7 +47,12 @@ func Restore(cfg Config, s Snapshot, now time.Time, parts PartitionCounts) *Grou
 		}
 		r = r.clone()
 		r.Topics = slices.Compact(slices.Sorted(slices.Values(r.Topics)))
-		r.Assignors = g.implemented(r.Assignors)
+		if r.ProtocolType != "" {
+			r.Assignors = protocolNames(r.Protocols)
+			g.protocolType = r.ProtocolType
+		} else {
+			r.Assignors = g.implemented(r.Assignors)
+		}
 		r.Assignment = toAssignment(fromAssignment(r.Assignment))
 		// Ownership before the snapshot's generation is not persisted.
 		g.members[r.MemberID] = &member{rec: r, lastSeen: now, since: ownedSince(nil, r.Assignment, s.Generation)}
@@ -57,6 +65,10 @@ func Restore(cfg Config, s Snapshot, now time.Time, parts PartitionCounts) *Grou
 		g.leader = g.MemberIDs()[0]
 	}
 	g.state = Stable
+	if g.protocolType != "" {
+		// The assignments are the clients' own: only they can judge them.
+		return g
+	}
 	g.counts = g.currentCounts(parts)
 	if !g.covers() {
 		g.startRebalance(now, false)

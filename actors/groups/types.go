@@ -56,9 +56,38 @@ type JoinRequest struct {
 	RebalanceTimeout time.Duration
 	Push             PushTarget
 	AutoOffsetReset  string
+	// ProtocolType, when set, makes the member a relay member (Kafka's
+	// classic protocol): the coordinator does not assign, the group's
+	// leader does. Protocols are then its assignment protocols, preferred
+	// first, each with the member's opaque metadata; Assignors is ignored.
+	ProtocolType string
+	Protocols    []Protocol
 	// ReplyTo is opaque: it comes back in the JoinReply that answers this
 	// request, so the actor can find the request to answer.
 	ReplyTo any
+}
+
+// Protocol is one assignment protocol a relay member supports, with the
+// member's metadata for it (its subscription, in the protocol's encoding).
+type Protocol struct {
+	Name     string
+	Metadata []byte
+}
+
+// MemberMetadata is one member's metadata for the chosen protocol, as the
+// leader of a relay group gets it.
+type MemberMetadata struct {
+	MemberID string
+	Metadata []byte
+}
+
+// SyncReply answers a relay member's SyncGroup: its opaque assignment, or
+// an error.
+type SyncReply struct {
+	ReplyTo    any
+	Code       Code
+	MemberID   string
+	Assignment []byte
 }
 
 // JoinReply answers a parked join.
@@ -77,6 +106,10 @@ type JoinReply struct {
 	Members []string
 	// Assignment of this member in the new generation (what Sync returns).
 	Assignment []TopicPartitions
+	// Relay groups: the protocol chosen (also in Assignor) and, for the
+	// leader only, every member's metadata for it, sorted by member id.
+	Protocol       string
+	MemberMetadata []MemberMetadata
 }
 
 // Outcome tells the actor what to do after a call.
@@ -109,6 +142,8 @@ type Outcome struct {
 	// after their session timeout, or not rejoined by the rebalance deadline.
 	// Their assignments are void (stop pushing to push members among them).
 	Removed []string
+	// SyncReplies answer parked relay syncs (after Persist, as Replies).
+	SyncReplies []SyncReply
 }
 
 func (o *Outcome) merge(p Outcome) {
@@ -119,6 +154,7 @@ func (o *Outcome) merge(p Outcome) {
 	o.Changed = append(o.Changed, p.Changed...)
 	o.Removed = append(o.Removed, p.Removed...)
 	slices.Sort(o.Removed)
+	o.SyncReplies = append(o.SyncReplies, p.SyncReplies...)
 }
 
 // MemberRecord is one member as persisted and described.
@@ -132,12 +168,19 @@ type MemberRecord struct {
 	Push             PushTarget
 	AutoOffsetReset  string
 	Assignment       []TopicPartitions
+	// Relay members: the protocol type and protocols they joined with, and
+	// the opaque assignment the leader gave them.
+	ProtocolType    string
+	Protocols       []Protocol
+	RelayAssignment []byte
 }
 
 func (r MemberRecord) clone() MemberRecord {
 	r.Topics = slices.Clone(r.Topics)
 	r.Assignors = slices.Clone(r.Assignors)
 	r.Assignment = cloneAssignment(r.Assignment)
+	r.Protocols = slices.Clone(r.Protocols)
+	r.RelayAssignment = slices.Clone(r.RelayAssignment)
 	return r
 }
 
