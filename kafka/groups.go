@@ -21,8 +21,7 @@ import (
 //     member's subscription and assignment in Kafka's consumer encoding.
 //   DeleteGroups (key 42), v0–2: below.
 //
-// Joining a group through this door (JoinGroup, SyncGroup, Heartbeat,
-// LeaveGroup) is not served yet.
+// Joining groups is in join.go.
 
 const consumerProtocol = "consumer"
 
@@ -229,7 +228,15 @@ func handleDescribeGroups(r *request, h header, kreq kmsg.Request) func() kmsg.R
 				rg.ErrorCode, rg.ErrorMessage = kafkaCode(dr.Error), kmsg.StringPtr(dr.ErrorMessage)
 			default:
 				rg.State, rg.ProtocolType, rg.Protocol = dr.State, consumerProtocol, dr.Assignor
+				if dr.ProtocolType != "" {
+					rg.ProtocolType = dr.ProtocolType // a Kafka clients' group: their own bytes
+				}
 				for _, m := range dr.Members {
+					if dr.ProtocolType != "" {
+						rg.Members = append(rg.Members, kmsg.DescribeGroupsResponseGroupMember{MemberID: m.MemberId, ClientID: m.ClientId,
+							ClientHost: "-", ProtocolMetadata: m.ProtocolMetadata, MemberAssignment: m.RelayAssignment})
+						continue
+					}
 					rg.Members = append(rg.Members, describeMember(m))
 				}
 			}

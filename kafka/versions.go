@@ -3,6 +3,7 @@ package kafka
 import (
 	"context"
 	"slices"
+	"time"
 
 	"google.golang.org/protobuf/proto"
 
@@ -22,6 +23,12 @@ type request struct {
 // ask sends msg to the broker now; the answer is waited for later.
 func (r *request) ask(msg proto.Message) Answer {
 	return r.conn.srv.cfg.Broker.Ask(r.conn.caller, msg, r.conn.srv.cfg.RequestTimeout)
+}
+
+// askFor is ask with a wait of its own, for requests the coordinator
+// answers only when a rebalance completes.
+func (r *request) askFor(msg proto.Message, timeout time.Duration) Answer {
+	return r.conn.srv.cfg.Broker.Ask(r.conn.caller, msg, timeout)
 }
 
 // tell sends msg to the broker, expecting no answer.
@@ -69,6 +76,10 @@ func init() {
 		kmsg.ListGroups.Int16():           {versionRange{0, 4}, handleListGroups},
 		kmsg.DescribeGroups.Int16():       {versionRange{0, 5}, handleDescribeGroups},
 		kmsg.DeleteGroups.Int16():         {versionRange{0, 2}, handleDeleteGroups},
+		kmsg.JoinGroup.Int16():            {versionRange{0, 7}, handleJoinGroup},
+		kmsg.SyncGroup.Int16():            {versionRange{0, 5}, handleSyncGroup},
+		kmsg.Heartbeat.Int16():            {versionRange{0, 4}, handleHeartbeat},
+		kmsg.LeaveGroup.Int16():           {versionRange{0, 4}, handleLeaveGroup},
 	}
 }
 

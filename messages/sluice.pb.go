@@ -3601,9 +3601,17 @@ type JoinGroupRequest struct {
 	Topics             []string               `protobuf:"bytes,6,rep,name=topics,proto3" json:"topics,omitempty"`
 	// Assignment strategies the member supports, preferred first:
 	// "range", "roundrobin", "sticky".
-	Assignors     []string `protobuf:"bytes,7,rep,name=assignors,proto3" json:"assignors,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Assignors []string `protobuf:"bytes,7,rep,name=assignors,proto3" json:"assignors,omitempty"`
+	// Set by Kafka clients (the classic protocol, relayed): their protocol
+	// type ("consumer") and protocols with opaque metadata; assignors is then
+	// unused and the group's leader assigns.
+	ProtocolType string           `protobuf:"bytes,8,opt,name=protocol_type,json=protocolType,proto3" json:"protocol_type,omitempty"`
+	Protocols    []*GroupProtocol `protobuf:"bytes,9,rep,name=protocols,proto3" json:"protocols,omitempty"`
+	// Answer a first join (empty member_id) with MEMBER_ID_REQUIRED and an
+	// id to rejoin with (Kafka's JoinGroup v4+).
+	RequireMemberId bool `protobuf:"varint,10,opt,name=require_member_id,json=requireMemberId,proto3" json:"require_member_id,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *JoinGroupRequest) Reset() {
@@ -3685,22 +3693,152 @@ func (x *JoinGroupRequest) GetAssignors() []string {
 	return nil
 }
 
-type JoinGroupResponse struct {
+func (x *JoinGroupRequest) GetProtocolType() string {
+	if x != nil {
+		return x.ProtocolType
+	}
+	return ""
+}
+
+func (x *JoinGroupRequest) GetProtocols() []*GroupProtocol {
+	if x != nil {
+		return x.Protocols
+	}
+	return nil
+}
+
+func (x *JoinGroupRequest) GetRequireMemberId() bool {
+	if x != nil {
+		return x.RequireMemberId
+	}
+	return false
+}
+
+type GroupProtocol struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
-	Error         ErrorCode              `protobuf:"varint,1,opt,name=error,proto3,enum=sluice.ErrorCode" json:"error,omitempty"`
-	ErrorMessage  string                 `protobuf:"bytes,2,opt,name=error_message,json=errorMessage,proto3" json:"error_message,omitempty"`
-	Generation    int32                  `protobuf:"varint,3,opt,name=generation,proto3" json:"generation,omitempty"`
-	MemberId      string                 `protobuf:"bytes,4,opt,name=member_id,json=memberId,proto3" json:"member_id,omitempty"`
-	LeaderId      string                 `protobuf:"bytes,5,opt,name=leader_id,json=leaderId,proto3" json:"leader_id,omitempty"`
-	Assignor      string                 `protobuf:"bytes,6,opt,name=assignor,proto3" json:"assignor,omitempty"`
-	Members       []string               `protobuf:"bytes,7,rep,name=members,proto3" json:"members,omitempty"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Metadata      []byte                 `protobuf:"bytes,2,opt,name=metadata,proto3" json:"metadata,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
+func (x *GroupProtocol) Reset() {
+	*x = GroupProtocol{}
+	mi := &file_sluice_proto_msgTypes[46]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GroupProtocol) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GroupProtocol) ProtoMessage() {}
+
+func (x *GroupProtocol) ProtoReflect() protoreflect.Message {
+	mi := &file_sluice_proto_msgTypes[46]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GroupProtocol.ProtoReflect.Descriptor instead.
+func (*GroupProtocol) Descriptor() ([]byte, []int) {
+	return file_sluice_proto_rawDescGZIP(), []int{46}
+}
+
+func (x *GroupProtocol) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *GroupProtocol) GetMetadata() []byte {
+	if x != nil {
+		return x.Metadata
+	}
+	return nil
+}
+
+// MemberBytes is one member's opaque protocol metadata or assignment.
+type MemberBytes struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	MemberId      string                 `protobuf:"bytes,1,opt,name=member_id,json=memberId,proto3" json:"member_id,omitempty"`
+	Data          []byte                 `protobuf:"bytes,2,opt,name=data,proto3" json:"data,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MemberBytes) Reset() {
+	*x = MemberBytes{}
+	mi := &file_sluice_proto_msgTypes[47]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MemberBytes) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MemberBytes) ProtoMessage() {}
+
+func (x *MemberBytes) ProtoReflect() protoreflect.Message {
+	mi := &file_sluice_proto_msgTypes[47]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MemberBytes.ProtoReflect.Descriptor instead.
+func (*MemberBytes) Descriptor() ([]byte, []int) {
+	return file_sluice_proto_rawDescGZIP(), []int{47}
+}
+
+func (x *MemberBytes) GetMemberId() string {
+	if x != nil {
+		return x.MemberId
+	}
+	return ""
+}
+
+func (x *MemberBytes) GetData() []byte {
+	if x != nil {
+		return x.Data
+	}
+	return nil
+}
+
+type JoinGroupResponse struct {
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	Error        ErrorCode              `protobuf:"varint,1,opt,name=error,proto3,enum=sluice.ErrorCode" json:"error,omitempty"`
+	ErrorMessage string                 `protobuf:"bytes,2,opt,name=error_message,json=errorMessage,proto3" json:"error_message,omitempty"`
+	Generation   int32                  `protobuf:"varint,3,opt,name=generation,proto3" json:"generation,omitempty"`
+	MemberId     string                 `protobuf:"bytes,4,opt,name=member_id,json=memberId,proto3" json:"member_id,omitempty"`
+	LeaderId     string                 `protobuf:"bytes,5,opt,name=leader_id,json=leaderId,proto3" json:"leader_id,omitempty"`
+	Assignor     string                 `protobuf:"bytes,6,opt,name=assignor,proto3" json:"assignor,omitempty"`
+	Members      []string               `protobuf:"bytes,7,rep,name=members,proto3" json:"members,omitempty"`
+	// Relay groups: the protocol chosen (as assignor) and, for the leader,
+	// every member's metadata for it.
+	ProtocolType   string         `protobuf:"bytes,8,opt,name=protocol_type,json=protocolType,proto3" json:"protocol_type,omitempty"`
+	MemberMetadata []*MemberBytes `protobuf:"bytes,9,rep,name=member_metadata,json=memberMetadata,proto3" json:"member_metadata,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
 func (x *JoinGroupResponse) Reset() {
 	*x = JoinGroupResponse{}
-	mi := &file_sluice_proto_msgTypes[46]
+	mi := &file_sluice_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3712,7 +3850,7 @@ func (x *JoinGroupResponse) String() string {
 func (*JoinGroupResponse) ProtoMessage() {}
 
 func (x *JoinGroupResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[46]
+	mi := &file_sluice_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3725,7 +3863,7 @@ func (x *JoinGroupResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinGroupResponse.ProtoReflect.Descriptor instead.
 func (*JoinGroupResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{46}
+	return file_sluice_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *JoinGroupResponse) GetError() ErrorCode {
@@ -3777,20 +3915,36 @@ func (x *JoinGroupResponse) GetMembers() []string {
 	return nil
 }
 
+func (x *JoinGroupResponse) GetProtocolType() string {
+	if x != nil {
+		return x.ProtocolType
+	}
+	return ""
+}
+
+func (x *JoinGroupResponse) GetMemberMetadata() []*MemberBytes {
+	if x != nil {
+		return x.MemberMetadata
+	}
+	return nil
+}
+
 // SyncGroupRequest fetches the member's assignment for its generation; the
 // coordinator computes every assignment itself.
 type SyncGroupRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Group         string                 `protobuf:"bytes,1,opt,name=group,proto3" json:"group,omitempty"`
-	MemberId      string                 `protobuf:"bytes,2,opt,name=member_id,json=memberId,proto3" json:"member_id,omitempty"`
-	Generation    int32                  `protobuf:"varint,3,opt,name=generation,proto3" json:"generation,omitempty"`
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	Group      string                 `protobuf:"bytes,1,opt,name=group,proto3" json:"group,omitempty"`
+	MemberId   string                 `protobuf:"bytes,2,opt,name=member_id,json=memberId,proto3" json:"member_id,omitempty"`
+	Generation int32                  `protobuf:"varint,3,opt,name=generation,proto3" json:"generation,omitempty"`
+	// Relay groups: the leader's assignments for every member.
+	Assignments   []*MemberBytes `protobuf:"bytes,4,rep,name=assignments,proto3" json:"assignments,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *SyncGroupRequest) Reset() {
 	*x = SyncGroupRequest{}
-	mi := &file_sluice_proto_msgTypes[47]
+	mi := &file_sluice_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3802,7 +3956,7 @@ func (x *SyncGroupRequest) String() string {
 func (*SyncGroupRequest) ProtoMessage() {}
 
 func (x *SyncGroupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[47]
+	mi := &file_sluice_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3815,7 +3969,7 @@ func (x *SyncGroupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SyncGroupRequest.ProtoReflect.Descriptor instead.
 func (*SyncGroupRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{47}
+	return file_sluice_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *SyncGroupRequest) GetGroup() string {
@@ -3839,18 +3993,29 @@ func (x *SyncGroupRequest) GetGeneration() int32 {
 	return 0
 }
 
+func (x *SyncGroupRequest) GetAssignments() []*MemberBytes {
+	if x != nil {
+		return x.Assignments
+	}
+	return nil
+}
+
 type SyncGroupResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Error         ErrorCode              `protobuf:"varint,1,opt,name=error,proto3,enum=sluice.ErrorCode" json:"error,omitempty"`
-	ErrorMessage  string                 `protobuf:"bytes,2,opt,name=error_message,json=errorMessage,proto3" json:"error_message,omitempty"`
-	Assignment    []*TopicPartitions     `protobuf:"bytes,3,rep,name=assignment,proto3" json:"assignment,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	Error        ErrorCode              `protobuf:"varint,1,opt,name=error,proto3,enum=sluice.ErrorCode" json:"error,omitempty"`
+	ErrorMessage string                 `protobuf:"bytes,2,opt,name=error_message,json=errorMessage,proto3" json:"error_message,omitempty"`
+	Assignment   []*TopicPartitions     `protobuf:"bytes,3,rep,name=assignment,proto3" json:"assignment,omitempty"`
+	// Relay groups: the member's opaque assignment, and the group's protocol.
+	RelayAssignment []byte `protobuf:"bytes,4,opt,name=relay_assignment,json=relayAssignment,proto3" json:"relay_assignment,omitempty"`
+	ProtocolType    string `protobuf:"bytes,5,opt,name=protocol_type,json=protocolType,proto3" json:"protocol_type,omitempty"`
+	Protocol        string `protobuf:"bytes,6,opt,name=protocol,proto3" json:"protocol,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *SyncGroupResponse) Reset() {
 	*x = SyncGroupResponse{}
-	mi := &file_sluice_proto_msgTypes[48]
+	mi := &file_sluice_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3862,7 +4027,7 @@ func (x *SyncGroupResponse) String() string {
 func (*SyncGroupResponse) ProtoMessage() {}
 
 func (x *SyncGroupResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[48]
+	mi := &file_sluice_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3875,7 +4040,7 @@ func (x *SyncGroupResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SyncGroupResponse.ProtoReflect.Descriptor instead.
 func (*SyncGroupResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{48}
+	return file_sluice_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *SyncGroupResponse) GetError() ErrorCode {
@@ -3899,6 +4064,27 @@ func (x *SyncGroupResponse) GetAssignment() []*TopicPartitions {
 	return nil
 }
 
+func (x *SyncGroupResponse) GetRelayAssignment() []byte {
+	if x != nil {
+		return x.RelayAssignment
+	}
+	return nil
+}
+
+func (x *SyncGroupResponse) GetProtocolType() string {
+	if x != nil {
+		return x.ProtocolType
+	}
+	return ""
+}
+
+func (x *SyncGroupResponse) GetProtocol() string {
+	if x != nil {
+		return x.Protocol
+	}
+	return ""
+}
+
 type HeartbeatRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Group         string                 `protobuf:"bytes,1,opt,name=group,proto3" json:"group,omitempty"`
@@ -3910,7 +4096,7 @@ type HeartbeatRequest struct {
 
 func (x *HeartbeatRequest) Reset() {
 	*x = HeartbeatRequest{}
-	mi := &file_sluice_proto_msgTypes[49]
+	mi := &file_sluice_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3922,7 +4108,7 @@ func (x *HeartbeatRequest) String() string {
 func (*HeartbeatRequest) ProtoMessage() {}
 
 func (x *HeartbeatRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[49]
+	mi := &file_sluice_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3935,7 +4121,7 @@ func (x *HeartbeatRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeartbeatRequest.ProtoReflect.Descriptor instead.
 func (*HeartbeatRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{49}
+	return file_sluice_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *HeartbeatRequest) GetGroup() string {
@@ -3969,7 +4155,7 @@ type HeartbeatResponse struct {
 
 func (x *HeartbeatResponse) Reset() {
 	*x = HeartbeatResponse{}
-	mi := &file_sluice_proto_msgTypes[50]
+	mi := &file_sluice_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3981,7 +4167,7 @@ func (x *HeartbeatResponse) String() string {
 func (*HeartbeatResponse) ProtoMessage() {}
 
 func (x *HeartbeatResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[50]
+	mi := &file_sluice_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3994,7 +4180,7 @@ func (x *HeartbeatResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeartbeatResponse.ProtoReflect.Descriptor instead.
 func (*HeartbeatResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{50}
+	return file_sluice_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *HeartbeatResponse) GetError() ErrorCode {
@@ -4021,7 +4207,7 @@ type LeaveGroupRequest struct {
 
 func (x *LeaveGroupRequest) Reset() {
 	*x = LeaveGroupRequest{}
-	mi := &file_sluice_proto_msgTypes[51]
+	mi := &file_sluice_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4033,7 +4219,7 @@ func (x *LeaveGroupRequest) String() string {
 func (*LeaveGroupRequest) ProtoMessage() {}
 
 func (x *LeaveGroupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[51]
+	mi := &file_sluice_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4046,7 +4232,7 @@ func (x *LeaveGroupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaveGroupRequest.ProtoReflect.Descriptor instead.
 func (*LeaveGroupRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{51}
+	return file_sluice_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *LeaveGroupRequest) GetGroup() string {
@@ -4073,7 +4259,7 @@ type LeaveGroupResponse struct {
 
 func (x *LeaveGroupResponse) Reset() {
 	*x = LeaveGroupResponse{}
-	mi := &file_sluice_proto_msgTypes[52]
+	mi := &file_sluice_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4085,7 +4271,7 @@ func (x *LeaveGroupResponse) String() string {
 func (*LeaveGroupResponse) ProtoMessage() {}
 
 func (x *LeaveGroupResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[52]
+	mi := &file_sluice_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4098,7 +4284,7 @@ func (x *LeaveGroupResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaveGroupResponse.ProtoReflect.Descriptor instead.
 func (*LeaveGroupResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{52}
+	return file_sluice_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *LeaveGroupResponse) GetError() ErrorCode {
@@ -4127,7 +4313,7 @@ type OffsetCommitEntry struct {
 
 func (x *OffsetCommitEntry) Reset() {
 	*x = OffsetCommitEntry{}
-	mi := &file_sluice_proto_msgTypes[53]
+	mi := &file_sluice_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4139,7 +4325,7 @@ func (x *OffsetCommitEntry) String() string {
 func (*OffsetCommitEntry) ProtoMessage() {}
 
 func (x *OffsetCommitEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[53]
+	mi := &file_sluice_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4152,7 +4338,7 @@ func (x *OffsetCommitEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OffsetCommitEntry.ProtoReflect.Descriptor instead.
 func (*OffsetCommitEntry) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{53}
+	return file_sluice_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *OffsetCommitEntry) GetTopic() string {
@@ -4198,7 +4384,7 @@ type OffsetCommitRequest struct {
 
 func (x *OffsetCommitRequest) Reset() {
 	*x = OffsetCommitRequest{}
-	mi := &file_sluice_proto_msgTypes[54]
+	mi := &file_sluice_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4210,7 +4396,7 @@ func (x *OffsetCommitRequest) String() string {
 func (*OffsetCommitRequest) ProtoMessage() {}
 
 func (x *OffsetCommitRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[54]
+	mi := &file_sluice_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4223,7 +4409,7 @@ func (x *OffsetCommitRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OffsetCommitRequest.ProtoReflect.Descriptor instead.
 func (*OffsetCommitRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{54}
+	return file_sluice_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *OffsetCommitRequest) GetGroup() string {
@@ -4264,7 +4450,7 @@ type OffsetCommitResponse struct {
 
 func (x *OffsetCommitResponse) Reset() {
 	*x = OffsetCommitResponse{}
-	mi := &file_sluice_proto_msgTypes[55]
+	mi := &file_sluice_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4276,7 +4462,7 @@ func (x *OffsetCommitResponse) String() string {
 func (*OffsetCommitResponse) ProtoMessage() {}
 
 func (x *OffsetCommitResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[55]
+	mi := &file_sluice_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4289,7 +4475,7 @@ func (x *OffsetCommitResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OffsetCommitResponse.ProtoReflect.Descriptor instead.
 func (*OffsetCommitResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{55}
+	return file_sluice_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *OffsetCommitResponse) GetError() ErrorCode {
@@ -4317,7 +4503,7 @@ type OffsetFetchRequest struct {
 
 func (x *OffsetFetchRequest) Reset() {
 	*x = OffsetFetchRequest{}
-	mi := &file_sluice_proto_msgTypes[56]
+	mi := &file_sluice_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4329,7 +4515,7 @@ func (x *OffsetFetchRequest) String() string {
 func (*OffsetFetchRequest) ProtoMessage() {}
 
 func (x *OffsetFetchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[56]
+	mi := &file_sluice_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4342,7 +4528,7 @@ func (x *OffsetFetchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OffsetFetchRequest.ProtoReflect.Descriptor instead.
 func (*OffsetFetchRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{56}
+	return file_sluice_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *OffsetFetchRequest) GetGroup() string {
@@ -4370,7 +4556,7 @@ type OffsetFetchResponse struct {
 
 func (x *OffsetFetchResponse) Reset() {
 	*x = OffsetFetchResponse{}
-	mi := &file_sluice_proto_msgTypes[57]
+	mi := &file_sluice_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4382,7 +4568,7 @@ func (x *OffsetFetchResponse) String() string {
 func (*OffsetFetchResponse) ProtoMessage() {}
 
 func (x *OffsetFetchResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[57]
+	mi := &file_sluice_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4395,7 +4581,7 @@ func (x *OffsetFetchResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OffsetFetchResponse.ProtoReflect.Descriptor instead.
 func (*OffsetFetchResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{57}
+	return file_sluice_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *OffsetFetchResponse) GetError() ErrorCode {
@@ -4430,7 +4616,7 @@ type DeleteGroupRequest struct {
 
 func (x *DeleteGroupRequest) Reset() {
 	*x = DeleteGroupRequest{}
-	mi := &file_sluice_proto_msgTypes[58]
+	mi := &file_sluice_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4442,7 +4628,7 @@ func (x *DeleteGroupRequest) String() string {
 func (*DeleteGroupRequest) ProtoMessage() {}
 
 func (x *DeleteGroupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[58]
+	mi := &file_sluice_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4455,7 +4641,7 @@ func (x *DeleteGroupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteGroupRequest.ProtoReflect.Descriptor instead.
 func (*DeleteGroupRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{58}
+	return file_sluice_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *DeleteGroupRequest) GetGroup() string {
@@ -4475,7 +4661,7 @@ type DeleteGroupResponse struct {
 
 func (x *DeleteGroupResponse) Reset() {
 	*x = DeleteGroupResponse{}
-	mi := &file_sluice_proto_msgTypes[59]
+	mi := &file_sluice_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4487,7 +4673,7 @@ func (x *DeleteGroupResponse) String() string {
 func (*DeleteGroupResponse) ProtoMessage() {}
 
 func (x *DeleteGroupResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[59]
+	mi := &file_sluice_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4500,7 +4686,7 @@ func (x *DeleteGroupResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteGroupResponse.ProtoReflect.Descriptor instead.
 func (*DeleteGroupResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{59}
+	return file_sluice_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *DeleteGroupResponse) GetError() ErrorCode {
@@ -4525,7 +4711,7 @@ type ListGroupsRequest struct {
 
 func (x *ListGroupsRequest) Reset() {
 	*x = ListGroupsRequest{}
-	mi := &file_sluice_proto_msgTypes[60]
+	mi := &file_sluice_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4537,7 +4723,7 @@ func (x *ListGroupsRequest) String() string {
 func (*ListGroupsRequest) ProtoMessage() {}
 
 func (x *ListGroupsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[60]
+	mi := &file_sluice_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4550,7 +4736,7 @@ func (x *ListGroupsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListGroupsRequest.ProtoReflect.Descriptor instead.
 func (*ListGroupsRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{60}
+	return file_sluice_proto_rawDescGZIP(), []int{62}
 }
 
 type GroupOverview struct {
@@ -4565,7 +4751,7 @@ type GroupOverview struct {
 
 func (x *GroupOverview) Reset() {
 	*x = GroupOverview{}
-	mi := &file_sluice_proto_msgTypes[61]
+	mi := &file_sluice_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4577,7 +4763,7 @@ func (x *GroupOverview) String() string {
 func (*GroupOverview) ProtoMessage() {}
 
 func (x *GroupOverview) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[61]
+	mi := &file_sluice_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4590,7 +4776,7 @@ func (x *GroupOverview) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GroupOverview.ProtoReflect.Descriptor instead.
 func (*GroupOverview) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{61}
+	return file_sluice_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *GroupOverview) GetGroup() string {
@@ -4630,7 +4816,7 @@ type ListGroupsResponse struct {
 
 func (x *ListGroupsResponse) Reset() {
 	*x = ListGroupsResponse{}
-	mi := &file_sluice_proto_msgTypes[62]
+	mi := &file_sluice_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4642,7 +4828,7 @@ func (x *ListGroupsResponse) String() string {
 func (*ListGroupsResponse) ProtoMessage() {}
 
 func (x *ListGroupsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[62]
+	mi := &file_sluice_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4655,7 +4841,7 @@ func (x *ListGroupsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListGroupsResponse.ProtoReflect.Descriptor instead.
 func (*ListGroupsResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{62}
+	return file_sluice_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *ListGroupsResponse) GetGroups() []*GroupOverview {
@@ -4674,7 +4860,7 @@ type DescribeGroupRequest struct {
 
 func (x *DescribeGroupRequest) Reset() {
 	*x = DescribeGroupRequest{}
-	mi := &file_sluice_proto_msgTypes[63]
+	mi := &file_sluice_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4686,7 +4872,7 @@ func (x *DescribeGroupRequest) String() string {
 func (*DescribeGroupRequest) ProtoMessage() {}
 
 func (x *DescribeGroupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[63]
+	mi := &file_sluice_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4699,7 +4885,7 @@ func (x *DescribeGroupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeGroupRequest.ProtoReflect.Descriptor instead.
 func (*DescribeGroupRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{63}
+	return file_sluice_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *DescribeGroupRequest) GetGroup() string {
@@ -4716,15 +4902,19 @@ type MemberDescription struct {
 	Topics     []string               `protobuf:"bytes,3,rep,name=topics,proto3" json:"topics,omitempty"`
 	Assignment []*TopicPartitions     `protobuf:"bytes,4,rep,name=assignment,proto3" json:"assignment,omitempty"`
 	// Set for push subscribers: the actor the broker pushes records to.
-	PushAddress   string `protobuf:"bytes,5,opt,name=push_address,json=pushAddress,proto3" json:"push_address,omitempty"`
-	PushId        string `protobuf:"bytes,6,opt,name=push_id,json=pushId,proto3" json:"push_id,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	PushAddress string `protobuf:"bytes,5,opt,name=push_address,json=pushAddress,proto3" json:"push_address,omitempty"`
+	PushId      string `protobuf:"bytes,6,opt,name=push_id,json=pushId,proto3" json:"push_id,omitempty"`
+	// Relay members (Kafka clients): metadata for the group's protocol and
+	// the assignment their leader gave them, as the client encoded them.
+	ProtocolMetadata []byte `protobuf:"bytes,7,opt,name=protocol_metadata,json=protocolMetadata,proto3" json:"protocol_metadata,omitempty"`
+	RelayAssignment  []byte `protobuf:"bytes,8,opt,name=relay_assignment,json=relayAssignment,proto3" json:"relay_assignment,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *MemberDescription) Reset() {
 	*x = MemberDescription{}
-	mi := &file_sluice_proto_msgTypes[64]
+	mi := &file_sluice_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4736,7 +4926,7 @@ func (x *MemberDescription) String() string {
 func (*MemberDescription) ProtoMessage() {}
 
 func (x *MemberDescription) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[64]
+	mi := &file_sluice_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4749,7 +4939,7 @@ func (x *MemberDescription) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MemberDescription.ProtoReflect.Descriptor instead.
 func (*MemberDescription) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{64}
+	return file_sluice_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *MemberDescription) GetMemberId() string {
@@ -4794,24 +4984,40 @@ func (x *MemberDescription) GetPushId() string {
 	return ""
 }
 
+func (x *MemberDescription) GetProtocolMetadata() []byte {
+	if x != nil {
+		return x.ProtocolMetadata
+	}
+	return nil
+}
+
+func (x *MemberDescription) GetRelayAssignment() []byte {
+	if x != nil {
+		return x.RelayAssignment
+	}
+	return nil
+}
+
 type DescribeGroupResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Error         ErrorCode              `protobuf:"varint,1,opt,name=error,proto3,enum=sluice.ErrorCode" json:"error,omitempty"`
-	ErrorMessage  string                 `protobuf:"bytes,2,opt,name=error_message,json=errorMessage,proto3" json:"error_message,omitempty"`
-	Group         string                 `protobuf:"bytes,3,opt,name=group,proto3" json:"group,omitempty"`
-	State         string                 `protobuf:"bytes,4,opt,name=state,proto3" json:"state,omitempty"`
-	Generation    int32                  `protobuf:"varint,5,opt,name=generation,proto3" json:"generation,omitempty"`
-	Assignor      string                 `protobuf:"bytes,6,opt,name=assignor,proto3" json:"assignor,omitempty"`
-	LeaderId      string                 `protobuf:"bytes,7,opt,name=leader_id,json=leaderId,proto3" json:"leader_id,omitempty"`
-	Members       []*MemberDescription   `protobuf:"bytes,8,rep,name=members,proto3" json:"members,omitempty"`
-	Coordinator   int32                  `protobuf:"varint,9,opt,name=coordinator,proto3" json:"coordinator,omitempty"`
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	Error        ErrorCode              `protobuf:"varint,1,opt,name=error,proto3,enum=sluice.ErrorCode" json:"error,omitempty"`
+	ErrorMessage string                 `protobuf:"bytes,2,opt,name=error_message,json=errorMessage,proto3" json:"error_message,omitempty"`
+	Group        string                 `protobuf:"bytes,3,opt,name=group,proto3" json:"group,omitempty"`
+	State        string                 `protobuf:"bytes,4,opt,name=state,proto3" json:"state,omitempty"`
+	Generation   int32                  `protobuf:"varint,5,opt,name=generation,proto3" json:"generation,omitempty"`
+	Assignor     string                 `protobuf:"bytes,6,opt,name=assignor,proto3" json:"assignor,omitempty"`
+	LeaderId     string                 `protobuf:"bytes,7,opt,name=leader_id,json=leaderId,proto3" json:"leader_id,omitempty"`
+	Members      []*MemberDescription   `protobuf:"bytes,8,rep,name=members,proto3" json:"members,omitempty"`
+	Coordinator  int32                  `protobuf:"varint,9,opt,name=coordinator,proto3" json:"coordinator,omitempty"`
+	// Relay groups: the members' protocol type ("consumer").
+	ProtocolType  string `protobuf:"bytes,10,opt,name=protocol_type,json=protocolType,proto3" json:"protocol_type,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *DescribeGroupResponse) Reset() {
 	*x = DescribeGroupResponse{}
-	mi := &file_sluice_proto_msgTypes[65]
+	mi := &file_sluice_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4823,7 +5029,7 @@ func (x *DescribeGroupResponse) String() string {
 func (*DescribeGroupResponse) ProtoMessage() {}
 
 func (x *DescribeGroupResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[65]
+	mi := &file_sluice_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4836,7 +5042,7 @@ func (x *DescribeGroupResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeGroupResponse.ProtoReflect.Descriptor instead.
 func (*DescribeGroupResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{65}
+	return file_sluice_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *DescribeGroupResponse) GetError() ErrorCode {
@@ -4902,6 +5108,13 @@ func (x *DescribeGroupResponse) GetCoordinator() int32 {
 	return 0
 }
 
+func (x *DescribeGroupResponse) GetProtocolType() string {
+	if x != nil {
+		return x.ProtocolType
+	}
+	return ""
+}
+
 // SubscribeRequest registers an application actor as a member of a group:
 // the broker fetches the member's partitions and pushes records to it,
 // never more than the credit the actor has granted.
@@ -4926,7 +5139,7 @@ type SubscribeRequest struct {
 
 func (x *SubscribeRequest) Reset() {
 	*x = SubscribeRequest{}
-	mi := &file_sluice_proto_msgTypes[66]
+	mi := &file_sluice_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4938,7 +5151,7 @@ func (x *SubscribeRequest) String() string {
 func (*SubscribeRequest) ProtoMessage() {}
 
 func (x *SubscribeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[66]
+	mi := &file_sluice_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4951,7 +5164,7 @@ func (x *SubscribeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubscribeRequest.ProtoReflect.Descriptor instead.
 func (*SubscribeRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{66}
+	return file_sluice_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *SubscribeRequest) GetGroup() string {
@@ -5021,7 +5234,7 @@ type SubscribeResponse struct {
 
 func (x *SubscribeResponse) Reset() {
 	*x = SubscribeResponse{}
-	mi := &file_sluice_proto_msgTypes[67]
+	mi := &file_sluice_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5033,7 +5246,7 @@ func (x *SubscribeResponse) String() string {
 func (*SubscribeResponse) ProtoMessage() {}
 
 func (x *SubscribeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[67]
+	mi := &file_sluice_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5046,7 +5259,7 @@ func (x *SubscribeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubscribeResponse.ProtoReflect.Descriptor instead.
 func (*SubscribeResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{67}
+	return file_sluice_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *SubscribeResponse) GetError() ErrorCode {
@@ -5085,7 +5298,7 @@ type PushedRecord struct {
 
 func (x *PushedRecord) Reset() {
 	*x = PushedRecord{}
-	mi := &file_sluice_proto_msgTypes[68]
+	mi := &file_sluice_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5097,7 +5310,7 @@ func (x *PushedRecord) String() string {
 func (*PushedRecord) ProtoMessage() {}
 
 func (x *PushedRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[68]
+	mi := &file_sluice_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5110,7 +5323,7 @@ func (x *PushedRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PushedRecord.ProtoReflect.Descriptor instead.
 func (*PushedRecord) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{68}
+	return file_sluice_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *PushedRecord) GetTopic() string {
@@ -5174,7 +5387,7 @@ type RecordHeader struct {
 
 func (x *RecordHeader) Reset() {
 	*x = RecordHeader{}
-	mi := &file_sluice_proto_msgTypes[69]
+	mi := &file_sluice_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5186,7 +5399,7 @@ func (x *RecordHeader) String() string {
 func (*RecordHeader) ProtoMessage() {}
 
 func (x *RecordHeader) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[69]
+	mi := &file_sluice_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5199,7 +5412,7 @@ func (x *RecordHeader) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordHeader.ProtoReflect.Descriptor instead.
 func (*RecordHeader) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{69}
+	return file_sluice_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *RecordHeader) GetKey() []byte {
@@ -5230,7 +5443,7 @@ type PushRecords struct {
 
 func (x *PushRecords) Reset() {
 	*x = PushRecords{}
-	mi := &file_sluice_proto_msgTypes[70]
+	mi := &file_sluice_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5242,7 +5455,7 @@ func (x *PushRecords) String() string {
 func (*PushRecords) ProtoMessage() {}
 
 func (x *PushRecords) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[70]
+	mi := &file_sluice_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5255,7 +5468,7 @@ func (x *PushRecords) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PushRecords.ProtoReflect.Descriptor instead.
 func (*PushRecords) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{70}
+	return file_sluice_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *PushRecords) GetGroup() string {
@@ -5299,7 +5512,7 @@ type PushAssignment struct {
 
 func (x *PushAssignment) Reset() {
 	*x = PushAssignment{}
-	mi := &file_sluice_proto_msgTypes[71]
+	mi := &file_sluice_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5311,7 +5524,7 @@ func (x *PushAssignment) String() string {
 func (*PushAssignment) ProtoMessage() {}
 
 func (x *PushAssignment) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[71]
+	mi := &file_sluice_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5324,7 +5537,7 @@ func (x *PushAssignment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PushAssignment.ProtoReflect.Descriptor instead.
 func (*PushAssignment) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{71}
+	return file_sluice_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *PushAssignment) GetGroup() string {
@@ -5368,7 +5581,7 @@ type PushCredit struct {
 
 func (x *PushCredit) Reset() {
 	*x = PushCredit{}
-	mi := &file_sluice_proto_msgTypes[72]
+	mi := &file_sluice_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5380,7 +5593,7 @@ func (x *PushCredit) String() string {
 func (*PushCredit) ProtoMessage() {}
 
 func (x *PushCredit) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[72]
+	mi := &file_sluice_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5393,7 +5606,7 @@ func (x *PushCredit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PushCredit.ProtoReflect.Descriptor instead.
 func (*PushCredit) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{72}
+	return file_sluice_proto_rawDescGZIP(), []int{74}
 }
 
 func (x *PushCredit) GetGroup() string {
@@ -5438,7 +5651,7 @@ type PushAck struct {
 
 func (x *PushAck) Reset() {
 	*x = PushAck{}
-	mi := &file_sluice_proto_msgTypes[73]
+	mi := &file_sluice_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5450,7 +5663,7 @@ func (x *PushAck) String() string {
 func (*PushAck) ProtoMessage() {}
 
 func (x *PushAck) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[73]
+	mi := &file_sluice_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5463,7 +5676,7 @@ func (x *PushAck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PushAck.ProtoReflect.Descriptor instead.
 func (*PushAck) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{73}
+	return file_sluice_proto_rawDescGZIP(), []int{75}
 }
 
 func (x *PushAck) GetGroup() string {
@@ -5519,7 +5732,7 @@ type UnsubscribeRequest struct {
 
 func (x *UnsubscribeRequest) Reset() {
 	*x = UnsubscribeRequest{}
-	mi := &file_sluice_proto_msgTypes[74]
+	mi := &file_sluice_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5531,7 +5744,7 @@ func (x *UnsubscribeRequest) String() string {
 func (*UnsubscribeRequest) ProtoMessage() {}
 
 func (x *UnsubscribeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[74]
+	mi := &file_sluice_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5544,7 +5757,7 @@ func (x *UnsubscribeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UnsubscribeRequest.ProtoReflect.Descriptor instead.
 func (*UnsubscribeRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{74}
+	return file_sluice_proto_rawDescGZIP(), []int{76}
 }
 
 func (x *UnsubscribeRequest) GetGroup() string {
@@ -5575,7 +5788,7 @@ type GroupRecordKey struct {
 
 func (x *GroupRecordKey) Reset() {
 	*x = GroupRecordKey{}
-	mi := &file_sluice_proto_msgTypes[75]
+	mi := &file_sluice_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5587,7 +5800,7 @@ func (x *GroupRecordKey) String() string {
 func (*GroupRecordKey) ProtoMessage() {}
 
 func (x *GroupRecordKey) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[75]
+	mi := &file_sluice_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5600,7 +5813,7 @@ func (x *GroupRecordKey) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GroupRecordKey.ProtoReflect.Descriptor instead.
 func (*GroupRecordKey) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{75}
+	return file_sluice_proto_rawDescGZIP(), []int{77}
 }
 
 func (x *GroupRecordKey) GetGroup() string {
@@ -5635,7 +5848,7 @@ type OffsetValue struct {
 
 func (x *OffsetValue) Reset() {
 	*x = OffsetValue{}
-	mi := &file_sluice_proto_msgTypes[76]
+	mi := &file_sluice_proto_msgTypes[78]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5647,7 +5860,7 @@ func (x *OffsetValue) String() string {
 func (*OffsetValue) ProtoMessage() {}
 
 func (x *OffsetValue) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[76]
+	mi := &file_sluice_proto_msgTypes[78]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5660,7 +5873,7 @@ func (x *OffsetValue) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OffsetValue.ProtoReflect.Descriptor instead.
 func (*OffsetValue) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{76}
+	return file_sluice_proto_rawDescGZIP(), []int{78}
 }
 
 func (x *OffsetValue) GetOffset() int64 {
@@ -5700,14 +5913,19 @@ type GroupMemberRecord struct {
 	PushCredit int32 `protobuf:"varint,11,opt,name=push_credit,json=pushCredit,proto3" json:"push_credit,omitempty"`
 	// The principal that joined: only it may grant credit to or acknowledge
 	// records of the member's pusher.
-	Principal     string `protobuf:"bytes,12,opt,name=principal,proto3" json:"principal,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Principal string `protobuf:"bytes,12,opt,name=principal,proto3" json:"principal,omitempty"`
+	// Relay members (Kafka clients): protocol type, protocols and the
+	// assignment their leader gave them.
+	ProtocolType    string           `protobuf:"bytes,13,opt,name=protocol_type,json=protocolType,proto3" json:"protocol_type,omitempty"`
+	Protocols       []*GroupProtocol `protobuf:"bytes,14,rep,name=protocols,proto3" json:"protocols,omitempty"`
+	RelayAssignment []byte           `protobuf:"bytes,15,opt,name=relay_assignment,json=relayAssignment,proto3" json:"relay_assignment,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *GroupMemberRecord) Reset() {
 	*x = GroupMemberRecord{}
-	mi := &file_sluice_proto_msgTypes[77]
+	mi := &file_sluice_proto_msgTypes[79]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5719,7 +5937,7 @@ func (x *GroupMemberRecord) String() string {
 func (*GroupMemberRecord) ProtoMessage() {}
 
 func (x *GroupMemberRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[77]
+	mi := &file_sluice_proto_msgTypes[79]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5732,7 +5950,7 @@ func (x *GroupMemberRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GroupMemberRecord.ProtoReflect.Descriptor instead.
 func (*GroupMemberRecord) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{77}
+	return file_sluice_proto_rawDescGZIP(), []int{79}
 }
 
 func (x *GroupMemberRecord) GetMemberId() string {
@@ -5819,6 +6037,27 @@ func (x *GroupMemberRecord) GetPrincipal() string {
 	return ""
 }
 
+func (x *GroupMemberRecord) GetProtocolType() string {
+	if x != nil {
+		return x.ProtocolType
+	}
+	return ""
+}
+
+func (x *GroupMemberRecord) GetProtocols() []*GroupProtocol {
+	if x != nil {
+		return x.Protocols
+	}
+	return nil
+}
+
+func (x *GroupMemberRecord) GetRelayAssignment() []byte {
+	if x != nil {
+		return x.RelayAssignment
+	}
+	return nil
+}
+
 type GroupMetadataValue struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Generation    int32                  `protobuf:"varint,1,opt,name=generation,proto3" json:"generation,omitempty"`
@@ -5831,7 +6070,7 @@ type GroupMetadataValue struct {
 
 func (x *GroupMetadataValue) Reset() {
 	*x = GroupMetadataValue{}
-	mi := &file_sluice_proto_msgTypes[78]
+	mi := &file_sluice_proto_msgTypes[80]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5843,7 +6082,7 @@ func (x *GroupMetadataValue) String() string {
 func (*GroupMetadataValue) ProtoMessage() {}
 
 func (x *GroupMetadataValue) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[78]
+	mi := &file_sluice_proto_msgTypes[80]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5856,7 +6095,7 @@ func (x *GroupMetadataValue) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GroupMetadataValue.ProtoReflect.Descriptor instead.
 func (*GroupMetadataValue) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{78}
+	return file_sluice_proto_rawDescGZIP(), []int{80}
 }
 
 func (x *GroupMetadataValue) GetGeneration() int32 {
@@ -5904,7 +6143,7 @@ type TopicRecord struct {
 
 func (x *TopicRecord) Reset() {
 	*x = TopicRecord{}
-	mi := &file_sluice_proto_msgTypes[79]
+	mi := &file_sluice_proto_msgTypes[81]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5916,7 +6155,7 @@ func (x *TopicRecord) String() string {
 func (*TopicRecord) ProtoMessage() {}
 
 func (x *TopicRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[79]
+	mi := &file_sluice_proto_msgTypes[81]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5929,7 +6168,7 @@ func (x *TopicRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TopicRecord.ProtoReflect.Descriptor instead.
 func (*TopicRecord) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{79}
+	return file_sluice_proto_rawDescGZIP(), []int{81}
 }
 
 func (x *TopicRecord) GetName() string {
@@ -5990,7 +6229,7 @@ type ReplicaAssignment struct {
 
 func (x *ReplicaAssignment) Reset() {
 	*x = ReplicaAssignment{}
-	mi := &file_sluice_proto_msgTypes[80]
+	mi := &file_sluice_proto_msgTypes[82]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6002,7 +6241,7 @@ func (x *ReplicaAssignment) String() string {
 func (*ReplicaAssignment) ProtoMessage() {}
 
 func (x *ReplicaAssignment) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[80]
+	mi := &file_sluice_proto_msgTypes[82]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6015,7 +6254,7 @@ func (x *ReplicaAssignment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicaAssignment.ProtoReflect.Descriptor instead.
 func (*ReplicaAssignment) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{80}
+	return file_sluice_proto_rawDescGZIP(), []int{82}
 }
 
 func (x *ReplicaAssignment) GetReplicas() []int32 {
@@ -6051,7 +6290,7 @@ type PartitionState struct {
 
 func (x *PartitionState) Reset() {
 	*x = PartitionState{}
-	mi := &file_sluice_proto_msgTypes[81]
+	mi := &file_sluice_proto_msgTypes[83]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6063,7 +6302,7 @@ func (x *PartitionState) String() string {
 func (*PartitionState) ProtoMessage() {}
 
 func (x *PartitionState) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[81]
+	mi := &file_sluice_proto_msgTypes[83]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6076,7 +6315,7 @@ func (x *PartitionState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PartitionState.ProtoReflect.Descriptor instead.
 func (*PartitionState) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{81}
+	return file_sluice_proto_rawDescGZIP(), []int{83}
 }
 
 func (x *PartitionState) GetTopic() string {
@@ -6163,7 +6402,7 @@ type TopicDeletion struct {
 
 func (x *TopicDeletion) Reset() {
 	*x = TopicDeletion{}
-	mi := &file_sluice_proto_msgTypes[82]
+	mi := &file_sluice_proto_msgTypes[84]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6175,7 +6414,7 @@ func (x *TopicDeletion) String() string {
 func (*TopicDeletion) ProtoMessage() {}
 
 func (x *TopicDeletion) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[82]
+	mi := &file_sluice_proto_msgTypes[84]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6188,7 +6427,7 @@ func (x *TopicDeletion) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TopicDeletion.ProtoReflect.Descriptor instead.
 func (*TopicDeletion) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{82}
+	return file_sluice_proto_rawDescGZIP(), []int{84}
 }
 
 func (x *TopicDeletion) GetName() string {
@@ -6228,7 +6467,7 @@ type BrokerRegistration struct {
 
 func (x *BrokerRegistration) Reset() {
 	*x = BrokerRegistration{}
-	mi := &file_sluice_proto_msgTypes[83]
+	mi := &file_sluice_proto_msgTypes[85]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6240,7 +6479,7 @@ func (x *BrokerRegistration) String() string {
 func (*BrokerRegistration) ProtoMessage() {}
 
 func (x *BrokerRegistration) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[83]
+	mi := &file_sluice_proto_msgTypes[85]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6253,7 +6492,7 @@ func (x *BrokerRegistration) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BrokerRegistration.ProtoReflect.Descriptor instead.
 func (*BrokerRegistration) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{83}
+	return file_sluice_proto_rawDescGZIP(), []int{85}
 }
 
 func (x *BrokerRegistration) GetId() int32 {
@@ -6309,7 +6548,7 @@ type ClusterSnapshot struct {
 
 func (x *ClusterSnapshot) Reset() {
 	*x = ClusterSnapshot{}
-	mi := &file_sluice_proto_msgTypes[84]
+	mi := &file_sluice_proto_msgTypes[86]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6321,7 +6560,7 @@ func (x *ClusterSnapshot) String() string {
 func (*ClusterSnapshot) ProtoMessage() {}
 
 func (x *ClusterSnapshot) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[84]
+	mi := &file_sluice_proto_msgTypes[86]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6334,7 +6573,7 @@ func (x *ClusterSnapshot) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterSnapshot.ProtoReflect.Descriptor instead.
 func (*ClusterSnapshot) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{84}
+	return file_sluice_proto_rawDescGZIP(), []int{86}
 }
 
 func (x *ClusterSnapshot) GetIndex() uint64 {
@@ -6412,7 +6651,7 @@ type AclBinding struct {
 
 func (x *AclBinding) Reset() {
 	*x = AclBinding{}
-	mi := &file_sluice_proto_msgTypes[85]
+	mi := &file_sluice_proto_msgTypes[87]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6424,7 +6663,7 @@ func (x *AclBinding) String() string {
 func (*AclBinding) ProtoMessage() {}
 
 func (x *AclBinding) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[85]
+	mi := &file_sluice_proto_msgTypes[87]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6437,7 +6676,7 @@ func (x *AclBinding) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AclBinding.ProtoReflect.Descriptor instead.
 func (*AclBinding) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{85}
+	return file_sluice_proto_rawDescGZIP(), []int{87}
 }
 
 func (x *AclBinding) GetResourceType() AclResourceType {
@@ -6502,7 +6741,7 @@ type UserRecord struct {
 
 func (x *UserRecord) Reset() {
 	*x = UserRecord{}
-	mi := &file_sluice_proto_msgTypes[86]
+	mi := &file_sluice_proto_msgTypes[88]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6514,7 +6753,7 @@ func (x *UserRecord) String() string {
 func (*UserRecord) ProtoMessage() {}
 
 func (x *UserRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[86]
+	mi := &file_sluice_proto_msgTypes[88]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6527,7 +6766,7 @@ func (x *UserRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UserRecord.ProtoReflect.Descriptor instead.
 func (*UserRecord) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{86}
+	return file_sluice_proto_rawDescGZIP(), []int{88}
 }
 
 func (x *UserRecord) GetName() string {
@@ -6563,7 +6802,7 @@ type SecurityRecord struct {
 
 func (x *SecurityRecord) Reset() {
 	*x = SecurityRecord{}
-	mi := &file_sluice_proto_msgTypes[87]
+	mi := &file_sluice_proto_msgTypes[89]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6575,7 +6814,7 @@ func (x *SecurityRecord) String() string {
 func (*SecurityRecord) ProtoMessage() {}
 
 func (x *SecurityRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[87]
+	mi := &file_sluice_proto_msgTypes[89]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6588,7 +6827,7 @@ func (x *SecurityRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SecurityRecord.ProtoReflect.Descriptor instead.
 func (*SecurityRecord) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{87}
+	return file_sluice_proto_rawDescGZIP(), []int{89}
 }
 
 func (x *SecurityRecord) GetAcls() []*AclBinding {
@@ -6614,7 +6853,7 @@ type CreateAclsRequest struct {
 
 func (x *CreateAclsRequest) Reset() {
 	*x = CreateAclsRequest{}
-	mi := &file_sluice_proto_msgTypes[88]
+	mi := &file_sluice_proto_msgTypes[90]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6626,7 +6865,7 @@ func (x *CreateAclsRequest) String() string {
 func (*CreateAclsRequest) ProtoMessage() {}
 
 func (x *CreateAclsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[88]
+	mi := &file_sluice_proto_msgTypes[90]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6639,7 +6878,7 @@ func (x *CreateAclsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateAclsRequest.ProtoReflect.Descriptor instead.
 func (*CreateAclsRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{88}
+	return file_sluice_proto_rawDescGZIP(), []int{90}
 }
 
 func (x *CreateAclsRequest) GetAcls() []*AclBinding {
@@ -6661,7 +6900,7 @@ type CreateAclsResponse struct {
 
 func (x *CreateAclsResponse) Reset() {
 	*x = CreateAclsResponse{}
-	mi := &file_sluice_proto_msgTypes[89]
+	mi := &file_sluice_proto_msgTypes[91]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6673,7 +6912,7 @@ func (x *CreateAclsResponse) String() string {
 func (*CreateAclsResponse) ProtoMessage() {}
 
 func (x *CreateAclsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[89]
+	mi := &file_sluice_proto_msgTypes[91]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6686,7 +6925,7 @@ func (x *CreateAclsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateAclsResponse.ProtoReflect.Descriptor instead.
 func (*CreateAclsResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{89}
+	return file_sluice_proto_rawDescGZIP(), []int{91}
 }
 
 func (x *CreateAclsResponse) GetError() ErrorCode {
@@ -6719,7 +6958,7 @@ type DeleteAclsRequest struct {
 
 func (x *DeleteAclsRequest) Reset() {
 	*x = DeleteAclsRequest{}
-	mi := &file_sluice_proto_msgTypes[90]
+	mi := &file_sluice_proto_msgTypes[92]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6731,7 +6970,7 @@ func (x *DeleteAclsRequest) String() string {
 func (*DeleteAclsRequest) ProtoMessage() {}
 
 func (x *DeleteAclsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[90]
+	mi := &file_sluice_proto_msgTypes[92]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6744,7 +6983,7 @@ func (x *DeleteAclsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteAclsRequest.ProtoReflect.Descriptor instead.
 func (*DeleteAclsRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{90}
+	return file_sluice_proto_rawDescGZIP(), []int{92}
 }
 
 func (x *DeleteAclsRequest) GetFilters() []*AclBinding {
@@ -6765,7 +7004,7 @@ type DeleteAclsResponse struct {
 
 func (x *DeleteAclsResponse) Reset() {
 	*x = DeleteAclsResponse{}
-	mi := &file_sluice_proto_msgTypes[91]
+	mi := &file_sluice_proto_msgTypes[93]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6777,7 +7016,7 @@ func (x *DeleteAclsResponse) String() string {
 func (*DeleteAclsResponse) ProtoMessage() {}
 
 func (x *DeleteAclsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[91]
+	mi := &file_sluice_proto_msgTypes[93]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6790,7 +7029,7 @@ func (x *DeleteAclsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteAclsResponse.ProtoReflect.Descriptor instead.
 func (*DeleteAclsResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{91}
+	return file_sluice_proto_rawDescGZIP(), []int{93}
 }
 
 func (x *DeleteAclsResponse) GetError() ErrorCode {
@@ -6823,7 +7062,7 @@ type DescribeAclsRequest struct {
 
 func (x *DescribeAclsRequest) Reset() {
 	*x = DescribeAclsRequest{}
-	mi := &file_sluice_proto_msgTypes[92]
+	mi := &file_sluice_proto_msgTypes[94]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6835,7 +7074,7 @@ func (x *DescribeAclsRequest) String() string {
 func (*DescribeAclsRequest) ProtoMessage() {}
 
 func (x *DescribeAclsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[92]
+	mi := &file_sluice_proto_msgTypes[94]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6848,7 +7087,7 @@ func (x *DescribeAclsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeAclsRequest.ProtoReflect.Descriptor instead.
 func (*DescribeAclsRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{92}
+	return file_sluice_proto_rawDescGZIP(), []int{94}
 }
 
 func (x *DescribeAclsRequest) GetFilter() *AclBinding {
@@ -6869,7 +7108,7 @@ type DescribeAclsResponse struct {
 
 func (x *DescribeAclsResponse) Reset() {
 	*x = DescribeAclsResponse{}
-	mi := &file_sluice_proto_msgTypes[93]
+	mi := &file_sluice_proto_msgTypes[95]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6881,7 +7120,7 @@ func (x *DescribeAclsResponse) String() string {
 func (*DescribeAclsResponse) ProtoMessage() {}
 
 func (x *DescribeAclsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[93]
+	mi := &file_sluice_proto_msgTypes[95]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6894,7 +7133,7 @@ func (x *DescribeAclsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeAclsResponse.ProtoReflect.Descriptor instead.
 func (*DescribeAclsResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{93}
+	return file_sluice_proto_rawDescGZIP(), []int{95}
 }
 
 func (x *DescribeAclsResponse) GetError() ErrorCode {
@@ -6930,7 +7169,7 @@ type CreateUserRequest struct {
 
 func (x *CreateUserRequest) Reset() {
 	*x = CreateUserRequest{}
-	mi := &file_sluice_proto_msgTypes[94]
+	mi := &file_sluice_proto_msgTypes[96]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6942,7 +7181,7 @@ func (x *CreateUserRequest) String() string {
 func (*CreateUserRequest) ProtoMessage() {}
 
 func (x *CreateUserRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[94]
+	mi := &file_sluice_proto_msgTypes[96]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6955,7 +7194,7 @@ func (x *CreateUserRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateUserRequest.ProtoReflect.Descriptor instead.
 func (*CreateUserRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{94}
+	return file_sluice_proto_rawDescGZIP(), []int{96}
 }
 
 func (x *CreateUserRequest) GetName() string {
@@ -6982,7 +7221,7 @@ type CreateUserResponse struct {
 
 func (x *CreateUserResponse) Reset() {
 	*x = CreateUserResponse{}
-	mi := &file_sluice_proto_msgTypes[95]
+	mi := &file_sluice_proto_msgTypes[97]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6994,7 +7233,7 @@ func (x *CreateUserResponse) String() string {
 func (*CreateUserResponse) ProtoMessage() {}
 
 func (x *CreateUserResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[95]
+	mi := &file_sluice_proto_msgTypes[97]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7007,7 +7246,7 @@ func (x *CreateUserResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateUserResponse.ProtoReflect.Descriptor instead.
 func (*CreateUserResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{95}
+	return file_sluice_proto_rawDescGZIP(), []int{97}
 }
 
 func (x *CreateUserResponse) GetError() ErrorCode {
@@ -7033,7 +7272,7 @@ type DeleteUserRequest struct {
 
 func (x *DeleteUserRequest) Reset() {
 	*x = DeleteUserRequest{}
-	mi := &file_sluice_proto_msgTypes[96]
+	mi := &file_sluice_proto_msgTypes[98]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7045,7 +7284,7 @@ func (x *DeleteUserRequest) String() string {
 func (*DeleteUserRequest) ProtoMessage() {}
 
 func (x *DeleteUserRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[96]
+	mi := &file_sluice_proto_msgTypes[98]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7058,7 +7297,7 @@ func (x *DeleteUserRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteUserRequest.ProtoReflect.Descriptor instead.
 func (*DeleteUserRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{96}
+	return file_sluice_proto_rawDescGZIP(), []int{98}
 }
 
 func (x *DeleteUserRequest) GetName() string {
@@ -7078,7 +7317,7 @@ type DeleteUserResponse struct {
 
 func (x *DeleteUserResponse) Reset() {
 	*x = DeleteUserResponse{}
-	mi := &file_sluice_proto_msgTypes[97]
+	mi := &file_sluice_proto_msgTypes[99]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7090,7 +7329,7 @@ func (x *DeleteUserResponse) String() string {
 func (*DeleteUserResponse) ProtoMessage() {}
 
 func (x *DeleteUserResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[97]
+	mi := &file_sluice_proto_msgTypes[99]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7103,7 +7342,7 @@ func (x *DeleteUserResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteUserResponse.ProtoReflect.Descriptor instead.
 func (*DeleteUserResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{97}
+	return file_sluice_proto_rawDescGZIP(), []int{99}
 }
 
 func (x *DeleteUserResponse) GetError() ErrorCode {
@@ -7128,7 +7367,7 @@ type ListUsersRequest struct {
 
 func (x *ListUsersRequest) Reset() {
 	*x = ListUsersRequest{}
-	mi := &file_sluice_proto_msgTypes[98]
+	mi := &file_sluice_proto_msgTypes[100]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7140,7 +7379,7 @@ func (x *ListUsersRequest) String() string {
 func (*ListUsersRequest) ProtoMessage() {}
 
 func (x *ListUsersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[98]
+	mi := &file_sluice_proto_msgTypes[100]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7153,7 +7392,7 @@ func (x *ListUsersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListUsersRequest.ProtoReflect.Descriptor instead.
 func (*ListUsersRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{98}
+	return file_sluice_proto_rawDescGZIP(), []int{100}
 }
 
 // ListUsersResponse lists the token users, without their token hashes.
@@ -7168,7 +7407,7 @@ type ListUsersResponse struct {
 
 func (x *ListUsersResponse) Reset() {
 	*x = ListUsersResponse{}
-	mi := &file_sluice_proto_msgTypes[99]
+	mi := &file_sluice_proto_msgTypes[101]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7180,7 +7419,7 @@ func (x *ListUsersResponse) String() string {
 func (*ListUsersResponse) ProtoMessage() {}
 
 func (x *ListUsersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[99]
+	mi := &file_sluice_proto_msgTypes[101]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7193,7 +7432,7 @@ func (x *ListUsersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListUsersResponse.ProtoReflect.Descriptor instead.
 func (*ListUsersResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{99}
+	return file_sluice_proto_rawDescGZIP(), []int{101}
 }
 
 func (x *ListUsersResponse) GetError() ErrorCode {
@@ -7226,7 +7465,7 @@ type WhoAmIRequest struct {
 
 func (x *WhoAmIRequest) Reset() {
 	*x = WhoAmIRequest{}
-	mi := &file_sluice_proto_msgTypes[100]
+	mi := &file_sluice_proto_msgTypes[102]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7238,7 +7477,7 @@ func (x *WhoAmIRequest) String() string {
 func (*WhoAmIRequest) ProtoMessage() {}
 
 func (x *WhoAmIRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[100]
+	mi := &file_sluice_proto_msgTypes[102]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7251,7 +7490,7 @@ func (x *WhoAmIRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WhoAmIRequest.ProtoReflect.Descriptor instead.
 func (*WhoAmIRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{100}
+	return file_sluice_proto_rawDescGZIP(), []int{102}
 }
 
 type WhoAmIResponse struct {
@@ -7266,7 +7505,7 @@ type WhoAmIResponse struct {
 
 func (x *WhoAmIResponse) Reset() {
 	*x = WhoAmIResponse{}
-	mi := &file_sluice_proto_msgTypes[101]
+	mi := &file_sluice_proto_msgTypes[103]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7278,7 +7517,7 @@ func (x *WhoAmIResponse) String() string {
 func (*WhoAmIResponse) ProtoMessage() {}
 
 func (x *WhoAmIResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[101]
+	mi := &file_sluice_proto_msgTypes[103]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7291,7 +7530,7 @@ func (x *WhoAmIResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WhoAmIResponse.ProtoReflect.Descriptor instead.
 func (*WhoAmIResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{101}
+	return file_sluice_proto_rawDescGZIP(), []int{103}
 }
 
 func (x *WhoAmIResponse) GetPrincipal() string {
@@ -7571,7 +7810,7 @@ const file_sluice_proto_rawDesc = "" +
 	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x1e\n" +
 	"\n" +
 	"partitions\x18\x02 \x03(\x05R\n" +
-	"partitions\"\xf8\x01\n" +
+	"partitions\"\xfe\x02\n" +
 	"\x10JoinGroupRequest\x12\x14\n" +
 	"\x05group\x18\x01 \x01(\tR\x05group\x12\x1b\n" +
 	"\tmember_id\x18\x02 \x01(\tR\bmemberId\x12\x1b\n" +
@@ -7579,7 +7818,17 @@ const file_sluice_proto_rawDesc = "" +
 	"\x12session_timeout_ms\x18\x04 \x01(\x05R\x10sessionTimeoutMs\x120\n" +
 	"\x14rebalance_timeout_ms\x18\x05 \x01(\x05R\x12rebalanceTimeoutMs\x12\x16\n" +
 	"\x06topics\x18\x06 \x03(\tR\x06topics\x12\x1c\n" +
-	"\tassignors\x18\a \x03(\tR\tassignors\"\xf1\x01\n" +
+	"\tassignors\x18\a \x03(\tR\tassignors\x12#\n" +
+	"\rprotocol_type\x18\b \x01(\tR\fprotocolType\x123\n" +
+	"\tprotocols\x18\t \x03(\v2\x15.sluice.GroupProtocolR\tprotocols\x12*\n" +
+	"\x11require_member_id\x18\n" +
+	" \x01(\bR\x0frequireMemberId\"?\n" +
+	"\rGroupProtocol\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1a\n" +
+	"\bmetadata\x18\x02 \x01(\fR\bmetadata\">\n" +
+	"\vMemberBytes\x12\x1b\n" +
+	"\tmember_id\x18\x01 \x01(\tR\bmemberId\x12\x12\n" +
+	"\x04data\x18\x02 \x01(\fR\x04data\"\xd4\x02\n" +
 	"\x11JoinGroupResponse\x12'\n" +
 	"\x05error\x18\x01 \x01(\x0e2\x11.sluice.ErrorCodeR\x05error\x12#\n" +
 	"\rerror_message\x18\x02 \x01(\tR\ferrorMessage\x12\x1e\n" +
@@ -7589,19 +7838,25 @@ const file_sluice_proto_rawDesc = "" +
 	"\tmember_id\x18\x04 \x01(\tR\bmemberId\x12\x1b\n" +
 	"\tleader_id\x18\x05 \x01(\tR\bleaderId\x12\x1a\n" +
 	"\bassignor\x18\x06 \x01(\tR\bassignor\x12\x18\n" +
-	"\amembers\x18\a \x03(\tR\amembers\"e\n" +
+	"\amembers\x18\a \x03(\tR\amembers\x12#\n" +
+	"\rprotocol_type\x18\b \x01(\tR\fprotocolType\x12<\n" +
+	"\x0fmember_metadata\x18\t \x03(\v2\x13.sluice.MemberBytesR\x0ememberMetadata\"\x9c\x01\n" +
 	"\x10SyncGroupRequest\x12\x14\n" +
 	"\x05group\x18\x01 \x01(\tR\x05group\x12\x1b\n" +
 	"\tmember_id\x18\x02 \x01(\tR\bmemberId\x12\x1e\n" +
 	"\n" +
 	"generation\x18\x03 \x01(\x05R\n" +
-	"generation\"\x9a\x01\n" +
+	"generation\x125\n" +
+	"\vassignments\x18\x04 \x03(\v2\x13.sluice.MemberBytesR\vassignments\"\x86\x02\n" +
 	"\x11SyncGroupResponse\x12'\n" +
 	"\x05error\x18\x01 \x01(\x0e2\x11.sluice.ErrorCodeR\x05error\x12#\n" +
 	"\rerror_message\x18\x02 \x01(\tR\ferrorMessage\x127\n" +
 	"\n" +
 	"assignment\x18\x03 \x03(\v2\x17.sluice.TopicPartitionsR\n" +
-	"assignment\"e\n" +
+	"assignment\x12)\n" +
+	"\x10relay_assignment\x18\x04 \x01(\fR\x0frelayAssignment\x12#\n" +
+	"\rprotocol_type\x18\x05 \x01(\tR\fprotocolType\x12\x1a\n" +
+	"\bprotocol\x18\x06 \x01(\tR\bprotocol\"e\n" +
 	"\x10HeartbeatRequest\x12\x14\n" +
 	"\x05group\x18\x01 \x01(\tR\x05group\x12\x1b\n" +
 	"\tmember_id\x18\x02 \x01(\tR\bmemberId\x12\x1e\n" +
@@ -7655,7 +7910,7 @@ const file_sluice_proto_rawDesc = "" +
 	"\x12ListGroupsResponse\x12-\n" +
 	"\x06groups\x18\x01 \x03(\v2\x15.sluice.GroupOverviewR\x06groups\",\n" +
 	"\x14DescribeGroupRequest\x12\x14\n" +
-	"\x05group\x18\x01 \x01(\tR\x05group\"\xda\x01\n" +
+	"\x05group\x18\x01 \x01(\tR\x05group\"\xb2\x02\n" +
 	"\x11MemberDescription\x12\x1b\n" +
 	"\tmember_id\x18\x01 \x01(\tR\bmemberId\x12\x1b\n" +
 	"\tclient_id\x18\x02 \x01(\tR\bclientId\x12\x16\n" +
@@ -7664,7 +7919,9 @@ const file_sluice_proto_rawDesc = "" +
 	"assignment\x18\x04 \x03(\v2\x17.sluice.TopicPartitionsR\n" +
 	"assignment\x12!\n" +
 	"\fpush_address\x18\x05 \x01(\tR\vpushAddress\x12\x17\n" +
-	"\apush_id\x18\x06 \x01(\tR\x06pushId\"\xc1\x02\n" +
+	"\apush_id\x18\x06 \x01(\tR\x06pushId\x12+\n" +
+	"\x11protocol_metadata\x18\a \x01(\fR\x10protocolMetadata\x12)\n" +
+	"\x10relay_assignment\x18\b \x01(\fR\x0frelayAssignment\"\xe6\x02\n" +
 	"\x15DescribeGroupResponse\x12'\n" +
 	"\x05error\x18\x01 \x01(\x0e2\x11.sluice.ErrorCodeR\x05error\x12#\n" +
 	"\rerror_message\x18\x02 \x01(\tR\ferrorMessage\x12\x14\n" +
@@ -7676,7 +7933,9 @@ const file_sluice_proto_rawDesc = "" +
 	"\bassignor\x18\x06 \x01(\tR\bassignor\x12\x1b\n" +
 	"\tleader_id\x18\a \x01(\tR\bleaderId\x123\n" +
 	"\amembers\x18\b \x03(\v2\x19.sluice.MemberDescriptionR\amembers\x12 \n" +
-	"\vcoordinator\x18\t \x01(\x05R\vcoordinator\"\x92\x02\n" +
+	"\vcoordinator\x18\t \x01(\x05R\vcoordinator\x12#\n" +
+	"\rprotocol_type\x18\n" +
+	" \x01(\tR\fprotocolType\"\x92\x02\n" +
 	"\x10SubscribeRequest\x12\x14\n" +
 	"\x05group\x18\x01 \x01(\tR\x05group\x12\x16\n" +
 	"\x06topics\x18\x02 \x03(\tR\x06topics\x12%\n" +
@@ -7740,7 +7999,7 @@ const file_sluice_proto_rawDesc = "" +
 	"\vOffsetValue\x12\x16\n" +
 	"\x06offset\x18\x01 \x01(\x03R\x06offset\x12\x1a\n" +
 	"\bmetadata\x18\x02 \x01(\tR\bmetadata\x12$\n" +
-	"\x0ecommit_unix_ms\x18\x03 \x01(\x03R\fcommitUnixMs\"\xc3\x03\n" +
+	"\x0ecommit_unix_ms\x18\x03 \x01(\x03R\fcommitUnixMs\"\xc8\x04\n" +
 	"\x11GroupMemberRecord\x12\x1b\n" +
 	"\tmember_id\x18\x01 \x01(\tR\bmemberId\x12\x1b\n" +
 	"\tclient_id\x18\x02 \x01(\tR\bclientId\x12\x16\n" +
@@ -7757,7 +8016,10 @@ const file_sluice_proto_rawDesc = "" +
 	" \x01(\tR\x0fautoOffsetReset\x12\x1f\n" +
 	"\vpush_credit\x18\v \x01(\x05R\n" +
 	"pushCredit\x12\x1c\n" +
-	"\tprincipal\x18\f \x01(\tR\tprincipal\"\xa2\x01\n" +
+	"\tprincipal\x18\f \x01(\tR\tprincipal\x12#\n" +
+	"\rprotocol_type\x18\r \x01(\tR\fprotocolType\x123\n" +
+	"\tprotocols\x18\x0e \x03(\v2\x15.sluice.GroupProtocolR\tprotocols\x12)\n" +
+	"\x10relay_assignment\x18\x0f \x01(\fR\x0frelayAssignment\"\xa2\x01\n" +
 	"\x12GroupMetadataValue\x12\x1e\n" +
 	"\n" +
 	"generation\x18\x01 \x01(\x05R\n" +
@@ -7982,7 +8244,7 @@ func file_sluice_proto_rawDescGZIP() []byte {
 }
 
 var file_sluice_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_sluice_proto_msgTypes = make([]protoimpl.MessageInfo, 109)
+var file_sluice_proto_msgTypes = make([]protoimpl.MessageInfo, 111)
 var file_sluice_proto_goTypes = []any{
 	(ErrorCode)(0),                       // 0: sluice.ErrorCode
 	(AclResourceType)(0),                 // 1: sluice.AclResourceType
@@ -8035,69 +8297,71 @@ var file_sluice_proto_goTypes = []any{
 	(*FindCoordinatorResponse)(nil),      // 48: sluice.FindCoordinatorResponse
 	(*TopicPartitions)(nil),              // 49: sluice.TopicPartitions
 	(*JoinGroupRequest)(nil),             // 50: sluice.JoinGroupRequest
-	(*JoinGroupResponse)(nil),            // 51: sluice.JoinGroupResponse
-	(*SyncGroupRequest)(nil),             // 52: sluice.SyncGroupRequest
-	(*SyncGroupResponse)(nil),            // 53: sluice.SyncGroupResponse
-	(*HeartbeatRequest)(nil),             // 54: sluice.HeartbeatRequest
-	(*HeartbeatResponse)(nil),            // 55: sluice.HeartbeatResponse
-	(*LeaveGroupRequest)(nil),            // 56: sluice.LeaveGroupRequest
-	(*LeaveGroupResponse)(nil),           // 57: sluice.LeaveGroupResponse
-	(*OffsetCommitEntry)(nil),            // 58: sluice.OffsetCommitEntry
-	(*OffsetCommitRequest)(nil),          // 59: sluice.OffsetCommitRequest
-	(*OffsetCommitResponse)(nil),         // 60: sluice.OffsetCommitResponse
-	(*OffsetFetchRequest)(nil),           // 61: sluice.OffsetFetchRequest
-	(*OffsetFetchResponse)(nil),          // 62: sluice.OffsetFetchResponse
-	(*DeleteGroupRequest)(nil),           // 63: sluice.DeleteGroupRequest
-	(*DeleteGroupResponse)(nil),          // 64: sluice.DeleteGroupResponse
-	(*ListGroupsRequest)(nil),            // 65: sluice.ListGroupsRequest
-	(*GroupOverview)(nil),                // 66: sluice.GroupOverview
-	(*ListGroupsResponse)(nil),           // 67: sluice.ListGroupsResponse
-	(*DescribeGroupRequest)(nil),         // 68: sluice.DescribeGroupRequest
-	(*MemberDescription)(nil),            // 69: sluice.MemberDescription
-	(*DescribeGroupResponse)(nil),        // 70: sluice.DescribeGroupResponse
-	(*SubscribeRequest)(nil),             // 71: sluice.SubscribeRequest
-	(*SubscribeResponse)(nil),            // 72: sluice.SubscribeResponse
-	(*PushedRecord)(nil),                 // 73: sluice.PushedRecord
-	(*RecordHeader)(nil),                 // 74: sluice.RecordHeader
-	(*PushRecords)(nil),                  // 75: sluice.PushRecords
-	(*PushAssignment)(nil),               // 76: sluice.PushAssignment
-	(*PushCredit)(nil),                   // 77: sluice.PushCredit
-	(*PushAck)(nil),                      // 78: sluice.PushAck
-	(*UnsubscribeRequest)(nil),           // 79: sluice.UnsubscribeRequest
-	(*GroupRecordKey)(nil),               // 80: sluice.GroupRecordKey
-	(*OffsetValue)(nil),                  // 81: sluice.OffsetValue
-	(*GroupMemberRecord)(nil),            // 82: sluice.GroupMemberRecord
-	(*GroupMetadataValue)(nil),           // 83: sluice.GroupMetadataValue
-	(*TopicRecord)(nil),                  // 84: sluice.TopicRecord
-	(*ReplicaAssignment)(nil),            // 85: sluice.ReplicaAssignment
-	(*PartitionState)(nil),               // 86: sluice.PartitionState
-	(*TopicDeletion)(nil),                // 87: sluice.TopicDeletion
-	(*BrokerRegistration)(nil),           // 88: sluice.BrokerRegistration
-	(*ClusterSnapshot)(nil),              // 89: sluice.ClusterSnapshot
-	(*AclBinding)(nil),                   // 90: sluice.AclBinding
-	(*UserRecord)(nil),                   // 91: sluice.UserRecord
-	(*SecurityRecord)(nil),               // 92: sluice.SecurityRecord
-	(*CreateAclsRequest)(nil),            // 93: sluice.CreateAclsRequest
-	(*CreateAclsResponse)(nil),           // 94: sluice.CreateAclsResponse
-	(*DeleteAclsRequest)(nil),            // 95: sluice.DeleteAclsRequest
-	(*DeleteAclsResponse)(nil),           // 96: sluice.DeleteAclsResponse
-	(*DescribeAclsRequest)(nil),          // 97: sluice.DescribeAclsRequest
-	(*DescribeAclsResponse)(nil),         // 98: sluice.DescribeAclsResponse
-	(*CreateUserRequest)(nil),            // 99: sluice.CreateUserRequest
-	(*CreateUserResponse)(nil),           // 100: sluice.CreateUserResponse
-	(*DeleteUserRequest)(nil),            // 101: sluice.DeleteUserRequest
-	(*DeleteUserResponse)(nil),           // 102: sluice.DeleteUserResponse
-	(*ListUsersRequest)(nil),             // 103: sluice.ListUsersRequest
-	(*ListUsersResponse)(nil),            // 104: sluice.ListUsersResponse
-	(*WhoAmIRequest)(nil),                // 105: sluice.WhoAmIRequest
-	(*WhoAmIResponse)(nil),               // 106: sluice.WhoAmIResponse
-	nil,                                  // 107: sluice.TopicMetadata.ConfigsEntry
-	nil,                                  // 108: sluice.TopicSpec.ConfigsEntry
-	nil,                                  // 109: sluice.TopicConfigChange.SetEntry
-	nil,                                  // 110: sluice.AlterPartitionRequest.IsrEpochsEntry
-	nil,                                  // 111: sluice.TopicRecord.ConfigsEntry
-	nil,                                  // 112: sluice.PartitionState.IsrEpochsEntry
-	nil,                                  // 113: sluice.PartitionState.IsrDirsEntry
+	(*GroupProtocol)(nil),                // 51: sluice.GroupProtocol
+	(*MemberBytes)(nil),                  // 52: sluice.MemberBytes
+	(*JoinGroupResponse)(nil),            // 53: sluice.JoinGroupResponse
+	(*SyncGroupRequest)(nil),             // 54: sluice.SyncGroupRequest
+	(*SyncGroupResponse)(nil),            // 55: sluice.SyncGroupResponse
+	(*HeartbeatRequest)(nil),             // 56: sluice.HeartbeatRequest
+	(*HeartbeatResponse)(nil),            // 57: sluice.HeartbeatResponse
+	(*LeaveGroupRequest)(nil),            // 58: sluice.LeaveGroupRequest
+	(*LeaveGroupResponse)(nil),           // 59: sluice.LeaveGroupResponse
+	(*OffsetCommitEntry)(nil),            // 60: sluice.OffsetCommitEntry
+	(*OffsetCommitRequest)(nil),          // 61: sluice.OffsetCommitRequest
+	(*OffsetCommitResponse)(nil),         // 62: sluice.OffsetCommitResponse
+	(*OffsetFetchRequest)(nil),           // 63: sluice.OffsetFetchRequest
+	(*OffsetFetchResponse)(nil),          // 64: sluice.OffsetFetchResponse
+	(*DeleteGroupRequest)(nil),           // 65: sluice.DeleteGroupRequest
+	(*DeleteGroupResponse)(nil),          // 66: sluice.DeleteGroupResponse
+	(*ListGroupsRequest)(nil),            // 67: sluice.ListGroupsRequest
+	(*GroupOverview)(nil),                // 68: sluice.GroupOverview
+	(*ListGroupsResponse)(nil),           // 69: sluice.ListGroupsResponse
+	(*DescribeGroupRequest)(nil),         // 70: sluice.DescribeGroupRequest
+	(*MemberDescription)(nil),            // 71: sluice.MemberDescription
+	(*DescribeGroupResponse)(nil),        // 72: sluice.DescribeGroupResponse
+	(*SubscribeRequest)(nil),             // 73: sluice.SubscribeRequest
+	(*SubscribeResponse)(nil),            // 74: sluice.SubscribeResponse
+	(*PushedRecord)(nil),                 // 75: sluice.PushedRecord
+	(*RecordHeader)(nil),                 // 76: sluice.RecordHeader
+	(*PushRecords)(nil),                  // 77: sluice.PushRecords
+	(*PushAssignment)(nil),               // 78: sluice.PushAssignment
+	(*PushCredit)(nil),                   // 79: sluice.PushCredit
+	(*PushAck)(nil),                      // 80: sluice.PushAck
+	(*UnsubscribeRequest)(nil),           // 81: sluice.UnsubscribeRequest
+	(*GroupRecordKey)(nil),               // 82: sluice.GroupRecordKey
+	(*OffsetValue)(nil),                  // 83: sluice.OffsetValue
+	(*GroupMemberRecord)(nil),            // 84: sluice.GroupMemberRecord
+	(*GroupMetadataValue)(nil),           // 85: sluice.GroupMetadataValue
+	(*TopicRecord)(nil),                  // 86: sluice.TopicRecord
+	(*ReplicaAssignment)(nil),            // 87: sluice.ReplicaAssignment
+	(*PartitionState)(nil),               // 88: sluice.PartitionState
+	(*TopicDeletion)(nil),                // 89: sluice.TopicDeletion
+	(*BrokerRegistration)(nil),           // 90: sluice.BrokerRegistration
+	(*ClusterSnapshot)(nil),              // 91: sluice.ClusterSnapshot
+	(*AclBinding)(nil),                   // 92: sluice.AclBinding
+	(*UserRecord)(nil),                   // 93: sluice.UserRecord
+	(*SecurityRecord)(nil),               // 94: sluice.SecurityRecord
+	(*CreateAclsRequest)(nil),            // 95: sluice.CreateAclsRequest
+	(*CreateAclsResponse)(nil),           // 96: sluice.CreateAclsResponse
+	(*DeleteAclsRequest)(nil),            // 97: sluice.DeleteAclsRequest
+	(*DeleteAclsResponse)(nil),           // 98: sluice.DeleteAclsResponse
+	(*DescribeAclsRequest)(nil),          // 99: sluice.DescribeAclsRequest
+	(*DescribeAclsResponse)(nil),         // 100: sluice.DescribeAclsResponse
+	(*CreateUserRequest)(nil),            // 101: sluice.CreateUserRequest
+	(*CreateUserResponse)(nil),           // 102: sluice.CreateUserResponse
+	(*DeleteUserRequest)(nil),            // 103: sluice.DeleteUserRequest
+	(*DeleteUserResponse)(nil),           // 104: sluice.DeleteUserResponse
+	(*ListUsersRequest)(nil),             // 105: sluice.ListUsersRequest
+	(*ListUsersResponse)(nil),            // 106: sluice.ListUsersResponse
+	(*WhoAmIRequest)(nil),                // 107: sluice.WhoAmIRequest
+	(*WhoAmIResponse)(nil),               // 108: sluice.WhoAmIResponse
+	nil,                                  // 109: sluice.TopicMetadata.ConfigsEntry
+	nil,                                  // 110: sluice.TopicSpec.ConfigsEntry
+	nil,                                  // 111: sluice.TopicConfigChange.SetEntry
+	nil,                                  // 112: sluice.AlterPartitionRequest.IsrEpochsEntry
+	nil,                                  // 113: sluice.TopicRecord.ConfigsEntry
+	nil,                                  // 114: sluice.PartitionState.IsrEpochsEntry
+	nil,                                  // 115: sluice.PartitionState.IsrDirsEntry
 }
 var file_sluice_proto_depIdxs = []int32{
 	0,   // 0: sluice.ErrorResponse.error:type_name -> sluice.ErrorCode
@@ -8108,16 +8372,16 @@ var file_sluice_proto_depIdxs = []int32{
 	0,   // 5: sluice.PartitionMetadata.error:type_name -> sluice.ErrorCode
 	0,   // 6: sluice.TopicMetadata.error:type_name -> sluice.ErrorCode
 	15,  // 7: sluice.TopicMetadata.partitions:type_name -> sluice.PartitionMetadata
-	107, // 8: sluice.TopicMetadata.configs:type_name -> sluice.TopicMetadata.ConfigsEntry
+	109, // 8: sluice.TopicMetadata.configs:type_name -> sluice.TopicMetadata.ConfigsEntry
 	14,  // 9: sluice.MetadataResponse.brokers:type_name -> sluice.BrokerInfo
 	16,  // 10: sluice.MetadataResponse.topics:type_name -> sluice.TopicMetadata
-	108, // 11: sluice.TopicSpec.configs:type_name -> sluice.TopicSpec.ConfigsEntry
+	110, // 11: sluice.TopicSpec.configs:type_name -> sluice.TopicSpec.ConfigsEntry
 	18,  // 12: sluice.CreateTopicsRequest.topics:type_name -> sluice.TopicSpec
 	0,   // 13: sluice.TopicResult.error:type_name -> sluice.ErrorCode
 	20,  // 14: sluice.CreateTopicsResponse.results:type_name -> sluice.TopicResult
 	20,  // 15: sluice.DeleteTopicsResponse.results:type_name -> sluice.TopicResult
 	25,  // 16: sluice.AlterTopicConfigsRequest.topics:type_name -> sluice.TopicConfigChange
-	109, // 17: sluice.TopicConfigChange.set:type_name -> sluice.TopicConfigChange.SetEntry
+	111, // 17: sluice.TopicConfigChange.set:type_name -> sluice.TopicConfigChange.SetEntry
 	20,  // 18: sluice.AlterTopicConfigsResponse.results:type_name -> sluice.TopicResult
 	28,  // 19: sluice.CreatePartitionsRequest.topics:type_name -> sluice.PartitionCount
 	20,  // 20: sluice.CreatePartitionsResponse.results:type_name -> sluice.TopicResult
@@ -8125,66 +8389,70 @@ var file_sluice_proto_depIdxs = []int32{
 	31,  // 22: sluice.DescribeReplicasResponse.replicas:type_name -> sluice.ReplicaState
 	0,   // 23: sluice.ReplicaFetchResponse.error:type_name -> sluice.ErrorCode
 	0,   // 24: sluice.OffsetForLeaderEpochResponse.error:type_name -> sluice.ErrorCode
-	110, // 25: sluice.AlterPartitionRequest.isr_epochs:type_name -> sluice.AlterPartitionRequest.IsrEpochsEntry
+	112, // 25: sluice.AlterPartitionRequest.isr_epochs:type_name -> sluice.AlterPartitionRequest.IsrEpochsEntry
 	0,   // 26: sluice.AlterPartitionResponse.error:type_name -> sluice.ErrorCode
-	86,  // 27: sluice.AlterPartitionResponse.state:type_name -> sluice.PartitionState
-	86,  // 28: sluice.LeaderAndIsrRequest.states:type_name -> sluice.PartitionState
+	88,  // 27: sluice.AlterPartitionResponse.state:type_name -> sluice.PartitionState
+	88,  // 28: sluice.LeaderAndIsrRequest.states:type_name -> sluice.PartitionState
 	0,   // 29: sluice.LeaderAndIsrResponse.error:type_name -> sluice.ErrorCode
 	0,   // 30: sluice.ReplicaOfflineResponse.error:type_name -> sluice.ErrorCode
 	0,   // 31: sluice.InitProducerIdResponse.error:type_name -> sluice.ErrorCode
 	0,   // 32: sluice.AllocateProducerIdsResponse.error:type_name -> sluice.ErrorCode
 	0,   // 33: sluice.FindCoordinatorResponse.error:type_name -> sluice.ErrorCode
-	0,   // 34: sluice.JoinGroupResponse.error:type_name -> sluice.ErrorCode
-	0,   // 35: sluice.SyncGroupResponse.error:type_name -> sluice.ErrorCode
-	49,  // 36: sluice.SyncGroupResponse.assignment:type_name -> sluice.TopicPartitions
-	0,   // 37: sluice.HeartbeatResponse.error:type_name -> sluice.ErrorCode
-	0,   // 38: sluice.LeaveGroupResponse.error:type_name -> sluice.ErrorCode
-	58,  // 39: sluice.OffsetCommitRequest.offsets:type_name -> sluice.OffsetCommitEntry
-	0,   // 40: sluice.OffsetCommitResponse.error:type_name -> sluice.ErrorCode
-	49,  // 41: sluice.OffsetFetchRequest.partitions:type_name -> sluice.TopicPartitions
-	0,   // 42: sluice.OffsetFetchResponse.error:type_name -> sluice.ErrorCode
-	58,  // 43: sluice.OffsetFetchResponse.offsets:type_name -> sluice.OffsetCommitEntry
-	0,   // 44: sluice.DeleteGroupResponse.error:type_name -> sluice.ErrorCode
-	66,  // 45: sluice.ListGroupsResponse.groups:type_name -> sluice.GroupOverview
-	49,  // 46: sluice.MemberDescription.assignment:type_name -> sluice.TopicPartitions
-	0,   // 47: sluice.DescribeGroupResponse.error:type_name -> sluice.ErrorCode
-	69,  // 48: sluice.DescribeGroupResponse.members:type_name -> sluice.MemberDescription
-	0,   // 49: sluice.SubscribeResponse.error:type_name -> sluice.ErrorCode
-	74,  // 50: sluice.PushedRecord.headers:type_name -> sluice.RecordHeader
-	73,  // 51: sluice.PushRecords.records:type_name -> sluice.PushedRecord
-	49,  // 52: sluice.PushAssignment.assigned:type_name -> sluice.TopicPartitions
-	49,  // 53: sluice.GroupMemberRecord.assignment:type_name -> sluice.TopicPartitions
-	82,  // 54: sluice.GroupMetadataValue.members:type_name -> sluice.GroupMemberRecord
-	111, // 55: sluice.TopicRecord.configs:type_name -> sluice.TopicRecord.ConfigsEntry
-	85,  // 56: sluice.TopicRecord.assignment:type_name -> sluice.ReplicaAssignment
-	112, // 57: sluice.PartitionState.isr_epochs:type_name -> sluice.PartitionState.IsrEpochsEntry
-	113, // 58: sluice.PartitionState.isr_dirs:type_name -> sluice.PartitionState.IsrDirsEntry
-	84,  // 59: sluice.ClusterSnapshot.topics:type_name -> sluice.TopicRecord
-	86,  // 60: sluice.ClusterSnapshot.partitions:type_name -> sluice.PartitionState
-	87,  // 61: sluice.ClusterSnapshot.deleted_topics:type_name -> sluice.TopicDeletion
-	1,   // 62: sluice.AclBinding.resource_type:type_name -> sluice.AclResourceType
-	3,   // 63: sluice.AclBinding.pattern_type:type_name -> sluice.AclPatternType
-	2,   // 64: sluice.AclBinding.operation:type_name -> sluice.AclOperation
-	4,   // 65: sluice.AclBinding.permission:type_name -> sluice.AclPermission
-	90,  // 66: sluice.SecurityRecord.acls:type_name -> sluice.AclBinding
-	91,  // 67: sluice.SecurityRecord.users:type_name -> sluice.UserRecord
-	90,  // 68: sluice.CreateAclsRequest.acls:type_name -> sluice.AclBinding
-	0,   // 69: sluice.CreateAclsResponse.error:type_name -> sluice.ErrorCode
-	90,  // 70: sluice.DeleteAclsRequest.filters:type_name -> sluice.AclBinding
-	0,   // 71: sluice.DeleteAclsResponse.error:type_name -> sluice.ErrorCode
-	90,  // 72: sluice.DeleteAclsResponse.deleted:type_name -> sluice.AclBinding
-	90,  // 73: sluice.DescribeAclsRequest.filter:type_name -> sluice.AclBinding
-	0,   // 74: sluice.DescribeAclsResponse.error:type_name -> sluice.ErrorCode
-	90,  // 75: sluice.DescribeAclsResponse.acls:type_name -> sluice.AclBinding
-	0,   // 76: sluice.CreateUserResponse.error:type_name -> sluice.ErrorCode
-	0,   // 77: sluice.DeleteUserResponse.error:type_name -> sluice.ErrorCode
-	0,   // 78: sluice.ListUsersResponse.error:type_name -> sluice.ErrorCode
-	91,  // 79: sluice.ListUsersResponse.users:type_name -> sluice.UserRecord
-	80,  // [80:80] is the sub-list for method output_type
-	80,  // [80:80] is the sub-list for method input_type
-	80,  // [80:80] is the sub-list for extension type_name
-	80,  // [80:80] is the sub-list for extension extendee
-	0,   // [0:80] is the sub-list for field type_name
+	51,  // 34: sluice.JoinGroupRequest.protocols:type_name -> sluice.GroupProtocol
+	0,   // 35: sluice.JoinGroupResponse.error:type_name -> sluice.ErrorCode
+	52,  // 36: sluice.JoinGroupResponse.member_metadata:type_name -> sluice.MemberBytes
+	52,  // 37: sluice.SyncGroupRequest.assignments:type_name -> sluice.MemberBytes
+	0,   // 38: sluice.SyncGroupResponse.error:type_name -> sluice.ErrorCode
+	49,  // 39: sluice.SyncGroupResponse.assignment:type_name -> sluice.TopicPartitions
+	0,   // 40: sluice.HeartbeatResponse.error:type_name -> sluice.ErrorCode
+	0,   // 41: sluice.LeaveGroupResponse.error:type_name -> sluice.ErrorCode
+	60,  // 42: sluice.OffsetCommitRequest.offsets:type_name -> sluice.OffsetCommitEntry
+	0,   // 43: sluice.OffsetCommitResponse.error:type_name -> sluice.ErrorCode
+	49,  // 44: sluice.OffsetFetchRequest.partitions:type_name -> sluice.TopicPartitions
+	0,   // 45: sluice.OffsetFetchResponse.error:type_name -> sluice.ErrorCode
+	60,  // 46: sluice.OffsetFetchResponse.offsets:type_name -> sluice.OffsetCommitEntry
+	0,   // 47: sluice.DeleteGroupResponse.error:type_name -> sluice.ErrorCode
+	68,  // 48: sluice.ListGroupsResponse.groups:type_name -> sluice.GroupOverview
+	49,  // 49: sluice.MemberDescription.assignment:type_name -> sluice.TopicPartitions
+	0,   // 50: sluice.DescribeGroupResponse.error:type_name -> sluice.ErrorCode
+	71,  // 51: sluice.DescribeGroupResponse.members:type_name -> sluice.MemberDescription
+	0,   // 52: sluice.SubscribeResponse.error:type_name -> sluice.ErrorCode
+	76,  // 53: sluice.PushedRecord.headers:type_name -> sluice.RecordHeader
+	75,  // 54: sluice.PushRecords.records:type_name -> sluice.PushedRecord
+	49,  // 55: sluice.PushAssignment.assigned:type_name -> sluice.TopicPartitions
+	49,  // 56: sluice.GroupMemberRecord.assignment:type_name -> sluice.TopicPartitions
+	51,  // 57: sluice.GroupMemberRecord.protocols:type_name -> sluice.GroupProtocol
+	84,  // 58: sluice.GroupMetadataValue.members:type_name -> sluice.GroupMemberRecord
+	113, // 59: sluice.TopicRecord.configs:type_name -> sluice.TopicRecord.ConfigsEntry
+	87,  // 60: sluice.TopicRecord.assignment:type_name -> sluice.ReplicaAssignment
+	114, // 61: sluice.PartitionState.isr_epochs:type_name -> sluice.PartitionState.IsrEpochsEntry
+	115, // 62: sluice.PartitionState.isr_dirs:type_name -> sluice.PartitionState.IsrDirsEntry
+	86,  // 63: sluice.ClusterSnapshot.topics:type_name -> sluice.TopicRecord
+	88,  // 64: sluice.ClusterSnapshot.partitions:type_name -> sluice.PartitionState
+	89,  // 65: sluice.ClusterSnapshot.deleted_topics:type_name -> sluice.TopicDeletion
+	1,   // 66: sluice.AclBinding.resource_type:type_name -> sluice.AclResourceType
+	3,   // 67: sluice.AclBinding.pattern_type:type_name -> sluice.AclPatternType
+	2,   // 68: sluice.AclBinding.operation:type_name -> sluice.AclOperation
+	4,   // 69: sluice.AclBinding.permission:type_name -> sluice.AclPermission
+	92,  // 70: sluice.SecurityRecord.acls:type_name -> sluice.AclBinding
+	93,  // 71: sluice.SecurityRecord.users:type_name -> sluice.UserRecord
+	92,  // 72: sluice.CreateAclsRequest.acls:type_name -> sluice.AclBinding
+	0,   // 73: sluice.CreateAclsResponse.error:type_name -> sluice.ErrorCode
+	92,  // 74: sluice.DeleteAclsRequest.filters:type_name -> sluice.AclBinding
+	0,   // 75: sluice.DeleteAclsResponse.error:type_name -> sluice.ErrorCode
+	92,  // 76: sluice.DeleteAclsResponse.deleted:type_name -> sluice.AclBinding
+	92,  // 77: sluice.DescribeAclsRequest.filter:type_name -> sluice.AclBinding
+	0,   // 78: sluice.DescribeAclsResponse.error:type_name -> sluice.ErrorCode
+	92,  // 79: sluice.DescribeAclsResponse.acls:type_name -> sluice.AclBinding
+	0,   // 80: sluice.CreateUserResponse.error:type_name -> sluice.ErrorCode
+	0,   // 81: sluice.DeleteUserResponse.error:type_name -> sluice.ErrorCode
+	0,   // 82: sluice.ListUsersResponse.error:type_name -> sluice.ErrorCode
+	93,  // 83: sluice.ListUsersResponse.users:type_name -> sluice.UserRecord
+	84,  // [84:84] is the sub-list for method output_type
+	84,  // [84:84] is the sub-list for method input_type
+	84,  // [84:84] is the sub-list for extension type_name
+	84,  // [84:84] is the sub-list for extension extendee
+	0,   // [0:84] is the sub-list for field type_name
 }
 
 func init() { file_sluice_proto_init() }
@@ -8198,7 +8466,7 @@ func file_sluice_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_sluice_proto_rawDesc), len(file_sluice_proto_rawDesc)),
 			NumEnums:      5,
-			NumMessages:   109,
+			NumMessages:   111,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

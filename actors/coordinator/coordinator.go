@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluicemq/sluice/actors"
 	"github.com/sluicemq/sluice/actors/groups"
@@ -115,6 +116,10 @@ func (c *groupCoordinator) Receive(ctx actor.Context) {
 	case *messages.JoinGroupRequest:
 		c.onJoin(ctx, msg)
 	case *messages.SyncGroupRequest:
+		if c.g.ProtocolType() != "" || len(msg.Assignments) > 0 {
+			c.handle(ctx, c.g.SyncRelay(msg.MemberId, msg.Generation, fromMemberBytes(msg.Assignments), ctx.Sender(), time.Now()))
+			return
+		}
 		assignment, code := c.g.Sync(msg.MemberId, msg.Generation, time.Now())
 		actors.Respond(ctx, &messages.SyncGroupResponse{Error: groupCode(code), ErrorMessage: codeText(code, msg.MemberId), Assignment: toWireAssignment(assignment)})
 	case *messages.HeartbeatRequest:
@@ -188,10 +193,11 @@ func (c *groupCoordinator) onStarted(ctx actor.Context) {
 // handle carries out an Outcome: persist the metadata, then answer the
 // parked joins, then update the push members.
 func (c *groupCoordinator) handle(ctx actor.Context, out groups.Outcome) {
-	if len(out.Replies) == 0 && !out.Persist && len(out.Changed) == 0 && len(out.Removed) == 0 && !out.Rebalanced {
+	if len(out.Replies) == 0 && len(out.SyncReplies) == 0 && !out.Persist && len(out.Changed) == 0 && len(out.Removed) == 0 && !out.Rebalanced {
 		return
 	}
-	replies := out.Replies
+	replies, syncs := out.Replies, out.SyncReplies
+	protocolType := c.g.ProtocolType()
 	send := func(err error) {
 		for _, r := range replies {
 			pid, _ := r.ReplyTo.(*actor.PID)
@@ -199,9 +205,25 @@ func (c *groupCoordinator) handle(ctx actor.Context, out groups.Outcome) {
 				continue // a push member's join: its pusher is told below
 			}
 			resp := &messages.JoinGroupResponse{Error: groupCode(r.Code), ErrorMessage: codeText(r.Code, r.MemberID),
-				Generation: r.Generation, MemberId: r.MemberID, LeaderId: r.LeaderID, Assignor: r.Assignor, Members: r.Members}
+				Generation: r.Generation, MemberId: r.MemberID, LeaderId: r.LeaderID, Assignor: r.Assignor, Members: r.Members,
+				MemberMetadata: toMemberBytes(r.MemberMetadata)}
+			if r.Protocol != "" {
+				resp.ProtocolType = protocolType
+			}
 			if err != nil && r.Code == groups.None {
 				resp.Error, resp.ErrorMessage = messages.ErrorCode_COORDINATOR_NOT_AVAILABLE, "group metadata not persisted: "+err.Error()
+			}
+			ctx.Send(pid, resp)
+		}
+		for _, r := range syncs {
+			pid, _ := r.ReplyTo.(*actor.PID)
+			if pid == nil {
+				continue
+			}
+			resp := &messages.SyncGroupResponse{Error: groupCode(r.Code), ErrorMessage: codeText(r.Code, r.MemberID),
+				RelayAssignment: r.Assignment, ProtocolType: protocolType, Protocol: c.g.Describe().Assignor}
+			if err != nil && r.Code == groups.None {
+				resp.Error, resp.ErrorMessage = messages.ErrorCode_COORDINATOR_NOT_AVAILABLE, "group assignments not persisted: "+err.Error()
 			}
 			ctx.Send(pid, resp)
 		}
@@ -235,10 +257,14 @@ func (c *groupCoordinator) handle(ctx actor.Context, out groups.Outcome) {
 }
 
 func (c *groupCoordinator) onJoin(ctx actor.Context, req *messages.JoinGroupRequest) {
-	out := c.g.Join(groups.JoinRequest{MemberID: req.MemberId, ClientID: req.ClientId, Topics: req.Topics,
+	jr := groups.JoinRequest{MemberID: req.MemberId, ClientID: req.ClientId, Topics: req.Topics,
 		Assignors: req.Assignors, SessionTimeout: time.Duration(req.SessionTimeoutMs) * time.Millisecond,
-		RebalanceTimeout: time.Duration(req.RebalanceTimeoutMs) * time.Millisecond, ReplyTo: ctx.Sender()},
-		time.Now(), c.partitionCounts)
+		RebalanceTimeout: time.Duration(req.RebalanceTimeoutMs) * time.Millisecond, ReplyTo: ctx.Sender(),
+		ProtocolType: req.ProtocolType, RequireMemberID: req.RequireMemberId}
+	for _, p := range req.Protocols {
+		jr.Protocols = append(jr.Protocols, groups.Protocol{Name: p.Name, Metadata: p.Metadata})
+	}
+	out := c.g.Join(jr, time.Now(), c.partitionCounts)
 	if out.Code != groups.None {
 		actors.Respond(ctx, &messages.JoinGroupResponse{Error: groupCode(out.Code), ErrorMessage: codeText(out.Code, req.MemberId), MemberId: out.MemberID})
 	}
@@ -419,12 +445,46 @@ func (c *groupCoordinator) onDelete(ctx actor.Context) {
 func (c *groupCoordinator) describe() *messages.DescribeGroupResponse {
 	d := c.g.Describe()
 	resp := &messages.DescribeGroupResponse{Group: c.cfg.Group, State: d.State.String(), Generation: d.Generation,
-		Assignor: d.Assignor, LeaderId: d.Leader, Coordinator: c.cfg.Broker.ID}
+		Assignor: d.Assignor, LeaderId: d.Leader, Coordinator: c.cfg.Broker.ID, ProtocolType: c.g.ProtocolType()}
 	for _, m := range d.Members {
-		resp.Members = append(resp.Members, &messages.MemberDescription{MemberId: m.MemberID, ClientId: m.ClientID,
-			Topics: m.Topics, Assignment: toWireAssignment(m.Assignment), PushAddress: m.Push.Address, PushId: m.Push.ID})
+		md := &messages.MemberDescription{MemberId: m.MemberID, ClientId: m.ClientID,
+			Topics: m.Topics, Assignment: toWireAssignment(m.Assignment), PushAddress: m.Push.Address, PushId: m.Push.ID,
+			RelayAssignment: m.RelayAssignment}
+		for _, p := range m.Protocols {
+			if p.Name == d.Assignor {
+				md.ProtocolMetadata = p.Metadata
+			}
+		}
+		if m.ProtocolType == consumerProtocol {
+			// Kafka consumers' subscription and assignment, decoded so that
+			// sluice group describe shows them and their lag.
+			md.Topics, md.Assignment = decodeConsumerProtocol(md.ProtocolMetadata, md.RelayAssignment)
+		}
+		resp.Members = append(resp.Members, md)
 	}
 	return resp
+}
+
+// consumerProtocol is the protocol type of Kafka's consumers.
+const consumerProtocol = "consumer"
+
+// decodeConsumerProtocol reads Kafka's consumer protocol: the topics of a
+// member's subscription metadata and the partitions of its assignment.
+// What does not decode is left out.
+func decodeConsumerProtocol(metadata, assignment []byte) ([]string, []*messages.TopicPartitions) {
+	var topics []string
+	var meta kmsg.ConsumerMemberMetadata
+	if meta.ReadFrom(metadata) == nil {
+		topics = meta.Topics
+	}
+	var parts []*messages.TopicPartitions
+	var a kmsg.ConsumerMemberAssignment
+	if len(assignment) > 0 && a.ReadFrom(assignment) == nil {
+		for _, t := range a.Topics {
+			parts = append(parts, &messages.TopicPartitions{Topic: t.Topic, Partitions: t.Partitions})
+		}
+	}
+	return topics, parts
 }
 
 // reportOverview tells the host how the group looks now, for ListGroups;
@@ -536,9 +596,34 @@ func toWireSnapshot(s groups.Snapshot) *messages.GroupMetadataValue {
 			Topics: m.Topics, Assignors: m.Assignors, SessionTimeoutMs: int32(m.SessionTimeout.Milliseconds()),
 			RebalanceTimeoutMs: int32(m.RebalanceTimeout.Milliseconds()), Assignment: toWireAssignment(m.Assignment),
 			PushAddress: m.Push.Address, PushId: m.Push.ID, PushCredit: m.Push.Credit, AutoOffsetReset: m.AutoOffsetReset,
-			Principal: m.Push.Principal})
+			Principal: m.Push.Principal, ProtocolType: m.ProtocolType, Protocols: toWireProtocols(m.Protocols),
+			RelayAssignment: m.RelayAssignment})
 	}
 	return v
+}
+
+func toWireProtocols(ps []groups.Protocol) []*messages.GroupProtocol {
+	var out []*messages.GroupProtocol
+	for _, p := range ps {
+		out = append(out, &messages.GroupProtocol{Name: p.Name, Metadata: p.Metadata})
+	}
+	return out
+}
+
+func toMemberBytes(ms []groups.MemberMetadata) []*messages.MemberBytes {
+	var out []*messages.MemberBytes
+	for _, m := range ms {
+		out = append(out, &messages.MemberBytes{MemberId: m.MemberID, Data: m.Metadata})
+	}
+	return out
+}
+
+func fromMemberBytes(ms []*messages.MemberBytes) map[string][]byte {
+	out := map[string][]byte{}
+	for _, m := range ms {
+		out[m.MemberId] = m.Data
+	}
+	return out
 }
 
 func fromWireSnapshot(v *messages.GroupMetadataValue) groups.Snapshot {
@@ -548,7 +633,10 @@ func fromWireSnapshot(v *messages.GroupMetadataValue) groups.Snapshot {
 			Assignors: m.Assignors, SessionTimeout: time.Duration(m.SessionTimeoutMs) * time.Millisecond,
 			RebalanceTimeout: time.Duration(m.RebalanceTimeoutMs) * time.Millisecond, Assignment: fromWireAssignment(m.Assignment),
 			Push:            groups.PushTarget{Address: m.PushAddress, ID: m.PushId, Credit: m.PushCredit, Principal: m.Principal},
-			AutoOffsetReset: m.AutoOffsetReset})
+			AutoOffsetReset: m.AutoOffsetReset, ProtocolType: m.ProtocolType, RelayAssignment: m.RelayAssignment})
+		for _, p := range m.Protocols {
+			s.Members[len(s.Members)-1].Protocols = append(s.Members[len(s.Members)-1].Protocols, groups.Protocol{Name: p.Name, Metadata: p.Metadata})
+		}
 	}
 	return s
 }

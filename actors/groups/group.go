@@ -111,7 +111,7 @@ func (g *Group) Join(req JoinRequest, now time.Time, parts PartitionCounts) Outc
 	m, known := g.members[id]
 	_, pending := g.pending[id]
 	switch {
-	case id == "" && g.cfg.RequireMemberID && !push:
+	case id == "" && (g.cfg.RequireMemberID || req.RequireMemberID) && !push:
 		id = g.newID(req.ClientID)
 		g.pending[id] = now.Add(req.SessionTimeout)
 		return Outcome{Code: MemberIDRequired, MemberID: id}

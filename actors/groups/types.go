@@ -62,6 +62,9 @@ type JoinRequest struct {
 	// first, each with the member's opaque metadata; Assignors is ignored.
 	ProtocolType string
 	Protocols    []Protocol
+	// RequireMemberID asks MEMBER_ID_REQUIRED of this first join as
+	// Config.RequireMemberID does (Kafka's JoinGroup v4+).
+	RequireMemberID bool
 	// ReplyTo is opaque: it comes back in the JoinReply that answers this
 	// request, so the actor can find the request to answer.
 	ReplyTo any

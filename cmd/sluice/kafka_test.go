@@ -98,13 +98,14 @@ func TestKafkaListenerMetadata(t *testing.T) {
 		}
 	}
 	// librdkafka enables every feature whose APIs the listener serves:
-	// record batches, idempotence, offsets by time, throttling, every codec.
-	// Consumer groups and SASL are not served through this door yet.
+	// record batches, idempotence, offsets by time, throttling, every codec,
+	// balanced consumer groups.
+	// SASL is not served through this door yet.
 	debug, err := exec.Command(kcat, "-L", "-b", addr, "-d", "feature,protocol").CombinedOutput()
 	if err != nil {
 		t.Fatalf("kcat -d feature: %v\n%s", err, debug)
 	}
-	notServed := map[string]bool{"BrokerBalancedConsumer": true, "BrokerGroupCoordinator": true, "Sasl": true, "SaslHandshake": true, "SaslAuthReq": true}
+	notServed := map[string]bool{"Sasl": true, "SaslHandshake": true, "SaslAuthReq": true}
 	for _, m := range regexp.MustCompile(`Disabling feature (\S+)`).FindAllStringSubmatch(string(debug), -1) {
 		if !notServed[m[1]] {
 			t.Errorf("librdkafka disabled feature %s", m[1])

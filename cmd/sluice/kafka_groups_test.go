@@ -1,0 +1,219 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// lockedLines collects a process's output lines.
+type lockedLines struct {
+	mu    sync.Mutex
+	lines []string
+	part  string
+}
+
+func (l *lockedLines) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.part += string(p)
+	for {
+		i := strings.IndexByte(l.part, '\n')
+		if i < 0 {
+			return len(p), nil
+		}
+		l.lines = append(l.lines, l.part[:i])
+		l.part = l.part[i+1:]
+	}
+}
+
+func (l *lockedLines) get() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]string(nil), l.lines...)
+}
+
+// Two kcat balanced consumers (librdkafka's classic group protocol) share
+// a topic's partitions through Sluice's coordinator, each partition read by
+// one of them; when one leaves, the other takes its partitions and goes on
+// from the committed offsets. sluice group describe shows the Kafka group.
+func TestKafkaKcatConsumerGroup(t *testing.T) {
+	kcat := needTool(t, "kcat")
+	b := startBroker(t, "--kafka-addr", "127.0.0.1:0", "--group-initial-rebalance-delay", "500ms")
+	addr := kafkaAddr(t, b)
+	b.cli("", "topic", "create", "shared", "--partitions", "4")
+
+	start := func() (*exec.Cmd, *lockedLines) {
+		out := &lockedLines{}
+		cmd := exec.Command(kcat, "-b", addr, "-G", "kgroup", "shared", "-q", "-u", "-f", `%p:%s\n`,
+			"-X", "auto.offset.reset=earliest", "-X", "session.timeout.ms=6000", "-X", "auto.commit.interval.ms=200")
+		cmd.Stdout = out
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+		return cmd, out
+	}
+	first, out1 := start()
+	_, out2 := start()
+	// Both members in, each with partitions, before anything is produced.
+	eventually(t, 60*time.Second, func() string {
+		d := decodeLines[groupDescJSON](t, b.cli("", "group", "describe", "kgroup", "--format", "json"))[0]
+		if d.State != "Stable" || len(d.Members) != 2 || len(d.Members[0].Assigned["shared"]) == 0 || len(d.Members[1].Assigned["shared"]) == 0 {
+			return fmt.Sprintf("group: %s with %d members", d.State, len(d.Members))
+		}
+		return ""
+	})
+	var in strings.Builder
+	for i := 0; i < 100; i++ {
+		fmt.Fprintf(&in, "k%d:v%d\n", i, i)
+	}
+	b.cli(in.String(), "produce", "shared", "--key-delimiter", ":")
+	seen := func() map[string]string { // value -> partition
+		m := map[string]string{}
+		for _, o := range []*lockedLines{out1, out2} {
+			for _, l := range o.get() {
+				p, v, _ := strings.Cut(l, ":")
+				m[v] = p
+			}
+		}
+		return m
+	}
+	eventually(t, 60*time.Second, func() string {
+		if n := len(seen()); n < 100 {
+			return fmt.Sprintf("%d of 100 records consumed", n)
+		}
+		return ""
+	})
+	parts1, parts2 := map[string]bool{}, map[string]bool{}
+	for _, l := range out1.get() {
+		p, _, _ := strings.Cut(l, ":")
+		parts1[p] = true
+	}
+	for _, l := range out2.get() {
+		p, _, _ := strings.Cut(l, ":")
+		parts2[p] = true
+	}
+	for p := range parts1 {
+		if parts2[p] {
+			t.Errorf("partition %s read by both members", p)
+		}
+	}
+	if len(parts1) == 0 || len(parts2) == 0 {
+		t.Errorf("one member got nothing: %v %v", parts1, parts2)
+	}
+	d := decodeLines[groupDescJSON](t, b.cli("", "group", "describe", "kgroup", "--format", "json"))[0]
+	if d.State != "Stable" || len(d.Members) != 2 {
+		t.Errorf("sluice group describe: %+v", d)
+	}
+	assigned := 0
+	for _, m := range d.Members {
+		assigned += len(m.Assigned["shared"])
+	}
+	if assigned != 4 {
+		t.Errorf("the members' assignments hold %d partitions, want 4: %+v", assigned, d.Members)
+	}
+
+	// The first member leaves (SIGTERM: kcat leaves the group); the other
+	// takes every partition and reads what comes next.
+	first.Process.Signal(syscall.SIGTERM)
+	first.Wait()
+	in.Reset()
+	for i := 100; i < 140; i++ {
+		fmt.Fprintf(&in, "k%d:v%d\n", i, i)
+	}
+	b.cli(in.String(), "produce", "shared", "--key-delimiter", ":")
+	eventually(t, 60*time.Second, func() string {
+		got := map[string]bool{}
+		for _, l := range out2.get() {
+			_, v, _ := strings.Cut(l, ":")
+			got[v] = true
+		}
+		for i := 100; i < 140; i++ {
+			if !got[fmt.Sprintf("v%d", i)] {
+				return fmt.Sprintf("v%d not read by the remaining member", i)
+			}
+		}
+		return ""
+	})
+}
+
+// franz-go's group consumer (cooperative-sticky by default) consumes
+// through the relay; its commits are where the next member resumes, with
+// nothing read twice; kadm describes the group with the assignments the
+// leader made.
+func TestKafkaFranzGoConsumerGroup(t *testing.T) {
+	b := startBroker(t, "--kafka-addr", "127.0.0.1:0", "--group-initial-rebalance-delay", "100ms")
+	addr := kafkaAddr(t, b)
+	b.cli("", "topic", "create", "fg", "--partitions", "3")
+	var in strings.Builder
+	for i := 0; i < 90; i++ {
+		fmt.Fprintf(&in, "k%d:v%d\n", i, i)
+	}
+	b.cli(in.String(), "produce", "fg", "--key-delimiter", ":")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+
+	consume := func(want int) map[string]bool {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumerGroup("fgroup"), kgo.ConsumeTopics("fg"),
+			kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.DisableAutoCommit(), kgo.SessionTimeout(6*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cl.Close()
+		got := map[string]bool{}
+		for len(got) < want {
+			f := cl.PollRecords(ctx, want-len(got))
+			if err := f.Err(); err != nil {
+				t.Fatalf("after %d records: %v", len(got), err)
+			}
+			f.EachRecord(func(r *kgo.Record) {
+				if got[string(r.Value)] {
+					t.Fatalf("%s twice", r.Value)
+				}
+				got[string(r.Value)] = true
+			})
+		}
+		if err := cl.CommitUncommittedOffsets(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if want == 60 {
+			described, err := kadm.NewClient(cl).DescribeGroups(ctx, "fgroup")
+			if err != nil {
+				t.Fatal(err)
+			}
+			d := described["fgroup"]
+			a, ok := d.Members[0].Assigned.AsConsumer()
+			if d.State != "Stable" || d.Protocol == "" || len(d.Members) != 1 || !ok || len(a.Topics) != 1 || len(a.Topics[0].Partitions) != 3 {
+				t.Errorf("kadm describe: %+v", d)
+			}
+		}
+		return got
+	}
+	first := consume(60)
+	second := consume(30)
+	for v := range second {
+		if first[v] {
+			t.Errorf("%s read by both members: the second did not resume at the commits", v)
+		}
+	}
+	if len(first)+len(second) != 90 {
+		t.Errorf("%d + %d records", len(first), len(second))
+	}
+	g := decodeLines[groupDescJSON](t, b.cli("", "group", "describe", "fgroup", "--format", "json"))[0]
+	var committed int64
+	for _, p := range g.Partitions {
+		committed += max(p.Committed, 0)
+	}
+	if committed != 90 {
+		t.Errorf("committed offsets add up to %d, want 90: %+v", committed, g.Partitions)
+	}
+}
