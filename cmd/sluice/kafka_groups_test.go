@@ -217,3 +217,58 @@ func TestKafkaFranzGoConsumerGroup(t *testing.T) {
 		t.Errorf("committed offsets add up to %d, want 90: %+v", committed, g.Partitions)
 	}
 }
+
+// The group coordinator's broker is killed with SIGKILL while a franz-go
+// group member has committed offsets: the commits survive on the
+// replicated __consumer_offsets, and the next member resumes at them.
+func TestKafkaGroupCoordinatorFailover(t *testing.T) {
+	c := startCluster(t, 3, "--kafka-addr", "127.0.0.1:0", "--group-initial-rebalance-delay", "100ms")
+	c.createTopic("fo", 3, 3, map[string]string{"min.insync.replicas": "2"})
+	seeds := strings.Join(kafkaSeeds(t, c), ",")
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	p := newKgo(t, seeds)
+	for i := 0; i < 300; i++ {
+		if err := p.ProduceSync(ctx, &kgo.Record{Topic: "fo", Key: []byte(fmt.Sprint(i)), Value: []byte(fmt.Sprintf("v%d", i))}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	consume := func(want int, seen map[string]bool) {
+		cl := newKgo(t, seeds, kgo.ConsumerGroup("fogroup"), kgo.ConsumeTopics("fo"),
+			kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.DisableAutoCommit(), kgo.SessionTimeout(6*time.Second))
+		got := 0
+		for got < want {
+			f := cl.PollRecords(ctx, want-got)
+			if ctx.Err() != nil {
+				t.Fatalf("after %d records: %v", got, f.Err())
+			}
+			// While the coordinator fails over, joins fail and the client
+			// retries; those errors come with the fetches.
+			f.EachError(func(topic string, p int32, err error) { t.Logf("while consuming: %v", err) })
+			f.EachRecord(func(r *kgo.Record) {
+				if seen[string(r.Value)] {
+					t.Fatalf("%s read again", r.Value)
+				}
+				seen[string(r.Value)] = true
+				got++
+			})
+		}
+		if err := cl.CommitUncommittedOffsets(ctx); err != nil {
+			t.Fatal(err)
+		}
+		cl.Close()
+	}
+	seen := map[string]bool{}
+	consume(150, seen)
+
+	coord := kadm.NewClient(p).FindGroupCoordinators(ctx, "fogroup")["fogroup"]
+	if coord.Err != nil {
+		t.Fatal(coord.Err)
+	}
+	c.brokers[coord.NodeID].kill9()
+	t.Logf("killed broker %d, the coordinator of fogroup", coord.NodeID)
+	consume(150, seen)
+	if len(seen) != 300 {
+		t.Fatalf("%d distinct records read", len(seen))
+	}
+}
