@@ -47,7 +47,8 @@ func (s *recordingSubscriber) get(value string) *messages.PushedRecord {
 
 // Records a Kafka client writes, compressed and with headers, reach a
 // Sluice push subscriber byte for byte: key, value, headers, timestamp,
-// partition and offset.
+// partition and offset; a Kafka clients' group on the same topic reads
+// every record as well.
 func TestKafkaRecordsReachPushSubscribers(t *testing.T) {
 	b := startBroker(t, "--kafka-addr", "127.0.0.1:0", "--group-initial-rebalance-delay", "100ms")
 	addr := kafkaAddr(t, b)
@@ -84,6 +85,18 @@ func TestKafkaRecordsReachPushSubscribers(t *testing.T) {
 		}
 		return ""
 	})
+	// A Kafka clients' group reads the same topic at the same time and sees
+	// every record too.
+	kc := newKgo(t, addr, kgo.ConsumerGroup("kafka-readers"), kgo.ConsumeTopics("mixed"),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	read := map[string]bool{}
+	for len(read) < len(sent) {
+		f := kc.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("the Kafka group read %d of %d records", len(read), len(sent))
+		}
+		f.EachRecord(func(r *kgo.Record) { read[string(r.Value)] = true })
+	}
 	for _, r := range sent {
 		got := sub.get(string(r.Value))
 		same := bytes.Equal(got.Key, r.Key) && got.TimestampMs == r.Timestamp.UnixMilli() &&
