@@ -1,0 +1,96 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/IBM/sarama"
+)
+
+// saramaHandler collects the values a sarama group member consumes and
+// marks them consumed.
+type saramaHandler struct {
+	mu   sync.Mutex
+	seen map[string]bool
+}
+
+func (h *saramaHandler) Setup(sarama.ConsumerGroupSession) error   { return nil }
+func (h *saramaHandler) Cleanup(sarama.ConsumerGroupSession) error { return nil }
+func (h *saramaHandler) ConsumeClaim(s sarama.ConsumerGroupSession, c sarama.ConsumerGroupClaim) error {
+	for m := range c.Messages() {
+		h.mu.Lock()
+		h.seen[string(m.Value)] = true
+		h.mu.Unlock()
+		s.MarkMessage(m, "")
+	}
+	return nil
+}
+
+func (h *saramaHandler) count() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.seen)
+}
+
+// sarama, at its default protocol version and at Kafka 0.11's, produces
+// with acks=all and consumes in a group through the Kafka door.
+func TestKafkaSarama(t *testing.T) {
+	b := startBroker(t, "--kafka-addr", "127.0.0.1:0", "--group-initial-rebalance-delay", "100ms")
+	addr := kafkaAddr(t, b)
+	for _, v := range []struct {
+		name    string
+		version sarama.KafkaVersion
+	}{{"default", sarama.NewConfig().Version}, {"0.11", sarama.V0_11_0_0}} {
+		t.Run(v.name, func(t *testing.T) {
+			topic := "sarama-" + v.name
+			b.cli("", "topic", "create", topic, "--partitions", "2")
+			cfg := sarama.NewConfig()
+			cfg.Version = v.version
+			cfg.Producer.RequiredAcks = sarama.WaitForAll
+			cfg.Producer.Return.Successes = true
+			cfg.Consumer.Offsets.Initial = sarama.OffsetOldest
+			prod, err := sarama.NewSyncProducer([]string{addr}, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer prod.Close()
+			for i := 0; i < 40; i++ {
+				if _, _, err := prod.SendMessage(&sarama.ProducerMessage{Topic: topic, Key: sarama.StringEncoder(fmt.Sprint(i)),
+					Value: sarama.StringEncoder(fmt.Sprintf("v%d", i))}); err != nil {
+					t.Fatalf("record %d: %v", i, err)
+				}
+			}
+			group, err := sarama.NewConsumerGroup([]string{addr}, "sarama-"+v.name, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer group.Close()
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			h := &saramaHandler{seen: map[string]bool{}}
+			done := make(chan error, 1)
+			go func() {
+				for ctx.Err() == nil {
+					if err := group.Consume(ctx, []string{topic}, h); err != nil {
+						done <- err
+						return
+					}
+				}
+				done <- nil
+			}()
+			eventually(t, 50*time.Second, func() string {
+				if n := h.count(); n < 40 {
+					return fmt.Sprintf("%d of 40 records consumed", n)
+				}
+				return ""
+			})
+			cancel()
+			if err := <-done; err != nil && ctx.Err() == nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
