@@ -3,6 +3,10 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -92,5 +96,25 @@ func TestKafkaSarama(t *testing.T) {
 				t.Fatal(err)
 			}
 		})
+	}
+}
+
+// confluent-kafka for Python (Debian's, on librdkafka) runs its admin,
+// idempotent lz4 producer, group consumer, commits and group listing
+// against the Kafka door.
+func TestKafkaConfluentPython(t *testing.T) {
+	// Debian's interpreter, which the Debian package is installed for.
+	python := "/usr/bin/python3"
+	if err := exec.Command(python, "-c", "import confluent_kafka").Run(); err != nil {
+		if os.Getenv("SLUICE_REQUIRE_TOOLS") != "" {
+			t.Fatalf("/usr/bin/python3 with python3-confluent-kafka is not installed: %v", err)
+		}
+		t.Skip("python3-confluent-kafka is not installed")
+	}
+	b := startBroker(t, "--kafka-addr", "127.0.0.1:0", "--group-initial-rebalance-delay", "100ms")
+	cmd := exec.Command(python, filepath.Join("testdata", "kafka-clients", "confluent_kafka_check.py"), kafkaAddr(t, b))
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "OK") {
+		t.Fatalf("%v\n%s", err, out)
 	}
 }
