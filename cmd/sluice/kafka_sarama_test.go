@@ -118,3 +118,25 @@ func TestKafkaConfluentPython(t *testing.T) {
 		t.Fatalf("%v\n%s", err, out)
 	}
 }
+
+// kafkajs 2.2.4 (npm, with its committed lockfile; CI runs npm ci) runs a
+// node --test script: create a topic, produce, consume in a group from the
+// beginning, committed offsets, list and describe groups.
+func TestKafkaJS(t *testing.T) {
+	node := needTool(t, "node")
+	dir := filepath.Join("testdata", "kafkajs")
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", "kafkajs")); err != nil {
+		if os.Getenv("SLUICE_REQUIRE_TOOLS") != "" {
+			t.Fatalf("kafkajs is not installed (npm ci in %s): %v", dir, err)
+		}
+		t.Skipf("kafkajs is not installed: run npm ci in %s", dir)
+	}
+	b := startBroker(t, "--kafka-addr", "127.0.0.1:0", "--group-initial-rebalance-delay", "100ms")
+	cmd := exec.Command(node, "--test", "kafkajs_check.test.mjs")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "SLUICE_KAFKA="+kafkaAddr(t, b))
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+}
