@@ -1,5 +1,8 @@
 package main
 
+// Kafka clients other than kcat and franz-go: sarama, confluent-kafka for
+// Python and kafkajs, each against a broker process.
+
 import (
 	"context"
 	"fmt"
