@@ -165,8 +165,8 @@ func (s *Server) admit(nc net.Conn) {
 	}
 	if why != "" {
 		s.mu.Unlock()
+		s.Refused.Add(1) // counted before the peer can see the close
 		nc.Close()
-		s.Refused.Add(1)
 		s.logSpaced("kafka listener refused a connection", "remote", nc.RemoteAddr().String(), "reason", why)
 		return
 	}
