@@ -1,11 +1,8 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
-	"os"
-	"os/exec"
 	"strings"
 	"testing"
 )
@@ -108,18 +105,7 @@ func TestFlagsFromEnvironment(t *testing.T) {
 	b.cli("", "topic", "create", "t", "--partitions", "2")
 	b.cli("a\nb\nc\n", "produce", "t", "--partition", "1")
 	run := func(env []string, args ...string) (string, string, int) {
-		cmd := exec.Command(sluiceBin, args...)
-		cmd.Env = append(os.Environ(), append([]string{"SLUICE_BROKER=" + b.Addr}, env...)...)
-		var out, errOut bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &errOut
-		err := cmd.Run()
-		code := 0
-		if ee, ok := err.(*exec.ExitError); ok {
-			code = ee.ExitCode()
-		} else if err != nil {
-			t.Fatal(err)
-		}
-		return out.String(), errOut.String(), code
+		return runCLIEnv(t, append([]string{"SLUICE_BROKER=" + b.Addr}, env...), "", args...)
 	}
 	env := []string{"SLUICE_PARTITION=1", "SLUICE_OFFSET=-2", "SLUICE_TO_END=true", "SLUICE_FORMAT=%o:%v"}
 	if out, errOut, code := run(env, "consume", "t"); code != 0 || strings.Join(strings.Fields(out), " ") != "1:b 2:c" {

@@ -297,7 +297,14 @@ func (b *brokerProc) cli(stdin string, args ...string) string {
 // stderr and the exit code.
 func runCLI(t *testing.T, stdin string, args ...string) (string, string, int) {
 	t.Helper()
+	return runCLIEnv(t, nil, stdin, args...)
+}
+
+// runCLIEnv is runCLI with more environment variables.
+func runCLIEnv(t *testing.T, env []string, stdin string, args ...string) (string, string, int) {
+	t.Helper()
 	cmd := exec.Command(sluiceBin, args...)
+	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdin = strings.NewReader(stdin)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
