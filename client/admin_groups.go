@@ -218,3 +218,43 @@ func (a *Admin) ResetOffsets(ctx context.Context, group, topic string, to Offset
 	}
 	return out, resp.Error.Err(resp.ErrorMessage)
 }
+
+// DeleteOffsets deletes group's committed offsets of topic's partitions
+// (all of them when none are named), as Kafka's OffsetDelete: the group
+// starts those partitions over by its reset policy. A group with members
+// keeps the offsets of the topics they consume: those partitions get
+// ErrGroupSubscribedToTopic in the map, which holds one entry per
+// partition (nil: deleted, or there was no commit). The error is for the
+// request as a whole (ErrGroupIDNotFound, for example).
+func (a *Admin) DeleteOffsets(ctx context.Context, group, topic string, partitions ...int32) (map[int32]error, error) {
+	if len(partitions) == 0 {
+		ti, err := a.DescribeTopic(ctx, topic)
+		if err != nil {
+			return nil, err
+		}
+		for _, p := range ti.Partitions {
+			partitions = append(partitions, p.Partition)
+		}
+	}
+	coord, err := a.FindCoordinator(ctx, group)
+	if err != nil {
+		return nil, err
+	}
+	req := &messages.DeleteOffsetsRequest{Group: group, Partitions: []*messages.TopicPartitions{{Topic: topic, Partitions: partitions}}}
+	res, err := request(a.node.system, coord, req, a.timeout(ctx))
+	if err != nil {
+		return nil, err
+	}
+	resp, ok := res.(*messages.DeleteOffsetsResponse)
+	if !ok {
+		return nil, fmt.Errorf("unexpected answer %T", res)
+	}
+	if err := resp.Error.Err(resp.ErrorMessage); err != nil {
+		return nil, err
+	}
+	out := map[int32]error{}
+	for _, p := range resp.Partitions {
+		out[p.Partition] = p.Error.Err("")
+	}
+	return out, nil
+}

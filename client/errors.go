@@ -44,6 +44,12 @@ var (
 	// Groups: DeleteGroup of a group with members, or of no group at all.
 	ErrNonEmptyGroup   error = messages.ErrorCode_NON_EMPTY_GROUP
 	ErrGroupIDNotFound error = messages.ErrorCode_GROUP_ID_NOT_FOUND
+	// ErrGroupSubscribedToTopic: DeleteOffsets of a topic the group's
+	// members consume.
+	ErrGroupSubscribedToTopic error = messages.ErrorCode_GROUP_SUBSCRIBED_TO_TOPIC
+	// ErrFencedInstanceID: another member joined with this member's
+	// group instance id (static membership); this one is out for good.
+	ErrFencedInstanceID error = messages.ErrorCode_FENCED_INSTANCE_ID
 )
 
 // Client-side errors.

@@ -76,6 +76,7 @@ func init() {
 		kmsg.ListGroups.Int16():           {versionRange{0, 4}, handleListGroups},
 		kmsg.DescribeGroups.Int16():       {versionRange{0, 5}, handleDescribeGroups},
 		kmsg.DeleteGroups.Int16():         {versionRange{0, 2}, handleDeleteGroups},
+		kmsg.OffsetDelete.Int16():         {versionRange{0, 0}, handleOffsetDelete},
 		kmsg.JoinGroup.Int16():            {versionRange{0, 7}, handleJoinGroup},
 		kmsg.SyncGroup.Int16():            {versionRange{0, 5}, handleSyncGroup},
 		kmsg.Heartbeat.Int16():            {versionRange{0, 4}, handleHeartbeat},

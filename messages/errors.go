@@ -52,6 +52,8 @@ var errorTable = map[ErrorCode]ErrorInfo{
 	ErrorCode_UNKNOWN_PRODUCER_ID:              {Retriable: false, Description: "the broker has no state for this producer id"},
 	ErrorCode_INVALID_OFFSET:                   {Retriable: false, Description: "the offset is not valid"},
 	ErrorCode_MEMBER_ID_REQUIRED:               {Retriable: true, Description: "the member must rejoin with the member id it was given"},
+	ErrorCode_FENCED_INSTANCE_ID:               {Retriable: false, Description: "another member joined with this member's group instance id"},
+	ErrorCode_GROUP_SUBSCRIBED_TO_TOPIC:        {Retriable: false, Description: "the group's members consume this topic, so its offsets stay"},
 	ErrorCode_CLUSTER_AUTHORIZATION_FAILED:     {Retriable: false, Description: "the principal is not allowed this operation on the cluster (or may not send this control or replication message)"},
 	ErrorCode_INCONSISTENT_CLUSTER_ID:          {Retriable: false, Description: "the metadata store is not the one of this broker's cluster"},
 	ErrorCode_STALE_BROKER_EPOCH:               {Retriable: false, Description: "the request came from an earlier run of the broker"},

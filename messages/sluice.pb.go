@@ -74,6 +74,11 @@ const (
 	ErrorCode_UNKNOWN_PRODUCER_ID              ErrorCode = 59
 	ErrorCode_INVALID_OFFSET                   ErrorCode = 1002
 	ErrorCode_MEMBER_ID_REQUIRED               ErrorCode = 79
+	// Another member with the same group instance id (static membership)
+	// has replaced this one.
+	ErrorCode_FENCED_INSTANCE_ID ErrorCode = 82
+	// OffsetDelete on a partition of a topic the group's members consume.
+	ErrorCode_GROUP_SUBSCRIBED_TO_TOPIC ErrorCode = 86
 	// The sender may not send this message (a control or replication message
 	// from something that is not the broker it claims to be).
 	ErrorCode_CLUSTER_AUTHORIZATION_FAILED ErrorCode = 31
@@ -140,6 +145,8 @@ var (
 		59:   "UNKNOWN_PRODUCER_ID",
 		1002: "INVALID_OFFSET",
 		79:   "MEMBER_ID_REQUIRED",
+		82:   "FENCED_INSTANCE_ID",
+		86:   "GROUP_SUBSCRIBED_TO_TOPIC",
 		31:   "CLUSTER_AUTHORIZATION_FAILED",
 		104:  "INCONSISTENT_CLUSTER_ID",
 		77:   "STALE_BROKER_EPOCH",
@@ -191,6 +198,8 @@ var (
 		"UNKNOWN_PRODUCER_ID":              59,
 		"INVALID_OFFSET":                   1002,
 		"MEMBER_ID_REQUIRED":               79,
+		"FENCED_INSTANCE_ID":               82,
+		"GROUP_SUBSCRIBED_TO_TOPIC":        86,
 		"CLUSTER_AUTHORIZATION_FAILED":     31,
 		"INCONSISTENT_CLUSTER_ID":          104,
 		"STALE_BROKER_EPOCH":               77,
@@ -3610,8 +3619,12 @@ type JoinGroupRequest struct {
 	// Answer a first join (empty member_id) with MEMBER_ID_REQUIRED and an
 	// id to rejoin with (Kafka's JoinGroup v4+).
 	RequireMemberId bool `protobuf:"varint,10,opt,name=require_member_id,json=requireMemberId,proto3" json:"require_member_id,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// A static member's group instance id (Kafka's group.instance.id): a
+	// rejoin under it with an empty member_id takes over the member and its
+	// assignment without a rebalance, and fences the previous member id.
+	InstanceId    string `protobuf:"bytes,11,opt,name=instance_id,json=instanceId,proto3" json:"instance_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *JoinGroupRequest) Reset() {
@@ -3712,6 +3725,13 @@ func (x *JoinGroupRequest) GetRequireMemberId() bool {
 		return x.RequireMemberId
 	}
 	return false
+}
+
+func (x *JoinGroupRequest) GetInstanceId() string {
+	if x != nil {
+		return x.InstanceId
+	}
+	return ""
 }
 
 type GroupProtocol struct {
@@ -3937,7 +3957,9 @@ type SyncGroupRequest struct {
 	MemberId   string                 `protobuf:"bytes,2,opt,name=member_id,json=memberId,proto3" json:"member_id,omitempty"`
 	Generation int32                  `protobuf:"varint,3,opt,name=generation,proto3" json:"generation,omitempty"`
 	// Relay groups: the leader's assignments for every member.
-	Assignments   []*MemberBytes `protobuf:"bytes,4,rep,name=assignments,proto3" json:"assignments,omitempty"`
+	Assignments []*MemberBytes `protobuf:"bytes,4,rep,name=assignments,proto3" json:"assignments,omitempty"`
+	// Static members: the group instance id (checked against member_id).
+	InstanceId    string `protobuf:"bytes,5,opt,name=instance_id,json=instanceId,proto3" json:"instance_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3998,6 +4020,13 @@ func (x *SyncGroupRequest) GetAssignments() []*MemberBytes {
 		return x.Assignments
 	}
 	return nil
+}
+
+func (x *SyncGroupRequest) GetInstanceId() string {
+	if x != nil {
+		return x.InstanceId
+	}
+	return ""
 }
 
 type SyncGroupResponse struct {
@@ -4090,6 +4119,7 @@ type HeartbeatRequest struct {
 	Group         string                 `protobuf:"bytes,1,opt,name=group,proto3" json:"group,omitempty"`
 	MemberId      string                 `protobuf:"bytes,2,opt,name=member_id,json=memberId,proto3" json:"member_id,omitempty"`
 	Generation    int32                  `protobuf:"varint,3,opt,name=generation,proto3" json:"generation,omitempty"`
+	InstanceId    string                 `protobuf:"bytes,4,opt,name=instance_id,json=instanceId,proto3" json:"instance_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -4145,6 +4175,13 @@ func (x *HeartbeatRequest) GetGeneration() int32 {
 	return 0
 }
 
+func (x *HeartbeatRequest) GetInstanceId() string {
+	if x != nil {
+		return x.InstanceId
+	}
+	return ""
+}
+
 type HeartbeatResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Error         ErrorCode              `protobuf:"varint,1,opt,name=error,proto3,enum=sluice.ErrorCode" json:"error,omitempty"`
@@ -4197,10 +4234,13 @@ func (x *HeartbeatResponse) GetErrorMessage() string {
 	return ""
 }
 
+// LeaveGroupRequest removes a member at once. A static member leaves by
+// its instance_id (member_id may then be empty).
 type LeaveGroupRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Group         string                 `protobuf:"bytes,1,opt,name=group,proto3" json:"group,omitempty"`
 	MemberId      string                 `protobuf:"bytes,2,opt,name=member_id,json=memberId,proto3" json:"member_id,omitempty"`
+	InstanceId    string                 `protobuf:"bytes,3,opt,name=instance_id,json=instanceId,proto3" json:"instance_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -4245,6 +4285,13 @@ func (x *LeaveGroupRequest) GetGroup() string {
 func (x *LeaveGroupRequest) GetMemberId() string {
 	if x != nil {
 		return x.MemberId
+	}
+	return ""
+}
+
+func (x *LeaveGroupRequest) GetInstanceId() string {
+	if x != nil {
+		return x.InstanceId
 	}
 	return ""
 }
@@ -4378,6 +4425,7 @@ type OffsetCommitRequest struct {
 	MemberId      string                 `protobuf:"bytes,2,opt,name=member_id,json=memberId,proto3" json:"member_id,omitempty"`
 	Generation    int32                  `protobuf:"varint,3,opt,name=generation,proto3" json:"generation,omitempty"`
 	Offsets       []*OffsetCommitEntry   `protobuf:"bytes,4,rep,name=offsets,proto3" json:"offsets,omitempty"`
+	InstanceId    string                 `protobuf:"bytes,5,opt,name=instance_id,json=instanceId,proto3" json:"instance_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -4438,6 +4486,13 @@ func (x *OffsetCommitRequest) GetOffsets() []*OffsetCommitEntry {
 		return x.Offsets
 	}
 	return nil
+}
+
+func (x *OffsetCommitRequest) GetInstanceId() string {
+	if x != nil {
+		return x.InstanceId
+	}
+	return ""
 }
 
 type OffsetCommitResponse struct {
@@ -4703,6 +4758,183 @@ func (x *DeleteGroupResponse) GetErrorMessage() string {
 	return ""
 }
 
+// DeleteOffsetsRequest deletes a group's committed offsets of some
+// partitions (Kafka's OffsetDelete). A group with members keeps those of
+// the topics they consume: GROUP_SUBSCRIBED_TO_TOPIC for each.
+type DeleteOffsetsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Group         string                 `protobuf:"bytes,1,opt,name=group,proto3" json:"group,omitempty"`
+	Partitions    []*TopicPartitions     `protobuf:"bytes,2,rep,name=partitions,proto3" json:"partitions,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteOffsetsRequest) Reset() {
+	*x = DeleteOffsetsRequest{}
+	mi := &file_sluice_proto_msgTypes[62]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteOffsetsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteOffsetsRequest) ProtoMessage() {}
+
+func (x *DeleteOffsetsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_sluice_proto_msgTypes[62]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteOffsetsRequest.ProtoReflect.Descriptor instead.
+func (*DeleteOffsetsRequest) Descriptor() ([]byte, []int) {
+	return file_sluice_proto_rawDescGZIP(), []int{62}
+}
+
+func (x *DeleteOffsetsRequest) GetGroup() string {
+	if x != nil {
+		return x.Group
+	}
+	return ""
+}
+
+func (x *DeleteOffsetsRequest) GetPartitions() []*TopicPartitions {
+	if x != nil {
+		return x.Partitions
+	}
+	return nil
+}
+
+type DeleteOffsetsResponse struct {
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	Error        ErrorCode              `protobuf:"varint,1,opt,name=error,proto3,enum=sluice.ErrorCode" json:"error,omitempty"`
+	ErrorMessage string                 `protobuf:"bytes,2,opt,name=error_message,json=errorMessage,proto3" json:"error_message,omitempty"`
+	// One per partition asked, in the order asked.
+	Partitions    []*PartitionError `protobuf:"bytes,3,rep,name=partitions,proto3" json:"partitions,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteOffsetsResponse) Reset() {
+	*x = DeleteOffsetsResponse{}
+	mi := &file_sluice_proto_msgTypes[63]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteOffsetsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteOffsetsResponse) ProtoMessage() {}
+
+func (x *DeleteOffsetsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_sluice_proto_msgTypes[63]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteOffsetsResponse.ProtoReflect.Descriptor instead.
+func (*DeleteOffsetsResponse) Descriptor() ([]byte, []int) {
+	return file_sluice_proto_rawDescGZIP(), []int{63}
+}
+
+func (x *DeleteOffsetsResponse) GetError() ErrorCode {
+	if x != nil {
+		return x.Error
+	}
+	return ErrorCode_NONE
+}
+
+func (x *DeleteOffsetsResponse) GetErrorMessage() string {
+	if x != nil {
+		return x.ErrorMessage
+	}
+	return ""
+}
+
+func (x *DeleteOffsetsResponse) GetPartitions() []*PartitionError {
+	if x != nil {
+		return x.Partitions
+	}
+	return nil
+}
+
+// PartitionError is the outcome of a request for one partition.
+type PartitionError struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Topic         string                 `protobuf:"bytes,1,opt,name=topic,proto3" json:"topic,omitempty"`
+	Partition     int32                  `protobuf:"varint,2,opt,name=partition,proto3" json:"partition,omitempty"`
+	Error         ErrorCode              `protobuf:"varint,3,opt,name=error,proto3,enum=sluice.ErrorCode" json:"error,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PartitionError) Reset() {
+	*x = PartitionError{}
+	mi := &file_sluice_proto_msgTypes[64]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PartitionError) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PartitionError) ProtoMessage() {}
+
+func (x *PartitionError) ProtoReflect() protoreflect.Message {
+	mi := &file_sluice_proto_msgTypes[64]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PartitionError.ProtoReflect.Descriptor instead.
+func (*PartitionError) Descriptor() ([]byte, []int) {
+	return file_sluice_proto_rawDescGZIP(), []int{64}
+}
+
+func (x *PartitionError) GetTopic() string {
+	if x != nil {
+		return x.Topic
+	}
+	return ""
+}
+
+func (x *PartitionError) GetPartition() int32 {
+	if x != nil {
+		return x.Partition
+	}
+	return 0
+}
+
+func (x *PartitionError) GetError() ErrorCode {
+	if x != nil {
+		return x.Error
+	}
+	return ErrorCode_NONE
+}
+
 type ListGroupsRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -4711,7 +4943,7 @@ type ListGroupsRequest struct {
 
 func (x *ListGroupsRequest) Reset() {
 	*x = ListGroupsRequest{}
-	mi := &file_sluice_proto_msgTypes[62]
+	mi := &file_sluice_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4723,7 +4955,7 @@ func (x *ListGroupsRequest) String() string {
 func (*ListGroupsRequest) ProtoMessage() {}
 
 func (x *ListGroupsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[62]
+	mi := &file_sluice_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4736,7 +4968,7 @@ func (x *ListGroupsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListGroupsRequest.ProtoReflect.Descriptor instead.
 func (*ListGroupsRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{62}
+	return file_sluice_proto_rawDescGZIP(), []int{65}
 }
 
 type GroupOverview struct {
@@ -4751,7 +4983,7 @@ type GroupOverview struct {
 
 func (x *GroupOverview) Reset() {
 	*x = GroupOverview{}
-	mi := &file_sluice_proto_msgTypes[63]
+	mi := &file_sluice_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4763,7 +4995,7 @@ func (x *GroupOverview) String() string {
 func (*GroupOverview) ProtoMessage() {}
 
 func (x *GroupOverview) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[63]
+	mi := &file_sluice_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4776,7 +5008,7 @@ func (x *GroupOverview) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GroupOverview.ProtoReflect.Descriptor instead.
 func (*GroupOverview) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{63}
+	return file_sluice_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *GroupOverview) GetGroup() string {
@@ -4816,7 +5048,7 @@ type ListGroupsResponse struct {
 
 func (x *ListGroupsResponse) Reset() {
 	*x = ListGroupsResponse{}
-	mi := &file_sluice_proto_msgTypes[64]
+	mi := &file_sluice_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4828,7 +5060,7 @@ func (x *ListGroupsResponse) String() string {
 func (*ListGroupsResponse) ProtoMessage() {}
 
 func (x *ListGroupsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[64]
+	mi := &file_sluice_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4841,7 +5073,7 @@ func (x *ListGroupsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListGroupsResponse.ProtoReflect.Descriptor instead.
 func (*ListGroupsResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{64}
+	return file_sluice_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *ListGroupsResponse) GetGroups() []*GroupOverview {
@@ -4860,7 +5092,7 @@ type DescribeGroupRequest struct {
 
 func (x *DescribeGroupRequest) Reset() {
 	*x = DescribeGroupRequest{}
-	mi := &file_sluice_proto_msgTypes[65]
+	mi := &file_sluice_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4872,7 +5104,7 @@ func (x *DescribeGroupRequest) String() string {
 func (*DescribeGroupRequest) ProtoMessage() {}
 
 func (x *DescribeGroupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[65]
+	mi := &file_sluice_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4885,7 +5117,7 @@ func (x *DescribeGroupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeGroupRequest.ProtoReflect.Descriptor instead.
 func (*DescribeGroupRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{65}
+	return file_sluice_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *DescribeGroupRequest) GetGroup() string {
@@ -4908,13 +5140,15 @@ type MemberDescription struct {
 	// the assignment their leader gave them, as the client encoded them.
 	ProtocolMetadata []byte `protobuf:"bytes,7,opt,name=protocol_metadata,json=protocolMetadata,proto3" json:"protocol_metadata,omitempty"`
 	RelayAssignment  []byte `protobuf:"bytes,8,opt,name=relay_assignment,json=relayAssignment,proto3" json:"relay_assignment,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// A static member's group instance id.
+	InstanceId    string `protobuf:"bytes,9,opt,name=instance_id,json=instanceId,proto3" json:"instance_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *MemberDescription) Reset() {
 	*x = MemberDescription{}
-	mi := &file_sluice_proto_msgTypes[66]
+	mi := &file_sluice_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4926,7 +5160,7 @@ func (x *MemberDescription) String() string {
 func (*MemberDescription) ProtoMessage() {}
 
 func (x *MemberDescription) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[66]
+	mi := &file_sluice_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4939,7 +5173,7 @@ func (x *MemberDescription) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MemberDescription.ProtoReflect.Descriptor instead.
 func (*MemberDescription) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{66}
+	return file_sluice_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *MemberDescription) GetMemberId() string {
@@ -4998,6 +5232,13 @@ func (x *MemberDescription) GetRelayAssignment() []byte {
 	return nil
 }
 
+func (x *MemberDescription) GetInstanceId() string {
+	if x != nil {
+		return x.InstanceId
+	}
+	return ""
+}
+
 type DescribeGroupResponse struct {
 	state        protoimpl.MessageState `protogen:"open.v1"`
 	Error        ErrorCode              `protobuf:"varint,1,opt,name=error,proto3,enum=sluice.ErrorCode" json:"error,omitempty"`
@@ -5017,7 +5258,7 @@ type DescribeGroupResponse struct {
 
 func (x *DescribeGroupResponse) Reset() {
 	*x = DescribeGroupResponse{}
-	mi := &file_sluice_proto_msgTypes[67]
+	mi := &file_sluice_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5029,7 +5270,7 @@ func (x *DescribeGroupResponse) String() string {
 func (*DescribeGroupResponse) ProtoMessage() {}
 
 func (x *DescribeGroupResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[67]
+	mi := &file_sluice_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5042,7 +5283,7 @@ func (x *DescribeGroupResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeGroupResponse.ProtoReflect.Descriptor instead.
 func (*DescribeGroupResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{67}
+	return file_sluice_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *DescribeGroupResponse) GetError() ErrorCode {
@@ -5139,7 +5380,7 @@ type SubscribeRequest struct {
 
 func (x *SubscribeRequest) Reset() {
 	*x = SubscribeRequest{}
-	mi := &file_sluice_proto_msgTypes[68]
+	mi := &file_sluice_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5151,7 +5392,7 @@ func (x *SubscribeRequest) String() string {
 func (*SubscribeRequest) ProtoMessage() {}
 
 func (x *SubscribeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[68]
+	mi := &file_sluice_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5164,7 +5405,7 @@ func (x *SubscribeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubscribeRequest.ProtoReflect.Descriptor instead.
 func (*SubscribeRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{68}
+	return file_sluice_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *SubscribeRequest) GetGroup() string {
@@ -5234,7 +5475,7 @@ type SubscribeResponse struct {
 
 func (x *SubscribeResponse) Reset() {
 	*x = SubscribeResponse{}
-	mi := &file_sluice_proto_msgTypes[69]
+	mi := &file_sluice_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5246,7 +5487,7 @@ func (x *SubscribeResponse) String() string {
 func (*SubscribeResponse) ProtoMessage() {}
 
 func (x *SubscribeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[69]
+	mi := &file_sluice_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5259,7 +5500,7 @@ func (x *SubscribeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubscribeResponse.ProtoReflect.Descriptor instead.
 func (*SubscribeResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{69}
+	return file_sluice_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *SubscribeResponse) GetError() ErrorCode {
@@ -5298,7 +5539,7 @@ type PushedRecord struct {
 
 func (x *PushedRecord) Reset() {
 	*x = PushedRecord{}
-	mi := &file_sluice_proto_msgTypes[70]
+	mi := &file_sluice_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5310,7 +5551,7 @@ func (x *PushedRecord) String() string {
 func (*PushedRecord) ProtoMessage() {}
 
 func (x *PushedRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[70]
+	mi := &file_sluice_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5323,7 +5564,7 @@ func (x *PushedRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PushedRecord.ProtoReflect.Descriptor instead.
 func (*PushedRecord) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{70}
+	return file_sluice_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *PushedRecord) GetTopic() string {
@@ -5387,7 +5628,7 @@ type RecordHeader struct {
 
 func (x *RecordHeader) Reset() {
 	*x = RecordHeader{}
-	mi := &file_sluice_proto_msgTypes[71]
+	mi := &file_sluice_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5399,7 +5640,7 @@ func (x *RecordHeader) String() string {
 func (*RecordHeader) ProtoMessage() {}
 
 func (x *RecordHeader) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[71]
+	mi := &file_sluice_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5412,7 +5653,7 @@ func (x *RecordHeader) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordHeader.ProtoReflect.Descriptor instead.
 func (*RecordHeader) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{71}
+	return file_sluice_proto_rawDescGZIP(), []int{74}
 }
 
 func (x *RecordHeader) GetKey() []byte {
@@ -5443,7 +5684,7 @@ type PushRecords struct {
 
 func (x *PushRecords) Reset() {
 	*x = PushRecords{}
-	mi := &file_sluice_proto_msgTypes[72]
+	mi := &file_sluice_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5455,7 +5696,7 @@ func (x *PushRecords) String() string {
 func (*PushRecords) ProtoMessage() {}
 
 func (x *PushRecords) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[72]
+	mi := &file_sluice_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5468,7 +5709,7 @@ func (x *PushRecords) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PushRecords.ProtoReflect.Descriptor instead.
 func (*PushRecords) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{72}
+	return file_sluice_proto_rawDescGZIP(), []int{75}
 }
 
 func (x *PushRecords) GetGroup() string {
@@ -5512,7 +5753,7 @@ type PushAssignment struct {
 
 func (x *PushAssignment) Reset() {
 	*x = PushAssignment{}
-	mi := &file_sluice_proto_msgTypes[73]
+	mi := &file_sluice_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5524,7 +5765,7 @@ func (x *PushAssignment) String() string {
 func (*PushAssignment) ProtoMessage() {}
 
 func (x *PushAssignment) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[73]
+	mi := &file_sluice_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5537,7 +5778,7 @@ func (x *PushAssignment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PushAssignment.ProtoReflect.Descriptor instead.
 func (*PushAssignment) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{73}
+	return file_sluice_proto_rawDescGZIP(), []int{76}
 }
 
 func (x *PushAssignment) GetGroup() string {
@@ -5581,7 +5822,7 @@ type PushCredit struct {
 
 func (x *PushCredit) Reset() {
 	*x = PushCredit{}
-	mi := &file_sluice_proto_msgTypes[74]
+	mi := &file_sluice_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5593,7 +5834,7 @@ func (x *PushCredit) String() string {
 func (*PushCredit) ProtoMessage() {}
 
 func (x *PushCredit) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[74]
+	mi := &file_sluice_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5606,7 +5847,7 @@ func (x *PushCredit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PushCredit.ProtoReflect.Descriptor instead.
 func (*PushCredit) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{74}
+	return file_sluice_proto_rawDescGZIP(), []int{77}
 }
 
 func (x *PushCredit) GetGroup() string {
@@ -5651,7 +5892,7 @@ type PushAck struct {
 
 func (x *PushAck) Reset() {
 	*x = PushAck{}
-	mi := &file_sluice_proto_msgTypes[75]
+	mi := &file_sluice_proto_msgTypes[78]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5663,7 +5904,7 @@ func (x *PushAck) String() string {
 func (*PushAck) ProtoMessage() {}
 
 func (x *PushAck) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[75]
+	mi := &file_sluice_proto_msgTypes[78]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5676,7 +5917,7 @@ func (x *PushAck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PushAck.ProtoReflect.Descriptor instead.
 func (*PushAck) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{75}
+	return file_sluice_proto_rawDescGZIP(), []int{78}
 }
 
 func (x *PushAck) GetGroup() string {
@@ -5732,7 +5973,7 @@ type UnsubscribeRequest struct {
 
 func (x *UnsubscribeRequest) Reset() {
 	*x = UnsubscribeRequest{}
-	mi := &file_sluice_proto_msgTypes[76]
+	mi := &file_sluice_proto_msgTypes[79]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5744,7 +5985,7 @@ func (x *UnsubscribeRequest) String() string {
 func (*UnsubscribeRequest) ProtoMessage() {}
 
 func (x *UnsubscribeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[76]
+	mi := &file_sluice_proto_msgTypes[79]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5757,7 +5998,7 @@ func (x *UnsubscribeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UnsubscribeRequest.ProtoReflect.Descriptor instead.
 func (*UnsubscribeRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{76}
+	return file_sluice_proto_rawDescGZIP(), []int{79}
 }
 
 func (x *UnsubscribeRequest) GetGroup() string {
@@ -5788,7 +6029,7 @@ type GroupRecordKey struct {
 
 func (x *GroupRecordKey) Reset() {
 	*x = GroupRecordKey{}
-	mi := &file_sluice_proto_msgTypes[77]
+	mi := &file_sluice_proto_msgTypes[80]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5800,7 +6041,7 @@ func (x *GroupRecordKey) String() string {
 func (*GroupRecordKey) ProtoMessage() {}
 
 func (x *GroupRecordKey) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[77]
+	mi := &file_sluice_proto_msgTypes[80]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5813,7 +6054,7 @@ func (x *GroupRecordKey) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GroupRecordKey.ProtoReflect.Descriptor instead.
 func (*GroupRecordKey) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{77}
+	return file_sluice_proto_rawDescGZIP(), []int{80}
 }
 
 func (x *GroupRecordKey) GetGroup() string {
@@ -5848,7 +6089,7 @@ type OffsetValue struct {
 
 func (x *OffsetValue) Reset() {
 	*x = OffsetValue{}
-	mi := &file_sluice_proto_msgTypes[78]
+	mi := &file_sluice_proto_msgTypes[81]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5860,7 +6101,7 @@ func (x *OffsetValue) String() string {
 func (*OffsetValue) ProtoMessage() {}
 
 func (x *OffsetValue) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[78]
+	mi := &file_sluice_proto_msgTypes[81]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5873,7 +6114,7 @@ func (x *OffsetValue) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OffsetValue.ProtoReflect.Descriptor instead.
 func (*OffsetValue) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{78}
+	return file_sluice_proto_rawDescGZIP(), []int{81}
 }
 
 func (x *OffsetValue) GetOffset() int64 {
@@ -5919,13 +6160,15 @@ type GroupMemberRecord struct {
 	ProtocolType    string           `protobuf:"bytes,13,opt,name=protocol_type,json=protocolType,proto3" json:"protocol_type,omitempty"`
 	Protocols       []*GroupProtocol `protobuf:"bytes,14,rep,name=protocols,proto3" json:"protocols,omitempty"`
 	RelayAssignment []byte           `protobuf:"bytes,15,opt,name=relay_assignment,json=relayAssignment,proto3" json:"relay_assignment,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// A static member's group instance id.
+	InstanceId    string `protobuf:"bytes,16,opt,name=instance_id,json=instanceId,proto3" json:"instance_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *GroupMemberRecord) Reset() {
 	*x = GroupMemberRecord{}
-	mi := &file_sluice_proto_msgTypes[79]
+	mi := &file_sluice_proto_msgTypes[82]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5937,7 +6180,7 @@ func (x *GroupMemberRecord) String() string {
 func (*GroupMemberRecord) ProtoMessage() {}
 
 func (x *GroupMemberRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[79]
+	mi := &file_sluice_proto_msgTypes[82]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5950,7 +6193,7 @@ func (x *GroupMemberRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GroupMemberRecord.ProtoReflect.Descriptor instead.
 func (*GroupMemberRecord) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{79}
+	return file_sluice_proto_rawDescGZIP(), []int{82}
 }
 
 func (x *GroupMemberRecord) GetMemberId() string {
@@ -6058,6 +6301,13 @@ func (x *GroupMemberRecord) GetRelayAssignment() []byte {
 	return nil
 }
 
+func (x *GroupMemberRecord) GetInstanceId() string {
+	if x != nil {
+		return x.InstanceId
+	}
+	return ""
+}
+
 type GroupMetadataValue struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Generation    int32                  `protobuf:"varint,1,opt,name=generation,proto3" json:"generation,omitempty"`
@@ -6070,7 +6320,7 @@ type GroupMetadataValue struct {
 
 func (x *GroupMetadataValue) Reset() {
 	*x = GroupMetadataValue{}
-	mi := &file_sluice_proto_msgTypes[80]
+	mi := &file_sluice_proto_msgTypes[83]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6082,7 +6332,7 @@ func (x *GroupMetadataValue) String() string {
 func (*GroupMetadataValue) ProtoMessage() {}
 
 func (x *GroupMetadataValue) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[80]
+	mi := &file_sluice_proto_msgTypes[83]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6095,7 +6345,7 @@ func (x *GroupMetadataValue) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GroupMetadataValue.ProtoReflect.Descriptor instead.
 func (*GroupMetadataValue) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{80}
+	return file_sluice_proto_rawDescGZIP(), []int{83}
 }
 
 func (x *GroupMetadataValue) GetGeneration() int32 {
@@ -6143,7 +6393,7 @@ type TopicRecord struct {
 
 func (x *TopicRecord) Reset() {
 	*x = TopicRecord{}
-	mi := &file_sluice_proto_msgTypes[81]
+	mi := &file_sluice_proto_msgTypes[84]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6155,7 +6405,7 @@ func (x *TopicRecord) String() string {
 func (*TopicRecord) ProtoMessage() {}
 
 func (x *TopicRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[81]
+	mi := &file_sluice_proto_msgTypes[84]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6168,7 +6418,7 @@ func (x *TopicRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TopicRecord.ProtoReflect.Descriptor instead.
 func (*TopicRecord) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{81}
+	return file_sluice_proto_rawDescGZIP(), []int{84}
 }
 
 func (x *TopicRecord) GetName() string {
@@ -6229,7 +6479,7 @@ type ReplicaAssignment struct {
 
 func (x *ReplicaAssignment) Reset() {
 	*x = ReplicaAssignment{}
-	mi := &file_sluice_proto_msgTypes[82]
+	mi := &file_sluice_proto_msgTypes[85]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6241,7 +6491,7 @@ func (x *ReplicaAssignment) String() string {
 func (*ReplicaAssignment) ProtoMessage() {}
 
 func (x *ReplicaAssignment) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[82]
+	mi := &file_sluice_proto_msgTypes[85]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6254,7 +6504,7 @@ func (x *ReplicaAssignment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicaAssignment.ProtoReflect.Descriptor instead.
 func (*ReplicaAssignment) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{82}
+	return file_sluice_proto_rawDescGZIP(), []int{85}
 }
 
 func (x *ReplicaAssignment) GetReplicas() []int32 {
@@ -6290,7 +6540,7 @@ type PartitionState struct {
 
 func (x *PartitionState) Reset() {
 	*x = PartitionState{}
-	mi := &file_sluice_proto_msgTypes[83]
+	mi := &file_sluice_proto_msgTypes[86]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6302,7 +6552,7 @@ func (x *PartitionState) String() string {
 func (*PartitionState) ProtoMessage() {}
 
 func (x *PartitionState) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[83]
+	mi := &file_sluice_proto_msgTypes[86]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6315,7 +6565,7 @@ func (x *PartitionState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PartitionState.ProtoReflect.Descriptor instead.
 func (*PartitionState) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{83}
+	return file_sluice_proto_rawDescGZIP(), []int{86}
 }
 
 func (x *PartitionState) GetTopic() string {
@@ -6402,7 +6652,7 @@ type TopicDeletion struct {
 
 func (x *TopicDeletion) Reset() {
 	*x = TopicDeletion{}
-	mi := &file_sluice_proto_msgTypes[84]
+	mi := &file_sluice_proto_msgTypes[87]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6414,7 +6664,7 @@ func (x *TopicDeletion) String() string {
 func (*TopicDeletion) ProtoMessage() {}
 
 func (x *TopicDeletion) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[84]
+	mi := &file_sluice_proto_msgTypes[87]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6427,7 +6677,7 @@ func (x *TopicDeletion) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TopicDeletion.ProtoReflect.Descriptor instead.
 func (*TopicDeletion) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{84}
+	return file_sluice_proto_rawDescGZIP(), []int{87}
 }
 
 func (x *TopicDeletion) GetName() string {
@@ -6467,7 +6717,7 @@ type BrokerRegistration struct {
 
 func (x *BrokerRegistration) Reset() {
 	*x = BrokerRegistration{}
-	mi := &file_sluice_proto_msgTypes[85]
+	mi := &file_sluice_proto_msgTypes[88]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6479,7 +6729,7 @@ func (x *BrokerRegistration) String() string {
 func (*BrokerRegistration) ProtoMessage() {}
 
 func (x *BrokerRegistration) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[85]
+	mi := &file_sluice_proto_msgTypes[88]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6492,7 +6742,7 @@ func (x *BrokerRegistration) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BrokerRegistration.ProtoReflect.Descriptor instead.
 func (*BrokerRegistration) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{85}
+	return file_sluice_proto_rawDescGZIP(), []int{88}
 }
 
 func (x *BrokerRegistration) GetId() int32 {
@@ -6548,7 +6798,7 @@ type ClusterSnapshot struct {
 
 func (x *ClusterSnapshot) Reset() {
 	*x = ClusterSnapshot{}
-	mi := &file_sluice_proto_msgTypes[86]
+	mi := &file_sluice_proto_msgTypes[89]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6560,7 +6810,7 @@ func (x *ClusterSnapshot) String() string {
 func (*ClusterSnapshot) ProtoMessage() {}
 
 func (x *ClusterSnapshot) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[86]
+	mi := &file_sluice_proto_msgTypes[89]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6573,7 +6823,7 @@ func (x *ClusterSnapshot) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterSnapshot.ProtoReflect.Descriptor instead.
 func (*ClusterSnapshot) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{86}
+	return file_sluice_proto_rawDescGZIP(), []int{89}
 }
 
 func (x *ClusterSnapshot) GetIndex() uint64 {
@@ -6651,7 +6901,7 @@ type AclBinding struct {
 
 func (x *AclBinding) Reset() {
 	*x = AclBinding{}
-	mi := &file_sluice_proto_msgTypes[87]
+	mi := &file_sluice_proto_msgTypes[90]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6663,7 +6913,7 @@ func (x *AclBinding) String() string {
 func (*AclBinding) ProtoMessage() {}
 
 func (x *AclBinding) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[87]
+	mi := &file_sluice_proto_msgTypes[90]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6676,7 +6926,7 @@ func (x *AclBinding) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AclBinding.ProtoReflect.Descriptor instead.
 func (*AclBinding) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{87}
+	return file_sluice_proto_rawDescGZIP(), []int{90}
 }
 
 func (x *AclBinding) GetResourceType() AclResourceType {
@@ -6741,7 +6991,7 @@ type UserRecord struct {
 
 func (x *UserRecord) Reset() {
 	*x = UserRecord{}
-	mi := &file_sluice_proto_msgTypes[88]
+	mi := &file_sluice_proto_msgTypes[91]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6753,7 +7003,7 @@ func (x *UserRecord) String() string {
 func (*UserRecord) ProtoMessage() {}
 
 func (x *UserRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[88]
+	mi := &file_sluice_proto_msgTypes[91]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6766,7 +7016,7 @@ func (x *UserRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UserRecord.ProtoReflect.Descriptor instead.
 func (*UserRecord) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{88}
+	return file_sluice_proto_rawDescGZIP(), []int{91}
 }
 
 func (x *UserRecord) GetName() string {
@@ -6802,7 +7052,7 @@ type SecurityRecord struct {
 
 func (x *SecurityRecord) Reset() {
 	*x = SecurityRecord{}
-	mi := &file_sluice_proto_msgTypes[89]
+	mi := &file_sluice_proto_msgTypes[92]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6814,7 +7064,7 @@ func (x *SecurityRecord) String() string {
 func (*SecurityRecord) ProtoMessage() {}
 
 func (x *SecurityRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[89]
+	mi := &file_sluice_proto_msgTypes[92]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6827,7 +7077,7 @@ func (x *SecurityRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SecurityRecord.ProtoReflect.Descriptor instead.
 func (*SecurityRecord) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{89}
+	return file_sluice_proto_rawDescGZIP(), []int{92}
 }
 
 func (x *SecurityRecord) GetAcls() []*AclBinding {
@@ -6853,7 +7103,7 @@ type CreateAclsRequest struct {
 
 func (x *CreateAclsRequest) Reset() {
 	*x = CreateAclsRequest{}
-	mi := &file_sluice_proto_msgTypes[90]
+	mi := &file_sluice_proto_msgTypes[93]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6865,7 +7115,7 @@ func (x *CreateAclsRequest) String() string {
 func (*CreateAclsRequest) ProtoMessage() {}
 
 func (x *CreateAclsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[90]
+	mi := &file_sluice_proto_msgTypes[93]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6878,7 +7128,7 @@ func (x *CreateAclsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateAclsRequest.ProtoReflect.Descriptor instead.
 func (*CreateAclsRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{90}
+	return file_sluice_proto_rawDescGZIP(), []int{93}
 }
 
 func (x *CreateAclsRequest) GetAcls() []*AclBinding {
@@ -6900,7 +7150,7 @@ type CreateAclsResponse struct {
 
 func (x *CreateAclsResponse) Reset() {
 	*x = CreateAclsResponse{}
-	mi := &file_sluice_proto_msgTypes[91]
+	mi := &file_sluice_proto_msgTypes[94]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6912,7 +7162,7 @@ func (x *CreateAclsResponse) String() string {
 func (*CreateAclsResponse) ProtoMessage() {}
 
 func (x *CreateAclsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[91]
+	mi := &file_sluice_proto_msgTypes[94]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6925,7 +7175,7 @@ func (x *CreateAclsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateAclsResponse.ProtoReflect.Descriptor instead.
 func (*CreateAclsResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{91}
+	return file_sluice_proto_rawDescGZIP(), []int{94}
 }
 
 func (x *CreateAclsResponse) GetError() ErrorCode {
@@ -6958,7 +7208,7 @@ type DeleteAclsRequest struct {
 
 func (x *DeleteAclsRequest) Reset() {
 	*x = DeleteAclsRequest{}
-	mi := &file_sluice_proto_msgTypes[92]
+	mi := &file_sluice_proto_msgTypes[95]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6970,7 +7220,7 @@ func (x *DeleteAclsRequest) String() string {
 func (*DeleteAclsRequest) ProtoMessage() {}
 
 func (x *DeleteAclsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[92]
+	mi := &file_sluice_proto_msgTypes[95]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6983,7 +7233,7 @@ func (x *DeleteAclsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteAclsRequest.ProtoReflect.Descriptor instead.
 func (*DeleteAclsRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{92}
+	return file_sluice_proto_rawDescGZIP(), []int{95}
 }
 
 func (x *DeleteAclsRequest) GetFilters() []*AclBinding {
@@ -7004,7 +7254,7 @@ type DeleteAclsResponse struct {
 
 func (x *DeleteAclsResponse) Reset() {
 	*x = DeleteAclsResponse{}
-	mi := &file_sluice_proto_msgTypes[93]
+	mi := &file_sluice_proto_msgTypes[96]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7016,7 +7266,7 @@ func (x *DeleteAclsResponse) String() string {
 func (*DeleteAclsResponse) ProtoMessage() {}
 
 func (x *DeleteAclsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[93]
+	mi := &file_sluice_proto_msgTypes[96]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7029,7 +7279,7 @@ func (x *DeleteAclsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteAclsResponse.ProtoReflect.Descriptor instead.
 func (*DeleteAclsResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{93}
+	return file_sluice_proto_rawDescGZIP(), []int{96}
 }
 
 func (x *DeleteAclsResponse) GetError() ErrorCode {
@@ -7062,7 +7312,7 @@ type DescribeAclsRequest struct {
 
 func (x *DescribeAclsRequest) Reset() {
 	*x = DescribeAclsRequest{}
-	mi := &file_sluice_proto_msgTypes[94]
+	mi := &file_sluice_proto_msgTypes[97]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7074,7 +7324,7 @@ func (x *DescribeAclsRequest) String() string {
 func (*DescribeAclsRequest) ProtoMessage() {}
 
 func (x *DescribeAclsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[94]
+	mi := &file_sluice_proto_msgTypes[97]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7087,7 +7337,7 @@ func (x *DescribeAclsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeAclsRequest.ProtoReflect.Descriptor instead.
 func (*DescribeAclsRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{94}
+	return file_sluice_proto_rawDescGZIP(), []int{97}
 }
 
 func (x *DescribeAclsRequest) GetFilter() *AclBinding {
@@ -7108,7 +7358,7 @@ type DescribeAclsResponse struct {
 
 func (x *DescribeAclsResponse) Reset() {
 	*x = DescribeAclsResponse{}
-	mi := &file_sluice_proto_msgTypes[95]
+	mi := &file_sluice_proto_msgTypes[98]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7120,7 +7370,7 @@ func (x *DescribeAclsResponse) String() string {
 func (*DescribeAclsResponse) ProtoMessage() {}
 
 func (x *DescribeAclsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[95]
+	mi := &file_sluice_proto_msgTypes[98]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7133,7 +7383,7 @@ func (x *DescribeAclsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeAclsResponse.ProtoReflect.Descriptor instead.
 func (*DescribeAclsResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{95}
+	return file_sluice_proto_rawDescGZIP(), []int{98}
 }
 
 func (x *DescribeAclsResponse) GetError() ErrorCode {
@@ -7169,7 +7419,7 @@ type CreateUserRequest struct {
 
 func (x *CreateUserRequest) Reset() {
 	*x = CreateUserRequest{}
-	mi := &file_sluice_proto_msgTypes[96]
+	mi := &file_sluice_proto_msgTypes[99]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7181,7 +7431,7 @@ func (x *CreateUserRequest) String() string {
 func (*CreateUserRequest) ProtoMessage() {}
 
 func (x *CreateUserRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[96]
+	mi := &file_sluice_proto_msgTypes[99]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7194,7 +7444,7 @@ func (x *CreateUserRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateUserRequest.ProtoReflect.Descriptor instead.
 func (*CreateUserRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{96}
+	return file_sluice_proto_rawDescGZIP(), []int{99}
 }
 
 func (x *CreateUserRequest) GetName() string {
@@ -7221,7 +7471,7 @@ type CreateUserResponse struct {
 
 func (x *CreateUserResponse) Reset() {
 	*x = CreateUserResponse{}
-	mi := &file_sluice_proto_msgTypes[97]
+	mi := &file_sluice_proto_msgTypes[100]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7233,7 +7483,7 @@ func (x *CreateUserResponse) String() string {
 func (*CreateUserResponse) ProtoMessage() {}
 
 func (x *CreateUserResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[97]
+	mi := &file_sluice_proto_msgTypes[100]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7246,7 +7496,7 @@ func (x *CreateUserResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateUserResponse.ProtoReflect.Descriptor instead.
 func (*CreateUserResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{97}
+	return file_sluice_proto_rawDescGZIP(), []int{100}
 }
 
 func (x *CreateUserResponse) GetError() ErrorCode {
@@ -7272,7 +7522,7 @@ type DeleteUserRequest struct {
 
 func (x *DeleteUserRequest) Reset() {
 	*x = DeleteUserRequest{}
-	mi := &file_sluice_proto_msgTypes[98]
+	mi := &file_sluice_proto_msgTypes[101]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7284,7 +7534,7 @@ func (x *DeleteUserRequest) String() string {
 func (*DeleteUserRequest) ProtoMessage() {}
 
 func (x *DeleteUserRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[98]
+	mi := &file_sluice_proto_msgTypes[101]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7297,7 +7547,7 @@ func (x *DeleteUserRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteUserRequest.ProtoReflect.Descriptor instead.
 func (*DeleteUserRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{98}
+	return file_sluice_proto_rawDescGZIP(), []int{101}
 }
 
 func (x *DeleteUserRequest) GetName() string {
@@ -7317,7 +7567,7 @@ type DeleteUserResponse struct {
 
 func (x *DeleteUserResponse) Reset() {
 	*x = DeleteUserResponse{}
-	mi := &file_sluice_proto_msgTypes[99]
+	mi := &file_sluice_proto_msgTypes[102]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7329,7 +7579,7 @@ func (x *DeleteUserResponse) String() string {
 func (*DeleteUserResponse) ProtoMessage() {}
 
 func (x *DeleteUserResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[99]
+	mi := &file_sluice_proto_msgTypes[102]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7342,7 +7592,7 @@ func (x *DeleteUserResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteUserResponse.ProtoReflect.Descriptor instead.
 func (*DeleteUserResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{99}
+	return file_sluice_proto_rawDescGZIP(), []int{102}
 }
 
 func (x *DeleteUserResponse) GetError() ErrorCode {
@@ -7367,7 +7617,7 @@ type ListUsersRequest struct {
 
 func (x *ListUsersRequest) Reset() {
 	*x = ListUsersRequest{}
-	mi := &file_sluice_proto_msgTypes[100]
+	mi := &file_sluice_proto_msgTypes[103]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7379,7 +7629,7 @@ func (x *ListUsersRequest) String() string {
 func (*ListUsersRequest) ProtoMessage() {}
 
 func (x *ListUsersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[100]
+	mi := &file_sluice_proto_msgTypes[103]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7392,7 +7642,7 @@ func (x *ListUsersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListUsersRequest.ProtoReflect.Descriptor instead.
 func (*ListUsersRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{100}
+	return file_sluice_proto_rawDescGZIP(), []int{103}
 }
 
 // ListUsersResponse lists the token users, without their token hashes.
@@ -7407,7 +7657,7 @@ type ListUsersResponse struct {
 
 func (x *ListUsersResponse) Reset() {
 	*x = ListUsersResponse{}
-	mi := &file_sluice_proto_msgTypes[101]
+	mi := &file_sluice_proto_msgTypes[104]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7419,7 +7669,7 @@ func (x *ListUsersResponse) String() string {
 func (*ListUsersResponse) ProtoMessage() {}
 
 func (x *ListUsersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[101]
+	mi := &file_sluice_proto_msgTypes[104]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7432,7 +7682,7 @@ func (x *ListUsersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListUsersResponse.ProtoReflect.Descriptor instead.
 func (*ListUsersResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{101}
+	return file_sluice_proto_rawDescGZIP(), []int{104}
 }
 
 func (x *ListUsersResponse) GetError() ErrorCode {
@@ -7465,7 +7715,7 @@ type WhoAmIRequest struct {
 
 func (x *WhoAmIRequest) Reset() {
 	*x = WhoAmIRequest{}
-	mi := &file_sluice_proto_msgTypes[102]
+	mi := &file_sluice_proto_msgTypes[105]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7477,7 +7727,7 @@ func (x *WhoAmIRequest) String() string {
 func (*WhoAmIRequest) ProtoMessage() {}
 
 func (x *WhoAmIRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[102]
+	mi := &file_sluice_proto_msgTypes[105]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7490,7 +7740,7 @@ func (x *WhoAmIRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WhoAmIRequest.ProtoReflect.Descriptor instead.
 func (*WhoAmIRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{102}
+	return file_sluice_proto_rawDescGZIP(), []int{105}
 }
 
 type WhoAmIResponse struct {
@@ -7505,7 +7755,7 @@ type WhoAmIResponse struct {
 
 func (x *WhoAmIResponse) Reset() {
 	*x = WhoAmIResponse{}
-	mi := &file_sluice_proto_msgTypes[103]
+	mi := &file_sluice_proto_msgTypes[106]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7517,7 +7767,7 @@ func (x *WhoAmIResponse) String() string {
 func (*WhoAmIResponse) ProtoMessage() {}
 
 func (x *WhoAmIResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[103]
+	mi := &file_sluice_proto_msgTypes[106]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7530,7 +7780,7 @@ func (x *WhoAmIResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WhoAmIResponse.ProtoReflect.Descriptor instead.
 func (*WhoAmIResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{103}
+	return file_sluice_proto_rawDescGZIP(), []int{106}
 }
 
 func (x *WhoAmIResponse) GetPrincipal() string {
@@ -7810,7 +8060,7 @@ const file_sluice_proto_rawDesc = "" +
 	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x1e\n" +
 	"\n" +
 	"partitions\x18\x02 \x03(\x05R\n" +
-	"partitions\"\xfe\x02\n" +
+	"partitions\"\x9f\x03\n" +
 	"\x10JoinGroupRequest\x12\x14\n" +
 	"\x05group\x18\x01 \x01(\tR\x05group\x12\x1b\n" +
 	"\tmember_id\x18\x02 \x01(\tR\bmemberId\x12\x1b\n" +
@@ -7822,7 +8072,9 @@ const file_sluice_proto_rawDesc = "" +
 	"\rprotocol_type\x18\b \x01(\tR\fprotocolType\x123\n" +
 	"\tprotocols\x18\t \x03(\v2\x15.sluice.GroupProtocolR\tprotocols\x12*\n" +
 	"\x11require_member_id\x18\n" +
-	" \x01(\bR\x0frequireMemberId\"?\n" +
+	" \x01(\bR\x0frequireMemberId\x12\x1f\n" +
+	"\vinstance_id\x18\v \x01(\tR\n" +
+	"instanceId\"?\n" +
 	"\rGroupProtocol\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1a\n" +
 	"\bmetadata\x18\x02 \x01(\fR\bmetadata\">\n" +
@@ -7840,14 +8092,16 @@ const file_sluice_proto_rawDesc = "" +
 	"\bassignor\x18\x06 \x01(\tR\bassignor\x12\x18\n" +
 	"\amembers\x18\a \x03(\tR\amembers\x12#\n" +
 	"\rprotocol_type\x18\b \x01(\tR\fprotocolType\x12<\n" +
-	"\x0fmember_metadata\x18\t \x03(\v2\x13.sluice.MemberBytesR\x0ememberMetadata\"\x9c\x01\n" +
+	"\x0fmember_metadata\x18\t \x03(\v2\x13.sluice.MemberBytesR\x0ememberMetadata\"\xbd\x01\n" +
 	"\x10SyncGroupRequest\x12\x14\n" +
 	"\x05group\x18\x01 \x01(\tR\x05group\x12\x1b\n" +
 	"\tmember_id\x18\x02 \x01(\tR\bmemberId\x12\x1e\n" +
 	"\n" +
 	"generation\x18\x03 \x01(\x05R\n" +
 	"generation\x125\n" +
-	"\vassignments\x18\x04 \x03(\v2\x13.sluice.MemberBytesR\vassignments\"\x86\x02\n" +
+	"\vassignments\x18\x04 \x03(\v2\x13.sluice.MemberBytesR\vassignments\x12\x1f\n" +
+	"\vinstance_id\x18\x05 \x01(\tR\n" +
+	"instanceId\"\x86\x02\n" +
 	"\x11SyncGroupResponse\x12'\n" +
 	"\x05error\x18\x01 \x01(\x0e2\x11.sluice.ErrorCodeR\x05error\x12#\n" +
 	"\rerror_message\x18\x02 \x01(\tR\ferrorMessage\x127\n" +
@@ -7856,19 +8110,23 @@ const file_sluice_proto_rawDesc = "" +
 	"assignment\x12)\n" +
 	"\x10relay_assignment\x18\x04 \x01(\fR\x0frelayAssignment\x12#\n" +
 	"\rprotocol_type\x18\x05 \x01(\tR\fprotocolType\x12\x1a\n" +
-	"\bprotocol\x18\x06 \x01(\tR\bprotocol\"e\n" +
+	"\bprotocol\x18\x06 \x01(\tR\bprotocol\"\x86\x01\n" +
 	"\x10HeartbeatRequest\x12\x14\n" +
 	"\x05group\x18\x01 \x01(\tR\x05group\x12\x1b\n" +
 	"\tmember_id\x18\x02 \x01(\tR\bmemberId\x12\x1e\n" +
 	"\n" +
 	"generation\x18\x03 \x01(\x05R\n" +
-	"generation\"a\n" +
+	"generation\x12\x1f\n" +
+	"\vinstance_id\x18\x04 \x01(\tR\n" +
+	"instanceId\"a\n" +
 	"\x11HeartbeatResponse\x12'\n" +
 	"\x05error\x18\x01 \x01(\x0e2\x11.sluice.ErrorCodeR\x05error\x12#\n" +
-	"\rerror_message\x18\x02 \x01(\tR\ferrorMessage\"F\n" +
+	"\rerror_message\x18\x02 \x01(\tR\ferrorMessage\"g\n" +
 	"\x11LeaveGroupRequest\x12\x14\n" +
 	"\x05group\x18\x01 \x01(\tR\x05group\x12\x1b\n" +
-	"\tmember_id\x18\x02 \x01(\tR\bmemberId\"b\n" +
+	"\tmember_id\x18\x02 \x01(\tR\bmemberId\x12\x1f\n" +
+	"\vinstance_id\x18\x03 \x01(\tR\n" +
+	"instanceId\"b\n" +
 	"\x12LeaveGroupResponse\x12'\n" +
 	"\x05error\x18\x01 \x01(\x0e2\x11.sluice.ErrorCodeR\x05error\x12#\n" +
 	"\rerror_message\x18\x02 \x01(\tR\ferrorMessage\"{\n" +
@@ -7876,14 +8134,16 @@ const file_sluice_proto_rawDesc = "" +
 	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x1c\n" +
 	"\tpartition\x18\x02 \x01(\x05R\tpartition\x12\x16\n" +
 	"\x06offset\x18\x03 \x01(\x03R\x06offset\x12\x1a\n" +
-	"\bmetadata\x18\x04 \x01(\tR\bmetadata\"\x9d\x01\n" +
+	"\bmetadata\x18\x04 \x01(\tR\bmetadata\"\xbe\x01\n" +
 	"\x13OffsetCommitRequest\x12\x14\n" +
 	"\x05group\x18\x01 \x01(\tR\x05group\x12\x1b\n" +
 	"\tmember_id\x18\x02 \x01(\tR\bmemberId\x12\x1e\n" +
 	"\n" +
 	"generation\x18\x03 \x01(\x05R\n" +
 	"generation\x123\n" +
-	"\aoffsets\x18\x04 \x03(\v2\x19.sluice.OffsetCommitEntryR\aoffsets\"d\n" +
+	"\aoffsets\x18\x04 \x03(\v2\x19.sluice.OffsetCommitEntryR\aoffsets\x12\x1f\n" +
+	"\vinstance_id\x18\x05 \x01(\tR\n" +
+	"instanceId\"d\n" +
 	"\x14OffsetCommitResponse\x12'\n" +
 	"\x05error\x18\x01 \x01(\x0e2\x11.sluice.ErrorCodeR\x05error\x12#\n" +
 	"\rerror_message\x18\x02 \x01(\tR\ferrorMessage\"c\n" +
@@ -7900,7 +8160,22 @@ const file_sluice_proto_rawDesc = "" +
 	"\x05group\x18\x01 \x01(\tR\x05group\"c\n" +
 	"\x13DeleteGroupResponse\x12'\n" +
 	"\x05error\x18\x01 \x01(\x0e2\x11.sluice.ErrorCodeR\x05error\x12#\n" +
-	"\rerror_message\x18\x02 \x01(\tR\ferrorMessage\"\x13\n" +
+	"\rerror_message\x18\x02 \x01(\tR\ferrorMessage\"e\n" +
+	"\x14DeleteOffsetsRequest\x12\x14\n" +
+	"\x05group\x18\x01 \x01(\tR\x05group\x127\n" +
+	"\n" +
+	"partitions\x18\x02 \x03(\v2\x17.sluice.TopicPartitionsR\n" +
+	"partitions\"\x9d\x01\n" +
+	"\x15DeleteOffsetsResponse\x12'\n" +
+	"\x05error\x18\x01 \x01(\x0e2\x11.sluice.ErrorCodeR\x05error\x12#\n" +
+	"\rerror_message\x18\x02 \x01(\tR\ferrorMessage\x126\n" +
+	"\n" +
+	"partitions\x18\x03 \x03(\v2\x16.sluice.PartitionErrorR\n" +
+	"partitions\"m\n" +
+	"\x0ePartitionError\x12\x14\n" +
+	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x1c\n" +
+	"\tpartition\x18\x02 \x01(\x05R\tpartition\x12'\n" +
+	"\x05error\x18\x03 \x01(\x0e2\x11.sluice.ErrorCodeR\x05error\"\x13\n" +
 	"\x11ListGroupsRequest\"w\n" +
 	"\rGroupOverview\x12\x14\n" +
 	"\x05group\x18\x01 \x01(\tR\x05group\x12\x14\n" +
@@ -7910,7 +8185,7 @@ const file_sluice_proto_rawDesc = "" +
 	"\x12ListGroupsResponse\x12-\n" +
 	"\x06groups\x18\x01 \x03(\v2\x15.sluice.GroupOverviewR\x06groups\",\n" +
 	"\x14DescribeGroupRequest\x12\x14\n" +
-	"\x05group\x18\x01 \x01(\tR\x05group\"\xb2\x02\n" +
+	"\x05group\x18\x01 \x01(\tR\x05group\"\xd3\x02\n" +
 	"\x11MemberDescription\x12\x1b\n" +
 	"\tmember_id\x18\x01 \x01(\tR\bmemberId\x12\x1b\n" +
 	"\tclient_id\x18\x02 \x01(\tR\bclientId\x12\x16\n" +
@@ -7921,7 +8196,9 @@ const file_sluice_proto_rawDesc = "" +
 	"\fpush_address\x18\x05 \x01(\tR\vpushAddress\x12\x17\n" +
 	"\apush_id\x18\x06 \x01(\tR\x06pushId\x12+\n" +
 	"\x11protocol_metadata\x18\a \x01(\fR\x10protocolMetadata\x12)\n" +
-	"\x10relay_assignment\x18\b \x01(\fR\x0frelayAssignment\"\xe6\x02\n" +
+	"\x10relay_assignment\x18\b \x01(\fR\x0frelayAssignment\x12\x1f\n" +
+	"\vinstance_id\x18\t \x01(\tR\n" +
+	"instanceId\"\xe6\x02\n" +
 	"\x15DescribeGroupResponse\x12'\n" +
 	"\x05error\x18\x01 \x01(\x0e2\x11.sluice.ErrorCodeR\x05error\x12#\n" +
 	"\rerror_message\x18\x02 \x01(\tR\ferrorMessage\x12\x14\n" +
@@ -7999,7 +8276,7 @@ const file_sluice_proto_rawDesc = "" +
 	"\vOffsetValue\x12\x16\n" +
 	"\x06offset\x18\x01 \x01(\x03R\x06offset\x12\x1a\n" +
 	"\bmetadata\x18\x02 \x01(\tR\bmetadata\x12$\n" +
-	"\x0ecommit_unix_ms\x18\x03 \x01(\x03R\fcommitUnixMs\"\xc8\x04\n" +
+	"\x0ecommit_unix_ms\x18\x03 \x01(\x03R\fcommitUnixMs\"\xe9\x04\n" +
 	"\x11GroupMemberRecord\x12\x1b\n" +
 	"\tmember_id\x18\x01 \x01(\tR\bmemberId\x12\x1b\n" +
 	"\tclient_id\x18\x02 \x01(\tR\bclientId\x12\x16\n" +
@@ -8019,7 +8296,9 @@ const file_sluice_proto_rawDesc = "" +
 	"\tprincipal\x18\f \x01(\tR\tprincipal\x12#\n" +
 	"\rprotocol_type\x18\r \x01(\tR\fprotocolType\x123\n" +
 	"\tprotocols\x18\x0e \x03(\v2\x15.sluice.GroupProtocolR\tprotocols\x12)\n" +
-	"\x10relay_assignment\x18\x0f \x01(\fR\x0frelayAssignment\"\xa2\x01\n" +
+	"\x10relay_assignment\x18\x0f \x01(\fR\x0frelayAssignment\x12\x1f\n" +
+	"\vinstance_id\x18\x10 \x01(\tR\n" +
+	"instanceId\"\xa2\x01\n" +
 	"\x12GroupMetadataValue\x12\x1e\n" +
 	"\n" +
 	"generation\x18\x01 \x01(\x05R\n" +
@@ -8145,7 +8424,8 @@ const file_sluice_proto_rawDesc = "" +
 	"authorizer\x18\x02 \x01(\bR\n" +
 	"authorizer\x12\x1d\n" +
 	"\n" +
-	"super_user\x18\x03 \x01(\bR\tsuperUser*\xe9\t\n" +
+	"super_user\x18\x03 \x01(\bR\tsuperUser*\xa0\n" +
+	"\n" +
 	"\tErrorCode\x12\b\n" +
 	"\x04NONE\x10\x00\x12!\n" +
 	"\x14UNKNOWN_SERVER_ERROR\x10\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01\x12\x1e\n" +
@@ -8188,7 +8468,9 @@ const file_sluice_proto_rawDesc = "" +
 	"\x0fPRODUCER_FENCED\x10Z\x12\x17\n" +
 	"\x13UNKNOWN_PRODUCER_ID\x10;\x12\x13\n" +
 	"\x0eINVALID_OFFSET\x10\xea\a\x12\x16\n" +
-	"\x12MEMBER_ID_REQUIRED\x10O\x12 \n" +
+	"\x12MEMBER_ID_REQUIRED\x10O\x12\x16\n" +
+	"\x12FENCED_INSTANCE_ID\x10R\x12\x1d\n" +
+	"\x19GROUP_SUBSCRIBED_TO_TOPIC\x10V\x12 \n" +
 	"\x1cCLUSTER_AUTHORIZATION_FAILED\x10\x1f\x12\x1b\n" +
 	"\x17INCONSISTENT_CLUSTER_ID\x10h\x12\x16\n" +
 	"\x12STALE_BROKER_EPOCH\x10M\x12\x1e\n" +
@@ -8244,7 +8526,7 @@ func file_sluice_proto_rawDescGZIP() []byte {
 }
 
 var file_sluice_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_sluice_proto_msgTypes = make([]protoimpl.MessageInfo, 111)
+var file_sluice_proto_msgTypes = make([]protoimpl.MessageInfo, 114)
 var file_sluice_proto_goTypes = []any{
 	(ErrorCode)(0),                       // 0: sluice.ErrorCode
 	(AclResourceType)(0),                 // 1: sluice.AclResourceType
@@ -8313,55 +8595,58 @@ var file_sluice_proto_goTypes = []any{
 	(*OffsetFetchResponse)(nil),          // 64: sluice.OffsetFetchResponse
 	(*DeleteGroupRequest)(nil),           // 65: sluice.DeleteGroupRequest
 	(*DeleteGroupResponse)(nil),          // 66: sluice.DeleteGroupResponse
-	(*ListGroupsRequest)(nil),            // 67: sluice.ListGroupsRequest
-	(*GroupOverview)(nil),                // 68: sluice.GroupOverview
-	(*ListGroupsResponse)(nil),           // 69: sluice.ListGroupsResponse
-	(*DescribeGroupRequest)(nil),         // 70: sluice.DescribeGroupRequest
-	(*MemberDescription)(nil),            // 71: sluice.MemberDescription
-	(*DescribeGroupResponse)(nil),        // 72: sluice.DescribeGroupResponse
-	(*SubscribeRequest)(nil),             // 73: sluice.SubscribeRequest
-	(*SubscribeResponse)(nil),            // 74: sluice.SubscribeResponse
-	(*PushedRecord)(nil),                 // 75: sluice.PushedRecord
-	(*RecordHeader)(nil),                 // 76: sluice.RecordHeader
-	(*PushRecords)(nil),                  // 77: sluice.PushRecords
-	(*PushAssignment)(nil),               // 78: sluice.PushAssignment
-	(*PushCredit)(nil),                   // 79: sluice.PushCredit
-	(*PushAck)(nil),                      // 80: sluice.PushAck
-	(*UnsubscribeRequest)(nil),           // 81: sluice.UnsubscribeRequest
-	(*GroupRecordKey)(nil),               // 82: sluice.GroupRecordKey
-	(*OffsetValue)(nil),                  // 83: sluice.OffsetValue
-	(*GroupMemberRecord)(nil),            // 84: sluice.GroupMemberRecord
-	(*GroupMetadataValue)(nil),           // 85: sluice.GroupMetadataValue
-	(*TopicRecord)(nil),                  // 86: sluice.TopicRecord
-	(*ReplicaAssignment)(nil),            // 87: sluice.ReplicaAssignment
-	(*PartitionState)(nil),               // 88: sluice.PartitionState
-	(*TopicDeletion)(nil),                // 89: sluice.TopicDeletion
-	(*BrokerRegistration)(nil),           // 90: sluice.BrokerRegistration
-	(*ClusterSnapshot)(nil),              // 91: sluice.ClusterSnapshot
-	(*AclBinding)(nil),                   // 92: sluice.AclBinding
-	(*UserRecord)(nil),                   // 93: sluice.UserRecord
-	(*SecurityRecord)(nil),               // 94: sluice.SecurityRecord
-	(*CreateAclsRequest)(nil),            // 95: sluice.CreateAclsRequest
-	(*CreateAclsResponse)(nil),           // 96: sluice.CreateAclsResponse
-	(*DeleteAclsRequest)(nil),            // 97: sluice.DeleteAclsRequest
-	(*DeleteAclsResponse)(nil),           // 98: sluice.DeleteAclsResponse
-	(*DescribeAclsRequest)(nil),          // 99: sluice.DescribeAclsRequest
-	(*DescribeAclsResponse)(nil),         // 100: sluice.DescribeAclsResponse
-	(*CreateUserRequest)(nil),            // 101: sluice.CreateUserRequest
-	(*CreateUserResponse)(nil),           // 102: sluice.CreateUserResponse
-	(*DeleteUserRequest)(nil),            // 103: sluice.DeleteUserRequest
-	(*DeleteUserResponse)(nil),           // 104: sluice.DeleteUserResponse
-	(*ListUsersRequest)(nil),             // 105: sluice.ListUsersRequest
-	(*ListUsersResponse)(nil),            // 106: sluice.ListUsersResponse
-	(*WhoAmIRequest)(nil),                // 107: sluice.WhoAmIRequest
-	(*WhoAmIResponse)(nil),               // 108: sluice.WhoAmIResponse
-	nil,                                  // 109: sluice.TopicMetadata.ConfigsEntry
-	nil,                                  // 110: sluice.TopicSpec.ConfigsEntry
-	nil,                                  // 111: sluice.TopicConfigChange.SetEntry
-	nil,                                  // 112: sluice.AlterPartitionRequest.IsrEpochsEntry
-	nil,                                  // 113: sluice.TopicRecord.ConfigsEntry
-	nil,                                  // 114: sluice.PartitionState.IsrEpochsEntry
-	nil,                                  // 115: sluice.PartitionState.IsrDirsEntry
+	(*DeleteOffsetsRequest)(nil),         // 67: sluice.DeleteOffsetsRequest
+	(*DeleteOffsetsResponse)(nil),        // 68: sluice.DeleteOffsetsResponse
+	(*PartitionError)(nil),               // 69: sluice.PartitionError
+	(*ListGroupsRequest)(nil),            // 70: sluice.ListGroupsRequest
+	(*GroupOverview)(nil),                // 71: sluice.GroupOverview
+	(*ListGroupsResponse)(nil),           // 72: sluice.ListGroupsResponse
+	(*DescribeGroupRequest)(nil),         // 73: sluice.DescribeGroupRequest
+	(*MemberDescription)(nil),            // 74: sluice.MemberDescription
+	(*DescribeGroupResponse)(nil),        // 75: sluice.DescribeGroupResponse
+	(*SubscribeRequest)(nil),             // 76: sluice.SubscribeRequest
+	(*SubscribeResponse)(nil),            // 77: sluice.SubscribeResponse
+	(*PushedRecord)(nil),                 // 78: sluice.PushedRecord
+	(*RecordHeader)(nil),                 // 79: sluice.RecordHeader
+	(*PushRecords)(nil),                  // 80: sluice.PushRecords
+	(*PushAssignment)(nil),               // 81: sluice.PushAssignment
+	(*PushCredit)(nil),                   // 82: sluice.PushCredit
+	(*PushAck)(nil),                      // 83: sluice.PushAck
+	(*UnsubscribeRequest)(nil),           // 84: sluice.UnsubscribeRequest
+	(*GroupRecordKey)(nil),               // 85: sluice.GroupRecordKey
+	(*OffsetValue)(nil),                  // 86: sluice.OffsetValue
+	(*GroupMemberRecord)(nil),            // 87: sluice.GroupMemberRecord
+	(*GroupMetadataValue)(nil),           // 88: sluice.GroupMetadataValue
+	(*TopicRecord)(nil),                  // 89: sluice.TopicRecord
+	(*ReplicaAssignment)(nil),            // 90: sluice.ReplicaAssignment
+	(*PartitionState)(nil),               // 91: sluice.PartitionState
+	(*TopicDeletion)(nil),                // 92: sluice.TopicDeletion
+	(*BrokerRegistration)(nil),           // 93: sluice.BrokerRegistration
+	(*ClusterSnapshot)(nil),              // 94: sluice.ClusterSnapshot
+	(*AclBinding)(nil),                   // 95: sluice.AclBinding
+	(*UserRecord)(nil),                   // 96: sluice.UserRecord
+	(*SecurityRecord)(nil),               // 97: sluice.SecurityRecord
+	(*CreateAclsRequest)(nil),            // 98: sluice.CreateAclsRequest
+	(*CreateAclsResponse)(nil),           // 99: sluice.CreateAclsResponse
+	(*DeleteAclsRequest)(nil),            // 100: sluice.DeleteAclsRequest
+	(*DeleteAclsResponse)(nil),           // 101: sluice.DeleteAclsResponse
+	(*DescribeAclsRequest)(nil),          // 102: sluice.DescribeAclsRequest
+	(*DescribeAclsResponse)(nil),         // 103: sluice.DescribeAclsResponse
+	(*CreateUserRequest)(nil),            // 104: sluice.CreateUserRequest
+	(*CreateUserResponse)(nil),           // 105: sluice.CreateUserResponse
+	(*DeleteUserRequest)(nil),            // 106: sluice.DeleteUserRequest
+	(*DeleteUserResponse)(nil),           // 107: sluice.DeleteUserResponse
+	(*ListUsersRequest)(nil),             // 108: sluice.ListUsersRequest
+	(*ListUsersResponse)(nil),            // 109: sluice.ListUsersResponse
+	(*WhoAmIRequest)(nil),                // 110: sluice.WhoAmIRequest
+	(*WhoAmIResponse)(nil),               // 111: sluice.WhoAmIResponse
+	nil,                                  // 112: sluice.TopicMetadata.ConfigsEntry
+	nil,                                  // 113: sluice.TopicSpec.ConfigsEntry
+	nil,                                  // 114: sluice.TopicConfigChange.SetEntry
+	nil,                                  // 115: sluice.AlterPartitionRequest.IsrEpochsEntry
+	nil,                                  // 116: sluice.TopicRecord.ConfigsEntry
+	nil,                                  // 117: sluice.PartitionState.IsrEpochsEntry
+	nil,                                  // 118: sluice.PartitionState.IsrDirsEntry
 }
 var file_sluice_proto_depIdxs = []int32{
 	0,   // 0: sluice.ErrorResponse.error:type_name -> sluice.ErrorCode
@@ -8372,16 +8657,16 @@ var file_sluice_proto_depIdxs = []int32{
 	0,   // 5: sluice.PartitionMetadata.error:type_name -> sluice.ErrorCode
 	0,   // 6: sluice.TopicMetadata.error:type_name -> sluice.ErrorCode
 	15,  // 7: sluice.TopicMetadata.partitions:type_name -> sluice.PartitionMetadata
-	109, // 8: sluice.TopicMetadata.configs:type_name -> sluice.TopicMetadata.ConfigsEntry
+	112, // 8: sluice.TopicMetadata.configs:type_name -> sluice.TopicMetadata.ConfigsEntry
 	14,  // 9: sluice.MetadataResponse.brokers:type_name -> sluice.BrokerInfo
 	16,  // 10: sluice.MetadataResponse.topics:type_name -> sluice.TopicMetadata
-	110, // 11: sluice.TopicSpec.configs:type_name -> sluice.TopicSpec.ConfigsEntry
+	113, // 11: sluice.TopicSpec.configs:type_name -> sluice.TopicSpec.ConfigsEntry
 	18,  // 12: sluice.CreateTopicsRequest.topics:type_name -> sluice.TopicSpec
 	0,   // 13: sluice.TopicResult.error:type_name -> sluice.ErrorCode
 	20,  // 14: sluice.CreateTopicsResponse.results:type_name -> sluice.TopicResult
 	20,  // 15: sluice.DeleteTopicsResponse.results:type_name -> sluice.TopicResult
 	25,  // 16: sluice.AlterTopicConfigsRequest.topics:type_name -> sluice.TopicConfigChange
-	111, // 17: sluice.TopicConfigChange.set:type_name -> sluice.TopicConfigChange.SetEntry
+	114, // 17: sluice.TopicConfigChange.set:type_name -> sluice.TopicConfigChange.SetEntry
 	20,  // 18: sluice.AlterTopicConfigsResponse.results:type_name -> sluice.TopicResult
 	28,  // 19: sluice.CreatePartitionsRequest.topics:type_name -> sluice.PartitionCount
 	20,  // 20: sluice.CreatePartitionsResponse.results:type_name -> sluice.TopicResult
@@ -8389,10 +8674,10 @@ var file_sluice_proto_depIdxs = []int32{
 	31,  // 22: sluice.DescribeReplicasResponse.replicas:type_name -> sluice.ReplicaState
 	0,   // 23: sluice.ReplicaFetchResponse.error:type_name -> sluice.ErrorCode
 	0,   // 24: sluice.OffsetForLeaderEpochResponse.error:type_name -> sluice.ErrorCode
-	112, // 25: sluice.AlterPartitionRequest.isr_epochs:type_name -> sluice.AlterPartitionRequest.IsrEpochsEntry
+	115, // 25: sluice.AlterPartitionRequest.isr_epochs:type_name -> sluice.AlterPartitionRequest.IsrEpochsEntry
 	0,   // 26: sluice.AlterPartitionResponse.error:type_name -> sluice.ErrorCode
-	88,  // 27: sluice.AlterPartitionResponse.state:type_name -> sluice.PartitionState
-	88,  // 28: sluice.LeaderAndIsrRequest.states:type_name -> sluice.PartitionState
+	91,  // 27: sluice.AlterPartitionResponse.state:type_name -> sluice.PartitionState
+	91,  // 28: sluice.LeaderAndIsrRequest.states:type_name -> sluice.PartitionState
 	0,   // 29: sluice.LeaderAndIsrResponse.error:type_name -> sluice.ErrorCode
 	0,   // 30: sluice.ReplicaOfflineResponse.error:type_name -> sluice.ErrorCode
 	0,   // 31: sluice.InitProducerIdResponse.error:type_name -> sluice.ErrorCode
@@ -8412,47 +8697,51 @@ var file_sluice_proto_depIdxs = []int32{
 	0,   // 45: sluice.OffsetFetchResponse.error:type_name -> sluice.ErrorCode
 	60,  // 46: sluice.OffsetFetchResponse.offsets:type_name -> sluice.OffsetCommitEntry
 	0,   // 47: sluice.DeleteGroupResponse.error:type_name -> sluice.ErrorCode
-	68,  // 48: sluice.ListGroupsResponse.groups:type_name -> sluice.GroupOverview
-	49,  // 49: sluice.MemberDescription.assignment:type_name -> sluice.TopicPartitions
-	0,   // 50: sluice.DescribeGroupResponse.error:type_name -> sluice.ErrorCode
-	71,  // 51: sluice.DescribeGroupResponse.members:type_name -> sluice.MemberDescription
-	0,   // 52: sluice.SubscribeResponse.error:type_name -> sluice.ErrorCode
-	76,  // 53: sluice.PushedRecord.headers:type_name -> sluice.RecordHeader
-	75,  // 54: sluice.PushRecords.records:type_name -> sluice.PushedRecord
-	49,  // 55: sluice.PushAssignment.assigned:type_name -> sluice.TopicPartitions
-	49,  // 56: sluice.GroupMemberRecord.assignment:type_name -> sluice.TopicPartitions
-	51,  // 57: sluice.GroupMemberRecord.protocols:type_name -> sluice.GroupProtocol
-	84,  // 58: sluice.GroupMetadataValue.members:type_name -> sluice.GroupMemberRecord
-	113, // 59: sluice.TopicRecord.configs:type_name -> sluice.TopicRecord.ConfigsEntry
-	87,  // 60: sluice.TopicRecord.assignment:type_name -> sluice.ReplicaAssignment
-	114, // 61: sluice.PartitionState.isr_epochs:type_name -> sluice.PartitionState.IsrEpochsEntry
-	115, // 62: sluice.PartitionState.isr_dirs:type_name -> sluice.PartitionState.IsrDirsEntry
-	86,  // 63: sluice.ClusterSnapshot.topics:type_name -> sluice.TopicRecord
-	88,  // 64: sluice.ClusterSnapshot.partitions:type_name -> sluice.PartitionState
-	89,  // 65: sluice.ClusterSnapshot.deleted_topics:type_name -> sluice.TopicDeletion
-	1,   // 66: sluice.AclBinding.resource_type:type_name -> sluice.AclResourceType
-	3,   // 67: sluice.AclBinding.pattern_type:type_name -> sluice.AclPatternType
-	2,   // 68: sluice.AclBinding.operation:type_name -> sluice.AclOperation
-	4,   // 69: sluice.AclBinding.permission:type_name -> sluice.AclPermission
-	92,  // 70: sluice.SecurityRecord.acls:type_name -> sluice.AclBinding
-	93,  // 71: sluice.SecurityRecord.users:type_name -> sluice.UserRecord
-	92,  // 72: sluice.CreateAclsRequest.acls:type_name -> sluice.AclBinding
-	0,   // 73: sluice.CreateAclsResponse.error:type_name -> sluice.ErrorCode
-	92,  // 74: sluice.DeleteAclsRequest.filters:type_name -> sluice.AclBinding
-	0,   // 75: sluice.DeleteAclsResponse.error:type_name -> sluice.ErrorCode
-	92,  // 76: sluice.DeleteAclsResponse.deleted:type_name -> sluice.AclBinding
-	92,  // 77: sluice.DescribeAclsRequest.filter:type_name -> sluice.AclBinding
-	0,   // 78: sluice.DescribeAclsResponse.error:type_name -> sluice.ErrorCode
-	92,  // 79: sluice.DescribeAclsResponse.acls:type_name -> sluice.AclBinding
-	0,   // 80: sluice.CreateUserResponse.error:type_name -> sluice.ErrorCode
-	0,   // 81: sluice.DeleteUserResponse.error:type_name -> sluice.ErrorCode
-	0,   // 82: sluice.ListUsersResponse.error:type_name -> sluice.ErrorCode
-	93,  // 83: sluice.ListUsersResponse.users:type_name -> sluice.UserRecord
-	84,  // [84:84] is the sub-list for method output_type
-	84,  // [84:84] is the sub-list for method input_type
-	84,  // [84:84] is the sub-list for extension type_name
-	84,  // [84:84] is the sub-list for extension extendee
-	0,   // [0:84] is the sub-list for field type_name
+	49,  // 48: sluice.DeleteOffsetsRequest.partitions:type_name -> sluice.TopicPartitions
+	0,   // 49: sluice.DeleteOffsetsResponse.error:type_name -> sluice.ErrorCode
+	69,  // 50: sluice.DeleteOffsetsResponse.partitions:type_name -> sluice.PartitionError
+	0,   // 51: sluice.PartitionError.error:type_name -> sluice.ErrorCode
+	71,  // 52: sluice.ListGroupsResponse.groups:type_name -> sluice.GroupOverview
+	49,  // 53: sluice.MemberDescription.assignment:type_name -> sluice.TopicPartitions
+	0,   // 54: sluice.DescribeGroupResponse.error:type_name -> sluice.ErrorCode
+	74,  // 55: sluice.DescribeGroupResponse.members:type_name -> sluice.MemberDescription
+	0,   // 56: sluice.SubscribeResponse.error:type_name -> sluice.ErrorCode
+	79,  // 57: sluice.PushedRecord.headers:type_name -> sluice.RecordHeader
+	78,  // 58: sluice.PushRecords.records:type_name -> sluice.PushedRecord
+	49,  // 59: sluice.PushAssignment.assigned:type_name -> sluice.TopicPartitions
+	49,  // 60: sluice.GroupMemberRecord.assignment:type_name -> sluice.TopicPartitions
+	51,  // 61: sluice.GroupMemberRecord.protocols:type_name -> sluice.GroupProtocol
+	87,  // 62: sluice.GroupMetadataValue.members:type_name -> sluice.GroupMemberRecord
+	116, // 63: sluice.TopicRecord.configs:type_name -> sluice.TopicRecord.ConfigsEntry
+	90,  // 64: sluice.TopicRecord.assignment:type_name -> sluice.ReplicaAssignment
+	117, // 65: sluice.PartitionState.isr_epochs:type_name -> sluice.PartitionState.IsrEpochsEntry
+	118, // 66: sluice.PartitionState.isr_dirs:type_name -> sluice.PartitionState.IsrDirsEntry
+	89,  // 67: sluice.ClusterSnapshot.topics:type_name -> sluice.TopicRecord
+	91,  // 68: sluice.ClusterSnapshot.partitions:type_name -> sluice.PartitionState
+	92,  // 69: sluice.ClusterSnapshot.deleted_topics:type_name -> sluice.TopicDeletion
+	1,   // 70: sluice.AclBinding.resource_type:type_name -> sluice.AclResourceType
+	3,   // 71: sluice.AclBinding.pattern_type:type_name -> sluice.AclPatternType
+	2,   // 72: sluice.AclBinding.operation:type_name -> sluice.AclOperation
+	4,   // 73: sluice.AclBinding.permission:type_name -> sluice.AclPermission
+	95,  // 74: sluice.SecurityRecord.acls:type_name -> sluice.AclBinding
+	96,  // 75: sluice.SecurityRecord.users:type_name -> sluice.UserRecord
+	95,  // 76: sluice.CreateAclsRequest.acls:type_name -> sluice.AclBinding
+	0,   // 77: sluice.CreateAclsResponse.error:type_name -> sluice.ErrorCode
+	95,  // 78: sluice.DeleteAclsRequest.filters:type_name -> sluice.AclBinding
+	0,   // 79: sluice.DeleteAclsResponse.error:type_name -> sluice.ErrorCode
+	95,  // 80: sluice.DeleteAclsResponse.deleted:type_name -> sluice.AclBinding
+	95,  // 81: sluice.DescribeAclsRequest.filter:type_name -> sluice.AclBinding
+	0,   // 82: sluice.DescribeAclsResponse.error:type_name -> sluice.ErrorCode
+	95,  // 83: sluice.DescribeAclsResponse.acls:type_name -> sluice.AclBinding
+	0,   // 84: sluice.CreateUserResponse.error:type_name -> sluice.ErrorCode
+	0,   // 85: sluice.DeleteUserResponse.error:type_name -> sluice.ErrorCode
+	0,   // 86: sluice.ListUsersResponse.error:type_name -> sluice.ErrorCode
+	96,  // 87: sluice.ListUsersResponse.users:type_name -> sluice.UserRecord
+	88,  // [88:88] is the sub-list for method output_type
+	88,  // [88:88] is the sub-list for method input_type
+	88,  // [88:88] is the sub-list for extension type_name
+	88,  // [88:88] is the sub-list for extension extendee
+	0,   // [0:88] is the sub-list for field type_name
 }
 
 func init() { file_sluice_proto_init() }
@@ -8466,7 +8755,7 @@ func file_sluice_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_sluice_proto_rawDesc), len(file_sluice_proto_rawDesc)),
 			NumEnums:      5,
-			NumMessages:   111,
+			NumMessages:   114,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

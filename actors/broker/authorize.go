@@ -122,7 +122,7 @@ func (b *brokerActor) permit(ctx actor.Context, fail func(messages.ErrorCode, st
 }
 
 // permitGroup checks a group request: Describe to describe a group, Delete
-// to delete one, Read for everything else (joining, committing, fetching offsets, push
+// to delete one or some of its offsets (with Read on their topics), Read for everything else (joining, committing, fetching offsets, push
 // credit), and Read on the topics a push subscriber subscribes to or a
 // commit names, since the broker reads and commits them on its behalf.
 func (b *brokerActor) permitGroup(ctx actor.Context, group string) bool {
@@ -132,6 +132,11 @@ func (b *brokerActor) permitGroup(ctx actor.Context, group string) bool {
 		needs = []access{onGroup(opDescribe, group)}
 	case *messages.DeleteGroupRequest:
 		needs = []access{onGroup(opDelete, group)}
+	case *messages.DeleteOffsetsRequest:
+		needs = []access{onGroup(opDelete, group)}
+		for _, tps := range m.Partitions {
+			needs = append(needs, onTopic(opRead, tps.Topic))
+		}
 	case *messages.SubscribeRequest:
 		for _, t := range m.Topics {
 			needs = append(needs, onTopic(opRead, t))

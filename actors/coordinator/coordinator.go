@@ -141,6 +141,8 @@ func (c *groupCoordinator) Receive(ctx actor.Context) {
 		actors.Respond(ctx, c.describe())
 	case *messages.DeleteGroupRequest:
 		c.onDelete(ctx)
+	case *messages.DeleteOffsetsRequest:
+		c.onDeleteOffsets(ctx, msg)
 	case *messages.SubscribeRequest:
 		c.onSubscribe(ctx, msg)
 	case *messages.PushCredit:
@@ -442,6 +444,68 @@ func (c *groupCoordinator) onDelete(ctx actor.Context) {
 	})
 }
 
+// onDeleteOffsets deletes committed offsets, as Kafka's OffsetDelete: all
+// those asked while the group is empty; while it has members, only those
+// of topics no member consumes (GROUP_SUBSCRIBED_TO_TOPIC for the others),
+// never those of a partition the cluster does not have
+// (UNKNOWN_TOPIC_OR_PARTITION), and none at all (NON_EMPTY_GROUP) when the members' protocol is one
+// whose subscriptions the coordinator cannot read.
+func (c *groupCoordinator) onDeleteOffsets(ctx actor.Context, req *messages.DeleteOffsetsRequest) {
+	sender := ctx.Sender()
+	resp := &messages.DeleteOffsetsResponse{}
+	answer := func() { actors.SendTo(ctx, sender, resp) }
+	members := c.g.MemberIDs()
+	pt := c.g.ProtocolType()
+	switch {
+	case c.g.Generation() == 0 && len(members) == 0 && len(c.offsets) == 0:
+		resp.Error, resp.ErrorMessage = messages.ErrorCode_GROUP_ID_NOT_FOUND, fmt.Sprintf("group %q does not exist", c.cfg.Group)
+		answer()
+		return
+	case len(members) > 0 && pt != "" && pt != consumerProtocol:
+		resp.Error, resp.ErrorMessage = messages.ErrorCode_NON_EMPTY_GROUP,
+			fmt.Sprintf("group %q has %d members of protocol type %q", c.cfg.Group, len(members), pt)
+		answer()
+		return
+	}
+	subscribed := c.subscribedTopics()
+	var recs []groupRecord
+	for _, tps := range req.Partitions {
+		for _, p := range tps.Partitions {
+			code := messages.ErrorCode_NONE
+			tp := cluster.TopicPartition{Topic: tps.Topic, Partition: p}
+			switch {
+			case p < 0 || p >= c.partitionCounts(tps.Topic):
+				code = messages.ErrorCode_UNKNOWN_TOPIC_OR_PARTITION
+			case slices.Contains(subscribed, tps.Topic):
+				code = messages.ErrorCode_GROUP_SUBSCRIBED_TO_TOPIC
+			case c.offsets[tp] != nil:
+				recs = append(recs, groupRecord{Key: &messages.GroupRecordKey{Group: c.cfg.Group, Topic: tp.Topic, Partition: tp.Partition}, Deleted: true})
+			}
+			resp.Partitions = append(resp.Partitions, &messages.PartitionError{Topic: tp.Topic, Partition: p, Error: code})
+		}
+	}
+	if len(recs) == 0 {
+		answer()
+		return
+	}
+	c.write(ctx, recs, func(err error) {
+		if err != nil {
+			resp = &messages.DeleteOffsetsResponse{Error: messages.ErrorCode_COORDINATOR_NOT_AVAILABLE, ErrorMessage: "deletion not persisted: " + err.Error()}
+		}
+		answer()
+	})
+}
+
+// subscribedTopics lists the topics the group's members consume, sorted.
+func (c *groupCoordinator) subscribedTopics() []string {
+	var topics []string
+	for _, m := range c.describe().Members {
+		topics = append(topics, m.Topics...)
+	}
+	slices.Sort(topics)
+	return slices.Compact(topics)
+}
+
 func (c *groupCoordinator) describe() *messages.DescribeGroupResponse {
 	d := c.g.Describe()
 	resp := &messages.DescribeGroupResponse{Group: c.cfg.Group, State: d.State.String(), Generation: d.Generation,
@@ -539,8 +603,13 @@ func (c *groupCoordinator) flushWrites(ctx actor.Context) {
 		} else {
 			listed := len(c.offsets) > 0
 			for _, r := range recs {
-				if r.Key.Topic != "" && !r.Deleted {
-					c.offsets[cluster.TopicPartition{Topic: r.Key.Topic, Partition: r.Key.Partition}] = r.Offset
+				tp := cluster.TopicPartition{Topic: r.Key.Topic, Partition: r.Key.Partition}
+				switch {
+				case r.Key.Topic == "":
+				case r.Deleted:
+					delete(c.offsets, tp)
+				default:
+					c.offsets[tp] = r.Offset
 				}
 			}
 			if !listed && len(c.offsets) > 0 {

@@ -25,6 +25,8 @@ func GroupOf(msg any) (string, bool) {
 		return m.Group, true
 	case *messages.DeleteGroupRequest:
 		return m.Group, true
+	case *messages.DeleteOffsetsRequest:
+		return m.Group, true
 	case *messages.SubscribeRequest:
 		return m.Group, true
 	case *messages.UnsubscribeRequest:
@@ -57,6 +59,8 @@ func GroupError(msg any, code messages.ErrorCode, text string) proto.Message {
 		return &messages.DescribeGroupResponse{Error: code, ErrorMessage: text}
 	case *messages.DeleteGroupRequest:
 		return &messages.DeleteGroupResponse{Error: code, ErrorMessage: text}
+	case *messages.DeleteOffsetsRequest:
+		return &messages.DeleteOffsetsResponse{Error: code, ErrorMessage: text}
 	case *messages.SubscribeRequest:
 		return &messages.SubscribeResponse{Error: code, ErrorMessage: text}
 	case *messages.UnsubscribeRequest:

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -13,7 +15,7 @@ import (
 
 func runGroup(args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		return usageErr("want list, describe, delete or reset-offsets")
+		return usageErr("want list, describe, delete, reset-offsets or delete-offsets")
 	}
 	sub, args := args[0], args[1:]
 	fs := newFlagSet("group "+sub, stderr)
@@ -27,6 +29,11 @@ func runGroup(args []string, stdout, stderr io.Writer) error {
 	var topic *string
 	var toEarliest, toLatest *bool
 	var toOffset *int64
+	var partition partitionFlag
+	if sub == "delete-offsets" {
+		topic = fs.String("topic", "", "topic whose committed offsets to delete")
+		fs.Var(&partition, "partition", "only this partition (default: all)")
+	}
 	if sub == "reset-offsets" {
 		topic = fs.String("topic", "", "topic whose offsets to reset")
 		toEarliest = fs.Bool("to-earliest", false, "reset to the first offset")
@@ -130,8 +137,30 @@ func runGroup(args []string, stdout, stderr io.Writer) error {
 			fmt.Fprintf(stdout, "%s %d -> %d\n", *topic, p, offsets[p])
 		}
 		return nil
+	case "delete-offsets":
+		if len(pos) != 1 || *topic == "" {
+			return usageErr("want a group and --topic")
+		}
+		var only []int32
+		if partition.set {
+			only = []int32{partition.n}
+		}
+		results, err := admin.DeleteOffsets(ctx, pos[0], *topic, only...)
+		if err != nil {
+			return err
+		}
+		var failed error
+		for _, p := range slices.Sorted(maps.Keys(results)) {
+			if err := results[p]; err != nil {
+				fmt.Fprintf(stdout, "%s %d: %v\n", *topic, p, err)
+				failed = fmt.Errorf("some offsets were kept: %w", err)
+				continue
+			}
+			fmt.Fprintf(stdout, "%s %d: deleted\n", *topic, p)
+		}
+		return failed
 	}
-	return usageErr("unknown group command %q: want list, describe, delete or reset-offsets", sub)
+	return usageErr("unknown group command %q: want list, describe, delete, reset-offsets or delete-offsets", sub)
 }
 
 type groupListJSON struct {

@@ -137,6 +137,13 @@ func TestCLIGroups(t *testing.T) {
 	if got := consume(1); !slices.Equal(got, []string{"1 3 b3"}) {
 		t.Fatalf("consume after --to-latest: %v", got)
 	}
+	// delete-offsets forgets a partition's commit: the group starts it
+	// over by its reset policy.
+	if out := run("", "group", "delete-offsets", "G", "--topic", "cli", "--partition", "1"); out != "cli 1: deleted\n" {
+		t.Fatalf("delete-offsets printed %q", out)
+	}
+	checkRows(t, "after delete-offsets of partition 1", describeRows(t, b.Addr, "G", "cli"),
+		map[int32]describeRow{0: {committed: 7, end: 7, leo: 7, lag: 0}, 1: {committed: -1, end: 4, leo: 4, lag: 4}})
 
 	// A running member: describe names it as the owner, a reset is
 	// refused, and once it exits (SIGTERM) it has left the group.

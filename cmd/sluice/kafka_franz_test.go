@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -366,6 +367,49 @@ func TestKafkaGroupOffsetsAndListings(t *testing.T) {
 	}
 	if described, err := adm.DescribeGroups(ctx, "never"); err != nil || described["never"].Err != nil || len(described["never"].Members) != 0 {
 		t.Errorf("an unknown group: %+v %v", described["never"], err)
+	}
+
+	// OffsetDelete: an empty group's offsets go, partition by partition; a
+	// group with members keeps those of the topics they consume; a
+	// partition the topic does not have and a group that never was are
+	// errors. The same through sluice group delete-offsets.
+	toCommit = kadm.Offsets{}
+	toCommit.AddOffset("g-topic", 1, 1, -1)
+	if committed, err := adm.CommitOffsets(ctx, "standalone", toCommit); err != nil || committed.Error() != nil {
+		t.Fatalf("commit: %v %v", err, committed.Error())
+	}
+	var ts kadm.TopicsSet
+	ts.Add("g-topic", 1, 7)
+	dropped, err := adm.DeleteOffsets(ctx, "standalone", ts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err, _ := dropped.Lookup("g-topic", 1); err != nil {
+		t.Errorf("deleting g-topic 1 of standalone: %v", err)
+	}
+	if err, _ := dropped.Lookup("g-topic", 7); err == nil || !strings.Contains(err.Error(), "UNKNOWN_TOPIC_OR_PARTITION") {
+		t.Errorf("deleting g-topic 7 of standalone: %v", err)
+	}
+	fetched, err = adm.FetchOffsets(ctx, "standalone")
+	if _, kept := fetched.Lookup("g-topic", 1); err != nil || kept {
+		t.Errorf("offsets after OffsetDelete of g-topic 1: %+v %v", fetched, err)
+	}
+	if o, _ := fetched.Lookup("g-topic", 0); o.At != 2 {
+		t.Errorf("g-topic 0 after OffsetDelete of g-topic 1: %+v", o)
+	}
+	dropped, err = adm.DeleteOffsets(ctx, "live", ts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err, _ := dropped.Lookup("g-topic", 1); err == nil || !strings.Contains(err.Error(), "GROUP_SUBSCRIBED_TO_TOPIC") {
+		t.Errorf("deleting a consumed topic's offsets: %v", err)
+	}
+	if _, err := adm.DeleteOffsets(ctx, "never", ts); err == nil || !strings.Contains(err.Error(), "GROUP_ID_NOT_FOUND") {
+		t.Errorf("deleting offsets of a group that never was: %v", err)
+	}
+	if out, _, code := runCLI(t, "", "group", "delete-offsets", "live", "--topic", "g-topic", "--broker", b.Addr); code != 1 ||
+		!regexp.MustCompile(`^g-topic 0: GROUP_SUBSCRIBED_TO_TOPIC.*\ng-topic 1: GROUP_SUBSCRIBED_TO_TOPIC.*\n$`).MatchString(out) {
+		t.Errorf("sluice group delete-offsets live: exit %d, %q", code, out)
 	}
 
 	// DeleteGroups: a group with a member is refused, one without is gone

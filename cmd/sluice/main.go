@@ -32,6 +32,7 @@ Usage:
   sluice group describe GROUP            members, assignment, committed offset, end and lag per partition
   sluice group delete GROUP              delete a group without members, with its committed offsets
   sluice group reset-offsets GROUP --topic T --to-earliest|--to-latest|--to-offset N
+  sluice group delete-offsets GROUP --topic T [--partition P]
   sluice bench produce|consume [flags]   measure throughput and latency
   sluice dev-cluster [--brokers 3]       run Consul and a local cluster of brokers until Ctrl-C (--secure: with TLS)
   sluice acl add|remove|list [flags]     manage ACLs: --allow-principal P --operation OP --topic T|--group G|--cluster
