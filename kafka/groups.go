@@ -27,7 +27,7 @@ const consumerProtocol = "consumer"
 
 func handleOffsetCommit(r *request, h header, kreq kmsg.Request) func() kmsg.Response {
 	req := kreq.(*kmsg.OffsetCommitRequest)
-	creq := &messages.OffsetCommitRequest{Group: req.Group, MemberId: req.MemberID, Generation: req.Generation}
+	creq := &messages.OffsetCommitRequest{Group: req.Group, MemberId: req.MemberID, Generation: req.Generation, InstanceId: deref(req.InstanceID)}
 	if h.version == 0 {
 		creq.Generation = -1 // v0 has no member: a standalone commit
 	}
@@ -233,8 +233,12 @@ func handleDescribeGroups(r *request, h header, kreq kmsg.Request) func() kmsg.R
 				}
 				for _, m := range dr.Members {
 					if dr.ProtocolType != "" {
-						rg.Members = append(rg.Members, kmsg.DescribeGroupsResponseGroupMember{MemberID: m.MemberId, ClientID: m.ClientId,
-							ClientHost: "-", ProtocolMetadata: m.ProtocolMetadata, MemberAssignment: m.RelayAssignment})
+						rm := kmsg.DescribeGroupsResponseGroupMember{MemberID: m.MemberId, ClientID: m.ClientId,
+							ClientHost: "-", ProtocolMetadata: m.ProtocolMetadata, MemberAssignment: m.RelayAssignment}
+						if m.InstanceId != "" {
+							rm.InstanceID = kmsg.StringPtr(m.InstanceId)
+						}
+						rg.Members = append(rg.Members, rm)
 						continue
 					}
 					rg.Members = append(rg.Members, describeMember(m))
@@ -333,4 +337,12 @@ func handleOffsetDelete(r *request, h header, kreq kmsg.Request) func() kmsg.Res
 		}
 		return resp
 	}
+}
+
+// deref is the string a nullable string points to ("" for null).
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }

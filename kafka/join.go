@@ -21,8 +21,11 @@ import (
 //   Heartbeat (key 12), v0–4, LeaveGroup (key 13), v0–4 (v3+: several
 //     members).
 //
-// Static membership (group.instance.id) is not kept: such members join as
-// dynamic ones.
+// Static membership (group.instance.id, JoinGroup v5+ and the requests
+// that follow a join from v3): a member that restarts rejoins under its
+// instance id and takes over its assignment without a rebalance; the
+// member id it replaced is fenced (FENCED_INSTANCE_ID). See
+// actors/groups/static.go.
 
 // syncWait bounds how long a SyncGroup waits for the group's leader.
 const syncWait = 5 * time.Minute
@@ -40,7 +43,7 @@ func handleJoinGroup(r *request, h header, kreq kmsg.Request) func() kmsg.Respon
 		rebalance = req.SessionTimeoutMillis
 	}
 	jreq := &messages.JoinGroupRequest{Group: req.Group, MemberId: req.MemberID, SessionTimeoutMs: req.SessionTimeoutMillis,
-		RebalanceTimeoutMs: rebalance, ProtocolType: req.ProtocolType, RequireMemberId: h.version >= 4}
+		RebalanceTimeoutMs: rebalance, ProtocolType: req.ProtocolType, RequireMemberId: h.version >= 4, InstanceId: deref(req.InstanceID)}
 	if h.clientID != nil {
 		jreq.ClientId = *h.clientID
 	}
@@ -83,7 +86,7 @@ func errorCodeOf(res any) int16 {
 
 func handleSyncGroup(r *request, h header, kreq kmsg.Request) func() kmsg.Response {
 	req := kreq.(*kmsg.SyncGroupRequest)
-	sreq := &messages.SyncGroupRequest{Group: req.Group, MemberId: req.MemberID, Generation: req.Generation}
+	sreq := &messages.SyncGroupRequest{Group: req.Group, MemberId: req.MemberID, Generation: req.Generation, InstanceId: deref(req.InstanceID)}
 	for _, a := range req.GroupAssignment {
 		sreq.Assignments = append(sreq.Assignments, &messages.MemberBytes{MemberId: a.MemberID, Data: a.MemberAssignment})
 	}
@@ -107,7 +110,7 @@ func handleSyncGroup(r *request, h header, kreq kmsg.Request) func() kmsg.Respon
 
 func handleHeartbeat(r *request, h header, kreq kmsg.Request) func() kmsg.Response {
 	req := kreq.(*kmsg.HeartbeatRequest)
-	answer := r.ask(&messages.HeartbeatRequest{Group: req.Group, MemberId: req.MemberID, Generation: req.Generation})
+	answer := r.ask(&messages.HeartbeatRequest{Group: req.Group, MemberId: req.MemberID, Generation: req.Generation, InstanceId: deref(req.InstanceID)})
 	return func() kmsg.Response {
 		resp := kmsg.NewPtrHeartbeatResponse()
 		resp.ErrorCode = errorOf(answer, func(m *messages.HeartbeatResponse) messages.ErrorCode { return m.Error })
@@ -117,24 +120,24 @@ func handleHeartbeat(r *request, h header, kreq kmsg.Request) func() kmsg.Respon
 
 func handleLeaveGroup(r *request, h header, kreq kmsg.Request) func() kmsg.Response {
 	req := kreq.(*kmsg.LeaveGroupRequest)
-	ids := []string{req.MemberID}
+	leaves := []*messages.LeaveGroupRequest{{Group: req.Group, MemberId: req.MemberID}}
 	if h.version >= 3 {
-		ids = nil
+		leaves = nil
 		for _, m := range req.Members {
-			ids = append(ids, m.MemberID)
+			leaves = append(leaves, &messages.LeaveGroupRequest{Group: req.Group, MemberId: m.MemberID, InstanceId: deref(m.InstanceID)})
 		}
 	}
-	answers := make([]Answer, len(ids))
-	for i, id := range ids {
-		answers[i] = r.ask(&messages.LeaveGroupRequest{Group: req.Group, MemberId: id})
+	answers := make([]Answer, len(leaves))
+	for i, l := range leaves {
+		answers[i] = r.ask(l)
 	}
 	return func() kmsg.Response {
 		resp := kmsg.NewPtrLeaveGroupResponse()
-		for i, id := range ids {
+		for i, l := range leaves {
 			code := errorOf(answers[i], func(m *messages.LeaveGroupResponse) messages.ErrorCode { return m.Error })
 			if h.version >= 3 {
 				m := kmsg.NewLeaveGroupResponseMember()
-				m.MemberID, m.ErrorCode = id, code
+				m.MemberID, m.ErrorCode = l.MemberId, code
 				if req.Members[i].InstanceID != nil {
 					m.InstanceID = req.Members[i].InstanceID
 				}

@@ -116,6 +116,10 @@ func (c *groupCoordinator) Receive(ctx actor.Context) {
 	case *messages.JoinGroupRequest:
 		c.onJoin(ctx, msg)
 	case *messages.SyncGroupRequest:
+		if _, code := c.g.Instance(msg.MemberId, msg.InstanceId); code != groups.None {
+			actors.Respond(ctx, &messages.SyncGroupResponse{Error: groupCode(code), ErrorMessage: codeText(code, msg.MemberId)})
+			return
+		}
 		if c.g.ProtocolType() != "" || len(msg.Assignments) > 0 {
 			c.handle(ctx, c.g.SyncRelay(msg.MemberId, msg.Generation, fromMemberBytes(msg.Assignments), ctx.Sender(), time.Now()))
 			return
@@ -123,10 +127,18 @@ func (c *groupCoordinator) Receive(ctx actor.Context) {
 		assignment, code := c.g.Sync(msg.MemberId, msg.Generation, time.Now())
 		actors.Respond(ctx, &messages.SyncGroupResponse{Error: groupCode(code), ErrorMessage: codeText(code, msg.MemberId), Assignment: toWireAssignment(assignment)})
 	case *messages.HeartbeatRequest:
-		code := c.g.Heartbeat(msg.MemberId, msg.Generation, time.Now())
+		_, code := c.g.Instance(msg.MemberId, msg.InstanceId)
+		if code == groups.None {
+			code = c.g.Heartbeat(msg.MemberId, msg.Generation, time.Now())
+		}
 		actors.Respond(ctx, &messages.HeartbeatResponse{Error: groupCode(code), ErrorMessage: codeText(code, msg.MemberId)})
 	case *messages.LeaveGroupRequest:
-		c.onLeave(ctx, msg.MemberId, func(code messages.ErrorCode, text string) {
+		member, code := c.g.Instance(msg.MemberId, msg.InstanceId)
+		if code != groups.None {
+			actors.Respond(ctx, &messages.LeaveGroupResponse{Error: groupCode(code), ErrorMessage: codeText(code, msg.MemberId)})
+			return
+		}
+		c.onLeave(ctx, member, func(code messages.ErrorCode, text string) {
 			actors.Respond(ctx, &messages.LeaveGroupResponse{Error: code, ErrorMessage: text})
 		})
 	case *messages.UnsubscribeRequest:
@@ -262,7 +274,7 @@ func (c *groupCoordinator) onJoin(ctx actor.Context, req *messages.JoinGroupRequ
 	jr := groups.JoinRequest{MemberID: req.MemberId, ClientID: req.ClientId, Topics: req.Topics,
 		Assignors: req.Assignors, SessionTimeout: time.Duration(req.SessionTimeoutMs) * time.Millisecond,
 		RebalanceTimeout: time.Duration(req.RebalanceTimeoutMs) * time.Millisecond, ReplyTo: ctx.Sender(),
-		ProtocolType: req.ProtocolType, RequireMemberID: req.RequireMemberId}
+		ProtocolType: req.ProtocolType, RequireMemberID: req.RequireMemberId, InstanceID: req.InstanceId}
 	for _, p := range req.Protocols {
 		jr.Protocols = append(jr.Protocols, groups.Protocol{Name: p.Name, Metadata: p.Metadata})
 	}
@@ -317,7 +329,11 @@ func (c *groupCoordinator) onCommit(ctx actor.Context, req *messages.OffsetCommi
 	answer := func(code messages.ErrorCode, text string) {
 		actors.SendTo(ctx, sender, &messages.OffsetCommitResponse{Error: code, ErrorMessage: text})
 	}
-	if code := c.g.CommitCheck(req.MemberId, req.Generation); code != groups.None {
+	_, code := c.g.Instance(req.MemberId, req.InstanceId)
+	if code == groups.None {
+		code = c.g.CommitCheck(req.MemberId, req.Generation)
+	}
+	if code != groups.None {
 		answer(groupCode(code), fmt.Sprintf("commit from member %q at generation %d: %s (group generation %d)",
 			req.MemberId, req.Generation, code, c.g.Generation()))
 		return
@@ -513,7 +529,7 @@ func (c *groupCoordinator) describe() *messages.DescribeGroupResponse {
 	for _, m := range d.Members {
 		md := &messages.MemberDescription{MemberId: m.MemberID, ClientId: m.ClientID,
 			Topics: m.Topics, Assignment: toWireAssignment(m.Assignment), PushAddress: m.Push.Address, PushId: m.Push.ID,
-			RelayAssignment: m.RelayAssignment}
+			RelayAssignment: m.RelayAssignment, InstanceId: m.InstanceID}
 		for _, p := range m.Protocols {
 			if p.Name == d.Assignor {
 				md.ProtocolMetadata = p.Metadata
@@ -666,7 +682,7 @@ func toWireSnapshot(s groups.Snapshot) *messages.GroupMetadataValue {
 			RebalanceTimeoutMs: int32(m.RebalanceTimeout.Milliseconds()), Assignment: toWireAssignment(m.Assignment),
 			PushAddress: m.Push.Address, PushId: m.Push.ID, PushCredit: m.Push.Credit, AutoOffsetReset: m.AutoOffsetReset,
 			Principal: m.Push.Principal, ProtocolType: m.ProtocolType, Protocols: toWireProtocols(m.Protocols),
-			RelayAssignment: m.RelayAssignment})
+			RelayAssignment: m.RelayAssignment, InstanceId: m.InstanceID})
 	}
 	return v
 }
@@ -702,7 +718,8 @@ func fromWireSnapshot(v *messages.GroupMetadataValue) groups.Snapshot {
 			Assignors: m.Assignors, SessionTimeout: time.Duration(m.SessionTimeoutMs) * time.Millisecond,
 			RebalanceTimeout: time.Duration(m.RebalanceTimeoutMs) * time.Millisecond, Assignment: fromWireAssignment(m.Assignment),
 			Push:            groups.PushTarget{Address: m.PushAddress, ID: m.PushId, Credit: m.PushCredit, Principal: m.Principal},
-			AutoOffsetReset: m.AutoOffsetReset, ProtocolType: m.ProtocolType, RelayAssignment: m.RelayAssignment})
+			AutoOffsetReset: m.AutoOffsetReset, ProtocolType: m.ProtocolType, RelayAssignment: m.RelayAssignment,
+			InstanceID: m.InstanceId})
 		for _, p := range m.Protocols {
 			s.Members[len(s.Members)-1].Protocols = append(s.Members[len(s.Members)-1].Protocols, groups.Protocol{Name: p.Name, Metadata: p.Metadata})
 		}

@@ -28,6 +28,9 @@ const (
 	// MemberIDRequired: with Config.RequireMemberID, a first join is answered
 	// with a member id to rejoin with (Kafka's KIP-394).
 	MemberIDRequired
+	// FencedInstanceID: a static member's instance id is held by a newer
+	// member id; the request came from the one it replaced.
+	FencedInstanceID
 )
 
 var codeNames = [...]string{
@@ -39,6 +42,7 @@ var codeNames = [...]string{
 	InconsistentGroupProtocol: "INCONSISTENT_GROUP_PROTOCOL",
 	NonEmptyGroup:             "NON_EMPTY_GROUP",
 	MemberIDRequired:          "MEMBER_ID_REQUIRED",
+	FencedInstanceID:          "FENCED_INSTANCE_ID",
 }
 
 // String returns the protobuf enum name of c, e.g. "ILLEGAL_GENERATION".
@@ -51,9 +55,10 @@ func (c Code) String() string {
 
 // State is where a group is in its membership protocol.
 //
-// There is no CompletingRebalance: the coordinator computes every
-// assignment the moment the joins are in, so a group goes straight from
-// PreparingRebalance to Stable. There is no Dead either: a group without
+// Only relay groups pass through CompletingRebalance: for its own members
+// the coordinator computes every assignment the moment the joins are in,
+// so such a group goes straight from PreparingRebalance to Stable. There
+// is no Dead: a group without
 // members is Empty and the actor drops it when it wants to.
 type State int8
 

@@ -37,6 +37,8 @@ type Group struct {
 	// owed are answers to parked relay syncs that a call made due (a
 	// rebalance that started); the next Outcome carries them.
 	owed []SyncReply
+	// statics maps static members' instance ids to their member ids.
+	statics map[string]string
 }
 
 type member struct {
@@ -60,7 +62,7 @@ func (m *member) push() bool { return !m.rec.Push.IsZero() }
 
 // New returns an Empty group at generation 0. cfg should pass Validate.
 func New(cfg Config) *Group {
-	return &Group{cfg: cfg, members: map[string]*member{}, pending: map[string]time.Time{}}
+	return &Group{cfg: cfg, members: map[string]*member{}, pending: map[string]time.Time{}, statics: map[string]string{}}
 }
 
 // State is the group's state.
@@ -85,9 +87,11 @@ func (g *Group) MemberIDs() []string { return slices.Sorted(maps.Keys(g.members)
 //
 // Checks, in Kafka's order: the session timeout (INVALID_SESSION_TIMEOUT),
 // an assignor in common with every other member
-// (INCONSISTENT_GROUP_PROTOCOL), then the member id: empty makes a new
-// member (or, with Config.RequireMemberID, MEMBER_ID_REQUIRED), an unknown
-// one is UNKNOWN_MEMBER_ID. An accepted join replaces the member's
+// (INCONSISTENT_GROUP_PROTOCOL), a static member's instance id (see
+// static.go: UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID, or the rejoin that
+// takes over its member), then the member id: empty makes a new member
+// (or, with Config.RequireMemberID, MEMBER_ID_REQUIRED), an unknown one is
+// UNKNOWN_MEMBER_ID. An accepted join replaces the member's
 // subscription, refreshes its last-seen time and is parked: Outcome.Code is
 // None and the JoinReply comes once the rebalance completes — when every
 // member has joined, or on Tick at the rebalance deadline. Any accepted
@@ -107,16 +111,29 @@ func (g *Group) Join(req JoinRequest, now time.Time, parts PartitionCounts) Outc
 	if len(assignors) == 0 || !g.supports(assignors, id) || (relay && push) || !g.sameKind(req.ProtocolType, id) {
 		return Outcome{Code: InconsistentGroupProtocol, MemberID: id}
 	}
+	static := req.InstanceID != "" && !push
+	if static {
+		old, held := g.statics[req.InstanceID]
+		switch {
+		case id == "" && held:
+			return g.replaceStatic(req, old, assignors, now, parts)
+		case id != "" && !held:
+			return Outcome{Code: UnknownMemberID, MemberID: id}
+		case id != "" && old != id:
+			return Outcome{Code: FencedInstanceID, MemberID: id}
+		}
+	}
 	var out Outcome
 	m, known := g.members[id]
 	_, pending := g.pending[id]
 	switch {
-	case id == "" && (g.cfg.RequireMemberID || req.RequireMemberID) && !push:
-		id = g.newID(req.ClientID)
+	case id == "" && (g.cfg.RequireMemberID || req.RequireMemberID) && !push && !static:
+		// A static member skips this: its instance id already names it.
+		id = g.newID(req.idPrefix())
 		g.pending[id] = now.Add(req.SessionTimeout)
 		return Outcome{Code: MemberIDRequired, MemberID: id}
 	case id == "":
-		id = g.newID(req.ClientID)
+		id = g.newID(req.idPrefix())
 	case pending:
 		delete(g.pending, id)
 	case !known:
@@ -128,12 +145,32 @@ func (g *Group) Join(req JoinRequest, now time.Time, parts PartitionCounts) Outc
 	} else if m.parked {
 		out.Replies = append(out.Replies, JoinReply{ReplyTo: m.replyTo, Code: RebalanceInProgress, MemberID: id})
 	}
+	m.rec.MemberID = id
+	g.updateMember(m, req, assignors, now)
+	if static {
+		g.statics[req.InstanceID] = id
+	}
+	switch {
+	case g.state != PreparingRebalance:
+		g.startRebalance(now, g.state == Empty)
+	case !known && g.initialDelay:
+		g.delayUntil = now.Add(g.cfg.InitialRebalanceDelay)
+	}
+	m.joined, m.parked, m.replyTo = true, true, req.ReplyTo
+	out.MemberID = id
+	out.merge(g.maybeComplete(now, parts))
+	return g.settle(out)
+}
+
+// updateMember takes a join's subscription, protocols and timeouts into
+// the member's record; its assignment stays until the next generation.
+func (g *Group) updateMember(m *member, req JoinRequest, assignors []string, now time.Time) {
 	rebalanceTimeout := req.RebalanceTimeout
 	if rebalanceTimeout <= 0 {
 		rebalanceTimeout = req.SessionTimeout
 	}
 	m.rec = MemberRecord{
-		MemberID:         id,
+		MemberID:         m.rec.MemberID,
 		ClientID:         req.ClientID,
 		Topics:           slices.Compact(slices.Sorted(slices.Values(req.Topics))),
 		Assignors:        assignors,
@@ -145,19 +182,13 @@ func (g *Group) Join(req JoinRequest, now time.Time, parts PartitionCounts) Outc
 		ProtocolType:     req.ProtocolType,
 		Protocols:        slices.Clone(req.Protocols),
 		RelayAssignment:  m.rec.RelayAssignment,
+		InstanceID:       req.InstanceID,
+	}
+	if m.push() {
+		m.rec.InstanceID = ""
 	}
 	g.protocolType = req.ProtocolType
 	m.lastSeen = now
-	switch {
-	case g.state != PreparingRebalance:
-		g.startRebalance(now, g.state == Empty)
-	case !known && g.initialDelay:
-		g.delayUntil = now.Add(g.cfg.InitialRebalanceDelay)
-	}
-	m.joined, m.parked, m.replyTo = true, true, req.ReplyTo
-	out.MemberID = id
-	out.merge(g.maybeComplete(now, parts))
-	return g.settle(out)
 }
 
 // Sync returns the member's assignment for generation. Errors: a
@@ -336,8 +367,12 @@ func (g *Group) current(memberID string, generation int32) (*member, Code) {
 }
 
 func (g *Group) remove(id string) {
-	if m := g.members[id]; m != nil && m.syncParked {
+	m := g.members[id]
+	if m != nil && m.syncParked {
 		g.owed = append(g.owed, SyncReply{ReplyTo: m.syncReplyTo, Code: UnknownMemberID, MemberID: id})
+	}
+	if m != nil && m.rec.InstanceID != "" && g.statics[m.rec.InstanceID] == id {
+		delete(g.statics, m.rec.InstanceID)
 	}
 	delete(g.members, id)
 	if len(g.members) == 0 {

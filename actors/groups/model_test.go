@@ -8,15 +8,15 @@ import (
 )
 
 // A randomized model: clients join (pull and push, sometimes with no
-// assignor in common), rejoin with new subscriptions, leave, go silent and
-// come back, heartbeat and react as a consumer does; time advances with
+// assignor in common, some static), rejoin with new subscriptions, leave,
+// go silent and come back, restart under their instance ids, heartbeat and react as a consumer does; time advances with
 // ticks; partitions grow; the coordinator fails over to what it persisted.
 // After every step sim.check asserts: the generation never decreases; when
 // Stable, every partition of every subscribed topic is owned exactly once
 // by a subscribing member and no join is left parked; no partition has two
 // owners in one generation, as the group and as the clients saw it; no
-// non-member or stale generation may commit; every parked join is answered
-// once.
+// non-member or stale generation may commit; a static member's ids from
+// before a restart are fenced; every parked join is answered once.
 func TestGroupModelRandomized(t *testing.T) {
 	topics := []string{"t0", "t1", "t2"}
 	assignorSets := [][]string{{"range"}, {"sticky", "range"}, {"roundrobin", "range"}, {"sticky", "roundrobin", "range"}, {"sticky"}}
@@ -59,6 +59,9 @@ func TestGroupModelRandomized(t *testing.T) {
 						assignors: assignorSets[rng.IntN(len(assignorSets))],
 						push:      rng.IntN(4) == 0,
 					}
+					if !cl.push && rng.IntN(3) == 0 {
+						cl.instance = "i-" + cl.clientID
+					}
 					s.clients = append(s.clients, cl)
 					s.join(cl)
 				case r < 4: // a rejoin, perhaps with a new subscription
@@ -87,6 +90,10 @@ func TestGroupModelRandomized(t *testing.T) {
 					}
 				case r < 8:
 					s.failover()
+				case r < 9 && rng.IntN(2) == 0: // a static member's process restarts
+					if cl := pick(); cl != nil && cl.instance != "" {
+						s.restart(cl)
+					}
 				case r < 9: // a sync
 					if cl := pick(); cl != nil && cl.id != "" {
 						a, code := s.g.Sync(cl.id, cl.generation, s.now)

@@ -138,3 +138,22 @@ func TestRelayGroupKinds(t *testing.T) {
 		t.Errorf("an emptied relay group refused a coordinator-assigned member: %v", out.Code)
 	}
 }
+
+// A member that leaves while the group waits for its leader's sync is
+// persisted gone, in a snapshot of a generation without assignments: a
+// coordinator restored from it rebalances instead of handing the members
+// empty assignments.
+func TestRelayRestoreWithoutAssignmentsRebalances(t *testing.T) {
+	g, _ := relayGroup(t)
+	out := g.Leave("b-2", t0, counts{}.fn())
+	if !out.Persist {
+		t.Fatalf("leave: %+v", out)
+	}
+	r := Restore(testConfig(), g.Snapshot(), t0, counts{}.fn())
+	if r.State() != PreparingRebalance {
+		t.Fatalf("restored without assignments: %v", r.State())
+	}
+	if code := r.Heartbeat("a-1", r.Generation(), t0); code != RebalanceInProgress {
+		t.Fatalf("heartbeat after the restore: %v", code)
+	}
+}

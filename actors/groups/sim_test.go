@@ -9,10 +9,14 @@ import (
 
 // client is what a consumer knows of its own membership.
 type client struct {
-	clientID   string
-	topics     []string
-	assignors  []string
-	push       bool
+	clientID  string
+	topics    []string
+	assignors []string
+	push      bool
+	// instance is a static member's group instance id; fenced are the
+	// member ids it had before it restarted.
+	instance   string
+	fenced     []string
 	id         string
 	generation int32
 	assignment []TopicPartitions
@@ -73,7 +77,7 @@ func (s *sim) apply(out Outcome) Outcome {
 		c := tk.c
 		if tk != c.ticket {
 			// A join the client has since replaced.
-			if r.Code != RebalanceInProgress {
+			if r.Code != RebalanceInProgress && r.Code != FencedInstanceID {
 				s.t.Fatalf("superseded join answered %+v", r)
 			}
 			continue
@@ -85,7 +89,7 @@ func (s *sim) apply(out Outcome) Outcome {
 				s.t.Fatalf("reply %+v to %+v, group at generation %d", r, c, s.g.Generation())
 			}
 			c.generation, c.assignment = r.Generation, r.Assignment
-			s.claim(r.Generation, r.MemberID, r.Assignment)
+			s.claim(r.Generation, c.owner(r.MemberID), r.Assignment)
 		case UnknownMemberID:
 			c.id, c.generation, c.assignment = "", 0, nil
 		default:
@@ -94,6 +98,15 @@ func (s *sim) apply(out Outcome) Outcome {
 	}
 	s.check()
 	return out
+}
+
+// owner names the owner of a member's partitions: its instance id for a
+// static member, which keeps them across member ids, else the member id.
+func (c *client) owner(id string) string {
+	if c.instance != "" {
+		return "instance " + c.instance
+	}
+	return id
 }
 
 // claim records that member id owns a in generation gen.
@@ -122,7 +135,11 @@ func (s *sim) check() {
 		checkCovers(s.t, s.g, s.counts)
 		for _, id := range s.g.MemberIDs() {
 			m, _ := s.g.Member(id)
-			s.claim(s.g.Generation(), id, m.Assignment)
+			owner := id
+			if m.InstanceID != "" {
+				owner = "instance " + m.InstanceID
+			}
+			s.claim(s.g.Generation(), owner, m.Assignment)
 		}
 		for _, c := range s.clients {
 			if c.joining {
@@ -132,6 +149,15 @@ func (s *sim) check() {
 	}
 	if (s.g.State() == Empty) != (len(s.g.MemberIDs()) == 0) {
 		s.t.Fatalf("state %v with members %v", s.g.State(), s.g.MemberIDs())
+	}
+	// A static member's ids from before its restarts are fenced.
+	for _, c := range s.clients {
+		for _, old := range c.fenced {
+			_, code := s.g.Instance(old, c.instance)
+			if commit := s.g.CommitCheck(old, c.generation); code == None || commit == None {
+				s.t.Fatalf("%s, replaced by %+v, is not fenced: instance %v, commit %v, group %+v", old, c, code, commit, s.g.Describe())
+			}
+		}
 	}
 	// A client that is not a member, or that holds an old generation, can
 	// neither heartbeat nor commit.
@@ -149,7 +175,7 @@ func (s *sim) join(c *client) Outcome {
 	s.t.Helper()
 	req := JoinRequest{
 		MemberID: c.id, ClientID: c.clientID, Topics: c.topics, Assignors: c.assignors,
-		SessionTimeout: time.Second, RebalanceTimeout: 2 * time.Second,
+		SessionTimeout: time.Second, RebalanceTimeout: 2 * time.Second, InstanceID: c.instance,
 	}
 	if c.push {
 		req.Push = PushTarget{Address: "addr", ID: c.clientID}
@@ -164,10 +190,21 @@ func (s *sim) join(c *client) Outcome {
 		c.id = out.MemberID
 	case UnknownMemberID:
 		c.id, c.generation, c.assignment = "", 0, nil
-	case InconsistentGroupProtocol:
+	case InconsistentGroupProtocol, FencedInstanceID:
 		c.gone = true // a consumer gives up: it cannot be in this group
 	}
 	return s.apply(out)
+}
+
+// restart is a static member's process restarting: it rejoins under its
+// instance id with no member id, which fences the one it had.
+func (s *sim) restart(c *client) {
+	s.t.Helper()
+	if c.id != "" {
+		c.fenced = append(c.fenced, c.id)
+	}
+	c.id, c.generation, c.assignment, c.joining, c.ticket = "", 0, nil, false, nil
+	s.join(c)
 }
 
 // heartbeat is a client's heartbeat and its reaction to the answer.
@@ -180,8 +217,13 @@ func (s *sim) heartbeat(c *client) {
 		s.join(c)
 		return
 	}
-	code := s.g.Heartbeat(c.id, c.generation, s.now)
+	_, code := s.g.Instance(c.id, c.instance)
+	if code == None {
+		code = s.g.Heartbeat(c.id, c.generation, s.now)
+	}
 	switch code {
+	case FencedInstanceID:
+		c.gone = true
 	case None:
 		if _, ok := s.g.Member(c.id); !ok {
 			s.t.Fatalf("heartbeat of non-member %+v accepted", c)

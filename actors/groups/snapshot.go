@@ -35,7 +35,7 @@ func (g *Group) Describe() Description {
 // gone. AckCheck then accepts acks of the snapshot's generation onwards.
 // A relay group (its members joined with a protocol type) is restored
 // Stable with the assignments its leader gave, which only the clients can
-// judge.
+// judge, or, if it has none, rebalancing.
 func Restore(cfg Config, s Snapshot, now time.Time, parts PartitionCounts) *Group {
 	g := New(cfg)
 	g.generation = s.Generation
@@ -56,6 +56,9 @@ func Restore(cfg Config, s Snapshot, now time.Time, parts PartitionCounts) *Grou
 		r.Assignment = toAssignment(fromAssignment(r.Assignment))
 		// Ownership before the snapshot's generation is not persisted.
 		g.members[r.MemberID] = &member{rec: r, lastSeen: now, since: ownedSince(nil, r.Assignment, s.Generation)}
+		if r.InstanceID != "" {
+			g.statics[r.InstanceID] = r.MemberID
+		}
 	}
 	if len(g.members) == 0 {
 		g.assignor, g.leader = "", ""
@@ -67,6 +70,12 @@ func Restore(cfg Config, s Snapshot, now time.Time, parts PartitionCounts) *Grou
 	g.state = Stable
 	if g.protocolType != "" {
 		// The assignments are the clients' own: only they can judge them.
+		// A snapshot without any was written after a generation was formed
+		// and before its leader's sync (a member left meanwhile, say): the
+		// members must join again.
+		if !slices.ContainsFunc(s.Members, func(r MemberRecord) bool { return len(r.RelayAssignment) > 0 }) {
+			g.startRebalance(now, false)
+		}
 		return g
 	}
 	g.counts = g.currentCounts(parts)

@@ -65,6 +65,10 @@ type JoinRequest struct {
 	// RequireMemberID asks MEMBER_ID_REQUIRED of this first join as
 	// Config.RequireMemberID does (Kafka's JoinGroup v4+).
 	RequireMemberID bool
+	// InstanceID makes a pull member static (Kafka's group.instance.id;
+	// see Instance): a first join under it needs no MEMBER_ID_REQUIRED,
+	// and a rejoin with an empty MemberID takes over the member.
+	InstanceID string
 	// ReplyTo is opaque: it comes back in the JoinReply that answers this
 	// request, so the actor can find the request to answer.
 	ReplyTo any
@@ -176,6 +180,8 @@ type MemberRecord struct {
 	ProtocolType    string
 	Protocols       []Protocol
 	RelayAssignment []byte
+	// InstanceID is a static member's group instance id ("": dynamic).
+	InstanceID string
 }
 
 func (r MemberRecord) clone() MemberRecord {

@@ -94,6 +94,9 @@ func runGroup(args []string, stdout, stderr io.Writer) error {
 			if m.PushId != "" {
 				client += " (push to " + m.PushAddress + "/" + m.PushId + ")"
 			}
+			if m.InstanceId != "" {
+				client += " (instance " + m.InstanceId + ")"
+			}
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", m.MemberId, client, strings.Join(m.Topics, ","), strings.Join(parts, " "))
 		}
 		fmt.Fprintln(tw)
@@ -189,6 +192,8 @@ type groupMemberJSON struct {
 	// A push subscriber: the actor the broker pushes records to.
 	PushAddress string `json:"push_address,omitempty"`
 	PushID      string `json:"push_id,omitempty"`
+	// A static member's group instance id.
+	InstanceID string `json:"instance_id,omitempty"`
 }
 
 type groupPartitionJSON struct {
@@ -206,7 +211,7 @@ func groupJSON(info *client.GroupInfo) groupDescJSON {
 		Leader: info.LeaderId, Coordinator: info.Coordinator, Members: []groupMemberJSON{}, Partitions: []groupPartitionJSON{}}
 	for _, m := range info.Members {
 		mj := groupMemberJSON{MemberID: m.MemberId, ClientID: m.ClientId, Topics: nonNil(m.Topics),
-			Assigned: map[string][]int32{}, PushAddress: m.PushAddress, PushID: m.PushId}
+			Assigned: map[string][]int32{}, PushAddress: m.PushAddress, PushID: m.PushId, InstanceID: m.InstanceId}
 		for _, tps := range m.Assignment {
 			mj.Assigned[tps.Topic] = append(mj.Assigned[tps.Topic], tps.Partitions...)
 		}

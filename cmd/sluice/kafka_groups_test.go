@@ -4,14 +4,19 @@ import (
 	"context"
 	"fmt"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluicemq/sluice/messages"
 )
 
 // lockedLines collects a process's output lines.
@@ -270,5 +275,148 @@ func TestKafkaGroupCoordinatorFailover(t *testing.T) {
 	consume(150, seen)
 	if len(seen) != 300 {
 		t.Fatalf("%d distinct records read", len(seen))
+	}
+}
+
+// Static membership with franz-go: members with group instance ids share a
+// topic; one closes (a static member does not leave) and a new client
+// under the same instance id takes its place in the same generation with
+// the same partitions, while the other member sees no rebalance; the
+// member id it replaced is fenced. LeaveGroup by instance ids (kadm)
+// empties the group.
+func TestKafkaStaticMembership(t *testing.T) {
+	b := startBroker(t, "--kafka-addr", "127.0.0.1:0", "--group-initial-rebalance-delay", "100ms")
+	addr := kafkaAddr(t, b)
+	b.cli("", "topic", "create", "st", "--partitions", "4")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	adm := kadm.NewClient(newKgo(t, addr))
+
+	var revoked atomic.Int32
+	member := func(instance string, opts ...kgo.Opt) *kgo.Client {
+		opts = append(opts, kgo.SeedBrokers(addr), kgo.ConsumerGroup("sgroup"), kgo.ConsumeTopics("st"),
+			kgo.InstanceID(instance), kgo.SessionTimeout(30*time.Second))
+		cl, err := kgo.NewClient(opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		go func() { // a consumer polls; the group is joined meanwhile
+			for ctx.Err() == nil && !cl.PollFetches(ctx).IsClientClosed() {
+			}
+		}()
+		return cl
+	}
+	describe := func() kadm.DescribedGroup {
+		var described kadm.DescribedGroups
+		eventually(t, 30*time.Second, func() string { // the first group request creates __consumer_offsets
+			var err error
+			if described, err = adm.DescribeGroups(ctx, "sgroup"); err != nil {
+				return err.Error()
+			}
+			return ""
+		})
+		return described["sgroup"]
+	}
+	generationNow := func() int32 { // kadm does not show it
+		return decodeLines[groupDescJSON](t, b.cli("", "group", "describe", "sgroup", "--format", "json"))[0].Generation
+	}
+	// byInstance maps each member's instance id to its member id and
+	// partitions, once the group is Stable with every member assigned.
+	type seat struct {
+		memberID   string
+		partitions []int32
+	}
+	byInstance := func(d kadm.DescribedGroup) (map[string]seat, string) {
+		if d.State != "Stable" || len(d.Members) != 2 {
+			return nil, fmt.Sprintf("%s with %d members", d.State, len(d.Members))
+		}
+		out := map[string]seat{}
+		for _, m := range d.Members {
+			a, ok := m.Assigned.AsConsumer()
+			if m.InstanceID == nil || !ok || len(a.Topics) != 1 || len(a.Topics[0].Partitions) != 2 {
+				return nil, fmt.Sprintf("member %s: instance %v, assignment %+v", m.MemberID, m.InstanceID, m.Assigned)
+			}
+			out[*m.InstanceID] = seat{m.MemberID, slices.Sorted(slices.Values(a.Topics[0].Partitions))}
+		}
+		return out, ""
+	}
+
+	a := member("a")
+	keep := member("b", kgo.OnPartitionsRevoked(func(context.Context, *kgo.Client, map[string][]int32) { revoked.Add(1) }))
+	defer keep.Close()
+	var before map[string]seat
+	var generation int32
+	eventually(t, time.Minute, func() string {
+		d := describe()
+		seats, why := byInstance(d)
+		before = seats
+		return why
+	})
+	if !strings.HasPrefix(before["a"].memberID, "a-") {
+		t.Errorf("a static member's id %q does not start with its instance id", before["a"].memberID)
+	}
+	generation = generationNow()
+	revoked.Store(0)
+
+	a.Close() // a static member does not leave: its seat waits for it
+	if d, gen := describe(), generationNow(); len(d.Members) != 2 || gen != generation {
+		t.Fatalf("after a static member closed: %s, generation %d, %d members", d.State, gen, len(d.Members))
+	}
+	restarted := member("a")
+	defer restarted.Close()
+	var after map[string]seat
+	eventually(t, time.Minute, func() string {
+		d := describe()
+		seats, why := byInstance(d)
+		if why == "" && seats["a"].memberID == before["a"].memberID {
+			why = "instance a still has its old member id"
+		}
+		if gen := generationNow(); why == "" && gen != generation {
+			t.Fatalf("the rejoin rebalanced: generation %d -> %d", generation, gen)
+		}
+		after = seats
+		return why
+	})
+	if !slices.Equal(after["a"].partitions, before["a"].partitions) || after["b"].memberID != before["b"].memberID ||
+		!slices.Equal(after["b"].partitions, before["b"].partitions) {
+		t.Errorf("seats moved: before %+v, after %+v", before, after)
+	}
+	if n := revoked.Load(); n != 0 {
+		t.Errorf("the other member had partitions revoked %d times", n)
+	}
+
+	// The replaced member id is fenced.
+	hb := kmsg.NewPtrHeartbeatRequest()
+	hb.Group, hb.MemberID, hb.Generation, hb.InstanceID = "sgroup", before["a"].memberID, generation, kmsg.StringPtr("a")
+	resp, err := hb.RequestWith(ctx, newKgo(t, addr))
+	if err != nil || resp.ErrorCode != int16(messages.ErrorCode_FENCED_INSTANCE_ID) {
+		t.Errorf("heartbeat of the replaced member id: %+v %v", resp, err)
+	}
+	g := decodeLines[groupDescJSON](t, b.cli("", "group", "describe", "sgroup", "--format", "json"))[0]
+	for _, m := range g.Members {
+		if m.InstanceID == "" || after[m.InstanceID].memberID != m.MemberID {
+			t.Errorf("sluice group describe: member %+v", m)
+		}
+	}
+
+	// Static members that closed stay until their session ends or an
+	// admin removes them by instance id.
+	restarted.Close()
+	keep.Close()
+	left, err := adm.LeaveGroup(ctx, kadm.LeaveGroup("sgroup").InstanceIDs("a", "b", "c"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for instance, want := range map[string]string{"a": "", "b": "", "c": "UNKNOWN_MEMBER_ID"} {
+		got := ""
+		if err := left[instance].Err; err != nil {
+			got = err.Error()
+		}
+		if (want == "") != (got == "") || !strings.Contains(got, want) {
+			t.Errorf("LeaveGroup of instance %s: %q, want %q", instance, got, want)
+		}
+	}
+	if d := describe(); d.State != "Empty" || len(d.Members) != 0 {
+		t.Errorf("after LeaveGroup by instance ids: %s with %d members", d.State, len(d.Members))
 	}
 }
