@@ -228,6 +228,9 @@ func handleDescribeGroups(r *request, h header, kreq kmsg.Request) func() kmsg.R
 				rg.ErrorCode, rg.ErrorMessage = kafkaCode(dr.Error), kmsg.StringPtr(dr.ErrorMessage)
 			default:
 				rg.State, rg.ProtocolType, rg.Protocol = dr.State, consumerProtocol, dr.Assignor
+				if dr.State == "Dead" {
+					rg.ProtocolType = ""
+				}
 				if dr.ProtocolType != "" {
 					rg.ProtocolType = dr.ProtocolType // a Kafka clients' group: their own bytes
 				}

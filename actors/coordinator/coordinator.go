@@ -526,6 +526,9 @@ func (c *groupCoordinator) describe() *messages.DescribeGroupResponse {
 	d := c.g.Describe()
 	resp := &messages.DescribeGroupResponse{Group: c.cfg.Group, State: d.State.String(), Generation: d.Generation,
 		Assignor: d.Assignor, LeaderId: d.Leader, Coordinator: c.cfg.Broker.ID, ProtocolType: c.g.ProtocolType()}
+	if c.g.Generation() == 0 && len(d.Members) == 0 && len(c.offsets) == 0 {
+		resp.State = "Dead" // Kafka's name for a group that does not exist
+	}
 	for _, m := range d.Members {
 		md := &messages.MemberDescription{MemberId: m.MemberID, ClientId: m.ClientID,
 			Topics: m.Topics, Assignment: toWireAssignment(m.Assignment), PushAddress: m.Push.Address, PushId: m.Push.ID,

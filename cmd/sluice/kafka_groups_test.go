@@ -221,6 +221,24 @@ func TestKafkaFranzGoConsumerGroup(t *testing.T) {
 	if committed != 90 {
 		t.Errorf("committed offsets add up to %d, want 90: %+v", committed, g.Partitions)
 	}
+
+	// Sluice's group commands on the Kafka clients' group: list it, reset
+	// its offsets to the start (the next member reads everything again),
+	// delete it.
+	if out := b.cli("", "group", "list"); !strings.Contains(out, "fgroup") {
+		t.Errorf("sluice group list: %q", out)
+	}
+	if out := b.cli("", "group", "reset-offsets", "fgroup", "--topic", "fg", "--to-earliest"); out != "fg 0 -> 0\nfg 1 -> 0\nfg 2 -> 0\n" {
+		t.Errorf("sluice group reset-offsets printed %q", out)
+	}
+	if again := consume(90); len(again) != 90 {
+		t.Errorf("after the reset the next member read %d records, want 90", len(again))
+	}
+	b.cli("", "group", "delete", "fgroup")
+	described, err := kadm.NewClient(newKgo(t, addr)).DescribeGroups(ctx, "fgroup")
+	if err != nil || described["fgroup"].State != "Dead" {
+		t.Errorf("after sluice group delete: %+v %v", described["fgroup"], err)
+	}
 }
 
 // The group coordinator's broker is killed with SIGKILL while a franz-go
