@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/sluicemq/sluice/actors/producerstate"
+	"github.com/sluicemq/sluice/metrics"
 	"github.com/sluicemq/sluice/storage"
 	"github.com/sluicemq/sluice/storage/datadir"
 )
@@ -20,6 +21,9 @@ type BrokerConfig struct {
 	Version string
 	// MetadataStore says where the metadata lives, shown to clients.
 	MetadataStore string
+	// Metrics receives the broker's counters and published state (nil:
+	// none are kept).
+	Metrics *metrics.Broker
 	// KafkaAddr is the advertised host:port of the broker's Kafka
 	// listener ("": none), announced to the cluster with the broker.
 	KafkaAddr string

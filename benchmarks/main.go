@@ -118,7 +118,7 @@ func run() error {
 	fs.IntVar(&o.MaxInFlight, "sluice-max-in-flight", 5, "Sluice produce requests in flight per partition (client default 5)")
 	fs.StringVar(&o.NATSVersion, "nats-version", "2.15.2", "nats-server version to build and run")
 	fs.BoolVar(&o.Quick, "quick", false, "a short smoke run: fewer records, 2 s latency runs, 256 MiB dd (about 4 minutes; partitions suite: less data, 10 s idle, about 3-4 minutes; tls suite: fewer records, 2 runs, 2 s latency runs, about 2-3 minutes)")
-	brokerFlags := fs.String("broker-flags", "", "extra flags for every sluice broker process, e.g. \"--pprof 127.0.0.1:6060\"")
+	brokerFlags := fs.String("broker-flags", "", "extra flags for every sluice broker process, e.g. \"--http 127.0.0.1:6060\"")
 	clientRev := fs.String("client-rev", "", "set by run.sh: the commit the harness's Sluice client was compiled from (default: the work tree)")
 	consulBin := fs.String("consul-bin", "", "consul binary (default: $SLUICE_CONSUL_BIN, the .ci/install-consul.sh cache, or consul on PATH)")
 	baseDir := fs.String("dir", "", "directory for data, logs and builds (default: a new temp dir, removed at exit)")

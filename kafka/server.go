@@ -9,12 +9,15 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"reflect"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/sluicemq/sluice/metrics"
 )
 
 // Broker is how handlers reach the broker they serve, the local broker
@@ -69,6 +72,8 @@ type Config struct {
 	Principal func(*x509.Certificate) string
 	Anonymous string
 	Logger    *slog.Logger
+	// Metrics counts the requests served, by API (nil: not counted).
+	Metrics *metrics.Broker
 }
 
 func (c *Config) defaults() {
@@ -118,6 +123,13 @@ type Server struct {
 func NewServer(cfg Config) *Server {
 	cfg.defaults()
 	return &Server{cfg: cfg, conns: map[*conn]struct{}{}, perIP: map[string]int{}}
+}
+
+// Open is how many connections the listener holds now.
+func (s *Server) Open() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return int64(len(s.conns))
 }
 
 // Serve accepts connections on ln until Close.
@@ -307,9 +319,11 @@ func (c *conn) serve() {
 		queue <- slot
 		// The handler's first part runs here, in arrival order; what it
 		// returns waits for the broker on its own goroutine.
+		arrived := time.Now()
 		finish := a.handle(&request{conn: c, ctx: ctx}, h, req)
 		go func() {
 			resp := finish()
+			c.srv.cfg.Metrics.KafkaRequest(kmsg.NameForKey(h.key), topLevelError(resp), time.Since(arrived))
 			if resp == nil {
 				slot <- nil
 				return
@@ -318,6 +332,19 @@ func (c *conn) serve() {
 			slot <- encodeResponse(h.correlationID, resp)
 		}()
 	}
+}
+
+// topLevelError is a response's own error code: 0 when it has none, or
+// only per-topic or per-partition ones (nil: an acks=0 produce).
+func topLevelError(resp kmsg.Response) int16 {
+	if resp == nil {
+		return 0
+	}
+	v := reflect.ValueOf(resp).Elem().FieldByName("ErrorCode")
+	if v.IsValid() && v.Kind() == reflect.Int16 {
+		return int16(v.Int())
+	}
+	return 0
 }
 
 // write sends each slot's answer in turn; a nil answer sends nothing.

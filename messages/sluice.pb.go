@@ -2208,8 +2208,10 @@ type ReplicaState struct {
 	Error          ErrorCode              `protobuf:"varint,9,opt,name=error,proto3,enum=sluice.ErrorCode" json:"error,omitempty"`
 	ErrorMessage   string                 `protobuf:"bytes,10,opt,name=error_message,json=errorMessage,proto3" json:"error_message,omitempty"`
 	SizeBytes      int64                  `protobuf:"varint,11,opt,name=size_bytes,json=sizeBytes,proto3" json:"size_bytes,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// Idempotent producers whose sequence state the replica keeps.
+	Producers     int32 `protobuf:"varint,12,opt,name=producers,proto3" json:"producers,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ReplicaState) Reset() {
@@ -2315,6 +2317,13 @@ func (x *ReplicaState) GetErrorMessage() string {
 func (x *ReplicaState) GetSizeBytes() int64 {
 	if x != nil {
 		return x.SizeBytes
+	}
+	return 0
+}
+
+func (x *ReplicaState) GetProducers() int32 {
+	if x != nil {
+		return x.Producers
 	}
 	return 0
 }
@@ -7943,7 +7952,7 @@ const file_sluice_proto_rawDesc = "" +
 	"\x18CreatePartitionsResponse\x12-\n" +
 	"\aresults\x18\x01 \x03(\v2\x13.sluice.TopicResultR\aresults\"1\n" +
 	"\x17DescribeReplicasRequest\x12\x16\n" +
-	"\x06topics\x18\x01 \x03(\tR\x06topics\"\xfe\x02\n" +
+	"\x06topics\x18\x01 \x03(\tR\x06topics\"\x9c\x03\n" +
 	"\fReplicaState\x12\x14\n" +
 	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x1c\n" +
 	"\tpartition\x18\x02 \x01(\x05R\tpartition\x12\x1b\n" +
@@ -7957,7 +7966,8 @@ const file_sluice_proto_rawDesc = "" +
 	"\rerror_message\x18\n" +
 	" \x01(\tR\ferrorMessage\x12\x1d\n" +
 	"\n" +
-	"size_bytes\x18\v \x01(\x03R\tsizeBytes\"i\n" +
+	"size_bytes\x18\v \x01(\x03R\tsizeBytes\x12\x1c\n" +
+	"\tproducers\x18\f \x01(\x05R\tproducers\"i\n" +
 	"\x18DescribeReplicasResponse\x12\x1b\n" +
 	"\tbroker_id\x18\x01 \x01(\x05R\bbrokerId\x120\n" +
 	"\breplicas\x18\x02 \x03(\v2\x14.sluice.ReplicaStateR\breplicas\"\x8e\x02\n" +

@@ -124,6 +124,9 @@ func partitionSupervisor() actor.SupervisorStrategy {
 }
 
 func (b *brokerActor) Receive(ctx actor.Context) {
+	if m, ok := ctx.Message().(proto.Message); ok {
+		b.cfg.Metrics.Request(string(m.ProtoReflect().Descriptor().Name()))
+	}
 	switch msg := ctx.Message().(type) {
 	case *actor.Started:
 		b.onStarted(ctx)
@@ -339,6 +342,7 @@ func (b *brokerActor) onStarted(ctx actor.Context) {
 	go watchMetadata(wctx, b.backend, func(s *cluster.Snapshot) { root.Send(self, &metadataUpdated{s}) }, b.cfg, index)
 	go watchBrokers(wctx, b.backend, func(bs []cluster.Broker) { root.Send(self, &brokersUpdated{bs}) }, b.cfg)
 	go campaign(wctx, b.backend, b.cfg.ID, root, self, b.cfg)
+	b.publishMetrics()
 }
 
 func watchMetadata(ctx context.Context, store cluster.MetadataStore, deliver func(*cluster.Snapshot), cfg *actors.BrokerConfig, index uint64) {
@@ -411,6 +415,7 @@ func campaign(ctx context.Context, lock cluster.ControllerLock, id int32, root *
 type failureLog struct{ since time.Time }
 
 func (f *failureLog) failed(cfg *actors.BrokerConfig, what string, err error) {
+	cfg.Metrics.MetadataStoreError(what)
 	if f.since.IsZero() {
 		f.since = time.Now()
 		cfg.Logger.Warn(what+" failed; retrying every second", "error", err)
@@ -462,6 +467,7 @@ func (b *brokerActor) spawnController(ctx actor.Context, lead *cluster.Leadershi
 		ctx.Send(pid, &controller.MetadataUpdated{Snap: b.meta})
 	}
 	b.cfg.Logger.Info("this broker is the controller", "epoch", lead.Epoch)
+	b.publishMetrics()
 }
 
 func (b *brokerActor) onLostController(ctx actor.Context) {
@@ -471,6 +477,7 @@ func (b *brokerActor) onLostController(ctx actor.Context) {
 		b.controller = nil
 		b.cfg.Logger.Info("this broker is no longer the controller")
 	}
+	b.publishMetrics()
 }
 
 func (b *brokerActor) onBrokers(ctx actor.Context, brokers []cluster.Broker) {
@@ -481,6 +488,7 @@ func (b *brokerActor) onBrokers(ctx actor.Context, brokers []cluster.Broker) {
 	if b.controller != nil {
 		ctx.Send(b.controller, &controller.BrokersUpdated{Brokers: brokers})
 	}
+	b.publishMetrics()
 	// Followers need their leader's address, which may have just appeared.
 	for tp, r := range b.replicas {
 		if r.lastState != nil {
@@ -750,6 +758,7 @@ func (b *brokerActor) onMetadata(ctx actor.Context, snap *cluster.Snapshot) {
 	if b.controller != nil {
 		ctx.Send(b.controller, &controller.MetadataUpdated{Snap: snap})
 	}
+	b.publishMetrics()
 }
 
 // foreignLogEvery spaces the errors about a store of another cluster.
@@ -823,7 +832,7 @@ func (b *brokerActor) spawnReplica(ctx actor.Context, tp cluster.TopicPartition,
 	props := actor.PropsFromProducer(partition.NewProducer(partition.Config{
 		TP: tp, TopicID: r.topicID, BrokerID: b.cfg.ID, Dir: r.dir, Topic: b.topicConfig(tp.Topic),
 		Broker: b.cfg, Status: r.status, FailedLogs: b.shared.failed, Logger: b.cfg.Logger,
-	}))
+	}), actor.WithMailbox(b.cfg.Metrics.Mailbox()))
 	pid, err := ctx.SpawnNamed(props, fmt.Sprintf("p/%s/%d", tp.Topic, tp.Partition))
 	if err != nil {
 		return err
@@ -845,6 +854,7 @@ func (b *brokerActor) onChildTerminated(ctx actor.Context, who *actor.PID) {
 	}
 	if b.controller != nil && who.Equal(b.controller) {
 		b.controller = nil
+		defer b.publishMetrics()
 		lead := b.pendingController
 		if lead == nil && b.lead != nil && !isClosed(b.lead.Lost) {
 			b.cfg.Logger.Error("controller actor stopped; starting it again")

@@ -230,7 +230,7 @@ func (c *controllerActor) createTopic(ctx actor.Context, spec *messages.TopicSpe
 	case errors.Is(err, cluster.ErrTopicExists):
 		return messages.ErrorCode_TOPIC_ALREADY_EXISTS, fmt.Sprintf("topic %q already exists", spec.Name)
 	case err != nil:
-		return storeErrorCode(err, messages.ErrorCode_UNKNOWN_SERVER_ERROR), err.Error()
+		return c.storeErrorCode(err, messages.ErrorCode_UNKNOWN_SERVER_ERROR), err.Error()
 	}
 	c.cfg.Logger.Info("created topic", "topic", spec.Name, "partitions", partitions, "replication_factor", rf)
 	c.reload()
@@ -322,7 +322,7 @@ func (c *controllerActor) onDeleteTopics(req *messages.DeleteTopicsRequest) *mes
 		case errors.Is(err, cluster.ErrTopicNotFound):
 			r.Error, r.ErrorMessage = messages.ErrorCode_UNKNOWN_TOPIC_OR_PARTITION, fmt.Sprintf("topic %q does not exist", name)
 		case err != nil:
-			r.Error, r.ErrorMessage = storeErrorCode(err, messages.ErrorCode_UNKNOWN_SERVER_ERROR), err.Error()
+			r.Error, r.ErrorMessage = c.storeErrorCode(err, messages.ErrorCode_UNKNOWN_SERVER_ERROR), err.Error()
 		default:
 			c.cfg.Logger.Info("deleted topic", "topic", name)
 			c.reload()
@@ -413,6 +413,7 @@ func (c *controllerActor) electAll(ctx actor.Context) {
 	}
 	var updates []cluster.PartitionUpdate
 	var changed []*messages.PartitionState
+	elections := 0
 	for tp, part := range c.snap.Partitions {
 		topic := c.snap.Topics[tp.Topic]
 		if topic == nil {
@@ -426,6 +427,9 @@ func (c *controllerActor) electAll(ctx actor.Context) {
 		st := fromElection(part.State, next)
 		updates = append(updates, cluster.PartitionUpdate{State: st, ExpectVersion: part.Version})
 		changed = append(changed, st)
+		if st.Leader >= 0 && st.Leader != part.State.Leader {
+			elections++ // a leader chosen (not a partition going offline)
+		}
 		c.cfg.Logger.Info("partition leadership change", "partition", tp, "leader", st.Leader,
 			"leader_epoch", st.LeaderEpoch, "isr", st.Isr, "was_leader", part.State.Leader, "was_isr", part.State.Isr)
 	}
@@ -433,6 +437,7 @@ func (c *controllerActor) electAll(ctx actor.Context) {
 		return
 	}
 	if err := c.write(updates); err != nil {
+		c.cfg.Metrics.MetadataStoreError("controller write")
 		c.cfg.Logger.Warn("controller could not commit elections; retrying", "error", err)
 		c.reload()
 		self := ctx.Self()
@@ -440,6 +445,7 @@ func (c *controllerActor) electAll(ctx actor.Context) {
 		time.AfterFunc(500*time.Millisecond, func() { root.Send(self, retryElections{}) })
 		return
 	}
+	c.cfg.Metrics.Elected(elections)
 	c.reload()
 	c.announce(ctx, changed)
 }
@@ -516,7 +522,7 @@ func (c *controllerActor) onAlterPartition(ctx actor.Context, req *messages.Alte
 	st := fromElection(part.State, next)
 	if err := c.write([]cluster.PartitionUpdate{{State: st, ExpectVersion: part.Version}}); err != nil {
 		c.reload()
-		return &messages.AlterPartitionResponse{Error: storeErrorCode(err, messages.ErrorCode_INVALID_PARTITION_EPOCH), ErrorMessage: err.Error()}
+		return &messages.AlterPartitionResponse{Error: c.storeErrorCode(err, messages.ErrorCode_INVALID_PARTITION_EPOCH), ErrorMessage: err.Error()}
 	}
 	c.cfg.Logger.Info("committed ISR change", "partition", tp, "isr", st.Isr, "was", part.State.Isr, "partition_epoch", st.PartitionEpoch)
 	c.reload()
@@ -538,14 +544,16 @@ func (c *controllerActor) onAllocateProducerIDs(req *messages.AllocateProducerId
 	defer cancel()
 	first, err := c.store.AllocateProducerIDs(ctx, c.lead.Fence, int64(count), req.AtLeast)
 	if err != nil {
-		return &messages.AllocateProducerIdsResponse{Error: storeErrorCode(err, messages.ErrorCode_UNKNOWN_SERVER_ERROR), ErrorMessage: err.Error()}
+		return &messages.AllocateProducerIdsResponse{Error: c.storeErrorCode(err, messages.ErrorCode_UNKNOWN_SERVER_ERROR), ErrorMessage: err.Error()}
 	}
 	return &messages.AllocateProducerIdsResponse{First: first, Count: count}
 }
 
 // storeErrorCode is the error code of a failed metadata write: fallback
 // unless the write was refused for this controller's fence or cluster id.
-func storeErrorCode(err error, fallback messages.ErrorCode) messages.ErrorCode {
+// The failure is counted in the metrics.
+func (c *controllerActor) storeErrorCode(err error, fallback messages.ErrorCode) messages.ErrorCode {
+	c.cfg.Metrics.MetadataStoreError("controller write")
 	switch {
 	case errors.Is(err, cluster.ErrClusterIDChanged):
 		return messages.ErrorCode_INCONSISTENT_CLUSTER_ID

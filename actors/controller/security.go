@@ -104,7 +104,7 @@ func (c *controllerActor) onSecurityChange(msg proto.Message) proto.Message {
 		case errors.Is(err, cluster.ErrConflict):
 			continue
 		case err != nil:
-			return ch.fail(storeErrorCode(err, messages.ErrorCode_UNKNOWN_SERVER_ERROR), err.Error())
+			return ch.fail(c.storeErrorCode(err, messages.ErrorCode_UNKNOWN_SERVER_ERROR), err.Error())
 		}
 		c.cfg.Logger.Info("security record changed", "request", string(proto.MessageName(msg)))
 		c.reload()

@@ -143,7 +143,7 @@ func (c *controllerActor) updateTopic(prev, next *messages.TopicRecord, added []
 		// topics one at a time): the request may simply be sent again.
 		return messages.ErrorCode_UNKNOWN_SERVER_ERROR, fmt.Sprintf("topic %q changed meanwhile; try again", prev.Name)
 	case err != nil:
-		return storeErrorCode(err, messages.ErrorCode_UNKNOWN_SERVER_ERROR), err.Error()
+		return c.storeErrorCode(err, messages.ErrorCode_UNKNOWN_SERVER_ERROR), err.Error()
 	}
 	return messages.ErrorCode_NONE, ""
 }

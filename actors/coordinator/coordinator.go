@@ -16,6 +16,7 @@ import (
 	"github.com/sluicemq/sluice/actors/transport"
 	"github.com/sluicemq/sluice/cluster"
 	"github.com/sluicemq/sluice/messages"
+	"github.com/sluicemq/sluice/metrics"
 )
 
 // coordinatorConfig is what a group coordinator starts with.
@@ -107,6 +108,7 @@ func (c *groupCoordinator) Receive(ctx actor.Context) {
 	case *actor.Started:
 		c.onStarted(ctx)
 	case *actor.Stopping:
+		c.cfg.Broker.Metrics.DropGroup(c.cfg.Group)
 		if c.ticker != nil {
 			c.ticker.Stop()
 			close(c.stop)
@@ -580,6 +582,19 @@ func (c *groupCoordinator) reportOverview(ctx actor.Context) {
 		overview = nil
 	}
 	ctx.Send(ctx.Parent(), groupOverviewChanged{group: c.cfg.Group, overview: overview})
+	c.publishMetrics()
+}
+
+// publishMetrics hands the metrics the group's members and commits.
+func (c *groupCoordinator) publishMetrics() {
+	if c.cfg.Broker.Metrics == nil {
+		return
+	}
+	v := metrics.GroupView{Members: len(c.g.MemberIDs()), Committed: make(map[cluster.TopicPartition]int64, len(c.offsets))}
+	for tp, o := range c.offsets {
+		v.Committed[tp] = o.Offset
+	}
+	c.cfg.Broker.Metrics.PublishGroup(c.cfg.Group, v)
 }
 
 // ---- writes to the offsets partition ------------------------------------------
@@ -633,6 +648,8 @@ func (c *groupCoordinator) flushWrites(ctx actor.Context) {
 			}
 			if !listed && len(c.offsets) > 0 {
 				c.reportOverview(ctx) // a first commit: the group exists now
+			} else {
+				c.publishMetrics()
 			}
 		}
 		for _, w := range batch {

@@ -18,6 +18,7 @@ import (
 	"github.com/sluicemq/sluice/cluster"
 	"github.com/sluicemq/sluice/messages"
 	"github.com/sluicemq/sluice/messages/record"
+	"github.com/sluicemq/sluice/metrics"
 	"github.com/sluicemq/sluice/storage"
 	"github.com/sluicemq/sluice/storage/datadir"
 )
@@ -70,9 +71,10 @@ const (
 
 // pendingProduce is a validated produce request waiting for the next group commit.
 type pendingProduce struct {
-	req    *messages.ProduceRequest
-	sender *actor.PID
-	header record.Header
+	req     *messages.ProduceRequest
+	sender  *actor.PID
+	header  record.Header
+	arrived time.Time
 }
 
 // waitingAck is a produce request written locally, waiting for the fsync
@@ -83,6 +85,7 @@ type waitingAck struct {
 	nextOffset int64
 	deadline   time.Time
 	acksAll    bool
+	arrived    time.Time // for the produce latency metric
 }
 
 // parkedFetch is a consumer fetch waiting for data or its deadline.
@@ -157,11 +160,13 @@ type partitionActor struct {
 	stopTicker     chan struct{}
 	self           *actor.PID
 	root           *actor.RootContext
+	// metrics counts this partition's produce and fetch traffic.
+	metrics *metrics.Topic
 }
 
 func NewProducer(cfg Config) actor.Producer {
 	return func() actor.Actor {
-		return &partitionActor{cfg: cfg, gen: nextGen(), parked: map[uint64]*parkedFetch{},
+		return &partitionActor{cfg: cfg, gen: nextGen(), parked: map[uint64]*parkedFetch{}, metrics: cfg.Broker.Metrics.Topic(cfg.TP.Topic),
 			replicaParked: map[uint64]*parkedReplicaFetch{}, checkpointedHW: -1, writtenHW: -1, snapshotAt: -1,
 			producers: producerstate.NewState(producerstate.Config{ProducerIDExpiration: cfg.Broker.ProducerIDExpiration})}
 	}
@@ -333,7 +338,7 @@ func (p *partitionActor) onStopping(ctx actor.Context, why string) {
 	p.pending = nil
 	for _, w := range append(p.unsynced, p.waiting...) {
 		w.resp.Error, w.resp.ErrorMessage, w.resp.BaseOffset = messages.ErrorCode_REQUEST_TIMED_OUT, why, -1
-		actors.SendTo(ctx, w.sender, w.resp)
+		p.answerProduce(ctx, w)
 	}
 	p.unsynced, p.waiting = nil, nil
 	for id, f := range p.parked {
@@ -377,6 +382,10 @@ func (p *partitionActor) onApplyState(ctx actor.Context, msg *ApplyState) {
 		return
 	}
 	sameEpoch := p.state != nil && st.LeaderEpoch == p.state.LeaderEpoch
+	prevISR := 0
+	if p.state != nil {
+		prevISR = len(p.state.Isr)
+	}
 	p.state = st
 	p.leaderAddr = msg.LeaderAddr
 	switch {
@@ -392,7 +401,9 @@ func (p *partitionActor) onApplyState(ctx actor.Context, msg *ApplyState) {
 		// gone with that run's disk): the controller decides anew.
 		p.becomeNone(ctx)
 	case st.Leader == p.cfg.BrokerID && sameEpoch && p.role == roleLeader:
-		// Only the ISR changed under the same leader epoch.
+		// Only the ISR changed under the same leader epoch (the leader's
+		// proposal, or the controller dropping a dead follower).
+		p.cfg.Broker.Metrics.ISRChanged(prevISR, len(st.Isr))
 		if p.leader.ISRCommitted(st.Isr, st.IsrEpochs, st.PartitionEpoch) {
 			p.onHWAdvanced(ctx)
 		}
@@ -481,7 +492,7 @@ func (p *partitionActor) stepDown(ctx actor.Context, why string) {
 	p.pending = nil
 	for _, w := range append(p.unsynced, p.waiting...) {
 		w.resp.Error, w.resp.ErrorMessage, w.resp.BaseOffset = messages.ErrorCode_NOT_LEADER, why+" before the batch was replicated", -1
-		actors.SendTo(ctx, w.sender, w.resp)
+		p.answerProduce(ctx, w)
 	}
 	p.unsynced, p.waiting, p.syncing = nil, nil, false
 	for id, f := range p.parked {
@@ -532,7 +543,7 @@ func (p *partitionActor) onProduce(ctx actor.Context, req *messages.ProduceReque
 			fmt.Sprintf("ISR %v is smaller than min.insync.replicas=%d", p.leader.ISR(), p.cfg.Topic.MinISR))
 		return
 	}
-	p.pending = append(p.pending, pendingProduce{req: req, sender: sender, header: h})
+	p.pending = append(p.pending, pendingProduce{req: req, sender: sender, header: h, arrived: time.Now()})
 	if !p.flushQueued {
 		// The flush message queues behind every request already in the
 		// mailbox, so one write and one fsync serve all of them.
@@ -569,9 +580,10 @@ func (p *partitionActor) onFlush(ctx actor.Context) {
 			record.SetLeaderEpoch(pp.req.Records, epoch)
 			batches = append(batches, pp.req.Records)
 			view.Appended(b, leo, now)
-			outcomes[i] = flushOutcome{base: leo, next: leo + int64(pp.header.RecordCount)}
+			outcomes[i] = flushOutcome{base: leo, next: leo + int64(pp.header.RecordCount), appended: true}
 			leo += int64(pp.header.RecordCount)
 		case producerstate.Duplicate:
+			p.cfg.Broker.Metrics.Duplicate()
 			// A retry of a batch already written: answer with its offsets,
 			// write nothing (acks=all still waits for the HW to pass it).
 			outcomes[i] = flushOutcome{base: d.FirstOffset, next: d.LastOffset + 1}
@@ -601,6 +613,12 @@ func (p *partitionActor) onFlush(ctx actor.Context) {
 		return
 	}
 	view.Commit()
+	for i, pp := range pending {
+		if outcomes[i].appended {
+			p.metrics.Produced(int(pp.header.RecordCount), len(pp.req.Records))
+		}
+	}
+	p.cfg.Broker.Metrics.GroupCommit(len(pending))
 	timeout := func(ms int32) time.Time {
 		if ms <= 0 {
 			ms = 30000
@@ -621,7 +639,7 @@ func (p *partitionActor) onFlush(ctx actor.Context) {
 			LogStartOffset: p.log.LogStartOffset(), LeaderEpoch: epoch,
 		}
 		p.unsynced = append(p.unsynced, waitingAck{sender: pp.sender, resp: resp, nextOffset: o.next,
-			deadline: timeout(pp.req.TimeoutMs), acksAll: pp.req.Acks == -1})
+			deadline: timeout(pp.req.TimeoutMs), acksAll: pp.req.Acks == -1, arrived: pp.arrived})
 	}
 	// Acknowledgements, the HW and followers wait for the fsync, which runs
 	// while the next requests are written.
@@ -654,11 +672,20 @@ func (p *partitionActor) requestSync(ctx actor.Context) {
 func (p *partitionActor) syncInBackground(ctx actor.Context, done func(error) any) {
 	self, root := ctx.Self(), ctx.ActorSystem().Root
 	if t, ok := p.log.(syncTaker); ok && p.cfg.Broker.Syncer != nil {
-		p.cfg.Broker.Syncer.Submit(t.TakeSync(), func(err error) { root.Send(self, done(err)) })
+		start := time.Now()
+		p.cfg.Broker.Syncer.Submit(t.TakeSync(), func(err error) {
+			p.cfg.Broker.Metrics.Fsynced(time.Since(start)) // with the wait for the broker's sync wave
+			root.Send(self, done(err))
+		})
 		return
 	}
 	fn := p.log.SyncFunc()
-	go func() { root.Send(self, done(fn())) }()
+	go func() {
+		start := time.Now()
+		err := fn()
+		p.cfg.Broker.Metrics.Fsynced(time.Since(start))
+		root.Send(self, done(err))
+	}()
 }
 
 // syncTaker is a log whose syncs a storage.Syncer can run.
@@ -674,7 +701,7 @@ func (p *partitionActor) onSyncDone(ctx actor.Context, msg syncDone) {
 		p.cfg.Logger.Error("fsync failed", "partition", p.cfg.TP, "error", msg.err)
 		for _, w := range p.unsynced {
 			w.resp.Error, w.resp.ErrorMessage, w.resp.BaseOffset = messages.ErrorCode_STORAGE_ERROR, msg.err.Error(), -1
-			actors.SendTo(ctx, w.sender, w.resp)
+			p.answerProduce(ctx, w)
 		}
 		p.unsynced = nil
 		// What reached the disk is unknown, and a second fsync would not
@@ -702,7 +729,7 @@ func (p *partitionActor) releaseDurable(ctx actor.Context) {
 			p.waiting = append(p.waiting, w)
 			p.retick()
 		default:
-			actors.SendTo(ctx, w.sender, w.resp)
+			p.answerProduce(ctx, w)
 		}
 	}
 	clear(p.unsynced[len(kept):])
@@ -715,6 +742,7 @@ func (p *partitionActor) releaseDurable(ctx actor.Context) {
 // flushOutcome is how one produce request of a group commit ends.
 type flushOutcome struct {
 	base, next int64 // offsets of its batch (the original one for a duplicate)
+	appended   bool  // written now (not a duplicate)
 	code       messages.ErrorCode
 	text       string
 }
@@ -836,7 +864,7 @@ func (p *partitionActor) onHWAdvanced(ctx actor.Context) {
 	kept := p.waiting[:0]
 	for _, w := range p.waiting {
 		if w.nextOffset <= hw {
-			actors.SendTo(ctx, w.sender, w.resp)
+			p.answerProduce(ctx, w)
 		} else {
 			kept = append(kept, w)
 		}
@@ -847,12 +875,24 @@ func (p *partitionActor) onHWAdvanced(ctx actor.Context) {
 		if resp, ready := p.readFetch(f.req, false); ready {
 			f.timer.Stop()
 			delete(p.parked, id)
-			actors.SendTo(ctx, f.sender, resp)
+			p.sendFetch(ctx, f.sender, resp)
 		}
 	}
 }
 
+// answerProduce sends a written request its answer, counted in the
+// produce metrics.
+func (p *partitionActor) answerProduce(ctx actor.Context, w waitingAck) {
+	if w.resp.Error == messages.ErrorCode_NONE {
+		p.cfg.Broker.Metrics.Acknowledged(w.acksAll, time.Since(w.arrived))
+	} else {
+		p.cfg.Broker.Metrics.RequestError("ProduceRequest", w.resp.Error)
+	}
+	actors.SendTo(ctx, w.sender, w.resp)
+}
+
 func (p *partitionActor) respondProduce(ctx actor.Context, sender *actor.PID, req *messages.ProduceRequest, code messages.ErrorCode, msg string) {
+	p.cfg.Broker.Metrics.RequestError("ProduceRequest", code)
 	if req.Acks == 0 && code != messages.ErrorCode_NONE {
 		p.cfg.Logger.Debug("acks=0 produce failed", "partition", p.cfg.TP, "error", code, "message", msg)
 	}
@@ -888,25 +928,25 @@ func (p *partitionActor) checkEpoch(epoch int32) (messages.ErrorCode, string) {
 func (p *partitionActor) onFetch(ctx actor.Context, req *messages.FetchRequest) {
 	sender := ctx.Sender()
 	if code, msg := p.unavailable(); code != messages.ErrorCode_NONE {
-		actors.SendTo(ctx, sender, p.fetchError(req, code, msg))
+		p.sendFetch(ctx, sender, p.fetchError(req, code, msg))
 		return
 	}
 	if code, msg := p.checkEpoch(req.CurrentLeaderEpoch); code != messages.ErrorCode_NONE {
-		actors.SendTo(ctx, sender, p.fetchError(req, code, msg))
+		p.sendFetch(ctx, sender, p.fetchError(req, code, msg))
 		return
 	}
 	if req.MaxBytes < 0 || req.MinBytes < 0 || req.MaxWaitMs < 0 {
-		actors.SendTo(ctx, sender, p.fetchError(req, messages.ErrorCode_INVALID_REQUEST, "negative max_bytes, min_bytes or max_wait_ms"))
+		p.sendFetch(ctx, sender, p.fetchError(req, messages.ErrorCode_INVALID_REQUEST, "negative max_bytes, min_bytes or max_wait_ms"))
 		return
 	}
 	if req.Isolation != 0 && (req.Isolation != actors.IsolationLogEnd || transport.FromNetwork(ctx)) {
-		actors.SendTo(ctx, sender, p.fetchError(req, messages.ErrorCode_INVALID_REQUEST,
+		p.sendFetch(ctx, sender, p.fetchError(req, messages.ErrorCode_INVALID_REQUEST,
 			fmt.Sprintf("isolation %d: consumers read committed data only (isolation 0)", req.Isolation)))
 		return
 	}
 	resp, ready := p.readFetch(req, req.MaxWaitMs == 0)
 	if ready {
-		actors.SendTo(ctx, sender, resp)
+		p.sendFetch(ctx, sender, resp)
 		return
 	}
 	p.nextFetchID++
@@ -924,7 +964,18 @@ func (p *partitionActor) onFetchExpired(ctx actor.Context, id uint64) {
 	}
 	delete(p.parked, id)
 	resp, _ := p.readFetch(f.req, true)
-	actors.SendTo(ctx, f.sender, resp)
+	p.sendFetch(ctx, f.sender, resp)
+}
+
+// sendFetch answers a consumer's fetch, counted in the fetch metrics.
+func (p *partitionActor) sendFetch(ctx actor.Context, sender *actor.PID, resp *messages.FetchResponse) {
+	size := 0
+	for _, b := range resp.Batches {
+		size += len(b)
+	}
+	p.metrics.Fetched(size)
+	p.cfg.Broker.Metrics.RequestError("FetchRequest", resp.Error)
+	actors.SendTo(ctx, sender, resp)
 }
 
 // readFetch reads below the HW (or the durable log end, for
@@ -1027,7 +1078,7 @@ func (p *partitionActor) onTick(ctx actor.Context) {
 		for _, w := range p.waiting {
 			if now.After(w.deadline) {
 				w.resp.Error, w.resp.ErrorMessage, w.resp.BaseOffset = messages.ErrorCode_REQUEST_TIMED_OUT, "not replicated to the ISR in time", -1
-				actors.SendTo(ctx, w.sender, w.resp)
+				p.answerProduce(ctx, w)
 			} else {
 				kept = append(kept, w)
 			}
@@ -1113,6 +1164,7 @@ func (p *partitionActor) publishStatus() {
 	}
 	st.Leader = p.role == roleLeader
 	st.HighWatermark = p.currentHW()
+	st.Producers = int32(p.producers.Len())
 	if code, msg := p.unavailable(); code == messages.ErrorCode_STORAGE_ERROR {
 		st.Error, st.ErrorMessage = code, msg
 	}

@@ -155,6 +155,9 @@ func (p *partitionActor) readReplicaFetch(req *messages.ReplicaFetchRequest) *me
 		return p.replicaFetchError(req, code, err.Error())
 	}
 	resp.Batches = batches
+	for _, b := range batches {
+		p.cfg.Broker.Metrics.ReplicatedOut(len(b))
+	}
 	return resp
 }
 
@@ -468,6 +471,7 @@ func (p *partitionActor) onReplicaFetchAnswer(ctx actor.Context, req *messages.R
 		if err == nil {
 			now := time.Now()
 			for _, b := range resp.Batches {
+				p.cfg.Broker.Metrics.ReplicatedIn(len(b))
 				if h, herr := record.ParseHeader(b); herr == nil {
 					p.producers.Appended(producerBatch(h), h.BaseOffset, now)
 				}

@@ -5,8 +5,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
-	_ "net/http/pprof"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -22,6 +20,7 @@ import (
 	"github.com/sluicemq/sluice/actors/transport"
 	"github.com/sluicemq/sluice/cluster"
 	"github.com/sluicemq/sluice/kafka"
+	"github.com/sluicemq/sluice/metrics"
 	"github.com/sluicemq/sluice/storage/datadir"
 	"github.com/sluicemq/sluice/storage/syncjournal"
 )
@@ -59,7 +58,8 @@ func runBroker(args []string, stdout, stderr io.Writer) error {
 	maxConns := fs.Int("max-connections", transport.DefaultMaxConnections, "most connections the broker's listener holds; more are closed at once (Kafka's max.connections)")
 	maxConnsPerIP := fs.Int("max-connections-per-ip", transport.DefaultMaxConnectionsPerIP, "most connections from one remote address (Kafka's max.connections.per.ip)")
 	idleConns := fs.Duration("connections-max-idle", transport.DefaultIdleTimeout, "close a connection that sends nothing, not even a keepalive ping, for this long")
-	pprofAddr := fs.String("pprof", "", "serve Go's pprof profiles on this host:port (off by default)")
+	httpAddr := fs.String("http", httpAuto, fmt.Sprintf("host:port of the HTTP listener: /metrics, /healthz, /readyz, /debug/pprof/ (%q: 127.0.0.1 at the broker's port + %d; \"\": off)", httpAuto, httpPortOffset))
+	partitionMetrics := fs.Bool("metrics-partition-labels", true, "export per-partition series (HW, log start and end, size); turn off for clusters with many partitions")
 	logMemory := fs.Int64("log-memory-bytes", def.LogMemoryBytes, "memory the partition logs may hold in all: idle logs are closed and segment sizes capped to keep it")
 	logIdle := fs.Duration("log-idle-time", def.LogIdleTime, "close a partition log unused this long (it reopens on its next use)")
 	maxPartitions := fs.Int("max-partitions", 0, "most partition replicas one broker hosts; creating more is refused (default: from --log-memory-bytes and the open-files limit)")
@@ -163,17 +163,22 @@ func runBroker(args []string, stdout, stderr io.Writer) error {
 	if *noSync {
 		logger.Warn("--unsafe-no-fsync: partition logs are never fsync'd; acknowledged records are lost in a power failure")
 	}
-	if *pprofAddr != "" {
-		go func() {
-			logger.Info("pprof listening", "addr", *pprofAddr)
-			if err := http.ListenAndServe(*pprofAddr, nil); err != nil {
-				logger.Error("pprof", "error", err)
-			}
-		}()
-	}
 	host, port, err := transport.ParseAddr(*addr)
 	if err != nil {
 		return usageErr("--addr: %v", err)
+	}
+	build := readBuildInfo()
+	cfg.Metrics = metrics.New(metrics.Build{Version: build.Version, Commit: build.Commit}, metrics.Options{PartitionLabels: *partitionMetrics})
+	httpLn, err := httpListen(*httpAddr, port, logger)
+	if err != nil {
+		return err
+	}
+	httpBound := ""
+	if httpLn != nil {
+		defer httpLn.Close()
+		httpBound = httpLn.Addr().String()
+		srv := serveHTTP(httpLn, httpHandler(cfg.Metrics, logger), logger.With("listener", "http"))
+		defer srv.Close()
 	}
 	tcfg := transport.Config{Host: host, Port: port, AdvertisedAddr: *advertise,
 		MaxMessageBytes: max(cfg.MaxFetchBytes, actors.MaxMessageBytesLimit) + (64 << 10),
@@ -197,6 +202,11 @@ func runBroker(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	cfg.Metrics.Listener("sluice", node.Conns.Open, map[string]metrics.Count{"max_connections": node.Conns.RefusedTotal,
+		"max_connections_per_ip": node.Conns.RefusedPerIP, "idle": node.Conns.ClosedForIdle})
+	cfg.Metrics.Guard(map[string]metrics.Count{"unauthenticated": node.Guard.Unauthenticated, "silent": node.Guard.Silent,
+		"impostor": node.Guard.Impostors, "unproven": node.Guard.Unproven, "malformed_stream": node.Guard.ClosedStreams,
+		"invalid_message": node.Guard.Replaced})
 	if secure {
 		if got, want := node.LocalPrincipal(), transport.BrokerPrincipal(cfg.ID); got != want {
 			return fmt.Errorf("--tls-cert names %q, but this is broker %d: its certificate needs the URI SAN sluice://broker/%d", got, cfg.ID, cfg.ID)
@@ -225,12 +235,12 @@ func runBroker(args []string, stdout, stderr io.Writer) error {
 	}
 	defer dir.Close()
 	cfg.Dir = dir
+	cfg.Metrics.DataDir(cfg.DataDir)
 	backend, mode, err := openBackend(cfg, node.Addr, *consulAddr, *clusterName, *checkTTL, logger)
 	if err != nil {
 		return err
 	}
 	defer backend.Close()
-	build := readBuildInfo()
 	cfg.Version = build.short()
 	cfg.MetadataStore = "embedded in " + filepath.Join(cfg.DataDir, "meta")
 	if mode == "consul" {
@@ -248,7 +258,9 @@ func runBroker(args []string, stdout, stderr io.Writer) error {
 			TopicDefaults: cfg.DefaultTopic.Values(), Logger: logger.With("listener", "kafka"),
 			// With TLS on the broker the Kafka listener is TLS too, with the
 			// same certificates and principals.
-			TLS: node.ServerTLS(), Principal: transport.CertPrincipal, Anonymous: transport.AnonymousPrincipal})
+			TLS: node.ServerTLS(), Principal: transport.CertPrincipal, Anonymous: transport.AnonymousPrincipal,
+			Metrics: cfg.Metrics})
+		cfg.Metrics.Listener("kafka", kafkaSrv.Open, map[string]metrics.Count{"limit": kafkaSrv.Refused.Load})
 		go func() {
 			if err := kafkaSrv.Serve(kafkaLn); err != nil {
 				logger.Error("kafka listener stopped", "error", err)
@@ -257,7 +269,7 @@ func runBroker(args []string, stdout, stderr io.Writer) error {
 		defer kafkaSrv.Close()
 	}
 	logger.Info("sluice broker ready", "addr", node.Addr, "id", cfg.ID, "data", cfg.DataDir, "mode", mode,
-		"cluster_id", b.ClusterID, "broker_epoch", b.Epoch, "tls", secure, "version", build.Version, "commit", build.Commit, "go", build.GoVersion, "kafka", cfg.KafkaAddr)
+		"cluster_id", b.ClusterID, "broker_epoch", b.Epoch, "tls", secure, "version", build.Version, "commit", build.Commit, "go", build.GoVersion, "kafka", cfg.KafkaAddr, "http", httpBound)
 
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -123,6 +124,11 @@ func startBrokerEnv(t *testing.T, env []string, extra ...string) *brokerProc {
 	t.Helper()
 	b := &brokerProc{t: t, Data: t.TempDir(), Addr: fmt.Sprintf("127.0.0.1:%d", freePort(t)), logs: &lockedBuffer{}, env: env}
 	b.args = append([]string{"broker", "--data", b.Data, "--addr", b.Addr}, extra...)
+	if !slices.Contains(extra, "--http") {
+		// Not the default (the broker's port + 1000), which another test's
+		// broker may have been handed as a free port meanwhile.
+		b.args = append(b.args, "--http", "127.0.0.1:0")
+	}
 	b.start()
 	t.Cleanup(func() {
 		b.kill()
