@@ -1,6 +1,7 @@
 package main
 
 import (
+	"crypto/tls"
 	"fmt"
 	"io"
 	"log/slog"
@@ -59,6 +60,7 @@ func runBroker(args []string, stdout, stderr io.Writer) error {
 	maxConnsPerIP := fs.Int("max-connections-per-ip", transport.DefaultMaxConnectionsPerIP, "most connections from one remote address (Kafka's max.connections.per.ip)")
 	idleConns := fs.Duration("connections-max-idle", transport.DefaultIdleTimeout, "close a connection that sends nothing, not even a keepalive ping, for this long")
 	httpAddr := fs.String("http", httpAuto, fmt.Sprintf("host:port of the HTTP listener: /metrics, /healthz, /readyz, /debug/pprof/ (%q: 127.0.0.1 at the broker's port + %d; \"\": off)", httpAuto, httpPortOffset))
+	httpAnonymous := fs.Bool("http-anonymous", false, "with TLS, serve the HTTP listener to clients without a certificate, unauthorized (for probes that cannot present one)")
 	partitionMetrics := fs.Bool("metrics-partition-labels", true, "export per-partition series (HW, log start and end, size); turn off for clusters with many partitions")
 	logMemory := fs.Int64("log-memory-bytes", def.LogMemoryBytes, "memory the partition logs may hold in all: idle logs are closed and segment sizes capped to keep it")
 	logIdle := fs.Duration("log-idle-time", def.LogIdleTime, "close a partition log unused this long (it reopens on its next use)")
@@ -177,8 +179,6 @@ func runBroker(args []string, stdout, stderr io.Writer) error {
 	if httpLn != nil {
 		defer httpLn.Close()
 		httpBound = httpLn.Addr().String()
-		srv := serveHTTP(httpLn, httpHandler(cfg.Metrics, logger), logger.With("listener", "http"))
-		defer srv.Close()
 	}
 	tcfg := transport.Config{Host: host, Port: port, AdvertisedAddr: *advertise,
 		MaxMessageBytes: max(cfg.MaxFetchBytes, actors.MaxMessageBytesLimit) + (64 << 10),
@@ -212,6 +212,20 @@ func runBroker(args []string, stdout, stderr io.Writer) error {
 			return fmt.Errorf("--tls-cert names %q, but this is broker %d: its certificate needs the URI SAN sluice://broker/%d", got, cfg.ID, cfg.ID)
 		}
 		go reloadOnHangup(node, logger)
+	}
+	// The HTTP listener: with TLS it is HTTPS with the broker's
+	// certificates, for principals allowed to describe the cluster.
+	httpAuth := &httpAuthorizer{until: map[string]time.Time{}}
+	if httpLn != nil {
+		handler, httpTLS := httpHandler(cfg.Metrics, logger), node.ServerTLS()
+		switch {
+		case httpTLS != nil && *httpAnonymous:
+			httpTLS.ClientAuth, httpTLS.VerifyConnection = tls.NoClientCert, nil
+		case httpTLS != nil:
+			handler = httpAuth.wrap(handler)
+		}
+		srv := serveHTTP(httpLn, handler, httpTLS, logger.With("listener", "http"))
+		defer srv.Close()
 	}
 
 	// The Kafka listener is bound before the broker registers, so that the
@@ -250,6 +264,7 @@ func runBroker(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	httpAuth.broker.Store(&localBroker{system: node.System, pid: b.PID})
 	var kafkaSrv *kafka.Server
 	if kafkaLn != nil {
 		kafkaSrv = kafka.NewServer(kafka.Config{Broker: localBroker{system: node.System, pid: b.PID},

@@ -455,6 +455,17 @@ func TestCorruptLogIsReportedNotServed(t *testing.T) {
 		t.Fatalf("produce to the offline partition: exit %d, stderr:\n%s", code, stderr)
 	}
 	t.Logf("produce to the offline partition: %s", stderr)
+	// The broker is alive and ready (the replica reported itself offline),
+	// and says so in its metrics.
+	web := httpAddr(t, b)
+	for _, probe := range []string{"/healthz", "/readyz"} {
+		if code, body, err := httpGet(web, probe); err != nil || code != 200 {
+			t.Errorf("%s with an offline replica: %d %q %v", probe, code, body, err)
+		}
+	}
+	if m := scrape(t, web); m["sluice_replicas_offline"] != 1 {
+		t.Errorf("sluice_replicas_offline = %v, want 1", m["sluice_replicas_offline"])
+	}
 }
 
 func rawBatch(values ...string) []byte {

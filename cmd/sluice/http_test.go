@@ -3,6 +3,8 @@ package main
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -264,5 +266,68 @@ func TestGrafanaDashboardSeriesExist(t *testing.T) {
 	})
 	if len(dash.Panels) < 10 {
 		t.Errorf("the dashboard has %d panels", len(dash.Panels))
+	}
+}
+
+// httpsGet is httpGet over TLS as the certificate pair name ("" for none).
+func httpsGet(t *testing.T, certs testCerts, name, addr, path string) (int, error) {
+	t.Helper()
+	pem, err := os.ReadFile(certs.file("ca.crt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(pem)
+	cfg := &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+	if name != "" {
+		pair, err := tls.LoadX509KeyPair(certs.file(name+".crt"), certs.file(name+".key"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.Certificates = []tls.Certificate{pair}
+	}
+	c := http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: cfg}}
+	resp, err := c.Get("https://" + addr + path)
+	if err != nil {
+		return 0, err
+	}
+	resp.Body.Close()
+	return resp.StatusCode, nil
+}
+
+// Under TLS the HTTP listener is HTTPS with the broker's certificates and
+// serves only principals that may describe the cluster: a super user, and
+// alice once an ACL allows it; without a certificate the handshake fails.
+// With --http-anonymous it serves anyone over HTTPS.
+func TestHTTPListenerTLS(t *testing.T) {
+	certs := makeTestCerts(t)
+	b := startBroker(t, append([]string{"--id", "1"}, certs.brokerFlags(1)...)...)
+	web := httpAddr(t, b)
+	if code, err := httpsGet(t, certs, "user-admin", web, "/metrics"); err != nil || code != http.StatusOK {
+		t.Errorf("the super user: %d %v", code, err)
+	}
+	if code, err := httpsGet(t, certs, "user-alice", web, "/metrics"); err != nil || code != http.StatusForbidden {
+		t.Errorf("alice without an ACL: %d %v", code, err)
+	}
+	if _, err := httpsGet(t, certs, "", web, "/healthz"); err == nil {
+		t.Errorf("a client without a certificate was served")
+	}
+	if code, _, err := httpGet(web, "/healthz"); err == nil && code == http.StatusOK {
+		t.Errorf("plain HTTP was served")
+	}
+	if out, errOut, code := runCLI(t, "", append([]string{"acl", "add", "--allow-principal", "User:alice", "--operation", "describe",
+		"--cluster", "--broker", b.Addr}, certs.as("user-admin", "ca")...)...); code != 0 {
+		t.Fatalf("acl add: %s%s", out, errOut)
+	}
+	eventually(t, 30*time.Second, func() string {
+		if code, err := httpsGet(t, certs, "user-alice", web, "/metrics"); err != nil || code != http.StatusOK {
+			return fmt.Sprintf("alice with describe on the cluster: %d %v", code, err)
+		}
+		return ""
+	})
+
+	anon := startBroker(t, append([]string{"--id", "1", "--http-anonymous"}, certs.brokerFlags(1)...)...)
+	if code, err := httpsGet(t, certs, "", httpAddr(t, anon), "/readyz"); err != nil || code != http.StatusOK {
+		t.Errorf("--http-anonymous, no certificate: %d %v", code, err)
 	}
 }
