@@ -157,8 +157,12 @@ func run() error {
 		if !set["timeout"] {
 			*timeout = 20 * time.Minute
 		}
+	case "metrics":
+		if !set["timeout"] {
+			*timeout = 15 * time.Minute
+		}
 	default:
-		return fmt.Errorf("-suite: unknown %q (want default, partitions or tls)", *pf.suite)
+		return fmt.Errorf("-suite: unknown %q (want default, partitions, tls or metrics)", *pf.suite)
 	}
 	if o.Quick {
 		def := func(name string, apply func()) {
@@ -289,6 +293,9 @@ func run() error {
 	}
 	if *pf.suite == "tls" {
 		return runTLS(ctx, to, root, base, *consulBin, *outDir)
+	}
+	if *pf.suite == "metrics" {
+		return runMetrics(ctx, o, root, base, *outDir)
 	}
 
 	rep := &report{Options: o, Started: time.Now(), Command: commandLine()}

@@ -70,7 +70,7 @@ func keepPartitionsSection(path, md string) string {
 	if err != nil {
 		return md
 	}
-	for _, m := range []mdSection{partitionsMarkers, tlsMarkers} {
+	for _, m := range []mdSection{partitionsMarkers, tlsMarkers, metricsMarkers} {
 		if sec := m.find(string(old)); sec != "" {
 			md = m.splice(md, sec)
 		}
