@@ -38,7 +38,9 @@ type PartitionInfo struct {
 	LogStartOffset  int64
 	LogEndOffset    int64
 	HighWatermark   int64
-	Err             error
+	// SizeBytes is the leader's log size on disk.
+	SizeBytes int64
+	Err       error
 	// ReplicaStates has every live replica's own view, by broker id.
 	ReplicaStates map[int32]*messages.ReplicaState
 }
@@ -51,6 +53,8 @@ type TopicInfo struct {
 	Partitions []PartitionInfo
 	// Brokers are the live brokers of the cluster when it was described.
 	Brokers []BrokerInfo
+	// Err is why the topic could not be described (DescribeTopics only).
+	Err error
 }
 
 // NewAdmin connects an admin client to the cluster that broker belongs to.
@@ -258,46 +262,68 @@ func (a *Admin) ListTopics(ctx context.Context) ([]string, error) {
 // DescribeTopic returns a topic's partitions with leader, replicas, ISR and
 // the log start, LEO and HW read from the live replicas.
 func (a *Admin) DescribeTopic(ctx context.Context, name string) (*TopicInfo, error) {
-	md, err := a.Metadata(ctx, name)
+	infos, err := a.DescribeTopics(ctx, name)
 	if err != nil {
 		return nil, err
 	}
-	if len(md.Topics) != 1 {
+	if len(infos) != 1 {
 		return nil, fmt.Errorf("unexpected metadata for %q", name)
 	}
-	t := md.Topics[0]
-	if t.Error != messages.ErrorCode_NONE && len(t.Partitions) == 0 {
-		return nil, t.Error.Err(t.ErrorMessage)
+	t := infos[0]
+	if t.Err != nil && len(t.Partitions) == 0 {
+		return nil, t.Err
 	}
-	states := map[int32]map[int32]*messages.ReplicaState{} // partition -> broker -> state
+	return t, nil
+}
+
+// DescribeTopics describes the topics named, or every topic when none is,
+// with one metadata request and one replica-state request per broker. A
+// topic that cannot be described has Err set.
+func (a *Admin) DescribeTopics(ctx context.Context, names ...string) ([]*TopicInfo, error) {
+	md, err := a.Metadata(ctx, names...)
+	if err != nil {
+		return nil, err
+	}
+	type tp struct {
+		topic     string
+		partition int32
+	}
+	states := map[tp]map[int32]*messages.ReplicaState{} // (topic, partition) -> broker -> state
 	for _, b := range md.Brokers {
-		res, err := request(a.node.system, b.Address, &messages.DescribeReplicasRequest{Topics: []string{name}}, a.timeout(ctx))
+		res, err := request(a.node.system, b.Address, &messages.DescribeReplicasRequest{Topics: names}, a.timeout(ctx))
 		if err != nil {
 			continue
 		}
 		if resp, ok := res.(*messages.DescribeReplicasResponse); ok {
 			for _, rs := range resp.Replicas {
-				if states[rs.Partition] == nil {
-					states[rs.Partition] = map[int32]*messages.ReplicaState{}
+				k := tp{rs.Topic, rs.Partition}
+				if states[k] == nil {
+					states[k] = map[int32]*messages.ReplicaState{}
 				}
-				states[rs.Partition][rs.BrokerId] = rs
+				states[k][rs.BrokerId] = rs
 			}
 		}
 	}
-	info := &TopicInfo{Name: t.Name, TopicID: t.TopicId, Configs: t.Configs, Brokers: brokerInfos(md)}
-	for _, p := range t.Partitions {
-		pi := PartitionInfo{Partition: p.Partition, Leader: p.Leader, LeaderEpoch: p.LeaderEpoch,
-			Replicas: p.Replicas, ISR: p.Isr, OfflineReplicas: p.OfflineReplicas,
-			LogStartOffset: -1, LogEndOffset: -1, HighWatermark: -1, Err: p.Error.Err(""), ReplicaStates: states[p.Partition]}
-		if ls := states[p.Partition][p.Leader]; ls != nil {
-			pi.LogStartOffset, pi.LogEndOffset, pi.HighWatermark = ls.LogStartOffset, ls.LogEndOffset, ls.HighWatermark
-			if ls.Error != messages.ErrorCode_NONE {
-				pi.Err = ls.Error.Err(ls.ErrorMessage)
+	brokers := brokerInfos(md)
+	var out []*TopicInfo
+	for _, t := range md.Topics {
+		info := &TopicInfo{Name: t.Name, TopicID: t.TopicId, Configs: t.Configs, Brokers: brokers, Err: t.Error.Err(t.ErrorMessage)}
+		for _, p := range t.Partitions {
+			rs := states[tp{t.Name, p.Partition}]
+			pi := PartitionInfo{Partition: p.Partition, Leader: p.Leader, LeaderEpoch: p.LeaderEpoch,
+				Replicas: p.Replicas, ISR: p.Isr, OfflineReplicas: p.OfflineReplicas,
+				LogStartOffset: -1, LogEndOffset: -1, HighWatermark: -1, Err: p.Error.Err(""), ReplicaStates: rs}
+			if ls := rs[p.Leader]; ls != nil {
+				pi.LogStartOffset, pi.LogEndOffset, pi.HighWatermark, pi.SizeBytes = ls.LogStartOffset, ls.LogEndOffset, ls.HighWatermark, ls.SizeBytes
+				if ls.Error != messages.ErrorCode_NONE {
+					pi.Err = ls.Error.Err(ls.ErrorMessage)
+				}
 			}
+			info.Partitions = append(info.Partitions, pi)
 		}
-		info.Partitions = append(info.Partitions, pi)
+		out = append(out, info)
 	}
-	return info, nil
+	return out, nil
 }
 
 // ListOffset returns a partition's offset for timestamp: -2 earliest, -1

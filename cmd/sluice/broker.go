@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -19,7 +20,9 @@ import (
 	"github.com/sluicemq/sluice/actors"
 	"github.com/sluicemq/sluice/actors/broker"
 	"github.com/sluicemq/sluice/actors/transport"
+	"github.com/sluicemq/sluice/client"
 	"github.com/sluicemq/sluice/cluster"
+	"github.com/sluicemq/sluice/console"
 	"github.com/sluicemq/sluice/kafka"
 	"github.com/sluicemq/sluice/metrics"
 	"github.com/sluicemq/sluice/storage/datadir"
@@ -216,8 +219,11 @@ func runBroker(args []string, stdout, stderr io.Writer) error {
 	// The HTTP listener: with TLS it is HTTPS with the broker's
 	// certificates, for principals allowed to describe the cluster.
 	httpAuth := &httpAuthorizer{until: map[string]time.Time{}}
+	var httpMux *http.ServeMux
 	if httpLn != nil {
-		handler, httpTLS := httpHandler(cfg.Metrics, logger), node.ServerTLS()
+		httpMux = httpHandler(cfg.Metrics, logger)
+		var handler http.Handler = httpMux
+		httpTLS := node.ServerTLS()
 		switch {
 		case httpTLS != nil && *httpAnonymous:
 			httpTLS.ClientAuth, httpTLS.VerifyConnection = tls.NoClientCert, nil
@@ -265,6 +271,20 @@ func runBroker(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	httpAuth.broker.Store(&localBroker{system: node.System, pid: b.PID})
+	if httpMux != nil && !secure {
+		// The console reads through a client of this broker. (With TLS it
+		// would need the visitor's principal on every request: not served.)
+		admin, err := client.NewAdmin(node.Addr, client.WithLogger(clientLogger(stderr)))
+		if err != nil {
+			return err
+		}
+		defer admin.Close()
+		con, err := console.New(console.Config{Admin: admin, DefaultMinISR: cfg.DefaultTopic.MinISR, Logger: logger.With("listener", "console")})
+		if err != nil {
+			return err
+		}
+		con.Register(httpMux)
+	}
 	var kafkaSrv *kafka.Server
 	if kafkaLn != nil {
 		kafkaSrv = kafka.NewServer(kafka.Config{Broker: localBroker{system: node.System, pid: b.PID},

@@ -64,7 +64,8 @@ func httpListen(flag string, brokerPort int, logger *slog.Logger) (net.Listener,
 }
 
 // httpHandler serves /metrics, /healthz, /readyz and /debug/pprof/.
-func httpHandler(m *metrics.Broker, logger *slog.Logger) http.Handler {
+// The console's pages join the mux once the broker runs.
+func httpHandler(m *metrics.Broker, logger *slog.Logger) *http.ServeMux {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{
 		ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn), MaxRequestsInFlight: 4, Timeout: 10 * time.Second}))

@@ -1,0 +1,178 @@
+package main
+
+import (
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/net/html"
+)
+
+// tableRows reads the rows of the table with id from an HTML page: each
+// row's cells' text, the header row first.
+func tableRows(t *testing.T, page, id string) [][]string {
+	t.Helper()
+	doc, err := html.Parse(strings.NewReader(page))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var table *html.Node
+	var find func(n *html.Node)
+	find = func(n *html.Node) {
+		for _, a := range n.Attr {
+			if n.Data == "table" && a.Key == "id" && a.Val == id {
+				table = n
+			}
+		}
+		for c := n.FirstChild; c != nil && table == nil; c = c.NextSibling {
+			find(c)
+		}
+	}
+	find(doc)
+	if table == nil {
+		t.Fatalf("no table %q in the page", id)
+	}
+	var rows [][]string
+	var walk func(n *html.Node)
+	walk = func(n *html.Node) {
+		if n.Type == html.ElementNode && n.Data == "tr" {
+			var cells []string
+			for c := n.FirstChild; c != nil; c = c.NextSibling {
+				if c.Type == html.ElementNode && (c.Data == "td" || c.Data == "th") {
+					cells = append(cells, strings.TrimSpace(text(c)))
+				}
+			}
+			rows = append(rows, cells)
+			return
+		}
+		for c := n.FirstChild; c != nil; c = c.NextSibling {
+			walk(c)
+		}
+	}
+	walk(table)
+	return rows
+}
+
+func text(n *html.Node) string {
+	if n.Type == html.TextNode {
+		return n.Data
+	}
+	var b strings.Builder
+	for c := n.FirstChild; c != nil; c = c.NextSibling {
+		b.WriteString(text(c))
+	}
+	return b.String()
+}
+
+// getPage fetches a console page, failing on anything but 200.
+func getPage(t *testing.T, addr, path string) string {
+	t.Helper()
+	code, body, err := httpGet(addr, path)
+	if err != nil || code != http.StatusOK {
+		t.Fatalf("GET %s: %d %v\n%s", path, code, err, body)
+	}
+	return body
+}
+
+// The console of a three-broker cluster shows what the CLI shows: the
+// brokers and controller of `sluice cluster info`, and per partition the
+// leader, epoch, replicas, ISR, log start, LEO and HW of `sluice topic
+// describe`; long tables are paged.
+func TestConsolePagesMatchTheCLI(t *testing.T) {
+	c := startCluster(t, 3)
+	c.createTopic("con", 4, 3, nil)
+	c.waitFullyReplicated("con", time.Minute)
+	var in strings.Builder
+	for i := 0; i < 40; i++ {
+		fmt.Fprintf(&in, "k%d:v%d\n", i, i)
+	}
+	b := c.brokers[1]
+	b.cli(in.String(), "produce", "con", "--key-delimiter", ":")
+	web := httpAddr(t, b)
+
+	info := decodeLines[clusterJSON](t, b.cli("", "cluster", "info", "--format", "json"))[0]
+	page := getPage(t, web, "/")
+	brokers := tableRows(t, page, "broker-table")[1:]
+	if len(brokers) != len(info.Brokers) {
+		t.Fatalf("overview lists %d brokers, cluster info %d", len(brokers), len(info.Brokers))
+	}
+	for i, br := range info.Brokers {
+		row := brokers[i]
+		if row[0] != strconv.Itoa(int(br.ID)) || row[1] != br.Address || row[2] != br.State || row[3] != br.Version ||
+			(row[4] == "controller") != (br.ID == info.Controller) {
+			t.Errorf("overview broker row %v, cluster info %+v (controller %d)", row, br, info.Controller)
+		}
+	}
+	if !strings.Contains(page, fmt.Sprintf(`<b id="online">%d</b>`, info.Partitions)) {
+		t.Errorf("the overview does not count %d partitions online", info.Partitions)
+	}
+
+	topics := tableRows(t, getPage(t, web, "/topics"), "topic-table")
+	found := false
+	for _, row := range topics[1:] {
+		if row[0] == "con" {
+			found = true
+			if row[1] != "4" || row[2] != "3" {
+				t.Errorf("topics page row %v, want 4 partitions, RF 3", row)
+			}
+		}
+	}
+	if !found {
+		t.Errorf("topic con not listed: %v", topics)
+	}
+
+	eventually(t, 30*time.Second, func() string {
+		desc := decodeLines[topicDescJSON](t, b.cli("", "topic", "describe", "con", "--format", "json"))[0]
+		rows := tableRows(t, getPage(t, web, "/topics/con"), "partition-table")[1:]
+		if len(rows) != len(desc.Partitions) {
+			return fmt.Sprintf("%d partition rows, describe has %d", len(rows), len(desc.Partitions))
+		}
+		for i, p := range desc.Partitions {
+			want := []string{strconv.Itoa(int(p.Partition)), strconv.Itoa(int(p.Leader)), strconv.Itoa(int(p.LeaderEpoch)),
+				fmt.Sprint(p.Replicas), fmt.Sprint(p.ISR), strconv.FormatInt(p.LogStartOffset, 10),
+				strconv.FormatInt(p.LogEndOffset, 10), strconv.FormatInt(p.HighWatermark, 10)}
+			if got := rows[i][:8]; strings.Join(got, "|") != strings.Join(want, "|") {
+				return fmt.Sprintf("partition %d: console %v, describe %v", p.Partition, got, want)
+			}
+		}
+		return ""
+	})
+
+	// A group: listed, and its offsets and lag as `sluice group describe`
+	// prints them.
+	b.cli("", "consume", "con", "--group", "cg", "--from-beginning", "--max", "40")
+	if rows := tableRows(t, getPage(t, web, "/groups"), "group-table"); !strings.Contains(fmt.Sprint(rows), "cg") {
+		t.Errorf("groups page: %v", rows)
+	}
+	g := decodeLines[groupDescJSON](t, b.cli("", "group", "describe", "cg", "--format", "json"))[0]
+	offsets := tableRows(t, getPage(t, web, "/groups/cg"), "offset-table")[1:]
+	if len(offsets) != len(g.Partitions) {
+		t.Fatalf("group page has %d partition rows, describe %d", len(offsets), len(g.Partitions))
+	}
+	for i, p := range g.Partitions {
+		want := fmt.Sprintf("%s|%d|%d|%d|%d|%d", p.Topic, p.Partition, p.Committed, p.End, p.LogEnd, p.Lag)
+		if got := strings.Join(offsets[i][:6], "|"); got != want {
+			t.Errorf("group page row %s, describe %s", got, want)
+		}
+	}
+	if code, _, err := httpGet(web, "/groups/never-was"); err != nil || code != http.StatusNotFound {
+		t.Errorf("a group that does not exist: %d %v", code, err)
+	}
+
+	// 150 partitions: 100 on the first page, 50 on the second.
+	c.createTopic("wide", 150, 1, nil)
+	first := getPage(t, web, "/topics/wide")
+	if n := len(tableRows(t, first, "partition-table")) - 1; n != 100 || !strings.Contains(first, `href="?page=2"`) {
+		t.Errorf("first page: %d rows, next link %v", n, strings.Contains(first, `href="?page=2"`))
+	}
+	second := tableRows(t, getPage(t, web, "/topics/wide?page=2"), "partition-table")[1:]
+	if len(second) != 50 || second[0][0] != "100" || second[49][0] != "149" {
+		t.Errorf("second page: %d rows from %v", len(second), second[0])
+	}
+	if code, _, err := httpGet(web, "/topics/no-such-topic"); err != nil || code != http.StatusNotFound {
+		t.Errorf("an unknown topic: %d %v", code, err)
+	}
+}

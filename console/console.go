@@ -1,0 +1,288 @@
+// Package console is the web console every broker serves on its HTTP
+// listener: server-rendered pages (html/template, embedded) of the
+// cluster's brokers, topics and partitions, read through a Sluice admin
+// client in the broker's process. The pages need no JavaScript.
+package console
+
+import (
+	"context"
+	"embed"
+	"fmt"
+	"html/template"
+	"log/slog"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/sluicemq/sluice/client"
+)
+
+//go:embed templates/*.html
+var templateFS embed.FS
+
+// Config is what a console serves from.
+type Config struct {
+	// Admin reads the cluster (the broker's own client).
+	Admin *client.Admin
+	// DefaultMinISR is the brokers' min.insync.replicas, for topics that
+	// do not set their own.
+	DefaultMinISR int
+	// PageSize is how many rows a table shows per page (default 100).
+	PageSize int
+	Logger   *slog.Logger
+}
+
+// Console serves the pages.
+type Console struct {
+	cfg   Config
+	pages map[string]*template.Template
+}
+
+// New returns the console; Handler serves it.
+func New(cfg Config) (*Console, error) {
+	if cfg.PageSize <= 0 {
+		cfg.PageSize = 100
+	}
+	c := &Console{cfg: cfg, pages: map[string]*template.Template{}}
+	funcs := template.FuncMap{"bytes": humanBytes, "ids": ids, "add": func(a, b int) int { return a + b }}
+	for _, page := range []string{"overview", "topics", "topic", "groups", "group"} {
+		t, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/"+page+".html")
+		if err != nil {
+			return nil, err
+		}
+		c.pages[page] = t
+	}
+	return c, nil
+}
+
+// Register adds the console's routes to mux.
+func (c *Console) Register(mux *http.ServeMux) {
+	mux.HandleFunc("GET /{$}", c.overview)
+	mux.HandleFunc("GET /topics", c.topics)
+	mux.HandleFunc("GET /topics/{name}", c.topic)
+	mux.HandleFunc("GET /groups", c.groups)
+	mux.HandleFunc("GET /groups/{name}", c.group)
+}
+
+// render writes page with data, or the error page.
+func (c *Console) render(w http.ResponseWriter, page string, data any) {
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	if err := c.pages[page].Execute(w, data); err != nil && c.cfg.Logger != nil {
+		c.cfg.Logger.Warn("console page failed", "page", page, "error", err)
+	}
+}
+
+func (c *Console) fail(w http.ResponseWriter, status int, err error) {
+	http.Error(w, err.Error(), status)
+}
+
+func (c *Console) ctx(r *http.Request) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(r.Context(), 10*time.Second)
+}
+
+// page is the part of a long table a request asks for (?page=N, from 1).
+type page struct {
+	Number, Pages, From, To, Total int
+}
+
+func paginate(r *http.Request, total, size int) page {
+	n, _ := strconv.Atoi(r.URL.Query().Get("page"))
+	pages := max(1, (total+size-1)/size)
+	n = min(max(n, 1), pages)
+	from := (n - 1) * size
+	return page{Number: n, Pages: pages, From: from, To: min(from+size, total), Total: total}
+}
+
+// Prev and Next are the neighbouring page numbers (0: none).
+func (p page) Prev() int {
+	if p.Number > 1 {
+		return p.Number - 1
+	}
+	return 0
+}
+
+func (p page) Next() int {
+	if p.Number < p.Pages {
+		return p.Number + 1
+	}
+	return 0
+}
+
+// health counts partitions by state, as the overview shows them.
+type health struct {
+	Online, Offline, UnderReplicated, UnderMinISR int
+}
+
+func (c *Console) minISR(configs map[string]string) int {
+	if v, err := strconv.Atoi(configs["min.insync.replicas"]); err == nil {
+		return v
+	}
+	return c.cfg.DefaultMinISR
+}
+
+func (c *Console) overview(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := c.ctx(r)
+	defer cancel()
+	info, err := c.cfg.Admin.DescribeCluster(ctx)
+	if err != nil {
+		c.fail(w, http.StatusBadGateway, err)
+		return
+	}
+	md, err := c.cfg.Admin.Metadata(ctx)
+	if err != nil {
+		c.fail(w, http.StatusBadGateway, err)
+		return
+	}
+	var h health
+	for _, t := range md.Topics {
+		minISR := c.minISR(t.Configs)
+		for _, p := range t.Partitions {
+			switch {
+			case p.Leader < 0:
+				h.Offline++
+				continue
+			case len(p.Isr) < len(p.Replicas):
+				h.UnderReplicated++
+			}
+			if len(p.Isr) < minISR {
+				h.UnderMinISR++
+			}
+			h.Online++
+		}
+	}
+	c.render(w, "overview", map[string]any{"Title": "Overview", "Cluster": info, "Health": h})
+}
+
+// topicRow is one line of the topics page.
+type topicRow struct {
+	Name              string
+	Partitions        int
+	ReplicationFactor int
+	SizeBytes         int64
+	Retention         string
+	Configs           map[string]string
+	Err               error
+}
+
+func (c *Console) topics(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := c.ctx(r)
+	defer cancel()
+	infos, err := c.cfg.Admin.DescribeTopics(ctx)
+	if err != nil {
+		c.fail(w, http.StatusBadGateway, err)
+		return
+	}
+	rows := make([]topicRow, 0, len(infos))
+	for _, t := range infos {
+		row := topicRow{Name: t.Name, Partitions: len(t.Partitions), Configs: t.Configs, Err: t.Err, Retention: t.Configs["retention.ms"]}
+		for _, p := range t.Partitions {
+			row.SizeBytes += max(p.SizeBytes, 0)
+			row.ReplicationFactor = max(row.ReplicationFactor, len(p.Replicas))
+		}
+		rows = append(rows, row)
+	}
+	slices.SortFunc(rows, func(a, b topicRow) int { return compareStrings(a.Name, b.Name) })
+	pg := paginate(r, len(rows), c.cfg.PageSize)
+	c.render(w, "topics", map[string]any{"Title": "Topics", "Rows": rows[pg.From:pg.To], "Page": pg})
+}
+
+func (c *Console) topic(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := c.ctx(r)
+	defer cancel()
+	name := r.PathValue("name")
+	t, err := c.cfg.Admin.DescribeTopic(ctx, name)
+	if err != nil {
+		c.fail(w, http.StatusNotFound, fmt.Errorf("topic %q: %w", name, err))
+		return
+	}
+	pg := paginate(r, len(t.Partitions), c.cfg.PageSize)
+	keys := make([]string, 0, len(t.Configs))
+	for k := range t.Configs {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	c.render(w, "topic", map[string]any{"Title": "Topic " + name, "Topic": t, "Partitions": t.Partitions[pg.From:pg.To],
+		"Page": pg, "ConfigKeys": keys})
+}
+
+func (c *Console) groups(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := c.ctx(r)
+	defer cancel()
+	list, err := c.cfg.Admin.ListGroups(ctx)
+	if err != nil {
+		c.fail(w, http.StatusBadGateway, err)
+		return
+	}
+	pg := paginate(r, len(list), c.cfg.PageSize)
+	c.render(w, "groups", map[string]any{"Title": "Consumer groups", "Rows": list[pg.From:pg.To], "Page": pg})
+}
+
+// memberKind says what kind of client a group member is.
+func memberKind(protocolType, pushID string) string {
+	switch {
+	case pushID != "":
+		return "push subscriber"
+	case protocolType != "":
+		return "Kafka (" + protocolType + ")"
+	}
+	return "Sluice"
+}
+
+func (c *Console) group(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := c.ctx(r)
+	defer cancel()
+	name := r.PathValue("name")
+	info, err := c.cfg.Admin.DescribeGroup(ctx, name)
+	if err != nil {
+		c.fail(w, http.StatusBadGateway, fmt.Errorf("group %q: %w", name, err))
+		return
+	}
+	if info.State == "Dead" {
+		c.fail(w, http.StatusNotFound, fmt.Errorf("group %q does not exist", name))
+		return
+	}
+	type memberRow struct {
+		ID, Client, Instance, Kind, Topics, Assignment string
+	}
+	var members []memberRow
+	for _, m := range info.Members {
+		var parts []string
+		for _, tps := range m.Assignment {
+			parts = append(parts, fmt.Sprintf("%s%v", tps.Topic, tps.Partitions))
+		}
+		members = append(members, memberRow{ID: m.MemberId, Client: m.ClientId, Instance: m.InstanceId,
+			Kind: memberKind(info.ProtocolType, m.PushId), Topics: strings.Join(m.Topics, ","), Assignment: strings.Join(parts, " ")})
+	}
+	pg := paginate(r, len(info.Partitions), c.cfg.PageSize)
+	c.render(w, "group", map[string]any{"Title": "Group " + name, "Group": info, "Members": members,
+		"Partitions": info.Partitions[pg.From:pg.To], "Page": pg})
+}
+
+func compareStrings(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// humanBytes writes n bytes as 12.3 MiB.
+func humanBytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}
+
+// ids writes broker ids as [1 2 3], as `sluice topic describe` does.
+func ids(v []int32) string { return fmt.Sprint(v) }
