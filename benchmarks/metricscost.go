@@ -94,6 +94,9 @@ func runMetrics(ctx context.Context, o options, root, base, outDir string) error
 
 	for round := 1; round <= o.Runs; round++ {
 		dir := filepath.Join(base, fmt.Sprintf("produce-%d", round))
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return err
+		}
 		web, err := freeAddr()
 		if err != nil {
 			return err
@@ -170,6 +173,9 @@ func runMetrics(ctx context.Context, o options, root, base, outDir string) error
 // record into each, and times scrapes of its /metrics.
 func measureScrapes(ctx context.Context, bin, dir string, n int, labels, quick bool) (scrapeStats, error) {
 	st := scrapeStats{Partitions: n, PartitionLabels: labels}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return st, err
+	}
 	web, err := freeAddr()
 	if err != nil {
 		return st, err
