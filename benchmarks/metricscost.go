@@ -73,9 +73,9 @@ type scrapeStats struct {
 // runMetrics runs the metrics suite and writes its outputs.
 func runMetrics(ctx context.Context, o options, root, base, outDir string) error {
 	rep := &metricsReport{Suite: "metrics", Started: time.Now(), Command: commandLine(), Machine: machineInfo(base), LoadAvg: loadAvg(),
-		RecordSize: 1024, Records: 300_000}
+		RecordSize: 1024, Records: 2_000_000}
 	if o.Quick {
-		rep.Records = 100_000
+		rep.Records = 200_000
 	}
 	buildDir := filepath.Join(base, "build")
 	if err := os.MkdirAll(buildDir, 0o755); err != nil {
