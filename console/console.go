@@ -47,7 +47,7 @@ func New(cfg Config) (*Console, error) {
 	}
 	c := &Console{cfg: cfg, pages: map[string]*template.Template{}}
 	funcs := template.FuncMap{"bytes": humanBytes, "ids": ids, "add": func(a, b int) int { return a + b }}
-	for _, page := range []string{"overview", "topics", "topic", "groups", "group"} {
+	for _, page := range []string{"overview", "topics", "topic", "groups", "group", "messages"} {
 		t, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/"+page+".html")
 		if err != nil {
 			return nil, err
@@ -64,6 +64,7 @@ func (c *Console) Register(mux *http.ServeMux) {
 	mux.HandleFunc("GET /topics/{name}", c.topic)
 	mux.HandleFunc("GET /groups", c.groups)
 	mux.HandleFunc("GET /groups/{name}", c.group)
+	mux.HandleFunc("GET /messages", c.messages)
 }
 
 // render writes page with data, or the error page.

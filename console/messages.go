@@ -1,0 +1,196 @@
+package console
+
+import (
+	"bytes"
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/sluicemq/sluice/client"
+)
+
+// The message browser reads up to max records of one partition from a
+// start the visitor picks: the start, the end (the last max records), an
+// offset, or a time.
+
+const (
+	defaultMessages = 20
+	maxMessages     = 500
+)
+
+// browseQuery is the message browser's form.
+type browseQuery struct {
+	Topic     string
+	Partition int32
+	From      string // start, end, N or @TIME (Unix ms or RFC 3339)
+	Max       int
+	Format    string // text, json or hex
+}
+
+// shownRecord is one record as the browser shows it.
+type shownRecord struct {
+	Offset    int64
+	Timestamp string
+	Key       string
+	Value     string
+	Headers   []string
+}
+
+func (c *Console) messages(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	bq := browseQuery{Topic: q.Get("topic"), From: q.Get("from"), Format: q.Get("format"), Max: defaultMessages}
+	if bq.From == "" {
+		bq.From = "end"
+	}
+	if bq.Format == "" {
+		bq.Format = "text"
+	}
+	data := map[string]any{"Title": "Messages", "Query": bq}
+	if bq.Topic == "" {
+		c.render(w, "messages", data)
+		return
+	}
+	p, err := strconv.ParseInt(q.Get("partition"), 10, 32)
+	if err != nil || p < 0 {
+		http.Error(w, "partition: want a partition number", http.StatusBadRequest)
+		return
+	}
+	bq.Partition = int32(p)
+	if s := q.Get("max"); s != "" {
+		if bq.Max, err = strconv.Atoi(s); err != nil || bq.Max < 1 || bq.Max > maxMessages {
+			http.Error(w, fmt.Sprintf("max: want 1 to %d", maxMessages), http.StatusBadRequest)
+			return
+		}
+	}
+	if bq.Format != "text" && bq.Format != "json" && bq.Format != "hex" {
+		http.Error(w, "format: want text, json or hex", http.StatusBadRequest)
+		return
+	}
+	data["Query"] = bq
+	ctx, cancel := c.ctx(r)
+	defer cancel()
+	recs, first, end, err := c.read(ctx, bq)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	shown := make([]shownRecord, 0, len(recs))
+	for _, rec := range recs {
+		s := shownRecord{Offset: rec.Offset, Timestamp: rec.Timestamp.UTC().Format(time.RFC3339Nano),
+			Key: show(rec.Key, bq.Format), Value: show(rec.Value, bq.Format)}
+		for _, h := range rec.Headers {
+			s.Headers = append(s.Headers, h.Key+"="+show(h.Value, bq.Format))
+		}
+		shown = append(shown, s)
+	}
+	data["Records"], data["First"], data["End"], data["Read"] = shown, first, end, true
+	c.render(w, "messages", data)
+}
+
+// read returns the records asked for, and the offset reading started at
+// and the partition's end (its high watermark) then.
+func (c *Console) read(ctx context.Context, q browseQuery) ([]*client.Record, int64, int64, error) {
+	t, err := c.cfg.Admin.DescribeTopic(ctx, q.Topic)
+	if err != nil {
+		return nil, 0, 0, fmt.Errorf("topic %q: %w", q.Topic, err)
+	}
+	if int(q.Partition) >= len(t.Partitions) {
+		return nil, 0, 0, fmt.Errorf("topic %q has %d partitions", q.Topic, len(t.Partitions))
+	}
+	p := t.Partitions[q.Partition]
+	if p.Err != nil {
+		return nil, 0, 0, fmt.Errorf("%s-%d: %w", q.Topic, q.Partition, p.Err)
+	}
+	logStart, end := p.LogStartOffset, p.HighWatermark
+	var from int64
+	switch {
+	case q.From == "start":
+		from = logStart
+	case q.From == "end":
+		from = max(end-int64(q.Max), logStart)
+	case strings.HasPrefix(q.From, "@"):
+		ts, err := parseTime(q.From[1:])
+		if err != nil {
+			return nil, 0, 0, err
+		}
+		if from, err = c.cfg.Admin.ListOffset(ctx, q.Topic, q.Partition, ts); err != nil {
+			return nil, 0, 0, err
+		}
+		if from < 0 {
+			from = end // nothing at or after that time
+		}
+	default:
+		if from, err = strconv.ParseInt(q.From, 10, 64); err != nil {
+			return nil, 0, 0, fmt.Errorf("from %q: want start, end, an offset or @TIME", q.From)
+		}
+		if from < logStart || from > end {
+			return nil, 0, 0, fmt.Errorf("offset %d is outside %s-%d's log, %d to %d", from, q.Topic, q.Partition, logStart, end)
+		}
+	}
+	if from >= end {
+		return nil, from, end, nil
+	}
+	cons, err := client.NewConsumer(t.Brokers[0].Address,
+		client.ConsumePartitions(map[string]map[int32]client.Offset{q.Topic: {q.Partition: client.AtOffset(from)}}))
+	if err != nil {
+		return nil, 0, 0, err
+	}
+	defer cons.Close()
+	var out []*client.Record
+	for len(out) < q.Max {
+		f := cons.PollRecords(ctx, q.Max-len(out))
+		if len(f.Errors) > 0 {
+			return nil, 0, 0, f.Errors[0].Err
+		}
+		if ctx.Err() != nil {
+			return nil, 0, 0, fmt.Errorf("reading %s-%d: %w", q.Topic, q.Partition, ctx.Err())
+		}
+		for _, rec := range f.Records {
+			if rec.Offset < end && len(out) < q.Max {
+				out = append(out, rec)
+			}
+		}
+		if len(out) > 0 && out[len(out)-1].Offset >= end-1 {
+			break
+		}
+	}
+	return out, from, end, nil
+}
+
+// show writes bytes in format: text (as is when valid UTF-8, else hex),
+// json (indented when it parses, else as text) or hex.
+func show(b []byte, format string) string {
+	switch {
+	case b == nil:
+		return ""
+	case format == "hex":
+		return hex.EncodeToString(b)
+	case format == "json":
+		var out bytes.Buffer
+		if json.Indent(&out, b, "", "  ") == nil {
+			return out.String()
+		}
+	}
+	if utf8.Valid(b) {
+		return string(b)
+	}
+	return hex.EncodeToString(b)
+}
+
+// parseTime reads Unix milliseconds or an RFC 3339 time.
+func parseTime(s string) (int64, error) {
+	if ms, err := strconv.ParseInt(s, 10, 64); err == nil && ms >= 0 {
+		return ms, nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return 0, fmt.Errorf("time %q: want Unix milliseconds or RFC 3339", s)
+	}
+	return t.UnixMilli(), nil
+}
