@@ -1,0 +1,83 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+)
+
+// screenshotDir is where browser tests save their screenshots:
+// $SLUICE_TEST_ARTIFACTS, else sluice-console-screenshots in the temp dir.
+func screenshotDir(t *testing.T) string {
+	dir := os.Getenv("SLUICE_TEST_ARTIFACTS")
+	if dir == "" {
+		dir = filepath.Join(os.TempDir(), "sluice-console-screenshots")
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// The console's pages in a real browser (Debian's chromium, headless) on a
+// three-broker cluster: each page loads and shows what the CLI shows, and
+// a screenshot of each is saved.
+func TestConsoleInBrowser(t *testing.T) {
+	chromium := needTool(t, "chromium")
+	c := startCluster(t, 3)
+	c.createTopic("shop", 3, 3, nil)
+	c.waitFullyReplicated("shop", time.Minute)
+	b := c.brokers[1]
+	b.cli("alice:{\"item\":\"tea\"}\nbob:{\"item\":\"cake\"}\n", "produce", "shop", "--key-delimiter", ":", "--partition", "0")
+	b.cli("", "consume", "shop", "--group", "billing", "--from-beginning", "--max", "2")
+	web := "http://" + httpAddr(t, b)
+
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(chromium), chromedp.NoSandbox,
+		chromedp.WindowSize(1280, 900), chromedp.Flag("disable-dev-shm-usage", true))
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	defer cancelAlloc()
+	ctx, cancel := chromedp.NewContext(actx)
+	defer cancel()
+	ctx, cancelTimeout := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancelTimeout()
+
+	dir := screenshotDir(t)
+	desc := decodeLines[topicDescJSON](t, b.cli("", "topic", "describe", "shop", "--format", "json"))[0]
+	for _, page := range []struct {
+		name, path, selector string
+		want                 []string
+	}{
+		{"overview", "/", "#broker-table", []string{"controller", "alive"}},
+		{"topics", "/topics", "#topic-table", []string{"shop"}},
+		{"topic", "/topics/shop", "#partition-table", []string{fmt.Sprint(desc.Partitions[0].ISR)}},
+		{"groups", "/groups/billing", "#offset-table", []string{"shop"}},
+		{"messages", "/messages?topic=shop&partition=0&from=start&format=json", "#message-table", []string{"alice", "\"item\": \"tea\"", "bob"}},
+	} {
+		if err := chromedp.Do(ctx, chromedp.Navigate(web+page.path), chromedp.WaitVisible(page.selector)); err != nil {
+			t.Fatalf("%s: %v", page.name, err)
+		}
+		text, err := chromedp.Run(ctx, chromedp.Text(page.selector))
+		if err != nil {
+			t.Fatalf("%s: %v", page.name, err)
+		}
+		shot, err := chromedp.Run(ctx, chromedp.FullScreenshot(100)) // 100: PNG
+		if err != nil {
+			t.Fatalf("%s: screenshot: %v", page.name, err)
+		}
+		for _, w := range page.want {
+			if !strings.Contains(text, w) {
+				t.Errorf("%s page: %q not in %q", page.name, w, text)
+			}
+		}
+		if err := os.WriteFile(filepath.Join(dir, page.name+".png"), shot, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Logf("screenshots in %s", dir)
+}
