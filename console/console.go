@@ -31,13 +31,16 @@ type Config struct {
 	DefaultMinISR int
 	// PageSize is how many rows a table shows per page (default 100).
 	PageSize int
-	Logger   *slog.Logger
+	// Write allows the mutating actions (see write.go); read-only without.
+	Write  bool
+	Logger *slog.Logger
 }
 
 // Console serves the pages.
 type Console struct {
 	cfg   Config
 	pages map[string]*template.Template
+	csrf  csrf
 }
 
 // New returns the console; Handler serves it.
@@ -45,7 +48,7 @@ func New(cfg Config) (*Console, error) {
 	if cfg.PageSize <= 0 {
 		cfg.PageSize = 100
 	}
-	c := &Console{cfg: cfg, pages: map[string]*template.Template{}}
+	c := &Console{cfg: cfg, pages: map[string]*template.Template{}, csrf: newCSRF()}
 	funcs := template.FuncMap{"bytes": humanBytes, "ids": ids, "add": func(a, b int) int { return a + b }}
 	for _, page := range []string{"overview", "topics", "topic", "groups", "group", "messages"} {
 		t, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/"+page+".html")
@@ -65,11 +68,18 @@ func (c *Console) Register(mux *http.ServeMux) {
 	mux.HandleFunc("GET /groups", c.groups)
 	mux.HandleFunc("GET /groups/{name}", c.group)
 	mux.HandleFunc("GET /messages", c.messages)
+	mux.HandleFunc("POST /topics", c.mutating(c.createTopic))
+	mux.HandleFunc("POST /topics/{name}/delete", c.mutating(c.deleteTopic))
+	mux.HandleFunc("POST /groups/{name}/reset-offsets", c.mutating(c.resetOffsets))
 }
 
 // render writes page with data, or the error page.
-func (c *Console) render(w http.ResponseWriter, page string, data any) {
+func (c *Console) render(w http.ResponseWriter, page string, data map[string]any) {
+	data["Write"], data["CSRF"] = c.cfg.Write, c.csrf.token()
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	// Not to be framed by another site's page (clickjacking).
+	w.Header().Set("X-Frame-Options", "DENY")
+	w.Header().Set("Content-Security-Policy", "frame-ancestors 'none'")
 	if err := c.pages[page].Execute(w, data); err != nil && c.cfg.Logger != nil {
 		c.cfg.Logger.Warn("console page failed", "page", page, "error", err)
 	}

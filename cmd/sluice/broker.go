@@ -64,6 +64,7 @@ func runBroker(args []string, stdout, stderr io.Writer) error {
 	idleConns := fs.Duration("connections-max-idle", transport.DefaultIdleTimeout, "close a connection that sends nothing, not even a keepalive ping, for this long")
 	httpAddr := fs.String("http", httpAuto, fmt.Sprintf("host:port of the HTTP listener: /metrics, /healthz, /readyz, /debug/pprof/ (%q: 127.0.0.1 at the broker's port + %d; \"\": off)", httpAuto, httpPortOffset))
 	httpAnonymous := fs.Bool("http-anonymous", false, "with TLS, serve the HTTP listener to clients without a certificate, unauthorized (for probes that cannot present one)")
+	consoleWrite := fs.Bool("console-write", false, "let the web console create and delete topics and reset group offsets (read-only by default)")
 	partitionMetrics := fs.Bool("metrics-partition-labels", true, "export per-partition series (HW, log start and end, size); turn off for clusters with many partitions")
 	logMemory := fs.Int64("log-memory-bytes", def.LogMemoryBytes, "memory the partition logs may hold in all: idle logs are closed and segment sizes capped to keep it")
 	logIdle := fs.Duration("log-idle-time", def.LogIdleTime, "close a partition log unused this long (it reopens on its next use)")
@@ -279,7 +280,7 @@ func runBroker(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 		defer admin.Close()
-		con, err := console.New(console.Config{Admin: admin, DefaultMinISR: cfg.DefaultTopic.MinISR, Logger: logger.With("listener", "console")})
+		con, err := console.New(console.Config{Admin: admin, DefaultMinISR: cfg.DefaultTopic.MinISR, Write: *consoleWrite, Logger: logger.With("listener", "console")})
 		if err != nil {
 			return err
 		}

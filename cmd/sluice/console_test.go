@@ -2,7 +2,10 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"net/http"
+	"net/url"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -228,4 +231,97 @@ func TestConsoleMessageBrowser(t *testing.T) {
 	if code, body, err := httpGet(web, "/messages"); err != nil || code != http.StatusOK || !strings.Contains(body, "<form") {
 		t.Errorf("the empty form: %d %v", code, err)
 	}
+}
+
+// post sends a console form from origin (the Origin header; "" for none).
+func post(t *testing.T, addr, path, origin string, form url.Values) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest("POST", "http://"+addr+path, strings.NewReader(form.Encode()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	if origin != "" {
+		req.Header.Set("Origin", origin)
+	}
+	c := http.Client{Timeout: 30 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body)
+}
+
+var csrfField = regexp.MustCompile(`name="csrf" value="([0-9a-f]+)"`)
+
+// The console's actions: refused on a read-only console, and on a writable
+// one without the form token or from another origin; with both, a topic
+// is created and deleted and a group's offsets reset.
+func TestConsoleWriteActions(t *testing.T) {
+	ro := startBroker(t)
+	roWeb := httpAddr(t, ro)
+	if strings.Contains(getPage(t, roWeb, "/topics"), "create-topic") {
+		t.Errorf("a read-only console offers to create topics")
+	}
+	if code, body := post(t, roWeb, "/topics", "http://"+roWeb, url.Values{"name": {"x"}, "partitions": {"1"}, "replication_factor": {"1"}}); code != http.StatusForbidden || !strings.Contains(body, "--console-write") {
+		t.Errorf("create on a read-only console: %d %q", code, body)
+	}
+
+	b := startBroker(t, "--console-write")
+	web := httpAddr(t, b)
+	m := csrfField.FindStringSubmatch(getPage(t, web, "/topics"))
+	if m == nil {
+		t.Fatal("no form token on the topics page")
+	}
+	token, self := m[1], "http://"+web
+	create := url.Values{"name": {"made"}, "partitions": {"2"}, "replication_factor": {"1"}}
+	if code, _ := post(t, web, "/topics", self, create); code != http.StatusForbidden {
+		t.Errorf("create without the token: %d", code)
+	}
+	create.Set("csrf", token)
+	if code, _ := post(t, web, "/topics", "http://evil.example", create); code != http.StatusForbidden {
+		t.Errorf("create from another origin: %d", code)
+	}
+	if code, _ := post(t, web, "/topics", "", create); code != http.StatusForbidden {
+		t.Errorf("create with neither Origin nor Referer: %d", code)
+	}
+	if out := b.cli("", "topic", "list"); strings.Contains(out, "made") {
+		t.Fatalf("a refused request created the topic: %q", out)
+	}
+	if code, body := post(t, web, "/topics", self, create); code != http.StatusSeeOther {
+		t.Fatalf("create: %d %q", code, body)
+	}
+	if d := decodeLines[topicDescJSON](t, b.cli("", "topic", "describe", "made", "--format", "json"))[0]; len(d.Partitions) != 2 {
+		t.Errorf("created topic has %d partitions", len(d.Partitions))
+	}
+
+	b.cli("a\nb\nc\n", "produce", "made", "--partition", "0")
+	b.cli("", "consume", "made", "--group", "g", "--from-beginning", "--max", "3")
+	reset := url.Values{"csrf": {token}, "topic": {"made"}, "to": {"earliest"}}
+	if code, body := post(t, web, "/groups/g/reset-offsets", self, reset); code != http.StatusSeeOther {
+		t.Fatalf("reset offsets: %d %q", code, body)
+	}
+	g := decodeLines[groupDescJSON](t, b.cli("", "group", "describe", "g", "--format", "json"))[0]
+	for _, p := range g.Partitions {
+		if p.Committed != 0 {
+			t.Errorf("after the reset to earliest: %+v", p)
+		}
+	}
+
+	del := url.Values{"csrf": {token}, "confirm": {"wrong"}}
+	if code, _ := post(t, web, "/topics/made/delete", self, del); code != http.StatusBadRequest {
+		t.Errorf("delete without the right confirmation: %d", code)
+	}
+	del.Set("confirm", "made")
+	if code, body := post(t, web, "/topics/made/delete", self, del); code != http.StatusSeeOther {
+		t.Fatalf("delete: %d %q", code, body)
+	}
+	eventually(t, 30*time.Second, func() string {
+		if out := b.cli("", "topic", "list"); strings.Contains(out, "made") {
+			return "topic still listed: " + out
+		}
+		return ""
+	})
 }

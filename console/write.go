@@ -1,0 +1,131 @@
+package console
+
+import (
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+
+	"github.com/sluicemq/sluice/client"
+)
+
+// Mutating actions (create or delete a topic, reset a group's offsets) are
+// served only with Config.Write. Each form carries a token derived from a
+// secret of this process, and a request must come from the console's own
+// origin: a page of another site cannot make the visitor's browser act.
+
+// csrf makes and checks the forms' tokens.
+type csrf struct{ secret []byte }
+
+func newCSRF() csrf {
+	s := make([]byte, 32)
+	_, _ = rand.Read(s)
+	return csrf{secret: s}
+}
+
+// token is the value every form of this console carries.
+func (c csrf) token() string {
+	m := hmac.New(sha256.New, c.secret)
+	m.Write([]byte("sluice console form"))
+	return hex.EncodeToString(m.Sum(nil))
+}
+
+func (c csrf) valid(t string) bool { return hmac.Equal([]byte(t), []byte(c.token())) }
+
+// sameOrigin reports whether r comes from a page of this console: its
+// Origin (or, without one, its Referer) names the host it was sent to, and
+// the browser does not call it cross-site.
+func sameOrigin(r *http.Request) bool {
+	if site := r.Header.Get("Sec-Fetch-Site"); site == "cross-site" || site == "same-site" {
+		return false
+	}
+	from := r.Header.Get("Origin")
+	if from == "" || from == "null" {
+		from = r.Header.Get("Referer")
+	}
+	u, err := url.Parse(from)
+	return err == nil && from != "" && u.Host == r.Host
+}
+
+// mutating wraps an action: refused unless writes are on, the request is
+// same-origin and carries the token.
+func (c *Console) mutating(action func(w http.ResponseWriter, r *http.Request)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case !c.cfg.Write:
+			http.Error(w, "the console is read-only: start the broker with --console-write to allow changes", http.StatusForbidden)
+		case !sameOrigin(r):
+			http.Error(w, "refused: the request does not come from this console's pages", http.StatusForbidden)
+		case r.ParseForm() != nil || !c.csrf.valid(r.PostForm.Get("csrf")):
+			http.Error(w, "refused: missing or wrong form token (reload the page)", http.StatusForbidden)
+		default:
+			action(w, r)
+		}
+	}
+}
+
+func (c *Console) createTopic(w http.ResponseWriter, r *http.Request) {
+	name := r.PostForm.Get("name")
+	partitions, err1 := strconv.Atoi(r.PostForm.Get("partitions"))
+	rf, err2 := strconv.Atoi(r.PostForm.Get("replication_factor"))
+	if name == "" || err1 != nil || err2 != nil {
+		http.Error(w, "want a name, partitions and a replication factor", http.StatusBadRequest)
+		return
+	}
+	ctx, cancel := c.ctx(r)
+	defer cancel()
+	if err := c.cfg.Admin.CreateTopic(ctx, client.TopicSpec{Name: name, Partitions: int32(partitions), ReplicationFactor: int32(rf)}); err != nil {
+		http.Error(w, fmt.Sprintf("create topic %q: %v", name, err), http.StatusBadRequest)
+		return
+	}
+	c.logChange(r, "created topic", "topic", name)
+	http.Redirect(w, r, "/topics/"+url.PathEscape(name), http.StatusSeeOther)
+}
+
+func (c *Console) deleteTopic(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	if r.PostForm.Get("confirm") != name {
+		http.Error(w, "type the topic's name to confirm", http.StatusBadRequest)
+		return
+	}
+	ctx, cancel := c.ctx(r)
+	defer cancel()
+	if err := c.cfg.Admin.DeleteTopic(ctx, name); err != nil {
+		http.Error(w, fmt.Sprintf("delete topic %q: %v", name, err), http.StatusBadRequest)
+		return
+	}
+	c.logChange(r, "deleted topic", "topic", name)
+	http.Redirect(w, r, "/topics", http.StatusSeeOther)
+}
+
+func (c *Console) resetOffsets(w http.ResponseWriter, r *http.Request) {
+	group, topic := r.PathValue("name"), r.PostForm.Get("topic")
+	var to client.Offset
+	switch r.PostForm.Get("to") {
+	case "earliest":
+		to = client.AtStart()
+	case "latest":
+		to = client.AtEnd()
+	default:
+		http.Error(w, "to: want earliest or latest", http.StatusBadRequest)
+		return
+	}
+	ctx, cancel := c.ctx(r)
+	defer cancel()
+	if _, err := c.cfg.Admin.ResetOffsets(ctx, group, topic, to); err != nil {
+		http.Error(w, fmt.Sprintf("reset %q on %q: %v", group, topic, err), http.StatusBadRequest)
+		return
+	}
+	c.logChange(r, "reset group offsets", "group", group, "topic", topic, "to", r.PostForm.Get("to"))
+	http.Redirect(w, r, "/groups/"+url.PathEscape(group), http.StatusSeeOther)
+}
+
+func (c *Console) logChange(r *http.Request, what string, args ...any) {
+	if c.cfg.Logger != nil {
+		c.cfg.Logger.Info("console: "+what, append(args, "remote", r.RemoteAddr)...)
+	}
+}
