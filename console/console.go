@@ -22,6 +22,11 @@ import (
 //go:embed templates/*.html
 var templateFS embed.FS
 
+// staticFS holds the vendored chart library (see static/uplot/refresh.sh).
+//
+//go:embed static/uplot/*.js static/uplot/*.css static/uplot/LICENSE
+var staticFS embed.FS
+
 // Config is what a console serves from.
 type Config struct {
 	// Admin reads the cluster (the broker's own client).
@@ -41,6 +46,7 @@ type Console struct {
 	cfg   Config
 	pages map[string]*template.Template
 	csrf  csrf
+	rates throughput
 }
 
 // New returns the console; Handler serves it.
@@ -68,6 +74,8 @@ func (c *Console) Register(mux *http.ServeMux) {
 	mux.HandleFunc("GET /groups", c.groups)
 	mux.HandleFunc("GET /groups/{name}", c.group)
 	mux.HandleFunc("GET /messages", c.messages)
+	mux.HandleFunc("GET /api/throughput", c.throughputJSON)
+	mux.Handle("GET /static/", http.FileServerFS(staticFS))
 	mux.HandleFunc("POST /topics", c.mutating(c.createTopic))
 	mux.HandleFunc("POST /topics/{name}/delete", c.mutating(c.deleteTopic))
 	mux.HandleFunc("POST /groups/{name}/reset-offsets", c.mutating(c.resetOffsets))

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"crypto/tls"
 	"fmt"
 	"io"
@@ -285,6 +286,9 @@ func runBroker(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 		con.Register(httpMux)
+		consoleCtx, stopConsole := context.WithCancel(context.Background())
+		defer stopConsole()
+		go con.Run(consoleCtx)
 	}
 	var kafkaSrv *kafka.Server
 	if kafkaLn != nil {

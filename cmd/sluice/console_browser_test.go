@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -78,6 +79,42 @@ func TestConsoleInBrowser(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(dir, page.name+".png"), shot, 0o644); err != nil {
 			t.Fatal(err)
 		}
+	}
+
+	// The overview's chart draws the cluster's produce rate while a
+	// producer runs.
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		lines := strings.Repeat("x\n", 2000)
+		for {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			runCLI(t, lines, "produce", "shop", "--broker", b.Addr)
+		}
+	}()
+	if err := chromedp.Do(ctx, chromedp.Navigate(web+"/"), chromedp.WaitVisible("#chart canvas")); err != nil {
+		t.Fatalf("overview chart: %v", err)
+	}
+	eventually(t, time.Minute, func() string {
+		last, err := chromedp.Run(ctx, chromedp.AttributeValue("#chart", "data-last"))
+		if err != nil {
+			return err.Error()
+		}
+		if n, _ := strconv.Atoi(last.Value); n <= 0 {
+			return "the chart's last rate is " + last.Value
+		}
+		return ""
+	})
+	shot, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "overview.png"), shot, 0o644); err != nil {
+		t.Fatal(err)
 	}
 	t.Logf("screenshots in %s", dir)
 }
