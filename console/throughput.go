@@ -6,16 +6,20 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
 // The overview's live chart: records produced per second in the whole
 // cluster, from the sum of the partitions' high watermarks, sampled by the
 // console every sampleEvery and kept for the last sampleCount samples.
+// Sampling asks every broker for its replicas' state, so it runs only
+// while someone has looked at the chart within watchedFor.
 
 const (
 	sampleEvery = 2 * time.Second
 	sampleCount = 150 // five minutes
+	watchedFor  = time.Minute
 )
 
 // sample is the cluster's produced-records counter at one time.
@@ -28,6 +32,7 @@ type sample struct {
 type throughput struct {
 	mu      sync.Mutex
 	samples []sample
+	watched atomic.Int64 // UnixNano of the last look at the chart
 }
 
 func (t *throughput) add(s sample) {
@@ -37,6 +42,12 @@ func (t *throughput) add(s sample) {
 	if len(t.samples) > sampleCount+1 {
 		t.samples = t.samples[len(t.samples)-sampleCount-1:]
 	}
+}
+
+func (t *throughput) reset() {
+	t.mu.Lock()
+	t.samples = nil
+	t.mu.Unlock()
 }
 
 // series is the chart's data: times (Unix seconds) and records per second
@@ -62,8 +73,15 @@ func (t *throughput) series() (times []int64, rates []float64) {
 func (c *Console) Run(ctx context.Context) {
 	tick := time.NewTicker(sampleEvery)
 	defer tick.Stop()
+	sampling := false
 	for {
-		c.sampleOnce(ctx)
+		watched := time.Since(time.Unix(0, c.rates.watched.Load())) < watchedFor
+		if watched && !sampling {
+			c.rates.reset() // a rate across the pause would mislead
+		}
+		if sampling = watched; sampling {
+			c.sampleOnce(ctx)
+		}
 		select {
 		case <-ctx.Done():
 			return
@@ -92,6 +110,7 @@ func (c *Console) sampleOnce(ctx context.Context) {
 }
 
 func (c *Console) throughputJSON(w http.ResponseWriter, r *http.Request) {
+	c.rates.watched.Store(time.Now().UnixNano())
 	times, rates := c.rates.series()
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(map[string]any{"time": times, "records_per_second": rates})
