@@ -29,8 +29,10 @@ var staticFS embed.FS
 
 // Config is what a console serves from.
 type Config struct {
-	// Admin reads the cluster (the broker's own client).
-	Admin *client.Admin
+	// Admin reads the cluster (the broker's own client); ClientOpts make
+	// the message browser's consumers alike.
+	Admin      *client.Admin
+	ClientOpts []client.Opt
 	// DefaultMinISR is the brokers' min.insync.replicas, for topics that
 	// do not set their own.
 	DefaultMinISR int

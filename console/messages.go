@@ -136,8 +136,9 @@ func (c *Console) read(ctx context.Context, q browseQuery) ([]*client.Record, in
 	if from >= end {
 		return nil, from, end, nil
 	}
-	cons, err := client.NewConsumer(t.Brokers[0].Address,
-		client.ConsumePartitions(map[string]map[int32]client.Offset{q.Topic: {q.Partition: client.AtOffset(from)}}))
+	opts := append([]client.Opt{client.ConsumePartitions(map[string]map[int32]client.Offset{q.Topic: {q.Partition: client.AtOffset(from)}})},
+		c.cfg.ClientOpts...)
+	cons, err := client.NewConsumer(t.Brokers[0].Address, opts...)
 	if err != nil {
 		return nil, 0, 0, err
 	}

@@ -274,14 +274,17 @@ func runBroker(args []string, stdout, stderr io.Writer) error {
 	}
 	httpAuth.broker.Store(&localBroker{system: node.System, pid: b.PID})
 	if httpMux != nil && !secure {
-		// The console reads through a client of this broker. (With TLS it
-		// would need the visitor's principal on every request: not served.)
-		admin, err := client.NewAdmin(node.Addr, client.WithLogger(clientLogger(stderr)))
+		// The console reads through a client on this broker's own actor
+		// system (a second remote in one process would share grpc's
+		// global logger with this one). With TLS it would need the
+		// visitor's principal on every request: not served.
+		clientOpts := []client.Opt{client.WithActorSystem(node.System), client.WithLogger(clientLogger(stderr))}
+		admin, err := client.NewAdmin(node.Addr, clientOpts...)
 		if err != nil {
 			return err
 		}
 		defer admin.Close()
-		con, err := console.New(console.Config{Admin: admin, DefaultMinISR: cfg.DefaultTopic.MinISR, Write: *consoleWrite, Logger: logger.With("listener", "console")})
+		con, err := console.New(console.Config{Admin: admin, ClientOpts: clientOpts, DefaultMinISR: cfg.DefaultTopic.MinISR, Write: *consoleWrite, Logger: logger.With("listener", "console")})
 		if err != nil {
 			return err
 		}

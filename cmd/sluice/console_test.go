@@ -231,6 +231,9 @@ func TestConsoleMessageBrowser(t *testing.T) {
 	if code, body, err := httpGet(web, "/messages"); err != nil || code != http.StatusOK || !strings.Contains(body, "<form") {
 		t.Errorf("the empty form: %d %v", code, err)
 	}
+	// The console's clients share the broker's actor system: the broker
+	// stops cleanly (and, under the race detector, without a race).
+	b.stop()
 }
 
 // post sends a console form from origin (the Origin header; "" for none).

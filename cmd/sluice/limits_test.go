@@ -16,7 +16,7 @@ import (
 // before anything is created, and the broker keeps serving.
 func TestPartitionLimitFromOpenFiles(t *testing.T) {
 	b := &brokerProc{t: t, Data: t.TempDir(), Addr: fmt.Sprintf("127.0.0.1:%d", freePort(t)), logs: &lockedBuffer{}, openFiles: 1300}
-	b.args = []string{"broker", "--data", b.Data, "--addr", b.Addr}
+	b.args = []string{"broker", "--data", b.Data, "--addr", b.Addr, "--http", "127.0.0.1:0"}
 	b.start()
 	t.Cleanup(b.kill)
 	logs := b.logs.String()

@@ -137,7 +137,7 @@ func TestDuplicateBrokerIDRefused(t *testing.T) {
 	c := startCluster(t, 2)
 	first := c.brokers[2]
 	dup := []string{"broker", "--data", t.TempDir(), "--addr", fmt.Sprintf("127.0.0.1:%d", freePort(t)),
-		"--consul", c.consul.Addr(), "--cluster", c.name, "--id", "2", "--check-ttl", checkTTL}
+		"--consul", c.consul.Addr(), "--cluster", c.name, "--id", "2", "--check-ttl", checkTTL, "--http", "127.0.0.1:0"}
 	start := time.Now()
 	out := brokerMustFail(t, dup...)
 	if !strings.Contains(out, "broker id in use by another live broker") || !strings.Contains(out, first.Addr) {
@@ -154,7 +154,7 @@ func TestDuplicateBrokerIDRefused(t *testing.T) {
 	}
 	// The same data directory as a running broker: refused at once.
 	same := []string{"broker", "--data", first.Data, "--addr", fmt.Sprintf("127.0.0.1:%d", freePort(t)),
-		"--consul", c.consul.Addr(), "--cluster", c.name, "--id", "3", "--check-ttl", checkTTL}
+		"--consul", c.consul.Addr(), "--cluster", c.name, "--id", "3", "--check-ttl", checkTTL, "--http", "127.0.0.1:0"}
 	if out := brokerMustFail(t, same...); !strings.Contains(out, "data directory in use by another process") {
 		t.Fatalf("second broker on a used data directory:\n%s", out)
 	}
