@@ -204,7 +204,7 @@ func (c *Console) topics(w http.ResponseWriter, r *http.Request) {
 		}
 		rows = append(rows, row)
 	}
-	slices.SortFunc(rows, func(a, b topicRow) int { return compareStrings(a.Name, b.Name) })
+	slices.SortFunc(rows, func(a, b topicRow) int { return strings.Compare(a.Name, b.Name) })
 	pg := paginate(r, len(rows), c.cfg.PageSize)
 	c.render(w, "topics", map[string]any{"Title": "Topics", "Rows": rows[pg.From:pg.To], "Page": pg})
 }
@@ -279,16 +279,6 @@ func (c *Console) group(w http.ResponseWriter, r *http.Request) {
 	pg := paginate(r, len(info.Partitions), c.cfg.PageSize)
 	c.render(w, "group", map[string]any{"Title": "Group " + name, "Group": info, "Members": members,
 		"Partitions": info.Partitions[pg.From:pg.To], "Page": pg})
-}
-
-func compareStrings(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // humanBytes writes n bytes as 12.3 MiB.

@@ -61,18 +61,26 @@ func handleOffsetCommit(r *request, h header, kreq kmsg.Request) func() kmsg.Res
 // errorOf waits for a group answer of type T and returns its Kafka error
 // code (REQUEST_TIMED_OUT when none came).
 func errorOf[T any](answer Answer, code func(T) messages.ErrorCode) int16 {
-	res, err := answer.Wait()
-	m, ok := res.(T)
-	switch {
-	case err != nil:
-		return int16(messages.ErrorCode_REQUEST_TIMED_OUT)
-	case !ok:
-		if er, ok := res.(*messages.ErrorResponse); ok {
-			return kafkaCode(er.Error)
-		}
-		return errUnknownServerError
+	m, failed := answerAs[T](answer)
+	if failed != 0 {
+		return failed
 	}
 	return kafkaCode(code(m))
+}
+
+// answerAs waits for answer and returns it as a T, or else the Kafka code
+// of what came instead (REQUEST_TIMED_OUT when nothing came in time).
+func answerAs[T any](answer Answer) (T, int16) {
+	var zero T
+	res, err := answer.Wait()
+	if err != nil {
+		return zero, int16(messages.ErrorCode_REQUEST_TIMED_OUT)
+	}
+	m, ok := res.(T)
+	if !ok {
+		return zero, errorCodeOf(res)
+	}
+	return m, 0
 }
 
 // offsetFetchGroup is one group of an OffsetFetch: the topics asked for
@@ -308,14 +316,10 @@ func handleOffsetDelete(r *request, h header, kreq kmsg.Request) func() kmsg.Res
 	answer := r.ask(dreq)
 	return func() kmsg.Response {
 		resp := kmsg.NewPtrOffsetDeleteResponse()
-		res, err := answer.Wait()
-		dr, ok := res.(*messages.DeleteOffsetsResponse)
+		dr, failed := answerAs[*messages.DeleteOffsetsResponse](answer)
 		switch {
-		case err != nil:
-			resp.ErrorCode = int16(messages.ErrorCode_REQUEST_TIMED_OUT)
-			return resp
-		case !ok:
-			resp.ErrorCode = errorCodeOf(res)
+		case failed != 0:
+			resp.ErrorCode = failed
 			return resp
 		case dr.Error == messages.ErrorCode_TOPIC_AUTHORIZATION_FAILED:
 			// Kafka answers this one per partition.

@@ -52,14 +52,9 @@ func handleJoinGroup(r *request, h header, kreq kmsg.Request) func() kmsg.Respon
 	}
 	answer := r.askFor(jreq, time.Duration(rebalance)*time.Millisecond+10*time.Second)
 	return func() kmsg.Response {
-		res, err := answer.Wait()
-		jr, ok := res.(*messages.JoinGroupResponse)
-		switch {
-		case err != nil:
-			resp.ErrorCode = int16(messages.ErrorCode_REQUEST_TIMED_OUT)
-			return resp
-		case !ok:
-			resp.ErrorCode = errorCodeOf(res)
+		jr, failed := answerAs[*messages.JoinGroupResponse](answer)
+		if failed != 0 {
+			resp.ErrorCode = failed
 			return resp
 		}
 		resp.ErrorCode, resp.MemberID = kafkaCode(jr.Error), jr.MemberId
@@ -93,17 +88,13 @@ func handleSyncGroup(r *request, h header, kreq kmsg.Request) func() kmsg.Respon
 	answer := r.askFor(sreq, syncWait)
 	return func() kmsg.Response {
 		resp := kmsg.NewPtrSyncGroupResponse()
-		res, err := answer.Wait()
-		sr, ok := res.(*messages.SyncGroupResponse)
-		switch {
-		case err != nil:
-			resp.ErrorCode = int16(messages.ErrorCode_REQUEST_TIMED_OUT)
-		case !ok:
-			resp.ErrorCode = errorCodeOf(res)
-		default:
-			resp.ErrorCode, resp.MemberAssignment = kafkaCode(sr.Error), sr.RelayAssignment
-			resp.ProtocolType, resp.Protocol = kmsg.StringPtr(sr.ProtocolType), kmsg.StringPtr(sr.Protocol)
+		sr, failed := answerAs[*messages.SyncGroupResponse](answer)
+		if failed != 0 {
+			resp.ErrorCode = failed
+			return resp
 		}
+		resp.ErrorCode, resp.MemberAssignment = kafkaCode(sr.Error), sr.RelayAssignment
+		resp.ProtocolType, resp.Protocol = kmsg.StringPtr(sr.ProtocolType), kmsg.StringPtr(sr.Protocol)
 		return resp
 	}
 }

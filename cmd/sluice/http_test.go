@@ -331,3 +331,19 @@ func TestHTTPListenerTLS(t *testing.T) {
 		t.Errorf("--http-anonymous, no certificate: %d %v", code, err)
 	}
 }
+
+// An --http address that cannot be bound stops the broker at start, saying
+// why; only the default falls back to a random port.
+func TestBrokerRefusesBadHTTPAddress(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	for _, addr := range []string{"not-an-address", taken.Addr().String(), "127.0.0.1:99999"} {
+		_, stderr, code := runCLI(t, "", "broker", "--data", t.TempDir(), "--addr", "127.0.0.1:0", "--http", addr)
+		if code == 0 || !strings.Contains(stderr, "--http") {
+			t.Errorf("--http %s: exit %d, stderr:\n%s", addr, code, stderr)
+		}
+	}
+}
