@@ -41,6 +41,21 @@ func FuzzRequestFrame(f *testing.F) {
 		req.Topics = []kmsg.ListOffsetsRequestTopic{{Topic: "orders", Partitions: []kmsg.ListOffsetsRequestTopicPartition{{Partition: 0, Timestamp: -1}}}}
 		f.Add(frameRequest(req, 5))
 	}
+	// Group requests with static membership, and OffsetDelete.
+	join := kmsg.NewPtrJoinGroupRequest()
+	join.SetVersion(7)
+	join.Group, join.InstanceID, join.ProtocolType = "g", kmsg.StringPtr("i-1"), "consumer"
+	join.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range", Metadata: []byte{0, 1}}}
+	f.Add(frameRequest(join, 6))
+	leave := kmsg.NewPtrLeaveGroupRequest()
+	leave.SetVersion(4)
+	leave.Group = "g"
+	leave.Members = []kmsg.LeaveGroupRequestMember{{InstanceID: kmsg.StringPtr("i-1")}}
+	f.Add(frameRequest(leave, 7))
+	del := kmsg.NewPtrOffsetDeleteRequest()
+	del.Group = "g"
+	del.Topics = []kmsg.OffsetDeleteRequestTopic{{Topic: "orders", Partitions: []kmsg.OffsetDeleteRequestTopicPartition{{Partition: 0}}}}
+	f.Add(frameRequest(del, 8))
 	f.Add([]byte{0, 0, 0, 0})
 	f.Add([]byte{0x7f, 0xff, 0xff, 0xff})
 	f.Fuzz(func(t *testing.T, data []byte) {
