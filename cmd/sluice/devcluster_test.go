@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,32 +15,6 @@ import (
 
 	"github.com/sluicemq/sluice/cluster/consultest"
 )
-
-// freePortRun returns a port p with p-before .. p+after-1 all free on
-// 127.0.0.1 right now.
-func freePortRun(t *testing.T, before, after int) int {
-	t.Helper()
-	for attempt := 0; attempt < 50; attempt++ {
-		p := freePort(t)
-		if p-before < 1024 || p+after > 65535 {
-			continue
-		}
-		free := true
-		for q := p - before; q < p+after && free; q++ {
-			l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(q)))
-			if err != nil {
-				free = false
-				continue
-			}
-			l.Close()
-		}
-		if free {
-			return p
-		}
-	}
-	t.Fatal("no run of free ports")
-	return 0
-}
 
 // TestDevClusterSurvivesKill runs `sluice dev-cluster`, kills one of its
 // brokers with SIGKILL, and checks that the other two keep serving produce
