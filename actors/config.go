@@ -3,8 +3,10 @@ package actors
 import (
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
+	"github.com/sluicemq/sluice/actors/acl"
 	"github.com/sluicemq/sluice/actors/producerstate"
 	"github.com/sluicemq/sluice/metrics"
 	"github.com/sluicemq/sluice/storage"
@@ -93,6 +95,10 @@ type BrokerConfig struct {
 	// Tokens, when set, is kept up to date with the token users of the
 	// metadata, for the transport to authenticate tokens with.
 	Tokens *TokenTable
+	// ACLs, when set, holds the broker's current ACL authorizer (nil until
+	// the metadata is loaded), for readers in this process that answer
+	// other listeners' visitors: the HTTP listener and the web console.
+	ACLs *atomic.Pointer[acl.Authorizer]
 
 	// Dir is DataDir, opened (locked) by the caller; nil: StartBroker opens it.
 	Dir *datadir.Dir

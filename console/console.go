@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/sluicemq/sluice/client"
+	"github.com/sluicemq/sluice/messages"
 )
 
 //go:embed templates/*.html
@@ -39,8 +40,14 @@ type Config struct {
 	// PageSize is how many rows a table shows per page (default 100).
 	PageSize int
 	// Write allows the mutating actions (see write.go); read-only without.
-	Write  bool
-	Logger *slog.Logger
+	Write bool
+	// Visitor returns the principal a request comes from, or why it has
+	// none (answered 401); Authorize applies the broker's ACLs to it (see
+	// access.go). Both nil on a broker without TLS: every visitor sees and
+	// may do everything.
+	Visitor   func(*http.Request) (string, error)
+	Authorize Authorize
+	Logger    *slog.Logger
 }
 
 // Console serves the pages.
@@ -83,9 +90,9 @@ func (c *Console) Register(mux *http.ServeMux) {
 	mux.HandleFunc("POST /groups/{name}/reset-offsets", c.mutating(c.resetOffsets))
 }
 
-// render writes page with data, or the error page.
-func (c *Console) render(w http.ResponseWriter, page string, data map[string]any) {
-	data["Write"], data["CSRF"] = c.cfg.Write, c.csrf.token()
+// render writes page with data for visitor v, or the error page.
+func (c *Console) render(w http.ResponseWriter, v visitor, page string, data map[string]any) {
+	data["Write"], data["CSRF"], data["Visitor"] = c.cfg.Write, c.csrf.token(v.principal), v.principal
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	// Not to be framed by another site's page (clickjacking).
 	w.Header().Set("X-Frame-Options", "DENY")
@@ -144,6 +151,10 @@ func (c *Console) minISR(configs map[string]string) int {
 }
 
 func (c *Console) overview(w http.ResponseWriter, r *http.Request) {
+	v, ok := c.visitor(w, r)
+	if !ok {
+		return
+	}
 	ctx, cancel := c.ctx(r)
 	defer cancel()
 	info, err := c.cfg.Admin.DescribeCluster(ctx)
@@ -158,6 +169,9 @@ func (c *Console) overview(w http.ResponseWriter, r *http.Request) {
 	}
 	var h health
 	for _, t := range md.Topics {
+		if !v.may(opDescribe, onTopic, t.Name) {
+			continue
+		}
 		minISR := c.minISR(t.Configs)
 		for _, p := range t.Partitions {
 			switch {
@@ -173,7 +187,7 @@ func (c *Console) overview(w http.ResponseWriter, r *http.Request) {
 			h.Online++
 		}
 	}
-	c.render(w, "overview", map[string]any{"Title": "Overview", "Cluster": info, "Health": h})
+	c.render(w, v, "overview", map[string]any{"Title": "Overview", "Cluster": info, "Health": h})
 }
 
 // topicRow is one line of the topics page.
@@ -188,6 +202,10 @@ type topicRow struct {
 }
 
 func (c *Console) topics(w http.ResponseWriter, r *http.Request) {
+	v, ok := c.visitor(w, r)
+	if !ok {
+		return
+	}
 	ctx, cancel := c.ctx(r)
 	defer cancel()
 	infos, err := c.cfg.Admin.DescribeTopics(ctx)
@@ -197,6 +215,9 @@ func (c *Console) topics(w http.ResponseWriter, r *http.Request) {
 	}
 	rows := make([]topicRow, 0, len(infos))
 	for _, t := range infos {
+		if !v.may(opDescribe, onTopic, t.Name) {
+			continue
+		}
 		row := topicRow{Name: t.Name, Partitions: len(t.Partitions), Configs: t.Configs, Err: t.Err, Retention: t.Configs["retention.ms"]}
 		for _, p := range t.Partitions {
 			row.SizeBytes += max(p.SizeBytes, 0)
@@ -206,13 +227,17 @@ func (c *Console) topics(w http.ResponseWriter, r *http.Request) {
 	}
 	slices.SortFunc(rows, func(a, b topicRow) int { return strings.Compare(a.Name, b.Name) })
 	pg := paginate(r, len(rows), c.cfg.PageSize)
-	c.render(w, "topics", map[string]any{"Title": "Topics", "Rows": rows[pg.From:pg.To], "Page": pg})
+	c.render(w, v, "topics", map[string]any{"Title": "Topics", "Rows": rows[pg.From:pg.To], "Page": pg})
 }
 
 func (c *Console) topic(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	v, ok := c.visitor(w, r)
+	if !ok || !v.permit(w, opDescribe, onTopic, name) {
+		return
+	}
 	ctx, cancel := c.ctx(r)
 	defer cancel()
-	name := r.PathValue("name")
 	t, err := c.cfg.Admin.DescribeTopic(ctx, name)
 	if err != nil {
 		c.fail(w, http.StatusNotFound, fmt.Errorf("topic %q: %w", name, err))
@@ -224,11 +249,15 @@ func (c *Console) topic(w http.ResponseWriter, r *http.Request) {
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
-	c.render(w, "topic", map[string]any{"Title": "Topic " + name, "Topic": t, "Partitions": t.Partitions[pg.From:pg.To],
+	c.render(w, v, "topic", map[string]any{"Title": "Topic " + name, "Topic": t, "Partitions": t.Partitions[pg.From:pg.To],
 		"Page": pg, "ConfigKeys": keys})
 }
 
 func (c *Console) groups(w http.ResponseWriter, r *http.Request) {
+	v, ok := c.visitor(w, r)
+	if !ok {
+		return
+	}
 	ctx, cancel := c.ctx(r)
 	defer cancel()
 	list, err := c.cfg.Admin.ListGroups(ctx)
@@ -236,8 +265,9 @@ func (c *Console) groups(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, http.StatusBadGateway, err)
 		return
 	}
+	list = slices.DeleteFunc(list, func(g *messages.GroupOverview) bool { return !v.may(opDescribe, onGroup, g.Group) })
 	pg := paginate(r, len(list), c.cfg.PageSize)
-	c.render(w, "groups", map[string]any{"Title": "Consumer groups", "Rows": list[pg.From:pg.To], "Page": pg})
+	c.render(w, v, "groups", map[string]any{"Title": "Consumer groups", "Rows": list[pg.From:pg.To], "Page": pg})
 }
 
 // memberKind says what kind of client a group member is.
@@ -252,9 +282,13 @@ func memberKind(protocolType, pushID string) string {
 }
 
 func (c *Console) group(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	v, ok := c.visitor(w, r)
+	if !ok || !v.permit(w, opDescribe, onGroup, name) {
+		return
+	}
 	ctx, cancel := c.ctx(r)
 	defer cancel()
-	name := r.PathValue("name")
 	info, err := c.cfg.Admin.DescribeGroup(ctx, name)
 	if err != nil {
 		c.fail(w, http.StatusBadGateway, fmt.Errorf("group %q: %w", name, err))
@@ -276,9 +310,11 @@ func (c *Console) group(w http.ResponseWriter, r *http.Request) {
 		members = append(members, memberRow{ID: m.MemberId, Client: m.ClientId, Instance: m.InstanceId,
 			Kind: memberKind(info.ProtocolType, m.PushId), Topics: strings.Join(m.Topics, ","), Assignment: strings.Join(parts, " ")})
 	}
-	pg := paginate(r, len(info.Partitions), c.cfg.PageSize)
-	c.render(w, "group", map[string]any{"Title": "Group " + name, "Group": info, "Members": members,
-		"Partitions": info.Partitions[pg.From:pg.To], "Page": pg})
+	// Offsets of topics the visitor may not describe are left out.
+	rows := slices.DeleteFunc(slices.Clone(info.Partitions), func(p client.GroupPartition) bool { return !v.may(opDescribe, onTopic, p.Topic) })
+	pg := paginate(r, len(rows), c.cfg.PageSize)
+	c.render(w, v, "group", map[string]any{"Title": "Group " + name, "Group": info, "Members": members,
+		"Partitions": rows[pg.From:pg.To], "Page": pg})
 }
 
 // humanBytes writes n bytes as 12.3 MiB.

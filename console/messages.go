@@ -43,6 +43,10 @@ type shownRecord struct {
 }
 
 func (c *Console) messages(w http.ResponseWriter, r *http.Request) {
+	v, ok := c.visitor(w, r)
+	if !ok {
+		return
+	}
 	q := r.URL.Query()
 	bq := browseQuery{Topic: q.Get("topic"), From: q.Get("from"), Format: q.Get("format"), Max: defaultMessages}
 	if bq.From == "" {
@@ -53,7 +57,10 @@ func (c *Console) messages(w http.ResponseWriter, r *http.Request) {
 	}
 	data := map[string]any{"Title": "Messages", "Query": bq}
 	if bq.Topic == "" {
-		c.render(w, "messages", data)
+		c.render(w, v, "messages", data)
+		return
+	}
+	if !v.permit(w, opRead, onTopic, bq.Topic) {
 		return
 	}
 	p, err := strconv.ParseInt(q.Get("partition"), 10, 32)
@@ -90,7 +97,7 @@ func (c *Console) messages(w http.ResponseWriter, r *http.Request) {
 		shown = append(shown, s)
 	}
 	data["Records"], data["First"], data["End"], data["Read"] = shown, first, end, true
-	c.render(w, "messages", data)
+	c.render(w, v, "messages", data)
 }
 
 // read returns the records asked for, and the offset reading started at

@@ -22,10 +22,11 @@ const (
 	watchedFor  = time.Minute
 )
 
-// sample is the cluster's produced-records counter at one time.
+// sample is each topic's produced-records counter (the sum of its
+// partitions' high watermarks) at one time.
 type sample struct {
 	at      time.Time
-	records int64
+	records map[string]int64
 }
 
 // throughput keeps the recent samples.
@@ -50,18 +51,25 @@ func (t *throughput) reset() {
 	t.mu.Unlock()
 }
 
-// series is the chart's data: times (Unix seconds) and records per second
-// between consecutive samples (0 where a topic went away).
-func (t *throughput) series() (times []int64, rates []float64) {
+// series is the chart's data for the topics shown selects: times (Unix
+// seconds) and records per second between consecutive samples. A topic
+// counts in an interval only when it is in both samples and did not go
+// back (deleted and created again).
+func (t *throughput) series(shown func(topic string) bool) (times []int64, rates []float64) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	times, rates = []int64{}, []float64{}
 	for i := 1; i < len(t.samples); i++ {
 		a, b := t.samples[i-1], t.samples[i]
-		secs := b.at.Sub(a.at).Seconds()
+		var produced int64
+		for topic, n := range b.records {
+			if was, ok := a.records[topic]; ok && n >= was && shown(topic) {
+				produced += n - was
+			}
+		}
 		rate := 0.0
-		if secs > 0 && b.records >= a.records {
-			rate = float64(b.records-a.records) / secs
+		if secs := b.at.Sub(a.at).Seconds(); secs > 0 {
+			rate = float64(produced) / secs
 		}
 		times, rates = append(times, b.at.Unix()), append(rates, rate)
 	}
@@ -97,21 +105,27 @@ func (c *Console) sampleOnce(ctx context.Context) {
 	if err != nil {
 		return // a gap in the chart
 	}
-	var total int64
+	records := make(map[string]int64, len(infos))
 	for _, t := range infos {
 		if strings.HasPrefix(t.Name, "__") {
 			continue // internal topics: group commits
 		}
 		for _, p := range t.Partitions {
-			total += max(p.HighWatermark, 0)
+			records[t.Name] += max(p.HighWatermark, 0)
 		}
 	}
-	c.rates.add(sample{at: time.Now(), records: total})
+	c.rates.add(sample{at: time.Now(), records: records})
 }
 
+// throughputJSON serves the chart's data, of the topics the visitor may
+// describe.
 func (c *Console) throughputJSON(w http.ResponseWriter, r *http.Request) {
+	v, ok := c.visitor(w, r)
+	if !ok {
+		return
+	}
 	c.rates.watched.Store(time.Now().UnixNano())
-	times, rates := c.rates.series()
+	times, rates := c.rates.series(func(topic string) bool { return v.may(opDescribe, onTopic, topic) })
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(map[string]any{"time": times, "records_per_second": rates})
 }

@@ -27,14 +27,15 @@ func newCSRF() csrf {
 	return csrf{secret: s}
 }
 
-// token is the value every form of this console carries.
-func (c csrf) token() string {
+// token is the value every form this console shows principal carries (one
+// visitor's token is no use to another).
+func (c csrf) token(principal string) string {
 	m := hmac.New(sha256.New, c.secret)
-	m.Write([]byte("sluice console form"))
+	m.Write([]byte("sluice console form\x00" + principal))
 	return hex.EncodeToString(m.Sum(nil))
 }
 
-func (c csrf) valid(t string) bool { return hmac.Equal([]byte(t), []byte(c.token())) }
+func (c csrf) valid(t, principal string) bool { return hmac.Equal([]byte(t), []byte(c.token(principal))) }
 
 // sameOrigin reports whether r comes from a page of this console: its
 // Origin (or, without one, its Referer) names the host it was sent to, and
@@ -52,28 +53,36 @@ func sameOrigin(r *http.Request) bool {
 }
 
 // mutating wraps an action: refused unless writes are on, the request is
-// same-origin and carries the token.
-func (c *Console) mutating(action func(w http.ResponseWriter, r *http.Request)) http.HandlerFunc {
+// same-origin and carries the visitor's token. The action checks the
+// visitor's ACLs itself.
+func (c *Console) mutating(action func(w http.ResponseWriter, r *http.Request, v visitor)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
+		v, ok := c.visitor(w, r)
 		switch {
+		case !ok:
 		case !c.cfg.Write:
 			http.Error(w, "the console is read-only: start the broker with --console-write to allow changes", http.StatusForbidden)
 		case !sameOrigin(r):
 			http.Error(w, "refused: the request does not come from this console's pages", http.StatusForbidden)
-		case r.ParseForm() != nil || !c.csrf.valid(r.PostForm.Get("csrf")):
+		case r.ParseForm() != nil || !c.csrf.valid(r.PostForm.Get("csrf"), v.principal):
 			http.Error(w, "refused: missing or wrong form token (reload the page)", http.StatusForbidden)
 		default:
-			action(w, r)
+			action(w, r, v)
 		}
 	}
 }
 
-func (c *Console) createTopic(w http.ResponseWriter, r *http.Request) {
+// createTopic needs Create on the cluster or on the topic, as Kafka's
+// CreateTopics does.
+func (c *Console) createTopic(w http.ResponseWriter, r *http.Request, v visitor) {
 	name := r.PostForm.Get("name")
 	partitions, err1 := strconv.Atoi(r.PostForm.Get("partitions"))
 	rf, err2 := strconv.Atoi(r.PostForm.Get("replication_factor"))
 	if name == "" || err1 != nil || err2 != nil {
 		http.Error(w, "want a name, partitions and a replication factor", http.StatusBadRequest)
+		return
+	}
+	if !v.may(opCreate, onCluster, "") && !v.permit(w, opCreate, onTopic, name) {
 		return
 	}
 	ctx, cancel := c.ctx(r)
@@ -82,12 +91,16 @@ func (c *Console) createTopic(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, fmt.Sprintf("create topic %q: %v", name, err), http.StatusBadRequest)
 		return
 	}
-	c.logChange(r, "created topic", "topic", name)
+	c.logChange(r, v, "created topic", "topic", name)
 	http.Redirect(w, r, "/topics/"+url.PathEscape(name), http.StatusSeeOther)
 }
 
-func (c *Console) deleteTopic(w http.ResponseWriter, r *http.Request) {
+// deleteTopic needs Delete on the topic.
+func (c *Console) deleteTopic(w http.ResponseWriter, r *http.Request, v visitor) {
 	name := r.PathValue("name")
+	if !v.permit(w, opDelete, onTopic, name) {
+		return
+	}
 	if r.PostForm.Get("confirm") != name {
 		http.Error(w, "type the topic's name to confirm", http.StatusBadRequest)
 		return
@@ -98,12 +111,17 @@ func (c *Console) deleteTopic(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, fmt.Sprintf("delete topic %q: %v", name, err), http.StatusBadRequest)
 		return
 	}
-	c.logChange(r, "deleted topic", "topic", name)
+	c.logChange(r, v, "deleted topic", "topic", name)
 	http.Redirect(w, r, "/topics", http.StatusSeeOther)
 }
 
-func (c *Console) resetOffsets(w http.ResponseWriter, r *http.Request) {
+// resetOffsets commits offsets for the group: Read on the group and on
+// the topic, as Kafka's OffsetCommit needs.
+func (c *Console) resetOffsets(w http.ResponseWriter, r *http.Request, v visitor) {
 	group, topic := r.PathValue("name"), r.PostForm.Get("topic")
+	if !v.permit(w, opRead, onGroup, group) || !v.permit(w, opRead, onTopic, topic) {
+		return
+	}
 	var to client.Offset
 	switch r.PostForm.Get("to") {
 	case "earliest":
@@ -120,12 +138,12 @@ func (c *Console) resetOffsets(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, fmt.Sprintf("reset %q on %q: %v", group, topic, err), http.StatusBadRequest)
 		return
 	}
-	c.logChange(r, "reset group offsets", "group", group, "topic", topic, "to", r.PostForm.Get("to"))
+	c.logChange(r, v, "reset group offsets", "group", group, "topic", topic, "to", r.PostForm.Get("to"))
 	http.Redirect(w, r, "/groups/"+url.PathEscape(group), http.StatusSeeOther)
 }
 
-func (c *Console) logChange(r *http.Request, what string, args ...any) {
+func (c *Console) logChange(r *http.Request, v visitor, what string, args ...any) {
 	if c.cfg.Logger != nil {
-		c.cfg.Logger.Info("console: "+what, append(args, "remote", r.RemoteAddr)...)
+		c.cfg.Logger.Info("console: "+what, append(args, "remote", r.RemoteAddr, "principal", v.principal)...)
 	}
 }

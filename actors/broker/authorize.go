@@ -74,6 +74,9 @@ func (b *brokerActor) onSecurity(snap *cluster.Snapshot) {
 		bindings = snap.Security.Acls
 	}
 	b.authz = &authorizer{version: snap.SecurityVersion, acl: acl.New(bindings, b.cfg.SuperUsers)}
+	if b.cfg.ACLs != nil {
+		b.cfg.ACLs.Store(b.authz.acl)
+	}
 	if b.cfg.Tokens != nil {
 		b.cfg.Tokens.Set(acl.TokenUsers(snap.Security))
 	}

@@ -64,7 +64,7 @@ func runBroker(args []string, stdout, stderr io.Writer) error {
 	maxConnsPerIP := fs.Int("max-connections-per-ip", transport.DefaultMaxConnectionsPerIP, "most connections from one remote address (Kafka's max.connections.per.ip)")
 	idleConns := fs.Duration("connections-max-idle", transport.DefaultIdleTimeout, "close a connection that sends nothing, not even a keepalive ping, for this long")
 	httpAddr := fs.String("http", httpAuto, fmt.Sprintf("host:port of the HTTP listener: /metrics, /healthz, /readyz, /debug/pprof/ (%q: 127.0.0.1 at the broker's port + %d; \"\": off)", httpAuto, httpPortOffset))
-	httpAnonymous := fs.Bool("http-anonymous", false, "with TLS, serve the HTTP listener to clients without a certificate, unauthorized (for probes that cannot present one)")
+	httpAnonymous := fs.Bool("http-anonymous", false, "with TLS, serve metrics, probes and profiles to clients without a certificate, unauthorized (for probes that cannot present one); the console treats them as User:ANONYMOUS")
 	consoleWrite := fs.Bool("console-write", false, "let the web console create and delete topics and reset group offsets (read-only by default)")
 	partitionMetrics := fs.Bool("metrics-partition-labels", true, "export per-partition series (HW, log start and end, size); turn off for clusters with many partitions")
 	logMemory := fs.Int64("log-memory-bytes", def.LogMemoryBytes, "memory the partition logs may hold in all: idle logs are closed and segment sizes capped to keep it")
@@ -219,20 +219,24 @@ func runBroker(args []string, stdout, stderr io.Writer) error {
 		go reloadOnHangup(node, logger)
 	}
 	// The HTTP listener: with TLS it is HTTPS with the broker's
-	// certificates, for principals allowed to describe the cluster.
-	httpAuth := &httpAuthorizer{until: map[string]time.Time{}}
+	// certificates; its metrics, probes and profiles are for principals
+	// allowed to describe the cluster, and the console applies each
+	// visitor's ACLs.
+	httpAuth := &httpAccess{anonymous: *httpAnonymous}
+	cfg.ACLs = &httpAuth.acls
 	var httpMux *http.ServeMux
 	if httpLn != nil {
-		httpMux = httpHandler(cfg.Metrics, logger)
-		var handler http.Handler = httpMux
+		guard := func(h http.Handler) http.Handler { return h }
 		httpTLS := node.ServerTLS()
 		switch {
 		case httpTLS != nil && *httpAnonymous:
-			httpTLS.ClientAuth, httpTLS.VerifyConnection = tls.NoClientCert, nil
+			// A certificate, when given, still names the visitor.
+			httpTLS.ClientAuth, httpTLS.VerifyConnection = tls.VerifyClientCertIfGiven, nil
 		case httpTLS != nil:
-			handler = httpAuth.wrap(handler)
+			guard = httpAuth.operatorOnly
 		}
-		srv := serveHTTP(httpLn, handler, httpTLS, logger.With("listener", "http"))
+		httpMux = httpHandler(cfg.Metrics, guard, logger)
+		srv := serveHTTP(httpLn, httpMux, httpTLS, logger.With("listener", "http"))
 		defer srv.Close()
 	}
 
@@ -272,19 +276,22 @@ func runBroker(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	httpAuth.broker.Store(&localBroker{system: node.System, pid: b.PID})
-	if httpMux != nil && !secure {
+	if httpMux != nil {
 		// The console reads through a client on this broker's own actor
 		// system (a second remote in one process would share grpc's
-		// global logger with this one). With TLS it would need the
-		// visitor's principal on every request: not served.
+		// global logger with this one), with the broker's rights; with
+		// TLS it applies each visitor's ACLs itself.
 		clientOpts := []client.Opt{client.WithActorSystem(node.System), client.WithLogger(clientLogger(stderr))}
 		admin, err := client.NewAdmin(node.Addr, clientOpts...)
 		if err != nil {
 			return err
 		}
 		defer admin.Close()
-		con, err := console.New(console.Config{Admin: admin, ClientOpts: clientOpts, DefaultMinISR: cfg.DefaultTopic.MinISR, Write: *consoleWrite, Logger: logger.With("listener", "console")})
+		conCfg := console.Config{Admin: admin, ClientOpts: clientOpts, DefaultMinISR: cfg.DefaultTopic.MinISR, Write: *consoleWrite, Logger: logger.With("listener", "console")}
+		if secure {
+			conCfg.Visitor, conCfg.Authorize = httpAuth.visitor, httpAuth.authorize
+		}
+		con, err := console.New(conCfg)
 		if err != nil {
 			return err
 		}

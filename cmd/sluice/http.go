@@ -2,21 +2,21 @@ package main
 
 import (
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/http/pprof"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"golang.org/x/net/netutil"
 
+	"github.com/sluicemq/sluice/actors/acl"
 	"github.com/sluicemq/sluice/actors/transport"
-	"github.com/sluicemq/sluice/kafka"
 	"github.com/sluicemq/sluice/messages"
 	"github.com/sluicemq/sluice/metrics"
 )
@@ -63,94 +63,90 @@ func httpListen(flag string, brokerPort int, logger *slog.Logger) (net.Listener,
 	return ln, nil
 }
 
-// httpHandler serves /metrics, /healthz, /readyz and /debug/pprof/.
-// The console's pages join the mux once the broker runs.
-func httpHandler(m *metrics.Broker, logger *slog.Logger) *http.ServeMux {
+// httpHandler serves /metrics, /healthz, /readyz and /debug/pprof/, each
+// behind guard. The console's pages join the mux once the broker runs.
+func httpHandler(m *metrics.Broker, guard func(http.Handler) http.Handler, logger *slog.Logger) *http.ServeMux {
 	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{
+	handle := func(pattern string, h http.Handler) { mux.Handle(pattern, guard(h)) }
+	handle("GET /metrics", promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{
 		ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn), MaxRequestsInFlight: 4, Timeout: 10 * time.Second}))
 	// healthz: the process serves HTTP (it is alive), whatever its
 	// partitions' state.
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+	handle("GET /healthz", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintln(w, "ok")
-	})
+	}))
 	// readyz: the broker has its metadata and every replica it hosts has
 	// opened its log or reported it offline.
-	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+	handle("GET /readyz", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if ok, why := m.Ready(); !ok {
 			http.Error(w, "not ready: "+why, http.StatusServiceUnavailable)
 			return
 		}
 		fmt.Fprintln(w, "ready")
-	})
-	mux.HandleFunc("GET /debug/pprof/", pprof.Index)
-	mux.HandleFunc("GET /debug/pprof/cmdline", pprof.Cmdline)
-	mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
-	mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
-	mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
+	}))
+	handle("GET /debug/pprof/", http.HandlerFunc(pprof.Index))
+	handle("GET /debug/pprof/cmdline", http.HandlerFunc(pprof.Cmdline))
+	handle("GET /debug/pprof/profile", http.HandlerFunc(pprof.Profile))
+	handle("GET /debug/pprof/symbol", http.HandlerFunc(pprof.Symbol))
+	handle("GET /debug/pprof/trace", http.HandlerFunc(pprof.Trace))
 	return mux
 }
 
-// httpAuthorizer lets through, on a broker with TLS, the principals the
-// broker allows to describe the cluster: each principal's first request
-// asks the broker (a DescribeAcls of nothing, which needs exactly that),
-// and the answer holds for authCacheFor, so that scrapes do not queue in
-// the broker actor's mailbox.
-type httpAuthorizer struct {
-	broker atomic.Pointer[localBroker] // nil until the broker actor runs
-	mu     sync.Mutex
-	until  map[string]time.Time // principal -> allowed until
+// httpAccess decides whom the HTTP listener of a broker with TLS serves.
+// A visitor is the principal of its client certificate, or, with
+// --http-anonymous, User:ANONYMOUS without one; the broker's ACLs, as the
+// broker publishes them, say what it may see.
+type httpAccess struct {
+	acls      atomic.Pointer[acl.Authorizer] // nil until the metadata is loaded
+	anonymous bool
 }
 
-const authCacheFor = 10 * time.Second
+// visitor returns r's principal, or why it has none.
+func (a *httpAccess) visitor(r *http.Request) (string, error) {
+	if r.TLS != nil && len(r.TLS.PeerCertificates) > 0 {
+		if p := transport.CertPrincipal(r.TLS.PeerCertificates[0]); p != "" {
+			return p, nil
+		}
+		return "", errors.New("the certificate names no principal")
+	}
+	if a.anonymous {
+		return transport.AnonymousPrincipal, nil
+	}
+	return "", errors.New("a client certificate is required")
+}
 
-func (a *httpAuthorizer) wrap(next http.Handler) http.Handler {
+// authorize says why principal may not perform op on a resource ("" when
+// it may). Brokers and super users may do anything, as in the broker.
+func (a *httpAccess) authorize(principal string, op messages.AclOperation, rt messages.AclResourceType, name string) string {
+	if transport.IsBrokerPrincipal(principal) {
+		return ""
+	}
+	authz := a.acls.Load()
+	if authz == nil {
+		return "the broker has not loaded the cluster's ACLs yet"
+	}
+	return authz.Why(principal, op, rt, name)
+}
+
+// operatorOnly guards the operator's endpoints (metrics, probes and
+// profiles): they need Describe on the cluster, unless --http-anonymous
+// serves them to everyone.
+func (a *httpAccess) operatorOnly(next http.Handler) http.Handler {
+	if a.anonymous {
+		return next
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.TLS == nil || len(r.TLS.PeerCertificates) == 0 {
-			http.Error(w, "a client certificate is required", http.StatusUnauthorized)
+		principal, err := a.visitor(r)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusUnauthorized)
 			return
 		}
-		principal := transport.CertPrincipal(r.TLS.PeerCertificates[0])
-		if principal == "" {
-			http.Error(w, "the certificate names no principal", http.StatusForbidden)
-			return
-		}
-		if code, why := a.allowed(principal, r.RemoteAddr); code != http.StatusOK {
-			http.Error(w, why, code)
+		if why := a.authorize(principal, messages.AclOperation_ACL_OPERATION_DESCRIBE, messages.AclResourceType_ACL_RESOURCE_CLUSTER, ""); why != "" {
+			http.Error(w, fmt.Sprintf("%s may not describe the cluster: %s", principal, why), http.StatusForbidden)
 			return
 		}
 		next.ServeHTTP(w, r)
 	})
-}
-
-// allowed answers 200, or the status and reason of a refusal.
-func (a *httpAuthorizer) allowed(principal, peer string) (int, string) {
-	now := time.Now()
-	a.mu.Lock()
-	ok := now.Before(a.until[principal])
-	a.mu.Unlock()
-	if ok {
-		return http.StatusOK, ""
-	}
-	b := a.broker.Load()
-	if b == nil {
-		return http.StatusServiceUnavailable, "the broker is starting"
-	}
-	probe := &messages.DescribeAclsRequest{Filter: &messages.AclBinding{Principal: "User:sluice-http-probe"}} // the answer is not used
-	res, err := b.Ask(kafka.Caller{Principal: principal, Peer: peer}, probe, 5*time.Second).Wait()
-	resp, isResp := res.(*messages.DescribeAclsResponse)
-	switch {
-	case err != nil:
-		return http.StatusServiceUnavailable, "the broker did not answer: " + err.Error()
-	case !isResp:
-		return http.StatusInternalServerError, fmt.Sprintf("unexpected answer %T", res)
-	case resp.Error != messages.ErrorCode_NONE:
-		return http.StatusForbidden, fmt.Sprintf("%s may not describe the cluster: %s", principal, resp.Error.Err(resp.ErrorMessage))
-	}
-	a.mu.Lock()
-	a.until[principal] = now.Add(authCacheFor)
-	a.mu.Unlock()
-	return http.StatusOK, ""
 }
 
 // serveHTTP serves h on ln until the process ends. The timeouts keep a

@@ -1,0 +1,73 @@
+package console
+
+import (
+	"fmt"
+	"net/http"
+
+	"github.com/sluicemq/sluice/messages"
+)
+
+// Who may see and do what. On a broker with TLS every request comes from
+// a principal (its client certificate's), and the broker's ACLs apply to
+// it as they do to the same principal's clients: a page lists only the
+// topics and groups it may describe, the message browser needs Read on the
+// topic, and each action what the Kafka request behind it needs. The
+// console itself reads the cluster with the broker's own rights, so these
+// checks are its only fence.
+
+// Authorize says why principal may not perform op on a resource ("" when
+// it may).
+type Authorize func(principal string, op messages.AclOperation, rt messages.AclResourceType, name string) string
+
+// Operations and resource types, shortened.
+const (
+	opRead     = messages.AclOperation_ACL_OPERATION_READ
+	opCreate   = messages.AclOperation_ACL_OPERATION_CREATE
+	opDelete   = messages.AclOperation_ACL_OPERATION_DELETE
+	opDescribe = messages.AclOperation_ACL_OPERATION_DESCRIBE
+	onTopic    = messages.AclResourceType_ACL_RESOURCE_TOPIC
+	onGroup    = messages.AclResourceType_ACL_RESOURCE_GROUP
+	onCluster  = messages.AclResourceType_ACL_RESOURCE_CLUSTER
+)
+
+// visitor is who a request comes from.
+type visitor struct {
+	principal string // "" without TLS
+	authorize Authorize
+}
+
+// visitor returns the request's visitor, or answers 401 and returns false.
+func (c *Console) visitor(w http.ResponseWriter, r *http.Request) (visitor, bool) {
+	if c.cfg.Visitor == nil {
+		return visitor{}, true
+	}
+	p, err := c.cfg.Visitor(r)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusUnauthorized)
+		return visitor{}, false
+	}
+	return visitor{principal: p, authorize: c.cfg.Authorize}, true
+}
+
+// why says why the visitor may not perform op on a resource ("" when it
+// may). Without an authorizer everything is allowed.
+func (v visitor) why(op messages.AclOperation, rt messages.AclResourceType, name string) string {
+	if v.authorize == nil {
+		return ""
+	}
+	return v.authorize(v.principal, op, rt, name)
+}
+
+func (v visitor) may(op messages.AclOperation, rt messages.AclResourceType, name string) bool {
+	return v.why(op, rt, name) == ""
+}
+
+// permit answers 403 with the reason and returns false unless the visitor
+// may perform op on the resource.
+func (v visitor) permit(w http.ResponseWriter, op messages.AclOperation, rt messages.AclResourceType, name string) bool {
+	if why := v.why(op, rt, name); why != "" {
+		http.Error(w, fmt.Sprintf("not allowed: %s", why), http.StatusForbidden)
+		return false
+	}
+	return true
+}
