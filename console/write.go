@@ -35,7 +35,9 @@ func (c csrf) token(principal string) string {
 	return hex.EncodeToString(m.Sum(nil))
 }
 
-func (c csrf) valid(t, principal string) bool { return hmac.Equal([]byte(t), []byte(c.token(principal))) }
+func (c csrf) valid(t, principal string) bool {
+	return hmac.Equal([]byte(t), []byte(c.token(principal)))
+}
 
 // sameOrigin reports whether r comes from a page of this console: its
 // Origin (or, without one, its Referer) names the host it was sent to, and
