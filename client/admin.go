@@ -40,7 +40,11 @@ type PartitionInfo struct {
 	HighWatermark   int64
 	// SizeBytes is the leader's log size on disk.
 	SizeBytes int64
-	Err       error
+	// RecordsFetched is what consumers fetched from the partition's live
+	// replicas: the sum of their counters, each of which starts again
+	// when its broker does.
+	RecordsFetched int64
+	Err            error
 	// ReplicaStates has every live replica's own view, by broker id.
 	ReplicaStates map[int32]*messages.ReplicaState
 }
@@ -313,6 +317,9 @@ func (a *Admin) DescribeTopics(ctx context.Context, names ...string) ([]*TopicIn
 			pi := PartitionInfo{Partition: p.Partition, Leader: p.Leader, LeaderEpoch: p.LeaderEpoch,
 				Replicas: p.Replicas, ISR: p.Isr, OfflineReplicas: p.OfflineReplicas,
 				LogStartOffset: -1, LogEndOffset: -1, HighWatermark: -1, Err: p.Error.Err(""), ReplicaStates: rs}
+			for _, s := range rs {
+				pi.RecordsFetched += s.RecordsFetched
+			}
 			if ls := rs[p.Leader]; ls != nil {
 				pi.LogStartOffset, pi.LogEndOffset, pi.HighWatermark, pi.SizeBytes = ls.LogStartOffset, ls.LogEndOffset, ls.HighWatermark, ls.SizeBytes
 				if ls.Error != messages.ErrorCode_NONE {

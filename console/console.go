@@ -168,10 +168,12 @@ func (c *Console) overview(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var h health
+	topics := 0 // that the visitor may describe
 	for _, t := range md.Topics {
 		if !v.may(opDescribe, onTopic, t.Name) {
 			continue
 		}
+		topics++
 		minISR := c.minISR(t.Configs)
 		for _, p := range t.Partitions {
 			switch {
@@ -187,7 +189,7 @@ func (c *Console) overview(w http.ResponseWriter, r *http.Request) {
 			h.Online++
 		}
 	}
-	c.render(w, v, "overview", map[string]any{"Title": "Overview", "Cluster": info, "Health": h})
+	c.render(w, v, "overview", map[string]any{"Title": "Overview", "Cluster": info, "Health": h, "Topics": topics})
 }
 
 // topicRow is one line of the topics page.

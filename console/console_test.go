@@ -6,32 +6,35 @@ import (
 	"time"
 )
 
-// Rates are the record counts' differences over the time between samples,
-// summed over the topics shown; a topic whose counter went back (deleted
+// Rates are the record counters' differences over the time between
+// samples, summed over the topics shown; a topic whose counter went back (deleted
 // and created again) or that is new gives 0; only the last sampleCount
 // rates are kept.
 func TestThroughputSeries(t *testing.T) {
 	var tp throughput
 	t0 := time.Unix(1_700_000_000, 0)
 	for i, n := range []map[string]int64{{"a": 0}, {"a": 100, "b": 40}, {"a": 300, "b": 60}, {"a": 50, "b": 100}} {
-		tp.add(sample{at: t0.Add(time.Duration(i) * 2 * time.Second), records: n})
+		tp.add(sample{at: t0.Add(time.Duration(i) * 2 * time.Second), produced: n, fetched: map[string]int64{"a": int64(i) * 10}})
 	}
 	all := func(string) bool { return true }
-	times, rates := tp.series(all)
+	times, rates, fetched := tp.series(all)
+	if len(fetched) != 3 || fetched[0] != 5 || fetched[2] != 5 {
+		t.Fatalf("fetched rates %v", fetched)
+	}
 	if len(times) != 3 || rates[0] != 50 || rates[1] != 110 || rates[2] != 20 || times[0] != t0.Unix()+2 {
 		t.Fatalf("times %v rates %v", times, rates)
 	}
-	if _, rates := tp.series(func(topic string) bool { return topic == "b" }); rates[0] != 0 || rates[1] != 10 || rates[2] != 20 {
+	if _, rates, _ := tp.series(func(topic string) bool { return topic == "b" }); rates[0] != 0 || rates[1] != 10 || rates[2] != 20 {
 		t.Fatalf("topic b alone: rates %v", rates)
 	}
 	for i := 0; i < 3*sampleCount; i++ {
-		tp.add(sample{at: t0.Add(time.Duration(i) * time.Second), records: map[string]int64{"a": int64(i)}})
+		tp.add(sample{at: t0.Add(time.Duration(i) * time.Second), produced: map[string]int64{"a": int64(i)}})
 	}
-	if _, rates := tp.series(all); len(rates) != sampleCount {
+	if _, rates, _ := tp.series(all); len(rates) != sampleCount {
 		t.Fatalf("%d rates kept", len(rates))
 	}
 	tp.reset()
-	if times, _ := tp.series(all); len(times) != 0 {
+	if times, _, _ := tp.series(all); len(times) != 0 {
 		t.Fatalf("after reset: %v", times)
 	}
 }

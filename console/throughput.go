@@ -10,11 +10,13 @@ import (
 	"time"
 )
 
-// The overview's live chart: records produced per second in the whole
-// cluster, from the sum of the partitions' high watermarks, sampled by the
-// console every sampleEvery and kept for the last sampleCount samples.
-// Sampling asks every broker for its replicas' state, so it runs only
-// while someone has looked at the chart within watchedFor.
+// The overview's live chart: records produced and fetched per second in
+// the cluster. Produced records come from the partitions' high
+// watermarks, fetched ones from the counters each replica keeps of what
+// it sent to consumers; the console samples both every sampleEvery and
+// keeps the last sampleCount samples. Sampling asks every broker for its
+// replicas' state, so it runs only while someone has looked at the chart
+// within watchedFor.
 
 const (
 	sampleEvery = 2 * time.Second
@@ -22,11 +24,11 @@ const (
 	watchedFor  = time.Minute
 )
 
-// sample is each topic's produced-records counter (the sum of its
-// partitions' high watermarks) at one time.
+// sample is each topic's counters at one time: records produced (the sum
+// of its partitions' high watermarks) and fetched.
 type sample struct {
-	at      time.Time
-	records map[string]int64
+	at                time.Time
+	produced, fetched map[string]int64
 }
 
 // throughput keeps the recent samples.
@@ -52,28 +54,36 @@ func (t *throughput) reset() {
 }
 
 // series is the chart's data for the topics shown selects: times (Unix
-// seconds) and records per second between consecutive samples. A topic
-// counts in an interval only when it is in both samples and did not go
-// back (deleted and created again).
-func (t *throughput) series(shown func(topic string) bool) (times []int64, rates []float64) {
+// seconds) and records produced and fetched per second between
+// consecutive samples.
+func (t *throughput) series(shown func(topic string) bool) (times []int64, produced, fetched []float64) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	times, rates = []int64{}, []float64{}
+	times, produced, fetched = []int64{}, []float64{}, []float64{}
 	for i := 1; i < len(t.samples); i++ {
 		a, b := t.samples[i-1], t.samples[i]
-		var produced int64
-		for topic, n := range b.records {
-			if was, ok := a.records[topic]; ok && n >= was && shown(topic) {
-				produced += n - was
-			}
-		}
-		rate := 0.0
-		if secs := b.at.Sub(a.at).Seconds(); secs > 0 {
-			rate = float64(produced) / secs
-		}
-		times, rates = append(times, b.at.Unix()), append(rates, rate)
+		secs := b.at.Sub(a.at).Seconds()
+		times = append(times, b.at.Unix())
+		produced = append(produced, rate(a.produced, b.produced, shown, secs))
+		fetched = append(fetched, rate(a.fetched, b.fetched, shown, secs))
 	}
-	return times, rates
+	return times, produced, fetched
+}
+
+// rate is how fast the counters of the topics shown grew from a to b,
+// secs apart. A topic counts only when it is in both and its counter did
+// not go back (the topic deleted and created again, a broker restarted).
+func rate(a, b map[string]int64, shown func(string) bool, secs float64) float64 {
+	if secs <= 0 {
+		return 0
+	}
+	var grew int64
+	for topic, n := range b {
+		if was, ok := a[topic]; ok && n >= was && shown(topic) {
+			grew += n - was
+		}
+	}
+	return float64(grew) / secs
 }
 
 // Run samples the cluster until ctx ends; the broker starts it beside the
@@ -105,16 +115,17 @@ func (c *Console) sampleOnce(ctx context.Context) {
 	if err != nil {
 		return // a gap in the chart
 	}
-	records := make(map[string]int64, len(infos))
+	s := sample{at: time.Now(), produced: make(map[string]int64, len(infos)), fetched: make(map[string]int64, len(infos))}
 	for _, t := range infos {
 		if strings.HasPrefix(t.Name, "__") {
 			continue // internal topics: group commits
 		}
 		for _, p := range t.Partitions {
-			records[t.Name] += max(p.HighWatermark, 0)
+			s.produced[t.Name] += max(p.HighWatermark, 0)
+			s.fetched[t.Name] += p.RecordsFetched
 		}
 	}
-	c.rates.add(sample{at: time.Now(), records: records})
+	c.rates.add(s)
 }
 
 // throughputJSON serves the chart's data, of the topics the visitor may
@@ -125,7 +136,7 @@ func (c *Console) throughputJSON(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c.rates.watched.Store(time.Now().UnixNano())
-	times, rates := c.rates.series(func(topic string) bool { return v.may(opDescribe, onTopic, topic) })
+	times, produced, fetched := c.rates.series(func(topic string) bool { return v.may(opDescribe, onTopic, topic) })
 	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(map[string]any{"time": times, "records_per_second": rates})
+	_ = json.NewEncoder(w).Encode(map[string]any{"time": times, "produced_per_second": produced, "fetched_per_second": fetched})
 }

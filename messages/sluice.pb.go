@@ -2209,9 +2209,12 @@ type ReplicaState struct {
 	ErrorMessage   string                 `protobuf:"bytes,10,opt,name=error_message,json=errorMessage,proto3" json:"error_message,omitempty"`
 	SizeBytes      int64                  `protobuf:"varint,11,opt,name=size_bytes,json=sizeBytes,proto3" json:"size_bytes,omitempty"`
 	// Idempotent producers whose sequence state the replica keeps.
-	Producers     int32 `protobuf:"varint,12,opt,name=producers,proto3" json:"producers,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Producers int32 `protobuf:"varint,12,opt,name=producers,proto3" json:"producers,omitempty"`
+	// Records this replica has sent to consumers' fetches since it was
+	// opened on this broker (a counter that starts again with the broker).
+	RecordsFetched int64 `protobuf:"varint,13,opt,name=records_fetched,json=recordsFetched,proto3" json:"records_fetched,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *ReplicaState) Reset() {
@@ -2324,6 +2327,13 @@ func (x *ReplicaState) GetSizeBytes() int64 {
 func (x *ReplicaState) GetProducers() int32 {
 	if x != nil {
 		return x.Producers
+	}
+	return 0
+}
+
+func (x *ReplicaState) GetRecordsFetched() int64 {
+	if x != nil {
+		return x.RecordsFetched
 	}
 	return 0
 }
@@ -7952,7 +7962,7 @@ const file_sluice_proto_rawDesc = "" +
 	"\x18CreatePartitionsResponse\x12-\n" +
 	"\aresults\x18\x01 \x03(\v2\x13.sluice.TopicResultR\aresults\"1\n" +
 	"\x17DescribeReplicasRequest\x12\x16\n" +
-	"\x06topics\x18\x01 \x03(\tR\x06topics\"\x9c\x03\n" +
+	"\x06topics\x18\x01 \x03(\tR\x06topics\"\xc5\x03\n" +
 	"\fReplicaState\x12\x14\n" +
 	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x1c\n" +
 	"\tpartition\x18\x02 \x01(\x05R\tpartition\x12\x1b\n" +
@@ -7967,7 +7977,8 @@ const file_sluice_proto_rawDesc = "" +
 	" \x01(\tR\ferrorMessage\x12\x1d\n" +
 	"\n" +
 	"size_bytes\x18\v \x01(\x03R\tsizeBytes\x12\x1c\n" +
-	"\tproducers\x18\f \x01(\x05R\tproducers\"i\n" +
+	"\tproducers\x18\f \x01(\x05R\tproducers\x12'\n" +
+	"\x0frecords_fetched\x18\r \x01(\x03R\x0erecordsFetched\"i\n" +
 	"\x18DescribeReplicasResponse\x12\x1b\n" +
 	"\tbroker_id\x18\x01 \x01(\x05R\bbrokerId\x120\n" +
 	"\breplicas\x18\x02 \x03(\v2\x14.sluice.ReplicaStateR\breplicas\"\x8e\x02\n" +

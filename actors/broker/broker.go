@@ -41,6 +41,7 @@ type replica struct {
 	topicID   string
 	dir       string
 	status    *atomic.Pointer[messages.ReplicaState]
+	fetched   *atomic.Int64 // records sent to consumers, see partition.Config
 	lastState *messages.PartitionState
 	// configs is the topic configuration the replica was last sent.
 	configs map[string]string
@@ -819,7 +820,7 @@ func (b *brokerActor) startReplica(ctx actor.Context, tp cluster.TopicPartition,
 			return nil, err
 		}
 	}
-	r := &replica{topicID: topicID, dir: dir, status: &atomic.Pointer[messages.ReplicaState]{}}
+	r := &replica{topicID: topicID, dir: dir, status: &atomic.Pointer[messages.ReplicaState]{}, fetched: &atomic.Int64{}}
 	if err := b.spawnReplica(ctx, tp, r); err != nil {
 		return nil, err
 	}
@@ -831,7 +832,7 @@ func (b *brokerActor) startReplica(ctx actor.Context, tp cluster.TopicPartition,
 func (b *brokerActor) spawnReplica(ctx actor.Context, tp cluster.TopicPartition, r *replica) error {
 	props := actor.PropsFromProducer(partition.NewProducer(partition.Config{
 		TP: tp, TopicID: r.topicID, BrokerID: b.cfg.ID, Dir: r.dir, Topic: b.topicConfig(tp.Topic),
-		Broker: b.cfg, Status: r.status, FailedLogs: b.shared.failed, Logger: b.cfg.Logger,
+		Broker: b.cfg, Status: r.status, Fetched: r.fetched, FailedLogs: b.shared.failed, Logger: b.cfg.Logger,
 	}), actor.WithMailbox(b.cfg.Metrics.Mailbox()))
 	pid, err := ctx.SpawnNamed(props, fmt.Sprintf("p/%s/%d", tp.Topic, tp.Partition))
 	if err != nil {
@@ -1123,6 +1124,9 @@ func (b *brokerActor) onDescribeReplicas(ctx actor.Context, req *messages.Descri
 			continue
 		}
 		if st := r.status.Load(); st != nil {
+			// A copy: the published state is shared and never changed.
+			st = proto.CloneOf(st)
+			st.RecordsFetched = r.fetched.Load()
 			resp.Replicas = append(resp.Replicas, st)
 		} else {
 			resp.Replicas = append(resp.Replicas, &messages.ReplicaState{Topic: tp.Topic, Partition: tp.Partition, BrokerId: b.cfg.ID,

@@ -35,6 +35,9 @@ type Config struct {
 	// Status receives the replica's state for DescribeReplicas; the broker
 	// actor reads it without messaging the partition.
 	Status *atomic.Pointer[messages.ReplicaState]
+	// Fetched counts the records the replica sends to consumers' fetches
+	// (nil: not counted); the broker reports it with the status.
+	Fetched *atomic.Int64
 	// FailedLogs are the logs that failed in this process; a partition
 	// whose log is among them does not open it.
 	FailedLogs *FailedLogs
@@ -875,7 +878,7 @@ func (p *partitionActor) onHWAdvanced(ctx actor.Context) {
 		if resp, ready := p.readFetch(f.req, false); ready {
 			f.timer.Stop()
 			delete(p.parked, id)
-			p.sendFetch(ctx, f.sender, resp)
+			p.sendFetch(ctx, f.sender, f.req, resp)
 		}
 	}
 }
@@ -928,25 +931,25 @@ func (p *partitionActor) checkEpoch(epoch int32) (messages.ErrorCode, string) {
 func (p *partitionActor) onFetch(ctx actor.Context, req *messages.FetchRequest) {
 	sender := ctx.Sender()
 	if code, msg := p.unavailable(); code != messages.ErrorCode_NONE {
-		p.sendFetch(ctx, sender, p.fetchError(req, code, msg))
+		p.sendFetch(ctx, sender, req, p.fetchError(req, code, msg))
 		return
 	}
 	if code, msg := p.checkEpoch(req.CurrentLeaderEpoch); code != messages.ErrorCode_NONE {
-		p.sendFetch(ctx, sender, p.fetchError(req, code, msg))
+		p.sendFetch(ctx, sender, req, p.fetchError(req, code, msg))
 		return
 	}
 	if req.MaxBytes < 0 || req.MinBytes < 0 || req.MaxWaitMs < 0 {
-		p.sendFetch(ctx, sender, p.fetchError(req, messages.ErrorCode_INVALID_REQUEST, "negative max_bytes, min_bytes or max_wait_ms"))
+		p.sendFetch(ctx, sender, req, p.fetchError(req, messages.ErrorCode_INVALID_REQUEST, "negative max_bytes, min_bytes or max_wait_ms"))
 		return
 	}
 	if req.Isolation != 0 && (req.Isolation != actors.IsolationLogEnd || transport.FromNetwork(ctx)) {
-		p.sendFetch(ctx, sender, p.fetchError(req, messages.ErrorCode_INVALID_REQUEST,
+		p.sendFetch(ctx, sender, req, p.fetchError(req, messages.ErrorCode_INVALID_REQUEST,
 			fmt.Sprintf("isolation %d: consumers read committed data only (isolation 0)", req.Isolation)))
 		return
 	}
 	resp, ready := p.readFetch(req, req.MaxWaitMs == 0)
 	if ready {
-		p.sendFetch(ctx, sender, resp)
+		p.sendFetch(ctx, sender, req, resp)
 		return
 	}
 	p.nextFetchID++
@@ -964,16 +967,20 @@ func (p *partitionActor) onFetchExpired(ctx actor.Context, id uint64) {
 	}
 	delete(p.parked, id)
 	resp, _ := p.readFetch(f.req, true)
-	p.sendFetch(ctx, f.sender, resp)
+	p.sendFetch(ctx, f.sender, f.req, resp)
 }
 
-// sendFetch answers a consumer's fetch, counted in the fetch metrics.
-func (p *partitionActor) sendFetch(ctx actor.Context, sender *actor.PID, resp *messages.FetchResponse) {
+// sendFetch answers a consumer's fetch req, counted in the fetch metrics
+// and in the records fetched the replica reports.
+func (p *partitionActor) sendFetch(ctx actor.Context, sender *actor.PID, req *messages.FetchRequest, resp *messages.FetchResponse) {
 	size := 0
 	for _, b := range resp.Batches {
 		size += len(b)
 	}
 	p.metrics.Fetched(size)
+	if p.cfg.Fetched != nil && len(resp.Batches) > 0 {
+		p.cfg.Fetched.Add(record.RecordsFrom(resp.Batches, req.Offset))
+	}
 	p.cfg.Broker.Metrics.RequestError("FetchRequest", resp.Error)
 	actors.SendTo(ctx, sender, resp)
 }

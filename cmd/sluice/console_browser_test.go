@@ -81,31 +81,40 @@ func TestConsoleInBrowser(t *testing.T) {
 		}
 	}
 
-	// The overview's chart draws the cluster's produce rate while a
-	// producer runs.
+	// The overview's chart draws the cluster's produce and fetch rates
+	// while a producer and a consumer run.
 	done := make(chan struct{})
 	defer close(done)
-	go func() {
-		lines := strings.Repeat("x\n", 2000)
+	repeat := func(stdin string, args ...string) {
 		for {
 			select {
 			case <-done:
 				return
 			default:
 			}
-			runCLI(t, lines, "produce", "shop", "--broker", b.Addr)
+			runCLI(t, stdin, args...)
 		}
-	}()
+	}
+	go repeat(strings.Repeat("x\n", 2000), "produce", "shop", "--broker", b.Addr)
+	go repeat("", "consume", "shop", "--partition", "0", "--from-beginning", "--max", "2000", "--broker", b.Addr)
 	if err := chromedp.Do(ctx, chromedp.Navigate(web+"/"), chromedp.WaitVisible("#chart canvas")); err != nil {
 		t.Fatalf("overview chart: %v", err)
 	}
 	eventually(t, time.Minute, func() string {
-		last, err := chromedp.Run(ctx, chromedp.AttributeValue("#chart", "data-last"))
-		if err != nil {
+		// A few points, so that the screenshot shows lines.
+		if points, err := chromedp.Run(ctx, chromedp.AttributeValue("#chart", "data-points")); err != nil {
 			return err.Error()
+		} else if n, _ := strconv.Atoi(points.Value); n < 3 {
+			return fmt.Sprintf("the chart has %q points", points.Value)
 		}
-		if n, _ := strconv.Atoi(last.Value); n <= 0 {
-			return "the chart's last rate is " + last.Value
+		for _, rate := range []string{"data-last-produced", "data-last-fetched"} {
+			last, err := chromedp.Run(ctx, chromedp.AttributeValue("#chart", rate))
+			if err != nil {
+				return err.Error()
+			}
+			if n, _ := strconv.Atoi(last.Value); n <= 0 {
+				return fmt.Sprintf("the chart's %s is %q", rate, last.Value)
+			}
 		}
 		return ""
 	})

@@ -114,6 +114,10 @@ func TestConsoleUnderTLSAppliesACLs(t *testing.T) {
 	if !strings.Contains(page, "User:alice") {
 		t.Errorf("the page does not name its visitor")
 	}
+	_, page = get("user-alice", "/")
+	if !strings.Contains(page, `<b id="topics">1</b>`) || !strings.Contains(page, `<b id="online">1</b>`) {
+		t.Errorf("alice's overview counts more than her one topic of one partition")
+	}
 	_, page = get("user-alice", "/groups")
 	if got := firstColumn(t, page, "group-table"); len(got) != 1 || got[0] != "g-open" {
 		t.Errorf("alice's groups: %v; want [g-open]", got)

@@ -194,3 +194,23 @@ func Split(b []byte, dst [][]byte) ([][]byte, error) {
 	}
 	return dst, nil
 }
+
+// RecordsFrom counts the records at or after offset from in batches (each
+// entry one or more whole batches) by their offset ranges: what a reader
+// that starts at from receives. Bytes that do not parse end an entry.
+func RecordsFrom(batches [][]byte, from int64) int64 {
+	var n int64
+	for _, b := range batches {
+		for len(b) >= HeaderSize {
+			h, err := ParseHeader(b)
+			if err != nil || h.Size() < HeaderSize || h.Size() > len(b) {
+				break
+			}
+			if last := h.LastOffset(); last >= from {
+				n += last - max(h.BaseOffset, from) + 1
+			}
+			b = b[h.Size():]
+		}
+	}
+	return n
+}

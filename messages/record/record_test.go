@@ -184,6 +184,36 @@ func TestSplit(t *testing.T) {
 	}
 }
 
+// A reader starting at from receives the records at or after it: a batch
+// that starts before from counts only its tail; entries may hold several
+// batches; bytes that do not parse are not counted.
+func TestRecordsFrom(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	a := build(NoProducer, randomRecords(rng, 4)) // offsets 10-13
+	SetBaseOffset(a, 10)
+	b := build(NoProducer, randomRecords(rng, 3)) // offsets 14-16
+	SetBaseOffset(b, 14)
+	both := append(append([]byte(nil), a...), b...)
+	for _, c := range []struct {
+		batches [][]byte
+		from    int64
+		want    int64
+	}{
+		{[][]byte{a, b}, 10, 7},
+		{[][]byte{a, b}, 12, 5},
+		{[][]byte{both}, 0, 7},
+		{[][]byte{both}, 15, 2},
+		{[][]byte{a}, 14, 0},
+		{[][]byte{both[:len(both)-1]}, 0, 4},
+		{[][]byte{a[:HeaderSize-1]}, 0, 0},
+		{nil, 0, 0},
+	} {
+		if got := RecordsFrom(c.batches, c.from); got != c.want {
+			t.Errorf("from %d over %d entries: %d, want %d", c.from, len(c.batches), got, c.want)
+		}
+	}
+}
+
 func TestRecordSizeMatchesEncoding(t *testing.T) {
 	rng := rand.New(rand.NewPCG(9, 10))
 	var b Builder
