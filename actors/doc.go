@@ -10,7 +10,9 @@
 //	partition/    one partition replica (leader and follower)   over replication/, producerstate/
 //	controller/   topic creation, leader election, ISR commits  over election/, placement/
 //	coordinator/  group hosts, group coordinators, pushers      over groups/
-//	transport/    protoactor remote, set up and guarded
+//
+// The protoactor remote, set up and guarded, is in the transport package
+// and the ACL model in acl: the broker and the client share both.
 //
 // Actors are thin shells: Receive switches on the message and calls an onX
 // method that feeds the state machine and carries out its decisions with

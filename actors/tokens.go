@@ -3,7 +3,7 @@ package actors
 import (
 	"sync/atomic"
 
-	"github.com/sluicemq/sluice/actors/acl"
+	"github.com/sluicemq/sluice/acl"
 )
 
 // TokenTable is the broker's table of token users, refreshed from every

@@ -405,7 +405,7 @@ func (r *report) markdown() string {
 		w("| Sluice client | compiled from the work tree, which differed from that commit in: %s |\n",
 			strings.ReplaceAll(strings.ReplaceAll(r.Sluice.ClientDirty, "\n", ", "), "|", "/"))
 	} else {
-		w("| Sluice client | compiled from the work tree; client/, messages/ and actors/transport were unchanged from that commit |\n")
+		w("| Sluice client | compiled from the work tree; client/, messages/, transport/ and acl/ were unchanged from that commit |\n")
 	}
 	if r.NATS.Server != "" {
 		w("| NATS | %s (built from the Go module proxy), nats.go %s |\n", r.NATS.Server, r.NATS.Client)

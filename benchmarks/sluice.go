@@ -44,7 +44,7 @@ func buildSluice(ctx context.Context, root, rev, dir string) (*sluiceBuild, erro
 		return nil, err
 	}
 	b.commit, b.subject, _ = strings.Cut(strings.TrimSpace(out), " ")
-	if st, err := runCmd(ctx, root, nil, "git", "status", "--porcelain", "--untracked-files=all", "--", "client", "messages", "actors/transport", "go.mod", "go.sum"); err == nil {
+	if st, err := runCmd(ctx, root, nil, "git", "status", "--porcelain", "--untracked-files=all", "--", "client", "messages", "transport", "acl", "go.mod", "go.sum"); err == nil {
 		b.dirty = strings.TrimSpace(st)
 	}
 	src := root

@@ -9,9 +9,9 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
-	"github.com/sluicemq/sluice/actors/transport"
 	"github.com/sluicemq/sluice/messages"
 	"github.com/sluicemq/sluice/messages/record"
+	"github.com/sluicemq/sluice/transport"
 )
 
 // ConsumePartitions assigns partitions to a Consumer with their start offsets.

@@ -15,9 +15,9 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/sluicemq/sluice/actors/transport"
 	"github.com/sluicemq/sluice/messages"
 	"github.com/sluicemq/sluice/messages/record"
+	"github.com/sluicemq/sluice/transport"
 )
 
 // config holds every option; each client type reads the part it needs.

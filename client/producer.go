@@ -10,9 +10,9 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
-	"github.com/sluicemq/sluice/actors/transport"
 	"github.com/sluicemq/sluice/messages"
 	"github.com/sluicemq/sluice/messages/record"
+	"github.com/sluicemq/sluice/transport"
 )
 
 // AckLevel is how many replicas must have a batch before the broker answers.

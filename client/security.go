@@ -5,9 +5,9 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/sluicemq/sluice/actors/acl"
-	"github.com/sluicemq/sluice/actors/transport"
+	"github.com/sluicemq/sluice/acl"
 	"github.com/sluicemq/sluice/messages"
+	"github.com/sluicemq/sluice/transport"
 	"google.golang.org/protobuf/proto"
 )
 

@@ -7,12 +7,12 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/sluicemq/sluice/acl"
 	"github.com/sluicemq/sluice/actors"
-	"github.com/sluicemq/sluice/actors/acl"
 	"github.com/sluicemq/sluice/actors/coordinator"
-	"github.com/sluicemq/sluice/actors/transport"
 	"github.com/sluicemq/sluice/cluster"
 	"github.com/sluicemq/sluice/messages"
+	"github.com/sluicemq/sluice/transport"
 )
 
 // Operations, shortened for the checks below.

@@ -19,10 +19,10 @@ import (
 	"github.com/sluicemq/sluice/actors/controller"
 	"github.com/sluicemq/sluice/actors/coordinator"
 	"github.com/sluicemq/sluice/actors/partition"
-	"github.com/sluicemq/sluice/actors/transport"
 	"github.com/sluicemq/sluice/cluster"
 	"github.com/sluicemq/sluice/messages"
 	"github.com/sluicemq/sluice/storage/datadir"
+	"github.com/sluicemq/sluice/transport"
 )
 
 // Internal messages of the broker actor.

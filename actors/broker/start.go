@@ -9,10 +9,10 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/sluicemq/sluice/actors"
-	"github.com/sluicemq/sluice/actors/transport"
 	"github.com/sluicemq/sluice/cluster"
 	"github.com/sluicemq/sluice/storage"
 	"github.com/sluicemq/sluice/storage/datadir"
+	"github.com/sluicemq/sluice/transport"
 )
 
 // Broker is a running broker actor.

@@ -16,9 +16,9 @@ import (
 	"github.com/sluicemq/sluice/actors"
 	"github.com/sluicemq/sluice/actors/election"
 	"github.com/sluicemq/sluice/actors/placement"
-	"github.com/sluicemq/sluice/actors/transport"
 	"github.com/sluicemq/sluice/cluster"
 	"github.com/sluicemq/sluice/messages"
+	"github.com/sluicemq/sluice/transport"
 )
 
 // MaxPartitions caps the partitions of one topic.

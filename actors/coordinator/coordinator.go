@@ -13,10 +13,10 @@ import (
 
 	"github.com/sluicemq/sluice/actors"
 	"github.com/sluicemq/sluice/actors/groups"
-	"github.com/sluicemq/sluice/actors/transport"
 	"github.com/sluicemq/sluice/cluster"
 	"github.com/sluicemq/sluice/messages"
 	"github.com/sluicemq/sluice/metrics"
+	"github.com/sluicemq/sluice/transport"
 )
 
 // coordinatorConfig is what a group coordinator starts with.

@@ -10,10 +10,10 @@ import (
 
 	"github.com/sluicemq/sluice/actors"
 	"github.com/sluicemq/sluice/actors/groups"
-	"github.com/sluicemq/sluice/actors/transport"
 	"github.com/sluicemq/sluice/cluster"
 	"github.com/sluicemq/sluice/messages"
 	"github.com/sluicemq/sluice/messages/record"
+	"github.com/sluicemq/sluice/transport"
 )
 
 // DefaultPushCredit is the credit a push member starts with when its

@@ -14,13 +14,13 @@ import (
 	"github.com/sluicemq/sluice/actors"
 	"github.com/sluicemq/sluice/actors/producerstate"
 	"github.com/sluicemq/sluice/actors/replication"
-	"github.com/sluicemq/sluice/actors/transport"
 	"github.com/sluicemq/sluice/cluster"
 	"github.com/sluicemq/sluice/messages"
 	"github.com/sluicemq/sluice/messages/record"
 	"github.com/sluicemq/sluice/metrics"
 	"github.com/sluicemq/sluice/storage"
 	"github.com/sluicemq/sluice/storage/datadir"
+	"github.com/sluicemq/sluice/transport"
 )
 
 // Config is what a partition replica actor is started with.
@@ -673,11 +673,12 @@ func (p *partitionActor) requestSync(ctx actor.Context) {
 // actor, in the broker's sync wave when there is one, and then sends the
 // actor the message done makes of the outcome.
 func (p *partitionActor) syncInBackground(ctx actor.Context, done func(error) any) {
-	self, root := ctx.Self(), ctx.ActorSystem().Root
+	// Only values captured here are used off the actor's goroutine.
+	self, root, m := ctx.Self(), ctx.ActorSystem().Root, p.cfg.Broker.Metrics
 	if t, ok := p.log.(syncTaker); ok && p.cfg.Broker.Syncer != nil {
 		start := time.Now()
 		p.cfg.Broker.Syncer.Submit(t.TakeSync(), func(err error) {
-			p.cfg.Broker.Metrics.Fsynced(time.Since(start)) // with the wait for the broker's sync wave
+			m.Fsynced(time.Since(start)) // with the wait for the broker's sync wave
 			root.Send(self, done(err))
 		})
 		return
@@ -686,7 +687,7 @@ func (p *partitionActor) syncInBackground(ctx actor.Context, done func(error) an
 	go func() {
 		start := time.Now()
 		err := fn()
-		p.cfg.Broker.Metrics.Fsynced(time.Since(start))
+		m.Fsynced(time.Since(start))
 		root.Send(self, done(err))
 	}()
 }

@@ -11,10 +11,10 @@ import (
 
 	"github.com/sluicemq/sluice/actors"
 	"github.com/sluicemq/sluice/actors/replication"
-	"github.com/sluicemq/sluice/actors/transport"
 	"github.com/sluicemq/sluice/messages"
 	"github.com/sluicemq/sluice/messages/record"
 	"github.com/sluicemq/sluice/storage"
+	"github.com/sluicemq/sluice/transport"
 )
 
 // Replication between partition actors: followers pull from their leader

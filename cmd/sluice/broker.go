@@ -20,7 +20,6 @@ import (
 
 	"github.com/sluicemq/sluice/actors"
 	"github.com/sluicemq/sluice/actors/broker"
-	"github.com/sluicemq/sluice/actors/transport"
 	"github.com/sluicemq/sluice/client"
 	"github.com/sluicemq/sluice/cluster"
 	"github.com/sluicemq/sluice/console"
@@ -28,6 +27,7 @@ import (
 	"github.com/sluicemq/sluice/metrics"
 	"github.com/sluicemq/sluice/storage/datadir"
 	"github.com/sluicemq/sluice/storage/syncjournal"
+	"github.com/sluicemq/sluice/transport"
 )
 
 func runBroker(args []string, stdout, stderr io.Writer) error {

@@ -16,7 +16,7 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/reflect/protoregistry"
 
-	"github.com/sluicemq/sluice/actors/transport"
+	"github.com/sluicemq/sluice/transport"
 )
 
 // forgeEnv makes the test binary a hostile peer: a protoactor node of its

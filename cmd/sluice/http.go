@@ -15,10 +15,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"golang.org/x/net/netutil"
 
-	"github.com/sluicemq/sluice/actors/acl"
-	"github.com/sluicemq/sluice/actors/transport"
+	"github.com/sluicemq/sluice/acl"
 	"github.com/sluicemq/sluice/messages"
 	"github.com/sluicemq/sluice/metrics"
+	"github.com/sluicemq/sluice/transport"
 )
 
 // The broker's HTTP listener: metrics, health probes and Go's profiles, on

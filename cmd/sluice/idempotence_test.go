@@ -17,10 +17,10 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/sluicemq/sluice/actors/transport"
 	"github.com/sluicemq/sluice/client"
 	"github.com/sluicemq/sluice/messages"
 	"github.com/sluicemq/sluice/messages/record"
+	"github.com/sluicemq/sluice/transport"
 )
 
 // ---- a broker proxy with faults ---------------------------------------------

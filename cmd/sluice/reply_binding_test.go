@@ -18,8 +18,8 @@ import (
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/sluicemq/sluice/actors/transport"
 	"github.com/sluicemq/sluice/messages"
+	"github.com/sluicemq/sluice/transport"
 )
 
 // spy records every message an actor gets.

@@ -9,7 +9,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/sluicemq/sluice/actors/acl"
+	"github.com/sluicemq/sluice/acl"
 	"github.com/sluicemq/sluice/client"
 	"github.com/sluicemq/sluice/messages"
 )

@@ -18,9 +18,9 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/sluicemq/sluice/actors/transport"
 	"github.com/sluicemq/sluice/client"
 	"github.com/sluicemq/sluice/messages"
+	"github.com/sluicemq/sluice/transport"
 )
 
 // testCerts is a directory of certificates made for one test: a CA,
