@@ -21,6 +21,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/sluicemq/sluice/acl"
 )
 
 // runCerts dispatches `sluice certs SUBCOMMAND`.
@@ -89,26 +91,6 @@ func parseUserList(s string) ([]string, error) {
 	return names, nil
 }
 
-// validUserName keeps names safe both as a file name (user-NAME.crt) and as
-// a URI path segment (sluice://user/NAME) without any escaping, so the
-// principal the transport derives is exactly User:NAME.
-func validUserName(name string) error {
-	if name == "" {
-		return errors.New("empty user name")
-	}
-	if name[0] == '.' || name[0] == '-' {
-		return fmt.Errorf("user name %q: must not start with %q", name, name[0])
-	}
-	for _, r := range name {
-		ok := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' ||
-			r == '.' || r == '_' || r == '-'
-		if !ok {
-			return fmt.Errorf("user name %q: want only letters, digits, '.', '_' and '-'", name)
-		}
-	}
-	return nil
-}
-
 func checkDevCertArgs(firstID int32, brokers int, users []string, days int) error {
 	if firstID < 0 {
 		return fmt.Errorf("first broker id %d: want 0 or more", firstID)
@@ -121,7 +103,11 @@ func checkDevCertArgs(firstID int32, brokers int, users []string, days int) erro
 	}
 	seen := make(map[string]bool)
 	for _, u := range users {
-		if err := validUserName(u); err != nil {
+		// One rule for every user name, token or certificate: the
+		// characters it allows are safe in a file name (user-NAME.crt) and
+		// a URI path (sluice://user/NAME) without escaping, so the
+		// principal the transport derives is exactly User:NAME.
+		if err := acl.ValidUserName(u); err != nil {
 			return err
 		}
 		if seen[u] {
@@ -219,7 +205,7 @@ func (ca *devCA) issueBroker(id int32, notBefore, notAfter time.Time) (certPEM, 
 
 // issueUser makes the certificate and key of user name.
 func (ca *devCA) issueUser(name string, notBefore, notAfter time.Time) (certPEM, keyPEM []byte, err error) {
-	if err := validUserName(name); err != nil {
+	if err := acl.ValidUserName(name); err != nil {
 		return nil, nil, err
 	}
 	return ca.issue(&x509.Certificate{

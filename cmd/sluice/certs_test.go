@@ -291,6 +291,9 @@ func TestCertsUsageErrors(t *testing.T) {
 		{[]string{"certs", "dev", "--out", dir, "--users", "../x"}, "../x"},
 		{[]string{"certs", "dev", "--out", dir, "--users", "a,,b"}, "empty"},
 		{[]string{"certs", "dev", "--out", dir, "--users", "a,a"}, "twice"},
+		// The rule of token users' names: User:* means every user.
+		{[]string{"certs", "dev", "--out", dir, "--users", "*"}, "reserved"},
+		{[]string{"certs", "dev", "--out", dir, "--users", strings.Repeat("n", 129)}, "limit is 128"},
 		{[]string{"certs", "dev", "--out", dir, "--days", "0"}, "days"},
 		{[]string{"certs", "dev", "--out", dir, "--brokers", "-1"}, "brokers"},
 		{[]string{"certs", "dev", "--out", dir, "--first-id", "-1"}, "first-id"},
