@@ -6,11 +6,10 @@ import (
 	"hash/crc32"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 
-	"github.com/sluicemq/sluice/storage/syncjournal"
+	"github.com/sluicemq/sluice/storage/atomicfile"
 )
 
 // A checkpoint file holds one int64 as a single text line,
@@ -39,30 +38,8 @@ func WriteCheckpointNoSync(path string, value int64) error {
 func writeCheckpoint(path string, value int64, sync bool) error {
 	body := checkpointMagic + " " + strconv.FormatInt(value, 10)
 	data := fmt.Appendf(nil, "%s %08x\n", body, crc32.Checksum([]byte(body), castagnoli))
-	tmp := path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o640)
-	if err != nil {
-		return fmt.Errorf("storage: write checkpoint: %w", err)
-	}
-	_, err = f.Write(data)
-	if err == nil && sync {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err == nil && sync {
-		err = syncDir(filepath.Dir(path))
-	}
-	if err != nil {
-		os.Remove(tmp)
+	if err := atomicfile.Write(path, data, 0o640, sync); err != nil {
 		return fmt.Errorf("storage: write checkpoint %s: %w", path, err)
-	}
-	if sync {
-		syncjournal.SyncedFile(path)
 	}
 	return nil
 }
@@ -103,14 +80,4 @@ func ReadCheckpoint(path string) (value int64, ok bool, err error) {
 
 // syncDir fsyncs a directory so that renames, creations and removals in it
 // are durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	return err
-}
+func syncDir(dir string) error { return atomicfile.SyncDir(dir) }

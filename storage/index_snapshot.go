@@ -7,6 +7,8 @@ import (
 	"hash/crc32"
 	"os"
 	"path/filepath"
+
+	"github.com/sluicemq/sluice/storage/atomicfile"
 )
 
 // The index snapshot lets a log open without reading its segments. A log
@@ -69,13 +71,7 @@ func (w *WALLog) segmentBytes(k int) int64 {
 // writeSnapshot replaces the snapshot file (temporary file and rename; no
 // fsync: a snapshot lost in a crash only costs a scan on the next open).
 func (w *WALLog) writeSnapshot() error {
-	path := filepath.Join(w.dir, indexSnapshotFile)
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, w.encodeSnapshot(), 0o640); err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	return os.Rename(tmp, path)
+	return atomicfile.Write(filepath.Join(w.dir, indexSnapshotFile), w.encodeSnapshot(), 0o640, false)
 }
 
 // removeSnapshot deletes the snapshot before a change it could not detect.

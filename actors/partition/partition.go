@@ -19,6 +19,7 @@ import (
 	"github.com/sluicemq/sluice/messages/record"
 	"github.com/sluicemq/sluice/metrics"
 	"github.com/sluicemq/sluice/storage"
+	"github.com/sluicemq/sluice/storage/atomicfile"
 	"github.com/sluicemq/sluice/storage/datadir"
 	"github.com/sluicemq/sluice/transport"
 )
@@ -804,11 +805,7 @@ func (p *partitionActor) writeProducerSnapshot(leo int64) {
 	if leo == p.snapshotAt {
 		return
 	}
-	path := p.producerSnapshotPath()
-	err := os.WriteFile(path+".tmp", producerstate.EncodeSnapshot(leo, p.producers.Snapshot()), 0o640)
-	if err == nil {
-		err = os.Rename(path+".tmp", path)
-	}
+	err := atomicfile.Write(p.producerSnapshotPath(), producerstate.EncodeSnapshot(leo, p.producers.Snapshot()), 0o640, false)
 	if err != nil {
 		p.cfg.Logger.Warn("writing the producer state snapshot", "partition", p.cfg.TP, "error", err)
 		return

@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/sluicemq/sluice/acl"
+	"github.com/sluicemq/sluice/storage/atomicfile"
 )
 
 // runCerts dispatches `sluice certs SUBCOMMAND`.
@@ -296,14 +297,14 @@ func writeDevCerts(dir string, firstID int32, brokers int, users []string, days 
 	if err != nil {
 		return err
 	}
-	if err := writeFileAtomic(filepath.Join(dir, "ca.key"), pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: caKey}), 0o600); err != nil {
+	if err := atomicfile.Write(filepath.Join(dir, "ca.key"), pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: caKey}), 0o600, true); err != nil {
 		return err
 	}
 	writePair := func(base string, certPEM, keyPEM []byte) error {
-		if err := writeFileAtomic(filepath.Join(dir, base+".key"), keyPEM, 0o600); err != nil {
+		if err := atomicfile.Write(filepath.Join(dir, base+".key"), keyPEM, 0o600, true); err != nil {
 			return err
 		}
-		return writeFileAtomic(filepath.Join(dir, base+".crt"), certPEM, 0o644)
+		return atomicfile.Write(filepath.Join(dir, base+".crt"), certPEM, 0o644, true)
 	}
 	for i := range brokers {
 		id := firstID + int32(i)
@@ -326,35 +327,7 @@ func writeDevCerts(dir string, firstID int32, brokers int, users []string, days 
 	}
 	// ca.crt goes last: it marks a complete set, so an interrupted run
 	// does not leave a directory that needs --force to repair.
-	return writeFileAtomic(caPath, ca.CertPEM, 0o644)
-}
-
-// writeFileAtomic replaces path with data and exactly mode. A rename of a
-// fresh file is used because os.WriteFile keeps the mode of an existing file,
-// which could leave a key world-readable after --force.
-func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	defer os.Remove(tmp) // no-op once renamed
-	if err := f.Chmod(mode); err != nil {
-		f.Close()
-		return err
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
+	return atomicfile.Write(caPath, ca.CertPEM, 0o644, true)
 }
 
 // printDevCertsUsage tells the user what was written and the flags and

@@ -28,7 +28,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/sluicemq/sluice/storage/syncjournal"
+	"github.com/sluicemq/sluice/storage/atomicfile"
 )
 
 // MetaFile is the identity file in a data directory.
@@ -225,45 +225,15 @@ func Check(meta *Meta, hasData bool, brokerID int32, storeID string) (create boo
 	return meta == nil && storeID == "", nil
 }
 
-// WriteFileAtomic replaces path with data so that a crash leaves either the
-// old or the new content: temp file, fsync, rename, fsync of the directory.
+// WriteFileAtomic replaces path with data (mode 0644) so that a crash
+// leaves either the old or the new content.
 func WriteFileAtomic(path string, data []byte) error {
-	tmp := path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return err
-	}
-	if err := SyncDir(filepath.Dir(path)); err != nil {
-		return err
-	}
-	syncjournal.SyncedFile(path)
-	return nil
+	return atomicfile.Write(path, data, 0o644, true)
 }
 
 // SyncDir fsyncs a directory, making the entries created or renamed in it
 // durable.
-func SyncDir(path string) error {
-	d, err := os.Open(path)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
-}
+func SyncDir(path string) error { return atomicfile.SyncDir(path) }
 
 // producerIDsFile records the end of the last block of producer ids the
 // broker was given: where a wiped or restored metadata store cannot take it.
