@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/sluicemq/sluice/cluster/consultest"
+	"github.com/sluicemq/sluice/internal/testutil"
 )
 
 // One agent serves every test that does not stop or pause it; each test
@@ -215,11 +216,5 @@ func waitClosed(t testing.TB, ch <-chan struct{}, timeout time.Duration, what st
 // waitFor polls cond until it holds, failing t after timeout.
 func waitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not after %v", what, timeout)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testutil.WaitFor(t, timeout, what, cond)
 }

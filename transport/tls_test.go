@@ -31,6 +31,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/sluicemq/sluice/internal/testutil"
 	"github.com/sluicemq/sluice/messages"
 )
 
@@ -661,19 +662,6 @@ func (h signalHandler) Handle(ctx context.Context, r slog.Record) error {
 
 func (h signalHandler) Enabled(context.Context, slog.Level) bool { return true }
 
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(testTimeout)
-	tick := time.NewTicker(5 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		<-tick.C
-	}
-}
-
 func TestReloadWatch(t *testing.T) {
 	p := newTestPKI(t)
 	dir := t.TempDir()
@@ -919,4 +907,9 @@ func TestGuardStreamPinsTokenClient(t *testing.T) {
 	if len(g.tls.pins) != 0 {
 		t.Errorf("pins left: %v", g.tls.pins)
 	}
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	testutil.WaitFor(t, testTimeout, what, cond)
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/sluicemq/sluice/actors"
 	"github.com/sluicemq/sluice/cluster"
+	"github.com/sluicemq/sluice/internal/testutil"
 	"github.com/sluicemq/sluice/messages"
 	"github.com/sluicemq/sluice/messages/record"
 	"github.com/sluicemq/sluice/storage"
@@ -164,17 +165,6 @@ func (tb *testBroker) readAll(topic string, partition int32) []string {
 	}
 }
 
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 // panickingLog panics in Write when armed; it stands for any bug or fault
 // that takes a partition actor down mid-stream.
 type panickingLog struct {
@@ -308,4 +298,9 @@ func TestFailedAndStoppedActorsServeAgain(t *testing.T) {
 		t.Fatalf("log after the restarts: %q", got)
 	}
 	tb.createTopic("s2", 1, nil) // the controller works
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	testutil.WaitFor(t, 10*time.Second, what, cond)
 }

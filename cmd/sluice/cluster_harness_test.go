@@ -16,6 +16,7 @@ import (
 
 	"github.com/sluicemq/sluice/client"
 	"github.com/sluicemq/sluice/cluster/consultest"
+	"github.com/sluicemq/sluice/internal/testutil"
 	"github.com/sluicemq/sluice/messages"
 	"github.com/sluicemq/sluice/messages/record"
 	"github.com/sluicemq/sluice/storage"
@@ -116,13 +117,7 @@ func (c *testCluster) metadata(topics ...string) (*messages.MetadataResponse, er
 
 func (c *testCluster) waitFor(what string, timeout time.Duration, cond func() bool) {
 	c.t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			c.t.Fatalf("timed out after %v waiting for %s", timeout, what)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	testutil.WaitFor(c.t, timeout, what, cond)
 }
 
 func (c *testCluster) createTopic(name string, partitions, rf int32, configs map[string]string) {

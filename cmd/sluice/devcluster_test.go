@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/sluicemq/sluice/cluster/consultest"
+	"github.com/sluicemq/sluice/internal/testutil"
 )
 
 // TestDevClusterSurvivesKill runs `sluice dev-cluster`, kills one of its
@@ -25,8 +26,8 @@ func TestDevClusterSurvivesKill(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	consulPort := freePortRun(t, 200, 1)
-	basePort := freePortRun(t, 0, 6) // brokers, then their Kafka listeners
+	consulPort := testutil.FreePortRun(t, 200, 1)
+	basePort := testutil.FreePortRun(t, 0, 6) // brokers, then their Kafka listeners
 	kafkaBase := basePort + 3
 	out := &lockedBuffer{}
 	dir := t.TempDir()

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sluicemq/sluice/client"
+	"github.com/sluicemq/sluice/internal/testutil"
 )
 
 // A group of 3 member processes on a 6-partition topic; a 4th joins, then
@@ -250,11 +251,5 @@ func TestPushSubscriberCredit(t *testing.T) {
 
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	testutil.WaitFor(t, 60*time.Second, what, cond)
 }

@@ -5,19 +5,18 @@ import (
 	"bytes"
 	"fmt"
 	"io"
-	"math/rand/v2"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/sluicemq/sluice/internal/testutil"
 )
 
 // sluiceBin is the sluice binary built once for every test of this package;
@@ -65,70 +64,11 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// freePort returns a TCP port free on 127.0.0.1 right now.
+// freePort returns a TCP port free on 127.0.0.1 right now, never handed
+// to another test of this process.
 func freePort(t *testing.T) int {
 	t.Helper()
-	return freePortRun(t, 0, 1)
-}
-
-// handedPorts are the ports freePortRun gave out in this process, so two
-// tests never get the same one.
-var handedPorts = struct {
-	sync.Mutex
-	m map[int]bool
-}{m: map[int]bool{}}
-
-// freePortRun returns a port p with p-before .. p+after-1 all free on
-// 127.0.0.1 right now. The ports are taken below the kernel's ephemeral
-// range: a port inside it can be given meanwhile to an outgoing connection
-// or a port-0 listener of another process, and a broker started on it then
-// fails with "address already in use".
-func freePortRun(t *testing.T, before, after int) int {
-	t.Helper()
-	lo, hi := testPortRange()
-	handedPorts.Lock()
-	defer handedPorts.Unlock()
-	for attempt := 0; attempt < 500; attempt++ {
-		p := lo + before + rand.IntN(hi-lo-before-after)
-		free := true
-		for q := p - before; q < p+after && free; q++ {
-			if handedPorts.m[q] {
-				free = false
-				break
-			}
-			l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(q)))
-			if err != nil {
-				free = false
-				break
-			}
-			l.Close()
-		}
-		if free {
-			for q := p - before; q < p+after; q++ {
-				handedPorts.m[q] = true
-			}
-			return p
-		}
-	}
-	t.Fatal("no run of free ports")
-	return 0
-}
-
-// testPortRange is where freePortRun picks ports: from 10000 up to the
-// start of the ephemeral range (or up to 60000 where that range leaves
-// too little below it).
-func testPortRange() (lo, hi int) {
-	lo, hi = 10000, 60000
-	raw, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
-	if err != nil {
-		return lo, hi
-	}
-	if f := strings.Fields(string(raw)); len(f) == 2 {
-		if start, err := strconv.Atoi(f[0]); err == nil && start-lo >= 5000 {
-			hi = start
-		}
-	}
-	return lo, hi
+	return testutil.FreePort(t)
 }
 
 // brokerProc is one `sluice broker` process.

@@ -9,23 +9,14 @@ import (
 	"time"
 
 	"github.com/sluicemq/sluice/client"
+	"github.com/sluicemq/sluice/internal/testutil"
 )
 
 // eventually runs check until it returns "" or the deadline passes, and
 // fails with its last answer.
 func eventually(t *testing.T, within time.Duration, check func() string) {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		why := check()
-		if why == "" {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after %s: %s", within, why)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	testutil.Eventually(t, within, check)
 }
 
 // topic alter-config changes what running partitions enforce, and topic
