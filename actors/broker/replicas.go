@@ -1,0 +1,328 @@
+package broker
+
+import (
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/sluicemq/sluice/actors"
+	"github.com/sluicemq/sluice/actors/controller"
+	"github.com/sluicemq/sluice/actors/partition"
+	"github.com/sluicemq/sluice/cluster"
+	"github.com/sluicemq/sluice/messages"
+	"github.com/sluicemq/sluice/storage/datadir"
+)
+
+// The replicas this broker hosts: one partition actor each, started,
+// restarted and removed as the metadata says.
+
+func (b *brokerActor) partitionDir(tp cluster.TopicPartition) string {
+	return filepath.Join(b.cfg.DataDir, "topics", fmt.Sprintf("%s-%d", tp.Topic, tp.Partition))
+}
+
+// onMetadata brings local replica actors in line with the snapshot: start
+// the ones assigned here, hand each its latest state, and stop (deleting
+// their data) only those whose deletion the metadata records.
+//
+// A snapshot of another cluster, or of a store that lost its cluster id
+// (a wiped or restarted -dev Consul, a wrong --cluster), is not acted on at
+// all: the broker goes on with the last metadata of its own cluster.
+func (b *brokerActor) onMetadata(ctx actor.Context, snap *cluster.Snapshot) {
+	if b.stopping {
+		return
+	}
+	if snap.ClusterID != b.cfg.ClusterID {
+		if !b.foreign || time.Since(b.lastForeignLog) >= foreignLogEvery {
+			b.lastForeignLog = time.Now()
+			b.cfg.Logger.Error("the metadata store does not hold this broker's cluster: not acting on it; every partition is kept as it is",
+				"store_cluster_id", snap.ClusterID, "cluster_id", b.cfg.ClusterID, "code", messages.ErrorCode_INCONSISTENT_CLUSTER_ID,
+				"hint", "the store lost its data or --consul/--cluster point at another one; restore it from a snapshot")
+		}
+		b.foreign = true
+		return
+	}
+	if b.foreign {
+		b.foreign = false
+		b.cfg.Logger.Info("the metadata store holds this broker's cluster again", "cluster_id", snap.ClusterID)
+	}
+	if snap.Regressed {
+		b.cfg.Logger.Warn("the metadata store's index went backwards; its cluster id is this cluster's, going on", "index", snap.Index)
+	}
+	b.meta = snap
+	b.onSecurity(snap)
+	b.shared.published.Store(snap)
+	for tp, part := range snap.Partitions {
+		st := part.State
+		if !slices.Contains(st.Replicas, b.cfg.ID) {
+			continue
+		}
+		if t := snap.Topics[tp.Topic]; t == nil || tp.Partition >= t.Partitions {
+			continue // a partition being added is started once its topic counts it
+		}
+		r := b.replicas[tp]
+		if r != nil && r.topicID != st.TopicId {
+			// The topic was deleted and created again under its name.
+			b.removeReplica(ctx, tp, true)
+			r = nil
+		}
+		if r == nil {
+			var err error
+			if r, err = b.startReplica(ctx, tp, st.TopicId); err != nil {
+				b.cfg.Logger.Error("cannot start partition", "partition", tp, "error", err)
+				continue
+			}
+		}
+		delete(b.missing, tp)
+		configs := snap.Topics[tp.Topic].Configs
+		switch {
+		case r.lastState != st && newerState(st, r.lastState):
+			r.lastState = st
+			b.sendState(ctx, tp, r)
+		case r.lastState != nil && !maps.Equal(r.configs, configs):
+			b.sendState(ctx, tp, r) // the topic's configuration changed
+		}
+	}
+	for tp, r := range b.replicas {
+		part, ok := snap.Partitions[tp]
+		switch {
+		case deletionRecorded(snap, tp.Topic, r.topicID):
+			b.removeReplica(ctx, tp, true)
+		case ok && part.State.TopicId == r.topicID && !slices.Contains(part.State.Replicas, b.cfg.ID):
+			b.removeReplica(ctx, tp, true) // moved to other brokers
+		case !ok && !b.missing[tp]:
+			b.missing[tp] = true
+			b.cfg.Logger.Warn("the metadata lacks a partition held here, and records no deletion of it: keeping its data",
+				"partition", tp, "topic_id", r.topicID)
+		}
+	}
+	if !b.cleaned {
+		b.cleaned = true
+		b.removeDeletedDirs(snap)
+	}
+	if b.controller != nil {
+		ctx.Send(b.controller, &controller.MetadataUpdated{Snap: snap})
+	}
+	b.publishMetrics()
+}
+
+// foreignLogEvery spaces the errors about a store of another cluster.
+const foreignLogEvery = 30 * time.Second
+
+// deletionRecorded reports whether the metadata records that the topic
+// with id topicID (named topic) was deleted: a deletion record, or the name
+// now taken by a topic with another id. Data is deleted for nothing else.
+func deletionRecorded(snap *cluster.Snapshot, topic, topicID string) bool {
+	if _, ok := snap.Deleted[topicID]; ok {
+		return true
+	}
+	t, ok := snap.Topics[topic]
+	return ok && topicID != "" && t.TopicId != topicID
+}
+
+// onReplicaStarted re-sends a (re)started replica its current state.
+func (b *brokerActor) onReplicaStarted(ctx actor.Context, tp cluster.TopicPartition) {
+	r := b.replicas[tp]
+	if r == nil || r.lastState == nil || b.meta == nil {
+		return
+	}
+	b.sendState(ctx, tp, r)
+}
+
+// topicConfig parses a topic's stored configuration over the defaults.
+func (b *brokerActor) topicConfig(topic string) actors.TopicConfig {
+	t := b.meta.Topics[topic]
+	if t == nil {
+		return b.cfg.DefaultTopic
+	}
+	tc, err := actors.ParseTopicConfig(b.cfg.DefaultTopic, t.Configs)
+	if err != nil {
+		b.cfg.Logger.Warn("stored topic config is invalid; using defaults", "topic", topic, "error", err)
+		return b.cfg.DefaultTopic
+	}
+	return tc
+}
+
+func (b *brokerActor) startReplica(ctx actor.Context, tp cluster.TopicPartition, topicID string) (*replica, error) {
+	dir := b.partitionDir(tp)
+	// A directory left by a deleted topic of the same name is not ours.
+	id, err := os.ReadFile(filepath.Join(dir, "topic-id"))
+	if err == nil && string(id) != topicID {
+		b.cfg.Logger.Info("removing data of a deleted topic", "dir", dir)
+		if err := os.RemoveAll(dir); err != nil {
+			return nil, err
+		}
+	}
+	if err != nil || string(id) != topicID {
+		// Written once per replica: at a restart with thousands of
+		// partitions, rewriting it (two fsyncs each) is what the start
+		// would wait on.
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, err
+		}
+		if err := datadir.WriteFileAtomic(filepath.Join(dir, "topic-id"), []byte(topicID)); err != nil {
+			return nil, err
+		}
+	}
+	r := &replica{topicID: topicID, dir: dir, status: &atomic.Pointer[messages.ReplicaState]{}, fetched: &atomic.Int64{}}
+	if err := b.spawnReplica(ctx, tp, r); err != nil {
+		return nil, err
+	}
+	b.replicas[tp] = r
+	return r, nil
+}
+
+// spawnReplica starts the partition actor of r.
+func (b *brokerActor) spawnReplica(ctx actor.Context, tp cluster.TopicPartition, r *replica) error {
+	props := actor.PropsFromProducer(partition.NewProducer(partition.Config{
+		TP: tp, TopicID: r.topicID, BrokerID: b.cfg.ID, Dir: r.dir, Topic: b.topicConfig(tp.Topic),
+		Broker: b.cfg, Status: r.status, Fetched: r.fetched, FailedLogs: b.shared.failed, Logger: b.cfg.Logger,
+	}), actor.WithMailbox(b.cfg.Metrics.Mailbox()))
+	pid, err := ctx.SpawnNamed(props, fmt.Sprintf("p/%s/%d", tp.Topic, tp.Partition))
+	if err != nil {
+		return err
+	}
+	r.pid = pid
+	return nil
+}
+
+// onChildTerminated finishes a stop the broker asked for (a controller
+// handed over) and starts again a child that ended while the broker still
+// routes to it. Failures never get here (the supervisor strategy restarts
+// a failed child in place), no actor stops itself, and the guard lets no
+// other process stop one or report one's end: this is the broker keeping
+// its children in line with the metadata, as it does when the metadata
+// changes.
+func (b *brokerActor) onChildTerminated(ctx actor.Context, who *actor.PID) {
+	if b.stopping {
+		return
+	}
+	if b.controller != nil && who.Equal(b.controller) {
+		b.controller = nil
+		defer b.publishMetrics()
+		lead := b.pendingController
+		if lead == nil && b.lead != nil && !isClosed(b.lead.Lost) {
+			b.cfg.Logger.Error("controller actor stopped; starting it again")
+			lead = b.lead
+		}
+		if lead != nil {
+			b.spawnController(ctx, lead)
+		}
+		return
+	}
+	for tp, r := range b.replicas {
+		if r.pid.Equal(who) {
+			b.cfg.Logger.Error("partition actor stopped; starting it again", "partition", tp)
+			b.respawnReplica(ctx, tp, r)
+			return
+		}
+	}
+	for p, h := range b.groupHosts {
+		if h.pid.Equal(who) {
+			b.cfg.Logger.Error("group host stopped; starting it again", "partition", p)
+			delete(b.groupHosts, p)
+			tp := cluster.TopicPartition{Topic: actors.OffsetsTopic, Partition: p}
+			if r := b.replicas[tp]; r != nil {
+				b.syncGroupHost(ctx, tp, r.lastState)
+			}
+			return
+		}
+	}
+}
+
+// respawnReplica is a retry of starting the partition actor of a replica
+// the broker still holds.
+type respawnReplica struct{ tp cluster.TopicPartition }
+
+// respawnReplica starts r's actor again; while that fails the replica stays
+// routed (requests to it time out rather than hear it does not exist) and
+// the start is tried again after a pause.
+func (b *brokerActor) respawnReplica(ctx actor.Context, tp cluster.TopicPartition, r *replica) {
+	if err := b.spawnReplica(ctx, tp, r); err != nil {
+		b.cfg.Logger.Error("cannot start partition; trying again in a second", "partition", tp, "error", err)
+		self, root := ctx.Self(), ctx.ActorSystem().Root
+		time.AfterFunc(time.Second, func() { root.Send(self, &respawnReplica{tp: tp}) })
+		return
+	}
+	// The new actor asks for its state when it has started.
+}
+
+func (b *brokerActor) onRespawnReplica(ctx actor.Context, tp cluster.TopicPartition) {
+	r := b.replicas[tp]
+	if r == nil || b.stopping {
+		return // removed meanwhile
+	}
+	b.respawnReplica(ctx, tp, r)
+}
+
+func isClosed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
+// removeReplica stops a replica actor and, when deleteData, removes its files.
+func (b *brokerActor) removeReplica(ctx actor.Context, tp cluster.TopicPartition, deleteData bool) {
+	r := b.replicas[tp]
+	if r == nil {
+		return
+	}
+	delete(b.replicas, tp)
+	if tp.Topic == actors.OffsetsTopic {
+		b.syncGroupHost(ctx, tp, nil)
+	}
+	// Wait for the actor to close its log before its files go.
+	if err := ctx.StopFuture(r.pid).Wait(); err != nil {
+		b.cfg.Logger.Warn("partition did not stop in time", "partition", tp, "error", err)
+	}
+	if deleteData {
+		if err := os.RemoveAll(r.dir); err != nil {
+			b.cfg.Logger.Error("cannot remove partition data", "dir", r.dir, "error", err)
+		} else {
+			b.cfg.Logger.Info("removed partition", "partition", tp)
+		}
+	}
+}
+
+// removeDeletedDirs deletes partition directories that no replica owns
+// and whose topic's deletion the metadata records: topics deleted while
+// this broker was down. Anything else is kept.
+func (b *brokerActor) removeDeletedDirs(snap *cluster.Snapshot) {
+	root := filepath.Join(b.cfg.DataDir, "topics")
+	entries, err := os.ReadDir(root)
+	if err != nil {
+		return
+	}
+	owned := map[string]bool{}
+	for _, r := range b.replicas {
+		owned[filepath.Base(r.dir)] = true
+	}
+	for _, e := range entries {
+		if !e.IsDir() || owned[e.Name()] || strings.HasPrefix(e.Name(), ".") {
+			continue
+		}
+		dir := filepath.Join(root, e.Name())
+		id, err := os.ReadFile(filepath.Join(dir, "topic-id"))
+		cut := strings.LastIndexByte(e.Name(), '-')
+		if err != nil || cut <= 0 {
+			b.cfg.Logger.Warn("keeping a partition directory without a topic id", "dir", dir)
+			continue
+		}
+		if !deletionRecorded(snap, e.Name()[:cut], string(id)) {
+			b.cfg.Logger.Warn("keeping the data of a partition the metadata does not assign here, with no deletion recorded",
+				"dir", dir, "topic_id", string(id))
+			continue
+		}
+		b.cfg.Logger.Info("removing the data of a deleted topic", "dir", dir, "topic_id", string(id))
+		_ = os.RemoveAll(dir)
+	}
+}

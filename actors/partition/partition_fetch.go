@@ -1,0 +1,183 @@
+package partition
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/sluicemq/sluice/actors"
+	"github.com/sluicemq/sluice/messages"
+	"github.com/sluicemq/sluice/messages/record"
+	"github.com/sluicemq/sluice/storage"
+	"github.com/sluicemq/sluice/transport"
+)
+
+// Consumers' reads: fetches (answered at once or parked until data or
+// their deadline) and offset lookups.
+
+func (p *partitionActor) fetchError(req *messages.FetchRequest, code messages.ErrorCode, msg string) *messages.FetchResponse {
+	resp := &messages.FetchResponse{Topic: req.Topic, Partition: req.Partition, Error: code, ErrorMessage: msg, HighWatermark: -1, LogStartOffset: -1}
+	if p.log != nil {
+		resp.LogStartOffset = p.log.LogStartOffset()
+	}
+	if p.leader != nil {
+		resp.HighWatermark = p.leader.HighWatermark()
+	}
+	return resp
+}
+
+// checkEpoch fences requests that carry a leader epoch other than ours.
+func (p *partitionActor) checkEpoch(epoch int32) (messages.ErrorCode, string) {
+	mine := p.leader.Epoch()
+	switch {
+	case epoch < 0 || epoch == mine:
+		return messages.ErrorCode_NONE, ""
+	case epoch < mine:
+		return messages.ErrorCode_FENCED_LEADER_EPOCH, fmt.Sprintf("request epoch %d, leader epoch %d", epoch, mine)
+	default:
+		return messages.ErrorCode_UNKNOWN_LEADER_EPOCH, fmt.Sprintf("request epoch %d, leader epoch %d", epoch, mine)
+	}
+}
+
+func (p *partitionActor) onFetch(ctx actor.Context, req *messages.FetchRequest) {
+	sender := ctx.Sender()
+	if code, msg := p.unavailable(); code != messages.ErrorCode_NONE {
+		p.sendFetch(ctx, sender, req, p.fetchError(req, code, msg))
+		return
+	}
+	if code, msg := p.checkEpoch(req.CurrentLeaderEpoch); code != messages.ErrorCode_NONE {
+		p.sendFetch(ctx, sender, req, p.fetchError(req, code, msg))
+		return
+	}
+	if req.MaxBytes < 0 || req.MinBytes < 0 || req.MaxWaitMs < 0 {
+		p.sendFetch(ctx, sender, req, p.fetchError(req, messages.ErrorCode_INVALID_REQUEST, "negative max_bytes, min_bytes or max_wait_ms"))
+		return
+	}
+	if req.Isolation != 0 && (req.Isolation != actors.IsolationLogEnd || transport.FromNetwork(ctx)) {
+		p.sendFetch(ctx, sender, req, p.fetchError(req, messages.ErrorCode_INVALID_REQUEST,
+			fmt.Sprintf("isolation %d: consumers read committed data only (isolation 0)", req.Isolation)))
+		return
+	}
+	resp, ready := p.readFetch(req, req.MaxWaitMs == 0)
+	if ready {
+		p.sendFetch(ctx, sender, req, resp)
+		return
+	}
+	p.nextFetchID++
+	id := p.nextFetchID
+	self, root := ctx.Self(), ctx.ActorSystem().Root
+	wait := time.Duration(min(req.MaxWaitMs, p.cfg.Broker.MaxFetchWaitMs)) * time.Millisecond
+	p.parked[id] = &parkedFetch{id: id, req: req, sender: sender,
+		timer: time.AfterFunc(wait, func() { root.Send(self, fetchExpired{id}) })}
+}
+
+func (p *partitionActor) onFetchExpired(ctx actor.Context, id uint64) {
+	f, ok := p.parked[id]
+	if !ok {
+		return
+	}
+	delete(p.parked, id)
+	resp, _ := p.readFetch(f.req, true)
+	p.sendFetch(ctx, f.sender, f.req, resp)
+}
+
+// sendFetch answers a consumer's fetch req, counted in the fetch metrics
+// and in the records fetched the replica reports.
+func (p *partitionActor) sendFetch(ctx actor.Context, sender *actor.PID, req *messages.FetchRequest, resp *messages.FetchResponse) {
+	size := 0
+	for _, b := range resp.Batches {
+		size += len(b)
+	}
+	p.metrics.Fetched(size)
+	if p.cfg.Fetched != nil && len(resp.Batches) > 0 {
+		p.cfg.Fetched.Add(record.RecordsFrom(resp.Batches, req.Offset))
+	}
+	p.cfg.Broker.Metrics.RequestError("FetchRequest", resp.Error)
+	actors.SendTo(ctx, sender, resp)
+}
+
+// readFetch reads below the HW (or the durable log end, for
+// actors.IsolationLogEnd) for req. ready is true when the response should go out
+// now: min bytes reached, an error, or force.
+func (p *partitionActor) readFetch(req *messages.FetchRequest, force bool) (*messages.FetchResponse, bool) {
+	hw := p.leader.HighWatermark()
+	start, leo := p.log.LogStartOffset(), p.log.LogEndOffset()
+	if req.Offset < start || req.Offset > leo {
+		return p.fetchError(req, messages.ErrorCode_OFFSET_OUT_OF_RANGE,
+			fmt.Sprintf("offset %d is outside [%d, %d]", req.Offset, start, leo)), true
+	}
+	resp := &messages.FetchResponse{Topic: req.Topic, Partition: req.Partition, HighWatermark: hw,
+		LogStartOffset: start, LeaderEpoch: p.leader.Epoch()}
+	limit := hw
+	if req.Isolation == actors.IsolationLogEnd {
+		limit = max(hw, p.durable)
+	}
+	if req.Offset >= limit {
+		return resp, force
+	}
+	maxBytes := int(req.MaxBytes)
+	if maxBytes == 0 || maxBytes > p.cfg.Broker.MaxFetchBytes {
+		maxBytes = p.cfg.Broker.MaxFetchBytes
+	}
+	batches, err := p.log.Read(req.Offset, maxBytes, limit)
+	if err != nil {
+		code := messages.ErrorCode_STORAGE_ERROR
+		if errors.Is(err, storage.ErrCorrupt) {
+			code = messages.ErrorCode_CORRUPT_RECORD
+		}
+		p.cfg.Logger.Error("read failed", "partition", p.cfg.TP, "offset", req.Offset, "error", err)
+		p.corruptRead(err)
+		return p.fetchError(req, code, err.Error()), true
+	}
+	resp.Batches = batches
+	size := 0
+	for _, b := range batches {
+		size += len(b)
+	}
+	return resp, force || size >= max(int(req.MinBytes), 1)
+}
+
+// corruptRead takes the log offline (from the actor's next message) when a
+// read found stored bytes that fail their checks: this replica cannot serve.
+func (p *partitionActor) corruptRead(err error) {
+	if errors.Is(err, storage.ErrCorrupt) {
+		p.root.Send(p.self, logFailed{gen: p.gen, err: err})
+	}
+}
+
+// ---- list offsets ---------------------------------------------------------
+
+func (p *partitionActor) onListOffsets(ctx actor.Context, req *messages.ListOffsetsRequest) {
+	resp := &messages.ListOffsetsResponse{Topic: req.Topic, Partition: req.Partition, Offset: -1, Timestamp: -1}
+	if code, msg := p.unavailable(); code != messages.ErrorCode_NONE {
+		resp.Error, resp.ErrorMessage = code, msg
+		actors.Respond(ctx, resp)
+		return
+	}
+	if code, msg := p.checkEpoch(req.CurrentLeaderEpoch); code != messages.ErrorCode_NONE {
+		resp.Error, resp.ErrorMessage = code, msg
+		actors.Respond(ctx, resp)
+		return
+	}
+	resp.LeaderEpoch = p.leader.Epoch()
+	hw := p.leader.HighWatermark()
+	switch {
+	case req.Timestamp == -2:
+		resp.Offset = p.log.LogStartOffset()
+	case req.Timestamp == -1:
+		resp.Offset = hw
+	case req.Timestamp < 0:
+		resp.Error, resp.ErrorMessage = messages.ErrorCode_INVALID_REQUEST, fmt.Sprintf("timestamp %d: want -2, -1 or >= 0", req.Timestamp)
+	default:
+		off, ts, ok, err := p.log.OffsetForTimestamp(req.Timestamp)
+		switch {
+		case err != nil:
+			resp.Error, resp.ErrorMessage = messages.ErrorCode_STORAGE_ERROR, err.Error()
+		case ok && off < hw:
+			resp.Offset, resp.Timestamp = off, ts
+		}
+	}
+	actors.Respond(ctx, resp)
+}

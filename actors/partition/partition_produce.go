@@ -1,0 +1,399 @@
+package partition
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/sluicemq/sluice/actors"
+	"github.com/sluicemq/sluice/actors/producerstate"
+	"github.com/sluicemq/sluice/messages"
+	"github.com/sluicemq/sluice/messages/record"
+	"github.com/sluicemq/sluice/storage"
+	"github.com/sluicemq/sluice/storage/atomicfile"
+	"github.com/sluicemq/sluice/storage/datadir"
+)
+
+// The leader's produce path: validation, the group commit, fsyncs, the
+// producer state of idempotence and the answers once records are durable.
+
+func (p *partitionActor) onProduce(ctx actor.Context, req *messages.ProduceRequest) {
+	sender := ctx.Sender()
+	if code, msg := p.unavailable(); code != messages.ErrorCode_NONE {
+		p.respondProduce(ctx, sender, req, code, msg)
+		return
+	}
+	if req.Acks != 0 && req.Acks != 1 && req.Acks != -1 {
+		p.respondProduce(ctx, sender, req, messages.ErrorCode_INVALID_REQUIRED_ACKS, fmt.Sprintf("acks=%d", req.Acks))
+		return
+	}
+	h, err := record.Validate(req.Records, p.cfg.Topic.MaxMessageBytes)
+	switch {
+	case errors.Is(err, record.ErrTooLarge):
+		p.respondProduce(ctx, sender, req, messages.ErrorCode_RECORD_TOO_LARGE, err.Error())
+		return
+	case err != nil:
+		p.respondProduce(ctx, sender, req, messages.ErrorCode_CORRUPT_RECORD, err.Error())
+		return
+	}
+	if req.Acks == -1 && !p.leader.CanAcceptAcksAll() {
+		p.respondProduce(ctx, sender, req, messages.ErrorCode_NOT_ENOUGH_REPLICAS,
+			fmt.Sprintf("ISR %v is smaller than min.insync.replicas=%d", p.leader.ISR(), p.cfg.Topic.MinISR))
+		return
+	}
+	p.pending = append(p.pending, pendingProduce{req: req, sender: sender, header: h, arrived: time.Now()})
+	if !p.flushQueued {
+		// The flush message queues behind every request already in the
+		// mailbox, so one write and one fsync serve all of them.
+		p.flushQueued = true
+		ctx.Send(ctx.Self(), flushProduce{})
+	}
+}
+
+// onFlush is the group commit: it assigns offsets to every pending batch,
+// appends them with one durable write, then answers.
+func (p *partitionActor) onFlush(ctx actor.Context) {
+	p.flushQueued = false
+	// p.pending stays set until the append returns, so that a panic inside
+	// it still lets onStopping answer these requests.
+	pending := p.pending
+	if len(pending) == 0 || p.role != roleLeader {
+		return
+	}
+	now := time.Now()
+	leo := p.log.LogEndOffset()
+	epoch := p.leader.Epoch()
+	// Idempotent batches are checked in order, each as if the earlier ones of
+	// this group were already written (a producer's batch 2 may follow its
+	// batch 1 in the same write).
+	view := p.producers.Begin()
+	outcomes := make([]flushOutcome, len(pending))
+	batches := make([][]byte, 0, len(pending))
+	for i, pp := range pending {
+		b := producerBatch(pp.header)
+		d := view.Check(b, now)
+		switch d.Outcome {
+		case producerstate.Append:
+			record.SetBaseOffset(pp.req.Records, leo)
+			record.SetLeaderEpoch(pp.req.Records, epoch)
+			batches = append(batches, pp.req.Records)
+			view.Appended(b, leo, now)
+			outcomes[i] = flushOutcome{base: leo, next: leo + int64(pp.header.RecordCount), appended: true}
+			leo += int64(pp.header.RecordCount)
+		case producerstate.Duplicate:
+			p.cfg.Broker.Metrics.Duplicate()
+			// A retry of a batch already written: answer with its offsets,
+			// write nothing (acks=all still waits for the HW to pass it).
+			outcomes[i] = flushOutcome{base: d.FirstOffset, next: d.LastOffset + 1}
+		case producerstate.ProducerFenced:
+			outcomes[i] = flushOutcome{code: messages.ErrorCode_PRODUCER_FENCED, text: d.Reason}
+		case producerstate.OutOfOrderSequence:
+			outcomes[i] = flushOutcome{code: messages.ErrorCode_OUT_OF_ORDER_SEQUENCE, text: d.Reason}
+		default:
+			outcomes[i] = flushOutcome{code: messages.ErrorCode_CORRUPT_RECORD, text: d.Reason}
+		}
+	}
+	var err error
+	if len(batches) > 0 {
+		err = p.log.Write(batches...)
+	}
+	p.pending = nil
+	if err != nil {
+		p.cfg.Logger.Error("append failed", "partition", p.cfg.TP, "error", err)
+		for _, pp := range pending {
+			p.respondProduce(ctx, pp.sender, pp.req, messages.ErrorCode_STORAGE_ERROR, err.Error())
+		}
+		if errors.Is(err, storage.ErrLogFailed) {
+			// What reached the disk is unknown: offline until a restart
+			// recovers the log from what is there.
+			p.failLog(ctx, err)
+		}
+		return
+	}
+	view.Commit()
+	for i, pp := range pending {
+		if outcomes[i].appended {
+			p.metrics.Produced(int(pp.header.RecordCount), len(pp.req.Records))
+		}
+	}
+	p.cfg.Broker.Metrics.GroupCommit(len(pending))
+	timeout := func(ms int32) time.Time {
+		if ms <= 0 {
+			ms = 30000
+		}
+		return now.Add(time.Duration(ms) * time.Millisecond)
+	}
+	for i, pp := range pending {
+		o := outcomes[i]
+		if o.code != messages.ErrorCode_NONE {
+			p.respondProduce(ctx, pp.sender, pp.req, o.code, o.text)
+			continue
+		}
+		if pp.req.Acks == 0 {
+			continue
+		}
+		resp := &messages.ProduceResponse{
+			Topic: pp.req.Topic, Partition: pp.req.Partition, BaseOffset: o.base,
+			LogStartOffset: p.log.LogStartOffset(), LeaderEpoch: epoch,
+		}
+		p.unsynced = append(p.unsynced, waitingAck{sender: pp.sender, resp: resp, nextOffset: o.next,
+			deadline: timeout(pp.req.TimeoutMs), acksAll: pp.req.Acks == -1, arrived: pp.arrived})
+	}
+	// Acknowledgements, the HW and followers wait for the fsync, which runs
+	// while the next requests are written.
+	p.releaseDurable(ctx)
+	p.requestSync(ctx)
+	p.publishStatus()
+}
+
+// syncDone reports an fsync of the log up to offset.
+type syncDone struct {
+	gen    uint64
+	offset int64
+	err    error
+}
+
+// requestSync starts an fsync of everything written, on another goroutine;
+// with one already running, the next starts when it ends.
+func (p *partitionActor) requestSync(ctx actor.Context) {
+	if p.syncing || p.durable >= p.log.LogEndOffset() {
+		return
+	}
+	p.syncing = true
+	offset, gen := p.log.LogEndOffset(), p.gen
+	p.syncInBackground(ctx, func(err error) any { return syncDone{gen: gen, offset: offset, err: err} })
+}
+
+// syncInBackground makes everything written so far durable beside the
+// actor, in the broker's sync wave when there is one, and then sends the
+// actor the message done makes of the outcome.
+func (p *partitionActor) syncInBackground(ctx actor.Context, done func(error) any) {
+	// Only values captured here are used off the actor's goroutine.
+	self, root, m := ctx.Self(), ctx.ActorSystem().Root, p.cfg.Broker.Metrics
+	if t, ok := p.log.(syncTaker); ok && p.cfg.Broker.Syncer != nil {
+		start := time.Now()
+		p.cfg.Broker.Syncer.Submit(t.TakeSync(), func(err error) {
+			m.Fsynced(time.Since(start)) // with the wait for the broker's sync wave
+			root.Send(self, done(err))
+		})
+		return
+	}
+	fn := p.log.SyncFunc()
+	go func() {
+		start := time.Now()
+		err := fn()
+		m.Fsynced(time.Since(start))
+		root.Send(self, done(err))
+	}()
+}
+
+// syncTaker is a log whose syncs a storage.Syncer can run.
+type syncTaker interface{ TakeSync() *storage.Sync }
+
+// onSyncDone acknowledges what the fsync made durable.
+func (p *partitionActor) onSyncDone(ctx actor.Context, msg syncDone) {
+	if msg.gen != p.gen {
+		return // the role changed meanwhile; stepDown answered the waiters
+	}
+	p.syncing = false
+	if msg.err != nil {
+		p.cfg.Logger.Error("fsync failed", "partition", p.cfg.TP, "error", msg.err)
+		for _, w := range p.unsynced {
+			w.resp.Error, w.resp.ErrorMessage, w.resp.BaseOffset = messages.ErrorCode_STORAGE_ERROR, msg.err.Error(), -1
+			p.answerProduce(ctx, w)
+		}
+		p.unsynced = nil
+		// What reached the disk is unknown, and a second fsync would not
+		// tell: offline until a restart recovers the log from the disk.
+		p.failLog(ctx, fmt.Errorf("fsync: %w", msg.err))
+		return
+	}
+	p.durable = max(p.durable, msg.offset)
+	p.releaseDurable(ctx)
+	p.serveReplicaFetches(ctx)
+	p.requestSync(ctx)
+	p.publishStatus()
+}
+
+// releaseDurable moves the requests whose batches are on disk on: acks=1
+// ones are answered, acks=all ones wait for the HW, which counts only
+// durable data. A duplicate of a batch already durable passes at once.
+func (p *partitionActor) releaseDurable(ctx actor.Context) {
+	kept := p.unsynced[:0]
+	for _, w := range p.unsynced {
+		switch {
+		case w.nextOffset > p.durable:
+			kept = append(kept, w)
+		case w.acksAll:
+			p.waiting = append(p.waiting, w)
+			p.retick()
+		default:
+			p.answerProduce(ctx, w)
+		}
+	}
+	clear(p.unsynced[len(kept):])
+	p.unsynced = kept
+	if p.role == roleLeader && (p.leader.Appended(p.durable) || len(p.waiting) > 0) {
+		p.onHWAdvanced(ctx)
+	}
+}
+
+// flushOutcome is how one produce request of a group commit ends.
+type flushOutcome struct {
+	base, next int64 // offsets of its batch (the original one for a duplicate)
+	appended   bool  // written now (not a duplicate)
+	code       messages.ErrorCode
+	text       string
+}
+
+// producerBatch is the part of a batch header the idempotence check uses.
+func producerBatch(h record.Header) producerstate.Batch {
+	return producerstate.Batch{ProducerID: h.ProducerID, Epoch: h.ProducerEpoch, BaseSequence: h.BaseSequence,
+		RecordCount: h.RecordCount, MaxTimestamp: h.MaxTimestamp}
+}
+
+// rebuildProducers replays every batch header of the log into a fresh
+// producer state: after a truncation.
+func (p *partitionActor) rebuildProducers() error {
+	p.producers.Reset()
+	return p.replayProducers(p.log.LogStartOffset())
+}
+
+// loadProducers restores the producer state on open: from the snapshot
+// file and the batches after it when the snapshot fits the log, else by
+// replaying the whole log.
+func (p *partitionActor) loadProducers() error {
+	p.snapshotAt = -1
+	data, err := os.ReadFile(p.producerSnapshotPath())
+	if err == nil {
+		at, snaps, derr := producerstate.DecodeSnapshot(data)
+		switch {
+		case derr != nil:
+			p.cfg.Logger.Warn("ignoring unreadable producer state snapshot", "partition", p.cfg.TP, "error", derr)
+		case at < p.log.LogStartOffset() || at > p.log.LogEndOffset():
+			// Taken of another log than this one (truncated, reset or cut
+			// short by a crash since).
+		default:
+			p.producers.Restore(snaps)
+			p.snapshotAt = at
+			return p.replayProducers(at)
+		}
+		// Gone for good: once the log has grown past its offset again it
+		// would look valid while it describes batches that are gone.
+		if err := p.removeProducerSnapshot(); err != nil {
+			return err
+		}
+	}
+	return p.rebuildProducers()
+}
+
+func (p *partitionActor) producerSnapshotPath() string {
+	return filepath.Join(p.cfg.Dir, "producer.snapshot")
+}
+
+// writeProducerSnapshot records the producer state of the log below leo,
+// which must be on disk up to there (a snapshot is trusted only while the
+// log still holds what it reflects). No fsync: a lost snapshot costs a
+// longer replay.
+func (p *partitionActor) writeProducerSnapshot(leo int64) {
+	if leo == p.snapshotAt {
+		return
+	}
+	err := atomicfile.Write(p.producerSnapshotPath(), producerstate.EncodeSnapshot(leo, p.producers.Snapshot()), 0o640, false)
+	if err != nil {
+		p.cfg.Logger.Warn("writing the producer state snapshot", "partition", p.cfg.TP, "error", err)
+		return
+	}
+	p.snapshotAt, p.lastSnapshot = leo, time.Now()
+}
+
+// dropProducerSnapshot removes a snapshot that reflects batches at or
+// above offset, before the log loses them: durably, or a crash could
+// leave it to describe batches that are gone.
+func (p *partitionActor) dropProducerSnapshot(offset int64) error {
+	if p.snapshotAt < 0 || p.snapshotAt <= offset {
+		return nil
+	}
+	return p.removeProducerSnapshot()
+}
+
+// removeProducerSnapshot deletes the snapshot file, durably.
+func (p *partitionActor) removeProducerSnapshot() error {
+	if err := os.Remove(p.producerSnapshotPath()); err != nil && !os.IsNotExist(err) {
+		return err
+	}
+	p.snapshotAt = -1
+	return datadir.SyncDir(p.cfg.Dir)
+}
+
+// replayProducers replays the batch headers from offset to the LEO.
+func (p *partitionActor) replayProducers(from int64) error {
+	for off := from; off < p.log.LogEndOffset(); {
+		batches, err := p.log.Read(off, 8<<20, p.log.LogEndOffset())
+		if err != nil {
+			return err
+		}
+		if len(batches) == 0 {
+			break
+		}
+		for _, b := range batches {
+			h, err := record.ParseHeader(b)
+			if err != nil {
+				return err
+			}
+			p.producers.Replay(producerBatch(h), h.BaseOffset, time.UnixMilli(h.MaxTimestamp))
+			off = h.NextOffset()
+		}
+	}
+	return nil
+}
+
+// onHWAdvanced answers acks=all requests and parked fetches the HW now covers.
+func (p *partitionActor) onHWAdvanced(ctx actor.Context) {
+	if p.role != roleLeader {
+		return
+	}
+	// Followers learn the new HW from the answer to their parked fetch.
+	defer p.serveReplicaFetches(ctx)
+	hw := p.leader.HighWatermark()
+	kept := p.waiting[:0]
+	for _, w := range p.waiting {
+		if w.nextOffset <= hw {
+			p.answerProduce(ctx, w)
+		} else {
+			kept = append(kept, w)
+		}
+	}
+	clear(p.waiting[len(kept):])
+	p.waiting = kept
+	for id, f := range p.parked {
+		if resp, ready := p.readFetch(f.req, false); ready {
+			f.timer.Stop()
+			delete(p.parked, id)
+			p.sendFetch(ctx, f.sender, f.req, resp)
+		}
+	}
+}
+
+// answerProduce sends a written request its answer, counted in the
+// produce metrics.
+func (p *partitionActor) answerProduce(ctx actor.Context, w waitingAck) {
+	if w.resp.Error == messages.ErrorCode_NONE {
+		p.cfg.Broker.Metrics.Acknowledged(w.acksAll, time.Since(w.arrived))
+	} else {
+		p.cfg.Broker.Metrics.RequestError("ProduceRequest", w.resp.Error)
+	}
+	actors.SendTo(ctx, w.sender, w.resp)
+}
+
+func (p *partitionActor) respondProduce(ctx actor.Context, sender *actor.PID, req *messages.ProduceRequest, code messages.ErrorCode, msg string) {
+	p.cfg.Broker.Metrics.RequestError("ProduceRequest", code)
+	if req.Acks == 0 && code != messages.ErrorCode_NONE {
+		p.cfg.Logger.Debug("acks=0 produce failed", "partition", p.cfg.TP, "error", code, "message", msg)
+	}
+	actors.SendTo(ctx, sender, &messages.ProduceResponse{Topic: req.Topic, Partition: req.Partition, Error: code, ErrorMessage: msg, BaseOffset: -1})
+}
