@@ -51,10 +51,13 @@ type brokerActor struct {
 	backend cluster.Backend
 	addr    string
 
-	initial    *cluster.Snapshot
-	meta       *cluster.Snapshot
-	live       map[int32]cluster.Broker
-	replicas   map[cluster.TopicPartition]*replica
+	initial  *cluster.Snapshot
+	meta     *cluster.Snapshot
+	live     map[int32]cluster.Broker
+	replicas map[cluster.TopicPartition]*replica
+	// removing are the replicas whose actor is stopping or whose files
+	// are being deleted.
+	removing   map[cluster.TopicPartition]*removal
 	controller *actor.PID
 	lead       *cluster.Leadership // the leadership controller runs under
 	cancel     context.CancelFunc
@@ -110,6 +113,7 @@ func NewProps(cfg *actors.BrokerConfig, backend cluster.Backend, addr string, in
 		}
 		return &brokerActor{cfg: cfg, backend: backend, addr: addr, initial: start, shared: shared,
 			live: map[int32]cluster.Broker{}, replicas: map[cluster.TopicPartition]*replica{},
+			removing:   map[cluster.TopicPartition]*removal{},
 			groupHosts: map[int32]*groupHostRef{}, missing: map[cluster.TopicPartition]bool{}}
 	}, actor.WithSupervisor(partitionSupervisor()), actor.WithGuardian(partitionSupervisor()))
 }
@@ -143,6 +147,8 @@ func (b *brokerActor) Receive(ctx actor.Context) {
 		b.onChildTerminated(ctx, msg.Who)
 	case *respawnReplica:
 		b.onRespawnReplica(ctx, msg.tp)
+	case *replicaRemoved:
+		b.onReplicaRemoved(ctx, msg)
 	case *producerIDsRecorded:
 		b.onProducerIDsRecorded(ctx, msg)
 	case *metadataUpdated:

@@ -304,3 +304,32 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	testutil.WaitFor(t, 10*time.Second, what, cond)
 }
+
+// A topic deleted and created again under its name: the old replica's
+// actor stops and its files go before the new replica starts in the same
+// directory under the same actor name.
+func TestTopicCreatedAgainUnderItsName(t *testing.T) {
+	tb := startTestBroker(t, t.TempDir(), nil)
+	for round := range 3 {
+		tb.createTopic("again", 2, nil)
+		for p := range int32(2) {
+			v := fmt.Sprintf("round %d partition %d", round, p)
+			if r := tb.produce("again", p, 1, v); r.Error != messages.ErrorCode_NONE {
+				t.Fatalf("%s: %v %s", v, r.Error, r.ErrorMessage)
+			}
+			if got := tb.readAll("again", p); len(got) != 1 || got[0] != v {
+				t.Fatalf("round %d partition %d holds %q, want only %q", round, p, got, v)
+			}
+		}
+		resp := tb.ask(&messages.DeleteTopicsRequest{Names: []string{"again"}}).(*messages.DeleteTopicsResponse)
+		if resp.Results[0].Error != messages.ErrorCode_NONE {
+			t.Fatalf("delete: %v %s", resp.Results[0].Error, resp.Results[0].ErrorMessage)
+		}
+		// Created again at once: the new replicas start once the old
+		// ones' files are gone.
+	}
+	waitFor(t, "the topic's directories removed", func() bool {
+		dirs, _ := filepath.Glob(filepath.Join(tb.dir, "topics", "again-*"))
+		return len(dirs) == 0
+	})
+}

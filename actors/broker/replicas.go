@@ -58,37 +58,7 @@ func (b *brokerActor) onMetadata(ctx actor.Context, snap *cluster.Snapshot) {
 	b.meta = snap
 	b.onSecurity(snap)
 	b.shared.published.Store(snap)
-	for tp, part := range snap.Partitions {
-		st := part.State
-		if !slices.Contains(st.Replicas, b.cfg.ID) {
-			continue
-		}
-		if t := snap.Topics[tp.Topic]; t == nil || tp.Partition >= t.Partitions {
-			continue // a partition being added is started once its topic counts it
-		}
-		r := b.replicas[tp]
-		if r != nil && r.topicID != st.TopicId {
-			// The topic was deleted and created again under its name.
-			b.removeReplica(ctx, tp, true)
-			r = nil
-		}
-		if r == nil {
-			var err error
-			if r, err = b.startReplica(ctx, tp, st.TopicId); err != nil {
-				b.cfg.Logger.Error("cannot start partition", "partition", tp, "error", err)
-				continue
-			}
-		}
-		delete(b.missing, tp)
-		configs := snap.Topics[tp.Topic].Configs
-		switch {
-		case r.lastState != st && newerState(st, r.lastState):
-			r.lastState = st
-			b.sendState(ctx, tp, r)
-		case r.lastState != nil && !maps.Equal(r.configs, configs):
-			b.sendState(ctx, tp, r) // the topic's configuration changed
-		}
-	}
+	b.startAssigned(ctx, snap)
 	for tp, r := range b.replicas {
 		part, ok := snap.Partitions[tp]
 		switch {
@@ -110,6 +80,43 @@ func (b *brokerActor) onMetadata(ctx actor.Context, snap *cluster.Snapshot) {
 		ctx.Send(b.controller, &controller.MetadataUpdated{Snap: snap})
 	}
 	b.publishMetrics()
+}
+
+// startAssigned starts the replicas the snapshot assigns here that are not
+// running and hands each running one its latest state.
+func (b *brokerActor) startAssigned(ctx actor.Context, snap *cluster.Snapshot) {
+	for tp, part := range snap.Partitions {
+		st := part.State
+		if !slices.Contains(st.Replicas, b.cfg.ID) || b.removing[tp] != nil {
+			continue // not here, or started once its removal has ended
+		}
+		if t := snap.Topics[tp.Topic]; t == nil || tp.Partition >= t.Partitions {
+			continue // a partition being added is started once its topic counts it
+		}
+		r := b.replicas[tp]
+		if r != nil && r.topicID != st.TopicId {
+			// The topic was deleted and created again under its name: the
+			// new replica starts once the old one's files are gone.
+			b.removeReplica(ctx, tp, true)
+			continue
+		}
+		if r == nil {
+			var err error
+			if r, err = b.startReplica(ctx, tp, st.TopicId); err != nil {
+				b.cfg.Logger.Error("cannot start partition", "partition", tp, "error", err)
+				continue
+			}
+		}
+		delete(b.missing, tp)
+		configs := snap.Topics[tp.Topic].Configs
+		switch {
+		case r.lastState != st && newerState(st, r.lastState):
+			r.lastState = st
+			b.sendState(ctx, tp, r)
+		case r.lastState != nil && !maps.Equal(r.configs, configs):
+			b.sendState(ctx, tp, r) // the topic's configuration changed
+		}
+	}
 }
 
 // foreignLogEvery spaces the errors about a store of another cluster.
@@ -193,7 +200,7 @@ func (b *brokerActor) spawnReplica(ctx actor.Context, tp cluster.TopicPartition,
 }
 
 // onChildTerminated finishes a stop the broker asked for (a controller
-// handed over) and starts again a child that ended while the broker still
+// handed over, a replica removed) and starts again a child that ended while the broker still
 // routes to it. Failures never get here (the supervisor strategy restarts
 // a failed child in place), no actor stops itself, and the guard lets no
 // other process stop one or report one's end: this is the broker keeping
@@ -215,6 +222,12 @@ func (b *brokerActor) onChildTerminated(ctx actor.Context, who *actor.PID) {
 			b.spawnController(ctx, lead)
 		}
 		return
+	}
+	for tp, rm := range b.removing {
+		if rm.pid.Equal(who) {
+			b.onRemovalStopped(ctx, tp, rm)
+			return
+		}
 	}
 	for tp, r := range b.replicas {
 		if r.pid.Equal(who) {
@@ -270,7 +283,25 @@ func isClosed(ch <-chan struct{}) bool {
 	}
 }
 
-// removeReplica stops a replica actor and, when deleteData, removes its files.
+// removal is a replica on its way out: its actor stops, then, when
+// deleteData, its files go. Until then no replica of its partition starts
+// here (the actor's name and directory are still taken).
+type removal struct {
+	pid        *actor.PID
+	dir        string
+	deleteData bool
+}
+
+// replicaRemoved reports that a removed replica's files are gone (err: why
+// they are not).
+type replicaRemoved struct {
+	tp  cluster.TopicPartition
+	err error
+}
+
+// removeReplica stops a replica actor and, when deleteData, removes its
+// files once the actor has closed its log (onRemovalStopped); the broker
+// goes on serving meanwhile.
 func (b *brokerActor) removeReplica(ctx actor.Context, tp cluster.TopicPartition, deleteData bool) {
 	r := b.replicas[tp]
 	if r == nil {
@@ -280,16 +311,38 @@ func (b *brokerActor) removeReplica(ctx actor.Context, tp cluster.TopicPartition
 	if tp.Topic == actors.OffsetsTopic {
 		b.syncGroupHost(ctx, tp, nil)
 	}
-	// Wait for the actor to close its log before its files go.
-	if err := ctx.StopFuture(r.pid).Wait(); err != nil {
-		b.cfg.Logger.Warn("partition did not stop in time", "partition", tp, "error", err)
+	b.removing[tp] = &removal{pid: r.pid, dir: r.dir, deleteData: deleteData}
+	ctx.Stop(r.pid)
+}
+
+// onRemovalStopped goes on with a removal once its actor has stopped: the
+// files are deleted beside the actor.
+func (b *brokerActor) onRemovalStopped(ctx actor.Context, tp cluster.TopicPartition, rm *removal) {
+	if !rm.deleteData {
+		b.onReplicaRemoved(ctx, &replicaRemoved{tp: tp})
+		return
 	}
-	if deleteData {
-		if err := os.RemoveAll(r.dir); err != nil {
-			b.cfg.Logger.Error("cannot remove partition data", "dir", r.dir, "error", err)
-		} else {
-			b.cfg.Logger.Info("removed partition", "partition", tp)
-		}
+	self, root, dir := ctx.Self(), ctx.ActorSystem().Root, rm.dir
+	go func() { root.Send(self, &replicaRemoved{tp: tp, err: os.RemoveAll(dir)}) }()
+}
+
+// onReplicaRemoved ends a removal and starts the partition's replica again
+// if the metadata assigns it here meanwhile (a topic deleted and created
+// again under its name).
+func (b *brokerActor) onReplicaRemoved(ctx actor.Context, msg *replicaRemoved) {
+	rm := b.removing[msg.tp]
+	if rm == nil {
+		return
+	}
+	delete(b.removing, msg.tp)
+	switch {
+	case msg.err != nil:
+		b.cfg.Logger.Error("cannot remove partition data", "dir", rm.dir, "error", msg.err)
+	case rm.deleteData:
+		b.cfg.Logger.Info("removed partition", "partition", msg.tp)
+	}
+	if b.meta != nil && !b.stopping && !b.foreign {
+		b.startAssigned(ctx, b.meta)
 	}
 }
 

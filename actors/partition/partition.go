@@ -435,7 +435,7 @@ func (p *partitionActor) currentHW() int64 {
 	case roleLeader:
 		return p.leader.HighWatermark()
 	case roleFollower:
-		return p.follower.hw
+		return p.follower.HighWatermark()
 	}
 	return p.checkpointedHW
 }
@@ -479,7 +479,7 @@ func (p *partitionActor) becomeNone(ctx actor.Context) {
 // with NOT_LEADER, and answers to its outstanding requests are ignored.
 func (p *partitionActor) stepDown(ctx actor.Context, why string) {
 	if p.role == roleFollower {
-		p.checkpointedHW = p.follower.hw
+		p.checkpointedHW = p.follower.HighWatermark()
 	}
 	if p.role == roleLeader {
 		p.checkpointedHW = p.leader.HighWatermark()

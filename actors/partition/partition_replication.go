@@ -49,16 +49,11 @@ type parkedReplicaFetch struct {
 	timer  *time.Timer
 }
 
-// followerLoop is the state of a follower replica.
+// followerLoop is a follower replica: the fetch loop's decisions and the
+// address of the leader's broker they are sent to ("" until known).
 type followerLoop struct {
-	leader int32
-	addr   string // the leader broker's address; "" until known
-	epoch  int32
-	hw     int64
-	// truncated is set once truncation by epoch agrees with the leader;
-	// only then are fetched batches and the leader's HW applied.
-	truncated bool
-	backoff   time.Duration
+	*replication.Follower
+	addr string
 }
 
 // ---- leader side ----------------------------------------------------------
@@ -81,12 +76,12 @@ func (p *partitionActor) checkReplicaRequest(replica, epoch int32) (messages.Err
 		return code, msg
 	}
 	mine := p.leader.Epoch()
-	switch {
-	case epoch < mine:
+	switch replication.AdmitFollower(mine, epoch, p.cfg.BrokerID, replica, p.state.Replicas) {
+	case replication.StaleEpoch:
 		return messages.ErrorCode_FENCED_LEADER_EPOCH, fmt.Sprintf("follower at epoch %d, leader at %d", epoch, mine)
-	case epoch > mine:
+	case replication.UnknownEpoch:
 		return messages.ErrorCode_UNKNOWN_LEADER_EPOCH, fmt.Sprintf("follower at epoch %d, leader at %d", epoch, mine)
-	case replica == p.cfg.BrokerID || !slices.Contains(p.state.Replicas, replica):
+	case replication.NotAFollower:
 		return messages.ErrorCode_INVALID_REQUEST, fmt.Sprintf("broker %d is not a follower of %s", replica, p.cfg.TP)
 	}
 	return messages.ErrorCode_NONE, ""
@@ -277,6 +272,18 @@ func (p *partitionActor) proposeISR(ctx actor.Context, isr []int32) {
 }
 
 // ---- follower side --------------------------------------------------------
+//
+// replication.Follower decides; the methods below send its requests, write
+// and truncate the log, run its timers and report each outcome back.
+
+// logState is what the follower's decisions read of the log.
+func (p *partitionActor) logState() replication.LogState {
+	st := replication.LogState{Start: p.log.LogStartOffset(), End: p.log.LogEndOffset(), LatestEpoch: -1}
+	if epochs := p.log.Epochs(); len(epochs) > 0 {
+		st.LatestEpoch = epochs[len(epochs)-1].Epoch
+	}
+	return st
+}
 
 // becomeFollower starts following the state's leader at addr: truncate by
 // epoch first, then fetch.
@@ -294,10 +301,9 @@ func (p *partitionActor) becomeFollower(ctx actor.Context, addr string) {
 	}
 	st := p.state
 	p.role = roleFollower
-	p.follower = &followerLoop{leader: st.Leader, addr: addr, epoch: st.LeaderEpoch,
-		hw: min(max(hw, p.log.LogStartOffset()), p.log.LogEndOffset())}
+	p.follower = &followerLoop{Follower: replication.NewFollower(st.Leader, st.LeaderEpoch, hw, p.logState()), addr: addr}
 	p.cfg.Logger.Info("following", "partition", p.cfg.TP, "leader", st.Leader, "epoch", st.LeaderEpoch,
-		"leo", p.log.LogEndOffset(), "hw", p.follower.hw)
+		"leo", p.log.LogEndOffset(), "hw", p.follower.HighWatermark())
 	p.followerNext(ctx)
 }
 
@@ -307,26 +313,32 @@ func (p *partitionActor) onFollowerStep(ctx actor.Context, msg followerStep) {
 	}
 }
 
-// followerNext sends the follower's next request.
+// followerNext carries out the follower's next step.
 func (p *partitionActor) followerNext(ctx actor.Context) {
+	p.followerDo(ctx, p.follower.Next(p.logState()))
+}
+
+// followerDo sends the step's request, or pauses the loop for its backoff.
+func (p *partitionActor) followerDo(ctx actor.Context, step replication.Step) {
 	f := p.follower
 	if f.addr == "" {
 		return // the leader's broker is not known alive; a new state will come
 	}
-	if !f.truncated {
-		p.sendEpochQuery(ctx)
-	} else {
-		p.sendReplicaFetch(ctx)
+	switch step.Kind {
+	case replication.AskEpochEnd:
+		p.sendEpochQuery(ctx, step.Epoch)
+	case replication.Fetch:
+		p.sendReplicaFetch(ctx, step.Offset)
+	case replication.Wait:
+		p.cfg.Logger.Debug("follower retrying", "partition", p.cfg.TP, "leader", f.Leader(), "reason", step.Reason, "backoff", step.Backoff)
+		self, root, gen := ctx.Self(), ctx.ActorSystem().Root, p.gen
+		time.AfterFunc(step.Backoff, func() { root.Send(self, followerStep{gen}) })
 	}
 }
 
-// followerRetry pauses the follower loop with a growing backoff.
-func (p *partitionActor) followerRetry(ctx actor.Context, why string) {
-	f := p.follower
-	f.backoff = min(max(2*f.backoff, 50*time.Millisecond), time.Second)
-	p.cfg.Logger.Debug("follower retrying", "partition", p.cfg.TP, "leader", f.leader, "reason", why, "backoff", f.backoff)
-	self, root, gen := ctx.Self(), ctx.ActorSystem().Root, p.gen
-	time.AfterFunc(f.backoff, func() { root.Send(self, followerStep{gen}) })
+// followerFailed pauses the loop after a request without a usable answer.
+func (p *partitionActor) followerFailed(ctx actor.Context, why string) {
+	p.followerDo(ctx, p.follower.Failed(why))
 }
 
 // askLeader sends req to the leader's broker and hands the decoded answer
@@ -355,144 +367,154 @@ func (p *partitionActor) askLeader(ctx actor.Context, req proto.Message, timeout
 	})
 }
 
-// sendEpochQuery asks the leader where our latest epoch ends in its log.
-func (p *partitionActor) sendEpochQuery(ctx actor.Context) {
-	epochs := p.log.Epochs()
-	if len(epochs) == 0 {
-		p.follower.truncated = true // nothing of ours can diverge
-		p.sendReplicaFetch(ctx)
-		return
-	}
+// sendEpochQuery asks the leader where epoch (our latest) ends in its log.
+func (p *partitionActor) sendEpochQuery(ctx actor.Context, epoch int32) {
 	req := &messages.OffsetForLeaderEpochRequest{Topic: p.cfg.TP.Topic, Partition: p.cfg.TP.Partition,
-		ReplicaId: p.cfg.BrokerID, CurrentLeaderEpoch: p.follower.epoch, Epoch: epochs[len(epochs)-1].Epoch}
+		ReplicaId: p.cfg.BrokerID, CurrentLeaderEpoch: p.follower.Epoch(), Epoch: epoch}
 	p.askLeader(ctx, req, replicaRequestTimeout, func(m proto.Message, err error) {
 		resp, ok := m.(*messages.OffsetForLeaderEpochResponse)
 		switch {
 		case err != nil:
-			p.followerRetry(ctx, err.Error())
+			p.followerFailed(ctx, err.Error())
 		case !ok:
-			p.followerRetry(ctx, fmt.Sprintf("unexpected answer %T", m))
+			p.followerFailed(ctx, fmt.Sprintf("unexpected answer %T", m))
 		case resp.Error != messages.ErrorCode_NONE:
-			p.followerRetry(ctx, resp.Error.String()+": "+resp.ErrorMessage)
+			p.followerFailed(ctx, resp.Error.String()+": "+resp.ErrorMessage)
 		default:
 			p.onEpochAnswer(ctx, resp)
 		}
 	})
 }
 
-// onEpochAnswer truncates as replication.TruncationStep decides, and asks
-// again until the logs agree.
+// onEpochAnswer truncates as the follower decides, and goes on (asking
+// again until the logs agree).
 func (p *partitionActor) onEpochAnswer(ctx actor.Context, resp *messages.OffsetForLeaderEpochResponse) {
 	f := p.follower
-	leo := p.log.LogEndOffset()
-	step := replication.TruncationStep(resp.Epoch, resp.EndOffset, p.log.EndOffsetForEpoch, leo, f.hw)
+	leo, hw := p.log.LogEndOffset(), f.HighWatermark()
+	step := f.EpochAnswered(resp.Epoch, resp.EndOffset, p.log.EndOffsetForEpoch, p.logState())
 	if step.TruncateTo < leo {
-		if step.TruncateTo < f.hw {
+		if step.TruncateTo < hw {
 			// Below the HW is data every in-sync replica had: only an
 			// unclean election can take it away.
 			p.cfg.Logger.Error("truncating below the high watermark", "partition", p.cfg.TP,
-				"hw", f.hw, "to", step.TruncateTo, "leader_epoch", resp.Epoch, "leader_end", resp.EndOffset)
+				"hw", hw, "to", step.TruncateTo, "leader_epoch", resp.Epoch, "leader_end", resp.EndOffset)
 		}
-		to := max(step.TruncateTo, p.log.LogStartOffset())
-		if err := p.dropProducerSnapshot(to); err != nil {
+		if err := p.truncateLog(step.TruncateTo); err != nil {
 			p.failLog(ctx, fmt.Errorf("truncate: %w", err))
 			return
 		}
-		if err := p.log.TruncateTo(to); err != nil {
-			p.failLog(ctx, fmt.Errorf("truncate: %w", err))
-			return
-		}
-		// What is written from here on is new: durable only once synced.
-		p.durable = min(p.durable, p.log.LogEndOffset())
 		p.cfg.Logger.Info("truncated divergent suffix", "partition", p.cfg.TP, "from", leo,
 			"to", p.log.LogEndOffset(), "leader_epoch", resp.Epoch, "leader_end", resp.EndOffset)
-		if err := p.rebuildProducers(); err != nil {
-			p.failLog(ctx, fmt.Errorf("rebuilding producer state: %w", err))
-			return
-		}
-		f.hw = min(f.hw, p.log.LogEndOffset())
-	}
-	f.backoff = 0
-	if step.Done {
-		f.truncated = true
+		f.LogTruncated(p.logState())
 	}
 	p.publishStatus()
 	p.followerNext(ctx)
 }
 
-// sendReplicaFetch pulls batches from our LEO on.
-func (p *partitionActor) sendReplicaFetch(ctx actor.Context) {
+// truncateLog cuts the log at offset with the producer state that
+// reflects what is cut.
+func (p *partitionActor) truncateLog(offset int64) error {
+	if err := p.dropProducerSnapshot(offset); err != nil {
+		return err
+	}
+	if err := p.log.TruncateTo(offset); err != nil {
+		return err
+	}
+	// What is written from here on is new: durable only once synced.
+	p.durable = min(p.durable, p.log.LogEndOffset())
+	if err := p.rebuildProducers(); err != nil {
+		return fmt.Errorf("rebuilding producer state: %w", err)
+	}
+	return nil
+}
+
+// sendReplicaFetch pulls batches from offset (our LEO) on.
+func (p *partitionActor) sendReplicaFetch(ctx actor.Context, offset int64) {
 	req := &messages.ReplicaFetchRequest{Topic: p.cfg.TP.Topic, Partition: p.cfg.TP.Partition,
-		ReplicaId: p.cfg.BrokerID, BrokerEpoch: p.cfg.Broker.BrokerEpoch, LeaderEpoch: p.follower.epoch, FetchOffset: p.log.LogEndOffset(),
+		ReplicaId: p.cfg.BrokerID, BrokerEpoch: p.cfg.Broker.BrokerEpoch, LeaderEpoch: p.follower.Epoch(), FetchOffset: offset,
 		MaxBytes: int32(p.cfg.Broker.MaxFetchBytes), MaxWaitMs: int32(replicaFetchWait.Milliseconds())}
 	p.askLeader(ctx, req, replicaFetchWait+replicaRequestTimeout, func(m proto.Message, err error) {
 		resp, ok := m.(*messages.ReplicaFetchResponse)
 		switch {
 		case err != nil:
-			p.followerRetry(ctx, err.Error())
+			p.followerFailed(ctx, err.Error())
 		case !ok:
-			p.followerRetry(ctx, fmt.Sprintf("unexpected answer %T", m))
+			p.followerFailed(ctx, fmt.Sprintf("unexpected answer %T", m))
 		default:
-			p.onReplicaFetchAnswer(ctx, req, resp)
+			p.onReplicaFetchAnswer(ctx, resp)
 		}
 	})
 }
 
-// onReplicaFetchAnswer appends what the leader sent (one write and fsync),
-// takes the leader's HW capped by our LEO, and fetches again at once: the
-// next fetch offset is what tells the leader we have the data.
-func (p *partitionActor) onReplicaFetchAnswer(ctx actor.Context, req *messages.ReplicaFetchRequest, resp *messages.ReplicaFetchResponse) {
-	f := p.follower
+// fetchAnswer reduces a leader's fetch answer to what the follower decides on.
+func fetchAnswer(resp *messages.ReplicaFetchResponse) replication.FetchAnswer {
+	ans := replication.FetchAnswer{HasBatches: len(resp.Batches) > 0,
+		HighWatermark: resp.HighWatermark, LogStart: resp.LogStartOffset}
 	switch resp.Error {
 	case messages.ErrorCode_NONE:
+		ans.Result = replication.FetchOK
 	case messages.ErrorCode_OFFSET_OUT_OF_RANGE:
-		if resp.LogStartOffset > p.log.LogEndOffset() {
-			// The leader no longer holds what we lack: start over at its log start.
-			p.cfg.Logger.Warn("follower behind the leader's log start; resetting", "partition", p.cfg.TP,
-				"leo", p.log.LogEndOffset(), "leader_log_start", resp.LogStartOffset)
-			if err := p.log.Reset(resp.LogStartOffset); err != nil {
-				p.failLog(ctx, fmt.Errorf("reset: %w", err))
-				return
-			}
-			p.durable = p.log.LogEndOffset() // Reset fsyncs the new start
-			p.producers.Reset()
-			f.hw = p.log.LogEndOffset()
-		} else {
-			f.truncated = false // our log runs past the leader's: truncate again
-		}
-		p.followerNext(ctx)
-		return
+		ans.Result = replication.FetchOutOfRange
 	default:
-		p.followerRetry(ctx, resp.Error.String()+": "+resp.ErrorMessage)
-		return
+		ans.Result, ans.Reason = replication.FetchFailed, resp.Error.String()+": "+resp.ErrorMessage
 	}
-	if len(resp.Batches) > 0 {
-		err := p.log.Write(resp.Batches...)
-		if err == nil {
-			now := time.Now()
-			for _, b := range resp.Batches {
-				p.cfg.Broker.Metrics.ReplicatedIn(len(b))
-				if h, herr := record.ParseHeader(b); herr == nil {
-					p.producers.Appended(producerBatch(h), h.BaseOffset, now)
-				}
-			}
-		}
-		if err != nil {
-			if errors.Is(err, storage.ErrLogFailed) {
-				p.failLog(ctx, err)
-				return
-			}
-			p.cfg.Logger.Warn("fetched batches do not continue the log; truncating again", "partition", p.cfg.TP, "error", err)
-			f.truncated = false
-			p.followerRetry(ctx, err.Error())
+	return ans
+}
+
+// onReplicaFetchAnswer carries out the follower's decision on a fetch
+// answer: append the batches (one write, then an fsync beside the actor),
+// start the log over at the leader's log start, or send the next request.
+func (p *partitionActor) onReplicaFetchAnswer(ctx actor.Context, resp *messages.ReplicaFetchResponse) {
+	f := p.follower
+	d := f.FetchAnswered(fetchAnswer(resp), p.logState())
+	switch d.Action {
+	case replication.ResetLog:
+		p.cfg.Logger.Warn("follower behind the leader's log start; resetting", "partition", p.cfg.TP,
+			"leo", p.log.LogEndOffset(), "leader_log_start", d.ResetTo)
+		if err := p.log.Reset(d.ResetTo); err != nil {
+			p.failLog(ctx, fmt.Errorf("reset: %w", err))
 			return
 		}
-		// The next fetch offset tells the leader the batches are here:
-		// it goes out once they are on disk.
-		p.followerSync(ctx, resp.HighWatermark)
+		p.durable = p.log.LogEndOffset() // Reset fsyncs the new start
+		p.producers.Reset()
+		p.followerDo(ctx, f.LogReset(p.logState()))
+	case replication.AppendBatches:
+		p.appendFetched(ctx, resp)
+	case replication.SendNext:
+		if resp.Error == messages.ErrorCode_NONE {
+			// An answer without batches: what we hold was already durable.
+			p.durable = max(p.durable, p.log.LogEndOffset())
+			p.publishStatus()
+		}
+		p.followerDo(ctx, d.Next)
+	}
+}
+
+// appendFetched writes the fetched batches and makes them durable; the
+// next fetch offset tells the leader they are here, so it goes out only
+// once they are on disk (onFollowerSynced).
+func (p *partitionActor) appendFetched(ctx actor.Context, resp *messages.ReplicaFetchResponse) {
+	if err := p.log.Write(resp.Batches...); err != nil {
+		if errors.Is(err, storage.ErrLogFailed) {
+			p.failLog(ctx, err)
+			return
+		}
+		p.cfg.Logger.Warn("fetched batches do not continue the log; truncating again", "partition", p.cfg.TP, "error", err)
+		p.followerDo(ctx, p.follower.AppendRejected(err.Error()))
 		return
 	}
-	p.onFollowerSynced(ctx, followerSynced{gen: p.gen, offset: p.log.LogEndOffset(), leaderHW: resp.HighWatermark})
+	now := time.Now()
+	for _, b := range resp.Batches {
+		p.cfg.Broker.Metrics.ReplicatedIn(len(b))
+		if h, herr := record.ParseHeader(b); herr == nil {
+			p.producers.Appended(producerBatch(h), h.BaseOffset, now)
+		}
+	}
+	done := followerSynced{gen: p.gen, offset: p.log.LogEndOffset(), leaderHW: resp.HighWatermark}
+	p.syncInBackground(ctx, func(err error) any {
+		done.err = err
+		return done
+	})
 }
 
 // followerSynced reports the fsync of what a follower wrote up to offset,
@@ -502,16 +524,6 @@ type followerSynced struct {
 	offset   int64
 	leaderHW int64
 	err      error
-}
-
-// followerSync makes what the follower wrote durable and then goes on
-// with onFollowerSynced.
-func (p *partitionActor) followerSync(ctx actor.Context, leaderHW int64) {
-	done := followerSynced{gen: p.gen, offset: p.log.LogEndOffset(), leaderHW: leaderHW}
-	p.syncInBackground(ctx, func(err error) any {
-		done.err = err
-		return done
-	})
 }
 
 // onFollowerSynced takes the leader's HW (capped by our log) and fetches again.
@@ -524,9 +536,7 @@ func (p *partitionActor) onFollowerSynced(ctx actor.Context, msg followerSynced)
 		return
 	}
 	p.durable = max(p.durable, msg.offset)
-	f := p.follower
-	f.backoff = 0
-	f.hw = replication.FollowerHighWatermark(f.hw, msg.leaderHW, p.log.LogEndOffset())
+	step := p.follower.Synced(msg.leaderHW, p.logState())
 	p.publishStatus()
-	p.sendReplicaFetch(ctx)
+	p.followerDo(ctx, step)
 }

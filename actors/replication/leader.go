@@ -31,8 +31,8 @@ type LeaderConfig struct {
 	HighWatermark int64
 }
 
-// follower is the leader's record of one follower replica.
-type follower struct {
+// followerProgress is the leader's record of one follower replica.
+type followerProgress struct {
 	leo int64
 	// lastCaughtUp is the last time the follower's LEO reached the leader's
 	// LEO as it was at that follower's previous fetch (Kafka's rule).
@@ -57,7 +57,7 @@ type Leader struct {
 	// proposed is an ISR change sent to the controller and not yet
 	// committed; nil when none is in flight.
 	proposed  []int32
-	followers map[int32]*follower
+	followers map[int32]*followerProgress
 }
 
 // NewLeader starts a leadership at the given LEO. Followers count as caught
@@ -71,11 +71,11 @@ func NewLeader(cfg LeaderConfig, leo int64, now time.Time) *Leader {
 		isr:              slices.Clone(cfg.ISR),
 		isrEpochs:        maps.Clone(cfg.ISREpochs),
 		partitionEpoch:   cfg.PartitionEpoch,
-		followers:        map[int32]*follower{},
+		followers:        map[int32]*followerProgress{},
 	}
 	for _, id := range cfg.Replicas {
 		if id != cfg.ReplicaID {
-			l.followers[id] = &follower{leo: -1, lastCaughtUp: now, lastFetch: now}
+			l.followers[id] = &followerProgress{leo: -1, lastCaughtUp: now, lastFetch: now}
 		}
 	}
 	if !slices.Contains(l.isr, cfg.ReplicaID) {
@@ -182,7 +182,7 @@ func (l *Leader) ISREpoch(id int32) int64 { return l.isrEpochs[id] }
 
 // caughtUpForISR is Kafka's rule for rejoining: the follower has everything
 // below the HW and has reached the start of the current leader epoch.
-func (l *Leader) caughtUpForISR(f *follower) bool {
+func (l *Leader) caughtUpForISR(f *followerProgress) bool {
 	return f.leo >= l.hw && f.leo >= l.epochStartOffset
 }
 
@@ -295,4 +295,32 @@ func maxTime(a, b time.Time) time.Time {
 		return a
 	}
 	return b
+}
+
+// Admission is a leader's verdict on a follower's request.
+type Admission int
+
+const (
+	Admitted Admission = iota
+	// StaleEpoch: the follower is behind the leader epoch (fenced).
+	StaleEpoch
+	// UnknownEpoch: the follower is at an epoch the leader does not have yet.
+	UnknownEpoch
+	// NotAFollower: the sender is the leader itself or not in the replica set.
+	NotAFollower
+)
+
+// AdmitFollower fences a follower's request (a fetch or an epoch query) by
+// leader epoch and replica set: only the replicas other than the leader,
+// at the leader's own epoch, are served.
+func AdmitFollower(leaderEpoch, requestEpoch, leaderID, replica int32, replicas []int32) Admission {
+	switch {
+	case requestEpoch < leaderEpoch:
+		return StaleEpoch
+	case requestEpoch > leaderEpoch:
+		return UnknownEpoch
+	case replica == leaderID || !slices.Contains(replicas, replica):
+		return NotAFollower
+	}
+	return Admitted
 }
