@@ -356,9 +356,8 @@ type sluiceProducer struct {
 }
 
 func (t *sluiceTarget) newProducer(ctx context.Context, topic string, window int, onAck func([]byte, error)) (producer, error) {
-	opts := []client.Opt{client.Acks(t.acks), client.Linger(t.opts.linger), client.BatchBytes(t.opts.batchBytes),
-		client.MaxInFlight(t.opts.maxInFlight), client.WithLogger(t.logger)}
-	opts = append(opts, t.opts.security...)
+	opts := []client.ProducerOpt{client.Acks(t.acks), client.Linger(t.opts.linger), client.BatchBytes(t.opts.batchBytes),
+		client.MaxInFlight(t.opts.maxInFlight), client.WithLogger(t.logger), client.Options(t.opts.security...)}
 	// The generator's window is the only bound: the client's byte buffer
 	// (64 MiB by default) must hold a full window of the largest records.
 	if need := int64(window) * 1200 * 2; need > 64<<20 {
@@ -385,8 +384,8 @@ type sluiceConsumer struct {
 }
 
 func (t *sluiceTarget) newConsumer(ctx context.Context, topic string, onRecord func([]byte)) (consumer, error) {
-	c, err := client.NewConsumer(t.brokers, append([]client.Opt{client.WithLogger(t.logger),
-		client.ConsumePartitions(map[string]map[int32]client.Offset{topic: {0: client.AtStart()}})}, t.opts.security...)...)
+	c, err := client.NewConsumer(t.brokers, client.WithLogger(t.logger), client.Options(t.opts.security...),
+		client.ConsumePartitions(map[string]map[int32]client.Offset{topic: {0: client.AtStart()}}))
 	if err != nil {
 		return nil, err
 	}

@@ -63,10 +63,10 @@ type TopicInfo struct {
 
 // NewAdmin connects an admin client to the cluster that broker belongs to.
 func NewAdmin(broker string, opts ...Opt) (*Admin, error) {
-	cfg := defaultConfig()
-	for _, o := range opts {
-		o(&cfg)
-	}
+	return newAdmin(broker, configOf(opts))
+}
+
+func newAdmin(broker string, cfg config) (*Admin, error) {
 	n, err := acquireNode(&cfg)
 	if err != nil {
 		return nil, err

@@ -15,21 +15,21 @@ import (
 )
 
 // ConsumePartitions assigns partitions to a Consumer with their start offsets.
-func ConsumePartitions(parts map[string]map[int32]Offset) Opt {
-	return func(c *config) { c.partitions = parts }
+func ConsumePartitions(parts map[string]map[int32]Offset) ConsumerOpt {
+	return consumerOpt(func(c *config) { c.partitions = parts })
 }
 
 // FetchMaxBytes caps one fetch response per partition. Default 4 MiB.
-func FetchMaxBytes(n int32) Opt { return func(c *config) { c.fetchMaxBytes = n } }
+func FetchMaxBytes(n int32) FetchOpt { return fetchOpt(func(c *config) { c.fetchMaxBytes = n }) }
 
 // FetchMaxWait is how long the broker may hold a fetch waiting for data. Default 500 ms.
-func FetchMaxWait(d time.Duration) Opt { return func(c *config) { c.fetchMaxWait = d } }
+func FetchMaxWait(d time.Duration) FetchOpt { return fetchOpt(func(c *config) { c.fetchMaxWait = d }) }
 
 // ConsumeResetOffset is where a partition restarts when its offset is out of
 // range, and where a GroupConsumer or a push subscriber starts a partition
 // the group has no committed offset for. Default AtStart. NoResetOffset
 // reports the error instead.
-func ConsumeResetOffset(o Offset) Opt { return func(c *config) { c.resetOffset = o } }
+func ConsumeResetOffset(o Offset) ResetOpt { return resetOpt(func(c *config) { c.resetOffset = o }) }
 
 // NoResetOffset makes an out-of-range offset an error in Fetches.Errors
 // (ErrOffsetOutOfRange). For a GroupConsumer, a partition without a
@@ -71,11 +71,11 @@ type Consumer struct {
 }
 
 // NewConsumer starts consuming the partitions given with ConsumePartitions.
-func NewConsumer(broker string, opts ...Opt) (*Consumer, error) {
-	cfg := defaultConfig()
-	for _, o := range opts {
-		o(&cfg)
-	}
+func NewConsumer(broker string, opts ...ConsumerOpt) (*Consumer, error) {
+	return newConsumer(broker, configOf(opts))
+}
+
+func newConsumer(broker string, cfg config) (*Consumer, error) {
 	n, err := acquireNode(&cfg)
 	if err != nil {
 		return nil, err

@@ -29,35 +29,47 @@ type groupConfig struct {
 
 // Assignors lists the assignment strategies the member supports, preferred
 // first: "range" (the default), "roundrobin", "sticky".
-func Assignors(names ...string) Opt { return func(c *config) { c.group.assignors = names } }
+func Assignors(names ...string) MemberOpt {
+	return memberOpt(func(c *config) { c.group.assignors = names })
+}
 
 // SessionTimeout is how long the coordinator waits for a heartbeat before
 // it evicts the member. Default 10 s.
-func SessionTimeout(d time.Duration) Opt { return func(c *config) { c.group.sessionTimeout = d } }
+func SessionTimeout(d time.Duration) GroupOpt {
+	return groupOpt(func(c *config) { c.group.sessionTimeout = d })
+}
 
 // RebalanceTimeout is how long a rebalance waits for members to rejoin. Default 30 s.
-func RebalanceTimeout(d time.Duration) Opt { return func(c *config) { c.group.rebalanceTimeout = d } }
+func RebalanceTimeout(d time.Duration) GroupOpt {
+	return groupOpt(func(c *config) { c.group.rebalanceTimeout = d })
+}
 
 // HeartbeatInterval is how often the member heartbeats. Default a third of the session timeout.
-func HeartbeatInterval(d time.Duration) Opt { return func(c *config) { c.group.heartbeatInterval = d } }
+func HeartbeatInterval(d time.Duration) GroupOpt {
+	return groupOpt(func(c *config) { c.group.heartbeatInterval = d })
+}
 
 // AutoCommitInterval commits consumed positions this often, and before a
 // rebalance and on Close. 0 disables auto-commit (commit with
 // CommitUncommitted or CommitOffsets). Default 5 s.
-func AutoCommitInterval(d time.Duration) Opt {
-	return func(c *config) { c.group.autoCommitInterval = d }
+func AutoCommitInterval(d time.Duration) GroupOpt {
+	return groupOpt(func(c *config) { c.group.autoCommitInterval = d })
 }
 
 // ClientID names the member in `sluice group describe`. Default the host name.
-func ClientID(id string) Opt { return func(c *config) { c.group.clientID = id } }
+func ClientID(id string) MemberOpt { return memberOpt(func(c *config) { c.group.clientID = id }) }
 
 // OnAssigned is called with the partitions the member owns in a new
 // generation. It runs on the member's actor: keep it short.
-func OnAssigned(f func(map[string][]int32)) Opt { return func(c *config) { c.group.onAssigned = f } }
+func OnAssigned(f func(map[string][]int32)) GroupOpt {
+	return groupOpt(func(c *config) { c.group.onAssigned = f })
+}
 
 // OnRevoked is called with the partitions the member gives up before a
 // rebalance, after their positions were committed (with auto-commit).
-func OnRevoked(f func(map[string][]int32)) Opt { return func(c *config) { c.group.onRevoked = f } }
+func OnRevoked(f func(map[string][]int32)) GroupOpt {
+	return groupOpt(func(c *config) { c.group.onRevoked = f })
+}
 
 // GroupConsumer consumes the partitions a consumer group assigns it: each
 // partition of the group's topics goes to exactly one member. Records come
@@ -94,19 +106,16 @@ type GroupConsumer struct {
 // ConsumeResetOffset for partitions without a committed offset: AtStart
 // (the default), AtEnd, or NoResetOffset, which leaves such a partition
 // unconsumed and reports ErrNoCommittedOffset for it in PollFetches.
-func NewGroupConsumer(broker, group string, topics []string, opts ...Opt) (*GroupConsumer, error) {
+func NewGroupConsumer(broker, group string, topics []string, opts ...GroupOpt) (*GroupConsumer, error) {
 	if group == "" || len(topics) == 0 {
 		return nil, errors.New("a group consumer needs a group and topics")
 	}
-	cfg := defaultConfig()
-	for _, o := range opts {
-		o(&cfg)
-	}
+	cfg := configOf(opts)
 	g := cfg.group
 	if g.heartbeatInterval <= 0 {
 		g.heartbeatInterval = g.sessionTimeout / 3
 	}
-	inner, err := NewConsumer(broker, opts...)
+	inner, err := newConsumer(broker, cfg)
 	if err != nil {
 		return nil, err
 	}

@@ -97,41 +97,31 @@ func hostname() string {
 	return h
 }
 
-// Opt configures a Producer, Consumer or Admin.
-type Opt func(*config)
-
-// Options combines several options into one.
-func Options(opts ...Opt) Opt {
-	return func(c *config) {
-		for _, o := range opts {
-			o(c)
-		}
-	}
-}
-
 // ListenAddr is the host:port the client's actor system listens on; brokers
 // open a connection back to it to deliver replies. Default 127.0.0.1:0.
-func ListenAddr(addr string) Opt { return func(c *config) { c.listen = addr } }
+func ListenAddr(addr string) Opt { return anyOpt(func(c *config) { c.listen = addr }) }
 
 // AdvertisedAddr is the host:port brokers should use to reach the client,
 // when it differs from the listen address.
-func AdvertisedAddr(addr string) Opt { return func(c *config) { c.advertised = addr } }
+func AdvertisedAddr(addr string) Opt { return anyOpt(func(c *config) { c.advertised = addr }) }
 
 // WithActorSystem runs the client on an existing actor system whose remote
 // is already started, instead of one the client starts.
-func WithActorSystem(system *actor.ActorSystem) Opt { return func(c *config) { c.system = system } }
+func WithActorSystem(system *actor.ActorSystem) Opt {
+	return anyOpt(func(c *config) { c.system = system })
+}
 
 // RequestTimeout bounds each request to a broker. Default 30 s.
-func RequestTimeout(d time.Duration) Opt { return func(c *config) { c.requestTimeout = d } }
+func RequestTimeout(d time.Duration) Opt { return anyOpt(func(c *config) { c.requestTimeout = d }) }
 
 // MetadataMaxAge is how old the client's view of a topic may grow before
 // its next use refreshes it in the background (Kafka's
 // metadata.max.age.ms, default 5 minutes): partitions added to a topic are
 // used within about this long.
-func MetadataMaxAge(d time.Duration) Opt { return func(c *config) { c.metadataMaxAge = d } }
+func MetadataMaxAge(d time.Duration) Opt { return anyOpt(func(c *config) { c.metadataMaxAge = d }) }
 
 // WithLogger sets the logger. Default slog.Default().
-func WithLogger(l *slog.Logger) Opt { return func(c *config) { c.logger = l } }
+func WithLogger(l *slog.Logger) Opt { return anyOpt(func(c *config) { c.logger = l }) }
 
 // node is an actor system shared by the clients of a process that listen on
 // the same address. It lives until Shutdown: starting and stopping gRPC

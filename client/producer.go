@@ -26,42 +26,48 @@ const (
 )
 
 // Acks sets the acknowledgement level. Default AllAcks.
-func Acks(a AckLevel) Opt { return func(c *config) { c.acks = int32(a) } }
+func Acks(a AckLevel) ProducerOpt { return producerOpt(func(c *config) { c.acks = int32(a) }) }
 
 // Linger is how long a partition's batch waits for more records before it
 // is sent. Default 5 ms.
-func Linger(d time.Duration) Opt { return func(c *config) { c.linger = d } }
+func Linger(d time.Duration) ProducerOpt { return producerOpt(func(c *config) { c.linger = d }) }
 
 // Compression compresses each batch's records with codec (Kafka's:
 // record.Gzip, record.Snappy, record.LZ4, record.Zstd; default none).
 // Brokers store batches as they arrive and consumers decompress them.
-func Compression(codec record.Codec) Opt { return func(c *config) { c.compression = codec } }
+func Compression(codec record.Codec) ProducerOpt {
+	return producerOpt(func(c *config) { c.compression = codec })
+}
 
 // BatchBytes caps one record batch (and so the largest record). Default 1 MiB,
 // the broker's default max.message.bytes.
-func BatchBytes(n int) Opt { return func(c *config) { c.batchBytes = n } }
+func BatchBytes(n int) ProducerOpt { return producerOpt(func(c *config) { c.batchBytes = n }) }
 
 // MaxBufferedBytes bounds the records held before Produce blocks. Default 64 MiB.
-func MaxBufferedBytes(n int64) Opt { return func(c *config) { c.maxBuffered = n } }
+func MaxBufferedBytes(n int64) ProducerOpt { return producerOpt(func(c *config) { c.maxBuffered = n }) }
 
 // MaxInFlight caps produce requests outstanding per partition. Default 5.
-func MaxInFlight(n int) Opt { return func(c *config) { c.maxInFlight = n } }
+func MaxInFlight(n int) ProducerOpt { return producerOpt(func(c *config) { c.maxInFlight = n }) }
 
 // Retries caps how often a batch is resent after a retriable error.
 // Default: unlimited within DeliveryTimeout.
-func Retries(n int) Opt { return func(c *config) { c.retries = n } }
+func Retries(n int) ProducerOpt { return producerOpt(func(c *config) { c.retries = n }) }
 
 // RetryBackoff is the pause before a batch is resent. Default 100 ms.
-func RetryBackoff(d time.Duration) Opt { return func(c *config) { c.retryBackoff = d } }
+func RetryBackoff(d time.Duration) ProducerOpt {
+	return producerOpt(func(c *config) { c.retryBackoff = d })
+}
 
 // DeliveryTimeout bounds the time from Produce to the final answer. Default 2 min.
-func DeliveryTimeout(d time.Duration) Opt { return func(c *config) { c.deliveryTimeout = d } }
+func DeliveryTimeout(d time.Duration) ProducerOpt {
+	return producerOpt(func(c *config) { c.deliveryTimeout = d })
+}
 
 // MaxBlock bounds how long Produce waits for a topic's metadata (Kafka's
 // max.block.ms): while no broker answers, or the topic's partitions have
 // no leader yet. A topic the brokers say twice does not exist fails at
 // once. Default 10 s.
-func MaxBlock(d time.Duration) Opt { return func(c *config) { c.maxBlock = d } }
+func MaxBlock(d time.Duration) ProducerOpt { return producerOpt(func(c *config) { c.maxBlock = d }) }
 
 // Idempotence turns the idempotent producer on or off. It is on by default
 // with AllAcks: the producer gets a producer id and numbers its batches per
@@ -70,10 +76,12 @@ func MaxBlock(d time.Duration) Opt { return func(c *config) { c.maxBlock = d } }
 // requests in flight per partition. A batch that fails for good does not
 // block its partition: if nothing shows it was written, the partition's
 // sequences restart under the producer's next epoch.
-func Idempotence(on bool) Opt { return func(c *config) { c.idempotence = &on } }
+func Idempotence(on bool) ProducerOpt { return producerOpt(func(c *config) { c.idempotence = &on }) }
 
 // WithPartitioner sets the partitioner. Default KafkaPartitioner.
-func WithPartitioner(p Partitioner) Opt { return func(c *config) { c.partitioner = p } }
+func WithPartitioner(p Partitioner) ProducerOpt {
+	return producerOpt(func(c *config) { c.partitioner = p })
+}
 
 // ManualPartitioner sends every record to its Record.Partition.
 func ManualPartitioner() Partitioner { return manualPartitioner{} }
@@ -151,11 +159,8 @@ type sealedBatch struct {
 
 // NewProducer connects a producer to the cluster that broker belongs to;
 // broker may list several addresses separated by commas.
-func NewProducer(broker string, opts ...Opt) (*Producer, error) {
-	cfg := defaultConfig()
-	for _, o := range opts {
-		o(&cfg)
-	}
+func NewProducer(broker string, opts ...ProducerOpt) (*Producer, error) {
+	cfg := configOf(opts)
 	if cfg.acks != 0 && cfg.acks != 1 && cfg.acks != -1 {
 		return nil, fmt.Errorf("acks %d: want NoAck, LeaderAck or AllAcks", cfg.acks)
 	}

@@ -18,13 +18,13 @@ import (
 // Leave certFile and keyFile empty to authenticate with Token instead.
 // The files are read again when they change.
 func TLS(certFile, keyFile, caFile string) Opt {
-	return func(c *config) { c.tlsCert, c.tlsKey, c.tlsCA = certFile, keyFile, caFile }
+	return anyOpt(func(c *config) { c.tlsCert, c.tlsKey, c.tlsCA = certFile, keyFile, caFile })
 }
 
 // Token authenticates as the user the token was created for (`sluice user
 // create`). It needs TLS with at least the CA file, and is sent only to
 // brokers that proved they are brokers of that CA's cluster.
-func Token(token string) Opt { return func(c *config) { c.token = token } }
+func Token(token string) Opt { return anyOpt(func(c *config) { c.token = token }) }
 
 // security returns the transport's TLS settings of cfg (nil: plaintext).
 func (c *config) security() (*transport.Security, error) {

@@ -15,10 +15,7 @@ import (
 // with opts' ListenAddr if it is not running yet). Actors spawned on it are
 // reachable by brokers, so they can be push subscribers.
 func System(opts ...Opt) (*actor.ActorSystem, error) {
-	cfg := defaultConfig()
-	for _, o := range opts {
-		o(&cfg)
-	}
+	cfg := configOf(opts)
 	n, err := acquireNode(&cfg)
 	if err != nil {
 		return nil, err
@@ -36,7 +33,7 @@ type Subscription struct {
 
 // SubscribeCredit is the number of records the broker may push to the actor
 // before it grants more with PushCredit. Default 100.
-func SubscribeCredit(n int) Opt { return func(c *config) { c.pushCredit = n } }
+func SubscribeCredit(n int) SubscribeOpt { return subscribeOpt(func(c *config) { c.pushCredit = n }) }
 
 // Subscribe makes the actor pid a member of group for topics: the broker
 // coordinating the group fetches the member's partitions and sends pid
@@ -53,11 +50,11 @@ func SubscribeCredit(n int) Opt { return func(c *config) { c.pushCredit = n } }
 // end, AtStart() (the default) at the start; NoResetOffset() is refused
 // with ErrInvalidConfig, as a push member has no poll to report a
 // partition without a commit to.
-func Subscribe(ctx context.Context, broker, group string, topics []string, pid *actor.PID, opts ...Opt) (*Subscription, error) {
+func Subscribe(ctx context.Context, broker, group string, topics []string, pid *actor.PID, opts ...SubscribeOpt) (*Subscription, error) {
 	if pid == nil || pid.Address == "" || pid.Address == "nonhost" {
 		return nil, errors.New("subscribe: the actor must run on an actor system with remote started (see client.System)")
 	}
-	admin, err := NewAdmin(broker, opts...)
+	admin, err := newAdmin(broker, configOf(opts))
 	if err != nil {
 		return nil, err
 	}

@@ -143,9 +143,8 @@ func (c *Console) read(ctx context.Context, q browseQuery) ([]*client.Record, in
 	if from >= end {
 		return nil, from, end, nil
 	}
-	opts := append([]client.Opt{client.ConsumePartitions(map[string]map[int32]client.Offset{q.Topic: {q.Partition: client.AtOffset(from)}})},
-		c.cfg.ClientOpts...)
-	cons, err := client.NewConsumer(t.Brokers[0].Address, opts...)
+	cons, err := client.NewConsumer(t.Brokers[0].Address, client.Options(c.cfg.ClientOpts...),
+		client.ConsumePartitions(map[string]map[int32]client.Offset{q.Topic: {q.Partition: client.AtOffset(from)}}))
 	if err != nil {
 		return nil, 0, 0, err
 	}

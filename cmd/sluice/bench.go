@@ -158,7 +158,7 @@ func randomPayloads(size int) []byte {
 	return buf
 }
 
-func benchProduce(ctx context.Context, broker, topic string, n, size int, done *meter, opts ...client.Opt) (benchResult, error) {
+func benchProduce(ctx context.Context, broker, topic string, n, size int, done *meter, opts ...client.ProducerOpt) (benchResult, error) {
 	p, err := client.NewProducer(broker, opts...)
 	if err != nil {
 		return benchResult{}, err
@@ -210,7 +210,7 @@ func benchConsume(ctx context.Context, broker, topic string, n int, done *meter,
 	for _, p := range md.Topics[0].Partitions {
 		parts[p.Partition] = client.AtStart()
 	}
-	c, err := client.NewConsumer(broker, append(opts, client.ConsumePartitions(map[string]map[int32]client.Offset{topic: parts}))...)
+	c, err := client.NewConsumer(broker, client.Options(opts...), client.ConsumePartitions(map[string]map[int32]client.Offset{topic: parts}))
 	if err != nil {
 		return benchResult{}, err
 	}

@@ -38,9 +38,8 @@ var (
 	testBrokerArgs func(id int32) []string
 )
 
-func testOpts(opts ...client.Opt) []client.Opt {
-	return append(slices.Clone(testClientOpts), opts...)
-}
+// sharedOpts is testClientOpts as one option, for any kind of client.
+func sharedOpts() client.Opt { return client.Options(testClientOpts...) }
 
 // testCluster is a real Consul agent and real broker processes on 127.0.0.1.
 type testCluster struct {
@@ -67,7 +66,7 @@ func startCluster(t *testing.T, n int, extra ...string) *testCluster {
 		c.brokers[id] = startBroker(t, args...)
 	}
 	var err error
-	c.admin, err = client.NewAdmin(c.seeds(), testOpts(client.RequestTimeout(5*time.Second))...)
+	c.admin, err = client.NewAdmin(c.seeds(), sharedOpts(), client.RequestTimeout(5*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -342,9 +341,9 @@ func startWorkload(t *testing.T, c *testCluster, topic string, producers int) *w
 	t.Helper()
 	w := &workload{t: t, ledger: newLedger(), stopCh: make(chan struct{})}
 	for i := 0; i < producers; i++ {
-		p, err := client.NewProducer(c.seeds(), testOpts(client.Acks(client.AllAcks), client.Linger(2*time.Millisecond),
+		p, err := client.NewProducer(c.seeds(), sharedOpts(), client.Acks(client.AllAcks), client.Linger(2*time.Millisecond),
 			client.BatchBytes(64<<10), client.RequestTimeout(5*time.Second), client.RetryBackoff(100*time.Millisecond),
-			client.DeliveryTimeout(3*time.Minute))...)
+			client.DeliveryTimeout(3*time.Minute))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -615,8 +614,8 @@ func (c *testCluster) consumeAll(topic string, p int32) []*client.Record {
 // that is the failover time.
 func (c *testCluster) probeProduce(topic string, p int32) time.Duration {
 	c.t.Helper()
-	prod, err := client.NewProducer(c.seeds(), testOpts(client.Acks(client.AllAcks), client.WithPartitioner(client.ManualPartitioner()),
-		client.RequestTimeout(2*time.Second), client.RetryBackoff(50*time.Millisecond), client.DeliveryTimeout(time.Minute))...)
+	prod, err := client.NewProducer(c.seeds(), sharedOpts(), client.Acks(client.AllAcks), client.WithPartitioner(client.ManualPartitioner()),
+		client.RequestTimeout(2*time.Second), client.RetryBackoff(50*time.Millisecond), client.DeliveryTimeout(time.Minute))
 	if err != nil {
 		c.t.Fatal(err)
 	}

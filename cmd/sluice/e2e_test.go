@@ -30,7 +30,7 @@ import (
 
 func newAdmin(t *testing.T, addr string) *client.Admin {
 	t.Helper()
-	a, err := client.NewAdmin(addr, testOpts(client.RequestTimeout(5*time.Second))...)
+	a, err := client.NewAdmin(addr, sharedOpts(), client.RequestTimeout(5*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,8 +62,8 @@ func consumeAll(t *testing.T, addr, topic string, partition int32) []*client.Rec
 	if err != nil {
 		t.Fatalf("list offsets: %v", err)
 	}
-	c, err := client.NewConsumer(addr, testOpts(client.ConsumePartitions(map[string]map[int32]client.Offset{topic: {partition: client.AtStart()}}),
-		client.ConsumeResetOffset(client.NoResetOffset()))...)
+	c, err := client.NewConsumer(addr, sharedOpts(), client.ConsumePartitions(map[string]map[int32]client.Offset{topic: {partition: client.AtStart()}}),
+		client.ConsumeResetOffset(client.NoResetOffset()))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -70,13 +70,13 @@ type assignment struct {
 	partitions []int32
 }
 
-func newGroupPoller(t *testing.T, addr, group, topic string, opts ...client.Opt) *groupPoller {
+func newGroupPoller(t *testing.T, addr, group, topic string, opts ...client.GroupOpt) *groupPoller {
 	t.Helper()
 	gp := &groupPoller{}
 	var c *client.GroupConsumer
 	var ready sync.WaitGroup // OnAssigned may run before NewGroupConsumer returns
 	ready.Add(1)
-	opts = append([]client.Opt{client.RequestTimeout(10 * time.Second)}, opts...)
+	opts = append([]client.GroupOpt{client.RequestTimeout(10 * time.Second)}, opts...)
 	opts = append(opts, client.OnAssigned(func(parts map[string][]int32) {
 		ready.Wait()
 		ps := slices.Clone(parts[topic])

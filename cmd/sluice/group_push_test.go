@@ -60,7 +60,7 @@ func newPushSubscriber(credit int, pace time.Duration) *pushSubscriber {
 
 // spawnSubscriber starts s on the client's actor system and subscribes it
 // to group; the subscription is closed when the test ends.
-func spawnSubscriber(t *testing.T, s *pushSubscriber, brokers, group string, topics []string, opts ...client.Opt) (*actor.PID, *client.Subscription) {
+func spawnSubscriber(t *testing.T, s *pushSubscriber, brokers, group string, topics []string, opts ...client.SubscribeOpt) (*actor.PID, *client.Subscription) {
 	t.Helper()
 	system, err := client.System(testClientOpts...)
 	if err != nil {
@@ -69,7 +69,7 @@ func spawnSubscriber(t *testing.T, s *pushSubscriber, brokers, group string, top
 	pid := system.Root.Spawn(actor.PropsFromProducer(func() actor.Actor { return s }))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	sub, err := client.Subscribe(ctx, brokers, group, topics, pid, testOpts(append([]client.Opt{client.SubscribeCredit(s.credit)}, opts...)...)...)
+	sub, err := client.Subscribe(ctx, brokers, group, topics, pid, append([]client.SubscribeOpt{sharedOpts(), client.SubscribeCredit(s.credit)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -196,7 +196,7 @@ func missingValues(sent []string, subs ...*pushSubscriber) int {
 // their values.
 func produceValues(t *testing.T, brokers, topic, prefix string, n int) []string {
 	t.Helper()
-	p, err := client.NewProducer(brokers, testOpts(client.Acks(client.AllAcks))...)
+	p, err := client.NewProducer(brokers, sharedOpts(), client.Acks(client.AllAcks))
 	if err != nil {
 		t.Fatal(err)
 	}

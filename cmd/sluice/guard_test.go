@@ -161,7 +161,7 @@ func TestGuardKeepsBrokerUp(t *testing.T) {
 // unless every one is acknowledged.
 func produceN(t *testing.T, addr, topic string, partition int32, n int) {
 	t.Helper()
-	p, err := client.NewProducer(addr, testOpts(client.WithPartitioner(client.ManualPartitioner()), client.DeliveryTimeout(30*time.Second))...)
+	p, err := client.NewProducer(addr, sharedOpts(), client.WithPartitioner(client.ManualPartitioner()), client.DeliveryTimeout(30*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}

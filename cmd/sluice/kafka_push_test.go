@@ -62,7 +62,7 @@ func TestKafkaRecordsReachPushSubscribers(t *testing.T) {
 	}
 	pid := system.Root.Spawn(actor.PropsFromProducer(func() actor.Actor { return sub }))
 	defer system.Root.Stop(pid)
-	subscription, err := client.Subscribe(ctx, b.Addr, "pushers", []string{"mixed"}, pid, testOpts(client.SubscribeCredit(100))...)
+	subscription, err := client.Subscribe(ctx, b.Addr, "pushers", []string{"mixed"}, pid, sharedOpts(), client.SubscribeCredit(100))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -199,7 +199,7 @@ func TestAttackWatchFlood(t *testing.T) {
 func TestIdleConnectionsClosed(t *testing.T) {
 	b := startBroker(t, "--connections-max-idle", "2s")
 	createTopic(t, newAdmin(t, b.Addr), "idle", 1, nil)
-	p, err := client.NewProducer(b.Addr, testOpts(client.WithPartitioner(client.ManualPartitioner()))...)
+	p, err := client.NewProducer(b.Addr, sharedOpts(), client.WithPartitioner(client.ManualPartitioner()))
 	if err != nil {
 		t.Fatal(err)
 	}

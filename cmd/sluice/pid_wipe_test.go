@@ -33,8 +33,8 @@ func producerIDsAfterWipe(t *testing.T) {
 	b1 := c.brokers[1]
 	b1.stop()
 	produceOne := func(addr, value string) error {
-		p, err := client.NewProducer(addr, testOpts(client.Acks(client.AllAcks), client.WithPartitioner(client.ManualPartitioner()),
-			client.DeliveryTimeout(20*time.Second))...)
+		p, err := client.NewProducer(addr, sharedOpts(), client.Acks(client.AllAcks), client.WithPartitioner(client.ManualPartitioner()),
+			client.DeliveryTimeout(20*time.Second))
 		if err != nil {
 			return err
 		}

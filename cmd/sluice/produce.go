@@ -81,7 +81,7 @@ partitioner), so a few records usually land on one partition.
 		defer f.Close()
 		stdin = f
 	}
-	opts := []client.Opt{client.Acks(acks), conn.opt(clientLogger(stderr)), client.DeliveryTimeout(*timeout), client.Compression(compression.codec)}
+	opts := []client.ProducerOpt{client.Acks(acks), conn.opt(clientLogger(stderr)), client.DeliveryTimeout(*timeout), client.Compression(compression.codec)}
 	if partition.set {
 		opts = append(opts, client.WithPartitioner(client.ManualPartitioner()))
 	}

@@ -384,7 +384,7 @@ func TestSecureClusterChild(t *testing.T) {
 		t.Skip("run by TestSecureCluster")
 	}
 	certs := makeTestCerts(t)
-	testClientOpts = testOpts(clientTLS(certs, "user-admin"))
+	testClientOpts = append(testClientOpts, clientTLS(certs, "user-admin"))
 	testBrokerArgs = certs.brokerFlags
 	c := startCluster(t, 3)
 	c.createTopic(faultTopic, 3, 3, faultConfig)

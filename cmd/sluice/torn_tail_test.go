@@ -27,7 +27,7 @@ func TestFaultTornFollowerNeverLeads(t *testing.T) {
 	c := startCluster(t, 2)
 	const topic, n = "torn", 3000
 	c.createTopic(topic, 1, 2, nil)
-	p, err := client.NewProducer(c.seeds(), testOpts(client.Acks(client.AllAcks))...)
+	p, err := client.NewProducer(c.seeds(), sharedOpts(), client.Acks(client.AllAcks))
 	if err != nil {
 		t.Fatal(err)
 	}
