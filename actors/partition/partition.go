@@ -245,6 +245,8 @@ func (p *partitionActor) Receive(ctx actor.Context) {
 		p.onOffsetForLeaderEpoch(ctx, msg)
 	case followerStep:
 		p.onFollowerStep(ctx, msg)
+	case leaderSynced:
+		p.onLeaderSynced(ctx, msg)
 	case followerSynced:
 		p.onFollowerSynced(ctx, msg)
 	case partitionTick:
@@ -444,12 +446,13 @@ func (p *partitionActor) becomeLeader(ctx actor.Context) {
 	hw := p.currentHW()
 	p.stepDown(ctx, "leadership moved")
 	// What the log holds now counts toward the HW only once it is on disk
-	// (an earlier run may have died between its write and its fsync).
-	if err := p.log.SyncFunc()(); err != nil {
-		p.failLog(ctx, fmt.Errorf("fsync: %w", err))
+	// (an earlier run may have died between its write and its fsync): the
+	// leadership starts once a sync beside the actor has ended.
+	if p.durable < p.log.LogEndOffset() {
+		gen, offset := p.gen, p.log.LogEndOffset()
+		p.syncInBackground(ctx, func(err error) any { return leaderSynced{gen: gen, offset: offset, err: err} })
 		return
 	}
-	p.durable = p.log.LogEndOffset()
 	st := p.state
 	p.role = roleLeader
 	p.leader = replication.NewLeader(replication.LeaderConfig{
@@ -466,6 +469,27 @@ func (p *partitionActor) becomeLeader(ctx actor.Context) {
 	p.cfg.Logger.Info("leading partition", "partition", p.cfg.TP, "epoch", st.LeaderEpoch,
 		"leo", p.log.LogEndOffset(), "hw", p.leader.HighWatermark(), "isr", st.Isr)
 	p.onHWAdvanced(ctx)
+}
+
+// leaderSynced reports the sync a leadership waits for before it starts.
+type leaderSynced struct {
+	gen    uint64
+	offset int64
+	err    error
+}
+
+// onLeaderSynced starts the leadership the sync was for, unless the role
+// changed meanwhile.
+func (p *partitionActor) onLeaderSynced(ctx actor.Context, msg leaderSynced) {
+	if msg.gen != p.gen || p.role != roleNone || p.log == nil {
+		return
+	}
+	if msg.err != nil {
+		p.failLog(ctx, fmt.Errorf("fsync: %w", msg.err))
+		return
+	}
+	p.durable = max(p.durable, msg.offset)
+	p.becomeLeader(ctx)
 }
 
 // becomeNone leaves any role: the partition is offline or unusable here.

@@ -290,20 +290,22 @@ func (p *partitionActor) logState() replication.LogState {
 func (p *partitionActor) becomeFollower(ctx actor.Context, addr string) {
 	hw := p.currentHW()
 	p.stepDown(ctx, "now a follower")
-	// The first fetch offset claims the whole log: it must be on disk (a
-	// sync of the last role, or of an earlier run, may not have ended).
-	if p.durable < p.log.LogEndOffset() {
-		if err := p.log.SyncFunc()(); err != nil {
-			p.failLog(ctx, fmt.Errorf("fsync: %w", err))
-			return
-		}
-		p.durable = p.log.LogEndOffset()
-	}
 	st := p.state
 	p.role = roleFollower
 	p.follower = &followerLoop{Follower: replication.NewFollower(st.Leader, st.LeaderEpoch, hw, p.logState()), addr: addr}
 	p.cfg.Logger.Info("following", "partition", p.cfg.TP, "leader", st.Leader, "epoch", st.LeaderEpoch,
 		"leo", p.log.LogEndOffset(), "hw", p.follower.HighWatermark())
+	if p.durable < p.log.LogEndOffset() {
+		// The first fetch offset claims the whole log: it goes out once the
+		// log is on disk (a sync of the last role, or of an earlier run,
+		// may not have ended), after a sync beside the actor.
+		done := followerSynced{gen: p.gen, offset: p.log.LogEndOffset(), leaderHW: -1}
+		p.syncInBackground(ctx, func(err error) any {
+			done.err = err
+			return done
+		})
+		return
+	}
 	p.followerNext(ctx)
 }
 
@@ -518,7 +520,8 @@ func (p *partitionActor) appendFetched(ctx actor.Context, resp *messages.Replica
 }
 
 // followerSynced reports the fsync of what a follower wrote up to offset,
-// with the HW of the leader's answer that brought it.
+// with the HW of the leader's answer that brought it (-1 for the sync
+// before the first request).
 type followerSynced struct {
 	gen      uint64
 	offset   int64
