@@ -27,7 +27,6 @@ import (
 	"time"
 
 	"github.com/sluicemq/sluice/client"
-	"github.com/sluicemq/sluice/messages"
 )
 
 // ---- results ------------------------------------------------------------------
@@ -413,19 +412,19 @@ func (s *partSuite) createTopic(ctx context.Context, d deployment, admin *client
 
 // partitionsReady reports whether md shows topic with n partitions, each
 // with a leader and at least isr replicas in sync.
-func partitionsReady(md *messages.MetadataResponse, topic string, n, isr int) (bool, string) {
+func partitionsReady(md *client.Metadata, topic string, n, isr int) (bool, string) {
 	for _, t := range md.Topics {
 		if t.Name != topic {
 			continue
 		}
 		if len(t.Partitions) != n {
-			return false, fmt.Sprintf("%d of %d partitions in metadata (%v)", len(t.Partitions), n, t.Error)
+			return false, fmt.Sprintf("%d of %d partitions in metadata (%v)", len(t.Partitions), n, t.Err)
 		}
 		noLeader, short := 0, 0
 		for _, p := range t.Partitions {
-			if p.Leader < 0 || p.Error != messages.ErrorCode_NONE {
+			if p.Leader < 0 || p.Err != nil {
 				noLeader++
-			} else if len(p.Isr) < isr {
+			} else if len(p.ISR) < isr {
 				short++
 			}
 		}

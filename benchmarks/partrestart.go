@@ -281,7 +281,7 @@ func (s *partSuite) partitionStates(ctx context.Context, admin *client.Admin, d 
 			continue
 		}
 		for _, p := range t.Partitions {
-			out = append(out, client.PartitionInfo{Partition: p.Partition, Leader: p.Leader, ISR: p.Isr, Replicas: p.Replicas})
+			out = append(out, client.PartitionInfo{Partition: p.Partition, Leader: p.Leader, ISR: p.ISR, Replicas: p.Replicas})
 		}
 	}
 	return out, nil

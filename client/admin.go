@@ -235,8 +235,9 @@ func topicResults(rs []*messages.TopicResult) []TopicResult {
 	return out
 }
 
-// Metadata returns the cluster's metadata for topics (all when none given).
-func (a *Admin) Metadata(ctx context.Context, topics ...string) (*messages.MetadataResponse, error) {
+// metadata asks a broker for the cluster's metadata for topics (all when
+// none given), and keeps what it learns for routing.
+func (a *Admin) metadata(ctx context.Context, topics ...string) (*messages.MetadataResponse, error) {
 	res, err := a.callAny(ctx, &messages.MetadataRequest{Topics: topics})
 	if err != nil {
 		return nil, err
@@ -251,7 +252,7 @@ func (a *Admin) Metadata(ctx context.Context, topics ...string) (*messages.Metad
 
 // ListTopics returns the names of every topic, sorted.
 func (a *Admin) ListTopics(ctx context.Context) ([]string, error) {
-	md, err := a.Metadata(ctx)
+	md, err := a.metadata(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -284,7 +285,7 @@ func (a *Admin) DescribeTopic(ctx context.Context, name string) (*TopicInfo, err
 // with one metadata request and one replica-state request per broker. A
 // topic that cannot be described has Err set.
 func (a *Admin) DescribeTopics(ctx context.Context, names ...string) ([]*TopicInfo, error) {
-	md, err := a.Metadata(ctx, names...)
+	md, err := a.metadata(ctx, names...)
 	if err != nil {
 		return nil, err
 	}

@@ -44,7 +44,7 @@ func brokerInfos(md *messages.MetadataResponse) []BrokerInfo {
 // store. Brokers named in replica assignments that are not registered are
 // listed as not alive.
 func (a *Admin) DescribeCluster(ctx context.Context) (*ClusterInfo, error) {
-	md, err := a.Metadata(ctx)
+	md, err := a.metadata(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -67,4 +67,56 @@ func (a *Admin) DescribeCluster(ctx context.Context) (*ClusterInfo, error) {
 	}
 	slices.SortFunc(info.Brokers, func(x, y BrokerInfo) int { return int(x.ID) - int(y.ID) })
 	return info, nil
+}
+
+// Metadata is the cluster as one broker sees it: the live brokers, the
+// controller, and each topic's partitions with their leader and replicas.
+type Metadata struct {
+	ClusterID string
+	// ControllerID is the broker acting as controller (-1: none right now).
+	ControllerID int32
+	Brokers      []BrokerInfo
+	Topics       []TopicMetadata
+}
+
+// TopicMetadata is one topic in Metadata.
+type TopicMetadata struct {
+	Name       string
+	TopicID    string
+	Configs    map[string]string
+	Partitions []PartitionMetadata
+	// Err is why the topic is not described (ErrUnknownTopicOrPartition for
+	// a topic asked for that does not exist).
+	Err error
+}
+
+// PartitionMetadata is one partition in Metadata.
+type PartitionMetadata struct {
+	Partition int32
+	// Leader is the broker that leads the partition (-1: none right now).
+	Leader          int32
+	LeaderEpoch     int32
+	Replicas        []int32
+	ISR             []int32
+	OfflineReplicas []int32
+	Err             error
+}
+
+// Metadata returns the cluster's metadata for topics (all when none given).
+func (a *Admin) Metadata(ctx context.Context, topics ...string) (*Metadata, error) {
+	md, err := a.metadata(ctx, topics...)
+	if err != nil {
+		return nil, err
+	}
+	out := &Metadata{ClusterID: md.ClusterId, ControllerID: md.ControllerId, Brokers: brokerInfos(md)}
+	for _, t := range md.Topics {
+		tm := TopicMetadata{Name: t.Name, TopicID: t.TopicId, Configs: t.Configs, Err: t.Error.Err(t.ErrorMessage)}
+		for _, p := range t.Partitions {
+			tm.Partitions = append(tm.Partitions, PartitionMetadata{Partition: p.Partition, Leader: p.Leader,
+				LeaderEpoch: p.LeaderEpoch, Replicas: p.Replicas, ISR: p.Isr, OfflineReplicas: p.OfflineReplicas,
+				Err: p.Error.Err("")})
+		}
+		out.Topics = append(out.Topics, tm)
+	}
+	return out, nil
 }

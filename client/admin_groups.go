@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/sluicemq/sluice/messages"
@@ -38,31 +39,37 @@ func (a *Admin) FindCoordinator(ctx context.Context, group string) (string, erro
 	}
 }
 
-// ListGroups lists every group of the cluster, asking every broker for the
-// groups it coordinates.
-func (a *Admin) ListGroups(ctx context.Context) ([]*messages.GroupOverview, error) {
-	md, err := a.Metadata(ctx)
+// GroupListing is one group in ListGroups.
+type GroupListing struct {
+	Group string
+	// State is the group's state: Empty, PreparingRebalance,
+	// CompletingRebalance, Stable or Dead.
+	State   string
+	Members int32
+	// Coordinator is the broker that coordinates the group.
+	Coordinator int32
+}
+
+// ListGroups lists every group of the cluster, sorted by name, asking every
+// broker for the groups it coordinates.
+func (a *Admin) ListGroups(ctx context.Context) ([]GroupListing, error) {
+	md, err := a.metadata(ctx)
 	if err != nil {
 		return nil, err
 	}
-	var out []*messages.GroupOverview
+	var out []GroupListing
 	for _, b := range md.Brokers {
 		res, err := request(a.node.system, b.Address, &messages.ListGroupsRequest{}, a.timeout(ctx))
 		if err != nil {
 			return nil, fmt.Errorf("broker %d: %w", b.Id, err)
 		}
 		if resp, ok := res.(*messages.ListGroupsResponse); ok {
-			out = append(out, resp.Groups...)
+			for _, g := range resp.Groups {
+				out = append(out, GroupListing{Group: g.Group, State: g.State, Members: g.Members, Coordinator: g.Coordinator})
+			}
 		}
 	}
-	slices.SortFunc(out, func(x, y *messages.GroupOverview) int {
-		if x.Group < y.Group {
-			return -1
-		} else if x.Group > y.Group {
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(out, func(x, y GroupListing) int { return strings.Compare(x.Group, y.Group) })
 	return out, nil
 }
 

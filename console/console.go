@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/sluicemq/sluice/client"
-	"github.com/sluicemq/sluice/messages"
 )
 
 //go:embed templates/*.html
@@ -180,10 +179,10 @@ func (c *Console) overview(w http.ResponseWriter, r *http.Request) {
 			case p.Leader < 0:
 				h.Offline++
 				continue
-			case len(p.Isr) < len(p.Replicas):
+			case len(p.ISR) < len(p.Replicas):
 				h.UnderReplicated++
 			}
-			if len(p.Isr) < minISR {
+			if len(p.ISR) < minISR {
 				h.UnderMinISR++
 			}
 			h.Online++
@@ -267,7 +266,7 @@ func (c *Console) groups(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, http.StatusBadGateway, err)
 		return
 	}
-	list = slices.DeleteFunc(list, func(g *messages.GroupOverview) bool { return !v.may(opDescribe, onGroup, g.Group) })
+	list = slices.DeleteFunc(list, func(g client.GroupListing) bool { return !v.may(opDescribe, onGroup, g.Group) })
 	pg := paginate(r, len(list), c.cfg.PageSize)
 	c.render(w, v, "groups", map[string]any{"Title": "Consumer groups", "Rows": list[pg.From:pg.To], "Page": pg})
 }

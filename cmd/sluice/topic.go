@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/sluicemq/sluice/client"
-	"github.com/sluicemq/sluice/messages"
 )
 
 func runTopic(args []string, stdout, stderr io.Writer) error {
@@ -80,13 +79,13 @@ func runTopic(args []string, stdout, stderr io.Writer) error {
 			if err != nil {
 				return err
 			}
-			slices.SortFunc(md.Topics, func(a, b *messages.TopicMetadata) int { return strings.Compare(a.Name, b.Name) })
+			slices.SortFunc(md.Topics, func(a, b client.TopicMetadata) int { return strings.Compare(a.Name, b.Name) })
 			for _, t := range md.Topics {
 				rf := 0
 				if len(t.Partitions) > 0 {
 					rf = len(t.Partitions[0].Replicas)
 				}
-				writeJSONLine(stdout, topicListJSON{Name: t.Name, TopicID: t.TopicId, Partitions: len(t.Partitions), ReplicationFactor: rf})
+				writeJSONLine(stdout, topicListJSON{Name: t.Name, TopicID: t.TopicID, Partitions: len(t.Partitions), ReplicationFactor: rf})
 			}
 			return nil
 		}
