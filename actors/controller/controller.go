@@ -1,7 +1,6 @@
 package controller
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"maps"
@@ -65,6 +64,12 @@ type controllerActor struct {
 	// broker epoch they reported under: not alive for their partition's
 	// elections until their broker restarts or their leader adds them back.
 	offline map[cluster.TopicPartition]map[int32]int64
+	// busy is set while a store step runs beside the actor (beside.go);
+	// deferred are the requests that wait for it, electAgain the
+	// elections asked for meanwhile.
+	busy       bool
+	deferred   []*actor.MessageEnvelope
+	electAgain bool
 }
 
 func NewProducer(cfg *actors.BrokerConfig, store cluster.MetadataStore, lead *cluster.Leadership) actor.Producer {
@@ -76,7 +81,9 @@ func NewProducer(cfg *actors.BrokerConfig, store cluster.MetadataStore, lead *cl
 func (c *controllerActor) Receive(ctx actor.Context) {
 	switch msg := ctx.Message().(type) {
 	case *actor.Started:
-		c.reload()
+		c.beside(ctx, true, nil) // requests wait for the first snapshot
+	case *storeDone:
+		c.onStoreDone(ctx, msg)
 	case *BrokersUpdated:
 		c.live, c.liveKnown = msg.Brokers, true
 		c.electAll(ctx)
@@ -86,34 +93,48 @@ func (c *controllerActor) Receive(ctx actor.Context) {
 		if c.snap == nil || msg.Snap.Index > c.snap.Index {
 			c.snap = msg.Snap
 		}
-	case *messages.AlterPartitionRequest:
-		if c.admit(ctx, msg.BrokerId) {
-			actors.Respond(ctx, c.onAlterPartition(ctx, msg))
-		}
 	case *messages.ReplicaOfflineRequest:
 		if c.admit(ctx, msg.BrokerId) {
 			actors.Respond(ctx, c.onReplicaOffline(ctx, msg))
 		}
-	case *messages.AllocateProducerIdsRequest:
-		if c.admit(ctx, msg.BrokerId) {
-			actors.Respond(ctx, c.onAllocateProducerIDs(msg))
+	case *messages.AlterPartitionRequest, *messages.AllocateProducerIdsRequest,
+		*messages.CreateTopicsRequest, *messages.DeleteTopicsRequest,
+		*messages.AlterTopicConfigsRequest, *messages.CreatePartitionsRequest,
+		*messages.CreateAclsRequest, *messages.DeleteAclsRequest, *messages.CreateUserRequest, *messages.DeleteUserRequest:
+		if !c.deferUntilIdle(ctx) {
+			c.onChange(ctx)
 		}
-	case *messages.CreateTopicsRequest:
-		actors.Respond(ctx, c.onCreateTopics(ctx, msg))
-	case *messages.DeleteTopicsRequest:
-		actors.Respond(ctx, c.onDeleteTopics(msg))
-	case *messages.AlterTopicConfigsRequest:
-		actors.Respond(ctx, c.onAlterTopicConfigs(ctx, msg))
-	case *messages.CreatePartitionsRequest:
-		actors.Respond(ctx, c.onCreatePartitions(ctx, msg))
-	case *messages.CreateAclsRequest, *messages.DeleteAclsRequest, *messages.CreateUserRequest, *messages.DeleteUserRequest:
-		actors.Respond(ctx, c.onSecurityChange(msg.(proto.Message)))
 	case *messages.LeaderAndIsrResponse:
 		if msg.Error != messages.ErrorCode_NONE {
 			c.cfg.Logger.Warn("a broker refused the controller's LeaderAndIsr", "broker", ctx.Sender(), "error", msg.Error, "reason", msg.ErrorMessage)
 		}
 	default:
 		actors.Unhandled(ctx)
+	}
+}
+
+// onChange plans a request that writes the metadata; each handler answers
+// its sender, at once or when its store step is back.
+func (c *controllerActor) onChange(ctx actor.Context) {
+	switch msg := ctx.Message().(type) {
+	case *messages.AlterPartitionRequest:
+		if c.admit(ctx, msg.BrokerId) {
+			c.onAlterPartition(ctx, msg)
+		}
+	case *messages.AllocateProducerIdsRequest:
+		if c.admit(ctx, msg.BrokerId) {
+			c.onAllocateProducerIDs(ctx, msg)
+		}
+	case *messages.CreateTopicsRequest:
+		c.onCreateTopics(ctx, msg)
+	case *messages.DeleteTopicsRequest:
+		c.onDeleteTopics(ctx, msg)
+	case *messages.AlterTopicConfigsRequest:
+		c.onAlterTopicConfigs(ctx, msg)
+	case *messages.CreatePartitionsRequest:
+		c.onCreatePartitions(ctx, msg)
+	case *messages.CreateAclsRequest, *messages.DeleteAclsRequest, *messages.CreateUserRequest, *messages.DeleteUserRequest:
+		c.onSecurityChange(ctx, msg.(proto.Message))
 	}
 }
 
@@ -162,14 +183,20 @@ func (c *controllerActor) trusted() string {
 	return ""
 }
 
-func (c *controllerActor) storeCtx() (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.Background(), 10*time.Second)
+// creation is a topic a CreateTopics request creates, planned.
+type creation struct {
+	result int // its index in the response's results
+	topic  *messages.TopicRecord
+	states []*messages.PartitionState
 }
 
-func (c *controllerActor) onCreateTopics(ctx actor.Context, req *messages.CreateTopicsRequest) *messages.CreateTopicsResponse {
+func (c *controllerActor) onCreateTopics(ctx actor.Context, req *messages.CreateTopicsRequest) {
+	sender := ctx.Sender()
 	resp := &messages.CreateTopicsResponse{}
+	var planned []*creation
 	for _, spec := range req.Topics {
 		code, text := messages.ErrorCode_NONE, ""
+		var cr *creation
 		switch {
 		case c.trusted() != "":
 			code, text = messages.ErrorCode_INCONSISTENT_CLUSTER_ID, c.trusted()
@@ -177,33 +204,68 @@ func (c *controllerActor) onCreateTopics(ctx actor.Context, req *messages.Create
 			// Brokers create it on a group's first request.
 			code, text = messages.ErrorCode_INVALID_TOPIC, "the internal topic "+actors.OffsetsTopic+" is created by the brokers"
 		default:
-			code, text = c.createTopic(ctx, spec, req.ValidateOnly)
+			cr, code, text = c.planTopic(spec, req.ValidateOnly, planned)
+		}
+		if cr != nil {
+			cr.result = len(resp.Results)
+			planned = append(planned, cr)
 		}
 		resp.Results = append(resp.Results, &messages.TopicResult{Name: spec.Name, Error: code, ErrorMessage: text})
 	}
-	return resp
+	if len(planned) == 0 {
+		actors.SendTo(ctx, sender, resp)
+		return
+	}
+	c.beside(ctx, true, func(store cluster.MetadataStore, fence cluster.Fence) func(actor.Context) {
+		errs := make([]error, len(planned))
+		for i, cr := range planned {
+			sctx, cancel := storeContext()
+			errs[i] = store.CreateTopic(sctx, fence, cr.topic, cr.states)
+			cancel()
+		}
+		return func(ctx actor.Context) {
+			var created []*messages.PartitionState
+			for i, cr := range planned {
+				r := resp.Results[cr.result]
+				switch err := errs[i]; {
+				case errors.Is(err, cluster.ErrTopicExists):
+					r.Error, r.ErrorMessage = messages.ErrorCode_TOPIC_ALREADY_EXISTS, fmt.Sprintf("topic %q already exists", r.Name)
+				case err != nil:
+					r.Error, r.ErrorMessage = c.storeErrorCode(err, messages.ErrorCode_UNKNOWN_SERVER_ERROR), err.Error()
+				default:
+					c.cfg.Logger.Info("created topic", "topic", r.Name, "partitions", cr.topic.Partitions, "replication_factor", cr.topic.ReplicationFactor)
+					created = append(created, cr.states...)
+				}
+			}
+			c.announce(ctx, created)
+			actors.SendTo(ctx, sender, resp)
+		}
+	})
 }
 
-func (c *controllerActor) createTopic(ctx actor.Context, spec *messages.TopicSpec, validateOnly bool) (messages.ErrorCode, string) {
+// planTopic validates a topic to create and places its partitions (nil
+// for a valid one with validateOnly). The partitions of planned, created
+// by the same request, count toward the brokers' partition limit.
+func (c *controllerActor) planTopic(spec *messages.TopicSpec, validateOnly bool, planned []*creation) (*creation, messages.ErrorCode, string) {
 	if err := ValidateTopicName(spec.Name); err != nil {
-		return messages.ErrorCode_INVALID_TOPIC, err.Error()
+		return nil, messages.ErrorCode_INVALID_TOPIC, err.Error()
 	}
 	partitions := int(spec.Partitions)
 	if partitions == 0 {
 		partitions = c.cfg.DefaultPartitions
 	}
 	if partitions < 1 || partitions > MaxPartitions {
-		return messages.ErrorCode_INVALID_PARTITIONS, fmt.Sprintf("partitions %d: want 1 to %d", spec.Partitions, MaxPartitions)
+		return nil, messages.ErrorCode_INVALID_PARTITIONS, fmt.Sprintf("partitions %d: want 1 to %d", spec.Partitions, MaxPartitions)
 	}
 	rf := int(spec.ReplicationFactor)
 	if rf == 0 {
 		rf = c.cfg.DefaultReplicationFactor
 	}
 	if rf < 1 {
-		return messages.ErrorCode_INVALID_REPLICATION_FACTOR, fmt.Sprintf("replication factor %d: must be >= 1", spec.ReplicationFactor)
+		return nil, messages.ErrorCode_INVALID_REPLICATION_FACTOR, fmt.Sprintf("replication factor %d: must be >= 1", spec.ReplicationFactor)
 	}
 	if _, err := actors.ParseTopicConfig(c.cfg.DefaultTopic, spec.Configs); err != nil {
-		return messages.ErrorCode_INVALID_CONFIG, err.Error()
+		return nil, messages.ErrorCode_INVALID_CONFIG, err.Error()
 	}
 	ids := make([]int32, 0, len(c.live))
 	for _, b := range c.live {
@@ -211,31 +273,25 @@ func (c *controllerActor) createTopic(ctx actor.Context, spec *messages.TopicSpe
 	}
 	assignment, err := placement.Assign(ids, partitions, rf, rand.Int(), rand.Int())
 	if err != nil {
-		return messages.ErrorCode_INVALID_REPLICATION_FACTOR, err.Error()
+		return nil, messages.ErrorCode_INVALID_REPLICATION_FACTOR, err.Error()
 	}
-	if why := c.overPartitionLimit(spec.Name, assignment); why != "" {
-		return messages.ErrorCode_INVALID_PARTITIONS, why
+	var pending [][]int32
+	for _, cr := range planned {
+		for _, st := range cr.states {
+			pending = append(pending, st.Replicas)
+		}
+	}
+	if why := c.overPartitionLimit(spec.Name, assignment, pending); why != "" {
+		return nil, messages.ErrorCode_INVALID_PARTITIONS, why
 	}
 	if validateOnly {
-		return messages.ErrorCode_NONE, ""
+		return nil, messages.ErrorCode_NONE, ""
 	}
 	topic := &messages.TopicRecord{
 		Name: spec.Name, TopicId: cluster.NewTopicID(), Partitions: int32(partitions),
 		ReplicationFactor: int32(rf), Configs: spec.Configs, CreatedUnixMs: time.Now().UnixMilli(),
 	}
-	states := c.newPartitions(topic, assignment)
-	sctx, cancel := c.storeCtx()
-	defer cancel()
-	switch err := c.store.CreateTopic(sctx, c.lead.Fence, topic, states); {
-	case errors.Is(err, cluster.ErrTopicExists):
-		return messages.ErrorCode_TOPIC_ALREADY_EXISTS, fmt.Sprintf("topic %q already exists", spec.Name)
-	case err != nil:
-		return c.storeErrorCode(err, messages.ErrorCode_UNKNOWN_SERVER_ERROR), err.Error()
-	}
-	c.cfg.Logger.Info("created topic", "topic", spec.Name, "partitions", partitions, "replication_factor", rf)
-	c.reload()
-	c.announce(ctx, states)
-	return messages.ErrorCode_NONE, ""
+	return &creation{topic: topic, states: c.newPartitions(topic, assignment)}, messages.ErrorCode_NONE, ""
 }
 
 // newPartitions appends partitions placed by assignment to topic and
@@ -267,10 +323,11 @@ func (c *controllerActor) newPartitions(topic *messages.TopicRecord, assignment 
 }
 
 // overPartitionLimit says why assignment would put more partition
-// replicas on a broker than MaxPartitions allows ("" when it does not).
+// replicas on a broker than MaxPartitions allows ("" when it does not),
+// with pending (replica sets not stored yet) counted as hosted.
 // The limit is the controller's setting, applied to every broker (as a
 // cluster-wide one: brokers of a cluster run with the same settings).
-func (c *controllerActor) overPartitionLimit(topic string, assignment [][]int32) string {
+func (c *controllerActor) overPartitionLimit(topic string, assignment, pending [][]int32) string {
 	limit := c.cfg.MaxPartitions
 	if limit <= 0 {
 		return ""
@@ -283,6 +340,11 @@ func (c *controllerActor) overPartitionLimit(topic string, assignment [][]int32)
 					hosted[id]++
 				}
 			}
+		}
+	}
+	for _, replicas := range pending {
+		for _, id := range replicas {
+			hosted[id]++
 		}
 	}
 	adding := map[int32]int{}
@@ -301,49 +363,51 @@ func (c *controllerActor) overPartitionLimit(topic string, assignment [][]int32)
 	return ""
 }
 
-func (c *controllerActor) onDeleteTopics(req *messages.DeleteTopicsRequest) *messages.DeleteTopicsResponse {
+func (c *controllerActor) onDeleteTopics(ctx actor.Context, req *messages.DeleteTopicsRequest) {
+	sender := ctx.Sender()
 	resp := &messages.DeleteTopicsResponse{}
+	var deleting []*messages.TopicResult
 	for _, name := range req.Names {
 		r := &messages.TopicResult{Name: name}
-		if name == actors.OffsetsTopic {
-			r.Error, r.ErrorMessage = messages.ErrorCode_INVALID_TOPIC, "the internal topic "+actors.OffsetsTopic+" cannot be deleted"
-			resp.Results = append(resp.Results, r)
-			continue
-		}
-		if why := c.trusted(); why != "" {
-			r.Error, r.ErrorMessage = messages.ErrorCode_INCONSISTENT_CLUSTER_ID, why
-			resp.Results = append(resp.Results, r)
-			continue
-		}
-		ctx, cancel := c.storeCtx()
-		err := c.store.DeleteTopic(ctx, c.lead.Fence, name)
-		cancel()
-		switch {
-		case errors.Is(err, cluster.ErrTopicNotFound):
-			r.Error, r.ErrorMessage = messages.ErrorCode_UNKNOWN_TOPIC_OR_PARTITION, fmt.Sprintf("topic %q does not exist", name)
-		case err != nil:
-			r.Error, r.ErrorMessage = c.storeErrorCode(err, messages.ErrorCode_UNKNOWN_SERVER_ERROR), err.Error()
-		default:
-			c.cfg.Logger.Info("deleted topic", "topic", name)
-			c.reload()
-		}
 		resp.Results = append(resp.Results, r)
+		switch why := c.trusted(); {
+		case name == actors.OffsetsTopic:
+			r.Error, r.ErrorMessage = messages.ErrorCode_INVALID_TOPIC, "the internal topic "+actors.OffsetsTopic+" cannot be deleted"
+		case why != "":
+			r.Error, r.ErrorMessage = messages.ErrorCode_INCONSISTENT_CLUSTER_ID, why
+		default:
+			deleting = append(deleting, r)
+		}
 	}
-	return resp
-}
-
-// reload refreshes the controller's snapshot from the store.
-func (c *controllerActor) reload() {
-	ctx, cancel := c.storeCtx()
-	defer cancel()
-	snap, err := c.store.Load(ctx)
-	if err != nil {
-		c.cfg.Logger.Warn("controller cannot load metadata", "error", err)
+	if len(deleting) == 0 {
+		actors.SendTo(ctx, sender, resp)
 		return
 	}
-	if c.snap == nil || snap.Index >= c.snap.Index {
-		c.snap = snap
+	names := make([]string, len(deleting))
+	for i, r := range deleting {
+		names[i] = r.Name
 	}
+	c.beside(ctx, true, func(store cluster.MetadataStore, fence cluster.Fence) func(actor.Context) {
+		errs := make([]error, len(names))
+		for i, name := range names {
+			sctx, cancel := storeContext()
+			errs[i] = store.DeleteTopic(sctx, fence, name)
+			cancel()
+		}
+		return func(ctx actor.Context) {
+			for i, r := range deleting {
+				switch err := errs[i]; {
+				case errors.Is(err, cluster.ErrTopicNotFound):
+					r.Error, r.ErrorMessage = messages.ErrorCode_UNKNOWN_TOPIC_OR_PARTITION, fmt.Sprintf("topic %q does not exist", r.Name)
+				case err != nil:
+					r.Error, r.ErrorMessage = c.storeErrorCode(err, messages.ErrorCode_UNKNOWN_SERVER_ERROR), err.Error()
+				default:
+					c.cfg.Logger.Info("deleted topic", "topic", r.Name)
+				}
+			}
+			actors.SendTo(ctx, sender, resp)
+		}
+	})
 }
 
 // isLive tells whether broker id is alive, and as which run.
@@ -408,7 +472,14 @@ func fromElection(st *messages.PartitionState, p election.Partition) *messages.P
 // electAll brings every partition in line with the live brokers: new
 // leaders for partitions whose leader is gone, dead followers out of ISRs.
 func (c *controllerActor) electAll(ctx actor.Context) {
-	if !c.liveKnown || c.trusted() != "" {
+	if !c.liveKnown {
+		return
+	}
+	if c.busy {
+		c.electAgain = true // once the step out is back, on its snapshot
+		return
+	}
+	if c.trusted() != "" {
 		return
 	}
 	var updates []cluster.PartitionUpdate
@@ -436,31 +507,34 @@ func (c *controllerActor) electAll(ctx actor.Context) {
 	if len(updates) == 0 {
 		return
 	}
-	if err := c.write(updates); err != nil {
-		c.cfg.Metrics.MetadataStoreError("controller write")
-		c.cfg.Logger.Warn("controller could not commit elections; retrying", "error", err)
-		c.reload()
-		self := ctx.Self()
-		root := ctx.ActorSystem().Root
-		time.AfterFunc(500*time.Millisecond, func() { root.Send(self, retryElections{}) })
-		return
-	}
-	c.cfg.Metrics.Elected(elections)
-	c.reload()
-	c.announce(ctx, changed)
+	c.beside(ctx, true, func(store cluster.MetadataStore, fence cluster.Fence) func(actor.Context) {
+		err := writeUpdates(store, fence, updates)
+		return func(ctx actor.Context) {
+			if err != nil {
+				c.cfg.Metrics.MetadataStoreError("controller write")
+				c.cfg.Logger.Warn("controller could not commit elections; retrying", "error", err)
+				self, root := ctx.Self(), ctx.ActorSystem().Root
+				time.AfterFunc(500*time.Millisecond, func() { root.Send(self, retryElections{}) })
+				return
+			}
+			c.cfg.Metrics.Elected(elections)
+			c.announce(ctx, changed)
+		}
+	})
 }
 
 func (c *controllerActor) liveCopy() []cluster.Broker {
 	return append([]cluster.Broker(nil), c.live...)
 }
 
-// write commits updates in chunks the store accepts in one transaction.
-func (c *controllerActor) write(updates []cluster.PartitionUpdate) error {
+// writeUpdates commits updates in chunks the store accepts in one
+// transaction (beside the actor).
+func writeUpdates(store cluster.MetadataStore, fence cluster.Fence, updates []cluster.PartitionUpdate) error {
 	const chunk = 100
 	for len(updates) > 0 {
 		n := min(chunk, len(updates))
-		ctx, cancel := c.storeCtx()
-		err := c.store.UpdatePartitions(ctx, c.lead.Fence, updates[:n])
+		ctx, cancel := storeContext()
+		err := store.UpdatePartitions(ctx, fence, updates[:n])
 		cancel()
 		if err != nil {
 			return err
@@ -489,17 +563,17 @@ func (c *controllerActor) announce(ctx actor.Context, states []*messages.Partiti
 }
 
 // onAlterPartition commits a leader's ISR proposal if it is still valid.
-func (c *controllerActor) onAlterPartition(ctx actor.Context, req *messages.AlterPartitionRequest) *messages.AlterPartitionResponse {
-	if c.snap == nil {
-		c.reload()
-	}
+func (c *controllerActor) onAlterPartition(ctx actor.Context, req *messages.AlterPartitionRequest) {
+	sender := ctx.Sender()
 	if why := c.trusted(); why != "" {
-		return &messages.AlterPartitionResponse{Error: messages.ErrorCode_INCONSISTENT_CLUSTER_ID, ErrorMessage: why}
+		actors.SendTo(ctx, sender, &messages.AlterPartitionResponse{Error: messages.ErrorCode_INCONSISTENT_CLUSTER_ID, ErrorMessage: why})
+		return
 	}
 	tp := cluster.TopicPartition{Topic: req.Topic, Partition: req.Partition}
 	part, ok := c.snap.Partitions[tp]
 	if !ok {
-		return &messages.AlterPartitionResponse{Error: messages.ErrorCode_UNKNOWN_TOPIC_OR_PARTITION, ErrorMessage: tp.String()}
+		actors.SendTo(ctx, sender, &messages.AlterPartitionResponse{Error: messages.ErrorCode_UNKNOWN_TOPIC_OR_PARTITION, ErrorMessage: tp.String()})
+		return
 	}
 	// A replica the leader adds fetches and appends again: it serves.
 	for _, id := range req.NewIsr {
@@ -517,36 +591,53 @@ func (c *controllerActor) onAlterPartition(ctx actor.Context, req *messages.Alte
 		case election.RejectStaleBrokerEpoch:
 			code = messages.ErrorCode_STALE_BROKER_EPOCH
 		}
-		return &messages.AlterPartitionResponse{Error: code, ErrorMessage: rej.Reason, State: part.State}
+		actors.SendTo(ctx, sender, &messages.AlterPartitionResponse{Error: code, ErrorMessage: rej.Reason, State: part.State})
+		return
 	}
 	st := fromElection(part.State, next)
-	if err := c.write([]cluster.PartitionUpdate{{State: st, ExpectVersion: part.Version}}); err != nil {
-		c.reload()
-		return &messages.AlterPartitionResponse{Error: c.storeErrorCode(err, messages.ErrorCode_INVALID_PARTITION_EPOCH), ErrorMessage: err.Error()}
-	}
-	c.cfg.Logger.Info("committed ISR change", "partition", tp, "isr", st.Isr, "was", part.State.Isr, "partition_epoch", st.PartitionEpoch)
-	c.reload()
-	c.announce(ctx, []*messages.PartitionState{st})
-	return &messages.AlterPartitionResponse{State: st}
+	update := []cluster.PartitionUpdate{{State: st, ExpectVersion: part.Version}}
+	c.beside(ctx, true, func(store cluster.MetadataStore, fence cluster.Fence) func(actor.Context) {
+		err := writeUpdates(store, fence, update)
+		return func(ctx actor.Context) {
+			if err != nil {
+				actors.SendTo(ctx, sender, &messages.AlterPartitionResponse{
+					Error: c.storeErrorCode(err, messages.ErrorCode_INVALID_PARTITION_EPOCH), ErrorMessage: err.Error()})
+				return
+			}
+			c.cfg.Logger.Info("committed ISR change", "partition", tp, "isr", st.Isr, "was", part.State.Isr, "partition_epoch", st.PartitionEpoch)
+			c.announce(ctx, []*messages.PartitionState{st})
+			actors.SendTo(ctx, sender, &messages.AlterPartitionResponse{State: st})
+		}
+	})
 }
 
 // onAllocateProducerIDs hands a broker a block of producer ids no other
 // broker got, from the fenced metadata store.
-func (c *controllerActor) onAllocateProducerIDs(req *messages.AllocateProducerIdsRequest) *messages.AllocateProducerIdsResponse {
+func (c *controllerActor) onAllocateProducerIDs(ctx actor.Context, req *messages.AllocateProducerIdsRequest) {
+	sender := ctx.Sender()
 	count := req.Count
 	if why := c.trusted(); why != "" {
-		return &messages.AllocateProducerIdsResponse{Error: messages.ErrorCode_INCONSISTENT_CLUSTER_ID, ErrorMessage: why}
+		actors.SendTo(ctx, sender, &messages.AllocateProducerIdsResponse{Error: messages.ErrorCode_INCONSISTENT_CLUSTER_ID, ErrorMessage: why})
+		return
 	}
 	if count <= 0 || count > 100000 {
-		return &messages.AllocateProducerIdsResponse{Error: messages.ErrorCode_INVALID_REQUEST, ErrorMessage: fmt.Sprintf("count %d", count)}
+		actors.SendTo(ctx, sender, &messages.AllocateProducerIdsResponse{Error: messages.ErrorCode_INVALID_REQUEST, ErrorMessage: fmt.Sprintf("count %d", count)})
+		return
 	}
-	ctx, cancel := c.storeCtx()
-	defer cancel()
-	first, err := c.store.AllocateProducerIDs(ctx, c.lead.Fence, int64(count), req.AtLeast)
-	if err != nil {
-		return &messages.AllocateProducerIdsResponse{Error: c.storeErrorCode(err, messages.ErrorCode_UNKNOWN_SERVER_ERROR), ErrorMessage: err.Error()}
-	}
-	return &messages.AllocateProducerIdsResponse{First: first, Count: count}
+	atLeast := req.AtLeast
+	c.beside(ctx, false, func(store cluster.MetadataStore, fence cluster.Fence) func(actor.Context) {
+		sctx, cancel := storeContext()
+		first, err := store.AllocateProducerIDs(sctx, fence, int64(count), atLeast)
+		cancel()
+		return func(ctx actor.Context) {
+			if err != nil {
+				actors.SendTo(ctx, sender, &messages.AllocateProducerIdsResponse{
+					Error: c.storeErrorCode(err, messages.ErrorCode_UNKNOWN_SERVER_ERROR), ErrorMessage: err.Error()})
+				return
+			}
+			actors.SendTo(ctx, sender, &messages.AllocateProducerIdsResponse{First: first, Count: count})
+		}
+	})
 }
 
 // storeErrorCode is the error code of a failed metadata write: fallback

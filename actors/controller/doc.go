@@ -7,5 +7,7 @@
 // network only from the registered address of the broker they name.
 //
 // The broker actor spawns it with NewProducer and feeds it MetadataUpdated
-// and BrokersUpdated. Its decisions come from election and placement.
+// and BrokersUpdated. Its decisions come from election and placement. Its
+// store calls run beside it, one step at a time (beside.go): requests that
+// write wait for the step out, the rest is taken at once.
 package controller

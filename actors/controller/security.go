@@ -7,7 +7,9 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/asynkron/protoactor-go/actor"
 	"github.com/sluicemq/sluice/acl"
+	"github.com/sluicemq/sluice/actors"
 	"github.com/sluicemq/sluice/cluster"
 	"github.com/sluicemq/sluice/messages"
 )
@@ -75,40 +77,64 @@ func changeOf(msg proto.Message, now time.Time) securityChange {
 const securityAttempts = 5
 
 // onSecurityChange applies an ACL or user change to the stored security
-// record with check-and-set, reading the store again after a conflict.
-func (c *controllerActor) onSecurityChange(msg proto.Message) proto.Message {
+// record with check-and-set, loading the store again after a conflict.
+func (c *controllerActor) onSecurityChange(ctx actor.Context, msg proto.Message) {
+	sender := ctx.Sender()
 	ch := changeOf(msg, time.Now())
 	if why := c.trusted(); why != "" {
-		return ch.fail(messages.ErrorCode_INCONSISTENT_CLUSTER_ID, why)
+		actors.SendTo(ctx, sender, ch.fail(messages.ErrorCode_INCONSISTENT_CLUSTER_ID, why))
+		return
 	}
+	snap := c.snap
+	name := string(proto.MessageName(msg))
+	c.beside(ctx, true, func(store cluster.MetadataStore, fence cluster.Fence) func(actor.Context) {
+		resp, storeErr := changeSecurity(store, fence, snap, ch)
+		return func(ctx actor.Context) {
+			switch {
+			case storeErr != nil:
+				resp = ch.fail(c.storeErrorCode(storeErr, messages.ErrorCode_UNKNOWN_SERVER_ERROR), storeErr.Error())
+			case resp == nil:
+				c.cfg.Logger.Info("security record changed", "request", name)
+				resp = ch.ok()
+			}
+			actors.SendTo(ctx, sender, resp)
+		}
+	})
+}
+
+// changeSecurity makes the change over snap's security record, and over
+// the store's latest after a conflict (beside the actor). It returns the
+// refusal (nil: done), or the store's error.
+func changeSecurity(store cluster.MetadataStore, fence cluster.Fence, snap *cluster.Snapshot, ch securityChange) (proto.Message, error) {
 	for attempt := 0; attempt < securityAttempts; attempt++ {
-		if attempt > 0 || c.snap == nil {
-			c.reload()
+		if attempt > 0 {
+			sctx, cancel := storeContext()
+			latest, err := store.Load(sctx)
+			cancel()
+			if err != nil {
+				return nil, err
+			}
+			snap = latest
 		}
-		if c.snap == nil {
-			return ch.fail(messages.ErrorCode_NOT_CONTROLLER, "the controller has not loaded the metadata yet")
-		}
-		next, err := ch.apply(c.snap.Security)
+		next, err := ch.apply(snap.Security)
 		switch {
 		case errors.Is(err, acl.ErrUserExists):
-			return ch.fail(messages.ErrorCode_DUPLICATE_RESOURCE, err.Error())
+			return ch.fail(messages.ErrorCode_DUPLICATE_RESOURCE, err.Error()), nil
 		case errors.Is(err, acl.ErrUserNotFound):
-			return ch.fail(messages.ErrorCode_RESOURCE_NOT_FOUND, err.Error())
+			return ch.fail(messages.ErrorCode_RESOURCE_NOT_FOUND, err.Error()), nil
 		case err != nil:
-			return ch.fail(messages.ErrorCode_INVALID_REQUEST, err.Error())
+			return ch.fail(messages.ErrorCode_INVALID_REQUEST, err.Error()), nil
 		}
-		ctx, cancel := c.storeCtx()
-		err = c.store.UpdateSecurity(ctx, c.lead.Fence, next, c.snap.SecurityVersion)
+		sctx, cancel := storeContext()
+		err = store.UpdateSecurity(sctx, fence, next, snap.SecurityVersion)
 		cancel()
 		switch {
 		case errors.Is(err, cluster.ErrConflict):
 			continue
 		case err != nil:
-			return ch.fail(c.storeErrorCode(err, messages.ErrorCode_UNKNOWN_SERVER_ERROR), err.Error())
+			return nil, err
 		}
-		c.cfg.Logger.Info("security record changed", "request", string(proto.MessageName(msg)))
-		c.reload()
-		return ch.ok()
+		return nil, nil
 	}
-	return ch.fail(messages.ErrorCode_REQUEST_TIMED_OUT, "the security record kept changing; try again")
+	return ch.fail(messages.ErrorCode_REQUEST_TIMED_OUT, "the security record kept changing; try again"), nil
 }

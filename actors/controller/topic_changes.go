@@ -16,21 +16,111 @@ import (
 	"github.com/sluicemq/sluice/messages"
 )
 
+// topicChange is one planned change of a topic's record: next replaces
+// prev (if the store still holds prev), adding the partitions in added.
+type topicChange struct {
+	result     *messages.TopicResult
+	prev, next *messages.TopicRecord
+	added      []*messages.PartitionState
+	done       func() // logs the change once it is stored
+}
+
+// topicChanges plans the changes of one request: a topic changed twice
+// is changed the second time over the first change.
+type topicChanges struct {
+	c       *controllerActor
+	latest  map[string]*messages.TopicRecord
+	planned []*topicChange
+}
+
+func (c *controllerActor) newTopicChanges() *topicChanges {
+	return &topicChanges{c: c, latest: map[string]*messages.TopicRecord{}}
+}
+
+// changeable returns the record of a topic a client may change, as the
+// changes planned so far leave it.
+func (tc *topicChanges) changeable(name string) (*messages.TopicRecord, messages.ErrorCode, string) {
+	c := tc.c
+	if why := c.trusted(); why != "" {
+		return nil, messages.ErrorCode_INCONSISTENT_CLUSTER_ID, why
+	}
+	if name == actors.OffsetsTopic {
+		// Groups hash onto its partitions and rely on its settings.
+		return nil, messages.ErrorCode_INVALID_TOPIC, "the internal topic " + actors.OffsetsTopic + " cannot be changed"
+	}
+	if rec := tc.latest[name]; rec != nil {
+		return rec, messages.ErrorCode_NONE, ""
+	}
+	if c.snap.Topics[name] == nil {
+		return nil, messages.ErrorCode_UNKNOWN_TOPIC_OR_PARTITION, fmt.Sprintf("topic %q does not exist", name)
+	}
+	return c.snap.Topics[name], messages.ErrorCode_NONE, ""
+}
+
+func (tc *topicChanges) add(ch *topicChange) {
+	tc.latest[ch.next.Name] = ch.next
+	tc.planned = append(tc.planned, ch)
+}
+
+// commit stores the planned changes one after the other beside the actor,
+// then fills in their results, tells the brokers of added partitions and
+// answers with resp.
+func (tc *topicChanges) commit(ctx actor.Context, sender *actor.PID, resp proto.Message) {
+	c := tc.c
+	if len(tc.planned) == 0 {
+		actors.SendTo(ctx, sender, resp)
+		return
+	}
+	planned := tc.planned
+	c.beside(ctx, true, func(store cluster.MetadataStore, fence cluster.Fence) func(actor.Context) {
+		errs := make([]error, len(planned))
+		for i, ch := range planned {
+			sctx, cancel := storeContext()
+			errs[i] = store.UpdateTopic(sctx, fence, ch.prev, ch.next, ch.added)
+			cancel()
+		}
+		return func(ctx actor.Context) {
+			var added []*messages.PartitionState
+			for i, ch := range planned {
+				r := ch.result
+				switch err := errs[i]; {
+				case errors.Is(err, cluster.ErrTopicNotFound):
+					r.Error, r.ErrorMessage = messages.ErrorCode_UNKNOWN_TOPIC_OR_PARTITION, fmt.Sprintf("topic %q does not exist", ch.prev.Name)
+				case errors.Is(err, cluster.ErrConflict):
+					// Only another writer of the store gets here (this actor
+					// changes topics one step at a time): the request may
+					// simply be sent again.
+					r.Error, r.ErrorMessage = messages.ErrorCode_UNKNOWN_SERVER_ERROR, fmt.Sprintf("topic %q changed meanwhile; try again", ch.prev.Name)
+				case err != nil:
+					r.Error, r.ErrorMessage = c.storeErrorCode(err, messages.ErrorCode_UNKNOWN_SERVER_ERROR), err.Error()
+				default:
+					ch.done()
+					added = append(added, ch.added...)
+				}
+			}
+			c.announce(ctx, added)
+			actors.SendTo(ctx, sender, resp)
+		}
+	})
+}
+
 // onAlterTopicConfigs applies each topic's config change (Kafka's
 // IncrementalAlterConfigs): the keys set are validated with the rest of
 // the topic's configuration, deleted keys fall back to the broker default.
 // Brokers pick the new configuration up from the metadata.
-func (c *controllerActor) onAlterTopicConfigs(ctx actor.Context, req *messages.AlterTopicConfigsRequest) *messages.AlterTopicConfigsResponse {
+func (c *controllerActor) onAlterTopicConfigs(ctx actor.Context, req *messages.AlterTopicConfigsRequest) {
 	resp := &messages.AlterTopicConfigsResponse{}
+	changes := c.newTopicChanges()
 	for _, ch := range req.Topics {
-		code, text := c.alterTopicConfig(ch, req.ValidateOnly)
-		resp.Results = append(resp.Results, &messages.TopicResult{Name: ch.Name, Error: code, ErrorMessage: text})
+		r := &messages.TopicResult{Name: ch.Name}
+		r.Error, r.ErrorMessage = c.planTopicConfig(changes, r, ch, req.ValidateOnly)
+		resp.Results = append(resp.Results, r)
 	}
-	return resp
+	changes.commit(ctx, ctx.Sender(), resp)
 }
 
-func (c *controllerActor) alterTopicConfig(ch *messages.TopicConfigChange, validateOnly bool) (messages.ErrorCode, string) {
-	prev, code, text := c.changeableTopic(ch.Name)
+func (c *controllerActor) planTopicConfig(changes *topicChanges, r *messages.TopicResult, ch *messages.TopicConfigChange, validateOnly bool) (messages.ErrorCode, string) {
+	prev, code, text := changes.changeable(ch.Name)
 	if code != messages.ErrorCode_NONE {
 		return code, text
 	}
@@ -58,27 +148,28 @@ func (c *controllerActor) alterTopicConfig(ch *messages.TopicConfigChange, valid
 	}
 	next := proto.Clone(prev).(*messages.TopicRecord)
 	next.Configs = configs
-	if code, text := c.updateTopic(prev, next, nil); code != messages.ErrorCode_NONE {
-		return code, text
-	}
-	c.cfg.Logger.Info("altered topic config", "topic", ch.Name, "set", ch.Set, "deleted", ch.Delete)
+	changes.add(&topicChange{result: r, prev: prev, next: next, done: func() {
+		c.cfg.Logger.Info("altered topic config", "topic", ch.Name, "set", ch.Set, "deleted", ch.Delete)
+	}})
 	return messages.ErrorCode_NONE, ""
 }
 
 // onCreatePartitions grows topics (Kafka's CreatePartitions). New
 // partitions are placed as at creation, with the topic's replication
 // factor; keys may map to other partitions afterwards, as in Kafka.
-func (c *controllerActor) onCreatePartitions(ctx actor.Context, req *messages.CreatePartitionsRequest) *messages.CreatePartitionsResponse {
+func (c *controllerActor) onCreatePartitions(ctx actor.Context, req *messages.CreatePartitionsRequest) {
 	resp := &messages.CreatePartitionsResponse{}
+	changes := c.newTopicChanges()
 	for _, pc := range req.Topics {
-		code, text := c.createPartitions(ctx, pc, req.ValidateOnly)
-		resp.Results = append(resp.Results, &messages.TopicResult{Name: pc.Name, Error: code, ErrorMessage: text})
+		r := &messages.TopicResult{Name: pc.Name}
+		r.Error, r.ErrorMessage = c.planPartitions(changes, r, pc, req.ValidateOnly)
+		resp.Results = append(resp.Results, r)
 	}
-	return resp
+	changes.commit(ctx, ctx.Sender(), resp)
 }
 
-func (c *controllerActor) createPartitions(ctx actor.Context, pc *messages.PartitionCount, validateOnly bool) (messages.ErrorCode, string) {
-	prev, code, text := c.changeableTopic(pc.Name)
+func (c *controllerActor) planPartitions(changes *topicChanges, r *messages.TopicResult, pc *messages.PartitionCount, validateOnly bool) (messages.ErrorCode, string) {
+	prev, code, text := changes.changeable(pc.Name)
 	if code != messages.ErrorCode_NONE {
 		return code, text
 	}
@@ -97,7 +188,13 @@ func (c *controllerActor) createPartitions(ctx actor.Context, pc *messages.Parti
 	if err != nil {
 		return messages.ErrorCode_INVALID_REPLICATION_FACTOR, err.Error()
 	}
-	if why := c.overPartitionLimit(pc.Name, assignment); why != "" {
+	var pending [][]int32
+	for _, ch := range changes.planned {
+		for _, st := range ch.added {
+			pending = append(pending, st.Replicas)
+		}
+	}
+	if why := c.overPartitionLimit(pc.Name, assignment, pending); why != "" {
 		return messages.ErrorCode_INVALID_PARTITIONS, why
 	}
 	if validateOnly {
@@ -105,45 +202,8 @@ func (c *controllerActor) createPartitions(ctx actor.Context, pc *messages.Parti
 	}
 	next := proto.Clone(prev).(*messages.TopicRecord)
 	added := c.newPartitions(next, assignment)
-	if code, text := c.updateTopic(prev, next, added); code != messages.ErrorCode_NONE {
-		return code, text
-	}
-	c.cfg.Logger.Info("added partitions", "topic", pc.Name, "from", prev.Partitions, "to", next.Partitions)
-	c.announce(ctx, added)
-	return messages.ErrorCode_NONE, ""
-}
-
-// changeableTopic returns the stored record of a topic a client may change.
-func (c *controllerActor) changeableTopic(name string) (*messages.TopicRecord, messages.ErrorCode, string) {
-	if why := c.trusted(); why != "" {
-		return nil, messages.ErrorCode_INCONSISTENT_CLUSTER_ID, why
-	}
-	if name == actors.OffsetsTopic {
-		// Groups hash onto its partitions and rely on its settings.
-		return nil, messages.ErrorCode_INVALID_TOPIC, "the internal topic " + actors.OffsetsTopic + " cannot be changed"
-	}
-	c.reload()
-	if c.snap == nil || c.snap.Topics[name] == nil {
-		return nil, messages.ErrorCode_UNKNOWN_TOPIC_OR_PARTITION, fmt.Sprintf("topic %q does not exist", name)
-	}
-	return c.snap.Topics[name], messages.ErrorCode_NONE, ""
-}
-
-// updateTopic writes next over prev and reloads the snapshot.
-func (c *controllerActor) updateTopic(prev, next *messages.TopicRecord, added []*messages.PartitionState) (messages.ErrorCode, string) {
-	sctx, cancel := c.storeCtx()
-	defer cancel()
-	err := c.store.UpdateTopic(sctx, c.lead.Fence, prev, next, added)
-	c.reload()
-	switch {
-	case errors.Is(err, cluster.ErrTopicNotFound):
-		return messages.ErrorCode_UNKNOWN_TOPIC_OR_PARTITION, fmt.Sprintf("topic %q does not exist", prev.Name)
-	case errors.Is(err, cluster.ErrConflict):
-		// Only another writer of the store gets here (this actor changes
-		// topics one at a time): the request may simply be sent again.
-		return messages.ErrorCode_UNKNOWN_SERVER_ERROR, fmt.Sprintf("topic %q changed meanwhile; try again", prev.Name)
-	case err != nil:
-		return c.storeErrorCode(err, messages.ErrorCode_UNKNOWN_SERVER_ERROR), err.Error()
-	}
+	changes.add(&topicChange{result: r, prev: prev, next: next, added: added, done: func() {
+		c.cfg.Logger.Info("added partitions", "topic", pc.Name, "from", prev.Partitions, "to", next.Partitions)
+	}})
 	return messages.ErrorCode_NONE, ""
 }
