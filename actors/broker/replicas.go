@@ -17,7 +17,6 @@ import (
 	"github.com/sluicemq/sluice/actors/partition"
 	"github.com/sluicemq/sluice/cluster"
 	"github.com/sluicemq/sluice/messages"
-	"github.com/sluicemq/sluice/storage/datadir"
 )
 
 // The replicas this broker hosts: one partition actor each, started,
@@ -156,28 +155,10 @@ func (b *brokerActor) topicConfig(topic string) actors.TopicConfig {
 	return tc
 }
 
+// startReplica starts the actor of a replica assigned here; the actor
+// claims its directory (partition.claimDir).
 func (b *brokerActor) startReplica(ctx actor.Context, tp cluster.TopicPartition, topicID string) (*replica, error) {
-	dir := b.partitionDir(tp)
-	// A directory left by a deleted topic of the same name is not ours.
-	id, err := os.ReadFile(filepath.Join(dir, "topic-id"))
-	if err == nil && string(id) != topicID {
-		b.cfg.Logger.Info("removing data of a deleted topic", "dir", dir)
-		if err := os.RemoveAll(dir); err != nil {
-			return nil, err
-		}
-	}
-	if err != nil || string(id) != topicID {
-		// Written once per replica: at a restart with thousands of
-		// partitions, rewriting it (two fsyncs each) is what the start
-		// would wait on.
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return nil, err
-		}
-		if err := datadir.WriteFileAtomic(filepath.Join(dir, "topic-id"), []byte(topicID)); err != nil {
-			return nil, err
-		}
-	}
-	r := &replica{topicID: topicID, dir: dir, status: &atomic.Pointer[messages.ReplicaState]{}, fetched: &atomic.Int64{}}
+	r := &replica{topicID: topicID, dir: b.partitionDir(tp), status: &atomic.Pointer[messages.ReplicaState]{}, fetched: &atomic.Int64{}}
 	if err := b.spawnReplica(ctx, tp, r); err != nil {
 		return nil, err
 	}

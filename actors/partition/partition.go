@@ -18,6 +18,7 @@ import (
 	"github.com/sluicemq/sluice/messages/record"
 	"github.com/sluicemq/sluice/metrics"
 	"github.com/sluicemq/sluice/storage"
+	"github.com/sluicemq/sluice/storage/datadir"
 )
 
 // Config is what a partition replica actor is started with.
@@ -258,7 +259,9 @@ func (p *partitionActor) Receive(ctx actor.Context) {
 
 func (p *partitionActor) onStarted(ctx actor.Context) {
 	p.self, p.root = ctx.Self(), ctx.ActorSystem().Root
-	if err := p.cfg.FailedLogs.get(p.cfg.Dir); err != nil {
+	if err := p.claimDir(); err != nil {
+		p.openErr = fmt.Errorf("partition directory: %w", err)
+	} else if err := p.cfg.FailedLogs.get(p.cfg.Dir); err != nil {
 		p.openErr = fmt.Errorf("the partition's storage failed; it is offline until the broker restarts: %w", err)
 	} else {
 		p.log, p.openErr = p.openLog()
@@ -289,6 +292,29 @@ func (p *partitionActor) onStarted(ctx actor.Context) {
 	p.startTicker(ctx)
 	p.publishStatus()
 	ctx.Send(ctx.Parent(), Started{TP: p.cfg.TP})
+}
+
+// claimDir makes the partition directory this topic's: data a deleted
+// topic of the same name left there goes, and the topic id is recorded
+// (once per replica: rewriting it at every start, with its two fsyncs,
+// is what a restart with thousands of partitions would wait on). It runs
+// here, not in the broker actor, so that no other replica waits on it.
+func (p *partitionActor) claimDir() error {
+	idFile := filepath.Join(p.cfg.Dir, "topic-id")
+	id, err := os.ReadFile(idFile)
+	if err == nil && string(id) == p.cfg.TopicID {
+		return nil
+	}
+	if err == nil {
+		p.cfg.Logger.Info("removing data of a deleted topic", "dir", p.cfg.Dir)
+		if err := os.RemoveAll(p.cfg.Dir); err != nil {
+			return err
+		}
+	}
+	if err := os.MkdirAll(p.cfg.Dir, 0o755); err != nil {
+		return err
+	}
+	return datadir.WriteFileAtomic(idFile, []byte(p.cfg.TopicID))
 }
 
 // openLog opens the replica's log; the log is nil whenever err is not.
