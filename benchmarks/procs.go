@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +12,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/sluicemq/sluice/internal/ports"
 )
 
 // proc is a server process the harness started. Every proc is stopped by
@@ -178,25 +179,9 @@ func (p *proc) waitLog(ctx context.Context, want string, timeout time.Duration) 
 	}
 }
 
-// freePorts returns n distinct TCP ports free on 127.0.0.1 right now.
-func freePorts(n int) ([]int, error) {
-	var ls []net.Listener
-	defer func() {
-		for _, l := range ls {
-			l.Close()
-		}
-	}()
-	var ports []int
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, err
-		}
-		ls = append(ls, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	return ports, nil
-}
+// freePorts returns n loopback ports free right now, picked as the tests
+// pick theirs (below the ephemeral range, none twice).
+func freePorts(n int) ([]int, error) { return ports.Free(n) }
 
 // runCmd runs a command to completion in dir, returning combined output.
 func runCmd(ctx context.Context, dir string, env []string, name string, args ...string) (string, error) {

@@ -119,14 +119,9 @@ func (a received) Wait() (proto.Message, error) { return a.res, a.err }
 // record bytes it added.
 func fill(resp *kmsg.FetchResponse, p fetchPart, answer Answer) int {
 	rp := &resp.Topics[p.topic].Partitions[p.part]
-	res, err := answer.Wait()
-	fr, ok := res.(*messages.FetchResponse)
-	switch {
-	case err != nil:
-		rp.ErrorCode = int16(messages.ErrorCode_REQUEST_TIMED_OUT)
-		return 0
-	case !ok:
-		rp.ErrorCode = errUnknownServerError
+	fr, failed := answerAs[*messages.FetchResponse](answer)
+	if failed != 0 {
+		rp.ErrorCode = failed
 		return 0
 	}
 	rp.ErrorCode = kafkaCode(fr.Error)

@@ -58,31 +58,6 @@ func handleOffsetCommit(r *request, h header, kreq kmsg.Request) func() kmsg.Res
 	}
 }
 
-// errorOf waits for a group answer of type T and returns its Kafka error
-// code (REQUEST_TIMED_OUT when none came).
-func errorOf[T any](answer Answer, code func(T) messages.ErrorCode) int16 {
-	m, failed := answerAs[T](answer)
-	if failed != 0 {
-		return failed
-	}
-	return kafkaCode(code(m))
-}
-
-// answerAs waits for answer and returns it as a T, or else the Kafka code
-// of what came instead (REQUEST_TIMED_OUT when nothing came in time).
-func answerAs[T any](answer Answer) (T, int16) {
-	var zero T
-	res, err := answer.Wait()
-	if err != nil {
-		return zero, int16(messages.ErrorCode_REQUEST_TIMED_OUT)
-	}
-	m, ok := res.(T)
-	if !ok {
-		return zero, errorCodeOf(res)
-	}
-	return m, 0
-}
-
 // offsetFetchGroup is one group of an OffsetFetch: the topics asked for
 // (nil: every committed partition).
 type offsetFetchGroup struct {
@@ -151,16 +126,10 @@ func handleOffsetFetch(r *request, h header, kreq kmsg.Request) func() kmsg.Resp
 // offsetsOf waits for a group's offsets, grouped by topic in the order the
 // coordinator answered them.
 func offsetsOf(g *offsetFetchGroup) (int16, []kmsg.OffsetFetchResponseTopic) {
-	res, err := g.answer.Wait()
-	fr, ok := res.(*messages.OffsetFetchResponse)
+	fr, failed := answerAs[*messages.OffsetFetchResponse](g.answer)
 	switch {
-	case err != nil:
-		return int16(messages.ErrorCode_REQUEST_TIMED_OUT), nil
-	case !ok:
-		if er, ok := res.(*messages.ErrorResponse); ok {
-			return kafkaCode(er.Error), nil
-		}
-		return errUnknownServerError, nil
+	case failed != 0:
+		return failed, nil
 	case fr.Error != messages.ErrorCode_NONE:
 		return kafkaCode(fr.Error), nil
 	}
@@ -223,13 +192,10 @@ func handleDescribeGroups(r *request, h header, kreq kmsg.Request) func() kmsg.R
 		for i, g := range req.Groups {
 			rg := kmsg.NewDescribeGroupsResponseGroup()
 			rg.Group = g
-			res, err := answers[i].Wait()
-			dr, ok := res.(*messages.DescribeGroupResponse)
+			dr, failed := answerAs[*messages.DescribeGroupResponse](answers[i])
 			switch {
-			case err != nil:
-				rg.ErrorCode = int16(messages.ErrorCode_REQUEST_TIMED_OUT)
-			case !ok:
-				rg.ErrorCode = errUnknownServerError
+			case failed != 0:
+				rg.ErrorCode = failed
 			case dr.Error == messages.ErrorCode_GROUP_ID_NOT_FOUND:
 				rg.State = "Dead" // as Kafka describes a group it does not know
 			case dr.Error != messages.ErrorCode_NONE:

@@ -70,15 +70,6 @@ func handleJoinGroup(r *request, h header, kreq kmsg.Request) func() kmsg.Respon
 	}
 }
 
-// errorCodeOf is the Kafka code of an answer that is not the one expected
-// (an ErrorResponse, say).
-func errorCodeOf(res any) int16 {
-	if er, ok := res.(*messages.ErrorResponse); ok {
-		return kafkaCode(er.Error)
-	}
-	return errUnknownServerError
-}
-
 func handleSyncGroup(r *request, h header, kreq kmsg.Request) func() kmsg.Response {
 	req := kreq.(*kmsg.SyncGroupRequest)
 	sreq := &messages.SyncGroupRequest{Group: req.Group, MemberId: req.MemberID, Generation: req.Generation, InstanceId: deref(req.InstanceID)}

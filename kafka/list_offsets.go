@@ -38,13 +38,10 @@ func handleListOffsets(r *request, h header, kreq kmsg.Request) func() kmsg.Resp
 	return func() kmsg.Response {
 		for _, w := range waits {
 			rp := &resp.Topics[w.topic].Partitions[w.part]
-			res, err := w.answer.Wait()
-			lr, ok := res.(*messages.ListOffsetsResponse)
+			lr, failed := answerAs[*messages.ListOffsetsResponse](w.answer)
 			switch {
-			case err != nil:
-				rp.ErrorCode = int16(messages.ErrorCode_REQUEST_TIMED_OUT)
-			case !ok:
-				rp.ErrorCode = errUnknownServerError
+			case failed != 0:
+				rp.ErrorCode = failed
 			default:
 				rp.ErrorCode = kafkaCode(lr.Error)
 				rp.Offset, rp.Timestamp, rp.LeaderEpoch = lr.Offset, lr.Timestamp, lr.LeaderEpoch

@@ -25,13 +25,10 @@ func handleInitProducerID(r *request, h header, kreq kmsg.Request) func() kmsg.R
 	}
 	answer := r.ask(ireq)
 	return func() kmsg.Response {
-		res, err := answer.Wait()
-		ir, ok := res.(*messages.InitProducerIdResponse)
+		ir, failed := answerAs[*messages.InitProducerIdResponse](answer)
 		switch {
-		case err != nil:
-			resp.ErrorCode = int16(messages.ErrorCode_REQUEST_TIMED_OUT)
-		case !ok:
-			resp.ErrorCode = errUnknownServerError
+		case failed != 0:
+			resp.ErrorCode = failed
 		case ir.Error != messages.ErrorCode_NONE:
 			resp.ErrorCode = kafkaCode(ir.Error)
 		default:
@@ -70,13 +67,10 @@ func handleOffsetForLeaderEpoch(r *request, h header, kreq kmsg.Request) func() 
 	return func() kmsg.Response {
 		for _, w := range waits {
 			rp := &resp.Topics[w.topic].Partitions[w.part]
-			res, err := w.answer.Wait()
-			or, ok := res.(*messages.OffsetForLeaderEpochResponse)
+			or, failed := answerAs[*messages.OffsetForLeaderEpochResponse](w.answer)
 			switch {
-			case err != nil:
-				rp.ErrorCode = int16(messages.ErrorCode_REQUEST_TIMED_OUT)
-			case !ok:
-				rp.ErrorCode = errUnknownServerError
+			case failed != 0:
+				rp.ErrorCode = failed
 			default:
 				rp.ErrorCode, rp.LeaderEpoch, rp.EndOffset = kafkaCode(or.Error), or.Epoch, or.EndOffset
 			}

@@ -84,6 +84,20 @@ func toController[M proto.Message](b *brokerActor, ctx actor.Context, _ M, fail 
 	b.forwardToController(ctx, fail)
 }
 
+// fromOwnReplica is the entry of a request a replica sends the controller
+// about itself, through its broker: it goes on only if it names that
+// broker (fromOwnPartition), and is refused with fail otherwise.
+func fromOwnReplica[M interface {
+	proto.Message
+	GetBrokerId() int32
+}](fail failFunc) request {
+	return entry(func(M) failFunc { return fail },
+		func(b *brokerActor, ctx actor.Context, m M, fail failFunc) bool {
+			return b.fromOwnPartition(ctx, m.GetBrokerId(), fail)
+		},
+		toController[M])
+}
+
 // mayOnTopic allows a partition request of a sender allowed op on its topic.
 func mayOnTopic[M partitionRequest](op messages.AclOperation) func(*brokerActor, actor.Context, M, failFunc) bool {
 	return func(b *brokerActor, ctx actor.Context, m M, fail failFunc) bool {
@@ -212,26 +226,14 @@ var requests = map[reflect.Type]request{
 			return b.fromFollower(ctx, m.ReplicaId, fail)
 		},
 		toReplica[*messages.OffsetForLeaderEpochRequest]),
-	typeOf[*messages.AlterPartitionRequest](): entry(
-		func(*messages.AlterPartitionRequest) failFunc {
-			return func(code messages.ErrorCode, text string) proto.Message {
-				return &messages.AlterPartitionResponse{Error: code, ErrorMessage: text}
-			}
-		},
-		func(b *brokerActor, ctx actor.Context, m *messages.AlterPartitionRequest, fail failFunc) bool {
-			return b.fromOwnPartition(ctx, m.BrokerId, fail)
-		},
-		toController[*messages.AlterPartitionRequest]),
-	typeOf[*messages.ReplicaOfflineRequest](): entry(
-		func(*messages.ReplicaOfflineRequest) failFunc {
-			return func(code messages.ErrorCode, text string) proto.Message {
-				return &messages.ReplicaOfflineResponse{Error: code, ErrorMessage: text}
-			}
-		},
-		func(b *brokerActor, ctx actor.Context, m *messages.ReplicaOfflineRequest, fail failFunc) bool {
-			return b.fromOwnPartition(ctx, m.BrokerId, fail)
-		},
-		toController[*messages.ReplicaOfflineRequest]),
+	typeOf[*messages.AlterPartitionRequest](): fromOwnReplica[*messages.AlterPartitionRequest](
+		func(code messages.ErrorCode, text string) proto.Message {
+			return &messages.AlterPartitionResponse{Error: code, ErrorMessage: text}
+		}),
+	typeOf[*messages.ReplicaOfflineRequest](): fromOwnReplica[*messages.ReplicaOfflineRequest](
+		func(code messages.ErrorCode, text string) proto.Message {
+			return &messages.ReplicaOfflineResponse{Error: code, ErrorMessage: text}
+		}),
 	// Checked by onLeaderAndIsr itself (the sender must be the controller).
 	typeOf[*messages.LeaderAndIsrRequest](): entry(nil, nil, plain((*brokerActor).onLeaderAndIsr)),
 

@@ -2,9 +2,7 @@ package testutil
 
 import (
 	"fmt"
-	"net"
 	"runtime"
-	"strconv"
 	"testing"
 	"time"
 )
@@ -41,29 +39,4 @@ func (f *fakeT) Helper() {}
 func (f *fakeT) Fatalf(format string, args ...any) {
 	f.failed = fmt.Sprintf(format, args...)
 	runtime.Goexit()
-}
-
-// Ports handed out are distinct, free and below the ephemeral range; a
-// run is free as a whole.
-func TestFreePorts(t *testing.T) {
-	_, hi := portRange()
-	seen := map[int]bool{}
-	for i := 0; i < 50; i++ {
-		p := FreePort(t)
-		if seen[p] || p >= hi {
-			t.Fatalf("port %d (seen %v, limit %d)", p, seen[p], hi)
-		}
-		seen[p] = true
-		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p)))
-		if err != nil {
-			t.Fatalf("port %d is not free: %v", p, err)
-		}
-		l.Close()
-	}
-	p := FreePortRun(t, 3, 4)
-	for q := p - 3; q < p+4; q++ {
-		if seen[q] {
-			t.Fatalf("run %d..%d overlaps a port handed out", p-3, p+3)
-		}
-	}
 }
