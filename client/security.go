@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/sluicemq/sluice/acl"
 	"github.com/sluicemq/sluice/messages"
@@ -71,8 +72,12 @@ func (a *Admin) WhoAmI(ctx context.Context) (WhoAmI, error) {
 	return WhoAmI{Principal: resp.Principal, Authorizer: resp.Authorizer, SuperUser: resp.SuperUser}, nil
 }
 
-// CreateACLs adds ACL bindings (kept once each) and returns how many were new.
-func (a *Admin) CreateACLs(ctx context.Context, bindings ...*messages.AclBinding) (int, error) {
+// CreateACLs adds rules (kept once each) and returns how many were new.
+func (a *Admin) CreateACLs(ctx context.Context, acls ...ACL) (int, error) {
+	bindings, err := wireACLs(acls)
+	if err != nil {
+		return 0, err
+	}
 	resp, err := callAnyAs[*messages.CreateAclsResponse](ctx, a, &messages.CreateAclsRequest{Acls: bindings})
 	if err != nil {
 		return 0, err
@@ -80,23 +85,34 @@ func (a *Admin) CreateACLs(ctx context.Context, bindings ...*messages.AclBinding
 	return int(resp.Created), resp.Error.Err(resp.ErrorMessage)
 }
 
-// DeleteACLs removes every binding a filter matches (an empty field of a
+// DeleteACLs removes every rule a filter matches (an empty field of a
 // filter matches every value) and returns them.
-func (a *Admin) DeleteACLs(ctx context.Context, filters ...*messages.AclBinding) ([]*messages.AclBinding, error) {
-	resp, err := callAnyAs[*messages.DeleteAclsResponse](ctx, a, &messages.DeleteAclsRequest{Filters: filters})
+func (a *Admin) DeleteACLs(ctx context.Context, filters ...ACL) ([]ACL, error) {
+	wire, err := wireACLs(filters)
 	if err != nil {
 		return nil, err
 	}
-	return resp.Deleted, resp.Error.Err(resp.ErrorMessage)
+	resp, err := callAnyAs[*messages.DeleteAclsResponse](ctx, a, &messages.DeleteAclsRequest{Filters: wire})
+	if err != nil {
+		return nil, err
+	}
+	return aclsOf(resp.Deleted), resp.Error.Err(resp.ErrorMessage)
 }
 
-// DescribeACLs lists the bindings filter matches (nil: all).
-func (a *Admin) DescribeACLs(ctx context.Context, filter *messages.AclBinding) ([]*messages.AclBinding, error) {
-	resp, err := callAnyAs[*messages.DescribeAclsResponse](ctx, a, &messages.DescribeAclsRequest{Filter: filter})
+// DescribeACLs lists the rules filter matches (the zero ACL: all).
+func (a *Admin) DescribeACLs(ctx context.Context, filter ACL) ([]ACL, error) {
+	var wire *messages.AclBinding
+	if filter != (ACL{}) {
+		var err error
+		if wire, err = filter.wire(); err != nil {
+			return nil, err
+		}
+	}
+	resp, err := callAnyAs[*messages.DescribeAclsResponse](ctx, a, &messages.DescribeAclsRequest{Filter: wire})
 	if err != nil {
 		return nil, err
 	}
-	return resp.Acls, resp.Error.Err(resp.ErrorMessage)
+	return aclsOf(resp.Acls), resp.Error.Err(resp.ErrorMessage)
 }
 
 // CreateUser adds a user who authenticates with a bearer token and returns
@@ -130,11 +146,24 @@ func (a *Admin) DeleteUser(ctx context.Context, name string) error {
 	return resp.Error.Err(resp.ErrorMessage)
 }
 
-// ListUsers lists the token users (names and creation times).
-func (a *Admin) ListUsers(ctx context.Context) ([]*messages.UserRecord, error) {
+// User is a token user.
+type User struct {
+	Name    string
+	Created time.Time
+}
+
+// ListUsers lists the token users, as the cluster stores them.
+func (a *Admin) ListUsers(ctx context.Context) ([]User, error) {
 	resp, err := callAnyAs[*messages.ListUsersResponse](ctx, a, &messages.ListUsersRequest{})
 	if err != nil {
 		return nil, err
 	}
-	return resp.Users, resp.Error.Err(resp.ErrorMessage)
+	if err := resp.Error.Err(resp.ErrorMessage); err != nil {
+		return nil, err
+	}
+	users := make([]User, len(resp.Users))
+	for i, u := range resp.Users {
+		users[i] = User{Name: u.Name, Created: time.UnixMilli(u.CreatedUnixMs).UTC()}
+	}
+	return users, nil
 }

@@ -5,13 +5,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
 
-	"github.com/sluicemq/sluice/acl"
 	"github.com/sluicemq/sluice/client"
-	"github.com/sluicemq/sluice/messages"
 )
 
 // listFlag collects a repeatable, comma-separable flag.
@@ -59,60 +58,64 @@ func addACLFlags(fs *flag.FlagSet, sub string) *aclFlags {
 	return f
 }
 
-func parseOperation(s string) (messages.AclOperation, error) {
-	name := "ACL_OPERATION_" + strings.ToUpper(strings.ReplaceAll(s, "-", "_"))
-	v, ok := messages.AclOperation_value[name]
-	if !ok || v <= int32(messages.AclOperation_ACL_OPERATION_ANY) {
-		return 0, usageErr("--operation %q: want read, write, create, delete, alter, describe, describe-configs, alter-configs, idempotent-write, cluster-action or all", s)
+var aclOperations = []client.ACLOperation{client.OpRead, client.OpWrite, client.OpCreate, client.OpDelete, client.OpAlter,
+	client.OpDescribe, client.OpDescribeConfigs, client.OpAlterConfigs, client.OpIdempotentWrite, client.OpClusterAction, client.OpAll}
+
+func parseOperation(s string) (client.ACLOperation, error) {
+	op := client.ACLOperation(strings.ReplaceAll(strings.ToLower(s), "_", "-"))
+	if !slices.Contains(aclOperations, op) {
+		return "", usageErr("--operation %q: want read, write, create, delete, alter, describe, describe-configs, alter-configs, idempotent-write, cluster-action or all", s)
 	}
-	return messages.AclOperation(v), nil
+	return op, nil
 }
 
-func parsePattern(s string) (messages.AclPatternType, error) {
-	v, ok := messages.AclPatternType_value["ACL_PATTERN_"+strings.ToUpper(s)]
-	if !ok || v == 0 {
-		return 0, usageErr("--resource-pattern-type %q: want literal, prefixed, any or match", s)
+func parsePattern(s string) (client.ACLPattern, error) {
+	switch p := client.ACLPattern(strings.ToLower(s)); p {
+	case client.Literal, client.Prefixed, client.MatchPattern:
+		return p, nil
+	case "any":
+		return "", nil
 	}
-	return messages.AclPatternType(v), nil
+	return "", usageErr("--resource-pattern-type %q: want literal, prefixed, any or match", s)
 }
 
 // resources lists the (type, name) pairs the flags name.
-func (f *aclFlags) resources() []*messages.AclBinding {
-	var out []*messages.AclBinding
+func (f *aclFlags) resources() []client.ACL {
+	var out []client.ACL
 	for _, t := range f.topics {
-		out = append(out, &messages.AclBinding{ResourceType: messages.AclResourceType_ACL_RESOURCE_TOPIC, ResourceName: t})
+		out = append(out, client.ACL{Resource: client.TopicResource, Name: t})
 	}
 	for _, g := range f.groups {
-		out = append(out, &messages.AclBinding{ResourceType: messages.AclResourceType_ACL_RESOURCE_GROUP, ResourceName: g})
+		out = append(out, client.ACL{Resource: client.GroupResource, Name: g})
 	}
 	if *f.cluster {
-		out = append(out, &messages.AclBinding{ResourceType: messages.AclResourceType_ACL_RESOURCE_CLUSTER, ResourceName: acl.ClusterName})
+		out = append(out, client.ACL{Resource: client.ClusterResource, Name: client.ClusterName})
 	}
 	return out
 }
 
-// bindings expands the flags into one binding (or filter) per principal,
+// bindings expands the flags into one rule (or filter) per principal,
 // operation and resource. With filter set, a missing part matches anything.
-func (f *aclFlags) bindings(filter bool) ([]*messages.AclBinding, error) {
+func (f *aclFlags) bindings(filter bool) ([]client.ACL, error) {
 	pattern, err := parsePattern(*f.pattern)
 	if err != nil {
 		return nil, err
 	}
 	type who struct {
 		principal string
-		perm      messages.AclPermission
+		perm      client.ACLPermission
 	}
 	var whos []who
 	for _, p := range f.allow {
-		whos = append(whos, who{p, messages.AclPermission_ACL_PERMISSION_ALLOW})
+		whos = append(whos, who{p, client.Allow})
 	}
 	for _, p := range f.deny {
-		whos = append(whos, who{p, messages.AclPermission_ACL_PERMISSION_DENY})
+		whos = append(whos, who{p, client.Deny})
 	}
 	for _, p := range f.principals {
-		whos = append(whos, who{p, messages.AclPermission_ACL_PERMISSION_ANY})
+		whos = append(whos, who{p, ""})
 	}
-	var ops []messages.AclOperation
+	var ops []client.ACLOperation
 	for _, o := range f.operations {
 		op, err := parseOperation(o)
 		if err != nil {
@@ -129,20 +132,21 @@ func (f *aclFlags) bindings(filter bool) ([]*messages.AclBinding, error) {
 	case !filter && len(res) == 0:
 		return nil, usageErr("name a resource: --topic, --group or --cluster")
 	}
+	// An empty part of a filter matches every value.
 	if len(whos) == 0 {
-		whos = []who{{"", messages.AclPermission_ACL_PERMISSION_ANY}}
+		whos = []who{{}}
 	}
 	if len(ops) == 0 {
-		ops = []messages.AclOperation{messages.AclOperation_ACL_OPERATION_ANY}
+		ops = []client.ACLOperation{""}
 	}
 	if len(res) == 0 {
-		res = []*messages.AclBinding{{ResourceType: messages.AclResourceType_ACL_RESOURCE_ANY}}
+		res = []client.ACL{{}}
 	}
-	var out []*messages.AclBinding
+	var out []client.ACL
 	for _, w := range whos {
 		for _, op := range ops {
 			for _, r := range res {
-				out = append(out, &messages.AclBinding{ResourceType: r.ResourceType, ResourceName: r.ResourceName, PatternType: pattern,
+				out = append(out, client.ACL{Resource: r.Resource, Name: r.Name, Pattern: pattern,
 					Principal: w.principal, Host: "*", Operation: op, Permission: w.perm})
 			}
 		}
@@ -190,7 +194,7 @@ func runACL(args []string, stdout, stderr io.Writer) error {
 		}
 		fmt.Fprintf(stdout, "added %d ACL(s) (%d already existed)\n", n, len(bindings)-n)
 		for _, b := range bindings {
-			fmt.Fprintln(stdout, "  "+acl.String(b))
+			fmt.Fprintln(stdout, "  "+b.String())
 		}
 	case "remove":
 		removed, err := admin.DeleteACLs(ctx, bindings...)
@@ -199,7 +203,7 @@ func runACL(args []string, stdout, stderr io.Writer) error {
 		}
 		fmt.Fprintf(stdout, "removed %d ACL(s)\n", len(removed))
 		for _, b := range removed {
-			fmt.Fprintln(stdout, "  "+acl.String(b))
+			fmt.Fprintln(stdout, "  "+b.String())
 		}
 	case "list":
 		seen := map[string]bool{}
@@ -213,27 +217,20 @@ func runACL(args []string, stdout, stderr io.Writer) error {
 				return err
 			}
 			for _, b := range list {
-				if line := acl.String(b); !seen[line] {
+				if line := b.String(); !seen[line] {
 					seen[line] = true
 					if format.json() {
-						writeJSONLine(stdout, aclJSON{Principal: b.Principal, Permission: shortEnum(b.Permission.String(), "ACL_PERMISSION_"),
-							Operation: shortEnum(b.Operation.String(), "ACL_OPERATION_"), ResourceType: shortEnum(b.ResourceType.String(), "ACL_RESOURCE_"),
-							ResourceName: b.ResourceName, PatternType: shortEnum(b.PatternType.String(), "ACL_PATTERN_")})
+						writeJSONLine(stdout, aclJSON{Principal: b.Principal, Permission: string(b.Permission), Operation: string(b.Operation),
+							ResourceType: string(b.Resource), ResourceName: b.Name, PatternType: string(b.Pattern)})
 						continue
 					}
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", b.Principal, shortEnum(b.Permission.String(), "ACL_PERMISSION_"),
-						shortEnum(b.Operation.String(), "ACL_OPERATION_"), shortEnum(b.ResourceType.String(), "ACL_RESOURCE_"),
-						b.ResourceName, shortEnum(b.PatternType.String(), "ACL_PATTERN_"))
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", b.Principal, b.Permission, b.Operation, b.Resource, b.Name, b.Pattern)
 				}
 			}
 		}
 		return tw.Flush()
 	}
 	return nil
-}
-
-func shortEnum(name, prefix string) string {
-	return strings.ReplaceAll(strings.ToLower(strings.TrimPrefix(name, prefix)), "_", "-")
 }
 
 // runUser is `sluice user create|delete|list|whoami`.
@@ -289,14 +286,14 @@ func runUser(args []string, stdout, stderr io.Writer) error {
 		}
 		if format.json() {
 			for _, u := range users {
-				writeJSONLine(stdout, userJSON{Name: u.Name, Created: time.UnixMilli(u.CreatedUnixMs).UTC().Format(time.RFC3339)})
+				writeJSONLine(stdout, userJSON{Name: u.Name, Created: u.Created.Format(time.RFC3339)})
 			}
 			return nil
 		}
 		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "USER\tCREATED")
 		for _, u := range users {
-			fmt.Fprintf(tw, "%s\t%s\n", u.Name, time.UnixMilli(u.CreatedUnixMs).UTC().Format(time.RFC3339))
+			fmt.Fprintf(tw, "%s\t%s\n", u.Name, u.Created.Format(time.RFC3339))
 		}
 		return tw.Flush()
 	case "whoami":
