@@ -5,8 +5,10 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/sluicemq/sluice/cluster"
+	"github.com/sluicemq/sluice/messages"
 )
 
 // The controller's metadata store calls (Consul calls of up to
@@ -16,7 +18,9 @@ import (
 // on the actor. While a step is out, requests that would write wait in
 // deferred and are delivered again, in their order and with their sender
 // and headers, once it is back; everything else (the metadata and
-// membership the broker feeds in, a stop) is taken at once.
+// membership the broker feeds in, a stop) is taken at once. A controller
+// that stops (its lock lost, its broker stopping) answers the request of
+// the step out and those deferred, as their senders wait on them.
 
 // storeTimeout bounds one metadata store call.
 const storeTimeout = 10 * time.Second
@@ -41,7 +45,7 @@ type storeDone struct {
 // beside runs step beside the actor, then, with reload, loads the store's
 // snapshot. The controller is busy until storeDone is back.
 func (c *controllerActor) beside(ctx actor.Context, reload bool, step storeStep) {
-	c.busy = true
+	c.busy, c.inflight = true, nil
 	self, root := ctx.Self(), ctx.ActorSystem().Root
 	store, fence := c.store, c.lead.Fence
 	go func() {
@@ -58,11 +62,18 @@ func (c *controllerActor) beside(ctx actor.Context, reload bool, step storeStep)
 	}()
 }
 
+// besideFor is beside for a step the current request waits on: a stop
+// before it is back answers the request.
+func (c *controllerActor) besideFor(ctx actor.Context, reload bool, step storeStep) {
+	c.beside(ctx, reload, step)
+	c.inflight = envelopeOf(ctx)
+}
+
 // onStoreDone adopts the loaded snapshot, finishes the step, and goes on
 // with what waited for it: elections asked for meanwhile, then the
 // deferred requests.
 func (c *controllerActor) onStoreDone(ctx actor.Context, msg *storeDone) {
-	c.busy = false
+	c.busy, c.inflight = false, nil
 	switch {
 	case msg.loadErr != nil:
 		c.cfg.Logger.Warn("controller cannot load metadata", "error", msg.loadErr)
@@ -90,12 +101,74 @@ func (c *controllerActor) deferUntilIdle(ctx actor.Context) bool {
 	if !c.busy {
 		return false
 	}
+	c.deferred = append(c.deferred, envelopeOf(ctx))
+	return true
+}
+
+// envelopeOf is the current message with its sender and headers.
+func envelopeOf(ctx actor.Context) *actor.MessageEnvelope {
 	env := &actor.MessageEnvelope{Message: ctx.Message(), Sender: ctx.Sender()}
 	if h := ctx.MessageHeader(); h != nil {
 		for _, k := range h.Keys() {
 			env.SetHeader(k, h.Get(k))
 		}
 	}
-	c.deferred = append(c.deferred, env)
-	return true
+	return env
+}
+
+// answerWaiting answers, as the controller stops, the request whose step
+// is out (REQUEST_TIMED_OUT: its write may or may not be made) and the
+// deferred ones (NOT_CONTROLLER: sent again, they reach the next one).
+func (c *controllerActor) answerWaiting(ctx actor.Context) {
+	if env := c.inflight; env != nil && env.Sender != nil {
+		ctx.Send(env.Sender, failureOf(env.Message, messages.ErrorCode_REQUEST_TIMED_OUT,
+			"the controller stopped before its metadata write was confirmed; it may or may not have been made"))
+	}
+	for _, env := range c.deferred {
+		if env.Sender != nil {
+			ctx.Send(env.Sender, failureOf(env.Message, messages.ErrorCode_NOT_CONTROLLER, "the controller stopped"))
+		}
+	}
+	c.inflight, c.deferred = nil, nil
+}
+
+// failureOf is the answer to a request that writes the metadata that
+// refuses it with code.
+func failureOf(msg any, code messages.ErrorCode, text string) proto.Message {
+	results := func(names []string) []*messages.TopicResult {
+		out := make([]*messages.TopicResult, len(names))
+		for i, n := range names {
+			out[i] = &messages.TopicResult{Name: n, Error: code, ErrorMessage: text}
+		}
+		return out
+	}
+	switch m := msg.(type) {
+	case *messages.CreateTopicsRequest:
+		var names []string
+		for _, s := range m.Topics {
+			names = append(names, s.Name)
+		}
+		return &messages.CreateTopicsResponse{Results: results(names)}
+	case *messages.DeleteTopicsRequest:
+		return &messages.DeleteTopicsResponse{Results: results(m.Names)}
+	case *messages.AlterTopicConfigsRequest:
+		var names []string
+		for _, ch := range m.Topics {
+			names = append(names, ch.Name)
+		}
+		return &messages.AlterTopicConfigsResponse{Results: results(names)}
+	case *messages.CreatePartitionsRequest:
+		var names []string
+		for _, pc := range m.Topics {
+			names = append(names, pc.Name)
+		}
+		return &messages.CreatePartitionsResponse{Results: results(names)}
+	case *messages.AlterPartitionRequest:
+		return &messages.AlterPartitionResponse{Error: code, ErrorMessage: text}
+	case *messages.AllocateProducerIdsRequest:
+		return &messages.AllocateProducerIdsResponse{Error: code, ErrorMessage: text}
+	case *messages.CreateAclsRequest, *messages.DeleteAclsRequest, *messages.CreateUserRequest, *messages.DeleteUserRequest:
+		return changeOf(m.(proto.Message), time.Time{}).fail(code, text)
+	}
+	return &messages.ErrorResponse{Error: code, Message: text}
 }

@@ -65,9 +65,11 @@ type controllerActor struct {
 	// elections until their broker restarts or their leader adds them back.
 	offline map[cluster.TopicPartition]map[int32]int64
 	// busy is set while a store step runs beside the actor (beside.go);
-	// deferred are the requests that wait for it, electAgain the
-	// elections asked for meanwhile.
+	// inflight is the request it is for (nil: none), deferred the
+	// requests that wait for it, electAgain the elections asked for
+	// meanwhile.
 	busy       bool
+	inflight   *actor.MessageEnvelope
 	deferred   []*actor.MessageEnvelope
 	electAgain bool
 }
@@ -82,6 +84,8 @@ func (c *controllerActor) Receive(ctx actor.Context) {
 	switch msg := ctx.Message().(type) {
 	case *actor.Started:
 		c.beside(ctx, true, nil) // requests wait for the first snapshot
+	case *actor.Stopping, *actor.Restarting:
+		c.answerWaiting(ctx)
 	case *storeDone:
 		c.onStoreDone(ctx, msg)
 	case *BrokersUpdated:
@@ -216,7 +220,7 @@ func (c *controllerActor) onCreateTopics(ctx actor.Context, req *messages.Create
 		actors.SendTo(ctx, sender, resp)
 		return
 	}
-	c.beside(ctx, true, func(store cluster.MetadataStore, fence cluster.Fence) func(actor.Context) {
+	c.besideFor(ctx, true, func(store cluster.MetadataStore, fence cluster.Fence) func(actor.Context) {
 		errs := make([]error, len(planned))
 		for i, cr := range planned {
 			sctx, cancel := storeContext()
@@ -387,7 +391,7 @@ func (c *controllerActor) onDeleteTopics(ctx actor.Context, req *messages.Delete
 	for i, r := range deleting {
 		names[i] = r.Name
 	}
-	c.beside(ctx, true, func(store cluster.MetadataStore, fence cluster.Fence) func(actor.Context) {
+	c.besideFor(ctx, true, func(store cluster.MetadataStore, fence cluster.Fence) func(actor.Context) {
 		errs := make([]error, len(names))
 		for i, name := range names {
 			sctx, cancel := storeContext()
@@ -596,7 +600,7 @@ func (c *controllerActor) onAlterPartition(ctx actor.Context, req *messages.Alte
 	}
 	st := fromElection(part.State, next)
 	update := []cluster.PartitionUpdate{{State: st, ExpectVersion: part.Version}}
-	c.beside(ctx, true, func(store cluster.MetadataStore, fence cluster.Fence) func(actor.Context) {
+	c.besideFor(ctx, true, func(store cluster.MetadataStore, fence cluster.Fence) func(actor.Context) {
 		err := writeUpdates(store, fence, update)
 		return func(ctx actor.Context) {
 			if err != nil {
@@ -625,7 +629,7 @@ func (c *controllerActor) onAllocateProducerIDs(ctx actor.Context, req *messages
 		return
 	}
 	atLeast := req.AtLeast
-	c.beside(ctx, false, func(store cluster.MetadataStore, fence cluster.Fence) func(actor.Context) {
+	c.besideFor(ctx, false, func(store cluster.MetadataStore, fence cluster.Fence) func(actor.Context) {
 		sctx, cancel := storeContext()
 		first, err := store.AllocateProducerIDs(sctx, fence, int64(count), atLeast)
 		cancel()

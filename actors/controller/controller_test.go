@@ -29,10 +29,17 @@ func (s *stallingStore) CreateTopic(ctx context.Context, f cluster.Fence, t *mes
 	return s.MetadataStore.CreateTopic(context.Background(), f, t, parts)
 }
 
-// The controller's store calls run beside it: while one hangs, a request
-// that does not write is answered, and those that write wait for it and
-// then run in order, each with its own sender and headers.
-func TestControllerServesWhileTheStoreIsSlow(t *testing.T) {
+// stalledController is a controller actor over a store that holds every
+// topic creation until release.
+type stalledController struct {
+	system  *actor.ActorSystem
+	pid     *actor.PID
+	store   *stallingStore
+	release func()
+}
+
+func startStalledController(t *testing.T) *stalledController {
+	t.Helper()
 	system := actor.NewActorSystem()
 	t.Cleanup(system.Shutdown)
 	backend, err := cluster.OpenEmbedded(t.TempDir(), cluster.Broker{ID: 0, Addr: system.Address()})
@@ -55,25 +62,42 @@ func TestControllerServesWhileTheStoreIsSlow(t *testing.T) {
 	cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	store := &stallingStore{MetadataStore: backend, entered: make(chan string, 1), release: make(chan struct{})}
 	released := false
-	release := func() {
+	sc := &stalledController{system: system, store: store, release: func() {
 		if !released {
 			released = true
 			close(store.release)
 		}
-	}
-	t.Cleanup(release)
-	pid := system.Root.Spawn(actor.PropsFromProducer(NewProducer(&cfg, store, lead)))
-	system.Root.Send(pid, &BrokersUpdated{Brokers: []cluster.Broker{{ID: 0, Addr: system.Address()}}})
+	}}
+	t.Cleanup(sc.release)
+	sc.pid = system.Root.Spawn(actor.PropsFromProducer(NewProducer(&cfg, store, lead)))
+	system.Root.Send(sc.pid, &BrokersUpdated{Brokers: []cluster.Broker{{ID: 0, Addr: system.Address()}}})
+	return sc
+}
 
-	ask := func(msg proto.Message, header map[string]string) *actor.Future {
-		f := actor.NewFuture(system, 10*time.Second)
-		system.Root.Send(pid, &actor.MessageEnvelope{Header: header, Message: msg, Sender: f.PID()})
-		return f
-	}
-	create := ask(&messages.CreateTopicsRequest{Topics: []*messages.TopicSpec{{Name: "slow", Partitions: 1}}}, nil)
-	if name := <-store.entered; name != "slow" {
+// ask sends msg with header as a request and returns the future of its answer.
+func (sc *stalledController) ask(msg proto.Message, header map[string]string) *actor.Future {
+	f := actor.NewFuture(sc.system, 10*time.Second)
+	sc.system.Root.Send(sc.pid, &actor.MessageEnvelope{Header: header, Message: msg, Sender: f.PID()})
+	return f
+}
+
+// createStalled sends a creation of topic and waits until the store holds it.
+func (sc *stalledController) createStalled(t *testing.T, topic string) *actor.Future {
+	t.Helper()
+	f := sc.ask(&messages.CreateTopicsRequest{Topics: []*messages.TopicSpec{{Name: topic, Partitions: 1}}}, nil)
+	if name := <-sc.store.entered; name != topic {
 		t.Fatalf("the store got %q", name)
 	}
+	return f
+}
+
+// The controller's store calls run beside it: while one hangs, a request
+// that does not write is answered, and those that write wait for it and
+// then run in order, each with its own sender and headers.
+func TestControllerServesWhileTheStoreIsSlow(t *testing.T) {
+	sc := startStalledController(t)
+	ask, release := sc.ask, sc.release
+	create := sc.createStalled(t, "slow")
 	// Both write: they wait for the creation. The second claims to come
 	// from the network as a user, who may not allocate producer ids.
 	remove := ask(&messages.DeleteTopicsRequest{Names: []string{"slow"}}, nil)
@@ -109,5 +133,35 @@ func TestControllerServesWhileTheStoreIsSlow(t *testing.T) {
 	}
 	if r, ok := res.(*messages.ErrorResponse); !ok || r.Error != messages.ErrorCode_CLUSTER_AUTHORIZATION_FAILED {
 		t.Fatalf("a deferred request lost its headers: answered %v", res)
+	}
+}
+
+// A controller that stops (its lock lost) with a write out answers the
+// request it was for and those waiting behind it, instead of leaving
+// their senders to time out.
+func TestStoppedControllerAnswersWhatWaits(t *testing.T) {
+	sc := startStalledController(t)
+	create := sc.createStalled(t, "slow")
+	remove := sc.ask(&messages.DeleteTopicsRequest{Names: []string{"slow"}}, nil)
+	// Answered at once, and after the deletion was taken and deferred.
+	if _, err := sc.ask(&messages.ReplicaOfflineRequest{Topic: "other"}, nil).Result(); err != nil {
+		t.Fatal(err)
+	}
+	if err := sc.system.Root.StopFuture(sc.pid).Wait(); err != nil {
+		t.Fatalf("stop: %v", err)
+	}
+	res, err := create.Result()
+	if err != nil {
+		t.Fatalf("the creation was not answered: %v", err)
+	}
+	if r := res.(*messages.CreateTopicsResponse).Results[0]; r.Error != messages.ErrorCode_REQUEST_TIMED_OUT {
+		t.Fatalf("creation: %v %s", r.Error, r.ErrorMessage)
+	}
+	res, err = remove.Result()
+	if err != nil {
+		t.Fatalf("the deferred deletion was not answered: %v", err)
+	}
+	if r := res.(*messages.DeleteTopicsResponse).Results[0]; r.Error != messages.ErrorCode_NOT_CONTROLLER {
+		t.Fatalf("deletion: %v %s", r.Error, r.ErrorMessage)
 	}
 }

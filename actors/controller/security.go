@@ -87,7 +87,7 @@ func (c *controllerActor) onSecurityChange(ctx actor.Context, msg proto.Message)
 	}
 	snap := c.snap
 	name := string(proto.MessageName(msg))
-	c.beside(ctx, true, func(store cluster.MetadataStore, fence cluster.Fence) func(actor.Context) {
+	c.besideFor(ctx, true, func(store cluster.MetadataStore, fence cluster.Fence) func(actor.Context) {
 		resp, storeErr := changeSecurity(store, fence, snap, ch)
 		return func(ctx actor.Context) {
 			switch {

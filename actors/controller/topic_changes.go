@@ -72,7 +72,7 @@ func (tc *topicChanges) commit(ctx actor.Context, sender *actor.PID, resp proto.
 		return
 	}
 	planned := tc.planned
-	c.beside(ctx, true, func(store cluster.MetadataStore, fence cluster.Fence) func(actor.Context) {
+	c.besideFor(ctx, true, func(store cluster.MetadataStore, fence cluster.Fence) func(actor.Context) {
 		errs := make([]error, len(planned))
 		for i, ch := range planned {
 			sctx, cancel := storeContext()
