@@ -527,10 +527,6 @@ func (c *controllerActor) electAll(ctx actor.Context) {
 	})
 }
 
-func (c *controllerActor) liveCopy() []cluster.Broker {
-	return append([]cluster.Broker(nil), c.live...)
-}
-
 // writeUpdates commits updates in chunks the store accepts in one
 // transaction (beside the actor).
 func writeUpdates(store cluster.MetadataStore, fence cluster.Fence, updates []cluster.PartitionUpdate) error {
