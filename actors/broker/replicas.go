@@ -181,12 +181,12 @@ func (b *brokerActor) spawnReplica(ctx actor.Context, tp cluster.TopicPartition,
 }
 
 // onChildTerminated finishes a stop the broker asked for (a controller
-// handed over, a replica removed) and starts again a child that ended while the broker still
-// routes to it. Failures never get here (the supervisor strategy restarts
-// a failed child in place), no actor stops itself, and the guard lets no
-// other process stop one or report one's end: this is the broker keeping
-// its children in line with the metadata, as it does when the metadata
-// changes.
+// handed over, a replica removed) and starts again a child that ended
+// while the broker still routes to it. Failures never get here (the
+// supervisor strategy restarts a failed child in place), no actor stops
+// itself, and the guard lets no other process stop one or report one's
+// end: this is the broker keeping its children in line with the metadata,
+// as it does when the metadata changes.
 func (b *brokerActor) onChildTerminated(ctx actor.Context, who *actor.PID) {
 	if b.stopping {
 		return
