@@ -155,6 +155,8 @@ func (b *brokerActor) Receive(ctx actor.Context) {
 		b.onMetadata(ctx, msg.snap)
 	case partition.Started:
 		b.onReplicaStarted(ctx, msg.TP)
+	case controller.Started:
+		b.onControllerStarted(ctx)
 	case *brokersUpdated:
 		b.onBrokers(ctx, msg.brokers)
 	case *becameController:
@@ -317,12 +319,20 @@ func (b *brokerActor) spawnController(ctx actor.Context, lead *cluster.Leadershi
 		return
 	}
 	b.controller = pid
-	ctx.Send(pid, &controller.BrokersUpdated{Brokers: b.liveList()})
-	if b.meta != nil {
-		ctx.Send(pid, &controller.MetadataUpdated{Snap: b.meta})
-	}
 	b.cfg.Logger.Info("this broker is the controller", "epoch", lead.Epoch)
 	b.publishMetrics()
+}
+
+// onControllerStarted hands the controller, new or restarted in place
+// after a failure, the live brokers and the metadata.
+func (b *brokerActor) onControllerStarted(ctx actor.Context) {
+	if b.controller == nil || !b.controller.Equal(ctx.Sender()) {
+		return
+	}
+	ctx.Send(b.controller, &controller.BrokersUpdated{Brokers: b.liveList()})
+	if b.meta != nil {
+		ctx.Send(b.controller, &controller.MetadataUpdated{Snap: b.meta})
+	}
 }
 
 func (b *brokerActor) onLostController(ctx actor.Context) {

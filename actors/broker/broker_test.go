@@ -267,6 +267,7 @@ func TestFailedAndStoppedActorsServeAgain(t *testing.T) {
 	}
 	partition := actor.NewPID(tb.pid.Address, transport.BrokerActorName+"/p/s/0")
 	controller := actor.NewPID(tb.pid.Address, transport.ControllerActorName)
+	created := 0
 	servesAgain := func(what string) {
 		t.Helper()
 		// The request is retried until the actor answers it.
@@ -279,6 +280,9 @@ func TestFailedAndStoppedActorsServeAgain(t *testing.T) {
 			res := tb.ask(&messages.MetadataRequest{}).(*messages.MetadataResponse)
 			return res.ControllerId == 0
 		})
+		// The controller knows the live brokers again: it places a topic.
+		created++
+		tb.createTopic(fmt.Sprintf("after-%d", created), 1, nil)
 	}
 	// A failure reaches the parent as protoactor's Failure, as a panic
 	// in the child's Receive would send it.

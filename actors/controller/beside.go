@@ -36,7 +36,10 @@ type storeStep func(store cluster.MetadataStore, fence cluster.Fence) (finish fu
 
 // storeDone brings a step's outcome back to the actor: the snapshot loaded
 // after it (nil if it did not load, or failed to) and what is left to do.
+// owner is the controller that sent the step: a controller restarted in
+// place (same PID, new state) ignores its predecessor's.
 type storeDone struct {
+	owner   *controllerActor
 	snap    *cluster.Snapshot
 	loadErr error
 	finish  func(ctx actor.Context)
@@ -49,7 +52,7 @@ func (c *controllerActor) beside(ctx actor.Context, reload bool, step storeStep)
 	self, root := ctx.Self(), ctx.ActorSystem().Root
 	store, fence := c.store, c.lead.Fence
 	go func() {
-		done := &storeDone{}
+		done := &storeDone{owner: c}
 		if step != nil {
 			done.finish = step(store, fence)
 		}
@@ -73,6 +76,9 @@ func (c *controllerActor) besideFor(ctx actor.Context, reload bool, step storeSt
 // with what waited for it: elections asked for meanwhile, then the
 // deferred requests.
 func (c *controllerActor) onStoreDone(ctx actor.Context, msg *storeDone) {
+	if msg.owner != c {
+		return // the step of a controller this one replaced; its request was answered
+	}
 	c.busy, c.inflight = false, nil
 	switch {
 	case msg.loadErr != nil:

@@ -36,6 +36,11 @@ func ValidateTopicName(name string) error {
 	return nil
 }
 
+// Started is what the controller tells its broker when it has started, the
+// first time or again after a failure: the broker answers with
+// BrokersUpdated and MetadataUpdated.
+type Started struct{}
+
 // MetadataUpdated hands the controller the metadata the broker watches.
 type MetadataUpdated struct{ Snap *cluster.Snapshot }
 
@@ -84,6 +89,9 @@ func (c *controllerActor) Receive(ctx actor.Context) {
 	switch msg := ctx.Message().(type) {
 	case *actor.Started:
 		c.beside(ctx, true, nil) // requests wait for the first snapshot
+		if parent := ctx.Parent(); parent != nil {
+			ctx.Request(parent, Started{})
+		}
 	case *actor.Stopping, *actor.Restarting:
 		c.answerWaiting(ctx)
 	case *storeDone:

@@ -165,3 +165,31 @@ func TestStoppedControllerAnswersWhatWaits(t *testing.T) {
 		t.Fatalf("deletion: %v %s", r.Error, r.ErrorMessage)
 	}
 }
+
+// A controller that fails with a write out is restarted in place: the
+// request it was writing for is answered, the step's late outcome is
+// not taken for the new controller's, and the new one serves.
+func TestRestartedControllerAnswersAndServes(t *testing.T) {
+	sc := startStalledController(t)
+	create := sc.createStalled(t, "slow")
+	// A snapshot-less update makes the controller fail; its supervisor
+	// restarts it.
+	sc.system.Root.Send(sc.pid, &MetadataUpdated{})
+	res, err := create.Result()
+	if err != nil {
+		t.Fatalf("the creation was not answered: %v", err)
+	}
+	if r := res.(*messages.CreateTopicsResponse).Results[0]; r.Error != messages.ErrorCode_REQUEST_TIMED_OUT {
+		t.Fatalf("creation: %v %s", r.Error, r.ErrorMessage)
+	}
+	sc.release()
+	// What its broker sends a controller that started (it has no parent here).
+	sc.system.Root.Send(sc.pid, &BrokersUpdated{Brokers: []cluster.Broker{{ID: 0, Addr: sc.system.Address()}}})
+	res, err = sc.ask(&messages.CreateTopicsRequest{Topics: []*messages.TopicSpec{{Name: "after", Partitions: 1}}}, nil).Result()
+	if err != nil {
+		t.Fatalf("the restarted controller does not answer: %v", err)
+	}
+	if r := res.(*messages.CreateTopicsResponse).Results[0]; r.Error != messages.ErrorCode_NONE {
+		t.Fatalf("creation after the restart: %v %s", r.Error, r.ErrorMessage)
+	}
+}
