@@ -141,30 +141,6 @@ func plain[M proto.Message](serve func(*brokerActor, actor.Context, M)) func(*br
 	return func(b *brokerActor, ctx actor.Context, m M, _ failFunc) { serve(b, ctx, m) }
 }
 
-func createTopicsNames(m *messages.CreateTopicsRequest) []string {
-	names := make([]string, len(m.Topics))
-	for i, t := range m.Topics {
-		names[i] = t.Name
-	}
-	return names
-}
-
-func alterConfigsNames(m *messages.AlterTopicConfigsRequest) []string {
-	names := make([]string, len(m.Topics))
-	for i, t := range m.Topics {
-		names[i] = t.Name
-	}
-	return names
-}
-
-func createPartitionsNames(m *messages.CreatePartitionsRequest) []string {
-	names := make([]string, len(m.Topics))
-	for i, t := range m.Topics {
-		names[i] = t.Name
-	}
-	return names
-}
-
 var requests = map[reflect.Type]request{
 	// Data: to the partition's replica, with Write or Read on its topic.
 	typeOf[*messages.ProduceRequest](): entry(
@@ -242,17 +218,17 @@ var requests = map[reflect.Type]request{
 	typeOf[*messages.MetadataRequest]():         entry(nil, nil, plain((*brokerActor).onMetadataRequest)),
 	typeOf[*messages.DescribeReplicasRequest](): entry(nil, nil, plain((*brokerActor).onDescribeReplicas)),
 	typeOf[*messages.CreateTopicsRequest](): entry(
-		failTopics(func(r []*messages.TopicResult) proto.Message { return &messages.CreateTopicsResponse{Results: r} }, createTopicsNames),
-		mayOnTopics(opCreate, createTopicsNames), toController[*messages.CreateTopicsRequest]),
+		failTopics(func(r []*messages.TopicResult) proto.Message { return &messages.CreateTopicsResponse{Results: r} }, actors.CreateTopicsNames),
+		mayOnTopics(opCreate, actors.CreateTopicsNames), toController[*messages.CreateTopicsRequest]),
 	typeOf[*messages.DeleteTopicsRequest](): entry(
 		failTopics(func(r []*messages.TopicResult) proto.Message { return &messages.DeleteTopicsResponse{Results: r} }, (*messages.DeleteTopicsRequest).GetNames),
 		mayOnTopics(opDelete, (*messages.DeleteTopicsRequest).GetNames), toController[*messages.DeleteTopicsRequest]),
 	typeOf[*messages.AlterTopicConfigsRequest](): entry(
-		failTopics(func(r []*messages.TopicResult) proto.Message { return &messages.AlterTopicConfigsResponse{Results: r} }, alterConfigsNames),
-		mayOnTopics(opAlterConfigs, alterConfigsNames), toController[*messages.AlterTopicConfigsRequest]),
+		failTopics(func(r []*messages.TopicResult) proto.Message { return &messages.AlterTopicConfigsResponse{Results: r} }, actors.AlterConfigsNames),
+		mayOnTopics(opAlterConfigs, actors.AlterConfigsNames), toController[*messages.AlterTopicConfigsRequest]),
 	typeOf[*messages.CreatePartitionsRequest](): entry(
-		failTopics(func(r []*messages.TopicResult) proto.Message { return &messages.CreatePartitionsResponse{Results: r} }, createPartitionsNames),
-		mayOnTopics(opAlter, createPartitionsNames), toController[*messages.CreatePartitionsRequest]),
+		failTopics(func(r []*messages.TopicResult) proto.Message { return &messages.CreatePartitionsResponse{Results: r} }, actors.CreatePartitionsNames),
+		mayOnTopics(opAlter, actors.CreatePartitionsNames), toController[*messages.CreatePartitionsRequest]),
 
 	// Groups and producers.
 	typeOf[*messages.FindCoordinatorRequest](): entry(

@@ -7,6 +7,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/sluicemq/sluice/actors"
 	"github.com/sluicemq/sluice/cluster"
 	"github.com/sluicemq/sluice/messages"
 )
@@ -150,25 +151,13 @@ func failureOf(msg any, code messages.ErrorCode, text string) proto.Message {
 	}
 	switch m := msg.(type) {
 	case *messages.CreateTopicsRequest:
-		var names []string
-		for _, s := range m.Topics {
-			names = append(names, s.Name)
-		}
-		return &messages.CreateTopicsResponse{Results: results(names)}
+		return &messages.CreateTopicsResponse{Results: results(actors.CreateTopicsNames(m))}
 	case *messages.DeleteTopicsRequest:
 		return &messages.DeleteTopicsResponse{Results: results(m.Names)}
 	case *messages.AlterTopicConfigsRequest:
-		var names []string
-		for _, ch := range m.Topics {
-			names = append(names, ch.Name)
-		}
-		return &messages.AlterTopicConfigsResponse{Results: results(names)}
+		return &messages.AlterTopicConfigsResponse{Results: results(actors.AlterConfigsNames(m))}
 	case *messages.CreatePartitionsRequest:
-		var names []string
-		for _, pc := range m.Topics {
-			names = append(names, pc.Name)
-		}
-		return &messages.CreatePartitionsResponse{Results: results(names)}
+		return &messages.CreatePartitionsResponse{Results: results(actors.CreatePartitionsNames(m))}
 	case *messages.AlterPartitionRequest:
 		return &messages.AlterPartitionResponse{Error: code, ErrorMessage: text}
 	case *messages.AllocateProducerIdsRequest:

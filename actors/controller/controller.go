@@ -279,11 +279,7 @@ func (c *controllerActor) planTopic(spec *messages.TopicSpec, validateOnly bool,
 	if _, err := actors.ParseTopicConfig(c.cfg.DefaultTopic, spec.Configs); err != nil {
 		return nil, messages.ErrorCode_INVALID_CONFIG, err.Error()
 	}
-	ids := make([]int32, 0, len(c.live))
-	for _, b := range c.live {
-		ids = append(ids, b.ID)
-	}
-	assignment, err := placement.Assign(ids, partitions, rf, rand.Int(), rand.Int())
+	assignment, err := placement.Assign(c.liveIDs(), partitions, rf, rand.Int(), rand.Int())
 	if err != nil {
 		return nil, messages.ErrorCode_INVALID_REPLICATION_FACTOR, err.Error()
 	}
@@ -420,6 +416,15 @@ func (c *controllerActor) onDeleteTopics(ctx actor.Context, req *messages.Delete
 			actors.SendTo(ctx, sender, resp)
 		}
 	})
+}
+
+// liveIDs are the ids of the live brokers, for placement.
+func (c *controllerActor) liveIDs() []int32 {
+	ids := make([]int32, 0, len(c.live))
+	for _, b := range c.live {
+		ids = append(ids, b.ID)
+	}
+	return ids
 }
 
 // isLive tells whether broker id is alive, and as which run.

@@ -180,11 +180,7 @@ func (c *controllerActor) planPartitions(changes *topicChanges, r *messages.Topi
 	case pc.Count > MaxPartitions:
 		return messages.ErrorCode_INVALID_PARTITIONS, fmt.Sprintf("partitions %d: want at most %d", pc.Count, MaxPartitions)
 	}
-	ids := make([]int32, 0, len(c.live))
-	for _, b := range c.live {
-		ids = append(ids, b.ID)
-	}
-	assignment, err := placement.Assign(ids, int(pc.Count-prev.Partitions), int(prev.ReplicationFactor), rand.Int(), rand.Int())
+	assignment, err := placement.Assign(c.liveIDs(), int(pc.Count-prev.Partitions), int(prev.ReplicationFactor), rand.Int(), rand.Int())
 	if err != nil {
 		return messages.ErrorCode_INVALID_REPLICATION_FACTOR, err.Error()
 	}
