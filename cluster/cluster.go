@@ -59,9 +59,10 @@ type Snapshot struct {
 	// and SecurityVersion the version to pass back to UpdateSecurity (0: none stored).
 	Security        *messages.SecurityRecord
 	SecurityVersion uint64
-	// Regressed is set when the store's own index went backwards before
-	// this snapshot (a restored or wiped store): a reason to check the
-	// cluster id before acting on it.
+	// Regressed is set when the store was restored, wiped or replaced
+	// before this snapshot (its own index went backwards, or its cluster id
+	// key vanished or changed): a reason to check the cluster id before
+	// acting on it.
 	Regressed bool
 }
 

@@ -52,11 +52,23 @@ func (c *Consul) snapshot(ctx context.Context, afterIndex uint64, block bool) (*
 	if err != nil {
 		return nil, err
 	}
-	snap.Index, snap.Regressed = c.metaIdx.observe(wait, base, meta.LastIndex)
+	snap.Index, snap.Regressed = c.metaIdx.observeMarked(wait, base, meta.LastIndex, storeMark(pairs, c.key(keyClusterID)))
 	if snap.Regressed {
-		c.log.Warn("Consul's metadata index went backwards: the store was restored, wiped or replaced", "index", meta.LastIndex, "waited_on", wait)
+		c.log.Warn("Consul's metadata store was restored, wiped or replaced: its index went backwards, or its cluster id key is gone or another", "index", meta.LastIndex, "waited_on", wait)
 	}
 	return snap, nil
+}
+
+// storeMark is the ModifyIndex of the store's cluster id key among pairs,
+// 0 when it has none: the key is written once, so another value means
+// another store (see indexMap).
+func storeMark(pairs api.KVPairs, key string) uint64 {
+	for _, kv := range pairs {
+		if kv.Key == key {
+			return kv.ModifyIndex
+		}
+	}
+	return 0
 }
 
 // decode builds a snapshot from the listed keys. Partitions of a topic

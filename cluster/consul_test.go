@@ -77,6 +77,41 @@ func TestIndexMapGoesOnlyForward(t *testing.T) {
 	}
 }
 
+// A wiped store that climbed back to the very index a watcher waits on
+// answers that index as if nothing had changed: the store's mark (its
+// cluster id key's index) changing is what makes it news.
+func TestIndexMapSeesAStoreReplacedAtTheSameIndex(t *testing.T) {
+	var m indexMap
+	// A new store: no cluster id key yet, then its first one.
+	wait, base := m.wait(0)
+	empty, _ := m.observeMarked(wait, base, 3, 0)
+	wait, base = m.wait(empty)
+	first, regressed := m.observeMarked(wait, base, 100, 5)
+	if regressed || first <= empty {
+		t.Fatalf("the store's first cluster id: index %d after %d, regressed %v; want a larger index, no regression", first, empty, regressed)
+	}
+	// The store is wiped and climbs back to 100: Consul answers 100 to a
+	// query that waited on 100, without the key.
+	wait, base = m.wait(first)
+	wiped, regressed := m.observeMarked(wait, base, 100, 0)
+	if !regressed || wiped <= first {
+		t.Fatalf("a store without its key at the same index: index %d after %d, regressed %v; want a larger index, regressed", wiped, first, regressed)
+	}
+	// Still wiped after a timeout: no change, and the next query blocks.
+	wait, base = m.wait(wiped)
+	if got, regressed := m.observeMarked(wait, base, 100, 0); got != wiped || regressed {
+		t.Fatalf("the wiped store unchanged: index %d (want %d), regressed %v", got, wiped, regressed)
+	}
+	if wait != 100 {
+		t.Fatalf("waits on %d after the wipe, want 100", wait)
+	}
+	// Restored (the key at its old index) at the same index again.
+	wait, base = m.wait(wiped)
+	if got, _ := m.observeMarked(wait, base, 100, 5); got <= wiped {
+		t.Fatalf("the restored store at the same index: index %d, not above %d", got, wiped)
+	}
+}
+
 func TestConsulFencing(t *testing.T) {
 	agent := sharedAgent(t)
 	name := clusterName(t)

@@ -33,7 +33,8 @@
 // the broker shows up in WatchBrokers: one live process per id. A store
 // does not create its cluster id by itself: CreateClusterID, called only by
 // a broker whose data directory is new. Snapshots carry the controller, the
-// recorded topic deletions, and whether Consul's index went backwards.
+// recorded topic deletions, and whether the store was restored, wiped or
+// replaced under it.
 //
 // Package consultest runs a real Consul agent for tests.
 //

@@ -52,7 +52,7 @@ func (b *brokerActor) onMetadata(ctx actor.Context, snap *cluster.Snapshot) {
 		b.cfg.Logger.Info("the metadata store holds this broker's cluster again", "cluster_id", snap.ClusterID)
 	}
 	if snap.Regressed {
-		b.cfg.Logger.Warn("the metadata store's index went backwards; its cluster id is this cluster's, going on", "index", snap.Index)
+		b.cfg.Logger.Warn("the metadata store was restored or replaced; its cluster id is this cluster's, going on", "index", snap.Index)
 	}
 	b.meta = snap
 	b.onSecurity(snap)
