@@ -11,6 +11,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/sluicemq/sluice/internal/reply"
 	"github.com/sluicemq/sluice/messages"
 	"github.com/sluicemq/sluice/transport"
 )
@@ -369,8 +370,7 @@ func (m *groupMember) retryAfter(ctx actor.Context, err error) {
 // round started meanwhile.
 func (m *groupMember) ask(ctx actor.Context, addr string, req proto.Message, timeout time.Duration, then func(proto.Message, error)) {
 	step := m.step
-	fut := ctx.RequestFuture(transport.BrokerPID(addr), req, timeout)
-	ctx.ReenterAfter(fut, func(res any, err error) {
+	reply.Ask(ctx, transport.BrokerPID(addr), req, timeout, func(res any, err error) {
 		if step != m.step {
 			return
 		}

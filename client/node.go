@@ -15,6 +15,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/sluicemq/sluice/internal/reply"
 	"github.com/sluicemq/sluice/messages"
 	"github.com/sluicemq/sluice/messages/record"
 	"github.com/sluicemq/sluice/transport"
@@ -192,42 +193,13 @@ func request(system *actor.ActorSystem, addr string, msg proto.Message, timeout 
 	if err := checkPeer(system, addr); err != nil {
 		return nil, err
 	}
-	res, err := ask(system, transport.BrokerPID(addr), msg, timeout)
+	res, err := reply.Wait(system, transport.BrokerPID(addr), msg, timeout)
 	out, err := decodeResult(addr, res, err)
 	if errors.Is(err, messages.ErrorCode_BROKER_NOT_AVAILABLE) {
 		err = explain(system, addr, err)
 	}
 	noteAnswer(addr, err)
 	return out, err
-}
-
-// ask sends msg to pid and waits up to timeout for the first answer, which
-// a receiver actor of its own takes. It does not use a protoactor Future:
-// when a future's timeout and a late answer (a dead letter from a
-// connection that failed) come at once, both write the future's fields
-// unguarded, a data race.
-func ask(system *actor.ActorSystem, pid *actor.PID, msg proto.Message, timeout time.Duration) (any, error) {
-	answer := make(chan any, 1)
-	receiver := system.Root.Spawn(actor.PropsFromFunc(func(ctx actor.Context) {
-		switch m := ctx.Message().(type) {
-		case actor.SystemMessage, actor.AutoReceiveMessage:
-		default:
-			select {
-			case answer <- m:
-			default: // only the first answer counts
-			}
-		}
-	}))
-	defer system.Root.Stop(receiver)
-	system.Root.RequestWithCustomSender(pid, msg, receiver)
-	timer := time.NewTimer(timeout)
-	defer timer.Stop()
-	select {
-	case m := <-answer:
-		return m, nil
-	case <-timer.C:
-		return nil, actor.ErrTimeout
-	}
 }
 
 // failedAt holds, for the whole process, the addresses whose last request

@@ -7,6 +7,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/sluicemq/sluice/internal/reply"
 	"github.com/sluicemq/sluice/messages"
 	"github.com/sluicemq/sluice/transport"
 )
@@ -92,8 +93,7 @@ func (s *sender) onDeliveryBarrier(ctx actor.Context, b *deliveryBarrier) {
 	for tp, addr := range s.unconfirmed {
 		delete(s.unconfirmed, tp)
 		req := &messages.ListOffsetsRequest{Topic: tp.topic, Partition: tp.partition, Timestamp: -1, CurrentLeaderEpoch: -1}
-		fut := ctx.RequestFuture(transport.BrokerPID(addr), req, timeout)
-		ctx.ReenterAfter(fut, func(any, error) {
+		reply.Ask(ctx, transport.BrokerPID(addr), req, timeout, func(any, error) {
 			if pending--; pending == 0 {
 				close(b.done)
 			}
@@ -129,8 +129,7 @@ func (s *sender) requestProducerID(ctx actor.Context, bump bool) {
 	}
 	addrs := s.p.meta.addrs()
 	addr := addrs[time.Now().Nanosecond()%len(addrs)]
-	fut := ctx.RequestFuture(transport.BrokerPID(addr), req, s.p.cfg.requestTimeout)
-	ctx.ReenterAfter(fut, func(res any, err error) {
+	reply.Ask(ctx, transport.BrokerPID(addr), req, s.p.cfg.requestTimeout, func(res any, err error) {
 		s.initializing = false
 		msg, err := decodeResult(addr, res, err)
 		resp, ok := msg.(*messages.InitProducerIdResponse)
@@ -203,8 +202,7 @@ func (s *sender) trySend(ctx actor.Context, tp topicPartition) {
 			continue
 		}
 		q.inflight++
-		fut := ctx.RequestFuture(transport.BrokerPID(addr), req, cfg.requestTimeout)
-		ctx.ReenterAfter(fut, func(res any, err error) { s.onResult(ctx, b, addr, res, err) })
+		reply.Ask(ctx, transport.BrokerPID(addr), req, cfg.requestTimeout, func(res any, err error) { s.onResult(ctx, b, addr, res, err) })
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 
 	"github.com/sluicemq/sluice/actors"
 	"github.com/sluicemq/sluice/actors/producerstate"
+	"github.com/sluicemq/sluice/internal/reply"
 	"github.com/sluicemq/sluice/messages"
 	"github.com/sluicemq/sluice/transport"
 )
@@ -81,8 +82,7 @@ func (b *brokerActor) requestProducerIDs(ctx actor.Context) {
 		b.failProducerIDs(ctx, messages.ErrorCode_NOT_CONTROLLER, "no controller is elected right now")
 		return
 	}
-	fut := ctx.RequestFuture(target, req, 10*time.Second)
-	ctx.ReenterAfter(fut, func(res any, err error) {
+	reply.Ask(ctx, target, req, 10*time.Second, func(res any, err error) {
 		resp, ok := res.(*messages.AllocateProducerIdsResponse)
 		switch {
 		case err != nil || !ok:

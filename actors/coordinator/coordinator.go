@@ -14,6 +14,7 @@ import (
 	"github.com/sluicemq/sluice/actors"
 	"github.com/sluicemq/sluice/actors/groups"
 	"github.com/sluicemq/sluice/cluster"
+	"github.com/sluicemq/sluice/internal/reply"
 	"github.com/sluicemq/sluice/messages"
 	"github.com/sluicemq/sluice/metrics"
 	"github.com/sluicemq/sluice/transport"
@@ -622,8 +623,7 @@ func (c *groupCoordinator) flushWrites(ctx actor.Context) {
 	req := &messages.ProduceRequest{Topic: actors.OffsetsTopic, Partition: c.cfg.Partition, Acks: -1,
 		TimeoutMs: 10000, Records: encodeGroupRecords(recs)}
 	c.inflight = true
-	fut := ctx.RequestFuture(c.cfg.BrokerPID, req, 15*time.Second)
-	ctx.ReenterAfter(fut, func(res any, err error) {
+	reply.Ask(ctx, c.cfg.BrokerPID, req, 15*time.Second, func(res any, err error) {
 		c.inflight = false
 		if err == nil {
 			if resp, ok := res.(*messages.ProduceResponse); !ok {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/sluicemq/sluice/actors"
 	"github.com/sluicemq/sluice/cluster"
+	"github.com/sluicemq/sluice/internal/reply"
 	"github.com/sluicemq/sluice/messages"
 )
 
@@ -112,8 +113,7 @@ func (h *groupHost) Receive(ctx actor.Context) {
 func (h *groupHost) load(ctx actor.Context) {
 	req := &messages.FetchRequest{Topic: actors.OffsetsTopic, Partition: h.cfg.Partition, Offset: h.next,
 		MaxBytes: int32(h.cfg.Broker.MaxFetchBytes), CurrentLeaderEpoch: -1, Isolation: actors.IsolationLogEnd}
-	fut := ctx.RequestFuture(h.cfg.BrokerPID, req, 10*time.Second)
-	ctx.ReenterAfter(fut, func(res any, err error) {
+	reply.Ask(ctx, h.cfg.BrokerPID, req, 10*time.Second, func(res any, err error) {
 		resp, ok := res.(*messages.FetchResponse)
 		switch {
 		case err != nil || !ok:

@@ -11,6 +11,7 @@ import (
 	"github.com/sluicemq/sluice/actors"
 	"github.com/sluicemq/sluice/actors/groups"
 	"github.com/sluicemq/sluice/cluster"
+	"github.com/sluicemq/sluice/internal/reply"
 	"github.com/sluicemq/sluice/messages"
 	"github.com/sluicemq/sluice/messages/record"
 	"github.com/sluicemq/sluice/transport"
@@ -290,8 +291,7 @@ func (p *pusher) fetch(ctx actor.Context, tp cluster.TopicPartition, cur *pushCu
 }
 
 func (p *pusher) ask(ctx actor.Context, addr string, req proto.Message, then func(proto.Message, error)) {
-	fut := ctx.RequestFuture(transport.BrokerPID(addr), req, 10*time.Second)
-	ctx.ReenterAfter(fut, func(res any, err error) {
+	reply.Ask(ctx, transport.BrokerPID(addr), req, 10*time.Second, func(res any, err error) {
 		m, _ := res.(proto.Message)
 		if err == nil && m == nil {
 			err = fmt.Errorf("unexpected answer %T", res)
@@ -327,8 +327,7 @@ func (p *pusher) refresh(ctx actor.Context) {
 		return
 	}
 	p.refreshing = true
-	fut := ctx.RequestFuture(p.cfg.BrokerPID, &messages.MetadataRequest{}, 5*time.Second)
-	ctx.ReenterAfter(fut, func(res any, err error) {
+	reply.Ask(ctx, p.cfg.BrokerPID, &messages.MetadataRequest{}, 5*time.Second, func(res any, err error) {
 		p.refreshing = false
 		md, ok := res.(*messages.MetadataResponse)
 		if err != nil || !ok {

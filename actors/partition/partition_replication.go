@@ -11,6 +11,7 @@ import (
 
 	"github.com/sluicemq/sluice/actors"
 	"github.com/sluicemq/sluice/actors/replication"
+	"github.com/sluicemq/sluice/internal/reply"
 	"github.com/sluicemq/sluice/messages"
 	"github.com/sluicemq/sluice/messages/record"
 	"github.com/sluicemq/sluice/storage"
@@ -249,8 +250,7 @@ func (p *partitionActor) proposeISR(ctx actor.Context, isr []int32) {
 		LeaderEpoch: p.leader.Epoch(), PartitionEpoch: p.leader.PartitionEpoch(), NewIsr: isr, IsrEpochs: epochs}
 	p.cfg.Logger.Info("proposing ISR change", "partition", p.cfg.TP, "isr", p.leader.ISR(), "proposed", isr)
 	gen := p.gen
-	fut := ctx.RequestFuture(ctx.Parent(), req, 5*time.Second)
-	ctx.ReenterAfter(fut, func(res any, err error) {
+	reply.Ask(ctx, ctx.Parent(), req, 5*time.Second, func(res any, err error) {
 		if gen != p.gen || p.role != roleLeader {
 			return
 		}
@@ -347,18 +347,17 @@ func (p *partitionActor) followerFailed(ctx actor.Context, why string) {
 // (or an error) to then, unless the role changed in between.
 func (p *partitionActor) askLeader(ctx actor.Context, req proto.Message, timeout time.Duration, then func(proto.Message, error)) {
 	gen, addr := p.gen, p.follower.addr
-	fut := ctx.RequestFuture(transport.BrokerPID(addr), req, timeout)
-	ctx.ReenterAfter(fut, func(res any, err error) {
+	reply.Ask(ctx, transport.BrokerPID(addr), req, timeout, func(res any, err error) {
 		if gen != p.gen || p.role != roleFollower {
 			return
 		}
-		if err != nil {
-			then(nil, fmt.Errorf("leader %s: %w", addr, err))
-			return
-		}
 		switch m := res.(type) {
-		case *actor.DeadLetterResponse:
-			then(nil, fmt.Errorf("leader %s is not reachable", addr))
+		case nil:
+			if errors.Is(err, actor.ErrDeadLetter) {
+				then(nil, fmt.Errorf("leader %s is not reachable", addr))
+			} else {
+				then(nil, fmt.Errorf("leader %s: %w", addr, err))
+			}
 		case *messages.ErrorResponse:
 			then(nil, fmt.Errorf("leader %s: %s: %s", addr, m.Error, m.Message))
 		case proto.Message:

@@ -23,6 +23,7 @@ import (
 	"github.com/sluicemq/sluice/client"
 	"github.com/sluicemq/sluice/cluster"
 	"github.com/sluicemq/sluice/console"
+	"github.com/sluicemq/sluice/internal/reply"
 	"github.com/sluicemq/sluice/kafka"
 	"github.com/sluicemq/sluice/metrics"
 	"github.com/sluicemq/sluice/storage/datadir"
@@ -415,9 +416,9 @@ type localBroker struct {
 }
 
 func (l localBroker) Ask(c kafka.Caller, req proto.Message, timeout time.Duration) kafka.Answer {
-	f := actor.NewFuture(l.system, timeout)
-	l.system.Root.Send(l.pid, l.envelope(c, req, f.PID()))
-	return futureAnswer{f}
+	p := reply.NewPending(l.system, timeout)
+	l.system.Root.Send(l.pid, l.envelope(c, req, p.PID()))
+	return pendingAnswer{p}
 }
 
 func (l localBroker) Tell(c kafka.Caller, req proto.Message) {
@@ -433,10 +434,10 @@ func (l localBroker) envelope(c kafka.Caller, req proto.Message, sender *actor.P
 	return env
 }
 
-type futureAnswer struct{ f *actor.Future }
+type pendingAnswer struct{ p *reply.Pending }
 
-func (a futureAnswer) Wait() (proto.Message, error) {
-	res, err := a.f.Result()
+func (a pendingAnswer) Wait() (proto.Message, error) {
+	res, err := a.p.Wait()
 	if err != nil {
 		return nil, err
 	}
