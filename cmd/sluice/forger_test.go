@@ -16,6 +16,7 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/reflect/protoregistry"
 
+	"github.com/sluicemq/sluice/internal/reply"
 	"github.com/sluicemq/sluice/transport"
 )
 
@@ -56,8 +57,9 @@ func runForger() int {
 	answers := make(chan answer, len(msgs))
 	start := time.Now()
 	for i, m := range msgs {
-		f := node.System.Root.RequestFuture(target, m, 30*time.Second)
-		go func() { res, err := f.Result(); answers <- answer{i, res, err} }()
+		p := reply.NewPending(node.System, 30*time.Second)
+		node.System.Root.RequestWithCustomSender(target, m, p.PID())
+		go func() { res, err := p.Wait(); answers <- answer{i, res, err} }()
 	}
 	for range msgs {
 		a := <-answers

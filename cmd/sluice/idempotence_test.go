@@ -18,6 +18,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/sluicemq/sluice/client"
+	"github.com/sluicemq/sluice/internal/reply"
 	"github.com/sluicemq/sluice/messages"
 	"github.com/sluicemq/sluice/messages/record"
 	"github.com/sluicemq/sluice/transport"
@@ -99,8 +100,7 @@ func (px *brokerProxy) Receive(ctx actor.Context) {
 		}
 		return
 	}
-	fut := ctx.RequestFuture(transport.BrokerPID(px.target), msg, 10*time.Second)
-	ctx.ReenterAfter(fut, func(res any, err error) {
+	reply.Ask(ctx, transport.BrokerPID(px.target), msg, 10*time.Second, func(res any, err error) {
 		if err != nil || sender == nil {
 			return
 		}
