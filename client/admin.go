@@ -335,7 +335,8 @@ func (a *Admin) DescribeTopics(ctx context.Context, names ...string) ([]*TopicIn
 }
 
 // ListOffset returns a partition's offset for timestamp: -2 earliest, -1
-// latest (the HW), otherwise the first offset with a timestamp >= it (-1 if none).
+// latest (the HW), -3 the record with the largest timestamp below the HW
+// (-1 if none), otherwise the first offset with a timestamp >= it (-1 if none).
 func (a *Admin) ListOffset(ctx context.Context, topic string, partition int32, timestamp int64) (int64, error) {
 	if _, err := a.meta.partitionCount(ctx, topic, false); err != nil {
 		return -1, err

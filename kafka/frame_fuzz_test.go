@@ -35,10 +35,10 @@ func FuzzRequestFrame(f *testing.F) {
 		req.Topics = []kmsg.FetchRequestTopic{{Topic: "orders", Partitions: []kmsg.FetchRequestTopicPartition{{Partition: 0, FetchOffset: 5, PartitionMaxBytes: 1 << 20}}}}
 		f.Add(frameRequest(req, 4))
 	}
-	for _, v := range []int16{1, 6} {
+	for _, v := range []int16{1, 6, 7} {
 		req := kmsg.NewPtrListOffsetsRequest()
 		req.SetVersion(v)
-		req.Topics = []kmsg.ListOffsetsRequestTopic{{Topic: "orders", Partitions: []kmsg.ListOffsetsRequestTopicPartition{{Partition: 0, Timestamp: -1}}}}
+		req.Topics = []kmsg.ListOffsetsRequestTopic{{Topic: "orders", Partitions: []kmsg.ListOffsetsRequestTopicPartition{{Partition: 0, Timestamp: -1 - int64(v/7)*2}}}}
 		f.Add(frameRequest(req, 5))
 	}
 	// Group requests with static membership, and OffsetDelete.

@@ -6,10 +6,10 @@ import (
 	"github.com/sluicemq/sluice/messages"
 )
 
-// ListOffsets (key 2), v1–6: per partition, -1 is the high watermark, -2
-// the log start, any other value the first offset whose timestamp is at
-// or after it (-1/-1 without error when none is). The max-timestamp query
-// (-3, v7) is not served.
+// ListOffsets (key 2), v1–7: per partition, -1 is the high watermark, -2
+// the log start, -3 (v7, KIP-734) the record with the largest timestamp
+// below the high watermark, any other value the first offset whose
+// timestamp is at or after it (-1/-1 without error when none is).
 
 func handleListOffsets(r *request, h header, kreq kmsg.Request) func() kmsg.Response {
 	req := kreq.(*kmsg.ListOffsetsRequest)

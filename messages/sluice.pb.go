@@ -989,8 +989,10 @@ type ListOffsetsRequest struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
 	Topic     string                 `protobuf:"bytes,1,opt,name=topic,proto3" json:"topic,omitempty"`
 	Partition int32                  `protobuf:"varint,2,opt,name=partition,proto3" json:"partition,omitempty"`
-	// -2: earliest, -1: latest (the high watermark), otherwise a timestamp in
-	// milliseconds: the first offset whose record timestamp is >= it.
+	// -3: the record with the largest timestamp below the high watermark
+	// (the first of them on a tie), -2: earliest, -1: latest (the high
+	// watermark), otherwise a timestamp in milliseconds: the first offset
+	// whose record timestamp is >= it.
 	Timestamp          int64 `protobuf:"varint,3,opt,name=timestamp,proto3" json:"timestamp,omitempty"`
 	CurrentLeaderEpoch int32 `protobuf:"varint,4,opt,name=current_leader_epoch,json=currentLeaderEpoch,proto3" json:"current_leader_epoch,omitempty"`
 	unknownFields      protoimpl.UnknownFields
@@ -1061,7 +1063,8 @@ type ListOffsetsResponse struct {
 	Partition    int32                  `protobuf:"varint,2,opt,name=partition,proto3" json:"partition,omitempty"`
 	Error        ErrorCode              `protobuf:"varint,3,opt,name=error,proto3,enum=sluice.ErrorCode" json:"error,omitempty"`
 	ErrorMessage string                 `protobuf:"bytes,4,opt,name=error_message,json=errorMessage,proto3" json:"error_message,omitempty"`
-	// -1 when no record has a timestamp >= the requested one.
+	// -1 when no record has a timestamp >= the requested one (for -3: when
+	// there is no record below the high watermark).
 	Offset        int64 `protobuf:"varint,5,opt,name=offset,proto3" json:"offset,omitempty"`
 	Timestamp     int64 `protobuf:"varint,6,opt,name=timestamp,proto3" json:"timestamp,omitempty"`
 	LeaderEpoch   int32 `protobuf:"varint,7,opt,name=leader_epoch,json=leaderEpoch,proto3" json:"leader_epoch,omitempty"`

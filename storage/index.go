@@ -232,6 +232,85 @@ func (x *index) offsetForTimestamp(ts int64, batch func(int) ([]byte, error)) (i
 	return 0, 0, false, nil
 }
 
+// maxTimestamp finds the largest record timestamp among the records below
+// offset below, and the first record that carries it; batch(i) returns the
+// checked bytes of the batch at position i. The batches' max timestamps
+// pick the batches to read: a batch that reaches past below, or whose header
+// claims a larger timestamp than any of its records carries, is read for
+// what its records say; one that claims less than its records carry is
+// taken at its word (reading every record of the log is not an option).
+func (x *index) maxTimestamp(below int64, batch func(int) ([]byte, error)) (offset, ts int64, ok bool, err error) {
+	// best reads batch i for its largest timestamp below below, and the
+	// first record carrying it.
+	best := func(i int) (int64, int64, bool, error) {
+		b, err := batch(i)
+		if err != nil {
+			return 0, 0, false, err
+		}
+		h, err := record.ParseHeader(b)
+		if err != nil {
+			return 0, 0, false, fmt.Errorf("%w: %w", ErrCorrupt, err)
+		}
+		var off, top int64
+		found := false
+		it := record.Records(b)
+		for {
+			r, more, err := it.Next()
+			if err != nil {
+				return 0, 0, false, fmt.Errorf("%w: batch at offset %d: %w", ErrCorrupt, h.BaseOffset, err)
+			}
+			if !more {
+				return off, top, found, nil
+			}
+			o, t := h.BaseOffset+int64(r.OffsetDelta), h.BaseTimestamp+r.TimestampDelta
+			if o >= below {
+				return off, top, found, nil
+			}
+			if !found || t > top {
+				off, top, found = o, t, true
+			}
+		}
+	}
+	// Usually the first batch with the largest claim bears it out.
+	first := -1
+	for i := range x.batches {
+		if x.batches[i].base >= below {
+			break
+		}
+		if first < 0 || x.batches[i].maxTS > x.batches[first].maxTS {
+			first = i
+		}
+	}
+	if first < 0 {
+		return 0, 0, false, nil
+	}
+	if offset, ts, ok, err = best(first); err != nil || ok && ts == x.batches[first].maxTS {
+		return offset, ts, ok, err
+	}
+	// It did not: try the others by claim, largest first and of equal
+	// claims the earlier batch, until no claim can beat what was found.
+	var order []int
+	for i := range x.batches {
+		if i != first && x.batches[i].base < below {
+			order = append(order, i)
+		}
+	}
+	sort.SliceStable(order, func(a, b int) bool { return x.batches[order[a]].maxTS > x.batches[order[b]].maxTS })
+	for _, i := range order {
+		if ok && (x.batches[i].maxTS < ts || x.batches[i].maxTS == ts && x.batches[i].base > offset) {
+			break
+		}
+		o, t, found, err := best(i)
+		if err != nil {
+			return 0, 0, false, err
+		}
+		if found && (!ok || t > ts || t == ts && o < offset) {
+			offset, ts, ok = o, t, true
+		}
+	}
+	return offset, ts, ok, nil
+}
+
 // epochsCopy returns the epoch cache for callers to keep.
 func (x *index) epochsCopy() []EpochStart {
 	return append([]EpochStart(nil), x.epochs...)

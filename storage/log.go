@@ -72,6 +72,10 @@ type Log interface {
 	// OffsetForTimestamp returns the offset and timestamp of the first record
 	// with timestamp >= ts, or ok=false when there is none.
 	OffsetForTimestamp(ts int64) (offset int64, timestamp int64, ok bool, err error)
+	// MaxTimestamp returns the largest timestamp of the records below
+	// offset below and the offset of the first record carrying it, or
+	// ok=false when there is no record below it (ListOffsets' -3, KIP-734).
+	MaxTimestamp(below int64) (offset int64, timestamp int64, ok bool, err error)
 
 	// Epochs is the leader-epoch cache: for each leader epoch (>= 0; -1 means
 	// none) that wrote batches, the offset of its first batch, in increasing

@@ -122,6 +122,13 @@ func (m *MemLog) OffsetForTimestamp(ts int64) (int64, int64, bool, error) {
 	return m.x.offsetForTimestamp(ts, func(i int) ([]byte, error) { return m.data[i], nil })
 }
 
+func (m *MemLog) MaxTimestamp(below int64) (int64, int64, bool, error) {
+	if m.closed {
+		return 0, 0, false, ErrClosed
+	}
+	return m.x.maxTimestamp(below, func(i int) ([]byte, error) { return m.data[i], nil })
+}
+
 func (m *MemLog) Epochs() []EpochStart { return m.x.epochsCopy() }
 
 func (m *MemLog) EndOffsetForEpoch(epoch int32) (int32, int64, bool) {

@@ -576,6 +576,15 @@ func (w *WALLog) OffsetForTimestamp(ts int64) (int64, int64, bool, error) {
 	return w.x.offsetForTimestamp(ts, w.batch)
 }
 
+func (w *WALLog) MaxTimestamp(below int64) (int64, int64, bool, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if err := w.usable(); err != nil {
+		return 0, 0, false, err
+	}
+	return w.x.maxTimestamp(below, w.batch)
+}
+
 func (w *WALLog) Epochs() []EpochStart { return w.x.epochsCopy() }
 
 func (w *WALLog) EndOffsetForEpoch(epoch int32) (int32, int64, bool) {

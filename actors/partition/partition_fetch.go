@@ -168,8 +168,17 @@ func (p *partitionActor) onListOffsets(ctx actor.Context, req *messages.ListOffs
 		resp.Offset = p.log.LogStartOffset()
 	case req.Timestamp == -1:
 		resp.Offset = hw
+	case req.Timestamp == -3:
+		// The record with the largest timestamp a consumer can read.
+		off, ts, ok, err := p.log.MaxTimestamp(hw)
+		switch {
+		case err != nil:
+			resp.Error, resp.ErrorMessage = messages.ErrorCode_STORAGE_ERROR, err.Error()
+		case ok:
+			resp.Offset, resp.Timestamp = off, ts
+		}
 	case req.Timestamp < 0:
-		resp.Error, resp.ErrorMessage = messages.ErrorCode_INVALID_REQUEST, fmt.Sprintf("timestamp %d: want -2, -1 or >= 0", req.Timestamp)
+		resp.Error, resp.ErrorMessage = messages.ErrorCode_INVALID_REQUEST, fmt.Sprintf("timestamp %d: want -3, -2, -1 or >= 0", req.Timestamp)
 	default:
 		off, ts, ok, err := p.log.OffsetForTimestamp(req.Timestamp)
 		switch {

@@ -434,3 +434,61 @@ func TestKafkaGroupOffsetsAndListings(t *testing.T) {
 		t.Errorf("ListGroups after the deletion: %v %v", listed.Groups(), err)
 	}
 }
+
+// ListOffsets through franz-go's admin client: start, end, by time and the
+// record with the largest timestamp (v7, KIP-734), the first of a tie, in
+// batches whose timestamps go back and forth.
+func TestKafkaListOffsetsByTime(t *testing.T) {
+	b := startBroker(t, "--kafka-addr", "127.0.0.1:0")
+	addr := kafkaAddr(t, b)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	adm := kadm.NewClient(newKgo(t, addr))
+	if created, err := adm.CreateTopics(ctx, 1, 1, nil, "times"); err != nil || created["times"].Err != nil {
+		t.Fatalf("create: %v %+v", err, created)
+	}
+	lookup := func(what string, list func(context.Context, ...string) (kadm.ListedOffsets, error)) kadm.ListedOffset {
+		t.Helper()
+		l, err := list(ctx, "times")
+		o, ok := l.Lookup("times", 0)
+		if err != nil || !ok || o.Err != nil {
+			t.Fatalf("%s: %v %+v", what, err, l)
+		}
+		return o
+	}
+	if o := lookup("max timestamp of an empty partition", adm.ListMaxTimestampOffsets); o.Offset != -1 {
+		t.Fatalf("max timestamp of an empty partition: offset %d, want -1", o.Offset)
+	}
+
+	t0 := time.Now().Add(-time.Hour).Truncate(time.Millisecond)
+	p := newKgo(t, addr, kgo.DefaultProduceTopic("times"))
+	// One ProduceSync per batch: offsets 0-2, 3, 4-5.
+	for _, batch := range [][]time.Duration{{10, 50, 20}, {30}, {50, 5}} {
+		var records []*kgo.Record
+		for _, d := range batch {
+			records = append(records, &kgo.Record{Value: []byte("v"), Timestamp: t0.Add(d * time.Millisecond)})
+		}
+		if err := p.ProduceSync(ctx, records...).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ms := func(d int64) int64 { return t0.UnixMilli() + d }
+	if o := lookup("max timestamp", adm.ListMaxTimestampOffsets); o.Offset != 1 || o.Timestamp != ms(50) {
+		t.Errorf("max timestamp: offset %d at %d, want offset 1 at %d", o.Offset, o.Timestamp, ms(50))
+	}
+	// Past every record the broker answers -1, which kadm turns into the end.
+	for _, c := range []struct{ at, want int64 }{{0, 0}, {25, 1}, {50, 1}, {51, 6}} {
+		after := func(ctx context.Context, topics ...string) (kadm.ListedOffsets, error) {
+			return adm.ListOffsetsAfterMilli(ctx, ms(c.at), topics...)
+		}
+		if o := lookup("after a time", after); o.Offset != c.want {
+			t.Errorf("first offset at or after t0+%d ms: %d, want %d", c.at, o.Offset, c.want)
+		}
+	}
+	if o := lookup("start", adm.ListStartOffsets); o.Offset != 0 {
+		t.Errorf("start offset %d", o.Offset)
+	}
+	if o := lookup("end", adm.ListEndOffsets); o.Offset != 6 {
+		t.Errorf("end offset %d", o.Offset)
+	}
+}
