@@ -29,6 +29,8 @@ func runGroup(args []string, stdout, stderr io.Writer) error {
 	var topic *string
 	var toEarliest, toLatest *bool
 	var toOffset *int64
+	var toDatetime *string
+	var byDuration *time.Duration
 	var partition partitionFlag
 	if sub == "delete-offsets" {
 		topic = fs.String("topic", "", "topic whose committed offsets to delete")
@@ -39,6 +41,8 @@ func runGroup(args []string, stdout, stderr io.Writer) error {
 		toEarliest = fs.Bool("to-earliest", false, "reset to the first offset")
 		toLatest = fs.Bool("to-latest", false, "reset to the end")
 		toOffset = fs.Int64("to-offset", -1, "reset to this offset (moved into the log start..end range)")
+		toDatetime = fs.String("to-datetime", "", "reset to the first record at or after this time (Unix ms or RFC 3339; the end if none is)")
+		byDuration = fs.Duration("by-duration", 0, "reset to the first record at or after this long ago (1h30m; the end if none is)")
 	}
 	pos, err := parseClientArgs(fs, conn, args)
 	if err != nil {
@@ -129,8 +133,21 @@ func runGroup(args []string, stdout, stderr io.Writer) error {
 		if *toOffset >= 0 {
 			to, n = client.AtOffset(*toOffset), n+1
 		}
+		if *toDatetime != "" {
+			ms, err := parseTimestamp(*toDatetime)
+			if err != nil {
+				return usageErr("--to-datetime: %v", err)
+			}
+			to, n = client.AtTimestamp(time.UnixMilli(ms)), n+1
+		}
+		if *byDuration < 0 {
+			return usageErr("--by-duration %v: want a positive duration", *byDuration)
+		}
+		if *byDuration > 0 {
+			to, n = client.AtTimestamp(time.Now().Add(-*byDuration)), n+1
+		}
 		if n != 1 {
-			return usageErr("want exactly one of --to-earliest, --to-latest, --to-offset N")
+			return usageErr("want exactly one of --to-earliest, --to-latest, --to-offset N, --to-datetime TIME, --by-duration D")
 		}
 		offsets, err := admin.ResetOffsets(ctx, pos[0], *topic, to)
 		if err != nil {

@@ -22,6 +22,7 @@ Usage:
   sluice topic create NAME [flags]       create a topic
   sluice topic list                      list topics
   sluice topic describe NAME|--all       show partitions: leader, replicas, ISR, log start, LEO, HW
+  sluice topic offsets NAME [--time T]   per partition: the offset at earliest, latest, max-timestamp or a time
   sluice topic delete NAME               delete a topic and its data
   sluice topic alter-config NAME --set k=v --delete k   change a topic's configuration
   sluice topic add-partitions NAME --to N               grow a topic to N partitions
@@ -31,7 +32,7 @@ Usage:
   sluice group list                      list consumer groups
   sluice group describe GROUP            members, assignment, committed offset, end and lag per partition
   sluice group delete GROUP              delete a group without members, with its committed offsets
-  sluice group reset-offsets GROUP --topic T --to-earliest|--to-latest|--to-offset N
+  sluice group reset-offsets GROUP --topic T --to-earliest|--to-latest|--to-offset N|--to-datetime TIME|--by-duration D
   sluice group delete-offsets GROUP --topic T [--partition P]
   sluice bench produce|consume [flags]   measure throughput and latency
   sluice dev-cluster [--brokers 3]       run Consul and a local cluster of brokers until Ctrl-C (--secure: with TLS)

@@ -78,6 +78,12 @@ func TestReadmeTour(t *testing.T) {
 	if l := got("./sluice consume events --partition 0 --offset 10 --max 3"); len(l) != 3 || !strings.HasPrefix(l[0], "visit ") {
 		t.Errorf("partition 0 from offset 10 printed %q", l)
 	}
+	// Every record of the tour is younger than the time it asks for.
+	for _, line := range got("./sluice topic offsets events --time") {
+		if f := strings.Fields(line); len(f) != 3 || f[0] != "events" || f[2] != "0" {
+			t.Errorf("topic offsets printed %q", line)
+		}
+	}
 	l := got("./sluice consume events --partition 1 --offset -2 --to-end --format json")
 	if len(l) != 2 {
 		t.Fatalf("the last two records of partition 1: %q", l)

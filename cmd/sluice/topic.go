@@ -14,7 +14,7 @@ import (
 
 func runTopic(args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		return usageErr("want create, list, describe, alter-config, add-partitions or delete")
+		return usageErr("want create, list, describe, offsets, alter-config, add-partitions or delete")
 	}
 	sub, args := args[0], args[1:]
 	fs := newFlagSet("topic "+sub, stderr)
@@ -35,6 +35,10 @@ func runTopic(args []string, stdout, stderr io.Writer) error {
 	if sub == "alter-config" {
 		fs.Var(set, "set", "set topic config KEY=VALUE (repeatable)")
 		fs.Var(&del, "delete", "delete topic config KEY, back to the broker default (repeatable)")
+	}
+	var at *string
+	if sub == "offsets" {
+		at = fs.String("time", "latest", "earliest, latest (the high watermark), max-timestamp (the record with the largest timestamp), or a time (Unix ms or RFC 3339: the first record at or after it)")
 	}
 	var to *int
 	if sub == "add-partitions" {
@@ -134,6 +138,26 @@ func runTopic(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 		fmt.Fprintf(stdout, "altered config of topic %s\n", name)
+	case "offsets":
+		name, err := needName()
+		if err != nil {
+			return err
+		}
+		ts, err := listOffsetsTime(*at)
+		if err != nil {
+			return err
+		}
+		info, err := admin.DescribeTopic(ctx, name)
+		if err != nil {
+			return err
+		}
+		for _, p := range info.Partitions {
+			off, err := admin.ListOffset(ctx, name, p.Partition, ts)
+			if err != nil {
+				return fmt.Errorf("partition %d: %w", p.Partition, err)
+			}
+			fmt.Fprintf(stdout, "%s %d %d\n", name, p.Partition, off)
+		}
 	case "add-partitions":
 		name, err := needName()
 		if err != nil {
@@ -156,9 +180,26 @@ func runTopic(args []string, stdout, stderr io.Writer) error {
 		}
 		fmt.Fprintf(stdout, "deleted topic %s\n", name)
 	default:
-		return usageErr("unknown topic command %q: want create, list, describe, alter-config, add-partitions or delete", sub)
+		return usageErr("unknown topic command %q: want create, list, describe, offsets, alter-config, add-partitions or delete", sub)
 	}
 	return nil
+}
+
+// listOffsetsTime is the ListOffsets timestamp that --time names.
+func listOffsetsTime(s string) (int64, error) {
+	switch s {
+	case "earliest":
+		return -2, nil
+	case "latest":
+		return -1, nil
+	case "max-timestamp":
+		return -3, nil
+	}
+	ms, err := parseTimestamp(s)
+	if err != nil {
+		return 0, usageErr("--time %q: want earliest, latest, max-timestamp or a time (Unix ms or RFC 3339)", s)
+	}
+	return ms, nil
 }
 
 func printTopic(w io.Writer, info *client.TopicInfo) {
