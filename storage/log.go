@@ -3,6 +3,7 @@ package storage
 import (
 	"errors"
 	"fmt"
+	"sort"
 	"time"
 )
 
@@ -96,6 +97,17 @@ type Log interface {
 type EpochStart struct {
 	Epoch       int32
 	StartOffset int64
+}
+
+// EpochAt is the leader epoch in force at offset in a log whose epoch cache
+// is epochs (the last that starts at or before it; Kafka's epochForOffset),
+// and false when none does.
+func EpochAt(epochs []EpochStart, offset int64) (int32, bool) {
+	i := sort.Search(len(epochs), func(i int) bool { return epochs[i].StartOffset > offset }) - 1
+	if i < 0 {
+		return -1, false
+	}
+	return epochs[i].Epoch, true
 }
 
 // Errors of the storage package.

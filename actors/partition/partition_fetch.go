@@ -188,5 +188,13 @@ func (p *partitionActor) onListOffsets(ctx actor.Context, req *messages.ListOffs
 			resp.Offset, resp.Timestamp = off, ts
 		}
 	}
+	if req.Timestamp != -1 && resp.Error == messages.ErrorCode_NONE {
+		// As Kafka: the epoch of the batch at the offset found, which a
+		// client's truncation check starts from (-1 when none is).
+		resp.LeaderEpoch, _ = storage.EpochAt(p.log.Epochs(), resp.Offset)
+		if resp.Offset < 0 {
+			resp.LeaderEpoch = -1
+		}
+	}
 	actors.Respond(ctx, resp)
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -129,5 +130,30 @@ func TestKafkaIdempotentProducerThroughLeaderKills(t *testing.T) {
 	t.Logf("%d records acknowledged through %d leader kills: %d lost, %d duplicated", ackedAll(), kills, lost, dups)
 	if lost > 0 || dups > 0 {
 		t.Fatalf("%d lost, %d duplicated", lost, dups)
+	}
+
+	// ListOffsets gives, as Kafka, the epoch of the batch at the offset
+	// found (the start's was written before the kills) and the current
+	// leader's epoch with the end.
+	adm := kadm.NewClient(p)
+	starts, err := adm.ListStartOffsets(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ends, err := adm.ListEndOffsets(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for part := int32(0); part < kills; part++ {
+		first := c.consumeAll(topic, part)[0]
+		current := c.partitionState(topic, part).LeaderEpoch
+		start, _ := starts.Lookup(topic, part)
+		end, _ := ends.Lookup(topic, part)
+		if start.Err != nil || start.Offset != 0 || start.LeaderEpoch != first.LeaderEpoch {
+			t.Errorf("partition %d: start %+v, want offset 0 in epoch %d", part, start, first.LeaderEpoch)
+		}
+		if end.Err != nil || end.LeaderEpoch != current || current == first.LeaderEpoch {
+			t.Errorf("partition %d: end %+v, want the current epoch %d, not the first record's %d", part, end, current, first.LeaderEpoch)
+		}
 	}
 }
