@@ -207,29 +207,43 @@ func (x *index) offsetForTimestamp(ts int64, batch func(int) ([]byte, error)) (i
 		if x.batches[i].maxTS < ts {
 			continue
 		}
-		b, err := batch(i)
-		if err != nil {
-			return 0, 0, false, err
-		}
-		h, err := record.ParseHeader(b)
-		if err != nil {
-			return 0, 0, false, fmt.Errorf("%w: %w", ErrCorrupt, err)
-		}
-		it := record.Records(b)
-		for {
-			r, ok, err := it.Next()
-			if err != nil {
-				return 0, 0, false, fmt.Errorf("%w: batch at offset %d: %w", ErrCorrupt, h.BaseOffset, err)
+		var off, at int64
+		found := false
+		err := eachRecordTime(batch, i, func(o, t int64) bool {
+			if t >= ts {
+				off, at, found = o, t, true
 			}
-			if !ok {
-				break // max timestamp lied; try the next batch
-			}
-			if t := h.BaseTimestamp + r.TimestampDelta; t >= ts {
-				return h.BaseOffset + int64(r.OffsetDelta), t, true, nil
-			}
+			return !found
+		})
+		if err != nil || found {
+			return off, at, found, err
 		}
+		// The batch's max timestamp lied; try the next batch.
 	}
 	return 0, 0, false, nil
+}
+
+// eachRecordTime reads the batch at position i and calls visit with each
+// record's offset and timestamp, in order, until visit returns false.
+func eachRecordTime(batch func(int) ([]byte, error), i int, visit func(offset, ts int64) bool) error {
+	b, err := batch(i)
+	if err != nil {
+		return err
+	}
+	h, err := record.ParseHeader(b)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrCorrupt, err)
+	}
+	it := record.Records(b)
+	for {
+		r, ok, err := it.Next()
+		if err != nil {
+			return fmt.Errorf("%w: batch at offset %d: %w", ErrCorrupt, h.BaseOffset, err)
+		}
+		if !ok || !visit(h.BaseOffset+int64(r.OffsetDelta), h.BaseTimestamp+r.TimestampDelta) {
+			return nil
+		}
+	}
 }
 
 // maxTimestamp finds the largest record timestamp among the records below
@@ -242,34 +256,17 @@ func (x *index) offsetForTimestamp(ts int64, batch func(int) ([]byte, error)) (i
 func (x *index) maxTimestamp(below int64, batch func(int) ([]byte, error)) (offset, ts int64, ok bool, err error) {
 	// best reads batch i for its largest timestamp below below, and the
 	// first record carrying it.
-	best := func(i int) (int64, int64, bool, error) {
-		b, err := batch(i)
-		if err != nil {
-			return 0, 0, false, err
-		}
-		h, err := record.ParseHeader(b)
-		if err != nil {
-			return 0, 0, false, fmt.Errorf("%w: %w", ErrCorrupt, err)
-		}
-		var off, top int64
-		found := false
-		it := record.Records(b)
-		for {
-			r, more, err := it.Next()
-			if err != nil {
-				return 0, 0, false, fmt.Errorf("%w: batch at offset %d: %w", ErrCorrupt, h.BaseOffset, err)
-			}
-			if !more {
-				return off, top, found, nil
-			}
-			o, t := h.BaseOffset+int64(r.OffsetDelta), h.BaseTimestamp+r.TimestampDelta
+	best := func(i int) (off, top int64, found bool, err error) {
+		err = eachRecordTime(batch, i, func(o, t int64) bool {
 			if o >= below {
-				return off, top, found, nil
+				return false
 			}
 			if !found || t > top {
 				off, top, found = o, t, true
 			}
-		}
+			return true
+		})
+		return off, top, found, err
 	}
 	// Usually the first batch with the largest claim bears it out.
 	first := -1
