@@ -67,7 +67,17 @@ func TestCLIOffsetsByTime(t *testing.T) {
 			t.Errorf("reset-offsets %v printed %q, want %q", c.args, out, c.want)
 		}
 	}
-	if _, errOut, code := runCLI(t, "", "group", "reset-offsets", "G", "--topic", "when", "--by-duration", "1h", "--to-earliest", "--broker", b.Addr); code != 2 || !strings.Contains(errOut, "want exactly one of") {
-		t.Errorf("two targets: exit %d %q", code, errOut)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--by-duration", "1h", "--to-earliest"}, "want exactly one of"},
+		{[]string{"--to-datetime", "soon"}, "--to-datetime"},
+		{[]string{"--by-duration", "-5m"}, "want a positive duration"},
+	} {
+		args := append([]string{"group", "reset-offsets", "G", "--topic", "when", "--broker", b.Addr}, c.args...)
+		if _, errOut, code := runCLI(t, "", args...); code != 2 || !strings.Contains(errOut, c.want) {
+			t.Errorf("reset-offsets %v: exit %d %q, want exit 2 saying %q", c.args, code, errOut, c.want)
+		}
 	}
 }
