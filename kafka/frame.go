@@ -13,21 +13,56 @@ import (
 // is refused before its body is read.
 var errFrameTooLarge = errors.New("frame larger than the limit")
 
-// readFrame reads one size-prefixed frame of at most max bytes.
-func readFrame(r io.Reader, max int) ([]byte, error) {
+// readSize reads a frame's 4-byte size prefix and refuses a size above
+// max.
+func readSize(r io.Reader, max int) (int, error) {
 	var size [4]byte
 	if _, err := io.ReadFull(r, size[:]); err != nil {
-		return nil, err
+		return 0, err
 	}
 	n := int32(binary.BigEndian.Uint32(size[:]))
 	if n < 0 || int(n) > max {
-		return nil, fmt.Errorf("%w: %d bytes, at most %d", errFrameTooLarge, n, max)
+		return 0, fmt.Errorf("%w: %d bytes, at most %d", errFrameTooLarge, n, max)
 	}
-	buf := make([]byte, n)
-	if _, err := io.ReadFull(r, buf); err != nil {
-		return nil, err
+	return int(n), nil
+}
+
+// firstRead is how much of a frame's body is allocated before any of it
+// has arrived: most frames fit, and are read into one buffer.
+const firstRead = 1 << 20
+
+// readBody reads a frame body of n bytes. A large frame's buffer grows as
+// its bytes arrive (doubling, up to n), so a peer that announces a large
+// frame and sends little of it makes the broker hold little.
+func readBody(r io.Reader, n int) ([]byte, error) {
+	buf := make([]byte, 0, min(n, firstRead))
+	for len(buf) < n {
+		if len(buf) == cap(buf) {
+			grown := make([]byte, len(buf), min(n, 2*cap(buf)))
+			copy(grown, buf)
+			buf = grown
+		}
+		got, err := r.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+got]
+		if err != nil {
+			if err == io.EOF && len(buf) < n {
+				err = io.ErrUnexpectedEOF
+			}
+			if len(buf) < n {
+				return nil, err
+			}
+		}
 	}
 	return buf, nil
+}
+
+// readFrame reads one size-prefixed frame of at most max bytes.
+func readFrame(r io.Reader, max int) ([]byte, error) {
+	n, err := readSize(r, max)
+	if err != nil {
+		return nil, err
+	}
+	return readBody(r, n)
 }
 
 // header is a request header (v1 or, for flexible requests, v2).

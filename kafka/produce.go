@@ -11,7 +11,8 @@ import (
 // Produce (key 0), v0–11: each partition's batch goes to its leader as a
 // Sluice ProduceRequest, sent in arrival order; the batch stays as the
 // client wrote it (RecordBatch v2), checked by the leader. acks=0 gets no
-// response at all.
+// response at all; the leader still tells the listener when it has taken
+// the batch, which is when the request's bytes are released.
 
 // Kafka codes of batches refused here, before they reach a leader.
 const (
@@ -42,17 +43,22 @@ func handleProduce(r *request, h header, kreq kmsg.Request) func() kmsg.Response
 			}
 			preq := &messages.ProduceRequest{Topic: t.Topic, Partition: p.Partition, Acks: int32(req.Acks),
 				TimeoutMs: req.TimeoutMillis, Records: p.Records}
-			if req.Acks == 0 {
-				r.tell(preq)
-			} else {
-				waits = append(waits, pending{ti, pi, r.ask(preq)})
-			}
+			waits = append(waits, pending{ti, pi, r.ask(preq)})
 			rt.Partitions = append(rt.Partitions, rp)
 		}
 		resp.Topics = append(resp.Topics, rt)
 	}
 	if req.Acks == 0 {
-		return func() kmsg.Response { return nil }
+		// No response, but the request holds its connection's place and
+		// its bytes until each partition has taken its batch: a flood of
+		// acks=0 requests waits for the partitions instead of piling up
+		// in the broker.
+		return func() kmsg.Response {
+			for _, w := range waits {
+				w.answer.Wait()
+			}
+			return nil
+		}
 	}
 	return func() kmsg.Response {
 		for _, w := range waits {

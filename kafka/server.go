@@ -17,19 +17,17 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/sluicemq/sluice/internal/budget"
 	"github.com/sluicemq/sluice/metrics"
 )
 
 // Broker is how handlers reach the broker they serve, the local broker
-// actor. Both methods send at once, so requests reach the broker in the
-// order they are sent (a connection's produce requests are applied in
-// arrival order).
+// actor. Ask sends at once, so requests reach the broker in the order they
+// are sent (a connection's produce requests are applied in arrival order).
 type Broker interface {
 	// Ask sends req on behalf of c and returns its coming answer, which
 	// fails after timeout.
 	Ask(c Caller, req proto.Message, timeout time.Duration) Answer
-	// Tell sends req expecting no answer (an acks=0 produce).
-	Tell(c Caller, req proto.Message)
 }
 
 // Caller is who sent a request: the connection's principal (from its TLS
@@ -61,6 +59,14 @@ type Config struct {
 	// MaxInFlight is how many requests of one connection are served at
 	// once; the reader waits for the oldest answer beyond it.
 	MaxInFlight int
+	// Budget counts the bytes of requests read and not yet answered and
+	// of answers not yet written, shared with the broker's other
+	// listeners; a connection reads its next frame only when it has room
+	// (nil: a budget of DefaultBudgetBytes for this listener alone).
+	Budget *budget.Budget
+	// FrameTimeout is how long a frame's body may take to arrive once its
+	// size has been read.
+	FrameTimeout time.Duration
 	// TopicDefaults are the broker's topic configuration defaults, by
 	// Kafka name, for DescribeConfigs.
 	TopicDefaults map[string]string
@@ -95,6 +101,12 @@ func (c *Config) defaults() {
 	if c.MaxInFlight <= 0 {
 		c.MaxInFlight = 64
 	}
+	if c.Budget == nil {
+		c.Budget = budget.New(DefaultBudgetBytes, DefaultBudgetBytes/4)
+	}
+	if c.FrameTimeout <= 0 {
+		c.FrameTimeout = 30 * time.Second
+	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
@@ -103,9 +115,17 @@ func (c *Config) defaults() {
 	}
 }
 
+// DefaultBudgetBytes is the in-flight byte budget of a listener given
+// none.
+const DefaultBudgetBytes = 64 << 20
+
 // Server is a Kafka protocol listener.
 type Server struct {
 	cfg Config
+	// stopped ends when Close is called: connections waiting for the
+	// budget stop waiting.
+	stopped context.Context
+	stop    context.CancelFunc
 
 	mu     sync.Mutex
 	ln     net.Listener
@@ -122,7 +142,8 @@ type Server struct {
 // NewServer returns a listener with cfg; Serve starts it.
 func NewServer(cfg Config) *Server {
 	cfg.defaults()
-	return &Server{cfg: cfg, conns: map[*conn]struct{}{}, perIP: map[string]int{}}
+	stopped, stop := context.WithCancel(context.Background())
+	return &Server{cfg: cfg, stopped: stopped, stop: stop, conns: map[*conn]struct{}{}, perIP: map[string]int{}}
 }
 
 // Open is how many connections the listener holds now.
@@ -213,6 +234,7 @@ func (s *Server) logSpaced(msg string, args ...any) {
 func (s *Server) Close() error {
 	s.mu.Lock()
 	s.closed = true
+	s.stop()
 	var err error
 	if s.ln != nil {
 		err = s.ln.Close()
@@ -273,7 +295,7 @@ func (c *conn) serve() {
 	defer cancel()
 	// Each request gets a slot in this queue, in arrival order; the
 	// writer takes the slots in turn and waits for each one's answer.
-	queue := make(chan chan []byte, c.srv.cfg.MaxInFlight)
+	queue := make(chan chan answer, c.srv.cfg.MaxInFlight)
 	writerDone := make(chan struct{})
 	go c.write(queue, writerDone)
 	defer func() {
@@ -281,18 +303,16 @@ func (c *conn) serve() {
 		<-writerDone
 	}()
 	for {
-		if err := c.nc.SetReadDeadline(time.Now().Add(c.srv.cfg.IdleTimeout)); err != nil {
-			return
-		}
-		frame, err := readFrame(c.nc, c.srv.cfg.MaxFrameBytes)
+		frame, held, err := c.readFrame()
 		if err != nil {
-			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
+			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && !errors.Is(err, context.Canceled) {
 				c.srv.logSpaced("kafka connection closed", "remote", c.nc.RemoteAddr().String(), "reason", err.Error())
 			}
 			return
 		}
 		h, body, err := parseHeader(frame)
 		if err != nil {
+			c.release(held)
 			c.srv.logSpaced("kafka connection closed: malformed request header", "remote", c.nc.RemoteAddr().String(), "error", err.Error())
 			return
 		}
@@ -301,21 +321,23 @@ func (c *conn) serve() {
 			if h.key == kmsg.ApiVersions.Int16() {
 				// Clients probe with their newest ApiVersions: answer v0
 				// with the versions served so they can pick one.
-				slot := make(chan []byte, 1)
-				slot <- encodeResponse(h.correlationID, unsupportedApiVersions())
+				slot := make(chan answer, 1)
+				slot <- c.answer(held, encodeResponse(h.correlationID, unsupportedApiVersions()))
 				queue <- slot
 				continue
 			}
+			c.release(held)
 			c.srv.logSpaced("kafka connection closed: unsupported request", "remote", c.nc.RemoteAddr().String(),
 				"api", kmsg.NameForKey(h.key), "key", h.key, "version", h.version)
 			return
 		}
 		req, err := decodeRequest(h, body)
 		if err != nil {
+			c.release(held)
 			c.srv.logSpaced("kafka connection closed: malformed request", "remote", c.nc.RemoteAddr().String(), "error", err.Error())
 			return
 		}
-		slot := make(chan []byte, 1)
+		slot := make(chan answer, 1)
 		queue <- slot
 		// The handler's first part runs here, in arrival order; what it
 		// returns waits for the broker on its own goroutine.
@@ -325,14 +347,58 @@ func (c *conn) serve() {
 			resp := finish()
 			c.srv.cfg.Metrics.KafkaRequest(kmsg.NameForKey(h.key), topLevelError(resp), time.Since(arrived))
 			if resp == nil {
-				slot <- nil
+				slot <- c.answer(held, nil)
 				return
 			}
 			resp.SetVersion(h.version)
-			slot <- encodeResponse(h.correlationID, resp)
+			slot <- c.answer(held, encodeResponse(h.correlationID, resp))
 		}()
 	}
 }
+
+// readFrame reads the connection's next frame within the budget: the
+// size first (the connection may be idle until it comes), then it waits
+// until the budget has room for the frame, then the body must follow
+// within the frame timeout. The frame's bytes stay counted until its
+// answer is written (held is how many).
+func (c *conn) readFrame() (frame []byte, held int64, err error) {
+	if err := c.nc.SetReadDeadline(time.Now().Add(c.srv.cfg.IdleTimeout)); err != nil {
+		return nil, 0, err
+	}
+	n, err := readSize(c.nc, c.srv.cfg.MaxFrameBytes)
+	if err != nil {
+		return nil, 0, err
+	}
+	if err := c.srv.cfg.Budget.Acquire(c.srv.stopped, c.ip, int64(n)); err != nil {
+		return nil, 0, err
+	}
+	if err := c.nc.SetReadDeadline(time.Now().Add(c.srv.cfg.FrameTimeout)); err != nil {
+		c.release(int64(n))
+		return nil, 0, err
+	}
+	frame, err = readBody(c.nc, n)
+	if err != nil {
+		c.release(int64(n))
+		return nil, 0, err
+	}
+	return frame, int64(n), nil
+}
+
+// answer is a response ready to write and the bytes its request and it
+// hold in the budget until it is written.
+type answer struct {
+	bytes []byte
+	held  int64
+}
+
+// answer counts the response's bytes too: they are in memory until
+// written.
+func (c *conn) answer(held int64, b []byte) answer {
+	c.srv.cfg.Budget.Take(c.ip, int64(len(b)))
+	return answer{bytes: b, held: held + int64(len(b))}
+}
+
+func (c *conn) release(n int64) { c.srv.cfg.Budget.Release(c.ip, n) }
 
 // topLevelError is a response's own error code: 0 when it has none, or
 // only per-topic or per-partition ones (nil: an acks=0 produce).
@@ -347,18 +413,19 @@ func topLevelError(resp kmsg.Response) int16 {
 	return 0
 }
 
-// write sends each slot's answer in turn; a nil answer sends nothing.
-func (c *conn) write(queue <-chan chan []byte, done chan<- struct{}) {
+// write sends each slot's answer in turn (a nil answer sends nothing) and
+// then releases what it held in the budget.
+func (c *conn) write(queue <-chan chan answer, done chan<- struct{}) {
 	defer close(done)
 	failed := false
 	for slot := range queue {
-		b := <-slot
-		if b == nil || failed {
-			continue
+		a := <-slot
+		if a.bytes != nil && !failed {
+			if _, err := c.nc.Write(a.bytes); err != nil {
+				failed = true
+				c.nc.Close() // the reader stops too
+			}
 		}
-		if _, err := c.nc.Write(b); err != nil {
-			failed = true
-			c.nc.Close() // the reader stops too
-		}
+		c.release(a.held)
 	}
 }

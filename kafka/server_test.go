@@ -52,12 +52,6 @@ func (f *fakeBroker) Ask(c Caller, req proto.Message, timeout time.Duration) Ans
 	return fakeAnswer{delay: d, res: f.md}
 }
 
-func (f *fakeBroker) Tell(c Caller, req proto.Message) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.calls = append(f.calls, req)
-}
-
 // startServer runs a listener on 127.0.0.1 with b and returns its address.
 func startServer(t *testing.T, b Broker, cfg Config) (*Server, string) {
 	t.Helper()

@@ -31,9 +31,6 @@ func (r *request) askFor(msg proto.Message, timeout time.Duration) Answer {
 	return r.conn.srv.cfg.Broker.Ask(r.conn.caller, msg, timeout)
 }
 
-// tell sends msg to the broker, expecting no answer.
-func (r *request) tell(msg proto.Message) { r.conn.srv.cfg.Broker.Tell(r.conn.caller, msg) }
-
 // handler starts serving a decoded request. It runs on the connection's
 // reader, in arrival order, and must not wait: it sends what must reach
 // the broker in order and returns finish, which runs on its own goroutine,

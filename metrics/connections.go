@@ -34,3 +34,21 @@ func (m *Broker) Guard(refused map[string]Count) {
 			ConstLabels: prometheus.Labels{"reason": reason}}, func() float64 { return float64(n()) }))
 	}
 }
+
+// InFlightBudget exports the in-flight byte budget shared by the
+// listeners: its limit, what is held now, and how often a reader waited.
+func (m *Broker) InFlightBudget(limit int64, used, waits Count) {
+	if m == nil {
+		return
+	}
+	m.Registry.MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "sluice_inflight_bytes_limit",
+			Help: "Bytes of requests and answers in flight the broker holds at most (--max-inflight-bytes)."},
+			func() float64 { return float64(limit) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "sluice_inflight_bytes",
+			Help: "Bytes of requests read and not yet answered, and of answers not yet written, held now."},
+			func() float64 { return float64(used()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "sluice_inflight_budget_waits_total",
+			Help: "Times a connection waited to read its next request because the in-flight budget was full."},
+			func() float64 { return float64(waits()) }))
+}

@@ -134,6 +134,11 @@ func (p *partitionActor) onFlush(ctx actor.Context) {
 			continue
 		}
 		if pp.req.Acks == 0 {
+			// No acknowledgement, but a sender that asked is told the
+			// batch was taken (written, not yet durable): the Kafka
+			// listener holds an acks=0 request's bytes until then.
+			actors.SendTo(ctx, pp.sender, &messages.ProduceResponse{Topic: pp.req.Topic, Partition: pp.req.Partition,
+				BaseOffset: o.base, LogStartOffset: p.log.LogStartOffset(), LeaderEpoch: epoch})
 			continue
 		}
 		resp := &messages.ProduceResponse{

@@ -23,6 +23,7 @@ import (
 	"github.com/sluicemq/sluice/client"
 	"github.com/sluicemq/sluice/cluster"
 	"github.com/sluicemq/sluice/console"
+	"github.com/sluicemq/sluice/internal/budget"
 	"github.com/sluicemq/sluice/internal/reply"
 	"github.com/sluicemq/sluice/kafka"
 	"github.com/sluicemq/sluice/metrics"
@@ -63,6 +64,7 @@ func runBroker(args []string, stdout, stderr io.Writer) error {
 	logFormat := fs.String("log-format", "text", "text or json")
 	maxConns := fs.Int("max-connections", transport.DefaultMaxConnections, "most connections the broker's listener holds; more are closed at once (Kafka's max.connections)")
 	maxConnsPerIP := fs.Int("max-connections-per-ip", transport.DefaultMaxConnectionsPerIP, "most connections from one remote address (Kafka's max.connections.per.ip)")
+	inflight := fs.Int64("max-inflight-bytes", kafka.DefaultBudgetBytes, "bytes of requests read and not yet answered, and of answers not yet written, the broker holds at most; a connection waits to read its next request until there is room, and one remote address may hold a quarter (Kafka's queued.max.request.bytes)")
 	idleConns := fs.Duration("connections-max-idle", transport.DefaultIdleTimeout, "close a connection that sends nothing, not even a keepalive ping, for this long")
 	httpAddr := fs.String("http", httpAuto, fmt.Sprintf("host:port of the HTTP listener: /metrics, /healthz, /readyz, /debug/pprof/ (%q: 127.0.0.1 at the broker's port + %d; \"\": off)", httpAuto, httpPortOffset))
 	httpAnonymous := fs.Bool("http-anonymous", false, "with TLS, serve metrics, probes and profiles to clients without a certificate, unauthorized (for probes that cannot present one); the console treats them as User:ANONYMOUS")
@@ -153,6 +155,9 @@ func runBroker(args []string, stdout, stderr io.Writer) error {
 	if *maxConns <= 0 || *maxConnsPerIP <= 0 || *idleConns <= 0 {
 		return usageErr("--max-connections, --max-connections-per-ip and --connections-max-idle must be positive")
 	}
+	if *inflight < 1<<20 {
+		return usageErr("--max-inflight-bytes %d: at least 1 MiB (1048576)", *inflight)
+	}
 	if *maxMsg > actors.MaxMessageBytesLimit {
 		return usageErr("--max-message-bytes %d: at most %d", *maxMsg, actors.MaxMessageBytesLimit)
 	}
@@ -177,6 +182,9 @@ func runBroker(args []string, stdout, stderr io.Writer) error {
 	}
 	build := readBuildInfo()
 	cfg.Metrics = metrics.New(metrics.Build{Version: build.Version, Commit: build.Commit}, metrics.Options{PartitionLabels: *partitionMetrics})
+	// One budget for the bytes every listener holds for its peers.
+	inflightBudget := budget.New(*inflight, *inflight/4)
+	cfg.Metrics.InFlightBudget(inflightBudget.Limit(), inflightBudget.Used, inflightBudget.Waits)
 	httpLn, err := httpListen(*httpAddr, port, logger)
 	if err != nil {
 		return err
@@ -304,6 +312,7 @@ func runBroker(args []string, stdout, stderr io.Writer) error {
 	var kafkaSrv *kafka.Server
 	if kafkaLn != nil {
 		kafkaSrv = kafka.NewServer(kafka.Config{Broker: localBroker{system: node.System, pid: b.PID},
+			Budget:         inflightBudget,
 			MaxFrameBytes:  max(cfg.MaxFetchBytes, actors.MaxMessageBytesLimit) + (64 << 10),
 			MaxConnections: *maxConns, MaxConnectionsPerIP: *maxConnsPerIP, IdleTimeout: *idleConns,
 			TopicDefaults: cfg.DefaultTopic.Values(), Logger: logger.With("listener", "kafka"),
@@ -419,10 +428,6 @@ func (l localBroker) Ask(c kafka.Caller, req proto.Message, timeout time.Duratio
 	p := reply.NewPending(l.system, timeout)
 	l.system.Root.Send(l.pid, l.envelope(c, req, p.PID()))
 	return pendingAnswer{p}
-}
-
-func (l localBroker) Tell(c kafka.Caller, req proto.Message) {
-	l.system.Root.Send(l.pid, l.envelope(c, req, nil))
 }
 
 // envelope carries the caller as the transport stamps a request from its

@@ -1,0 +1,226 @@
+package main
+
+import (
+	"context"
+	"encoding/binary"
+	"net"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluicemq/sluice/messages/record"
+)
+
+// Attacks on the Kafka listener, each from 127.0.0.2 while a normal client
+// on 127.0.0.1 keeps producing: the broker's RSS must stay within a bound
+// over the idle broker, and the normal client must be served throughout.
+
+// attackerDialer dials from 127.0.0.2, a source address of its own.
+var attackerDialer = net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 2)}, Timeout: 5 * time.Second}
+
+// kafkaFrame encodes req (a version without flexible headers) as one
+// size-prefixed request frame.
+func kafkaFrame(req kmsg.Request, version int16, correlationID int32) []byte {
+	req.SetVersion(version)
+	buf := make([]byte, 4, 1<<10)
+	buf = binary.BigEndian.AppendUint16(buf, uint16(req.Key()))
+	buf = binary.BigEndian.AppendUint16(buf, uint16(version))
+	buf = binary.BigEndian.AppendUint32(buf, uint32(correlationID))
+	buf = binary.BigEndian.AppendUint16(buf, uint16(len("attacker")))
+	buf = append(buf, "attacker"...)
+	buf = req.AppendTo(buf)
+	binary.BigEndian.PutUint32(buf, uint32(len(buf)-4))
+	return buf
+}
+
+// recordBatch is one RecordBatch v2 of n records of size bytes each.
+func recordBatch(n, size int) []byte {
+	var b record.Builder
+	b.Reset(record.NoProducer)
+	value := make([]byte, size)
+	now := time.Now().UnixMilli()
+	for range n {
+		b.Append(now, nil, value, nil)
+	}
+	return append([]byte(nil), b.Finish()...)
+}
+
+// rssPeak samples pid's RSS until stop is called and returns the largest.
+func rssPeak(t *testing.T, pid int) (stop func() int64) {
+	var peak atomic.Int64
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		tick := time.NewTicker(50 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			if r := rssBytes(t, pid); r > peak.Load() {
+				peak.Store(r)
+			}
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return func() int64 {
+		close(done)
+		<-finished
+		return peak.Load()
+	}
+}
+
+// probeKafka produces one record at a time through the Kafka door from
+// 127.0.0.1 until stop is called, and returns how many it produced and the
+// longest any took; a failure fails the test.
+func probeKafka(t *testing.T, addr, topic string) (stop func() (int, time.Duration)) {
+	cl := newKgo(t, addr, kgo.DefaultProduceTopic(topic), kgo.RequiredAcks(kgo.AllISRAcks()), kgo.DisableIdempotentWrite())
+	ctx, cancel := context.WithCancel(context.Background())
+	var n int
+	var longest time.Duration
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		for ctx.Err() == nil {
+			start := time.Now()
+			pctx, pcancel := context.WithTimeout(ctx, 20*time.Second)
+			err := cl.ProduceSync(pctx, &kgo.Record{Value: []byte("probe")}).FirstErr()
+			pcancel()
+			if ctx.Err() != nil {
+				return
+			}
+			if err != nil {
+				t.Errorf("the normal client's produce failed during the attack: %v", err)
+				return
+			}
+			n++
+			longest = max(longest, time.Since(start))
+			time.Sleep(100 * time.Millisecond)
+		}
+	}()
+	return func() (int, time.Duration) {
+		cancel()
+		<-finished
+		return n, longest
+	}
+}
+
+// kafkaAttack starts a broker with a Kafka listener and a topic "victim",
+// runs attack against its Kafka address while a normal client produces,
+// and checks the broker's RSS and that the client was served.
+func kafkaAttack(t *testing.T, bound int64, attack func(b *brokerProc, addr string)) {
+	if raceEnabled {
+		bound *= 2 // the race detector's shadow memory
+	}
+	b := startBroker(t, "--kafka-addr", "127.0.0.1:0")
+	addr := kafkaAddr(t, b)
+	createTopic(t, newAdmin(t, b.Addr), "victim", 1, nil)
+	produceN(t, b.Addr, "victim", 0, 5)
+	before := rssBytes(t, b.pid())
+	stopRSS := rssPeak(t, b.pid())
+	stopProbe := probeKafka(t, addr, "victim")
+	attack(b, addr)
+	probes, longest := stopProbe()
+	peak := stopRSS()
+	t.Logf("broker RSS %d MiB before the attack, at most %d MiB during it; the normal client produced %d records, the slowest in %v",
+		before>>20, peak>>20, probes, longest)
+	if !b.alive() {
+		t.Fatalf("broker died:\n%s", tail(b.logs.String(), 30))
+	}
+	if peak-before > bound {
+		t.Errorf("RSS grew by %d MiB, more than %d MiB", (peak-before)>>20, bound>>20)
+	}
+	if probes == 0 {
+		t.Errorf("the normal client produced nothing during the attack")
+	}
+}
+
+// A producer floods acks=0 requests: they get no answers, but each holds
+// its bytes until the partition took its batch, so the flood waits for the
+// partition instead of piling up in the broker.
+func TestKafkaAttackAcksZeroFlood(t *testing.T) {
+	kafkaAttack(t, 256<<20, func(b *brokerProc, addr string) {
+		req := kmsg.NewPtrProduceRequest()
+		req.Acks, req.TimeoutMillis = 0, 30000
+		pt := kmsg.NewProduceRequestTopic()
+		pt.Topic = "victim"
+		pp := kmsg.NewProduceRequestTopicPartition()
+		pp.Records = recordBatch(1000, 1000)
+		pt.Partitions = append(pt.Partitions, pp)
+		req.Topics = append(req.Topics, pt)
+		frame := kafkaFrame(req, 7, 1)
+		var sent atomic.Int64
+		var wg sync.WaitGroup
+		deadline := time.Now().Add(8 * time.Second)
+		for range 4 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				c, err := attackerDialer.Dial("tcp", addr)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				defer c.Close()
+				_ = c.SetWriteDeadline(deadline)
+				for {
+					n, err := c.Write(frame)
+					sent.Add(int64(n))
+					if err != nil {
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		t.Logf("the attacker sent %d MiB of acks=0 produce requests in 8 s", sent.Load()>>20)
+	})
+}
+
+// Connections each announce a 16 MiB frame and send all of it but the
+// last byte: a frame's buffer grows as its bytes arrive, and frames wait
+// for room in the in-flight budget before they are read, so the broker
+// holds at most one source's share of the budget for them.
+func TestKafkaAttackHalfSentFrames(t *testing.T) {
+	kafkaAttack(t, 256<<20, func(b *brokerProc, addr string) {
+		const size = 16 << 20
+		body := make([]byte, 4+size-1)
+		binary.BigEndian.PutUint32(body, size)
+		var conns []net.Conn
+		var mu sync.Mutex
+		var wg sync.WaitGroup
+		var sent atomic.Int64
+		deadline := time.Now().Add(8 * time.Second)
+		for range 60 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				c, err := attackerDialer.Dial("tcp", addr)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				conns = append(conns, c)
+				mu.Unlock()
+				_ = c.SetWriteDeadline(deadline)
+				n, _ := c.Write(body)
+				sent.Add(int64(n))
+			}()
+		}
+		wg.Wait()
+		t.Logf("the attacker sent %d MiB of unfinished frames on 60 connections", sent.Load()>>20)
+		// The connections stay open, their frames unfinished, while the
+		// normal client goes on.
+		time.Sleep(2 * time.Second)
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+}
