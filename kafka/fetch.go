@@ -10,20 +10,30 @@ import (
 )
 
 // Fetch (key 1), v0–12: every partition is read from its leader as a
-// Sluice FetchRequest. A first round reads what is there; if it holds less
-// than MinBytes, a second round parks a fetch on every partition for
-// MaxWait and answers as soon as one has records (Kafka's long poll).
-// Sessions are not kept: the answer's session id is always 0, which
-// clients take as a full fetch each time (KIP-227), and a request naming a
-// session gets FETCH_SESSION_ID_NOT_FOUND. A partition answers at least one
-// whole batch even above its byte limit (KIP-74).
+// Sluice FetchRequest. A partition named more than once is answered once,
+// where it first appears (as Kafka does). The response holds at most the
+// smaller of the client's MaxBytes and the broker's MaxFetchBytes: the
+// partitions are read in request order, a few at a time, each within its
+// own limit and what is left of the response's, and once that is spent
+// the rest answer their offsets only; the first partition with records
+// is kept whole even above the limits (KIP-74), later ones only within
+// them. If the records read come to less than MinBytes, a second round
+// parks a fetch on every partition for MaxWait and answers as soon as one
+// has records (Kafka's long poll). Sessions are not kept: the answer's
+// session id is always 0, which clients take as a full fetch each time
+// (KIP-227), and a request naming a session gets FETCH_SESSION_ID_NOT_FOUND.
 
 const errFetchSessionNotFound int16 = 70
+
+// fetchWave is how many partitions are read at once: a response's worst
+// case is its limit plus this many batches over their partitions' limits.
+const fetchWave = 8
 
 // fetchPart is one partition of a fetch: where it sits in the response,
 // and what to ask its leader.
 type fetchPart struct {
 	topic, part int
+	maxBytes    int32 // the client's limit for this partition
 	req         *messages.FetchRequest
 }
 
@@ -34,76 +44,138 @@ func handleFetch(r *request, h header, kreq kmsg.Request) func() kmsg.Response {
 		resp.ErrorCode = errFetchSessionNotFound
 		return func() kmsg.Response { return resp }
 	}
-	maxBytes := req.MaxBytes
-	if h.version < 3 || maxBytes <= 0 {
-		maxBytes = 1 << 30
+	maxBytes := int32(r.conn.srv.cfg.MaxFetchBytes)
+	if h.version >= 3 && req.MaxBytes > 0 {
+		maxBytes = min(maxBytes, req.MaxBytes)
 	}
-	var parts []fetchPart
-	for ti, t := range req.Topics {
-		rt := kmsg.NewFetchResponseTopic()
-		rt.Topic = t.Topic
-		for pi, p := range t.Partitions {
-			rp := kmsg.NewFetchResponseTopicPartition()
-			rp.Partition, rp.HighWatermark, rp.PreferredReadReplica = p.Partition, -1, -1
-			rt.Partitions = append(rt.Partitions, rp)
-			epoch := int32(-1)
-			if h.version >= 9 {
-				epoch = p.CurrentLeaderEpoch
-			}
-			parts = append(parts, fetchPart{topic: ti, part: pi, req: &messages.FetchRequest{Topic: t.Topic, Partition: p.Partition,
-				Offset: p.FetchOffset, MaxBytes: min(p.PartitionMaxBytes, maxBytes), CurrentLeaderEpoch: epoch}})
-		}
-		resp.Topics = append(resp.Topics, rt)
-	}
-	first := make([]Answer, len(parts))
-	for i, p := range parts {
-		first[i] = r.ask(p.req) // no wait: what each leader has now
-	}
+	parts := fetchParts(resp, req, h.version)
 	return func() kmsg.Response {
-		got := 0
-		for i, p := range parts {
-			got += fill(resp, p, first[i])
-		}
+		got := readParts(r, resp, parts, maxBytes)
 		if got >= int(max(req.MinBytes, 1)) || req.MaxWaitMillis <= 0 {
-			return trim(resp, maxBytes)
+			return resp
 		}
-		// Nothing yet: park a fetch on every partition that answered
-		// without an error, and answer with the first that has records.
-		// A wait longer than a request may take is cut to fit in it.
-		wait := max(0, min(time.Duration(req.MaxWaitMillis)*time.Millisecond, r.conn.srv.cfg.RequestTimeout-2*time.Second))
-		maxWaitMs := int32(wait / time.Millisecond)
-		type result struct {
-			p fetchPart
-			received
-		}
-		done := make(chan result, len(parts))
-		asked := 0
-		for _, p := range parts {
-			if resp.Topics[p.topic].Partitions[p.part].ErrorCode != 0 {
+		longPoll(r, resp, parts, maxBytes, time.Duration(req.MaxWaitMillis)*time.Millisecond)
+		return resp
+	}
+}
+
+// fetchParts lays out the response, one entry per distinct partition in
+// the order of first appearance, and returns what to ask for each.
+func fetchParts(resp *kmsg.FetchResponse, req *kmsg.FetchRequest, version int16) []fetchPart {
+	type tp struct {
+		topic     string
+		partition int32
+	}
+	seen := map[tp]bool{}
+	topicAt := map[string]int{}
+	var parts []fetchPart
+	for _, t := range req.Topics {
+		for _, p := range t.Partitions {
+			if seen[tp{t.Topic, p.Partition}] {
 				continue
 			}
-			parked := proto.Clone(p.req).(*messages.FetchRequest)
-			parked.MinBytes, parked.MaxWaitMs = 1, maxWaitMs
-			answer := r.ask(parked)
-			asked++
-			go func() {
-				res, err := answer.Wait()
-				done <- result{p, received{res, err}}
-			}()
-		}
-		timer := time.NewTimer(wait + time.Second)
-		defer timer.Stop()
-		for ; asked > 0; asked-- {
-			select {
-			case d := <-done:
-				if fill(resp, d.p, d.received) > 0 {
-					return trim(resp, maxBytes)
-				}
-			case <-timer.C:
-				return trim(resp, maxBytes)
+			seen[tp{t.Topic, p.Partition}] = true
+			ti, ok := topicAt[t.Topic]
+			if !ok {
+				ti = len(resp.Topics)
+				topicAt[t.Topic] = ti
+				rt := kmsg.NewFetchResponseTopic()
+				rt.Topic = t.Topic
+				resp.Topics = append(resp.Topics, rt)
 			}
+			rp := kmsg.NewFetchResponseTopicPartition()
+			rp.Partition, rp.HighWatermark, rp.PreferredReadReplica = p.Partition, -1, -1
+			resp.Topics[ti].Partitions = append(resp.Topics[ti].Partitions, rp)
+			epoch := int32(-1)
+			if version >= 9 {
+				epoch = p.CurrentLeaderEpoch
+			}
+			parts = append(parts, fetchPart{topic: ti, part: len(resp.Topics[ti].Partitions) - 1, maxBytes: max(p.PartitionMaxBytes, 0),
+				req: &messages.FetchRequest{Topic: t.Topic, Partition: p.Partition, Offset: p.FetchOffset, CurrentLeaderEpoch: epoch}})
 		}
-		return trim(resp, maxBytes)
+	}
+	return parts
+}
+
+// readParts reads every partition once, without waiting, within maxBytes
+// in all, and returns how many record bytes the response holds.
+func readParts(r *request, resp *kmsg.FetchResponse, parts []fetchPart, maxBytes int32) int {
+	left, got := int(maxBytes), 0
+	for len(parts) > 0 {
+		// A wave: the next partitions whose limits fit in what is left,
+		// or, once nothing is left, all the rest for their offsets only.
+		type asked struct {
+			p      fetchPart
+			limit  int
+			answer Answer
+		}
+		var wave []asked
+		reserved := 0
+		for len(parts) > 0 && (left == 0 || len(wave) < fetchWave && reserved < left) {
+			p := parts[0]
+			parts = parts[1:]
+			q := proto.Clone(p.req).(*messages.FetchRequest)
+			limit := min(int(p.maxBytes), left-reserved)
+			if left == 0 || limit <= 0 {
+				q.OffsetsOnly, limit = true, 0
+			}
+			q.MaxBytes = int32(limit)
+			reserved += limit
+			wave = append(wave, asked{p, limit, r.ask(q)})
+		}
+		for _, a := range wave {
+			n := fill(resp, a.p, a.answer)
+			if n > a.limit && got > 0 {
+				// Over its limit (a whole first batch): only the first
+				// partition with records may be.
+				resp.Topics[a.p.topic].Partitions[a.p.part].RecordBatches = nil
+				continue
+			}
+			got += n
+			left = max(left-n, 0)
+		}
+	}
+	return got
+}
+
+// longPoll parks a fetch on every partition that answered without an
+// error and fills the response with the first that has records. A wait
+// longer than a request may take is cut to fit in it.
+func longPoll(r *request, resp *kmsg.FetchResponse, parts []fetchPart, maxBytes int32, maxWait time.Duration) {
+	wait := max(0, min(maxWait, r.conn.srv.cfg.RequestTimeout-2*time.Second))
+	type result struct {
+		p fetchPart
+		received
+	}
+	var parked []fetchPart
+	for _, p := range parts {
+		if resp.Topics[p.topic].Partitions[p.part].ErrorCode == 0 {
+			parked = append(parked, p)
+		}
+	}
+	done := make(chan result, len(parked))
+	for _, p := range parked {
+		q := proto.Clone(p.req).(*messages.FetchRequest)
+		// Each may wake the poll; together they stay within the limit.
+		q.MaxBytes = max(1, min(p.maxBytes, maxBytes/int32(len(parked))))
+		q.MinBytes, q.MaxWaitMs = 1, int32(wait/time.Millisecond)
+		answer := r.ask(q)
+		go func() {
+			res, err := answer.Wait()
+			done <- result{p, received{res, err}}
+		}()
+	}
+	timer := time.NewTimer(wait + time.Second)
+	defer timer.Stop()
+	for range parked {
+		select {
+		case d := <-done:
+			if fill(resp, d.p, d.received) > 0 {
+				return
+			}
+		case <-timer.C:
+			return
+		}
 	}
 }
 
@@ -139,26 +211,4 @@ func fill(resp *kmsg.FetchResponse, p fetchPart, answer Answer) int {
 	}
 	rp.RecordBatches = batches
 	return n
-}
-
-// trim keeps the response within maxBytes: partitions are kept in order
-// while they fit, and the first partition with records is always kept
-// whole (KIP-74); records dropped here are fetched again next time.
-func trim(resp *kmsg.FetchResponse, maxBytes int32) kmsg.Response {
-	total, kept := 0, false
-	for ti := range resp.Topics {
-		for pi := range resp.Topics[ti].Partitions {
-			rp := &resp.Topics[ti].Partitions[pi]
-			n := len(rp.RecordBatches)
-			if n == 0 {
-				continue
-			}
-			if kept && total+n > int(maxBytes) {
-				rp.RecordBatches = nil
-				continue
-			}
-			total, kept = total+n, true
-		}
-	}
-	return resp
 }

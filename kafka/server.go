@@ -67,6 +67,12 @@ type Config struct {
 	// FrameTimeout is how long a frame's body may take to arrive once its
 	// size has been read.
 	FrameTimeout time.Duration
+	// MaxRequestEntries bounds the partitions, topics or groups one
+	// request names; a request with more closes its connection.
+	MaxRequestEntries int
+	// MaxFetchBytes caps a fetch response's records, whatever the client
+	// asks for.
+	MaxFetchBytes int
 	// TopicDefaults are the broker's topic configuration defaults, by
 	// Kafka name, for DescribeConfigs.
 	TopicDefaults map[string]string
@@ -106,6 +112,12 @@ func (c *Config) defaults() {
 	}
 	if c.FrameTimeout <= 0 {
 		c.FrameTimeout = 30 * time.Second
+	}
+	if c.MaxRequestEntries <= 0 {
+		c.MaxRequestEntries = DefaultMaxRequestEntries
+	}
+	if c.MaxFetchBytes <= 0 {
+		c.MaxFetchBytes = 8 << 20
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -337,6 +349,17 @@ func (c *conn) serve() {
 			c.srv.logSpaced("kafka connection closed: malformed request", "remote", c.nc.RemoteAddr().String(), "error", err.Error())
 			return
 		}
+		n := entries(req)
+		if n > c.srv.cfg.MaxRequestEntries {
+			c.release(held)
+			c.srv.Refused.Add(1)
+			c.srv.logSpaced("kafka connection closed: too many entries in one request", "remote", c.nc.RemoteAddr().String(),
+				"principal", c.caller.Principal, "api", kmsg.NameForKey(h.key), "entries", n, "limit", c.srv.cfg.MaxRequestEntries)
+			return
+		}
+		// Each entry's ask of the broker holds memory until answered.
+		c.srv.cfg.Budget.Take(c.ip, int64(n*askBytes))
+		held += int64(n * askBytes)
 		slot := make(chan answer, 1)
 		queue <- slot
 		// The handler's first part runs here, in arrival order; what it

@@ -792,7 +792,10 @@ type FetchRequest struct {
 	CurrentLeaderEpoch int32 `protobuf:"varint,7,opt,name=current_leader_epoch,json=currentLeaderEpoch,proto3" json:"current_leader_epoch,omitempty"`
 	// 0: read below the high watermark (consumers). 1: read up to the log end
 	// offset; the group coordinator uses it to load its partition.
-	Isolation     int32 `protobuf:"varint,8,opt,name=isolation,proto3" json:"isolation,omitempty"`
+	Isolation int32 `protobuf:"varint,8,opt,name=isolation,proto3" json:"isolation,omitempty"`
+	// Answer the partition's offsets (high watermark, log start) and no
+	// records: the fetch's byte limit is spent on earlier partitions.
+	OffsetsOnly   bool `protobuf:"varint,9,opt,name=offsets_only,json=offsetsOnly,proto3" json:"offsets_only,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -881,6 +884,13 @@ func (x *FetchRequest) GetIsolation() int32 {
 		return x.Isolation
 	}
 	return 0
+}
+
+func (x *FetchRequest) GetOffsetsOnly() bool {
+	if x != nil {
+		return x.OffsetsOnly
+	}
+	return false
 }
 
 type FetchResponse struct {
@@ -7853,7 +7863,7 @@ const file_sluice_proto_rawDesc = "" +
 	"\vbase_offset\x18\x05 \x01(\x03R\n" +
 	"baseOffset\x12(\n" +
 	"\x10log_start_offset\x18\x06 \x01(\x03R\x0elogStartOffset\x12!\n" +
-	"\fleader_epoch\x18\a \x01(\x05R\vleaderEpoch\"\x84\x02\n" +
+	"\fleader_epoch\x18\a \x01(\x05R\vleaderEpoch\"\xa7\x02\n" +
 	"\fFetchRequest\x12\x14\n" +
 	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x1c\n" +
 	"\tpartition\x18\x02 \x01(\x05R\tpartition\x12\x16\n" +
@@ -7862,7 +7872,8 @@ const file_sluice_proto_rawDesc = "" +
 	"\tmin_bytes\x18\x05 \x01(\x05R\bminBytes\x12\x1e\n" +
 	"\vmax_wait_ms\x18\x06 \x01(\x05R\tmaxWaitMs\x120\n" +
 	"\x14current_leader_epoch\x18\a \x01(\x05R\x12currentLeaderEpoch\x12\x1c\n" +
-	"\tisolation\x18\b \x01(\x05R\tisolation\"\x9f\x02\n" +
+	"\tisolation\x18\b \x01(\x05R\tisolation\x12!\n" +
+	"\foffsets_only\x18\t \x01(\bR\voffsetsOnly\"\x9f\x02\n" +
 	"\rFetchResponse\x12\x14\n" +
 	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x1c\n" +
 	"\tpartition\x18\x02 \x01(\x05R\tpartition\x12'\n" +

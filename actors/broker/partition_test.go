@@ -414,3 +414,38 @@ func TestFailedFsyncTakesThePartitionOffline(t *testing.T) {
 		t.Fatalf("log after the restart: %q", got)
 	}
 }
+
+// An offsets-only fetch answers the partition's offsets and no records,
+// even with records to read and a wait given.
+func TestFetchOffsetsOnly(t *testing.T) {
+	tb := startTestBroker(t, t.TempDir(), nil)
+	tb.createTopic("oo", 1, nil)
+	tb.produce("oo", 0, 1, "a", "b")
+	r := tb.ask(&messages.FetchRequest{Topic: "oo", Offset: 0, MaxBytes: 1 << 20, MinBytes: 1, MaxWaitMs: 20000,
+		CurrentLeaderEpoch: -1, OffsetsOnly: true}).(*messages.FetchResponse)
+	if r.Error != messages.ErrorCode_NONE || len(r.Batches) != 0 || r.HighWatermark != 2 || r.LogStartOffset != 0 {
+		t.Fatalf("offsets-only fetch: %v, %d batches, HW %d, log start %d", r.Error, len(r.Batches), r.HighWatermark, r.LogStartOffset)
+	}
+	// An offset outside the log is still refused.
+	r = tb.ask(&messages.FetchRequest{Topic: "oo", Offset: 9, CurrentLeaderEpoch: -1, OffsetsOnly: true}).(*messages.FetchResponse)
+	if r.Error != messages.ErrorCode_OFFSET_OUT_OF_RANGE {
+		t.Fatalf("offsets-only fetch past the end: %v", r.Error)
+	}
+}
+
+// An acks=0 produce is answered to a sender that asks, once its batch is
+// written, with the offset it got: the Kafka listener holds the request's
+// bytes until then.
+func TestAcksZeroTellsASenderThatAsks(t *testing.T) {
+	tb := startTestBroker(t, t.TempDir(), nil)
+	tb.createTopic("a0", 1, nil)
+	tb.produce("a0", 0, 1, "first")
+	r := tb.produce("a0", 0, 0, "second")
+	if r.Error != messages.ErrorCode_NONE || r.BaseOffset != 1 {
+		t.Fatalf("acks=0 answer: %v, base offset %d", r.Error, r.BaseOffset)
+	}
+	tb.produce("a0", 0, 1, "third") // acknowledged once durable, with what came before
+	if got := tb.readAll("a0", 0); len(got) != 3 || got[1] != "second" {
+		t.Fatalf("log holds %q", got)
+	}
+}

@@ -114,6 +114,9 @@ func (p *partitionActor) readFetch(req *messages.FetchRequest, force bool) (*mes
 	if req.Isolation == actors.IsolationLogEnd {
 		limit = max(hw, p.durable)
 	}
+	if req.OffsetsOnly {
+		return resp, true
+	}
 	if req.Offset >= limit {
 		return resp, force
 	}

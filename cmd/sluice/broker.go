@@ -312,7 +312,7 @@ func runBroker(args []string, stdout, stderr io.Writer) error {
 	var kafkaSrv *kafka.Server
 	if kafkaLn != nil {
 		kafkaSrv = kafka.NewServer(kafka.Config{Broker: localBroker{system: node.System, pid: b.PID},
-			Budget:         inflightBudget,
+			Budget: inflightBudget, MaxFetchBytes: cfg.MaxFetchBytes,
 			MaxFrameBytes:  max(cfg.MaxFetchBytes, actors.MaxMessageBytesLimit) + (64 << 10),
 			MaxConnections: *maxConns, MaxConnectionsPerIP: *maxConnsPerIP, IdleTimeout: *idleConns,
 			TopicDefaults: cfg.DefaultTopic.Values(), Logger: logger.With("listener", "kafka"),
