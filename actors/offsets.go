@@ -5,6 +5,11 @@ package actors
 // to; the leader of that partition hosts the group's coordinator.
 const OffsetsTopic = "__consumer_offsets"
 
+// OffsetMetadataMaxBytes is the longest metadata an offset commit may carry
+// (Kafka's offset.metadata.max.bytes); a longer one is refused with
+// OFFSET_METADATA_TOO_LARGE.
+const OffsetMetadataMaxBytes = 4096
+
 // GroupPartition is the partition of OffsetsTopic a group belongs to, as
 // Kafka computes it: abs(Java String.hashCode(group)) % partitions.
 func GroupPartition(group string, partitions int32) int32 {

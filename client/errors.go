@@ -50,6 +50,9 @@ var (
 	// ErrFencedInstanceID: another member joined with this member's
 	// group instance id (static membership); this one is out for good.
 	ErrFencedInstanceID error = messages.ErrorCode_FENCED_INSTANCE_ID
+	// ErrOffsetMetadataTooLarge: a commit's metadata is longer than
+	// actors' limit of 4,096 bytes (Kafka's offset.metadata.max.bytes).
+	ErrOffsetMetadataTooLarge error = messages.ErrorCode_OFFSET_METADATA_TOO_LARGE
 )
 
 // Client-side errors.

@@ -56,6 +56,27 @@ func FuzzRequestFrame(f *testing.F) {
 	del.Group = "g"
 	del.Topics = []kmsg.OffsetDeleteRequestTopic{{Topic: "orders", Partitions: []kmsg.OffsetDeleteRequestTopicPartition{{Partition: 0}}}}
 	f.Add(frameRequest(del, 8))
+	// Oversized and repeated fields: commit metadata far above the limit
+	// (and above what an int16 length can say), one partition named many
+	// times.
+	commit := kmsg.NewPtrOffsetCommitRequest()
+	commit.SetVersion(8)
+	commit.Group, commit.Generation = "g", -1
+	commit.Topics = []kmsg.OffsetCommitRequestTopic{{Topic: "orders", Partitions: []kmsg.OffsetCommitRequestTopicPartition{
+		{Partition: 0, Offset: 1, Metadata: kmsg.StringPtr(string(make([]byte, 40_000)))}}}}
+	f.Add(frameRequest(commit, 9))
+	repeated := kmsg.NewPtrFetchRequest()
+	repeated.SetVersion(11)
+	repeated.Topics = []kmsg.FetchRequestTopic{{Topic: "orders", Partitions: make([]kmsg.FetchRequestTopicPartition, 2000)}}
+	f.Add(frameRequest(repeated, 10))
+	// Every served API at its oldest and newest version, empty.
+	for _, key := range apiKeys() {
+		for _, v := range []int16{apis[key].versions.min, apis[key].versions.max} {
+			req := kmsg.RequestForKey(key)
+			req.SetVersion(v)
+			f.Add(frameRequest(req, 11))
+		}
+	}
 	f.Add([]byte{0, 0, 0, 0})
 	f.Add([]byte{0x7f, 0xff, 0xff, 0xff})
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -70,6 +91,8 @@ func FuzzRequestFrame(f *testing.F) {
 		if _, ok := apis[h.key]; !ok {
 			return
 		}
-		_, _ = decodeRequest(h, body)
+		if req, err := decodeRequest(h, body); err == nil {
+			_ = entries(req)
+		}
 	})
 }

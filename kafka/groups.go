@@ -25,6 +25,10 @@ import (
 
 const consumerProtocol = "consumer"
 
+// offsetMetadataMaxBytes is the broker's limit on a commit's metadata
+// (actors.OffsetMetadataMaxBytes, Kafka's offset.metadata.max.bytes).
+const offsetMetadataMaxBytes = 4096
+
 func handleOffsetCommit(r *request, h header, kreq kmsg.Request) func() kmsg.Response {
 	req := kreq.(*kmsg.OffsetCommitRequest)
 	creq := &messages.OffsetCommitRequest{Group: req.Group, MemberId: req.MemberID, Generation: req.Generation, InstanceId: deref(req.InstanceID)}
@@ -145,8 +149,11 @@ func offsetsOf(g *offsetFetchGroup) (int16, []kmsg.OffsetFetchResponseTopic) {
 			topics = append(topics, rt)
 		}
 		p := kmsg.NewOffsetFetchResponseTopicPartition()
-		p.Partition, p.Offset, p.LeaderEpoch = e.Partition, e.Offset, -1
-		if e.Offset >= 0 {
+		p.Partition, p.Offset, p.LeaderEpoch, p.ErrorCode = e.Partition, e.Offset, -1, kafkaCode(e.Error)
+		// Metadata longer than commits may carry now (stored before the
+		// limit) is left out: v1-5 cannot even encode a string over 32,767
+		// bytes.
+		if e.Offset >= 0 && len(e.Metadata) <= offsetMetadataMaxBytes {
 			p.Metadata = kmsg.StringPtr(e.Metadata)
 		}
 		topics[i].Partitions = append(topics[i].Partitions, p)

@@ -63,6 +63,7 @@ var errorTable = map[ErrorCode]ErrorInfo{
 	ErrorCode_RESOURCE_NOT_FOUND:               {Retriable: false, Description: "the named user or ACL does not exist"},
 	ErrorCode_DUPLICATE_RESOURCE:               {Retriable: false, Description: "a user with this name already exists"},
 	ErrorCode_SECURITY_DISABLED:                {Retriable: false, Description: "ACLs and users need a broker running with TLS"},
+	ErrorCode_OFFSET_METADATA_TOO_LARGE:        {Retriable: false, Description: "an offset commit's metadata is longer than 4,096 bytes"},
 }
 
 // Info returns the table entry of c.

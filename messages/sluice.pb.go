@@ -100,6 +100,8 @@ const (
 	// ACLs and users are managed only on a broker that runs with TLS (and so
 	// with an authorizer).
 	ErrorCode_SECURITY_DISABLED ErrorCode = 54
+	// An offset commit's metadata is longer than 4,096 bytes.
+	ErrorCode_OFFSET_METADATA_TOO_LARGE ErrorCode = 12
 )
 
 // Enum value maps for ErrorCode.
@@ -156,6 +158,7 @@ var (
 		91:   "RESOURCE_NOT_FOUND",
 		92:   "DUPLICATE_RESOURCE",
 		54:   "SECURITY_DISABLED",
+		12:   "OFFSET_METADATA_TOO_LARGE",
 	}
 	ErrorCode_value = map[string]int32{
 		"NONE":                             0,
@@ -209,6 +212,7 @@ var (
 		"RESOURCE_NOT_FOUND":               91,
 		"DUPLICATE_RESOURCE":               92,
 		"SECURITY_DISABLED":                54,
+		"OFFSET_METADATA_TOO_LARGE":        12,
 	}
 )
 
@@ -4381,11 +4385,15 @@ func (x *LeaveGroupResponse) GetErrorMessage() string {
 }
 
 type OffsetCommitEntry struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Topic         string                 `protobuf:"bytes,1,opt,name=topic,proto3" json:"topic,omitempty"`
-	Partition     int32                  `protobuf:"varint,2,opt,name=partition,proto3" json:"partition,omitempty"`
-	Offset        int64                  `protobuf:"varint,3,opt,name=offset,proto3" json:"offset,omitempty"`
-	Metadata      string                 `protobuf:"bytes,4,opt,name=metadata,proto3" json:"metadata,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Topic     string                 `protobuf:"bytes,1,opt,name=topic,proto3" json:"topic,omitempty"`
+	Partition int32                  `protobuf:"varint,2,opt,name=partition,proto3" json:"partition,omitempty"`
+	Offset    int64                  `protobuf:"varint,3,opt,name=offset,proto3" json:"offset,omitempty"`
+	// At most 4,096 bytes (Kafka's offset.metadata.max.bytes).
+	Metadata string `protobuf:"bytes,4,opt,name=metadata,proto3" json:"metadata,omitempty"`
+	// In an OffsetFetchResponse: why this partition's offset is not given
+	// (TOPIC_AUTHORIZATION_FAILED: the principal may not describe the topic).
+	Error         ErrorCode `protobuf:"varint,5,opt,name=error,proto3,enum=sluice.ErrorCode" json:"error,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -4446,6 +4454,13 @@ func (x *OffsetCommitEntry) GetMetadata() string {
 		return x.Metadata
 	}
 	return ""
+}
+
+func (x *OffsetCommitEntry) GetError() ErrorCode {
+	if x != nil {
+		return x.Error
+	}
+	return ErrorCode_NONE
 }
 
 // OffsetCommitRequest commits offsets for a group. Members pass their id and
@@ -8164,12 +8179,13 @@ const file_sluice_proto_rawDesc = "" +
 	"instanceId\"b\n" +
 	"\x12LeaveGroupResponse\x12'\n" +
 	"\x05error\x18\x01 \x01(\x0e2\x11.sluice.ErrorCodeR\x05error\x12#\n" +
-	"\rerror_message\x18\x02 \x01(\tR\ferrorMessage\"{\n" +
+	"\rerror_message\x18\x02 \x01(\tR\ferrorMessage\"\xa4\x01\n" +
 	"\x11OffsetCommitEntry\x12\x14\n" +
 	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x1c\n" +
 	"\tpartition\x18\x02 \x01(\x05R\tpartition\x12\x16\n" +
 	"\x06offset\x18\x03 \x01(\x03R\x06offset\x12\x1a\n" +
-	"\bmetadata\x18\x04 \x01(\tR\bmetadata\"\xbe\x01\n" +
+	"\bmetadata\x18\x04 \x01(\tR\bmetadata\x12'\n" +
+	"\x05error\x18\x05 \x01(\x0e2\x11.sluice.ErrorCodeR\x05error\"\xbe\x01\n" +
 	"\x13OffsetCommitRequest\x12\x14\n" +
 	"\x05group\x18\x01 \x01(\tR\x05group\x12\x1b\n" +
 	"\tmember_id\x18\x02 \x01(\tR\bmemberId\x12\x1e\n" +
@@ -8459,7 +8475,7 @@ const file_sluice_proto_rawDesc = "" +
 	"authorizer\x18\x02 \x01(\bR\n" +
 	"authorizer\x12\x1d\n" +
 	"\n" +
-	"super_user\x18\x03 \x01(\bR\tsuperUser*\xa0\n" +
+	"super_user\x18\x03 \x01(\bR\tsuperUser*\xbf\n" +
 	"\n" +
 	"\tErrorCode\x12\b\n" +
 	"\x04NONE\x10\x00\x12!\n" +
@@ -8514,7 +8530,8 @@ const file_sluice_proto_rawDesc = "" +
 	"\x1aSASL_AUTHENTICATION_FAILED\x10:\x12\x16\n" +
 	"\x12RESOURCE_NOT_FOUND\x10[\x12\x16\n" +
 	"\x12DUPLICATE_RESOURCE\x10\\\x12\x15\n" +
-	"\x11SECURITY_DISABLED\x106*\x8b\x01\n" +
+	"\x11SECURITY_DISABLED\x106\x12\x1d\n" +
+	"\x19OFFSET_METADATA_TOO_LARGE\x10\f*\x8b\x01\n" +
 	"\x0fAclResourceType\x12\x18\n" +
 	"\x14ACL_RESOURCE_UNKNOWN\x10\x00\x12\x14\n" +
 	"\x10ACL_RESOURCE_ANY\x10\x01\x12\x16\n" +
@@ -8726,57 +8743,58 @@ var file_sluice_proto_depIdxs = []int32{
 	49,  // 39: sluice.SyncGroupResponse.assignment:type_name -> sluice.TopicPartitions
 	0,   // 40: sluice.HeartbeatResponse.error:type_name -> sluice.ErrorCode
 	0,   // 41: sluice.LeaveGroupResponse.error:type_name -> sluice.ErrorCode
-	60,  // 42: sluice.OffsetCommitRequest.offsets:type_name -> sluice.OffsetCommitEntry
-	0,   // 43: sluice.OffsetCommitResponse.error:type_name -> sluice.ErrorCode
-	49,  // 44: sluice.OffsetFetchRequest.partitions:type_name -> sluice.TopicPartitions
-	0,   // 45: sluice.OffsetFetchResponse.error:type_name -> sluice.ErrorCode
-	60,  // 46: sluice.OffsetFetchResponse.offsets:type_name -> sluice.OffsetCommitEntry
-	0,   // 47: sluice.DeleteGroupResponse.error:type_name -> sluice.ErrorCode
-	49,  // 48: sluice.DeleteOffsetsRequest.partitions:type_name -> sluice.TopicPartitions
-	0,   // 49: sluice.DeleteOffsetsResponse.error:type_name -> sluice.ErrorCode
-	69,  // 50: sluice.DeleteOffsetsResponse.partitions:type_name -> sluice.PartitionError
-	0,   // 51: sluice.PartitionError.error:type_name -> sluice.ErrorCode
-	71,  // 52: sluice.ListGroupsResponse.groups:type_name -> sluice.GroupOverview
-	49,  // 53: sluice.MemberDescription.assignment:type_name -> sluice.TopicPartitions
-	0,   // 54: sluice.DescribeGroupResponse.error:type_name -> sluice.ErrorCode
-	74,  // 55: sluice.DescribeGroupResponse.members:type_name -> sluice.MemberDescription
-	0,   // 56: sluice.SubscribeResponse.error:type_name -> sluice.ErrorCode
-	79,  // 57: sluice.PushedRecord.headers:type_name -> sluice.RecordHeader
-	78,  // 58: sluice.PushRecords.records:type_name -> sluice.PushedRecord
-	49,  // 59: sluice.PushAssignment.assigned:type_name -> sluice.TopicPartitions
-	49,  // 60: sluice.GroupMemberRecord.assignment:type_name -> sluice.TopicPartitions
-	51,  // 61: sluice.GroupMemberRecord.protocols:type_name -> sluice.GroupProtocol
-	87,  // 62: sluice.GroupMetadataValue.members:type_name -> sluice.GroupMemberRecord
-	116, // 63: sluice.TopicRecord.configs:type_name -> sluice.TopicRecord.ConfigsEntry
-	90,  // 64: sluice.TopicRecord.assignment:type_name -> sluice.ReplicaAssignment
-	117, // 65: sluice.PartitionState.isr_epochs:type_name -> sluice.PartitionState.IsrEpochsEntry
-	118, // 66: sluice.PartitionState.isr_dirs:type_name -> sluice.PartitionState.IsrDirsEntry
-	89,  // 67: sluice.ClusterSnapshot.topics:type_name -> sluice.TopicRecord
-	91,  // 68: sluice.ClusterSnapshot.partitions:type_name -> sluice.PartitionState
-	92,  // 69: sluice.ClusterSnapshot.deleted_topics:type_name -> sluice.TopicDeletion
-	1,   // 70: sluice.AclBinding.resource_type:type_name -> sluice.AclResourceType
-	3,   // 71: sluice.AclBinding.pattern_type:type_name -> sluice.AclPatternType
-	2,   // 72: sluice.AclBinding.operation:type_name -> sluice.AclOperation
-	4,   // 73: sluice.AclBinding.permission:type_name -> sluice.AclPermission
-	95,  // 74: sluice.SecurityRecord.acls:type_name -> sluice.AclBinding
-	96,  // 75: sluice.SecurityRecord.users:type_name -> sluice.UserRecord
-	95,  // 76: sluice.CreateAclsRequest.acls:type_name -> sluice.AclBinding
-	0,   // 77: sluice.CreateAclsResponse.error:type_name -> sluice.ErrorCode
-	95,  // 78: sluice.DeleteAclsRequest.filters:type_name -> sluice.AclBinding
-	0,   // 79: sluice.DeleteAclsResponse.error:type_name -> sluice.ErrorCode
-	95,  // 80: sluice.DeleteAclsResponse.deleted:type_name -> sluice.AclBinding
-	95,  // 81: sluice.DescribeAclsRequest.filter:type_name -> sluice.AclBinding
-	0,   // 82: sluice.DescribeAclsResponse.error:type_name -> sluice.ErrorCode
-	95,  // 83: sluice.DescribeAclsResponse.acls:type_name -> sluice.AclBinding
-	0,   // 84: sluice.CreateUserResponse.error:type_name -> sluice.ErrorCode
-	0,   // 85: sluice.DeleteUserResponse.error:type_name -> sluice.ErrorCode
-	0,   // 86: sluice.ListUsersResponse.error:type_name -> sluice.ErrorCode
-	96,  // 87: sluice.ListUsersResponse.users:type_name -> sluice.UserRecord
-	88,  // [88:88] is the sub-list for method output_type
-	88,  // [88:88] is the sub-list for method input_type
-	88,  // [88:88] is the sub-list for extension type_name
-	88,  // [88:88] is the sub-list for extension extendee
-	0,   // [0:88] is the sub-list for field type_name
+	0,   // 42: sluice.OffsetCommitEntry.error:type_name -> sluice.ErrorCode
+	60,  // 43: sluice.OffsetCommitRequest.offsets:type_name -> sluice.OffsetCommitEntry
+	0,   // 44: sluice.OffsetCommitResponse.error:type_name -> sluice.ErrorCode
+	49,  // 45: sluice.OffsetFetchRequest.partitions:type_name -> sluice.TopicPartitions
+	0,   // 46: sluice.OffsetFetchResponse.error:type_name -> sluice.ErrorCode
+	60,  // 47: sluice.OffsetFetchResponse.offsets:type_name -> sluice.OffsetCommitEntry
+	0,   // 48: sluice.DeleteGroupResponse.error:type_name -> sluice.ErrorCode
+	49,  // 49: sluice.DeleteOffsetsRequest.partitions:type_name -> sluice.TopicPartitions
+	0,   // 50: sluice.DeleteOffsetsResponse.error:type_name -> sluice.ErrorCode
+	69,  // 51: sluice.DeleteOffsetsResponse.partitions:type_name -> sluice.PartitionError
+	0,   // 52: sluice.PartitionError.error:type_name -> sluice.ErrorCode
+	71,  // 53: sluice.ListGroupsResponse.groups:type_name -> sluice.GroupOverview
+	49,  // 54: sluice.MemberDescription.assignment:type_name -> sluice.TopicPartitions
+	0,   // 55: sluice.DescribeGroupResponse.error:type_name -> sluice.ErrorCode
+	74,  // 56: sluice.DescribeGroupResponse.members:type_name -> sluice.MemberDescription
+	0,   // 57: sluice.SubscribeResponse.error:type_name -> sluice.ErrorCode
+	79,  // 58: sluice.PushedRecord.headers:type_name -> sluice.RecordHeader
+	78,  // 59: sluice.PushRecords.records:type_name -> sluice.PushedRecord
+	49,  // 60: sluice.PushAssignment.assigned:type_name -> sluice.TopicPartitions
+	49,  // 61: sluice.GroupMemberRecord.assignment:type_name -> sluice.TopicPartitions
+	51,  // 62: sluice.GroupMemberRecord.protocols:type_name -> sluice.GroupProtocol
+	87,  // 63: sluice.GroupMetadataValue.members:type_name -> sluice.GroupMemberRecord
+	116, // 64: sluice.TopicRecord.configs:type_name -> sluice.TopicRecord.ConfigsEntry
+	90,  // 65: sluice.TopicRecord.assignment:type_name -> sluice.ReplicaAssignment
+	117, // 66: sluice.PartitionState.isr_epochs:type_name -> sluice.PartitionState.IsrEpochsEntry
+	118, // 67: sluice.PartitionState.isr_dirs:type_name -> sluice.PartitionState.IsrDirsEntry
+	89,  // 68: sluice.ClusterSnapshot.topics:type_name -> sluice.TopicRecord
+	91,  // 69: sluice.ClusterSnapshot.partitions:type_name -> sluice.PartitionState
+	92,  // 70: sluice.ClusterSnapshot.deleted_topics:type_name -> sluice.TopicDeletion
+	1,   // 71: sluice.AclBinding.resource_type:type_name -> sluice.AclResourceType
+	3,   // 72: sluice.AclBinding.pattern_type:type_name -> sluice.AclPatternType
+	2,   // 73: sluice.AclBinding.operation:type_name -> sluice.AclOperation
+	4,   // 74: sluice.AclBinding.permission:type_name -> sluice.AclPermission
+	95,  // 75: sluice.SecurityRecord.acls:type_name -> sluice.AclBinding
+	96,  // 76: sluice.SecurityRecord.users:type_name -> sluice.UserRecord
+	95,  // 77: sluice.CreateAclsRequest.acls:type_name -> sluice.AclBinding
+	0,   // 78: sluice.CreateAclsResponse.error:type_name -> sluice.ErrorCode
+	95,  // 79: sluice.DeleteAclsRequest.filters:type_name -> sluice.AclBinding
+	0,   // 80: sluice.DeleteAclsResponse.error:type_name -> sluice.ErrorCode
+	95,  // 81: sluice.DeleteAclsResponse.deleted:type_name -> sluice.AclBinding
+	95,  // 82: sluice.DescribeAclsRequest.filter:type_name -> sluice.AclBinding
+	0,   // 83: sluice.DescribeAclsResponse.error:type_name -> sluice.ErrorCode
+	95,  // 84: sluice.DescribeAclsResponse.acls:type_name -> sluice.AclBinding
+	0,   // 85: sluice.CreateUserResponse.error:type_name -> sluice.ErrorCode
+	0,   // 86: sluice.DeleteUserResponse.error:type_name -> sluice.ErrorCode
+	0,   // 87: sluice.ListUsersResponse.error:type_name -> sluice.ErrorCode
+	96,  // 88: sluice.ListUsersResponse.users:type_name -> sluice.UserRecord
+	89,  // [89:89] is the sub-list for method output_type
+	89,  // [89:89] is the sub-list for method input_type
+	89,  // [89:89] is the sub-list for extension type_name
+	89,  // [89:89] is the sub-list for extension extendee
+	0,   // [0:89] is the sub-list for field type_name
 }
 
 func init() { file_sluice_proto_init() }

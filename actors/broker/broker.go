@@ -173,9 +173,14 @@ func (b *brokerActor) Receive(ctx actor.Context) {
 			return
 		}
 		if group, ok := coordinator.GroupOf(msg); ok {
-			if b.permitGroup(ctx, group) {
-				b.routeGroup(ctx, group)
+			if !b.permitGroup(ctx, group) {
+				return
 			}
+			if req, ok := msg.(*messages.OffsetFetchRequest); ok && b.checked(ctx) != "" {
+				b.fetchOffsetsVisible(ctx, group, req)
+				return
+			}
+			b.routeGroup(ctx, group)
 		} else {
 			actors.Unhandled(ctx)
 		}

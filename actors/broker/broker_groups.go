@@ -4,12 +4,14 @@ import (
 	"fmt"
 	"slices"
 	"sync/atomic"
+	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/sluicemq/sluice/actors"
 	"github.com/sluicemq/sluice/actors/coordinator"
 	"github.com/sluicemq/sluice/cluster"
+	"github.com/sluicemq/sluice/internal/reply"
 	"github.com/sluicemq/sluice/messages"
 )
 
@@ -146,4 +148,46 @@ func (b *brokerActor) onListGroups(ctx actor.Context) {
 		return 0
 	})
 	actors.Respond(ctx, resp)
+}
+
+// groupRequestTimeout bounds the broker's own wait for a coordinator it
+// asks on a client's behalf.
+const groupRequestTimeout = 10 * time.Second
+
+// fetchOffsetsVisible asks the group's coordinator for its committed
+// offsets on behalf of a principal subject to ACLs, and answers only those
+// of topics the principal may describe, as Kafka does: a topic it names
+// and may not describe gets TOPIC_AUTHORIZATION_FAILED, and when it names
+// none (every committed partition) such topics are left out.
+func (b *brokerActor) fetchOffsetsVisible(ctx actor.Context, group string, req *messages.OffsetFetchRequest) {
+	p, _ := b.groupPartitionState(group)
+	h := b.groupHosts[p]
+	if p < 0 || h == nil {
+		b.routeGroup(ctx, group) // answers NOT_COORDINATOR
+		return
+	}
+	principal, authz, sender := b.checked(ctx), b.authz.acl, ctx.Sender()
+	visible := func(topic string) bool {
+		return authz.Why(principal, opDescribe, messages.AclResourceType_ACL_RESOURCE_TOPIC, topic) == ""
+	}
+	reply.Ask(ctx, h.pid, req, groupRequestTimeout, func(res any, err error) {
+		resp, ok := res.(*messages.OffsetFetchResponse)
+		if err != nil || !ok {
+			actors.SendTo(ctx, sender, &messages.OffsetFetchResponse{Error: messages.ErrorCode_COORDINATOR_NOT_AVAILABLE,
+				ErrorMessage: fmt.Sprintf("the coordinator of group %q did not answer: %v", group, err)})
+			return
+		}
+		kept := resp.Offsets[:0]
+		for _, e := range resp.Offsets {
+			switch {
+			case visible(e.Topic):
+				kept = append(kept, e)
+			case len(req.Partitions) > 0:
+				kept = append(kept, &messages.OffsetCommitEntry{Topic: e.Topic, Partition: e.Partition, Offset: -1,
+					Error: messages.ErrorCode_TOPIC_AUTHORIZATION_FAILED})
+			}
+		}
+		resp.Offsets = kept
+		actors.SendTo(ctx, sender, resp)
+	})
 }

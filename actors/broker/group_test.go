@@ -110,3 +110,30 @@ func TestGroupMembershipAndOffsetsSurviveRestart(t *testing.T) {
 		t.Fatalf("heartbeat after restart: %v", hb)
 	}
 }
+
+// Commit metadata is bounded as in Kafka (offset.metadata.max.bytes): a
+// commit carrying more is refused and writes nothing.
+func TestCommitMetadataTooLarge(t *testing.T) {
+	tb := startTestBroker(t, t.TempDir(), func(c *actors.BrokerConfig) { c.OffsetsPartitions = 1 })
+	tb.createTopic("events", 1, nil)
+	tb.askGroup(&messages.FindCoordinatorRequest{Group: "g"}, func(r any) messages.ErrorCode {
+		return r.(*messages.FindCoordinatorResponse).Error
+	})
+	commitCode := func(r any) messages.ErrorCode { return r.(*messages.OffsetCommitResponse).Error }
+	commit := func(metadata string) *messages.OffsetCommitResponse {
+		return tb.askGroup(&messages.OffsetCommitRequest{Group: "g", Generation: -1, Offsets: []*messages.OffsetCommitEntry{
+			{Topic: "events", Partition: 0, Offset: 5, Metadata: metadata}}}, commitCode).(*messages.OffsetCommitResponse)
+	}
+	if r := commit(string(make([]byte, actors.OffsetMetadataMaxBytes))); r.Error != messages.ErrorCode_NONE {
+		t.Fatalf("metadata at the limit: %v %s", r.Error, r.ErrorMessage)
+	}
+	if r := commit(string(make([]byte, actors.OffsetMetadataMaxBytes+1)) + "x"); r.Error != messages.ErrorCode_OFFSET_METADATA_TOO_LARGE {
+		t.Fatalf("metadata over the limit: %v %s", r.Error, r.ErrorMessage)
+	}
+	fetched := tb.askGroup(&messages.OffsetFetchRequest{Group: "g"}, func(r any) messages.ErrorCode {
+		return r.(*messages.OffsetFetchResponse).Error
+	}).(*messages.OffsetFetchResponse)
+	if len(fetched.Offsets) != 1 || len(fetched.Offsets[0].Metadata) != actors.OffsetMetadataMaxBytes {
+		t.Fatalf("committed offsets after the refusal: %d entries", len(fetched.Offsets))
+	}
+}

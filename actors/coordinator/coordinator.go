@@ -347,6 +347,11 @@ func (c *groupCoordinator) onCommit(ctx actor.Context, req *messages.OffsetCommi
 			answer(messages.ErrorCode_INVALID_OFFSET, fmt.Sprintf("%s-%d: offset %d", o.Topic, o.Partition, o.Offset))
 			return
 		}
+		if len(o.Metadata) > actors.OffsetMetadataMaxBytes {
+			answer(messages.ErrorCode_OFFSET_METADATA_TOO_LARGE, fmt.Sprintf("%s-%d: %d bytes of metadata, at most %d",
+				o.Topic, o.Partition, len(o.Metadata), actors.OffsetMetadataMaxBytes))
+			return
+		}
 		recs = append(recs, groupRecord{Key: &messages.GroupRecordKey{Group: c.cfg.Group, Topic: o.Topic, Partition: o.Partition},
 			Offset: &messages.OffsetValue{Offset: o.Offset, Metadata: o.Metadata, CommitUnixMs: time.Now().UnixMilli()}})
 	}
