@@ -68,6 +68,11 @@ func runBroker(args []string, stdout, stderr io.Writer) error {
 	idleConns := fs.Duration("connections-max-idle", transport.DefaultIdleTimeout, "close a connection that sends nothing, not even a keepalive ping, for this long")
 	httpAddr := fs.String("http", httpAuto, fmt.Sprintf("host:port of the HTTP listener: /metrics, /healthz, /readyz, /debug/pprof/ (%q: 127.0.0.1 at the broker's port + %d; \"\": off)", httpAuto, httpPortOffset))
 	httpAnonymous := fs.Bool("http-anonymous", false, "with TLS, serve metrics, probes and profiles to clients without a certificate, unauthorized (for probes that cannot present one); the console treats them as User:ANONYMOUS")
+	var httpHosts []string
+	fs.Func("http-host", "a host name the HTTP listener answers to besides its IP addresses, localhost and the machine's name (repeat or comma-separate); without TLS other names are refused, so a page of another site cannot reach the console by making its name resolve here", func(v string) error {
+		httpHosts = append(httpHosts, strings.Split(v, ",")...)
+		return nil
+	})
 	consoleWrite := fs.Bool("console-write", false, "let the web console create and delete topics and reset group offsets (read-only by default)")
 	partitionMetrics := fs.Bool("metrics-partition-labels", true, "export per-partition series (HW, log start and end, size); turn off for clusters with many partitions")
 	logMemory := fs.Int64("log-memory-bytes", def.LogMemoryBytes, "memory the partition logs may hold in all: idle logs are closed and segment sizes capped to keep it")
@@ -245,7 +250,10 @@ func runBroker(args []string, stdout, stderr io.Writer) error {
 			guard = httpAuth.operatorOnly
 		}
 		httpMux = httpHandler(cfg.Metrics, guard, logger)
-		srv := serveHTTP(httpLn, httpMux, httpTLS, logger.With("listener", "http"))
+		httpLogger := logger.With("listener", "http")
+		limited := newHTTPListener(httpLn, httpLogger)
+		cfg.Metrics.Listener("http", limited.Open, map[string]metrics.Count{"limit": limited.Refused})
+		srv := serveHTTP(limited, httpMux, httpTLS, newHostAllowList(httpHosts, httpLogger), httpLogger)
 		defer srv.Close()
 	}
 

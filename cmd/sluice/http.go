@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-	"golang.org/x/net/netutil"
 
 	"github.com/sluicemq/sluice/acl"
 	"github.com/sluicemq/sluice/messages"
@@ -29,9 +28,6 @@ import (
 const (
 	httpAuto       = "auto"
 	httpPortOffset = 1000
-	// httpMaxConns bounds the connections served at once; more wait to be
-	// accepted, never holding anything of the broker's.
-	httpMaxConns = 64
 )
 
 // httpListen binds the HTTP listener: flag is --http, brokerPort the
@@ -149,20 +145,24 @@ func (a *httpAccess) operatorOnly(next http.Handler) http.Handler {
 	})
 }
 
-// serveHTTP serves h on ln until the process ends. The timeouts keep a
-// slow or silent client from holding a connection (slowloris); a profile
-// may take up to its seconds parameter, hence the long write timeout.
-// With tlsConfig it serves HTTPS.
-func serveHTTP(ln net.Listener, h http.Handler, tlsConfig *tls.Config, logger *slog.Logger) *http.Server {
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second,
-		WriteTimeout: 2 * time.Minute, IdleTimeout: time.Minute, MaxHeaderBytes: 64 << 10,
+// serveHTTP serves h on ln until the process ends, within the limits of
+// http_limits.go. The timeouts keep a slow or silent client from holding a
+// connection (slowloris); a profile may take up to its seconds parameter,
+// hence the long write timeout. With tlsConfig it serves HTTPS; without,
+// only requests for hosts (names) of this broker are served.
+func serveHTTP(ln *httpListener, h http.Handler, tlsConfig *tls.Config, hosts *hostAllowList, logger *slog.Logger) *http.Server {
+	if tlsConfig == nil {
+		h = hosts.guard(h)
+	}
+	srv := &http.Server{Handler: probesWhenBusy(h), ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second,
+		WriteTimeout: 2 * time.Minute, IdleTimeout: httpIdleTimeout, MaxHeaderBytes: 64 << 10, ConnContext: connContext, ConnState: ln.connState,
 		ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelDebug)}
-	ln = netutil.LimitListener(ln, httpMaxConns)
+	var served net.Listener = ln
 	if tlsConfig != nil {
-		ln = tls.NewListener(ln, tlsConfig)
+		served = tls.NewListener(ln, tlsConfig)
 	}
 	go func() {
-		if err := srv.Serve(ln); err != nil && err != http.ErrServerClosed {
+		if err := srv.Serve(served); err != nil && err != http.ErrServerClosed {
 			logger.Error("HTTP listener stopped", "error", err)
 		}
 	}()
