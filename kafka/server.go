@@ -18,6 +18,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/sluicemq/sluice/internal/budget"
+	"github.com/sluicemq/sluice/messages"
 	"github.com/sluicemq/sluice/metrics"
 )
 
@@ -52,6 +53,14 @@ type Config struct {
 	// MaxConnections and MaxConnectionsPerIP bound the open connections.
 	MaxConnections      int
 	MaxConnectionsPerIP int
+	// A new connection is pending until its first request has arrived
+	// (after its TLS handshake), which must be within FirstRequestTimeout;
+	// MaxPending and MaxPendingPerIP bound the pending connections apart
+	// from the established ones, so connections that never send a byte
+	// cannot take the places of clients.
+	MaxPending          int
+	MaxPendingPerIP     int
+	FirstRequestTimeout time.Duration
 	// IdleTimeout closes a connection that sends nothing this long.
 	IdleTimeout time.Duration
 	// RequestTimeout bounds one request's wait on the broker.
@@ -101,6 +110,15 @@ func (c *Config) defaults() {
 	if c.IdleTimeout <= 0 {
 		c.IdleTimeout = 10 * time.Minute
 	}
+	if c.MaxPending <= 0 {
+		c.MaxPending = 256
+	}
+	if c.MaxPendingPerIP <= 0 {
+		c.MaxPendingPerIP = 32
+	}
+	if c.FirstRequestTimeout <= 0 {
+		c.FirstRequestTimeout = 10 * time.Second
+	}
 	if c.RequestTimeout <= 0 {
 		c.RequestTimeout = 30 * time.Second
 	}
@@ -139,12 +157,14 @@ type Server struct {
 	stopped context.Context
 	stop    context.CancelFunc
 
-	mu     sync.Mutex
-	ln     net.Listener
-	conns  map[*conn]struct{}
-	perIP  map[string]int
-	closed bool
-	wg     sync.WaitGroup
+	mu           sync.Mutex
+	ln           net.Listener
+	conns        map[*conn]struct{} // pending and established
+	perIP        map[string]int     // established connections by address
+	pending      int
+	pendingPerIP map[string]int
+	closed       bool
+	wg           sync.WaitGroup
 
 	// Refused counts connections closed at once by a limit.
 	Refused atomic.Int64
@@ -155,7 +175,8 @@ type Server struct {
 func NewServer(cfg Config) *Server {
 	cfg.defaults()
 	stopped, stop := context.WithCancel(context.Background())
-	return &Server{cfg: cfg, stopped: stopped, stop: stop, conns: map[*conn]struct{}{}, perIP: map[string]int{}}
+	return &Server{cfg: cfg, stopped: stopped, stop: stop, conns: map[*conn]struct{}{}, perIP: map[string]int{},
+		pendingPerIP: map[string]int{}}
 }
 
 // Open is how many connections the listener holds now.
@@ -195,7 +216,8 @@ func (s *Server) Serve(ln net.Listener) error {
 	}
 }
 
-// admit starts serving nc, or closes it at once when a limit is reached.
+// admit starts serving nc as a pending connection, or closes it at once
+// when the pending connections are at a limit.
 func (s *Server) admit(nc net.Conn) {
 	ip := remoteIP(nc)
 	s.mu.Lock()
@@ -203,10 +225,10 @@ func (s *Server) admit(nc net.Conn) {
 	switch {
 	case s.closed:
 		why = "listener closing"
-	case len(s.conns) >= s.cfg.MaxConnections:
-		why = fmt.Sprintf("%d connections open, the most allowed", len(s.conns))
-	case s.perIP[ip] >= s.cfg.MaxConnectionsPerIP:
-		why = fmt.Sprintf("%d connections from %s, the most allowed from one address", s.perIP[ip], ip)
+	case s.pending >= s.cfg.MaxPending:
+		why = fmt.Sprintf("%d connections have not sent their first request yet, the most allowed", s.pending)
+	case s.pendingPerIP[ip] >= s.cfg.MaxPendingPerIP:
+		why = fmt.Sprintf("%d connections from %s have not sent their first request yet, the most allowed from one address", s.pendingPerIP[ip], ip)
 	}
 	if why != "" {
 		s.mu.Unlock()
@@ -217,7 +239,8 @@ func (s *Server) admit(nc net.Conn) {
 	}
 	c := &conn{srv: s, nc: nc, ip: ip, caller: Caller{Principal: s.cfg.Anonymous, Peer: "kafka " + nc.RemoteAddr().String()}}
 	s.conns[c] = struct{}{}
-	s.perIP[ip]++
+	s.pending++
+	s.pendingPerIP[ip]++
 	s.wg.Add(1)
 	s.mu.Unlock()
 	go func() {
@@ -225,11 +248,41 @@ func (s *Server) admit(nc net.Conn) {
 		c.serve()
 		s.mu.Lock()
 		delete(s.conns, c)
-		if s.perIP[ip]--; s.perIP[ip] <= 0 {
-			delete(s.perIP, ip)
+		if c.established {
+			if s.perIP[ip]--; s.perIP[ip] <= 0 {
+				delete(s.perIP, ip)
+			}
+		} else {
+			s.unpend(ip)
 		}
 		s.mu.Unlock()
 	}()
+}
+
+// unpend forgets a pending connection of ip; the caller holds mu.
+func (s *Server) unpend(ip string) {
+	s.pending--
+	if s.pendingPerIP[ip]--; s.pendingPerIP[ip] <= 0 {
+		delete(s.pendingPerIP, ip)
+	}
+}
+
+// establish turns c, whose first request has arrived, into an established
+// connection, or says which limit refuses it.
+func (s *Server) establish(c *conn) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	established := len(s.conns) - s.pending
+	switch {
+	case established >= s.cfg.MaxConnections:
+		return fmt.Sprintf("%d connections open, the most allowed", established)
+	case s.perIP[c.ip] >= s.cfg.MaxConnectionsPerIP:
+		return fmt.Sprintf("%d connections from %s, the most allowed from one address", s.perIP[c.ip], c.ip)
+	}
+	s.unpend(c.ip)
+	s.perIP[c.ip]++
+	c.established = true
+	return ""
 }
 
 // logSpaced logs at most one line a second, so a flood cannot flood the log.
@@ -269,17 +322,18 @@ func remoteIP(nc net.Conn) string {
 
 // conn is one client connection.
 type conn struct {
-	srv    *Server
-	nc     net.Conn
-	ip     string
-	caller Caller
+	srv         *Server
+	nc          net.Conn
+	ip          string
+	caller      Caller
+	established bool // its first request has arrived (only its serving goroutine uses it)
 }
 
 // handshake runs the TLS handshake of a connection and takes its
 // principal from the client's certificate.
 func (c *conn) handshake() error {
 	tc := tls.Server(c.nc, c.srv.cfg.TLS)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), c.srv.cfg.FirstRequestTimeout)
 	defer cancel()
 	if err := tc.HandshakeContext(ctx); err != nil {
 		return err
@@ -314,9 +368,26 @@ func (c *conn) serve() {
 		close(queue)
 		<-writerDone
 	}()
+	// The first request must come soon after the connection (and its
+	// handshake): until it has, the connection is pending.
+	firstBy := time.Now().Add(c.srv.cfg.FirstRequestTimeout)
 	for {
-		frame, held, err := c.readFrame()
+		frame, held, err := c.readFrame(firstBy)
+		if err == nil && !c.established {
+			if why := c.srv.establish(c); why != "" {
+				c.release(held)
+				c.srv.Refused.Add(1)
+				c.srv.logSpaced("kafka listener refused a connection", "remote", c.nc.RemoteAddr().String(), "reason", why)
+				return
+			}
+		}
 		if err != nil {
+			var ne net.Error
+			if !c.established && errors.As(err, &ne) && ne.Timeout() {
+				c.srv.logSpaced("kafka listener closed a connection that sent no request in time", "remote", c.nc.RemoteAddr().String(),
+					"timeout", c.srv.cfg.FirstRequestTimeout)
+				return
+			}
 			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && !errors.Is(err, context.Canceled) {
 				c.srv.logSpaced("kafka connection closed", "remote", c.nc.RemoteAddr().String(), "reason", err.Error())
 			}
@@ -368,7 +439,12 @@ func (c *conn) serve() {
 		finish := a.handle(&request{conn: c, ctx: ctx}, h, req)
 		go func() {
 			resp := finish()
-			c.srv.cfg.Metrics.KafkaRequest(kmsg.NameForKey(h.key), topLevelError(resp), time.Since(arrived))
+			code := responseError(resp)
+			c.srv.cfg.Metrics.KafkaRequest(kmsg.NameForKey(h.key), code, time.Since(arrived))
+			if refusals[code] {
+				c.srv.logSpaced("kafka request refused", "principal", c.caller.Principal, "remote", c.nc.RemoteAddr().String(),
+					"api", kmsg.NameForKey(h.key), "error", messages.ErrorCode(code).String())
+			}
 			if resp == nil {
 				slot <- c.answer(held, nil)
 				return
@@ -384,8 +460,12 @@ func (c *conn) serve() {
 // until the budget has room for the frame, then the body must follow
 // within the frame timeout. The frame's bytes stay counted until its
 // answer is written (held is how many).
-func (c *conn) readFrame() (frame []byte, held int64, err error) {
-	if err := c.nc.SetReadDeadline(time.Now().Add(c.srv.cfg.IdleTimeout)); err != nil {
+func (c *conn) readFrame(firstBy time.Time) (frame []byte, held int64, err error) {
+	deadline := time.Now().Add(c.srv.cfg.IdleTimeout)
+	if !c.established {
+		deadline = firstBy
+	}
+	if err := c.nc.SetReadDeadline(deadline); err != nil {
 		return nil, 0, err
 	}
 	n, err := readSize(c.nc, c.srv.cfg.MaxFrameBytes)
@@ -423,17 +503,52 @@ func (c *conn) answer(held int64, b []byte) answer {
 
 func (c *conn) release(n int64) { c.srv.cfg.Budget.Release(c.ip, n) }
 
-// topLevelError is a response's own error code: 0 when it has none, or
-// only per-topic or per-partition ones (nil: an acks=0 produce).
-func topLevelError(resp kmsg.Response) int16 {
+// responseError is the first error code of a response: its own, else the
+// first of a topic, partition or other entry, so that a request refused
+// for one partition is counted under that error (0: none; nil: an acks=0
+// produce).
+func responseError(resp kmsg.Response) int16 {
 	if resp == nil {
 		return 0
 	}
-	v := reflect.ValueOf(resp).Elem().FieldByName("ErrorCode")
-	if v.IsValid() && v.Kind() == reflect.Int16 {
-		return int16(v.Int())
+	return firstErrorCode(reflect.ValueOf(resp).Elem())
+}
+
+func firstErrorCode(v reflect.Value) int16 {
+	switch v.Kind() {
+	case reflect.Struct:
+		if f := v.FieldByName("ErrorCode"); f.IsValid() && f.Kind() == reflect.Int16 && f.Int() != 0 {
+			return int16(f.Int())
+		}
+		for i := range v.NumField() {
+			if f := v.Field(i); f.Kind() == reflect.Slice || f.Kind() == reflect.Struct {
+				if code := firstErrorCode(f); code != 0 {
+					return code
+				}
+			}
+		}
+	case reflect.Slice:
+		if v.Type().Elem().Kind() != reflect.Struct {
+			return 0 // bytes, names
+		}
+		for i := range v.Len() {
+			if code := firstErrorCode(v.Index(i)); code != 0 {
+				return code
+			}
+		}
 	}
 	return 0
+}
+
+// refusals are the error codes of requests refused to their sender (an
+// ACL, a limit), each logged with who asked.
+var refusals = map[int16]bool{
+	int16(messages.ErrorCode_TOPIC_AUTHORIZATION_FAILED):   true,
+	int16(messages.ErrorCode_GROUP_AUTHORIZATION_FAILED):   true,
+	int16(messages.ErrorCode_CLUSTER_AUTHORIZATION_FAILED): true,
+	int16(messages.ErrorCode_OFFSET_METADATA_TOO_LARGE):    true,
+	int16(messages.ErrorCode_RECORD_TOO_LARGE):             true,
+	int16(messages.ErrorCode_INVALID_REQUEST):              true,
 }
 
 // write sends each slot's answer in turn (a nil answer sends nothing) and

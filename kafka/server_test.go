@@ -315,7 +315,10 @@ func TestConnectionLimits(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// A third is admitted as pending, and closed unanswered when its
+	// first request would make it the third established one.
 	third := dial(t, addr)
+	third.send(frameRequest(kmsg.NewPtrApiVersionsRequest(), 1))
 	if _, err := third.r.ReadByte(); err != io.EOF {
 		t.Fatalf("third connection: %v, want closed", err)
 	}
@@ -324,11 +327,72 @@ func TestConnectionLimits(t *testing.T) {
 	}
 }
 
-// A connection that sends nothing for the idle timeout is closed.
+// Connections that have not sent their first request are counted apart:
+// beyond the pending limit of an address they are closed at once, and
+// each is closed when its first request does not come in time, while
+// clients that send requests are served.
+func TestPendingConnections(t *testing.T) {
+	s, addr := startServer(t, &fakeBroker{md: testMetadata()}, Config{MaxConnections: 2, MaxPendingPerIP: 3,
+		FirstRequestTimeout: 300 * time.Millisecond})
+	var silent []*client
+	for range 3 {
+		silent = append(silent, dial(t, addr))
+	}
+	fourth := dial(t, addr)
+	if _, err := fourth.r.ReadByte(); err != io.EOF {
+		t.Fatalf("a fourth pending connection: %v, want closed", err)
+	}
+	for _, c := range silent {
+		if _, err := c.r.ReadByte(); err != io.EOF {
+			t.Fatalf("a silent connection: %v, want closed after the first-request timeout", err)
+		}
+	}
+	if s.Refused.Load() != 1 {
+		t.Fatalf("refused %d, want 1", s.Refused.Load())
+	}
+	// The established limit (2) was never taken by the silent ones.
+	for range 2 {
+		c := dial(t, addr)
+		c.send(frameRequest(kmsg.NewPtrApiVersionsRequest(), 1))
+		if _, err := c.read(kmsg.NewPtrApiVersionsResponse()); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// A connection that sends nothing for the idle timeout after a request is
+// closed.
 func TestIdleConnectionClosed(t *testing.T) {
 	_, addr := startServer(t, &fakeBroker{}, Config{IdleTimeout: 200 * time.Millisecond})
 	c := dial(t, addr)
+	c.send(frameRequest(kmsg.NewPtrApiVersionsRequest(), 1))
+	if _, err := c.read(kmsg.NewPtrApiVersionsResponse()); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := c.r.ReadByte(); err != io.EOF {
 		t.Fatalf("read %v, want the idle connection closed", err)
+	}
+}
+
+// A response's error, as counted and logged, is its own or the first of
+// its entries: a produce refused for one partition counts as refused.
+func TestResponseError(t *testing.T) {
+	produce := kmsg.NewPtrProduceResponse()
+	produce.Topics = []kmsg.ProduceResponseTopic{{Topic: "a", Partitions: []kmsg.ProduceResponseTopicPartition{
+		{Partition: 0}, {Partition: 1, ErrorCode: 29}}}}
+	fetch := kmsg.NewPtrFetchResponse()
+	fetch.Topics = []kmsg.FetchResponseTopic{{Topic: "a", Partitions: []kmsg.FetchResponseTopicPartition{
+		{Partition: 0, RecordBatches: []byte{1, 2, 3}}}}}
+	create := kmsg.NewPtrCreateTopicsResponse()
+	create.Topics = []kmsg.CreateTopicsResponseTopic{{Topic: "b", ErrorCode: 36}}
+	fetchSession := kmsg.NewPtrFetchResponse()
+	fetchSession.ErrorCode = 70
+	for _, c := range []struct {
+		resp kmsg.Response
+		want int16
+	}{{produce, 29}, {fetch, 0}, {create, 36}, {fetchSession, 70}, {nil, 0}} {
+		if got := responseError(c.resp); got != c.want {
+			t.Errorf("%T: %d, want %d", c.resp, got, c.want)
+		}
 	}
 }

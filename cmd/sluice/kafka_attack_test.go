@@ -308,3 +308,45 @@ func TestKafkaAttackFetchAmplification(t *testing.T) {
 		}
 	})
 }
+
+// Connections that never send a byte are pending, counted apart from the
+// clients' connections: from one address beyond 32 they are closed at
+// once, the others after 10 s, and a Kafka client connects and produces
+// throughout.
+func TestKafkaAttackSilentConnections(t *testing.T) {
+	kafkaAttack(t, 100<<20, func(b *brokerProc, addr string) {
+		var conns []net.Conn
+		defer func() {
+			for _, c := range conns {
+				c.Close()
+			}
+		}()
+		for range 1100 {
+			c, err := attackerDialer.Dial("tcp", addr)
+			if err != nil {
+				continue
+			}
+			conns = append(conns, c)
+		}
+		// A new client connects while they are open.
+		fresh := newKgo(t, addr, kgo.DefaultProduceTopic("victim"))
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := fresh.ProduceSync(ctx, &kgo.Record{Value: []byte("during")}).FirstErr(); err != nil {
+			t.Fatalf("a new client during the attack: %v", err)
+		}
+		closed := 0
+		for _, c := range conns {
+			_ = c.SetReadDeadline(time.Now().Add(time.Millisecond))
+			if _, err := c.Read(make([]byte, 1)); err != nil {
+				if ne, ok := err.(net.Error); !ok || !ne.Timeout() {
+					closed++
+				}
+			}
+		}
+		t.Logf("%d silent connections opened, %d closed at once", len(conns), closed)
+		if closed < len(conns)-32 {
+			t.Errorf("only %d of %d silent connections were closed; at most 32 may wait", closed, len(conns))
+		}
+	})
+}
