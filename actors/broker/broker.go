@@ -47,9 +47,10 @@ type replica struct {
 // partition actors in line with the metadata, and hosts the controller
 // when this broker holds the controller lock.
 type brokerActor struct {
-	cfg     *actors.BrokerConfig
-	backend cluster.Backend
-	addr    string
+	cfg         *actors.BrokerConfig
+	autoCreates autoCreateLimit
+	backend     cluster.Backend
+	addr        string
 
 	initial  *cluster.Snapshot
 	meta     *cluster.Snapshot
@@ -623,6 +624,7 @@ func (b *brokerActor) onMetadataRequest(ctx actor.Context, req *messages.Metadat
 		}
 		slices.Sort(names)
 	}
+	now, asked := time.Now(), 0
 	for _, name := range names {
 		if why := b.may(ctx, onTopic(opDescribe, name)); why != "" {
 			// Listed only when asked for by name, as Kafka: the principal
@@ -636,8 +638,16 @@ func (b *brokerActor) onMetadataRequest(ctx actor.Context, req *messages.Metadat
 		if !ok {
 			tm := &messages.TopicMetadata{Name: name, Error: messages.ErrorCode_UNKNOWN_TOPIC_OR_PARTITION, ErrorMessage: fmt.Sprintf("topic %q does not exist", name)}
 			if req.AllowAutoTopicCreation && b.cfg.AutoCreateTopics && b.mayCreate(ctx, name) {
-				b.autoCreate(ctx, name)
-				tm.Error, tm.ErrorMessage = messages.ErrorCode_LEADER_NOT_AVAILABLE, "topic is being created"
+				ask, creating := b.autoCreates.allow(name, asked, now)
+				if ask {
+					asked++
+					b.autoCreate(ctx, name)
+				}
+				if creating {
+					tm.Error, tm.ErrorMessage = messages.ErrorCode_LEADER_NOT_AVAILABLE, "topic is being created"
+				} else {
+					tm.ErrorMessage += fmt.Sprintf("; not created now: at most %d topics are created per request and %g a second", autoCreatePerRequest, autoCreateRate)
+				}
 			}
 			resp.Topics = append(resp.Topics, tm)
 			continue

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"runtime"
 	"strings"
 	"sync"
 
@@ -129,9 +130,17 @@ func compress(c Codec, src []byte) ([]byte, error) {
 	return nil, fmt.Errorf("%w: compression codec %d", ErrCorrupt, c)
 }
 
+// decompressSlots bounds the decompressions running at once: each may
+// take MaxDecompressedBytes, so many batches decompressed in parallel (a
+// burst of compression bombs to many partitions) take their turns instead
+// of adding up.
+var decompressSlots = make(chan struct{}, max(2, runtime.GOMAXPROCS(0)))
+
 // decompress returns the records section src decompressed with c, at most
 // MaxDecompressedBytes of it.
 func decompress(c Codec, src []byte) ([]byte, error) {
+	decompressSlots <- struct{}{}
+	defer func() { <-decompressSlots }()
 	var out []byte
 	var err error
 	switch c {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"math/rand/v2"
 	"testing"
+	"time"
 
 	"github.com/klauspost/compress/snappy"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -132,5 +133,39 @@ func TestDecompressionBomb(t *testing.T) {
 		if _, err := decompress(c, body); !errors.Is(err, ErrCorrupt) {
 			t.Errorf("%s: %d compressed bytes decompressed past the limit: %v", c, len(body), err)
 		}
+	}
+}
+
+// Decompressions take turns: with every slot taken, a batch waits to be
+// decompressed until one is given back.
+func TestDecompressionsTakeTurns(t *testing.T) {
+	plain := build(Producer{ID: -1, Epoch: -1, BaseSequence: -1}, randomRecords(rand.New(rand.NewPCG(5, 6)), 20))
+	b, err := Compress(plain, Zstd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range cap(decompressSlots) {
+		decompressSlots <- struct{}{}
+	}
+	done := make(chan int, 1)
+	go func() {
+		n := 0
+		it := Records(b)
+		for _, ok, _ := it.Next(); ok; _, ok, _ = it.Next() {
+			n++
+		}
+		done <- n
+	}()
+	select {
+	case <-done:
+		t.Fatal("a batch was decompressed while every slot was taken")
+	case <-time.After(50 * time.Millisecond):
+	}
+	<-decompressSlots
+	if n := <-done; n != 20 {
+		t.Fatalf("%d records, want 20", n)
+	}
+	for range cap(decompressSlots) - 1 {
+		<-decompressSlots
 	}
 }
