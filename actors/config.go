@@ -59,6 +59,8 @@ type BrokerConfig struct {
 	// session timeouts.
 	GroupMinSessionTimeout time.Duration
 	GroupMaxSessionTimeout time.Duration
+	// GroupMaxSize bounds a group's members (Kafka's group.max.size).
+	GroupMaxSize int
 	// ProducerIDExpiration: a partition forgets an idempotent producer id
 	// that has appended nothing for this long (Kafka's
 	// producer.id.expiration.ms); a retry arriving later is not recognised
@@ -133,6 +135,7 @@ func DefaultBrokerConfig() BrokerConfig {
 		GroupInitialRebalanceDelay: 300 * time.Millisecond,
 		GroupMinSessionTimeout:     time.Second,
 		GroupMaxSessionTimeout:     5 * time.Minute,
+		GroupMaxSize:               1000,
 		ProducerIDExpiration:       producerstate.DefaultProducerIDExpiration,
 		LogMemoryBytes:             DefaultLogMemoryBytes,
 		LogIdleTime:                storage.DefaultIdleAfter,
@@ -165,6 +168,8 @@ func (c *BrokerConfig) Validate() error {
 		return fmt.Errorf("offsets partitions %d: want 1 to 1000", c.OffsetsPartitions)
 	case c.OffsetsReplicationFactor < 1:
 		return fmt.Errorf("offsets replication factor %d: must be >= 1", c.OffsetsReplicationFactor)
+	case c.GroupMaxSize <= 0:
+		return fmt.Errorf("group max size %d: must be > 0", c.GroupMaxSize)
 	case c.GroupMinSessionTimeout <= 0 || c.GroupMaxSessionTimeout < c.GroupMinSessionTimeout:
 		return fmt.Errorf("group session timeout bounds [%v, %v]: want 0 < min <= max", c.GroupMinSessionTimeout, c.GroupMaxSessionTimeout)
 	case c.GroupInitialRebalanceDelay < 0:

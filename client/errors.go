@@ -53,6 +53,9 @@ var (
 	// ErrOffsetMetadataTooLarge: a commit's metadata is longer than
 	// actors' limit of 4,096 bytes (Kafka's offset.metadata.max.bytes).
 	ErrOffsetMetadataTooLarge error = messages.ErrorCode_OFFSET_METADATA_TOO_LARGE
+	// ErrGroupMaxSizeReached: the group has as many members as the broker
+	// allows (--group-max-size).
+	ErrGroupMaxSizeReached error = messages.ErrorCode_GROUP_MAX_SIZE_REACHED
 )
 
 // Client-side errors.

@@ -64,6 +64,7 @@ var errorTable = map[ErrorCode]ErrorInfo{
 	ErrorCode_DUPLICATE_RESOURCE:               {Retriable: false, Description: "a user with this name already exists"},
 	ErrorCode_SECURITY_DISABLED:                {Retriable: false, Description: "ACLs and users need a broker running with TLS"},
 	ErrorCode_OFFSET_METADATA_TOO_LARGE:        {Retriable: false, Description: "an offset commit's metadata is longer than 4,096 bytes"},
+	ErrorCode_GROUP_MAX_SIZE_REACHED:           {Retriable: false, Description: "the group has as many members as it may (--group-max-size)"},
 }
 
 // Info returns the table entry of c.

@@ -102,6 +102,8 @@ const (
 	ErrorCode_SECURITY_DISABLED ErrorCode = 54
 	// An offset commit's metadata is longer than 4,096 bytes.
 	ErrorCode_OFFSET_METADATA_TOO_LARGE ErrorCode = 12
+	// The group has as many members as it may (group.max.size).
+	ErrorCode_GROUP_MAX_SIZE_REACHED ErrorCode = 81
 )
 
 // Enum value maps for ErrorCode.
@@ -159,6 +161,7 @@ var (
 		92:   "DUPLICATE_RESOURCE",
 		54:   "SECURITY_DISABLED",
 		12:   "OFFSET_METADATA_TOO_LARGE",
+		81:   "GROUP_MAX_SIZE_REACHED",
 	}
 	ErrorCode_value = map[string]int32{
 		"NONE":                             0,
@@ -213,6 +216,7 @@ var (
 		"DUPLICATE_RESOURCE":               92,
 		"SECURITY_DISABLED":                54,
 		"OFFSET_METADATA_TOO_LARGE":        12,
+		"GROUP_MAX_SIZE_REACHED":           81,
 	}
 )
 
@@ -8475,7 +8479,7 @@ const file_sluice_proto_rawDesc = "" +
 	"authorizer\x18\x02 \x01(\bR\n" +
 	"authorizer\x12\x1d\n" +
 	"\n" +
-	"super_user\x18\x03 \x01(\bR\tsuperUser*\xbf\n" +
+	"super_user\x18\x03 \x01(\bR\tsuperUser*\xdb\n" +
 	"\n" +
 	"\tErrorCode\x12\b\n" +
 	"\x04NONE\x10\x00\x12!\n" +
@@ -8531,7 +8535,8 @@ const file_sluice_proto_rawDesc = "" +
 	"\x12RESOURCE_NOT_FOUND\x10[\x12\x16\n" +
 	"\x12DUPLICATE_RESOURCE\x10\\\x12\x15\n" +
 	"\x11SECURITY_DISABLED\x106\x12\x1d\n" +
-	"\x19OFFSET_METADATA_TOO_LARGE\x10\f*\x8b\x01\n" +
+	"\x19OFFSET_METADATA_TOO_LARGE\x10\f\x12\x1a\n" +
+	"\x16GROUP_MAX_SIZE_REACHED\x10Q*\x8b\x01\n" +
 	"\x0fAclResourceType\x12\x18\n" +
 	"\x14ACL_RESOURCE_UNKNOWN\x10\x00\x12\x14\n" +
 	"\x10ACL_RESOURCE_ANY\x10\x01\x12\x16\n" +

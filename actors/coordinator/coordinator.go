@@ -83,6 +83,7 @@ func (c *groupCoordinator) groupConfig() groups.Config {
 	gc.MinSessionTimeout = c.cfg.Broker.GroupMinSessionTimeout
 	gc.MaxSessionTimeout = c.cfg.Broker.GroupMaxSessionTimeout
 	gc.InitialRebalanceDelay = c.cfg.Broker.GroupInitialRebalanceDelay
+	gc.MaxSize = c.cfg.Broker.GroupMaxSize
 	var b [4]byte
 	_, _ = rand.Read(b[:])
 	incarnation := hex.EncodeToString(b[:])

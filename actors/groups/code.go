@@ -31,6 +31,12 @@ const (
 	// FencedInstanceID: a static member's instance id is held by a newer
 	// member id; the request came from the one it replaced.
 	FencedInstanceID
+	// GroupMaxSizeReached: a new member would make the group larger than
+	// Config.MaxSize (Kafka's group.max.size).
+	GroupMaxSizeReached
+	// InvalidRequest: a join whose protocols and their metadata come to
+	// more than MaxMemberMetadataBytes.
+	InvalidRequest
 )
 
 var codeNames = [...]string{
@@ -43,6 +49,8 @@ var codeNames = [...]string{
 	NonEmptyGroup:             "NON_EMPTY_GROUP",
 	MemberIDRequired:          "MEMBER_ID_REQUIRED",
 	FencedInstanceID:          "FENCED_INSTANCE_ID",
+	GroupMaxSizeReached:       "GROUP_MAX_SIZE_REACHED",
+	InvalidRequest:            "INVALID_REQUEST",
 }
 
 // String returns the protobuf enum name of c, e.g. "ILLEGAL_GENERATION".

@@ -85,12 +85,14 @@ func (g *Group) MemberIDs() []string { return slices.Sorted(maps.Keys(g.members)
 
 // Join handles a JoinGroup (or a Subscribe, with req.Push set).
 //
-// Checks, in Kafka's order: the session timeout (INVALID_SESSION_TIMEOUT),
+// Checks, in Kafka's order: the size of what the join carries
+// (INVALID_REQUEST above MaxMemberMetadataBytes), the session timeout (INVALID_SESSION_TIMEOUT),
 // an assignor in common with every other member
 // (INCONSISTENT_GROUP_PROTOCOL), a static member's instance id (see
 // static.go: UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID, or the rejoin that
 // takes over its member), then the member id: empty makes a new member
-// (or, with Config.RequireMemberID, MEMBER_ID_REQUIRED), an unknown one is
+// (or, with Config.RequireMemberID, MEMBER_ID_REQUIRED; GROUP_MAX_SIZE_REACHED
+// when the group has Config.MaxSize members), an unknown one is
 // UNKNOWN_MEMBER_ID. An accepted join replaces the member's
 // subscription, refreshes its last-seen time and is parked: Outcome.Code is
 // None and the JoinReply comes once the rebalance completes — when every
@@ -98,6 +100,9 @@ func (g *Group) MemberIDs() []string { return slices.Sorted(maps.Keys(g.members)
 // join of a group that is not already rebalancing starts a rebalance, also
 // from Stable with an unchanged subscription (see the package doc).
 func (g *Group) Join(req JoinRequest, now time.Time, parts PartitionCounts) Outcome {
+	if req.metadataBytes() > MaxMemberMetadataBytes {
+		return Outcome{Code: InvalidRequest, MemberID: req.MemberID}
+	}
 	push := !req.Push.IsZero()
 	if !push && (req.SessionTimeout < g.cfg.MinSessionTimeout || req.SessionTimeout > g.cfg.MaxSessionTimeout) {
 		return Outcome{Code: InvalidSessionTimeout, MemberID: req.MemberID}
@@ -126,6 +131,9 @@ func (g *Group) Join(req JoinRequest, now time.Time, parts PartitionCounts) Outc
 	var out Outcome
 	m, known := g.members[id]
 	_, pending := g.pending[id]
+	if id == "" && g.cfg.MaxSize > 0 && len(g.members)+len(g.pending) >= g.cfg.MaxSize {
+		return Outcome{Code: GroupMaxSizeReached, MemberID: id}
+	}
 	switch {
 	case id == "" && (g.cfg.RequireMemberID || req.RequireMemberID) && !push && !static:
 		// A static member skips this: its instance id already names it.

@@ -605,3 +605,42 @@ func TestAckCheck(t *testing.T) {
 		t.Errorf("restored push target %+v", m.Push)
 	}
 }
+
+// A group takes at most MaxSize members (those asked to rejoin with their
+// new id count too); a member already in rejoins whatever the size.
+func TestGroupMaxSize(t *testing.T) {
+	cfg := testConfig()
+	cfg.MaxSize, cfg.RequireMemberID = 2, true
+	g := New(cfg)
+	c := counts{"t": 2}
+	first := g.Join(pull("", "a", "t"), t0, c.fn())
+	second := g.Join(pull("", "b", "t"), t0, c.fn())
+	if first.Code != MemberIDRequired || second.Code != MemberIDRequired {
+		t.Fatalf("first joins: %v %v", first.Code, second.Code)
+	}
+	if out := g.Join(pull("", "c", "t"), t0, c.fn()); out.Code != GroupMaxSizeReached {
+		t.Fatalf("a third member: %v, want GROUP_MAX_SIZE_REACHED", out.Code)
+	}
+	for _, id := range []string{first.MemberID, second.MemberID} {
+		if out := g.Join(pull(id, "x", "t"), t0, c.fn()); out.Code != None {
+			t.Fatalf("rejoin of %s: %v", id, out.Code)
+		}
+	}
+	if out := g.Join(pull(first.MemberID, "a", "t"), t0, c.fn()); out.Code != None {
+		t.Fatalf("a member's rejoin in a full group: %v", out.Code)
+	}
+}
+
+// A join carrying more than MaxMemberMetadataBytes is refused.
+func TestJoinMetadataBound(t *testing.T) {
+	g := New(testConfig())
+	req := pull("", "a", "t")
+	req.ProtocolType = "consumer"
+	req.Protocols = []Protocol{{Name: "range", Metadata: make([]byte, MaxMemberMetadataBytes+1)}}
+	if out := g.Join(req, t0, counts{"t": 1}.fn()); out.Code != InvalidRequest {
+		t.Fatalf("a join with %d bytes of metadata: %v, want INVALID_REQUEST", MaxMemberMetadataBytes+1, out.Code)
+	}
+	if len(g.MemberIDs()) != 0 {
+		t.Fatalf("members after the refusal: %v", g.MemberIDs())
+	}
+}

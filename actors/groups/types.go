@@ -237,6 +237,29 @@ type Config struct {
 	// repeat that of a member gone before a failover; inject a function
 	// that adds something unique per coordinator if that matters.
 	NewMemberID func(clientID string, seq uint64) string
+	// MaxSize bounds the members of the group, those waiting to rejoin
+	// with the id MEMBER_ID_REQUIRED gave them included (Kafka's
+	// group.max.size); 0: no bound.
+	MaxSize int
+}
+
+// MaxMemberMetadataBytes bounds what one member's join carries: its
+// topics, assignor names and protocols with their metadata.
+const MaxMemberMetadataBytes = 1 << 20
+
+// metadataBytes is how much of a join's content the group keeps.
+func (r JoinRequest) metadataBytes() int {
+	n := len(r.ClientID) + len(r.InstanceID) + len(r.ProtocolType)
+	for _, t := range r.Topics {
+		n += len(t)
+	}
+	for _, a := range r.Assignors {
+		n += len(a)
+	}
+	for _, p := range r.Protocols {
+		n += len(p.Name) + len(p.Metadata)
+	}
+	return n
 }
 
 // DefaultConfig returns Kafka's defaults.
@@ -258,6 +281,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("max session timeout %v: must be >= min session timeout %v", c.MaxSessionTimeout, c.MinSessionTimeout)
 	case c.InitialRebalanceDelay < 0:
 		return fmt.Errorf("initial rebalance delay %v: must be >= 0", c.InitialRebalanceDelay)
+	case c.MaxSize < 0:
+		return fmt.Errorf("max size %d: must be >= 0", c.MaxSize)
 	}
 	if _, ok := Lookup(c.DefaultAssignor); c.DefaultAssignor != "" && !ok {
 		return fmt.Errorf("default assignor %q: not one of %v", c.DefaultAssignor, AssignorNames())

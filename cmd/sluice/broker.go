@@ -58,6 +58,7 @@ func runBroker(args []string, stdout, stderr io.Writer) error {
 	rebalanceDelay := fs.Duration("group-initial-rebalance-delay", def.GroupInitialRebalanceDelay, "how long a new group waits for more members")
 	minSession := fs.Duration("group-min-session-timeout", def.GroupMinSessionTimeout, "smallest session timeout a member may ask for")
 	maxSession := fs.Duration("group-max-session-timeout", def.GroupMaxSessionTimeout, "largest session timeout a member may ask for")
+	groupMaxSize := fs.Int("group-max-size", def.GroupMaxSize, "most members of one consumer group; a join beyond gets GROUP_MAX_SIZE_REACHED (Kafka's group.max.size)")
 	pidExpiration := fs.Duration("producer-id-expiration", def.ProducerIDExpiration,
 		"forget an idempotent producer that has written nothing for this long (Kafka's producer.id.expiration.ms)")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
@@ -127,6 +128,7 @@ func runBroker(args []string, stdout, stderr io.Writer) error {
 	cfg.GroupInitialRebalanceDelay = *rebalanceDelay
 	cfg.GroupMinSessionTimeout = *minSession
 	cfg.GroupMaxSessionTimeout = *maxSession
+	cfg.GroupMaxSize = *groupMaxSize
 	cfg.ProducerIDExpiration = *pidExpiration
 	cfg.UnsafeNoSync = *noSync
 	cfg.LogMemoryBytes = *logMemory

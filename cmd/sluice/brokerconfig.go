@@ -47,6 +47,7 @@ var kafkaNames = map[string]string{
 	"group.initial.rebalance.delay.ms": "group-initial-rebalance-delay",
 	"group.min.session.timeout.ms":     "group-min-session-timeout",
 	"group.max.session.timeout.ms":     "group-max-session-timeout",
+	"group.max.size":                   "group-max-size",
 	"producer.id.expiration.ms":        "producer-id-expiration",
 	"max.connections":                  "max-connections",
 	"max.connections.per.ip":           "max-connections-per-ip",
