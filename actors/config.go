@@ -101,6 +101,10 @@ type BrokerConfig struct {
 	// the metadata is loaded), for readers in this process that answer
 	// other listeners' visitors: the HTTP listener and the web console.
 	ACLs *atomic.Pointer[acl.Authorizer]
+	// ProducerIDs issues and checks producer ids bound to principals (on
+	// a Secure broker), with the key of the metadata's security record;
+	// Start makes one when nil.
+	ProducerIDs *acl.ProducerIDs
 
 	// Dir is DataDir, opened (locked) by the caller; nil: StartBroker opens it.
 	Dir *datadir.Dir

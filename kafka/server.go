@@ -168,7 +168,7 @@ type Server struct {
 
 	// Refused counts connections closed at once by a limit.
 	Refused atomic.Int64
-	lastLog atomic.Int64 // unix nanos of the last refusal logged
+	lastLog sync.Map // by message: *atomic.Int64, unix nanos of the last line
 }
 
 // NewServer returns a listener with cfg; Serve starts it.
@@ -285,11 +285,13 @@ func (s *Server) establish(c *conn) string {
 	return ""
 }
 
-// logSpaced logs at most one line a second, so a flood cannot flood the log.
+// logSpaced logs at most one line a second of each message, so a flood
+// cannot flood the log, nor hide refusals of another kind.
 func (s *Server) logSpaced(msg string, args ...any) {
-	now := time.Now().UnixNano()
-	last := s.lastLog.Load()
-	if now-last < int64(time.Second) || !s.lastLog.CompareAndSwap(last, now) {
+	v, _ := s.lastLog.LoadOrStore(msg, new(atomic.Int64))
+	last := v.(*atomic.Int64)
+	now, was := time.Now().UnixNano(), last.Load()
+	if now-was < int64(time.Second) || !last.CompareAndSwap(was, now) {
 		return
 	}
 	s.cfg.Logger.Warn(msg, args...)

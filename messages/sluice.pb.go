@@ -7094,9 +7094,13 @@ func (x *UserRecord) GetCreatedUnixMs() int64 {
 // SecurityRecord is the cluster's ACLs and token users, stored as one value
 // in the metadata store and changed by the controller with check-and-set.
 type SecurityRecord struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Acls          []*AclBinding          `protobuf:"bytes,1,rep,name=acls,proto3" json:"acls,omitempty"`
-	Users         []*UserRecord          `protobuf:"bytes,2,rep,name=users,proto3" json:"users,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Acls  []*AclBinding          `protobuf:"bytes,1,rep,name=acls,proto3" json:"acls,omitempty"`
+	Users []*UserRecord          `protobuf:"bytes,2,rep,name=users,proto3" json:"users,omitempty"`
+	// The key that binds each producer id to the principal it was issued to
+	// (acl.ProducerIDs); written by the controller before the first block
+	// of producer ids.
+	ProducerIdKey []byte `protobuf:"bytes,3,opt,name=producer_id_key,json=producerIdKey,proto3" json:"producer_id_key,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -7141,6 +7145,13 @@ func (x *SecurityRecord) GetAcls() []*AclBinding {
 func (x *SecurityRecord) GetUsers() []*UserRecord {
 	if x != nil {
 		return x.Users
+	}
+	return nil
+}
+
+func (x *SecurityRecord) GetProducerIdKey() []byte {
+	if x != nil {
+		return x.ProducerIdKey
 	}
 	return nil
 }
@@ -8434,10 +8445,11 @@ const file_sluice_proto_rawDesc = "" +
 	"UserRecord\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12!\n" +
 	"\ftoken_sha256\x18\x02 \x01(\tR\vtokenSha256\x12&\n" +
-	"\x0fcreated_unix_ms\x18\x03 \x01(\x03R\rcreatedUnixMs\"b\n" +
+	"\x0fcreated_unix_ms\x18\x03 \x01(\x03R\rcreatedUnixMs\"\x8a\x01\n" +
 	"\x0eSecurityRecord\x12&\n" +
 	"\x04acls\x18\x01 \x03(\v2\x12.sluice.AclBindingR\x04acls\x12(\n" +
-	"\x05users\x18\x02 \x03(\v2\x12.sluice.UserRecordR\x05users\";\n" +
+	"\x05users\x18\x02 \x03(\v2\x12.sluice.UserRecordR\x05users\x12&\n" +
+	"\x0fproducer_id_key\x18\x03 \x01(\fR\rproducerIdKey\";\n" +
 	"\x11CreateAclsRequest\x12&\n" +
 	"\x04acls\x18\x01 \x03(\v2\x12.sluice.AclBindingR\x04acls\"|\n" +
 	"\x12CreateAclsResponse\x12'\n" +

@@ -3,6 +3,7 @@ package broker
 import (
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 	"google.golang.org/protobuf/proto"
@@ -74,6 +75,9 @@ func (b *brokerActor) onSecurity(snap *cluster.Snapshot) {
 		bindings = snap.Security.Acls
 	}
 	b.authz = &authorizer{version: snap.SecurityVersion, acl: acl.New(bindings, b.cfg.SuperUsers)}
+	if snap.Security != nil {
+		b.cfg.ProducerIDs.SetKey(snap.Security.ProducerIdKey)
+	}
 	if b.cfg.ACLs != nil {
 		b.cfg.ACLs.Store(b.authz.acl)
 	}
@@ -279,4 +283,13 @@ func topicResults(names []string, code messages.ErrorCode, text string) []*messa
 // mayCreate reports whether the sender may create topic (auto-creation).
 func (b *brokerActor) mayCreate(ctx actor.Context, topic string) bool {
 	return b.may(ctx, onCluster(opCreate)) == "" || b.may(ctx, onTopic(opCreate, topic)) == ""
+}
+
+// logRefusal logs a refused request, at most one line a second, so a
+// flood of them cannot flood the log.
+func (b *brokerActor) logRefusal(msg string, args ...any) {
+	if now := time.Now(); now.Sub(b.lastRefusalLog) >= time.Second {
+		b.lastRefusalLog = now
+		b.cfg.Logger.Warn(msg, args...)
+	}
 }

@@ -49,8 +49,10 @@ type replica struct {
 type brokerActor struct {
 	cfg         *actors.BrokerConfig
 	autoCreates autoCreateLimit
-	backend     cluster.Backend
-	addr        string
+	// lastRefusalLog spaces the log lines of refusals to one a second.
+	lastRefusalLog time.Time
+	backend        cluster.Backend
+	addr           string
 
 	initial  *cluster.Snapshot
 	meta     *cluster.Snapshot

@@ -23,8 +23,15 @@ const producerIDBlock = 1000
 // requests waiting for the next block.
 type producerIDs struct {
 	next, end  int64
-	waiting    []*actor.PID
+	waiting    []idWaiter
 	requesting bool
+}
+
+// idWaiter is an InitProducerId waiting for a block: who to answer, and
+// the principal its id is bound to.
+type idWaiter struct {
+	sender    *actor.PID
+	principal string
 }
 
 // producerIDsRecorded is the data directory's answer to recording the end
@@ -37,6 +44,15 @@ type producerIDsRecorded struct {
 // onInitProducerID answers with the next epoch of the producer's id, or
 // with a new id (see producerstate.InitProducer).
 func (b *brokerActor) onInitProducerID(ctx actor.Context, req *messages.InitProducerIdRequest) {
+	if req.ProducerId > 0 && !b.ownsProducerID(ctx, req.ProducerId) {
+		// Not the caller's id (or one issued before ids were bound): it
+		// gets an id of its own rather than a new epoch of another's,
+		// which would fence that producer.
+		b.logRefusal("InitProducerId with a producer id issued to another principal; handing out a new one",
+			"principal", transport.Principal(ctx), "peer", ctx.MessageHeader().Get(transport.PeerHeader), "producer_id", req.ProducerId)
+		b.newProducerID(ctx)
+		return
+	}
 	d, err := producerstate.InitProducer(req.ProducerId, req.ProducerEpoch)
 	switch {
 	case err != nil:
@@ -51,14 +67,40 @@ func (b *brokerActor) onInitProducerID(ctx actor.Context, req *messages.InitProd
 // newProducerID answers with the next id of this broker's block, once it has one.
 func (b *brokerActor) newProducerID(ctx actor.Context) {
 	if b.pids.next < b.pids.end {
-		actors.Respond(ctx, &messages.InitProducerIdResponse{ProducerId: b.pids.next})
+		actors.Respond(ctx, b.issued(b.pids.next, transport.Principal(ctx)))
 		b.pids.next++
 		return
 	}
 	if sender := ctx.Sender(); sender != nil {
-		b.pids.waiting = append(b.pids.waiting, sender)
+		b.pids.waiting = append(b.pids.waiting, idWaiter{sender, transport.Principal(ctx)})
 	}
 	b.requestProducerIDs(ctx)
+}
+
+// issued answers an InitProducerId with the block's number seq: on a
+// broker with principals, as the id bound to principal (see
+// acl.ProducerIDs), which no other principal can use or guess.
+func (b *brokerActor) issued(seq int64, principal string) *messages.InitProducerIdResponse {
+	if !b.cfg.Secure {
+		return &messages.InitProducerIdResponse{ProducerId: seq}
+	}
+	id, err := b.cfg.ProducerIDs.Issue(seq, principal)
+	if err != nil {
+		return &messages.InitProducerIdResponse{Error: messages.ErrorCode_COORDINATOR_NOT_AVAILABLE, ErrorMessage: err.Error(), ProducerId: -1}
+	}
+	return &messages.InitProducerIdResponse{ProducerId: id}
+}
+
+// ownsProducerID reports whether the sender may use producer id id: on a
+// broker with principals only the principal it was issued to may (this
+// process may use any).
+func (b *brokerActor) ownsProducerID(ctx actor.Context, id int64) bool {
+	p := transport.Principal(ctx)
+	if !b.cfg.Secure || p == "" {
+		return true
+	}
+	owns, _ := b.cfg.ProducerIDs.Owns(id, p)
+	return owns
 }
 
 // requestProducerIDs asks the controller for a block; the answer comes back
@@ -130,12 +172,12 @@ func (b *brokerActor) onProducerIDsRecorded(ctx actor.Context, msg *producerIDsR
 	}
 	waiting := b.pids.waiting
 	b.pids.waiting = nil
-	for _, pid := range waiting {
+	for _, w := range waiting {
 		if b.pids.next >= b.pids.end {
-			b.pids.waiting = append(b.pids.waiting, pid)
+			b.pids.waiting = append(b.pids.waiting, w)
 			continue
 		}
-		ctx.Send(pid, &messages.InitProducerIdResponse{ProducerId: b.pids.next})
+		ctx.Send(w.sender, b.issued(b.pids.next, w.principal))
 		b.pids.next++
 	}
 	if len(b.pids.waiting) > 0 {
@@ -145,8 +187,8 @@ func (b *brokerActor) onProducerIDsRecorded(ctx actor.Context, msg *producerIDsR
 
 // failProducerIDs answers every waiting InitProducerId with a retriable error.
 func (b *brokerActor) failProducerIDs(ctx actor.Context, code messages.ErrorCode, text string) {
-	for _, pid := range b.pids.waiting {
-		ctx.Send(pid, &messages.InitProducerIdResponse{Error: code, ErrorMessage: text, ProducerId: -1})
+	for _, w := range b.pids.waiting {
+		ctx.Send(w.sender, &messages.InitProducerIdResponse{Error: code, ErrorMessage: text, ProducerId: -1})
 	}
 	b.pids.waiting = nil
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/sluicemq/sluice/acl"
 	"github.com/sluicemq/sluice/actors"
 	"github.com/sluicemq/sluice/cluster"
 	"github.com/sluicemq/sluice/storage"
@@ -62,6 +63,9 @@ func Start(system *actor.ActorSystem, cfg actors.BrokerConfig, backend cluster.B
 		return nil, err
 	}
 	cfg.DirectoryID = dir.DirectoryID()
+	if cfg.ProducerIDs == nil {
+		cfg.ProducerIDs = &acl.ProducerIDs{}
+	}
 	if cfg.ProducerIDsEnd, err = dir.ProducerIDsEnd(); err != nil {
 		return nil, fmt.Errorf("data directory %s: %w", dir.Path(), err)
 	}

@@ -638,7 +638,23 @@ func (c *controllerActor) onAllocateProducerIDs(ctx actor.Context, req *messages
 		return
 	}
 	atLeast := req.AtLeast
-	c.besideFor(ctx, false, func(store cluster.MetadataStore, fence cluster.Fence) func(actor.Context) {
+	// With principals, ids are bound to them with the security record's
+	// key (acl.ProducerIDs): it is stored before the first block.
+	needKey := c.cfg.Secure && c.snap != nil && (c.snap.Security == nil || len(c.snap.Security.ProducerIdKey) == 0)
+	snap := c.snap
+	c.besideFor(ctx, needKey, func(store cluster.MetadataStore, fence cluster.Fence) func(actor.Context) {
+		if needKey {
+			refused, err := changeSecurity(store, fence, snap, producerIDKeyChange)
+			if err == nil && refused != nil {
+				err = fmt.Errorf("storing the producer id key: %s", refused.(*messages.AllocateProducerIdsResponse).ErrorMessage)
+			}
+			if err != nil {
+				return func(ctx actor.Context) {
+					actors.SendTo(ctx, sender, &messages.AllocateProducerIdsResponse{
+						Error: c.storeErrorCode(err, messages.ErrorCode_UNKNOWN_SERVER_ERROR), ErrorMessage: err.Error()})
+				}
+			}
+		}
 		sctx, cancel := storeContext()
 		first, err := store.AllocateProducerIDs(sctx, fence, int64(count), atLeast)
 		cancel()

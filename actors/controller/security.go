@@ -72,6 +72,19 @@ func changeOf(msg proto.Message, now time.Time) securityChange {
 	panic(fmt.Sprintf("not a security change: %T", msg))
 }
 
+// producerIDKeyChange gives the security record a producer id key if it
+// has none (a retry after a conflict keeps the key another write stored).
+var producerIDKeyChange = securityChange{
+	apply: func(rec *messages.SecurityRecord) (*messages.SecurityRecord, error) {
+		next, _ := acl.WithProducerIDKey(rec)
+		return next, nil
+	},
+	ok: func() proto.Message { return &messages.AllocateProducerIdsResponse{} },
+	fail: func(c messages.ErrorCode, t string) proto.Message {
+		return &messages.AllocateProducerIdsResponse{Error: c, ErrorMessage: t}
+	},
+}
+
 // securityAttempts bounds the check-and-set retries of one change: another
 // writer only exists for the moment a controller hands over.
 const securityAttempts = 5

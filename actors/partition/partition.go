@@ -107,6 +107,7 @@ type partitionActor struct {
 	openErr           error
 	corrupt           bool
 	lastOfflineReport time.Time
+	lastOwnerRefusal  time.Time // spaces the log lines of refused producer ids
 	// lostTo is set when the log came back shorter than its checkpointed
 	// HW (a torn write, or a disk that lied about an fsync): records below
 	// the HW, acknowledged to producers, are missing here. Until the log

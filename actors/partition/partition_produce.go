@@ -16,6 +16,7 @@ import (
 	"github.com/sluicemq/sluice/storage"
 	"github.com/sluicemq/sluice/storage/atomicfile"
 	"github.com/sluicemq/sluice/storage/datadir"
+	"github.com/sluicemq/sluice/transport"
 )
 
 // The leader's produce path: validation, the group commit, fsyncs, the
@@ -40,6 +41,12 @@ func (p *partitionActor) onProduce(ctx actor.Context, req *messages.ProduceReque
 		p.respondProduce(ctx, sender, req, messages.ErrorCode_CORRUPT_RECORD, err.Error())
 		return
 	}
+	if h.ProducerID >= 0 {
+		if code, why := p.checkProducerOwner(ctx, h.ProducerID); code != messages.ErrorCode_NONE {
+			p.respondProduce(ctx, sender, req, code, why)
+			return
+		}
+	}
 	if req.Acks == -1 && !p.leader.CanAcceptAcksAll() {
 		p.respondProduce(ctx, sender, req, messages.ErrorCode_NOT_ENOUGH_REPLICAS,
 			fmt.Sprintf("ISR %v is smaller than min.insync.replicas=%d", p.leader.ISR(), p.cfg.Topic.MinISR))
@@ -52,6 +59,31 @@ func (p *partitionActor) onProduce(ctx actor.Context, req *messages.ProduceReque
 		p.flushQueued = true
 		ctx.Send(ctx.Self(), flushProduce{})
 	}
+}
+
+// checkProducerOwner refuses, on a broker with principals, a batch whose
+// producer id was not issued to the principal that sent it: another
+// principal with Write on the topic could otherwise write as that producer
+// (whose next batch would then be taken for a duplicate and never
+// stored). This process's own requests carry no principal and pass.
+func (p *partitionActor) checkProducerOwner(ctx actor.Context, id int64) (messages.ErrorCode, string) {
+	principal := transport.Principal(ctx)
+	if !p.cfg.Broker.Secure || principal == "" {
+		return messages.ErrorCode_NONE, ""
+	}
+	owns, err := p.cfg.Broker.ProducerIDs.Owns(id, principal)
+	switch {
+	case err != nil:
+		return messages.ErrorCode_LEADER_NOT_AVAILABLE, "producer ids cannot be checked yet: " + err.Error()
+	case !owns:
+		if now := time.Now(); now.Sub(p.lastOwnerRefusal) >= time.Second {
+			p.lastOwnerRefusal = now
+			p.cfg.Logger.Warn("refused a batch whose producer id was issued to another principal", "partition", p.cfg.TP,
+				"producer_id", id, "principal", principal, "peer", ctx.MessageHeader().Get(transport.PeerHeader))
+		}
+		return messages.ErrorCode_UNKNOWN_PRODUCER_ID, fmt.Sprintf("producer id %d was not issued to %s: ask for one with InitProducerId", id, principal)
+	}
+	return messages.ErrorCode_NONE, ""
 }
 
 // onFlush is the group commit: it assigns offsets to every pending batch,
