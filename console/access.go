@@ -1,6 +1,8 @@
 package console
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"net/http"
 
@@ -33,20 +35,40 @@ const (
 // visitor is who a request comes from.
 type visitor struct {
 	principal string // "" without TLS
+	// session is the visitor's console session, a random value in a
+	// cookie of this console's: its form tokens are good only with it.
+	session   string
 	authorize Authorize
 }
 
 // visitor returns the request's visitor, or answers 401 and returns false.
 func (c *Console) visitor(w http.ResponseWriter, r *http.Request) (visitor, bool) {
 	if c.cfg.Visitor == nil {
-		return visitor{}, true
+		return visitor{session: session(w, r)}, true
 	}
 	p, err := c.cfg.Visitor(r)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusUnauthorized)
 		return visitor{}, false
 	}
-	return visitor{principal: p, authorize: c.cfg.Authorize}, true
+	return visitor{principal: p, session: session(w, r), authorize: c.cfg.Authorize}, true
+}
+
+// sessionCookie names the cookie that holds a visitor's console session.
+const sessionCookie = "sluice_console"
+
+// session returns the request's console session, or starts one: a new
+// random value set as a cookie only this console's pages send back
+// (SameSite=Strict, not readable by scripts).
+func session(w http.ResponseWriter, r *http.Request) string {
+	if ck, err := r.Cookie(sessionCookie); err == nil && len(ck.Value) == 32 {
+		return ck.Value
+	}
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	v := hex.EncodeToString(b)
+	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: v, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
+	return v
 }
 
 // why says why the visitor may not perform op on a resource ("" when it

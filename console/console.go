@@ -91,7 +91,7 @@ func (c *Console) Register(mux *http.ServeMux) {
 
 // render writes page with data for visitor v, or the error page.
 func (c *Console) render(w http.ResponseWriter, v visitor, page string, data map[string]any) {
-	data["Write"], data["CSRF"], data["Visitor"] = c.cfg.Write, c.csrf.token(v.principal), v.principal
+	data["Write"], data["CSRF"], data["Visitor"] = c.cfg.Write, c.csrf.token(v), v.principal
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	// Not to be framed by another site's page (clickjacking).
 	w.Header().Set("X-Frame-Options", "DENY")

@@ -69,10 +69,16 @@ func TestSameOriginAndToken(t *testing.T) {
 		}
 	}
 	a, b := newCSRF(), newCSRF()
-	if !a.valid(a.token("User:alice"), "User:alice") || a.valid(b.token("User:alice"), "User:alice") || a.valid("", "User:alice") {
+	alice := visitor{principal: "User:alice", session: "s1"}
+	if !a.valid(a.token(alice), alice) || a.valid(b.token(alice), alice) || a.valid("", alice) {
 		t.Fatal("tokens do not tell consoles apart")
 	}
-	if a.valid(a.token("User:alice"), "User:bob") {
+	if a.valid(a.token(alice), visitor{principal: "User:bob", session: "s1"}) {
 		t.Fatal("one visitor's token serves another")
+	}
+	// Without TLS every visitor is the same principal: the session tells
+	// them apart.
+	if a.valid(a.token(visitor{session: "s1"}), visitor{session: "s2"}) {
+		t.Fatal("one session's token serves another")
 	}
 }

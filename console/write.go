@@ -27,16 +27,17 @@ func newCSRF() csrf {
 	return csrf{secret: s}
 }
 
-// token is the value every form this console shows principal carries (one
-// visitor's token is no use to another).
-func (c csrf) token(principal string) string {
+// token is the value every form this console shows visitor v carries: of
+// its principal and its session, so one visitor's token is no use to
+// another, with or without TLS.
+func (c csrf) token(v visitor) string {
 	m := hmac.New(sha256.New, c.secret)
-	m.Write([]byte("sluice console form\x00" + principal))
+	m.Write([]byte("sluice console form\x00" + v.principal + "\x00" + v.session))
 	return hex.EncodeToString(m.Sum(nil))
 }
 
-func (c csrf) valid(t, principal string) bool {
-	return hmac.Equal([]byte(t), []byte(c.token(principal)))
+func (c csrf) valid(t string, v visitor) bool {
+	return hmac.Equal([]byte(t), []byte(c.token(v)))
 }
 
 // sameOrigin reports whether r comes from a page of this console: its
@@ -66,7 +67,7 @@ func (c *Console) mutating(action func(w http.ResponseWriter, r *http.Request, v
 			http.Error(w, "the console is read-only: start the broker with --console-write to allow changes", http.StatusForbidden)
 		case !sameOrigin(r):
 			http.Error(w, "refused: the request does not come from this console's pages", http.StatusForbidden)
-		case r.ParseForm() != nil || !c.csrf.valid(r.PostForm.Get("csrf"), v.principal):
+		case r.ParseForm() != nil || !c.csrf.valid(r.PostForm.Get("csrf"), v):
 			http.Error(w, "refused: missing or wrong form token (reload the page)", http.StatusForbidden)
 		default:
 			action(w, r, v)

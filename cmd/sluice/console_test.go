@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/cookiejar"
 	"net/url"
 	"regexp"
 	"strconv"
@@ -247,7 +248,7 @@ func post(t *testing.T, addr, path, origin string, form url.Values) (int, string
 	if origin != "" {
 		req.Header.Set("Origin", origin)
 	}
-	c := http.Client{Timeout: 30 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	c := http.Client{Timeout: 30 * time.Second, Jar: consoleJar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	resp, err := c.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -256,6 +257,11 @@ func post(t *testing.T, addr, path, origin string, form url.Values) (int, string
 	body, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(body)
 }
+
+// consoleJar keeps the console's session cookie between the tests' page
+// reads and form posts, as a browser does: a form token is good only with
+// the session it was shown to.
+var consoleJar, _ = cookiejar.New(nil)
 
 var csrfField = regexp.MustCompile(`name="csrf" value="([0-9a-f]+)"`)
 
@@ -284,6 +290,17 @@ func TestConsoleWriteActions(t *testing.T) {
 		t.Errorf("create without the token: %d", code)
 	}
 	create.Set("csrf", token)
+	// The token is good only with the session cookie of the page that
+	// showed it: another client of the same (anonymous) principal cannot
+	// use it.
+	other, _ := http.NewRequest("POST", "http://"+web+"/topics", strings.NewReader(create.Encode()))
+	other.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	other.Header.Set("Origin", self)
+	if resp, err := http.DefaultClient.Do(other); err != nil || resp.StatusCode != http.StatusForbidden {
+		t.Errorf("create with the token but another session: %v %v", resp, err)
+	} else {
+		resp.Body.Close()
+	}
 	if code, _ := post(t, web, "/topics", "http://evil.example", create); code != http.StatusForbidden {
 		t.Errorf("create from another origin: %d", code)
 	}

@@ -42,7 +42,7 @@ func httpsDo(t *testing.T, certs testCerts, name, addr, path, origin string, for
 	if origin != "" {
 		req.Header.Set("Origin", origin)
 	}
-	c := http.Client{Timeout: 30 * time.Second,
+	c := http.Client{Timeout: 30 * time.Second, Jar: consoleJar,
 		Transport:     &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12}},
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	resp, err := c.Do(req)

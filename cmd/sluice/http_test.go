@@ -38,7 +38,7 @@ func httpAddr(t *testing.T, b *brokerProc) string {
 
 // httpGet returns the status and body of GET http://addr/path.
 func httpGet(addr, path string) (int, string, error) {
-	c := http.Client{Timeout: 10 * time.Second}
+	c := http.Client{Timeout: 10 * time.Second, Jar: consoleJar}
 	resp, err := c.Get("http://" + addr + path)
 	if err != nil {
 		return 0, "", err
