@@ -8,6 +8,7 @@ import (
 
 	"github.com/sluicemq/sluice/acl"
 	"github.com/sluicemq/sluice/actors/producerstate"
+	"github.com/sluicemq/sluice/internal/budget"
 	"github.com/sluicemq/sluice/metrics"
 	"github.com/sluicemq/sluice/storage"
 	"github.com/sluicemq/sluice/storage/datadir"
@@ -61,6 +62,12 @@ type BrokerConfig struct {
 	GroupMaxSessionTimeout time.Duration
 	// GroupMaxSize bounds a group's members (Kafka's group.max.size).
 	GroupMaxSize int
+	// GroupMetadataMaxBytes bounds what the members of all groups this
+	// broker coordinates carry (topics, protocols and their metadata); one
+	// principal may hold a quarter. GroupMetadata counts it (Start makes
+	// it from GroupMetadataMaxBytes when nil).
+	GroupMetadataMaxBytes int64
+	GroupMetadata         *budget.Budget
 	// ProducerIDExpiration: a partition forgets an idempotent producer id
 	// that has appended nothing for this long (Kafka's
 	// producer.id.expiration.ms); a retry arriving later is not recognised
@@ -140,6 +147,7 @@ func DefaultBrokerConfig() BrokerConfig {
 		GroupMinSessionTimeout:     time.Second,
 		GroupMaxSessionTimeout:     5 * time.Minute,
 		GroupMaxSize:               1000,
+		GroupMetadataMaxBytes:      256 << 20,
 		ProducerIDExpiration:       producerstate.DefaultProducerIDExpiration,
 		LogMemoryBytes:             DefaultLogMemoryBytes,
 		LogIdleTime:                storage.DefaultIdleAfter,
@@ -174,6 +182,8 @@ func (c *BrokerConfig) Validate() error {
 		return fmt.Errorf("offsets replication factor %d: must be >= 1", c.OffsetsReplicationFactor)
 	case c.GroupMaxSize <= 0:
 		return fmt.Errorf("group max size %d: must be > 0", c.GroupMaxSize)
+	case c.GroupMetadataMaxBytes < 4<<20:
+		return fmt.Errorf("group metadata max bytes %d: must be at least 4 MiB (4194304)", c.GroupMetadataMaxBytes)
 	case c.GroupMinSessionTimeout <= 0 || c.GroupMaxSessionTimeout < c.GroupMinSessionTimeout:
 		return fmt.Errorf("group session timeout bounds [%v, %v]: want 0 < min <= max", c.GroupMinSessionTimeout, c.GroupMaxSessionTimeout)
 	case c.GroupInitialRebalanceDelay < 0:

@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -135,5 +136,66 @@ func TestCommitMetadataTooLarge(t *testing.T) {
 	}).(*messages.OffsetFetchResponse)
 	if len(fetched.Offsets) != 1 || len(fetched.Offsets[0].Metadata) != actors.OffsetMetadataMaxBytes {
 		t.Fatalf("committed offsets after the refusal: %d entries", len(fetched.Offsets))
+	}
+}
+
+// What group members' joins carry counts in the broker's group metadata
+// budget (a quarter of it per principal): a join beyond is refused with
+// GROUP_MAX_SIZE_REACHED, and a member that leaves gives its share back.
+func TestGroupMetadataBudget(t *testing.T) {
+	tb := startTestBroker(t, t.TempDir(), func(c *actors.BrokerConfig) {
+		c.OffsetsPartitions = 1
+		c.GroupMetadataMaxBytes = 4 << 20                     // 1 MiB for one principal
+		c.GroupInitialRebalanceDelay = 300 * time.Millisecond // the three join one generation
+	})
+	tb.createTopic("events", 1, nil)
+	tb.askGroup(&messages.FindCoordinatorRequest{Group: "g"}, func(r any) messages.ErrorCode {
+		return r.(*messages.FindCoordinatorResponse).Error
+	})
+	tb.askGroup(&messages.DescribeGroupRequest{Group: "g"}, func(r any) messages.ErrorCode { return r.(*messages.DescribeGroupResponse).Error })
+	// 300 KiB of topic names a join (topics that do not exist yet).
+	var topics []string
+	for i := range 300 {
+		topics = append(topics, fmt.Sprintf("%01020d", i))
+	}
+	join := func(memberID string) *actor.Future {
+		return tb.system.Root.RequestFuture(tb.pid, &messages.JoinGroupRequest{Group: "g", ClientId: "c", MemberId: memberID,
+			SessionTimeoutMs: 10000, RebalanceTimeoutMs: 1000, Topics: topics, Assignors: []string{"range"}}, 15*time.Second)
+	}
+	var accepted []*actor.Future
+	for range 3 {
+		accepted = append(accepted, join(""))
+	}
+	res, err := join("").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := res.(*messages.JoinGroupResponse); r.Error != messages.ErrorCode_GROUP_MAX_SIZE_REACHED {
+		t.Fatalf("a fourth join of 300 KiB with 1 MiB for the principal: %v %s", r.Error, r.ErrorMessage)
+	}
+	var first *messages.JoinGroupResponse
+	for _, f := range accepted {
+		res, err := f.Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r := res.(*messages.JoinGroupResponse); r.Error != messages.ErrorCode_NONE {
+			t.Fatalf("an accepted join: %v %s", r.Error, r.ErrorMessage)
+		} else if first == nil {
+			first = r
+		}
+	}
+	leave := tb.ask(&messages.LeaveGroupRequest{Group: "g", MemberId: first.MemberId}).(*messages.LeaveGroupResponse)
+	if leave.Error != messages.ErrorCode_NONE {
+		t.Fatalf("leave: %v", leave.Error)
+	}
+	// The leave starts a rebalance; the new member's join is answered when
+	// it ends (the other two, which do not rejoin, are dropped after 1 s).
+	res, err = join("").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := res.(*messages.JoinGroupResponse); r.Error != messages.ErrorCode_NONE {
+		t.Fatalf("a join after a member left: %v %s", r.Error, r.ErrorMessage)
 	}
 }

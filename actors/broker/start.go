@@ -11,6 +11,7 @@ import (
 	"github.com/sluicemq/sluice/acl"
 	"github.com/sluicemq/sluice/actors"
 	"github.com/sluicemq/sluice/cluster"
+	"github.com/sluicemq/sluice/internal/budget"
 	"github.com/sluicemq/sluice/storage"
 	"github.com/sluicemq/sluice/storage/datadir"
 	"github.com/sluicemq/sluice/transport"
@@ -65,6 +66,9 @@ func Start(system *actor.ActorSystem, cfg actors.BrokerConfig, backend cluster.B
 	cfg.DirectoryID = dir.DirectoryID()
 	if cfg.ProducerIDs == nil {
 		cfg.ProducerIDs = &acl.ProducerIDs{}
+	}
+	if cfg.GroupMetadata == nil {
+		cfg.GroupMetadata = budget.New(cfg.GroupMetadataMaxBytes, cfg.GroupMetadataMaxBytes/4)
 	}
 	if cfg.ProducerIDsEnd, err = dir.ProducerIDsEnd(); err != nil {
 		return nil, fmt.Errorf("data directory %s: %w", dir.Path(), err)

@@ -67,12 +67,22 @@ type groupCoordinator struct {
 	pushers map[string]*actor.PID // member id -> pusher
 	ticker  *time.Ticker
 	stop    chan struct{}
+
+	// charges are the bytes each member's join holds in the broker's
+	// group metadata budget, and the principal they count for.
+	charges map[string]charge
+}
+
+// charge is what one member holds in the group metadata budget.
+type charge struct {
+	principal string
+	bytes     int64
 }
 
 func newGroupCoordinator(cfg coordinatorConfig) actor.Producer {
 	return func() actor.Actor {
 		return &groupCoordinator{cfg: cfg, offsets: map[cluster.TopicPartition]*messages.OffsetValue{},
-			pushers: map[string]*actor.PID{}}
+			pushers: map[string]*actor.PID{}, charges: map[string]charge{}}
 	}
 }
 
@@ -109,7 +119,10 @@ func (c *groupCoordinator) Receive(ctx actor.Context) {
 	switch msg := ctx.Message().(type) {
 	case *actor.Started:
 		c.onStarted(ctx)
+	case *actor.Restarting:
+		c.releaseCharges(false) // the state they counted is gone
 	case *actor.Stopping:
+		c.releaseCharges(false)
 		c.cfg.Broker.Metrics.DropGroup(c.cfg.Group)
 		if c.ticker != nil {
 			c.ticker.Stop()
@@ -211,6 +224,7 @@ func (c *groupCoordinator) onStarted(ctx actor.Context) {
 // handle carries out an Outcome: persist the metadata, then answer the
 // parked joins, then update the push members.
 func (c *groupCoordinator) handle(ctx actor.Context, out groups.Outcome) {
+	c.releaseCharges(true) // of members gone: left, evicted, replaced
 	if len(out.Replies) == 0 && len(out.SyncReplies) == 0 && !out.Persist && len(out.Changed) == 0 && len(out.Removed) == 0 && !out.Rebalanced {
 		return
 	}
@@ -282,7 +296,33 @@ func (c *groupCoordinator) onJoin(ctx actor.Context, req *messages.JoinGroupRequ
 	for _, p := range req.Protocols {
 		jr.Protocols = append(jr.Protocols, groups.Protocol{Name: p.Name, Metadata: p.Metadata})
 	}
+	// What the join carries counts in the broker's group metadata budget,
+	// in place of what the member's last join carried.
+	principal, size := transport.Principal(ctx), int64(jr.Bytes())
+	old, rejoin := c.charges[req.MemberId]
+	budget := c.cfg.Broker.GroupMetadata
+	if rejoin {
+		budget.Release(old.principal, old.bytes)
+	}
+	if !budget.TryTake(principal, size) {
+		if rejoin {
+			budget.Take(old.principal, old.bytes)
+		}
+		text := fmt.Sprintf("the broker holds %d bytes of group members' metadata for %q and %d in all, its limits (--group-metadata-max-bytes %d)",
+			budget.Held(principal), principal, budget.Used(), budget.Limit())
+		c.cfg.Broker.Logger.Warn("refused a group join over the group metadata budget", "group", c.cfg.Group, "principal", principal, "bytes", size)
+		actors.Respond(ctx, &messages.JoinGroupResponse{Error: messages.ErrorCode_GROUP_MAX_SIZE_REACHED, ErrorMessage: text, MemberId: req.MemberId})
+		return
+	}
 	out := c.g.Join(jr, time.Now(), c.partitionCounts)
+	if out.Code == groups.None {
+		c.charges[out.MemberID] = charge{principal, size}
+	} else {
+		budget.Release(principal, size)
+		if rejoin {
+			budget.Take(old.principal, old.bytes)
+		}
+	}
 	if out.Code != groups.None {
 		actors.Respond(ctx, &messages.JoinGroupResponse{Error: groupCode(out.Code), ErrorMessage: codeText(out.Code, req.MemberId), MemberId: out.MemberID})
 	}
@@ -435,6 +475,18 @@ func compareTP(a, b cluster.TopicPartition) int {
 		return 1
 	}
 	return int(a.Partition - b.Partition)
+}
+
+// releaseCharges gives back the group metadata budget of members no
+// longer in the group (onlyGone), or of all.
+func (c *groupCoordinator) releaseCharges(onlyGone bool) {
+	for id, ch := range c.charges {
+		if onlyGone && c.g.Has(id) {
+			continue
+		}
+		c.cfg.Broker.GroupMetadata.Release(ch.principal, ch.bytes)
+		delete(c.charges, id)
+	}
 }
 
 // onDelete deletes a group without members: tombstones for its metadata

@@ -80,6 +80,12 @@ func (g *Group) Member(id string) (MemberRecord, bool) {
 	return m.rec.clone(), true
 }
 
+// Has reports whether id is a member.
+func (g *Group) Has(id string) bool {
+	_, ok := g.members[id]
+	return ok
+}
+
 // MemberIDs lists the members, sorted.
 func (g *Group) MemberIDs() []string { return slices.Sorted(maps.Keys(g.members)) }
 
@@ -100,7 +106,7 @@ func (g *Group) MemberIDs() []string { return slices.Sorted(maps.Keys(g.members)
 // join of a group that is not already rebalancing starts a rebalance, also
 // from Stable with an unchanged subscription (see the package doc).
 func (g *Group) Join(req JoinRequest, now time.Time, parts PartitionCounts) Outcome {
-	if req.metadataBytes() > MaxMemberMetadataBytes {
+	if req.Bytes() > MaxMemberMetadataBytes {
 		return Outcome{Code: InvalidRequest, MemberID: req.MemberID}
 	}
 	push := !req.Push.IsZero()

@@ -247,8 +247,8 @@ type Config struct {
 // topics, assignor names and protocols with their metadata.
 const MaxMemberMetadataBytes = 1 << 20
 
-// metadataBytes is how much of a join's content the group keeps.
-func (r JoinRequest) metadataBytes() int {
+// Bytes is how much of a join's content the group keeps.
+func (r JoinRequest) Bytes() int {
 	n := len(r.ClientID) + len(r.InstanceID) + len(r.ProtocolType)
 	for _, t := range r.Topics {
 		n += len(t)

@@ -59,6 +59,7 @@ func runBroker(args []string, stdout, stderr io.Writer) error {
 	minSession := fs.Duration("group-min-session-timeout", def.GroupMinSessionTimeout, "smallest session timeout a member may ask for")
 	maxSession := fs.Duration("group-max-session-timeout", def.GroupMaxSessionTimeout, "largest session timeout a member may ask for")
 	groupMaxSize := fs.Int("group-max-size", def.GroupMaxSize, "most members of one consumer group; a join beyond gets GROUP_MAX_SIZE_REACHED (Kafka's group.max.size)")
+	groupMetadata := fs.Int64("group-metadata-max-bytes", def.GroupMetadataMaxBytes, "bytes the members of all groups this broker coordinates may carry (topics, protocols, metadata); one principal may hold a quarter, a join beyond gets GROUP_MAX_SIZE_REACHED")
 	pidExpiration := fs.Duration("producer-id-expiration", def.ProducerIDExpiration,
 		"forget an idempotent producer that has written nothing for this long (Kafka's producer.id.expiration.ms)")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
@@ -129,6 +130,7 @@ func runBroker(args []string, stdout, stderr io.Writer) error {
 	cfg.GroupMinSessionTimeout = *minSession
 	cfg.GroupMaxSessionTimeout = *maxSession
 	cfg.GroupMaxSize = *groupMaxSize
+	cfg.GroupMetadataMaxBytes = *groupMetadata
 	cfg.ProducerIDExpiration = *pidExpiration
 	cfg.UnsafeNoSync = *noSync
 	cfg.LogMemoryBytes = *logMemory

@@ -107,6 +107,25 @@ func (b *Budget) Take(source string, n int64) {
 	b.add(source, n)
 }
 
+// TryTake counts n bytes for source if that keeps both the budget and the
+// source within their limits, and reports whether it did; it never waits.
+func (b *Budget) TryTake(source string, n int64) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.used+n > b.limit || b.bySource[source]+n > b.perSource {
+		return false
+	}
+	b.add(source, n)
+	return true
+}
+
+// Held is how many bytes source holds now.
+func (b *Budget) Held(source string) int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.bySource[source]
+}
+
 // Release gives back n bytes of source and grants waiters that now fit,
 // oldest first.
 func (b *Budget) Release(source string, n int64) {

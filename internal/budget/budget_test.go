@@ -120,3 +120,20 @@ func TestConcurrentBalance(t *testing.T) {
 		t.Fatalf("used %d, by source %v after every release", b.Used(), b.bySource)
 	}
 }
+
+func TestTryTakeWithinLimits(t *testing.T) {
+	b := New(100, 60)
+	if !b.TryTake("a", 60) || b.TryTake("a", 1) {
+		t.Fatal("a source's limit is not kept")
+	}
+	if !b.TryTake("b", 40) || b.TryTake("c", 1) {
+		t.Fatal("the budget's limit is not kept")
+	}
+	if b.Held("a") != 60 || b.Held("c") != 0 {
+		t.Fatalf("held: a %d, c %d", b.Held("a"), b.Held("c"))
+	}
+	b.Release("a", 60)
+	if !b.TryTake("c", 50) {
+		t.Fatal("released bytes were not given back")
+	}
+}
