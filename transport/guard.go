@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -24,6 +25,8 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/reflect/protoregistry"
 
+	"github.com/sluicemq/sluice/internal/budget"
+	"github.com/sluicemq/sluice/internal/reply"
 	"github.com/sluicemq/sluice/messages"
 )
 
@@ -42,6 +45,8 @@ const PeerHeader = "sluice-peer"
 func FromNetwork(ctx actor.Context) bool { return ctx.MessageHeader().Get(PeerHeader) != "" }
 
 var invalidMessageName = string(proto.MessageName(&messages.InvalidMessage{}))
+
+var produceRequestName = string(proto.MessageName(&messages.ProduceRequest{}))
 
 // sluicePackage is the protobuf package of every Sluice message.
 const sluicePackage protoreflect.FullName = "sluice"
@@ -237,6 +242,9 @@ type guard struct {
 	// prove checks a client's announced listener (tlsState.proveListener;
 	// tests replace it).
 	prove func(ctx context.Context, addr, principal string, ephemeral *x509.Certificate) error
+	// budget and system: see holdUntilTaken (budget nil: not counted).
+	budget *budget.Budget
+	system *actor.ActorSystem
 }
 
 // authenticate returns the principal of the stream's connection and, for a
@@ -286,7 +294,7 @@ func (g *guard) authenticate(ctx context.Context) (string, *x509.Certificate, er
 // without checks, and hands system messages (Stop, PoisonPill) straight
 // to their target; a bad envelope would panic the process or stop an actor.
 func (g *guard) stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
-	gs := &guardedStream{ServerStream: ss, logger: g.logger, stats: g.stats, tls: g.tls, prove: g.prove}
+	gs := &guardedStream{ServerStream: ss, logger: g.logger, stats: g.stats, tls: g.tls, prove: g.prove, budget: g.budget, system: g.system}
 	if gs.prove == nil && g.tls != nil {
 		gs.prove = g.tls.proveListener
 	}
@@ -349,6 +357,8 @@ type guardedStream struct {
 	grpc.ServerStream
 	logger *slog.Logger
 	stats  *GuardStats
+	budget *budget.Budget
+	system *actor.ActorSystem
 	origin Origin
 	tls    *tlsState
 	// ephemeral is a token client's certificate, pinned to the address it
@@ -427,6 +437,55 @@ func (s *guardedStream) RecvMsg(m any) error {
 			s.logger.Warn("refused remote messages", "peer", s.origin.Peer, "node", s.origin.Address,
 				"count", replaced, "refused_total", s.stats.Replaced())
 		}
+	}
+	return s.holdUntilTaken(batch)
+}
+
+// takenTimeout bounds how long a produce request without a sender holds
+// its bytes when no answer comes (the broker stopped, say).
+const takenTimeout = 30 * time.Second
+
+// askOverhead is what a counted request holds besides its bytes: its
+// reply address and the broker's bookkeeping.
+const askOverhead = 1 << 10
+
+// holdUntilTaken counts each produce request of batch that has no sender
+// (an acks=0 produce, which nothing answers) in the budget, waiting for
+// room first: the stream reads its next batch only then, so a flood of
+// them waits for the partitions instead of piling up in the broker's
+// mailboxes. Each gets a reply address of its own as its sender; the
+// partition's answer (a leader tells a sender that asks once it has
+// written the batch; every refusal is an answer too), or the timeout,
+// gives the bytes back.
+func (s *guardedStream) holdUntilTaken(b *remote.MessageBatch) error {
+	if s.budget == nil {
+		return nil
+	}
+	produce := int32(-1)
+	for i, name := range b.TypeNames {
+		if name == produceRequestName {
+			produce = int32(i)
+		}
+	}
+	if produce < 0 {
+		return nil
+	}
+	source := s.origin.Peer
+	if host, _, err := net.SplitHostPort(source); err == nil {
+		source = host
+	}
+	for _, env := range b.Envelopes {
+		if env.TypeId != produce || env.Sender != 0 {
+			continue
+		}
+		n := int64(len(env.MessageData) + askOverhead)
+		if err := s.budget.Acquire(s.Context(), source, n); err != nil {
+			return status.Error(codes.Canceled, err.Error())
+		}
+		budget := s.budget
+		pid := reply.OnAnswer(s.system, takenTimeout, func(any, error) { budget.Release(source, n) })
+		b.Senders = append(b.Senders, pid)
+		env.Sender = int32(len(b.Senders))
 	}
 	return nil
 }

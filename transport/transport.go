@@ -19,6 +19,8 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/status"
+
+	"github.com/sluicemq/sluice/internal/budget"
 )
 
 // MaxFrameBytes bounds one gRPC message a node sends, which carries one
@@ -33,7 +35,11 @@ const frameOverhead = 64 << 10
 
 // HTTP/2 flow-control window and socket buffer sizes of every connection.
 const (
-	windowBytes           = 64 << 20
+	windowBytes = 64 << 20
+	// serverWindowBytes is what a peer may send a connection of this
+	// node's listener before it is read: held in memory while the guard
+	// waits for the in-flight budget, so smaller than a dialer's window.
+	serverWindowBytes     = 16 << 20
 	bufferBytes           = 1 << 20
 	serverReadBufferBytes = 256 << 10
 )
@@ -64,6 +70,11 @@ type Config struct {
 	// node needs it (a broker watches its push subscribers); a broker's
 	// actors are watched by no other node, and refuse it.
 	AcceptWatches bool
+	// Budget, when set, counts the produce requests a peer sends without
+	// a sender to answer (acks=0) from their arrival until the partition
+	// has taken them; the stream reads on only when the budget has room
+	// for the next one (see guard.go, holdUntilTaken).
+	Budget *budget.Budget
 }
 
 // Node is a running actor system with its remote endpoint.
@@ -178,7 +189,7 @@ func Start(cfg Config, logger *slog.Logger) (node *Node, err error) {
 	system := NewSystem(logger, level)
 	watches := &remoteWatches{m: map[string]map[string]int{}}
 	system.Extensions.Register(watches)
-	g := &guard{logger: logger, stats: &GuardStats{}, acceptWatches: cfg.AcceptWatches, watches: watches}
+	g := &guard{logger: logger, stats: &GuardStats{}, acceptWatches: cfg.AcceptWatches, watches: watches, budget: cfg.Budget, system: system}
 	creds := insecure.NewCredentials()
 	if cfg.Security != nil {
 		if g.tls, err = newTLSState(*cfg.Security, logger); err != nil {
@@ -219,11 +230,12 @@ func Start(cfg Config, logger *slog.Logger) (node *Node, err error) {
 			grpc.MaxConcurrentStreams(maxStreamsPerConn),
 			grpc.MaxRecvMsgSize(cfg.MaxMessageBytes+frameOverhead),
 			grpc.MaxSendMsgSize(MaxFrameBytes),
-			// One stream carries every message between two nodes; a large
-			// static flow-control window keeps multi-MiB batches flowing
-			// without waiting for window updates.
-			grpc.InitialWindowSize(windowBytes),
-			grpc.InitialConnWindowSize(windowBytes),
+			// One stream carries every message between two nodes; a
+			// static flow-control window of several MiB keeps multi-MiB
+			// batches flowing without waiting for window updates, and
+			// bounds what a peer can make a stream hold unread.
+			grpc.InitialWindowSize(serverWindowBytes),
+			grpc.InitialConnWindowSize(serverWindowBytes),
 			// Every accepted connection holds its read buffer from the
 			// start: a smaller one than the dialer's keeps a crowd of idle
 			// connections cheap, and the write buffer is released after

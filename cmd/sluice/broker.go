@@ -205,7 +205,7 @@ func runBroker(args []string, stdout, stderr io.Writer) error {
 	}
 	tcfg := transport.Config{Host: host, Port: port, AdvertisedAddr: *advertise,
 		MaxMessageBytes: max(cfg.MaxFetchBytes, actors.MaxMessageBytesLimit) + (64 << 10),
-		MaxConnections:  *maxConns, MaxConnectionsPerIP: *maxConnsPerIP, IdleTimeout: *idleConns}
+		MaxConnections:  *maxConns, MaxConnectionsPerIP: *maxConnsPerIP, IdleTimeout: *idleConns, Budget: inflightBudget}
 	if *logLevel == "debug" {
 		level := slog.LevelDebug
 		tcfg.LogLevel = &level

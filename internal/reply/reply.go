@@ -85,6 +85,13 @@ type outcome struct {
 	err error
 }
 
+// OnAnswer returns a reply address of its own: deliver runs once, with the
+// first of an answer, a dead letter and the timeout, on the goroutine that
+// brings it (it must not block).
+func OnAnswer(system *actor.ActorSystem, timeout time.Duration, deliver func(res any, err error)) *actor.PID {
+	return start(system, timeout, deliver)
+}
+
 // failure carries an error through a Future's result.
 type failure struct{ err error }
 
