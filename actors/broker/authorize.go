@@ -119,7 +119,14 @@ func (b *brokerActor) may(ctx actor.Context, a access) string {
 func (b *brokerActor) permit(ctx actor.Context, fail func(messages.ErrorCode, string) proto.Message, needs ...access) bool {
 	for _, a := range needs {
 		if why := b.may(ctx, a); why != "" {
-			if answer := fail(deniedCode(a.rt), why); answer != nil { // PushCredit has no answer
+			code, request := deniedCode(a.rt), fmt.Sprintf("%T", ctx.Message())
+			if m, ok := ctx.Message().(proto.Message); ok {
+				request = string(proto.MessageName(m).Name())
+			}
+			b.cfg.Metrics.RequestError(request, code)
+			b.logRefusal("refused a request", "request", request, "error", code.String(), "reason", why,
+				"principal", transport.Principal(ctx), "peer", ctx.MessageHeader().Get(transport.PeerHeader))
+			if answer := fail(code, why); answer != nil { // PushCredit has no answer
 				actors.Respond(ctx, answer)
 			}
 			return false

@@ -31,6 +31,14 @@ func TestOffsetFetchOnlyVisibleTopics(t *testing.T) {
 	must(admin, "", "acl", "add", "--allow-principal", "User:alice", "--operation", "read", "--topic", "orders")
 
 	alice := certs.creds("user-alice")
+	// Before any ACL names her group, she is refused, and the refusal is
+	// logged with who asked.
+	if r := forgeAs(t, alice, b.Addr, "broker", &messages.OffsetFetchRequest{Group: "other"}).(*messages.OffsetFetchResponse); r.Error != messages.ErrorCode_GROUP_AUTHORIZATION_FAILED {
+		t.Fatalf("alice fetching another group's offsets: %v", r.Error)
+	}
+	if logs := b.logs.String(); !strings.Contains(logs, "refused a request") || !strings.Contains(logs, "principal=User:alice") {
+		t.Errorf("the refusal was not logged with its principal:\n%s", tail(logs, 10))
+	}
 	var all *messages.OffsetFetchResponse
 	deadline := time.Now().Add(20 * time.Second)
 	for {
