@@ -1,7 +1,9 @@
 package console
 
 import (
+	"fmt"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 )
@@ -80,5 +82,17 @@ func TestSameOriginAndToken(t *testing.T) {
 	// them apart.
 	if a.valid(a.token(visitor{session: "s1"}), visitor{session: "s2"}) {
 		t.Fatal("one session's token serves another")
+	}
+}
+
+// A large key or value is shown cut, with its size.
+func TestShowCutsLargeValues(t *testing.T) {
+	big := strings.Repeat("v", 3*maxShownBytes)
+	got := show([]byte(big), "text")
+	if len(got) > maxShownBytes+100 || !strings.Contains(got, fmt.Sprintf("(%d bytes, the first %d shown)", len(big), maxShownBytes)) {
+		t.Fatalf("%d characters shown of %d bytes: ...%q", len(got), len(big), got[len(got)-60:])
+	}
+	if got := show([]byte("small"), "text"); got != "small" {
+		t.Fatalf("a small value: %q", got)
 	}
 }

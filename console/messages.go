@@ -22,6 +22,11 @@ import (
 const (
 	defaultMessages = 20
 	maxMessages     = 500
+	// maxPageBytes bounds the keys, values and headers one page holds: a
+	// page ends early rather than hold 500 large records.
+	maxPageBytes = 4 << 20
+	// maxShownBytes is how much of one key, value or header is shown.
+	maxShownBytes = 64 << 10
 )
 
 // browseQuery is the message browser's form.
@@ -150,7 +155,8 @@ func (c *Console) read(ctx context.Context, q browseQuery) ([]*client.Record, in
 	}
 	defer cons.Close()
 	var out []*client.Record
-	for len(out) < q.Max {
+	size := 0
+	for len(out) < q.Max && size < maxPageBytes {
 		f := cons.PollRecords(ctx, q.Max-len(out))
 		if len(f.Errors) > 0 {
 			return nil, 0, 0, f.Errors[0].Err
@@ -159,8 +165,9 @@ func (c *Console) read(ctx context.Context, q browseQuery) ([]*client.Record, in
 			return nil, 0, 0, fmt.Errorf("reading %s-%d: %w", q.Topic, q.Partition, ctx.Err())
 		}
 		for _, rec := range f.Records {
-			if rec.Offset < end && len(out) < q.Max {
+			if rec.Offset < end && len(out) < q.Max && size < maxPageBytes {
 				out = append(out, rec)
+				size += recordBytes(rec)
 			}
 		}
 		if len(out) > 0 && out[len(out)-1].Offset >= end-1 {
@@ -170,9 +177,22 @@ func (c *Console) read(ctx context.Context, q browseQuery) ([]*client.Record, in
 	return out, from, end, nil
 }
 
+// recordBytes is what a record's key, value and headers take.
+func recordBytes(r *client.Record) int {
+	n := len(r.Key) + len(r.Value)
+	for _, h := range r.Headers {
+		n += len(h.Key) + len(h.Value)
+	}
+	return n
+}
+
 // show writes bytes in format: text (as is when valid UTF-8, else hex),
-// json (indented when it parses, else as text) or hex.
+// json (indented when it parses, else as text) or hex; only the first
+// maxShownBytes of them, with a note of how many there are.
 func show(b []byte, format string) string {
+	if len(b) > maxShownBytes {
+		return show(b[:maxShownBytes], format) + fmt.Sprintf(" … (%d bytes, the first %d shown)", len(b), maxShownBytes)
+	}
 	switch {
 	case b == nil:
 		return ""

@@ -232,6 +232,15 @@ func TestConsoleMessageBrowser(t *testing.T) {
 	if code, body, err := httpGet(web, "/messages"); err != nil || code != http.StatusOK || !strings.Contains(body, "<form") {
 		t.Errorf("the empty form: %d %v", code, err)
 	}
+	// Large records: a page holds about 4 MiB of them, each value cut to
+	// 64 KiB with its size.
+	big := strings.Repeat(strings.Repeat("x", 900_000)+"\n", 8)
+	b.cli("", "topic", "create", "mbig")
+	b.cli(big, "produce", "mbig")
+	bigRows := tableRows(t, getPage(t, web, "/messages?topic=mbig&partition=0&from=start&max=8"), "message-table")[1:]
+	if len(bigRows) != 5 || !strings.Contains(bigRows[0][3], "(900000 bytes, the first 65536 shown)") || len(bigRows[0][3]) > 70_000 {
+		t.Errorf("a page of eight 900 KB records: %d rows", len(bigRows))
+	}
 	// The console's clients share the broker's actor system: the broker
 	// stops cleanly (and, under the race detector, without a race).
 	b.stop()
