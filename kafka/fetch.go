@@ -34,7 +34,15 @@ const fetchWave = 8
 type fetchPart struct {
 	topic, part int
 	maxBytes    int32 // the client's limit for this partition
-	req         *messages.FetchRequest
+	name        string
+	partition   int32
+	offset      int64
+	epoch       int32
+}
+
+// request is the leader's fetch of p, for at most maxBytes.
+func (p fetchPart) request(maxBytes int32) *messages.FetchRequest {
+	return &messages.FetchRequest{Topic: p.name, Partition: p.partition, Offset: p.offset, CurrentLeaderEpoch: p.epoch, MaxBytes: maxBytes}
 }
 
 func handleFetch(r *request, h header, kreq kmsg.Request) func() kmsg.Response {
@@ -91,7 +99,7 @@ func fetchParts(resp *kmsg.FetchResponse, req *kmsg.FetchRequest, version int16)
 				epoch = p.CurrentLeaderEpoch
 			}
 			parts = append(parts, fetchPart{topic: ti, part: len(resp.Topics[ti].Partitions) - 1, maxBytes: max(p.PartitionMaxBytes, 0),
-				req: &messages.FetchRequest{Topic: t.Topic, Partition: p.Partition, Offset: p.FetchOffset, CurrentLeaderEpoch: epoch}})
+				name: t.Topic, partition: p.Partition, offset: p.FetchOffset, epoch: epoch})
 		}
 	}
 	return parts
@@ -114,12 +122,9 @@ func readParts(r *request, resp *kmsg.FetchResponse, parts []fetchPart, maxBytes
 		for len(parts) > 0 && (left == 0 || len(wave) < fetchWave && reserved < left) {
 			p := parts[0]
 			parts = parts[1:]
-			q := proto.Clone(p.req).(*messages.FetchRequest)
-			limit := min(int(p.maxBytes), left-reserved)
-			if left == 0 || limit <= 0 {
-				q.OffsetsOnly, limit = true, 0
-			}
-			q.MaxBytes = int32(limit)
+			limit := max(0, min(int(p.maxBytes), left-reserved))
+			q := p.request(int32(limit))
+			q.OffsetsOnly = limit == 0
 			reserved += limit
 			wave = append(wave, asked{p, limit, r.ask(q)})
 		}
@@ -155,9 +160,8 @@ func longPoll(r *request, resp *kmsg.FetchResponse, parts []fetchPart, maxBytes 
 	}
 	done := make(chan result, len(parked))
 	for _, p := range parked {
-		q := proto.Clone(p.req).(*messages.FetchRequest)
 		// Each may wake the poll; together they stay within the limit.
-		q.MaxBytes = max(1, min(p.maxBytes, maxBytes/int32(len(parked))))
+		q := p.request(max(1, min(p.maxBytes, maxBytes/int32(len(parked)))))
 		q.MinBytes, q.MaxWaitMs = 1, int32(wait/time.Millisecond)
 		answer := r.ask(q)
 		go func() {
