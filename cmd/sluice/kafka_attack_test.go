@@ -23,6 +23,37 @@ import (
 // attackerDialer dials from 127.0.0.2, a source address of its own.
 var attackerDialer = net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 2)}, Timeout: 5 * time.Second}
 
+// attack opens n connections to addr from the attacker's address and runs
+// send on each, all at once; it returns when every send has, leaving the
+// connections open for the caller to close (closeAll).
+func attack(t *testing.T, addr string, n int, send func(c net.Conn)) []net.Conn {
+	conns := make([]net.Conn, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c, err := attackerDialer.Dial("tcp", addr)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			conns[i] = c
+			send(c)
+		}()
+	}
+	wg.Wait()
+	return conns
+}
+
+func closeAll(conns []net.Conn) {
+	for _, c := range conns {
+		if c != nil {
+			c.Close()
+		}
+	}
+}
+
 // kafkaFrame encodes req (a version without flexible headers) as one
 // size-prefixed request frame.
 func kafkaFrame(req kmsg.Request, version int16, correlationID int32) []byte {
@@ -159,29 +190,17 @@ func TestKafkaAttackAcksZeroFlood(t *testing.T) {
 		req.Topics = append(req.Topics, pt)
 		frame := kafkaFrame(req, 7, 1)
 		var sent atomic.Int64
-		var wg sync.WaitGroup
 		deadline := time.Now().Add(8 * time.Second)
-		for range 4 {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				c, err := attackerDialer.Dial("tcp", addr)
+		closeAll(attack(t, addr, 4, func(c net.Conn) {
+			_ = c.SetWriteDeadline(deadline)
+			for {
+				n, err := c.Write(frame)
+				sent.Add(int64(n))
 				if err != nil {
-					t.Error(err)
 					return
 				}
-				defer c.Close()
-				_ = c.SetWriteDeadline(deadline)
-				for {
-					n, err := c.Write(frame)
-					sent.Add(int64(n))
-					if err != nil {
-						return
-					}
-				}
-			}()
-		}
-		wg.Wait()
+			}
+		}))
 		t.Logf("the attacker sent %d MiB of acks=0 produce requests in 8 s", sent.Load()>>20)
 	})
 }
@@ -195,36 +214,18 @@ func TestKafkaAttackHalfSentFrames(t *testing.T) {
 		const size = 16 << 20
 		body := make([]byte, 4+size-1)
 		binary.BigEndian.PutUint32(body, size)
-		var conns []net.Conn
-		var mu sync.Mutex
-		var wg sync.WaitGroup
 		var sent atomic.Int64
 		deadline := time.Now().Add(8 * time.Second)
-		for range 60 {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				c, err := attackerDialer.Dial("tcp", addr)
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				mu.Lock()
-				conns = append(conns, c)
-				mu.Unlock()
-				_ = c.SetWriteDeadline(deadline)
-				n, _ := c.Write(body)
-				sent.Add(int64(n))
-			}()
-		}
-		wg.Wait()
+		conns := attack(t, addr, 60, func(c net.Conn) {
+			_ = c.SetWriteDeadline(deadline)
+			n, _ := c.Write(body)
+			sent.Add(int64(n))
+		})
 		t.Logf("the attacker sent %d MiB of unfinished frames on 60 connections", sent.Load()>>20)
 		// The connections stay open, their frames unfinished, while the
 		// normal client goes on.
 		time.Sleep(2 * time.Second)
-		for _, c := range conns {
-			c.Close()
-		}
+		closeAll(conns)
 	})
 }
 
@@ -261,32 +262,20 @@ func TestKafkaAttackFetchAmplification(t *testing.T) {
 		}
 		huge := kafkaFrame(fetch(300_000), 11, 1)
 		t.Logf("a fetch naming the partition 300,000 times is %d bytes", len(huge))
-		var wg sync.WaitGroup
-		for range 4 {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				c, err := attackerDialer.Dial("tcp", addr)
-				if err != nil {
-					t.Error(err)
+		closeAll(attack(t, addr, 4, func(c net.Conn) {
+			_ = c.SetDeadline(time.Now().Add(30 * time.Second))
+			for i := range 4 { // pipelined
+				if _, err := c.Write(huge); err != nil {
+					if i == 0 {
+						t.Errorf("sending the fetch: %v", err)
+					}
 					return
 				}
-				defer c.Close()
-				_ = c.SetDeadline(time.Now().Add(30 * time.Second))
-				for i := range 4 { // pipelined
-					if _, err := c.Write(huge); err != nil {
-						if i == 0 {
-							t.Errorf("sending the fetch: %v", err)
-						}
-						return
-					}
-				}
-				if _, err := c.Read(make([]byte, 1)); err == nil {
-					t.Errorf("the broker answered a fetch naming 300,000 partitions")
-				}
-			}()
-		}
-		wg.Wait()
+			}
+			if _, err := c.Read(make([]byte, 1)); err == nil {
+				t.Errorf("the broker answered a fetch naming 300,000 partitions")
+			}
+		}))
 
 		c, err := attackerDialer.Dial("tcp", addr)
 		if err != nil {
