@@ -18,6 +18,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/sluicemq/sluice/internal/budget"
+	"github.com/sluicemq/sluice/internal/logspace"
 	"github.com/sluicemq/sluice/messages"
 	"github.com/sluicemq/sluice/metrics"
 )
@@ -168,7 +169,7 @@ type Server struct {
 
 	// Refused counts connections closed at once by a limit.
 	Refused atomic.Int64
-	lastLog sync.Map // by message: *atomic.Int64, unix nanos of the last line
+	spaced  sync.Map // by message: *logspace.Every
 }
 
 // NewServer returns a listener with cfg; Serve starts it.
@@ -288,13 +289,9 @@ func (s *Server) establish(c *conn) string {
 // logSpaced logs at most one line a second of each message, so a flood
 // cannot flood the log, nor hide refusals of another kind.
 func (s *Server) logSpaced(msg string, args ...any) {
-	v, _ := s.lastLog.LoadOrStore(msg, new(atomic.Int64))
-	last := v.(*atomic.Int64)
-	now, was := time.Now().UnixNano(), last.Load()
-	if now-was < int64(time.Second) || !last.CompareAndSwap(was, now) {
-		return
+	if e, _ := s.spaced.LoadOrStore(msg, new(logspace.Every)); e.(*logspace.Every).Allow() {
+		s.cfg.Logger.Warn(msg, args...)
 	}
-	s.cfg.Logger.Warn(msg, args...)
 }
 
 // Close stops accepting, closes every connection and waits for them.

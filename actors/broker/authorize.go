@@ -3,7 +3,6 @@ package broker
 import (
 	"fmt"
 	"slices"
-	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 	"google.golang.org/protobuf/proto"
@@ -295,8 +294,7 @@ func (b *brokerActor) mayCreate(ctx actor.Context, topic string) bool {
 // logRefusal logs a refused request, at most one line a second, so a
 // flood of them cannot flood the log.
 func (b *brokerActor) logRefusal(msg string, args ...any) {
-	if now := time.Now(); now.Sub(b.lastRefusalLog) >= time.Second {
-		b.lastRefusalLog = now
+	if b.refusals.Allow() {
 		b.cfg.Logger.Warn(msg, args...)
 	}
 }

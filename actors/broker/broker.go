@@ -17,6 +17,7 @@ import (
 	"github.com/sluicemq/sluice/actors/coordinator"
 	"github.com/sluicemq/sluice/actors/partition"
 	"github.com/sluicemq/sluice/cluster"
+	"github.com/sluicemq/sluice/internal/logspace"
 	"github.com/sluicemq/sluice/messages"
 	"github.com/sluicemq/sluice/transport"
 )
@@ -49,10 +50,10 @@ type replica struct {
 type brokerActor struct {
 	cfg         *actors.BrokerConfig
 	autoCreates autoCreateLimit
-	// lastRefusalLog spaces the log lines of refusals to one a second.
-	lastRefusalLog time.Time
-	backend        cluster.Backend
-	addr           string
+	// refusals spaces the log lines of refused requests.
+	refusals logspace.Every
+	backend  cluster.Backend
+	addr     string
 
 	initial  *cluster.Snapshot
 	meta     *cluster.Snapshot

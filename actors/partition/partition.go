@@ -14,6 +14,7 @@ import (
 	"github.com/sluicemq/sluice/actors/producerstate"
 	"github.com/sluicemq/sluice/actors/replication"
 	"github.com/sluicemq/sluice/cluster"
+	"github.com/sluicemq/sluice/internal/logspace"
 	"github.com/sluicemq/sluice/messages"
 	"github.com/sluicemq/sluice/messages/record"
 	"github.com/sluicemq/sluice/metrics"
@@ -107,7 +108,7 @@ type partitionActor struct {
 	openErr           error
 	corrupt           bool
 	lastOfflineReport time.Time
-	lastOwnerRefusal  time.Time // spaces the log lines of refused producer ids
+	ownerRefusals     logspace.Every // spaces the log lines of refused producer ids
 	// lostTo is set when the log came back shorter than its checkpointed
 	// HW (a torn write, or a disk that lied about an fsync): records below
 	// the HW, acknowledged to producers, are missing here. Until the log

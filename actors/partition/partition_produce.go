@@ -76,8 +76,7 @@ func (p *partitionActor) checkProducerOwner(ctx actor.Context, id int64) (messag
 	case err != nil:
 		return messages.ErrorCode_LEADER_NOT_AVAILABLE, "producer ids cannot be checked yet: " + err.Error()
 	case !owns:
-		if now := time.Now(); now.Sub(p.lastOwnerRefusal) >= time.Second {
-			p.lastOwnerRefusal = now
+		if p.ownerRefusals.Allow() {
 			p.cfg.Logger.Warn("refused a batch whose producer id was issued to another principal", "partition", p.cfg.TP,
 				"producer_id", id, "principal", principal, "peer", ctx.MessageHeader().Get(transport.PeerHeader))
 		}

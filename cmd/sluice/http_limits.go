@@ -12,6 +12,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/sluicemq/sluice/internal/logspace"
 )
 
 // What an HTTP peer can make the broker hold. The listener serves
@@ -42,7 +44,7 @@ type httpListener struct {
 	byIP      map[string]map[*httpConn]struct{}
 
 	refused atomic.Int64
-	lastLog atomic.Int64
+	spaced  logspace.Every
 }
 
 func newHTTPListener(ln net.Listener, logger *slog.Logger) *httpListener {
@@ -157,12 +159,9 @@ func (l *httpListener) connState(c net.Conn, state http.ConnState) {
 
 // logSpaced logs at most one line a second.
 func (l *httpListener) logSpaced(msg string, args ...any) {
-	now := time.Now().UnixNano()
-	last := l.lastLog.Load()
-	if now-last < int64(time.Second) || !l.lastLog.CompareAndSwap(last, now) {
-		return
+	if l.spaced.Allow() {
+		l.logger.Warn(msg, args...)
 	}
-	l.logger.Warn(msg, args...)
 }
 
 // httpConn is an admitted connection; closing it frees its place once.
@@ -216,7 +215,7 @@ func probesWhenBusy(next http.Handler) http.Handler {
 type hostAllowList struct {
 	names  map[string]bool
 	logger *slog.Logger
-	last   atomic.Int64
+	spaced logspace.Every
 }
 
 func newHostAllowList(extra []string, logger *slog.Logger) *hostAllowList {
@@ -248,8 +247,7 @@ func (a *hostAllowList) allowed(host string) bool {
 func (a *hostAllowList) guard(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !a.allowed(r.Host) {
-			now := time.Now().UnixNano()
-			if last := a.last.Load(); now-last >= int64(time.Second) && a.last.CompareAndSwap(last, now) {
+			if a.spaced.Allow() {
 				a.logger.Warn("HTTP listener refused a request for another host name (add it with --http-host if it is this broker's)",
 					"remote", r.RemoteAddr, "host", r.Host, "path", r.URL.Path)
 			}
