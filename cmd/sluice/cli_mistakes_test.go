@@ -112,6 +112,20 @@ func TestBrokerRefusesBadConnectionLimits(t *testing.T) {
 	}
 }
 
+// Memory limits that cannot work are refused at start, naming the limit.
+func TestBrokerRefusesBadMemoryLimits(t *testing.T) {
+	for _, c := range []struct{ flag, value, want string }{
+		{"--max-inflight-bytes", "1000", "at least 1 MiB"},
+		{"--group-max-size", "0", "group max size 0: must be > 0"},
+		{"--group-metadata-max-bytes", "1024", "at least 4 MiB"},
+	} {
+		_, stderr, code := runCLI(t, "", "broker", "--data", t.TempDir(), "--addr", "127.0.0.1:0", c.flag, c.value)
+		if code != 2 || !strings.Contains(stderr, c.want) {
+			t.Errorf("%s %s: exit %d, stderr:\n%s", c.flag, c.value, code, stderr)
+		}
+	}
+}
+
 // silentListener accepts connections and never answers, as a paused
 // broker does; it returns its address.
 func silentListener(t *testing.T) string {
