@@ -305,7 +305,7 @@ type sluiceTarget struct {
 func newSluiceTarget(addrs []string, acks client.AckLevel, rf int32, configs map[string]string, opts sluiceOptions) (*sluiceTarget, error) {
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
 	t := &sluiceTarget{brokers: strings.Join(addrs, ","), acks: acks, rf: rf, configs: configs, opts: opts, logger: logger}
-	a, err := client.NewAdmin(t.brokers, append([]client.Opt{client.WithLogger(logger)}, opts.security...)...)
+	a, err := client.NewAdmin(t.brokers, client.WithLogger(logger), client.Options(opts.security...))
 	if err != nil {
 		return nil, err
 	}

@@ -62,7 +62,7 @@ type TopicInfo struct {
 }
 
 // NewAdmin connects an admin client to the cluster that broker belongs to.
-func NewAdmin(broker string, opts ...Opt) (*Admin, error) {
+func NewAdmin(broker string, opts ...AdminOpt) (*Admin, error) {
 	return newAdmin(broker, configOf(opts))
 }
 
@@ -80,8 +80,23 @@ func (a *Admin) Close() error {
 	return nil
 }
 
-// callAny sends req to any broker, retrying retriable errors until ctx ends.
+// APITimeout bounds an admin call, retries included, whose context has no
+// deadline (Kafka's default.api.timeout.ms). Default 60 s.
+func APITimeout(d time.Duration) AdminOpt { return adminOpt(func(c *config) { c.apiTimeout = d }) }
+
+// bounded gives ctx the API timeout when it has no deadline of its own.
+func (a *Admin) bounded(ctx context.Context) (context.Context, context.CancelFunc) {
+	if _, ok := ctx.Deadline(); ok || a.cfg.apiTimeout <= 0 {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, a.cfg.apiTimeout)
+}
+
+// callAny sends req to any broker, retrying retriable errors until ctx
+// ends (or the API timeout passes).
 func (a *Admin) callAny(ctx context.Context, req proto.Message) (proto.Message, error) {
+	ctx, cancel := a.bounded(ctx)
+	defer cancel()
 	backoff := 50 * time.Millisecond
 	down := 0 // rounds in a row in which no address accepted a connection
 	for {

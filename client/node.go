@@ -27,6 +27,7 @@ type config struct {
 	advertised     string
 	system         *actor.ActorSystem
 	requestTimeout time.Duration
+	apiTimeout     time.Duration
 	logger         *slog.Logger
 	// TLS files and bearer token (security.go).
 	tlsCert, tlsKey, tlsCA string
@@ -66,6 +67,7 @@ func defaultConfig() config {
 	return config{
 		listen:          "127.0.0.1:0",
 		requestTimeout:  30 * time.Second,
+		apiTimeout:      time.Minute,
 		logger:          slog.Default(),
 		acks:            -1,
 		linger:          5 * time.Millisecond,
@@ -195,8 +197,11 @@ func request(system *actor.ActorSystem, addr string, msg proto.Message, timeout 
 	}
 	res, err := reply.Wait(system, transport.BrokerPID(addr), msg, timeout)
 	out, err := decodeResult(addr, res, err)
-	if errors.Is(err, messages.ErrorCode_BROKER_NOT_AVAILABLE) {
+	switch {
+	case errors.Is(err, messages.ErrorCode_BROKER_NOT_AVAILABLE):
 		err = explain(system, addr, err)
+	case errors.Is(err, messages.ErrorCode_REQUEST_TIMED_OUT):
+		err = &messages.Error{Code: messages.ErrorCode_REQUEST_TIMED_OUT, Message: silence(system, addr, timeout)}
 	}
 	noteAnswer(addr, err)
 	return out, err
@@ -340,6 +345,21 @@ func probe(system *actor.ActorSystem, addr string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	return tn.Probe(ctx, addr)
+}
+
+// silence says what a request without an answer may mean. The broker
+// accepted the connection (checkPeer saw to it), so either it is too busy
+// or paused to answer, or its answer cannot reach this client: brokers
+// answer over a connection they open to the address the client announces.
+func silence(system *actor.ActorSystem, addr string, timeout time.Duration) string {
+	nodesMu.Lock()
+	tn := nodesBySystem[system]
+	nodesMu.Unlock()
+	if tn == nil {
+		return fmt.Sprintf("no answer from %s within %v", addr, timeout.Round(time.Millisecond))
+	}
+	return fmt.Sprintf("no answer from %s within %v: the broker is busy or paused, or cannot connect back to this client at %s (see ListenAddr and AdvertisedAddr)",
+		addr, timeout.Round(time.Millisecond), tn.Addr)
 }
 
 // decodeResult turns a future's outcome into a response or an error.

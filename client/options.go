@@ -30,10 +30,17 @@ type SubscribeOpt interface {
 	isSubscribeOpt()
 }
 
-// Opt is an option of every client (NewAdmin and System take only these):
-// where the client listens, how it authenticates, request timeouts,
-// metadata age, logging.
+// AdminOpt configures an Admin (NewAdmin).
+type AdminOpt interface {
+	apply(*config)
+	isAdminOpt()
+}
+
+// Opt is an option of every client (System takes only these): where the
+// client listens, how it authenticates, request timeouts, metadata age,
+// logging.
 type Opt interface {
+	AdminOpt
 	ProducerOpt
 	ConsumerOpt
 	GroupOpt
@@ -89,6 +96,7 @@ type (
 	groupOpt     func(*config)
 	memberOpt    func(*config)
 	subscribeOpt func(*config)
+	adminOpt     func(*config)
 )
 
 func (o anyOpt) apply(c *config) { o(c) }
@@ -96,6 +104,7 @@ func (anyOpt) isProducerOpt()    {}
 func (anyOpt) isConsumerOpt()    {}
 func (anyOpt) isGroupOpt()       {}
 func (anyOpt) isSubscribeOpt()   {}
+func (anyOpt) isAdminOpt()       {}
 
 func (o producerOpt) apply(c *config) { o(c) }
 func (producerOpt) isProducerOpt()    {}
@@ -121,3 +130,6 @@ func (memberOpt) isSubscribeOpt()   {}
 
 func (o subscribeOpt) apply(c *config) { o(c) }
 func (subscribeOpt) isSubscribeOpt()   {}
+
+func (o adminOpt) apply(c *config) { o(c) }
+func (adminOpt) isAdminOpt()       {}

@@ -157,8 +157,8 @@ type Origin struct {
 	// may address only the broker actor of this node (and its member's
 	// pusher with credit and acks), and answers go only to its own node.
 	Restricted bool
-	// Local is this node's own address, which every target of a restricted
-	// connection is given.
+	// Local is this node's own address, which every target of a batch is
+	// given ("" while the node starts).
 	Local string
 	// AcceptWatches: this node's actors may be watched from the peer (a
 	// client node, whose push subscribers a broker watches).
@@ -514,6 +514,18 @@ func SanitizeBatch(b *remote.MessageBatch, origin Origin) (replaced int, err err
 		// "" means "from this process": never for a network message.
 		origin.Principal = AnonymousPrincipal
 	}
+	if origin.Local != "" {
+		for _, target := range b.Targets {
+			if target != nil && target.Address != origin.Local {
+				// protoactor would pass a message for another address on
+				// over this node's own connection, as this node (to itself,
+				// when the peer dialed it by another name: localhost for
+				// 127.0.0.1). It dialed this node: this node is the one it
+				// addresses.
+				target.Address = origin.Local
+			}
+		}
+	}
 	invalidID := int32(-1)
 	for i, env := range b.Envelopes {
 		if env == nil {
@@ -568,13 +580,6 @@ func checkRestricted(b *remote.MessageBatch, env *remote.MessageEnvelope, typeNa
 	target := b.Targets[env.Target]
 	if origin.Local == "" {
 		return "the node is starting"
-	}
-	if target.Address != origin.Local {
-		// protoactor would pass a message for another address on over this
-		// node's own connection, as this node: a client must not borrow a
-		// broker's identity. It dialed this node (perhaps by another name,
-		// localhost for 127.0.0.1): this node is the one it addresses.
-		target.Address = origin.Local
 	}
 	if target.Id != BrokerActorName && !clientTargetTypes[typeName] {
 		return fmt.Sprintf("%s may address only the broker actor, not %q", origin.Principal, target.Id)

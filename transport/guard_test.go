@@ -482,6 +482,9 @@ func FuzzSanitizeBatch(f *testing.F) {
 				t.Fatalf("%s passed the guard but does not decode: %v", name, err)
 			}
 			target := b.Targets[env.Target]
+			if target.Address != local {
+				t.Fatalf("envelope passed to %v, not to this node %s", target, local)
+			}
 			switch m := msg.(type) {
 			case *actor.Terminated:
 				if !ofPeer(m.Who) || target.Id != pusher || m.Who.Id != subscriber {
@@ -554,4 +557,17 @@ func TestSanitizeInvalidUTF8(t *testing.T) {
 			t.Errorf("%s: refused: %v", c.name, im)
 		}
 	}
+}
+
+// A node reached by another name for its address (localhost for
+// 127.0.0.1) is the node the sender addresses: protoactor would pass such
+// a message on to that name, which is this node again, over a connection
+// that claims to be this node.
+func TestNodeAnswersToAnotherNameForItsAddress(t *testing.T) {
+	addr, _ := startChild(t)
+	_, port, err := ParseAddr(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	aliveCheck(t, sender.System, actor.NewPID(fmt.Sprintf("localhost:%d", port), "echo"))
 }

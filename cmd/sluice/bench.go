@@ -197,7 +197,7 @@ func benchProduce(ctx context.Context, broker, topic string, n, size int, done *
 }
 
 func benchConsume(ctx context.Context, broker, topic string, n int, done *meter, opts ...client.Opt) (benchResult, error) {
-	admin, err := client.NewAdmin(broker, opts...)
+	admin, err := client.NewAdmin(broker, client.Options(opts...))
 	if err != nil {
 		return benchResult{}, err
 	}

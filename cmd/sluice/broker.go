@@ -303,7 +303,7 @@ func runBroker(args []string, stdout, stderr io.Writer) error {
 		// global logger with this one), with the broker's rights; with
 		// TLS it applies each visitor's ACLs itself.
 		clientOpts := []client.Opt{client.WithActorSystem(node.System), client.WithLogger(clientLogger(stderr))}
-		admin, err := client.NewAdmin(node.Addr, clientOpts...)
+		admin, err := client.NewAdmin(node.Addr, client.Options(clientOpts...))
 		if err != nil {
 			return err
 		}

@@ -1,14 +1,20 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"os/exec"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/sluicemq/sluice/client"
 )
 
 // A new user's mistakes, each against a real broker: the command fails
@@ -188,4 +194,95 @@ func TestEveryCommandTriesEachBootstrapAddress(t *testing.T) {
 			t.Logf("%v: %.200s", time.Since(start).Round(time.Millisecond), out)
 		})
 	}
+}
+
+// A broker's address may be given by a host name for it: localhost is
+// what a user types first, in the CLI and in Go.
+func TestLocalhostReachesTheBroker(t *testing.T) {
+	b := startBroker(t)
+	_, port, err := net.SplitHostPort(b.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	local := net.JoinHostPort("localhost", port)
+	for _, c := range []struct {
+		name  string
+		stdin string
+		args  []string
+		want  string
+	}{
+		{"topic create", "", []string{"topic", "create", "events", "--partitions", "2"}, "created"},
+		{"produce", "a\nb\n", []string{"produce", "events"}, ""},
+		{"consume", "", []string{"consume", "events", "--from-beginning", "--max", "2"}, "a\n"},
+		{"group consume", "", []string{"consume", "events", "--group", "g", "--from-beginning", "--max", "2"}, "b\n"},
+		{"group list", "", []string{"group", "list"}, "g "},
+		{"topic list", "", []string{"topic", "list"}, "events"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			start := time.Now()
+			out, stderr, code := runCLI(t, c.stdin, append(c.args, "--broker", local)...)
+			if code != 0 || !strings.Contains(out, c.want) {
+				t.Fatalf("exit %d after %v, output %q, want %q:\n%s", code, time.Since(start).Round(time.Millisecond), out, c.want, stderr)
+			}
+		})
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	topics, err := newAdmin(t, local).ListTopics(ctx)
+	if err != nil || len(topics) == 0 {
+		t.Fatalf("ListTopics at %s: %v, %v", local, topics, err)
+	}
+	if strings.Contains(b.logs.String(), "claims to be this node") {
+		t.Fatalf("the broker took a request by another name for a connection from itself:\n%s", b.logs.String())
+	}
+}
+
+// unreachableChildEnv marks the child process of TestUnreachableClientHearsWhy.
+const unreachableChildEnv = "SLUICE_TEST_UNREACHABLE_CHILD"
+
+// A Go client whose announced address the broker cannot connect back to
+// gets no answers: a call without a deadline still ends (Kafka's
+// default.api.timeout.ms), and its error says what to look at. The client
+// runs in a test process of its own: two protoactor remotes in one
+// process race on gRPC's logger.
+func TestUnreachableClientHearsWhy(t *testing.T) {
+	if os.Getenv(unreachableChildEnv) != "" {
+		t.Skip("in the child")
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestUnreachableClientHearsWhyChild$", "-test.v", "-test.timeout=2m")
+	cmd.Env = append(os.Environ(), unreachableChildEnv+"=1", testBinEnv+"="+sluiceBin)
+	out, err := cmd.CombinedOutput()
+	t.Logf("child test:\n%s", out)
+	if err != nil {
+		t.Fatalf("child test: %v", err)
+	}
+	if !strings.Contains(string(out), "--- PASS: TestUnreachableClientHearsWhyChild") {
+		t.Fatal("the child test did not run")
+	}
+}
+
+func TestUnreachableClientHearsWhyChild(t *testing.T) {
+	if os.Getenv(unreachableChildEnv) == "" {
+		t.Skip("run by TestUnreachableClientHearsWhy")
+	}
+	b := startBroker(t)
+	admin, err := client.NewAdmin(b.Addr, client.AdvertisedAddr("127.0.0.1:1"), client.RequestTimeout(2*time.Second),
+		client.APITimeout(5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	start := time.Now()
+	topics, err := admin.ListTopics(context.Background())
+	took := time.Since(start)
+	if err == nil {
+		t.Fatalf("listed %v with no way for answers to come back", topics)
+	}
+	if !errors.Is(err, client.ErrRequestTimedOut) || !strings.Contains(err.Error(), "cannot connect back to this client at 127.0.0.1:1") {
+		t.Fatalf("error %q does not say why", err)
+	}
+	if took > 20*time.Second {
+		t.Fatalf("gave up after %v, past its API timeout of 5 s", took)
+	}
+	t.Logf("after %v: %v", took.Round(time.Millisecond), err)
 }
