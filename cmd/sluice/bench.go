@@ -20,7 +20,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 		return usageErr("want produce or consume")
 	}
 	mode, args := args[0], args[1:]
-	fs := newFlagSet("bench "+mode, stderr)
+	fs := newFlagSet("bench "+mode, stdout, stderr)
 	conn := connFlags(fs)
 	broker := conn.broker
 	topic := fs.String("topic", "bench", "topic (created when missing)")

@@ -33,7 +33,7 @@ import (
 )
 
 func runBroker(args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("broker", stderr)
+	fs := newFlagSet("broker", stdout, stderr)
 	def := actors.DefaultBrokerConfig()
 	data := fs.String("data", "./sluice-data", "data directory")
 	addr := fs.String("addr", "127.0.0.1:9470", "host:port to listen on")

@@ -42,7 +42,7 @@ func runCerts(args []string, stdout, stderr io.Writer) error {
 // runCertsDev writes a throwaway CA plus broker and user certificates, so a
 // mutual-TLS cluster can be tried without setting up a real PKI.
 func runCertsDev(args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("certs dev", stderr)
+	fs := newFlagSet("certs dev", stdout, stderr)
 	out := fs.String("out", "", "directory to write the CA, keys and certificates to (created 0700 if missing)")
 	brokers := fs.Int("brokers", 3, "number of broker certificates")
 	firstID := fs.Int("first-id", 1, "broker id of the first broker certificate")

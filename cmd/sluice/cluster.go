@@ -15,7 +15,7 @@ func runCluster(args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 || args[0] != "info" {
 		return usageErr("want info")
 	}
-	fs := newFlagSet("cluster info", stderr)
+	fs := newFlagSet("cluster info", stdout, stderr)
 	conn := connFlags(fs)
 	timeout := fs.Duration("timeout", 30*time.Second, "give up after this long")
 	format := formatFlag(fs)

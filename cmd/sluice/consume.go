@@ -18,7 +18,7 @@ import (
 )
 
 func runConsume(args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("consume", stderr)
+	fs := newFlagSet("consume", stdout, stderr)
 	conn := connFlags(fs)
 	broker := conn.broker
 	var partition partitionFlag

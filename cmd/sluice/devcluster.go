@@ -21,7 +21,7 @@ import (
 // broker that dies is started again after --restart-delay, so failover can
 // be tried by killing one.
 func runDevCluster(args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("dev-cluster", stderr)
+	fs := newFlagSet("dev-cluster", stdout, stderr)
 	brokers := fs.Int("brokers", 3, "number of brokers")
 	dir := fs.String("dir", "./sluice-cluster", "directory for Consul's and the brokers' data and logs")
 	consulBin := fs.String("consul-bin", "", "consul binary (default: $SLUICE_CONSUL_BIN, the .ci/install-consul.sh cache, or consul on PATH)")

@@ -18,7 +18,7 @@ func runGroup(args []string, stdout, stderr io.Writer) error {
 		return usageErr("want list, describe, delete, reset-offsets or delete-offsets")
 	}
 	sub, args := args[0], args[1:]
-	fs := newFlagSet("group "+sub, stderr)
+	fs := newFlagSet("group "+sub, stdout, stderr)
 	conn := connFlags(fs)
 	broker := conn.broker
 	timeout := fs.Duration("timeout", 30*time.Second, "give up after this long")

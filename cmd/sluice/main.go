@@ -15,40 +15,6 @@ import (
 	"github.com/sluicemq/sluice/client"
 )
 
-const usage = `sluice: a durable, replicated, partitioned log broker.
-
-Usage:
-  sluice broker [flags]                  start a broker (embedded single node by default)
-  sluice topic create NAME [flags]       create a topic
-  sluice topic list                      list topics
-  sluice topic describe NAME|--all       show partitions: leader, replicas, ISR, log start, LEO, HW
-  sluice topic offsets NAME [--time T]   per partition: the offset at earliest, latest, max-timestamp or a time
-  sluice topic delete NAME               delete a topic and its data
-  sluice topic alter-config NAME --set k=v --delete k   change a topic's configuration
-  sluice topic add-partitions NAME --to N               grow a topic to N partitions
-  sluice cluster info                    brokers (id, address, state, version), controller, metadata store
-  sluice produce TOPIC [flags]           produce one record per stdin line
-  sluice consume TOPIC [flags]           print consumed records, one per line (--group G: as a group member)
-  sluice group list                      list consumer groups
-  sluice group describe GROUP            members, assignment, committed offset, end and lag per partition
-  sluice group delete GROUP              delete a group without members, with its committed offsets
-  sluice group reset-offsets GROUP --topic T --to-earliest|--to-latest|--to-offset N|--to-datetime TIME|--by-duration D
-  sluice group delete-offsets GROUP --topic T [--partition P]
-  sluice bench produce|consume [flags]   measure throughput and latency
-  sluice dev-cluster [--brokers 3]       run Consul and a local cluster of brokers until Ctrl-C (--secure: with TLS)
-  sluice acl add|remove|list [flags]     manage ACLs: --allow-principal P --operation OP --topic T|--group G|--cluster
-  sluice user create|delete|list NAME    manage users that authenticate with a token; 'user whoami' shows your principal
-  sluice certs dev --out DIR [--brokers 3] [--users admin]   write a throwaway CA and broker/user certificates for trying TLS
-  sluice version                         version, commit and Go version of this binary
-
-Every client command takes --broker HOST:PORT (env SLUICE_BROKER, default 127.0.0.1:9470) and, for a
-cluster with TLS, --tls-ca FILE with --tls-cert FILE --tls-key FILE or --token T (env SLUICE_TLS_CA,
-SLUICE_TLS_CERT, SLUICE_TLS_KEY, SLUICE_TOKEN). Every flag of every command can be set in the
-environment as SLUICE_<FLAG>, upper case with - as _ (--max-connections: SLUICE_MAX_CONNECTIONS);
-the command line wins.
-Run 'sluice COMMAND -h' for a command's flags.
-`
-
 func main() {
 	if len(os.Args) > 1 && (os.Args[1] == "broker" || os.Args[1] == "bench") {
 		freeMemoryLazily()
@@ -65,8 +31,13 @@ var errBadFlag = errors.New("bad flag")
 
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		fmt.Fprint(stderr, usage)
+		printUsage(stderr)
 		return 2
+	}
+	if _, ok := findTopic(groups, args[0]); ok {
+		if code, goOn := runGroupCommand(args[0], args[1:], stdout, stderr); !goOn {
+			return code
+		}
 	}
 	var err error
 	switch args[0] {
@@ -75,7 +46,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	case "topic":
 		err = runTopic(args[1:], stdout, stderr)
 	case "produce":
-		err = runProduce(args[1:], stdin, stderr)
+		err = runProduce(args[1:], stdin, stdout, stderr)
 	case "consume":
 		err = runConsume(args[1:], stdout, stderr)
 	case "group":
@@ -94,11 +65,15 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		err = runCluster(args[1:], stdout, stderr)
 	case "version", "--version":
 		err = runVersion(args[1:], stdout, stderr)
-	case "help", "-h", "--help":
-		fmt.Fprint(stdout, usage)
-		return 0
+	case "completion":
+		err = runCompletion(args[1:], stdout)
+	case completeCommand:
+		return runComplete(args[1:], stdout)
+	case "help", "-h", "--help", "-help":
+		return runHelp(args[1:], stdout, stderr)
 	default:
-		fmt.Fprintf(stderr, "sluice: unknown command %q\n\n%s", args[0], usage)
+		fmt.Fprintf(stderr, "sluice: unknown command %q\n\n", args[0])
+		printUsage(stderr)
 		return 2
 	}
 	switch {
@@ -163,12 +138,6 @@ func applyEnv(fs *flag.FlagSet) error {
 		}
 	})
 	return err
-}
-
-func newFlagSet(name string, stderr io.Writer) *flag.FlagSet {
-	fs := flag.NewFlagSet("sluice "+name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	return fs
 }
 
 // clientConn is how a client command reaches the cluster: --broker and

@@ -32,19 +32,8 @@ func parseAcks(s string) (client.AckLevel, error) {
 	return 0, usageErr("--acks %q: want 0, 1 or all", s)
 }
 
-func runProduce(args []string, stdin io.Reader, stderr io.Writer) error {
-	fs := newFlagSet("produce", stderr)
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), `Usage: sluice produce TOPIC [flags] < records
-
-Sends one record per line of stdin (or --file). Records with a key go to the
-partition of the key's murmur2 hash, as with Kafka; keyless records fill a
-batch for one partition, then move on to another (Kafka's sticky
-partitioner), so a few records usually land on one partition.
-
-`)
-		fs.PrintDefaults()
-	}
+func runProduce(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	fs := newFlagSet("produce", stdout, stderr)
 	conn := connFlags(fs)
 	broker := conn.broker
 	key := fs.String("key", "", "key of every record (default: none)")

@@ -160,7 +160,7 @@ func runACL(args []string, stdout, stderr io.Writer) error {
 		return usageErr("want add, remove or list")
 	}
 	sub, args := args[0], args[1:]
-	fs := newFlagSet("acl "+sub, stderr)
+	fs := newFlagSet("acl "+sub, stdout, stderr)
 	conn := connFlags(fs)
 	f := addACLFlags(fs, sub)
 	timeout := fs.Duration("timeout", 30*time.Second, "give up after this long")
@@ -239,7 +239,7 @@ func runUser(args []string, stdout, stderr io.Writer) error {
 		return usageErr("want create, delete, list or whoami")
 	}
 	sub, args := args[0], args[1:]
-	fs := newFlagSet("user "+sub, stderr)
+	fs := newFlagSet("user "+sub, stdout, stderr)
 	conn := connFlags(fs)
 	timeout := fs.Duration("timeout", 30*time.Second, "give up after this long")
 	var format *outputFormat

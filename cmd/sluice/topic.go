@@ -17,7 +17,7 @@ func runTopic(args []string, stdout, stderr io.Writer) error {
 		return usageErr("want create, list, describe, offsets, alter-config, add-partitions or delete")
 	}
 	sub, args := args[0], args[1:]
-	fs := newFlagSet("topic "+sub, stderr)
+	fs := newFlagSet("topic "+sub, stdout, stderr)
 	conn := connFlags(fs)
 	broker := conn.broker
 	timeout := fs.Duration("timeout", 30*time.Second, "give up after this long")

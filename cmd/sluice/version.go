@@ -56,7 +56,7 @@ func (b buildInfo) short() string {
 }
 
 func runVersion(args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("version", stderr)
+	fs := newFlagSet("version", stdout, stderr)
 	format := formatFlag(fs)
 	pos, err := parseArgs(fs, args)
 	if err != nil {
