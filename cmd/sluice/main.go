@@ -26,6 +26,9 @@ func main() {
 // as for Go's flag package.
 var errUsage = errors.New("usage")
 
+// errAlreadyReported fails a command that has said why on stderr itself.
+var errAlreadyReported = errors.New("already reported")
+
 // errBadFlag is a flag the flag package refused and has already reported.
 var errBadFlag = errors.New("bad flag")
 
@@ -83,6 +86,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return 0
 	case errors.Is(err, errBadFlag):
 		return 2
+	case errors.Is(err, errAlreadyReported):
+		return 1
 	case errors.Is(err, errUsage):
 		fmt.Fprintf(stderr, "sluice %s: %v\n", args[0], err)
 		return 2

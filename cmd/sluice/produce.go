@@ -9,9 +9,11 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/sluicemq/sluice/client"
@@ -78,8 +80,12 @@ func runProduce(args []string, stdin io.Reader, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
-	ctx := context.Background()
-	var failed atomic.Int64
+	// Ctrl-C or SIGTERM: stop reading, wait (bounded) for the records
+	// already sent, and say how many were acknowledged. A second Ctrl-C
+	// ends the wait at once.
+	interrupt, stopSignals := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stopSignals()
+	var failed, sent atomic.Int64
 	var errMu sync.Mutex
 	var firstErr error
 	// fatal is set by a failure every later record would meet too: the
@@ -91,10 +97,22 @@ func runProduce(args []string, stdin io.Reader, stdout, stderr io.Writer) error 
 	if !isTerminal(stdin) {
 		stopProgress = showProgress(stderr, "produce "+pos[0], 0, &acked)
 	}
-	scanner := bufio.NewScanner(stdin)
-	scanner.Buffer(make([]byte, 64<<10), 16<<20)
-	for line := 1; scanner.Scan() && !fatal.Load(); line++ {
-		r := &client.Record{Topic: pos[0], Value: append([]byte(nil), scanner.Bytes()...), Partition: partition.n, Headers: headers}
+	lines, readErr := readLines(stdin)
+	line := 0
+read:
+	for !fatal.Load() {
+		var value []byte
+		select {
+		case <-interrupt.Done():
+			break read
+		case v, ok := <-lines:
+			if !ok {
+				break read
+			}
+			value = v
+		}
+		line++
+		r := &client.Record{Topic: pos[0], Value: value, Partition: partition.n, Headers: headers}
 		switch {
 		case keySet:
 			r.Key = []byte(*key)
@@ -103,9 +121,15 @@ func runProduce(args []string, stdin io.Reader, stdout, stderr io.Writer) error 
 				r.Key, r.Value = k, v
 			}
 		}
-		p.Produce(ctx, r, func(r *client.Record, err error) {
+		n := line
+		sent.Add(1)
+		p.Produce(interrupt, r, func(r *client.Record, err error) {
 			if err == nil {
 				acked.add(1, len(r.Key)+len(r.Value))
+				return
+			}
+			if errors.Is(err, context.Canceled) && interrupt.Err() != nil {
+				sent.Add(-1) // interrupted while waiting for room: never sent
 				return
 			}
 			failed.Add(1)
@@ -118,13 +142,19 @@ func runProduce(args []string, stdin io.Reader, stdout, stderr io.Writer) error 
 				firstErr = err
 			}
 			errMu.Unlock()
-			fmt.Fprintf(stderr, "record %d (%s): %v\n", line, shortValue(r.Value), err)
+			fmt.Fprintf(stderr, "record %d (%s): %v\n", n, shortValue(r.Value), err)
 		})
 	}
-	if err := scanner.Err(); err != nil {
-		p.Close()
-		stopProgress()
-		return fmt.Errorf("reading stdin: %w", err)
+	if interrupt.Err() != nil {
+		stopSignals()
+		return finishInterrupted(p, stderr, stopProgress, &sent, &acked, &failed)
+	}
+	if !fatal.Load() {
+		if err := <-readErr; err != nil {
+			p.Close()
+			stopProgress()
+			return fmt.Errorf("reading stdin: %w", err)
+		}
 	}
 	closeErr := p.Close()
 	stopProgress()
@@ -135,6 +165,59 @@ func runProduce(args []string, stdin io.Reader, stdout, stderr io.Writer) error 
 		return fmt.Errorf("%d records were not acknowledged; first error: %v", n, firstErr)
 	}
 	return closeErr
+}
+
+// interruptGrace bounds how long an interrupted produce waits for the
+// answers to the records it has sent.
+const interruptGrace = 10 * time.Second
+
+// finishInterrupted waits for the records already sent, then reports how
+// many were acknowledged: an error when any were not.
+func finishInterrupted(p *client.Producer, stderr io.Writer, stopProgress func(), sent *atomic.Int64, acked *meter, failed *atomic.Int64) error {
+	ctx, cancel := context.WithTimeout(context.Background(), interruptGrace)
+	defer cancel()
+	again, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	flushErr := p.Flush(again)
+	stopProgress()
+	if flushErr == nil {
+		_ = p.Close()
+	}
+	n, ok := sent.Load(), acked.records.Load()
+	unanswered := n - ok - failed.Load()
+	fmt.Fprintf(stderr, "interrupted: %d of %d records sent were acknowledged", ok, n)
+	switch {
+	case unanswered > 0 && ctx.Err() != nil:
+		fmt.Fprintf(stderr, ", %d had no answer within %v", unanswered, interruptGrace)
+	case unanswered > 0:
+		fmt.Fprintf(stderr, ", %d had no answer when interrupted again", unanswered)
+	}
+	if f := failed.Load(); f > 0 {
+		fmt.Fprintf(stderr, ", %d failed", f)
+	}
+	fmt.Fprintln(stderr)
+	if ok < n {
+		return errAlreadyReported
+	}
+	return nil
+}
+
+// readLines reads r line by line beside the command, so that an interrupt
+// is seen while a read waits; readErr has the read's error once lines is
+// closed.
+func readLines(r io.Reader) (lines <-chan []byte, readErr <-chan error) {
+	out := make(chan []byte, 64)
+	errc := make(chan error, 1)
+	go func() {
+		defer close(out)
+		scanner := bufio.NewScanner(r)
+		scanner.Buffer(make([]byte, 64<<10), 16<<20)
+		for scanner.Scan() {
+			out <- append([]byte(nil), scanner.Bytes()...)
+		}
+		errc <- scanner.Err()
+	}()
+	return out, errc
 }
 
 // failsEveryRecord reports whether a produce error will meet every record
