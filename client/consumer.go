@@ -62,11 +62,19 @@ type Consumer struct {
 	meta *metadata
 	pid  *actor.PID
 
-	mu       sync.Mutex
-	records  []*Record
+	mu sync.Mutex
+	// buffered holds fetched records by partition; polls take from each
+	// partition in turn (ring is the partitions with records, next first),
+	// so one partition's backlog does not hold back the others.
+	buffered map[topicPartition][]*Record
+	ring     []topicPartition
+	count    int
 	errs     []FetchError
 	bytes    int64
 	notify   chan struct{}
+	// started, when set, hears where a partition without a given offset
+	// starts (the reset offset, resolved): a group member commits it.
+	started  func(tp topicPartition, offset int64)
 	closed   bool
 	closedCh chan struct{}
 }
@@ -82,7 +90,7 @@ func newConsumer(broker string, cfg config) (*Consumer, error) {
 		return nil, err
 	}
 	c := &Consumer{cfg: cfg, node: n, meta: newMetadata(n.system, broker, cfg.requestTimeout, cfg.metadataMaxAge),
-		notify: make(chan struct{}, 1), closedCh: make(chan struct{})}
+		buffered: map[topicPartition][]*Record{}, notify: make(chan struct{}, 1), closedCh: make(chan struct{})}
 	c.pid = n.system.Root.Spawn(actor.PropsFromProducer(func() actor.Actor { return newFetcher(c) }))
 	if len(cfg.partitions) > 0 {
 		c.AddPartitions(cfg.partitions)
@@ -108,7 +116,7 @@ func (c *Consumer) PollFetches(ctx context.Context) Fetches { return c.PollRecor
 func (c *Consumer) PollRecords(ctx context.Context, max int) Fetches {
 	for {
 		c.mu.Lock()
-		if len(c.records) > 0 || len(c.errs) > 0 || c.closed {
+		if c.count > 0 || len(c.errs) > 0 || c.closed {
 			f := c.takeLocked(max)
 			c.mu.Unlock()
 			c.node.system.Root.Send(c.pid, resumeFetching{})
@@ -123,17 +131,29 @@ func (c *Consumer) PollRecords(ctx context.Context, max int) Fetches {
 	}
 }
 
-func (c *Consumer) takeLocked(max int) Fetches {
-	n := len(c.records)
-	if max > 0 && max < n {
-		n = max
+// takeLocked takes up to limit records (0: all), a share from each
+// buffered partition in turn, each partition's in offset order.
+func (c *Consumer) takeLocked(limit int) Fetches {
+	n := c.count
+	if limit > 0 && limit < n {
+		n = limit
 	}
-	f := Fetches{Records: c.records[:n:n], Errors: c.errs}
-	c.records = c.records[n:]
-	if len(c.records) == 0 {
-		c.records = nil
-	}
+	f := Fetches{Records: make([]*Record, 0, n), Errors: c.errs}
 	c.errs = nil
+	for len(f.Records) < n {
+		tp := c.ring[0]
+		q := c.buffered[tp]
+		share := min(len(q), max(1, (n-len(f.Records))/len(c.ring)))
+		f.Records = append(f.Records, q[:share]...)
+		c.ring = c.ring[1:]
+		if share == len(q) {
+			delete(c.buffered, tp)
+		} else {
+			c.buffered[tp] = q[share:]
+			c.ring = append(c.ring, tp)
+		}
+	}
+	c.count -= n
 	for _, r := range f.Records {
 		c.bytes -= int64(len(r.Key) + len(r.Value))
 	}
@@ -147,7 +167,15 @@ func (c *Consumer) takeLocked(max int) Fetches {
 // buffer is over its limit (the fetcher then pauses).
 func (c *Consumer) push(recs []*Record, errs []FetchError) bool {
 	c.mu.Lock()
-	c.records = append(c.records, recs...)
+	for _, r := range recs {
+		tp := topicPartition{r.Topic, r.Partition}
+		q, ok := c.buffered[tp]
+		if !ok {
+			c.ring = append(c.ring, tp)
+		}
+		c.buffered[tp] = append(q, r)
+	}
+	c.count += len(recs)
 	c.errs = append(c.errs, errs...)
 	for _, r := range recs {
 		c.bytes += int64(len(r.Key) + len(r.Value))
@@ -349,6 +377,9 @@ func (f *fetcher) onListOffsets(ctx actor.Context, cur *partitionCursor, gen uin
 		default:
 			cur.offset = resp.Offset
 			cur.backoff = 0
+			if f.c.started != nil {
+				f.c.started(cur.tp, cur.offset)
+			}
 			f.step(ctx, cur)
 			return
 		}

@@ -94,7 +94,9 @@ type GroupConsumer struct {
 	committed map[topicPartition]int64
 	// waiting are owned partitions not consumed for lack of a committed
 	// offset (NoResetOffset); committing one starts it.
-	waiting    map[topicPartition]bool
+	waiting map[topicPartition]bool
+	// startNoted wakes awaitStarts when a partition's start is learnt.
+	startNoted chan struct{}
 	memberID   string
 	generation int32
 	coord      string
@@ -122,9 +124,58 @@ func NewGroupConsumer(broker, group string, topics []string, opts ...GroupOpt) (
 	}
 	c := &GroupConsumer{cfg: cfg, gcfg: g, group: group, topics: slices.Clone(topics), node: inner.node,
 		meta: newMetadata(inner.node.system, broker, cfg.requestTimeout, cfg.metadataMaxAge), inner: inner,
-		positions: map[topicPartition]int64{}, committed: map[topicPartition]int64{}, waiting: map[topicPartition]bool{}}
+		positions: map[topicPartition]int64{}, committed: map[topicPartition]int64{}, waiting: map[topicPartition]bool{},
+		startNoted: make(chan struct{}, 1)}
+	inner.started = c.noteStart
 	c.pid = c.node.system.Root.Spawn(actor.PropsFromProducer(func() actor.Actor { return &groupMember{c: c} }))
 	return c, nil
+}
+
+// noteStart makes where an owned partition without a committed offset
+// starts its position, as Kafka's consumer does: the next commit stores
+// it, so the group resumes there, not at a reset made again later (the
+// end, by then past records never read).
+func (c *GroupConsumer) noteStart(tp topicPartition, offset int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if pos, owned := c.positions[tp]; owned && pos < 0 {
+		c.positions[tp] = offset
+		select {
+		case c.startNoted <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// startsWait bounds how long Close waits for the starts of owned
+// partitions still being looked up (a leader that does not answer).
+const startsWait = 5 * time.Second
+
+// awaitStarts waits, for at most d, until every owned partition's start is
+// known, so that the last commit holds them all: a member that read one
+// partition and stops has usually learnt where the others start, but not
+// always.
+func (c *GroupConsumer) awaitStarts(d time.Duration) {
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	for {
+		c.mu.Lock()
+		unknown := 0
+		for tp, pos := range c.positions {
+			if pos < 0 && !c.waiting[tp] {
+				unknown++
+			}
+		}
+		c.mu.Unlock()
+		if unknown == 0 {
+			return
+		}
+		select {
+		case <-c.startNoted:
+		case <-timer.C:
+			return
+		}
+	}
 }
 
 // PollFetches returns the records fetched for the partitions the member
@@ -264,6 +315,7 @@ func (c *GroupConsumer) Close() error {
 	c.mu.Unlock()
 	var err error
 	if c.gcfg.autoCommitInterval > 0 {
+		c.awaitStarts(startsWait)
 		ctx, cancel := context.WithTimeout(context.Background(), c.cfg.requestTimeout)
 		err = c.CommitUncommitted(ctx)
 		cancel()

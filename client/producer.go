@@ -243,7 +243,7 @@ func (p *Producer) produce(ctx context.Context, r *Record, promise Promise) erro
 	part := p.cfg.partitioner.Partition(r, n)
 	if part < 0 || part >= n {
 		return &messages.Error{Code: messages.ErrorCode_UNKNOWN_TOPIC_OR_PARTITION,
-			Message: fmt.Sprintf("partition %d of topic %q, which has %d", part, r.Topic, n)}
+			Message: fmt.Sprintf("topic %q has partitions 0 to %d, not partition %d", r.Topic, n-1, part)}
 	}
 	r.Partition = int32(part)
 	if err := p.reserve(ctx, int64(size)); err != nil {

@@ -41,9 +41,20 @@ func TestCLIMistakes(t *testing.T) {
 			args: []string{"produce", "nosuch", "--timeout", "5s"}, within: 10 * time.Second,
 			want: []string{`UNKNOWN_TOPIC_OR_PARTITION: topic "nosuch" does not exist (create it with 'sluice topic create nosuch' or start the broker with --auto-create-topics)`},
 			check: func(t *testing.T, stderr string) {
-				// It stops at the first record: the others would fail alike.
-				if n := strings.Count("\n"+stderr, "\nrecord "); n > 1 {
-					t.Errorf("a failure per record:\n%s", stderr)
+				// It stops at the first record, and says why once: the
+				// others would fail alike.
+				if n := strings.Count(stderr, "does not exist"); n != 1 {
+					t.Errorf("the failure said %d times:\n%s", n, stderr)
+				}
+			},
+		},
+		{
+			name: "produce to a partition the topic does not have", stdin: "1\n2\n",
+			args: []string{"produce", "events", "--partition", "5"}, within: 10 * time.Second,
+			want: []string{`topic "events" has partitions 0 to 0, not partition 5 (grow the topic with 'sluice topic add-partitions events --to 6')`},
+			check: func(t *testing.T, stderr string) {
+				if n := strings.Count(stderr, "not partition 5"); n != 1 || strings.Contains(stderr, "topic create") {
+					t.Errorf("the failure said %d times, or wrongly:\n%s", n, stderr)
 				}
 			},
 		},

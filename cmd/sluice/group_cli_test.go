@@ -209,3 +209,24 @@ func TestGroupDelete(t *testing.T) {
 		t.Errorf("after the deletion the group read %q", out)
 	}
 }
+
+// A member commits where it started the partitions it was assigned but
+// read nothing from (Kafka commits the reset position): the group resumes
+// there next time, not at the end, past the records written meanwhile.
+func TestGroupCommitsWhereUnreadPartitionsStart(t *testing.T) {
+	b := startBroker(t, "--group-initial-rebalance-delay", "100ms")
+	b.cli("", "topic", "create", "resets", "--partitions", "3")
+	b.cli("a0\na1\na2\n", "produce", "resets", "--partition", "0")
+	if got := sortedLines(b.cli("", "consume", "resets", "--group", "R", "--from-beginning", "--max", "3", "--format", "%p %o %v")); !slices.Equal(got, []string{"0 0 a0", "0 1 a1", "0 2 a2"}) {
+		t.Fatalf("first consume: %v", got)
+	}
+	checkRows(t, "after reading partition 0 only", describeRows(t, b.Addr, "R", "resets"),
+		map[int32]describeRow{0: {committed: 3, end: 3, leo: 3}, 1: {committed: 0}, 2: {committed: 0}})
+	b.cli("b0\n", "produce", "resets", "--partition", "1")
+	b.cli("c0\n", "produce", "resets", "--partition", "2")
+	// Without --from-beginning a partition with no commit would start at
+	// the end; these have commits.
+	if got := sortedLines(b.cli("", "consume", "resets", "--group", "R", "--max", "2", "--format", "%p %o %v")); !slices.Equal(got, []string{"1 0 b0", "2 0 c0"}) {
+		t.Fatalf("second consume: %v", got)
+	}
+}

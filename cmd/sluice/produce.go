@@ -133,16 +133,21 @@ read:
 				return
 			}
 			failed.Add(1)
-			if failsEveryRecord(err) {
+			everyRecord := failsEveryRecord(err)
+			if everyRecord {
 				fatal.Store(true)
-				err = explainProduceError(err, pos[0])
+				err = explainProduceError(err, pos[0], partition)
 			}
 			errMu.Lock()
 			if firstErr == nil {
 				firstErr = err
 			}
 			errMu.Unlock()
-			fmt.Fprintf(stderr, "record %d (%s): %v\n", n, shortValue(r.Value), err)
+			if !everyRecord {
+				// The command ends with a failure that meets every
+				// record, said once; others are said per record.
+				fmt.Fprintf(stderr, "record %d (%s): %v\n", n, shortValue(r.Value), err)
+			}
 		})
 	}
 	if interrupt.Err() != nil {
@@ -162,7 +167,7 @@ read:
 		return firstErr
 	}
 	if n := failed.Load(); n > 0 {
-		return fmt.Errorf("%d records were not acknowledged; first error: %v", n, firstErr)
+		return fmt.Errorf("%d of %d records were not acknowledged (each is named above)", n, sent.Load())
 	}
 	return closeErr
 }
@@ -238,11 +243,14 @@ func failsEveryRecord(err error) bool {
 }
 
 // explainProduceError adds what a user can do about a failure.
-func explainProduceError(err error, topic string) error {
-	if errors.Is(err, messages.ErrorCode_UNKNOWN_TOPIC_OR_PARTITION) {
-		return fmt.Errorf("%w (create it with 'sluice topic create %s' or start the broker with --auto-create-topics)", err, topic)
+func explainProduceError(err error, topic string, partition partitionFlag) error {
+	if !errors.Is(err, messages.ErrorCode_UNKNOWN_TOPIC_OR_PARTITION) {
+		return err
 	}
-	return err
+	if partition.set && !strings.Contains(err.Error(), "does not exist") {
+		return fmt.Errorf("%w (grow the topic with 'sluice topic add-partitions %s --to %d')", err, topic, partition.n+1)
+	}
+	return fmt.Errorf("%w (create it with 'sluice topic create %s' or start the broker with --auto-create-topics)", err, topic)
 }
 
 // shortValue names a record in a message without echoing all of it.

@@ -1,0 +1,98 @@
+package client
+
+import (
+	"context"
+	"log/slog"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/sluicemq/sluice/messages"
+	"github.com/sluicemq/sluice/messages/record"
+	"github.com/sluicemq/sluice/transport"
+)
+
+// backlogBroker serves a topic of three partitions, each with a backlog of
+// 1,000 records at offset 0; a fetch past them is never answered. It
+// counts the fetches asked of each partition.
+type backlogBroker struct {
+	addr    string
+	fetches [3]atomic.Int32
+}
+
+func (b *backlogBroker) Receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *messages.MetadataRequest:
+		t := &messages.TopicMetadata{Name: "t"}
+		for p := int32(0); p < 3; p++ {
+			t.Partitions = append(t.Partitions, &messages.PartitionMetadata{Partition: p, Leader: 1, Replicas: []int32{1}, Isr: []int32{1}})
+		}
+		ctx.Respond(&messages.MetadataResponse{Brokers: []*messages.BrokerInfo{{Id: 1, Address: b.addr}}, ControllerId: 1,
+			Topics: []*messages.TopicMetadata{t}})
+	case *messages.FetchRequest:
+		b.fetches[m.Partition].Add(1)
+		if m.Offset != 0 {
+			return // nothing more: the fetch times out
+		}
+		var bld record.Builder
+		bld.Reset(record.NoProducer)
+		for i := 0; i < 1000; i++ {
+			bld.Append(time.Now().UnixMilli(), nil, []byte(strconv.Itoa(i)), nil)
+		}
+		batch := append([]byte(nil), bld.Finish()...)
+		ctx.Respond(&messages.FetchResponse{Topic: m.Topic, Partition: m.Partition, HighWatermark: 1000, Batches: [][]byte{batch}})
+	}
+}
+
+// Records buffered from several partitions come out of small polls from
+// each of them in turn, not one partition's backlog first.
+func TestPollsTakeFromEveryBufferedPartition(t *testing.T) {
+	node, err := transport.Start(transport.Config{Host: "127.0.0.1"}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer node.Stop()
+	fake := &backlogBroker{addr: node.Addr}
+	if _, err := node.System.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return fake }), transport.BrokerActorName); err != nil {
+		t.Fatal(err)
+	}
+	c, err := NewConsumer(node.Addr, WithActorSystem(node.System), RequestTimeout(5*time.Second),
+		ConsumePartitions(map[string]map[int32]Offset{"t": {0: AtOffset(0), 1: AtOffset(0), 2: AtOffset(0)}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	// A partition's second fetch is asked only once its first answer is
+	// buffered: then every backlog waits to be polled.
+	deadline := time.Now().Add(10 * time.Second)
+	for fake.fetches[0].Load() < 2 || fake.fetches[1].Load() < 2 || fake.fetches[2].Load() < 2 {
+		if time.Now().After(deadline) {
+			t.Fatal("the consumer did not fetch every partition")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	seen := map[int32]int{}
+	next := map[int32]int64{}
+	for i := 0; i < 3; i++ {
+		f := c.PollRecords(ctx, 30)
+		if len(f.Errors) > 0 || len(f.Records) != 30 {
+			t.Fatalf("poll %d: %d records, errors %v", i, len(f.Records), f.Errors)
+		}
+		for _, r := range f.Records {
+			if r.Offset != next[r.Partition] {
+				t.Fatalf("partition %d: offset %d after %d", r.Partition, r.Offset, next[r.Partition]-1)
+			}
+			next[r.Partition]++
+			seen[r.Partition]++
+		}
+	}
+	if len(seen) != 3 {
+		t.Fatalf("90 records polled in threes of 30 came from partitions %v", seen)
+	}
+	t.Logf("records per partition: %v", seen)
+}
