@@ -211,6 +211,23 @@ func max64(a, b int64) int64 {
 	return b
 }
 
+// Positions returns, for each partition the member owns, the offset of the
+// next record it will poll (as Kafka's position()): the committed offset
+// or where the reset policy started it, moved on by each record polled;
+// -1 while that is still being looked up.
+func (c *GroupConsumer) Positions() map[string]map[int32]int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := map[string]map[int32]int64{}
+	for tp, pos := range c.positions {
+		if out[tp.topic] == nil {
+			out[tp.topic] = map[int32]int64{}
+		}
+		out[tp.topic][tp.partition] = pos
+	}
+	return out
+}
+
 // MemberID and Generation are the member's current identity in the group.
 func (c *GroupConsumer) MemberID() string {
 	c.mu.Lock()

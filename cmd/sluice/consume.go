@@ -26,7 +26,7 @@ func runConsume(args []string, stdout, stderr io.Writer) error {
 	fromBeginning := fs.Bool("from-beginning", false, "start at the first offset: --offset start")
 	offsetFlag := fs.String("offset", "", offsetHelp+" (default: end, only new records)")
 	timestamp := fs.String("timestamp", "", "start at the first record at or after this time (Unix ms or RFC 3339): --offset @TIME")
-	toEnd := fs.Bool("to-end", false, "exit once every partition is read up to its end as of the start")
+	toEnd := fs.Bool("to-end", false, "exit once every partition is read up to its end as of the start (with --group: every partition the member owns)")
 	maxRecords := fs.Int("max", 0, "exit after this many records (0: no limit)")
 	group := fs.String("group", "", "consume as a member of this consumer group (offsets committed to it)")
 	format := fs.String("format", "%v", "record format, one line each: %t topic, %p partition, %o offset, %k key, %v value, %h headers (k=v,...), %T timestamp (ms), %% percent; json: one JSON object per record; \\n and \\t are a newline and a tab")
@@ -69,14 +69,14 @@ func runConsume(args []string, stdout, stderr io.Writer) error {
 		tmpl += "\n"
 	}
 	if *group != "" {
-		if partition.set || *offsetFlag != "" || *timestamp != "" || *toEnd {
-			return usageErr("--group takes no --partition, --offset, --timestamp or --to-end: the group assigns partitions and remembers offsets")
+		if partition.set || *offsetFlag != "" || *timestamp != "" {
+			return usageErr("--group takes no --partition, --offset or --timestamp: the group assigns partitions and remembers offsets")
 		}
 		reset := client.AtEnd()
 		if *fromBeginning {
 			reset = client.AtStart()
 		}
-		return consumeGroup(ctx, *broker, conn.opt(clientLogger(stderr)), *group, topic, reset, *maxRecords, tmpl, stdout, stderr)
+		return consumeGroup(ctx, *broker, conn.opt(clientLogger(stderr)), *group, topic, reset, *maxRecords, *toEnd, tmpl, stdout, stderr)
 	}
 
 	admin, err := client.NewAdmin(*broker, conn.opt(clientLogger(stderr)))
@@ -257,29 +257,55 @@ func writeRecord(w *bufio.Writer, tmpl string, r *client.Record) {
 
 // consumeGroup consumes topic as a member of group, committing what it
 // printed: on exit after --max records, on Ctrl-C, and every few seconds.
-func consumeGroup(ctx context.Context, broker string, connOpt client.Opt, group, topic string, reset client.Offset, maxRecords int, tmpl string, stdout, stderr io.Writer) error {
+// With toEnd it exits once every partition it owns is read up to the end
+// it had when first owned.
+func consumeGroup(ctx context.Context, broker string, connOpt client.Opt, group, topic string, reset client.Offset, maxRecords int, toEnd bool, tmpl string, stdout, stderr io.Writer) error {
 	c, err := client.NewGroupConsumer(broker, group, []string{topic}, connOpt,
 		client.ConsumeResetOffset(reset), client.AutoCommitInterval(2*time.Second))
 	if err != nil {
 		return err
 	}
 	defer c.Close()
+	var ends *partitionEnds
+	if toEnd {
+		admin, err := client.NewAdmin(broker, connOpt)
+		if err != nil {
+			return err
+		}
+		defer admin.Close()
+		ends = &partitionEnds{admin: admin, topic: topic, at: map[int32]int64{}}
+	}
 	out := bufio.NewWriter(stdout)
 	defer out.Flush()
 	progress, stopProgress := consumeProgress(stdout, stderr, topic)
 	defer stopProgress()
 	seen := 0
 	for maxRecords == 0 || seen < maxRecords {
+		if ends != nil {
+			done, err := ends.reached(ctx, c.Positions()[topic])
+			if err != nil || done {
+				return err
+			}
+		}
 		limit := 0
 		if maxRecords > 0 {
 			limit = maxRecords - seen
 		}
-		f := c.PollRecords(ctx, limit)
+		pollCtx, cancel := ctx, context.CancelFunc(func() {})
+		if ends != nil {
+			// Look again at where the partitions stand even when
+			// nothing comes.
+			pollCtx, cancel = context.WithTimeout(ctx, 200*time.Millisecond)
+		}
+		f := c.PollRecords(pollCtx, limit)
+		cancel()
 		for _, e := range f.Errors {
-			if errors.Is(e.Err, context.Canceled) {
+			switch {
+			case errors.Is(e.Err, context.Canceled) && ctx.Err() != nil:
 				return nil
-			}
-			if e.Partition < 0 {
+			case errors.Is(e.Err, context.DeadlineExceeded) && ends != nil && ctx.Err() == nil:
+				continue
+			case e.Partition < 0:
 				return e.Err
 			}
 			return fmt.Errorf("partition %d: %w", e.Partition, e.Err)
@@ -292,6 +318,35 @@ func consumeGroup(ctx context.Context, broker string, connOpt client.Opt, group,
 		out.Flush()
 	}
 	return nil
+}
+
+// partitionEnds remembers each partition's end when a group member first
+// owned it, for --to-end.
+type partitionEnds struct {
+	admin *client.Admin
+	topic string
+	at    map[int32]int64
+}
+
+// reached reports whether every owned partition's position is at its end.
+func (e *partitionEnds) reached(ctx context.Context, positions map[int32]int64) (bool, error) {
+	if len(positions) == 0 {
+		return false, nil // not assigned yet
+	}
+	for p, pos := range positions {
+		end, ok := e.at[p]
+		if !ok {
+			var err error
+			if end, err = e.admin.ListOffset(ctx, e.topic, p, -1); err != nil {
+				return false, fmt.Errorf("partition %d: %w", p, err)
+			}
+			e.at[p] = end
+		}
+		if pos < 0 || pos < end {
+			return false, nil
+		}
+	}
+	return true, nil
 }
 
 // consumeProgress shows records consumed on a terminal's stderr when the

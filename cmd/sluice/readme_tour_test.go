@@ -11,19 +11,23 @@ import (
 )
 
 // tourCommands returns the shell lines of the README's five-minute tour.
-func tourCommands(t *testing.T) []string {
+func tourCommands(t *testing.T) []string { return readmeCommands(t, "## Five-minute tour") }
+
+// readmeCommands returns the shell lines of the first sh block after the
+// README's heading.
+func readmeCommands(t *testing.T, heading string) []string {
 	t.Helper()
 	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, rest, ok := strings.Cut(string(readme), "## Five-minute tour")
+	_, rest, ok := strings.Cut(string(readme), "\n"+heading+"\n")
 	if !ok {
-		t.Fatal("README has no five-minute tour")
+		t.Fatalf("README has no %q", heading)
 	}
 	_, rest, ok = strings.Cut(rest, "```sh\n")
 	if !ok {
-		t.Fatal("the tour has no sh block")
+		t.Fatalf("%q has no sh block", heading)
 	}
 	block, _, _ := strings.Cut(rest, "```")
 	var lines []string
@@ -95,6 +99,25 @@ func TestReadmeTour(t *testing.T) {
 		}
 		if err := json.Unmarshal([]byte(line), &r); err != nil || r.Partition != 1 || !strings.HasPrefix(r.Key, "user-") {
 			t.Errorf("decoded %+v (%v) from %s", r, err, line)
+		}
+	}
+}
+
+// The README's consumer-group commands run as written, in order, against
+// a broker with the tour's topic.
+func TestReadmeGroupCommands(t *testing.T) {
+	b := startBroker(t, "--group-initial-rebalance-delay", "100ms")
+	b.cli("", "topic", "create", "events", "--partitions", "3")
+	b.cli(strings.Repeat("a record\n", 100), "produce", "events")
+	for _, line := range readmeCommands(t, "## Consumer groups") {
+		cmd := exec.Command("sh", "-c", strings.ReplaceAll(line, "./sluice ", sluiceBin+" "))
+		cmd.Env = append(os.Environ(), "SLUICE_BROKER="+b.Addr)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", line, err, out)
+		}
+		if strings.Contains(line, "--to-end") && strings.Count(string(out), "a record\n") != 100 {
+			t.Fatalf("%s printed %d records, want 100", line, strings.Count(string(out), "a record\n"))
 		}
 	}
 }
