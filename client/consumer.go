@@ -26,8 +26,9 @@ func FetchMaxBytes(n int32) FetchOpt { return fetchOpt(func(c *config) { c.fetch
 // FetchMaxWait is how long the broker may hold a fetch waiting for data. Default 500 ms.
 func FetchMaxWait(d time.Duration) FetchOpt { return fetchOpt(func(c *config) { c.fetchMaxWait = d }) }
 
-// ConsumeResetOffset is where a partition restarts when its offset is out of
-// range, and where a GroupConsumer or a push subscriber starts a partition
+// ConsumeResetOffset is where a partition restarts when its position falls
+// out of the log (retention; an offset given with AtOffset that is out of
+// range from the start is an error instead), and where a GroupConsumer or a push subscriber starts a partition
 // the group has no committed offset for. Default AtStart. NoResetOffset
 // reports the error instead.
 func ConsumeResetOffset(o Offset) ResetOpt { return resetOpt(func(c *config) { c.resetOffset = o }) }
@@ -98,8 +99,18 @@ func newConsumer(broker string, cfg config) (*Consumer, error) {
 	return c, nil
 }
 
-// AddPartitions starts consuming more partitions (or restarts given ones at new offsets).
+// AddPartitions starts consuming more partitions (or restarts given ones
+// at new offsets). An offset given (AtOffset) outside a partition's log is
+// reported in Fetches.Errors as ErrOffsetOutOfRange and the partition is
+// not consumed: the reset policy is for a position that falls out of the
+// log later (retention), not for an offset the caller chose.
 func (c *Consumer) AddPartitions(parts map[string]map[int32]Offset) {
+	c.node.system.Root.Send(c.pid, assignPartitions{parts: parts, given: true})
+}
+
+// startPartitions is AddPartitions for offsets the client chose itself (a
+// group's commits): out of the log, they reset.
+func (c *Consumer) startPartitions(parts map[string]map[int32]Offset) {
 	c.node.system.Root.Send(c.pid, assignPartitions{parts: parts})
 }
 
@@ -216,7 +227,11 @@ func (c *Consumer) Close() error {
 // ---- fetcher actor ------------------------------------------------------------
 
 type (
-	assignPartitions   struct{ parts map[string]map[int32]Offset }
+	assignPartitions struct {
+		parts map[string]map[int32]Offset
+		// given: the offsets are the caller's (AddPartitions).
+		given bool
+	}
 	unassignPartitions struct{ parts map[string][]int32 }
 	resumeFetching     struct{}
 	// fetchRetry wakes a cursor after a backoff; metaErr is why the
@@ -229,9 +244,12 @@ type (
 
 // partitionCursor is the fetcher's state for one assigned partition.
 type partitionCursor struct {
-	tp       topicPartition
-	want     Offset // where to start when offset is unresolved
-	offset   int64  // next offset to fetch; -1 while unresolved
+	tp     topicPartition
+	want   Offset // where to start when offset is unresolved
+	offset int64  // next offset to fetch; -1 while unresolved
+	// given: offset is the caller's and nothing was fetched from it yet;
+	// out of the log it is an error, not a reset.
+	given    bool
 	inflight bool
 	// gen tells answers for a cursor that was since replaced apart.
 	gen     uint64
@@ -266,7 +284,7 @@ func (f *fetcher) Receive(ctx actor.Context) {
 				tp := topicPartition{topic, p}
 				cur := &partitionCursor{tp: tp, want: off, offset: -1, gen: f.nextGen}
 				if off.at >= 0 {
-					cur.offset = off.at
+					cur.offset, cur.given = off.at, msg.given
 				}
 				f.cursors[tp] = cur
 				f.step(ctx, cur)
@@ -410,7 +428,7 @@ func (f *fetcher) onFetch(ctx actor.Context, cur *partitionCursor, gen uint64, a
 	switch {
 	case err == nil:
 		recs, next, derr := decodeBatches(cur.tp, resp.Batches, cur.offset)
-		cur.offset = next
+		cur.offset, cur.given = next, false
 		cur.backoff = 0
 		cur.reported = false
 		var errs []FetchError
@@ -425,6 +443,9 @@ func (f *fetcher) onFetch(ctx actor.Context, cur *partitionCursor, gen uint64, a
 			return
 		}
 		f.step(ctx, cur)
+	case errors.Is(err, ErrOffsetOutOfRange) && cur.given:
+		delete(f.cursors, cur.tp)
+		f.c.push(nil, []FetchError{{cur.tp.topic, cur.tp.partition, fmt.Errorf("offset %d given: %w", cur.offset, err)}})
 	case errors.Is(err, ErrOffsetOutOfRange) && f.c.cfg.resetOffset.at != noReset:
 		f.c.cfg.logger.Info("offset out of range; resetting", "topic", cur.tp.topic, "partition", cur.tp.partition,
 			"offset", cur.offset, "reset", f.c.cfg.resetOffset)

@@ -2,8 +2,10 @@ package client
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -32,8 +34,15 @@ func (b *backlogBroker) Receive(ctx actor.Context) {
 		}
 		ctx.Respond(&messages.MetadataResponse{Brokers: []*messages.BrokerInfo{{Id: 1, Address: b.addr}}, ControllerId: 1,
 			Topics: []*messages.TopicMetadata{t}})
+	case *messages.ListOffsetsRequest:
+		ctx.Respond(&messages.ListOffsetsResponse{Topic: m.Topic, Partition: m.Partition, Offset: 0})
 	case *messages.FetchRequest:
 		b.fetches[m.Partition].Add(1)
+		if m.Offset > 1000 {
+			ctx.Respond(&messages.FetchResponse{Topic: m.Topic, Partition: m.Partition, Error: messages.ErrorCode_OFFSET_OUT_OF_RANGE,
+				ErrorMessage: "partition holds offsets 0 to 999"})
+			return
+		}
 		if m.Offset != 0 {
 			return // nothing more: the fetch times out
 		}
@@ -47,24 +56,48 @@ func (b *backlogBroker) Receive(ctx actor.Context) {
 	}
 }
 
-// Records buffered from several partitions come out of small polls from
-// each of them in turn, not one partition's backlog first.
-func TestPollsTakeFromEveryBufferedPartition(t *testing.T) {
+// startBacklog starts a node with a backlogBroker and a consumer of it.
+func startBacklog(t *testing.T, opts ...ConsumerOpt) (*backlogBroker, *Consumer) {
+	t.Helper()
 	node, err := transport.Start(transport.Config{Host: "127.0.0.1"}, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer node.Stop()
+	t.Cleanup(node.Stop)
 	fake := &backlogBroker{addr: node.Addr}
 	if _, err := node.System.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return fake }), transport.BrokerActorName); err != nil {
 		t.Fatal(err)
 	}
-	c, err := NewConsumer(node.Addr, WithActorSystem(node.System), RequestTimeout(5*time.Second),
-		ConsumePartitions(map[string]map[int32]Offset{"t": {0: AtOffset(0), 1: AtOffset(0), 2: AtOffset(0)}}))
+	c, err := NewConsumer(node.Addr, append([]ConsumerOpt{WithActorSystem(node.System), RequestTimeout(5 * time.Second)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
+	t.Cleanup(func() { c.Close() })
+	return fake, c
+}
+
+// A start offset given outside the partition's log is an error the poller
+// hears, as the CLI's --offset is: the consumer does not move to another
+// offset it was not given (the reset policy is for a position that falls
+// out of the log later).
+func TestGivenOffsetOutsideTheLogIsAnError(t *testing.T) {
+	fake, c := startBacklog(t, ConsumePartitions(map[string]map[int32]Offset{"t": {0: AtOffset(5000)}}))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	f := c.PollFetches(ctx)
+	if len(f.Records) > 0 || len(f.Errors) != 1 || !errors.Is(f.Errors[0].Err, ErrOffsetOutOfRange) ||
+		!strings.Contains(f.Errors[0].Err.Error(), "0 to 999") {
+		t.Fatalf("polled %d records, errors %v", len(f.Records), f.Errors)
+	}
+	if n := fake.fetches[0].Load(); n != 1 {
+		t.Fatalf("%d fetches after the offset was refused", n)
+	}
+}
+
+// Records buffered from several partitions come out of small polls from
+// each of them in turn, not one partition's backlog first.
+func TestPollsTakeFromEveryBufferedPartition(t *testing.T) {
+	fake, c := startBacklog(t, ConsumePartitions(map[string]map[int32]Offset{"t": {0: AtOffset(0), 1: AtOffset(0), 2: AtOffset(0)}}))
 	// A partition's second fetch is asked only once its first answer is
 	// buffered: then every backlog waits to be polled.
 	deadline := time.Now().Add(10 * time.Second)

@@ -568,7 +568,7 @@ func (m *groupMember) assign(ctx actor.Context, assignment []*messages.TopicPart
 		m.c.memberID, m.c.generation, m.c.posGen = m.memberID, m.gen, m.gen
 		m.c.mu.Unlock()
 		m.owned = owned
-		m.c.inner.AddPartitions(starts)
+		m.c.inner.startPartitions(starts)
 		if len(missing) > 0 {
 			m.c.inner.push(nil, missing)
 		}
@@ -654,7 +654,7 @@ func (m *groupMember) startWaiting(s memberStart) {
 	}
 	m.c.mu.Unlock()
 	if len(starts) > 0 {
-		m.c.inner.AddPartitions(starts)
+		m.c.inner.startPartitions(starts)
 	}
 }
 
