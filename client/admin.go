@@ -265,15 +265,36 @@ func (a *Admin) metadata(ctx context.Context, topics ...string) (*messages.Metad
 	return resp, nil
 }
 
-// ListTopics returns the names of every topic, sorted.
-func (a *Admin) ListTopics(ctx context.Context) ([]string, error) {
+// ListTopicsOpt configures ListTopics.
+type ListTopicsOpt func(*listTopicsOptions)
+
+type listTopicsOptions struct{ internal bool }
+
+// IncludeInternal lists the topics the cluster keeps for itself too
+// (__consumer_offsets), which ListTopics leaves out by default, as
+// Kafka's admin client does.
+func IncludeInternal() ListTopicsOpt { return func(o *listTopicsOptions) { o.internal = true } }
+
+// IsInternalTopic reports whether name is a topic the cluster keeps for
+// itself: the group commits of __consumer_offsets.
+func IsInternalTopic(name string) bool { return name == "__consumer_offsets" }
+
+// ListTopics returns the names of every topic but the internal ones
+// (IncludeInternal lists those too), sorted.
+func (a *Admin) ListTopics(ctx context.Context, opts ...ListTopicsOpt) ([]string, error) {
+	var o listTopicsOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
 	md, err := a.metadata(ctx)
 	if err != nil {
 		return nil, err
 	}
 	var names []string
 	for _, t := range md.Topics {
-		names = append(names, t.Name)
+		if o.internal || !IsInternalTopic(t.Name) {
+			names = append(names, t.Name)
+		}
 	}
 	slices.Sort(names)
 	return names, nil

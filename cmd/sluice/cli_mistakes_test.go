@@ -240,8 +240,17 @@ func TestLocalhostReachesTheBroker(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	topics, err := newAdmin(t, local).ListTopics(ctx)
-	if err != nil || len(topics) == 0 {
-		t.Fatalf("ListTopics at %s: %v, %v", local, topics, err)
+	if err != nil || !slices.Equal(topics, []string{"events"}) {
+		t.Fatalf("ListTopics at %s: %v, %v; want events, not the internal topic", local, topics, err)
+	}
+	if all, err := newAdmin(t, local).ListTopics(ctx, client.IncludeInternal()); err != nil || !slices.Contains(all, "__consumer_offsets") {
+		t.Fatalf("ListTopics with IncludeInternal: %v, %v", all, err)
+	}
+	if out, _, _ := runCLI(t, "", "topic", "list", "--broker", local); out != "events\n" {
+		t.Fatalf("topic list printed %q; want events alone", out)
+	}
+	if out, _, _ := runCLI(t, "", "topic", "list", "--internal", "--broker", local); !strings.Contains(out, "__consumer_offsets\n") {
+		t.Fatalf("topic list --internal printed %q", out)
 	}
 	if strings.Contains(b.logs.String(), "claims to be this node") {
 		t.Fatalf("the broker took a request by another name for a connection from itself:\n%s", b.logs.String())

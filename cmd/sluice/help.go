@@ -50,7 +50,7 @@ var helpTopics = []helpTopic{
 			"sluice topic create logs --config retention.ms=3600000 --config max.message.bytes=4194304",
 		}},
 	{path: "topic list", args: "[flags]", short: "List topics",
-		examples: []string{"sluice topic list", "sluice topic list --format json"}},
+		examples: []string{"sluice topic list", "sluice topic list --internal --format json"}},
 	{path: "topic describe", args: "NAME... | --all [flags]", short: "Show partitions: leader, replicas, ISR, log start, LEO, HW",
 		long:     "NAME names a topic; several may be given, or --all for every topic.",
 		examples: []string{"sluice topic describe orders", "sluice topic describe --all --format json"}},

@@ -22,8 +22,10 @@ func runTopic(args []string, stdout, stderr io.Writer) error {
 	broker := conn.broker
 	timeout := fs.Duration("timeout", 30*time.Second, "give up after this long")
 	var format *outputFormat
+	var internal *bool
 	if sub == "list" || sub == "describe" {
 		format = formatFlag(fs)
+		internal = fs.Bool("internal", false, "include the cluster's internal topics (__consumer_offsets)")
 	}
 	var partitions, rf *int
 	configs := configFlag{}
@@ -85,6 +87,9 @@ func runTopic(args []string, stdout, stderr io.Writer) error {
 			}
 			slices.SortFunc(md.Topics, func(a, b client.TopicMetadata) int { return strings.Compare(a.Name, b.Name) })
 			for _, t := range md.Topics {
+				if client.IsInternalTopic(t.Name) && !*internal {
+					continue
+				}
 				rf := 0
 				if len(t.Partitions) > 0 {
 					rf = len(t.Partitions[0].Replicas)
@@ -93,7 +98,7 @@ func runTopic(args []string, stdout, stderr io.Writer) error {
 			}
 			return nil
 		}
-		names, err := admin.ListTopics(ctx)
+		names, err := admin.ListTopics(ctx, listOpts(*internal)...)
 		if err != nil {
 			return err
 		}
@@ -106,7 +111,7 @@ func runTopic(args []string, stdout, stderr io.Writer) error {
 		case *all && len(pos) > 0:
 			return usageErr("--all or topic names, not both")
 		case *all:
-			if names, err = admin.ListTopics(ctx); err != nil {
+			if names, err = admin.ListTopics(ctx, listOpts(*internal)...); err != nil {
 				return err
 			}
 		case len(pos) == 0:
@@ -300,5 +305,13 @@ func (c configFlag) Set(s string) error {
 		return fmt.Errorf("want KEY=VALUE, got %q", s)
 	}
 	c[k] = v
+	return nil
+}
+
+// listOpts are ListTopics's options for --internal.
+func listOpts(internal bool) []client.ListTopicsOpt {
+	if internal {
+		return []client.ListTopicsOpt{client.IncludeInternal()}
+	}
 	return nil
 }
