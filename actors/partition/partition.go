@@ -518,6 +518,7 @@ func (p *partitionActor) onLeaderSynced(ctx actor.Context, msg leaderSynced) {
 	}
 	p.durable = max(p.durable, msg.offset)
 	p.becomeLeader(ctx)
+	p.publishStatus()
 }
 
 // becomeNone leaves any role: the partition is offline or unusable here.

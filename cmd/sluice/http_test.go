@@ -21,6 +21,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 
 	"github.com/sluicemq/sluice/cluster/consultest"
+	"github.com/sluicemq/sluice/internal/testutil"
 	"github.com/sluicemq/sluice/messages"
 )
 
@@ -346,4 +347,29 @@ func TestBrokerRefusesBadHTTPAddress(t *testing.T) {
 			t.Errorf("--http %s: exit %d, stderr:\n%s", addr, code, stderr)
 		}
 	}
+}
+
+// After a restart every partition the broker leads has its series, those
+// not written since as well: a leadership that waits for its log's sync
+// publishes its state when it starts.
+func TestPartitionSeriesAfterRestart(t *testing.T) {
+	b := startBroker(t)
+	b.cli("", "topic", "create", "kept", "--partitions", "3")
+	b.cli("a\nb\n", "produce", "kept", "--partition", "1")
+	b.stop()
+	b.start()
+	want := map[string]float64{}
+	for p, hw := range []float64{0, 2, 0} {
+		want[fmt.Sprintf(`sluice_partition_high_watermark{partition="%d",topic="kept"}`, p)] = hw
+	}
+	var got map[string]float64
+	testutil.WaitFor(t, 10*time.Second, "every partition's series", func() bool {
+		got = scrape(t, httpAddr(t, b))
+		for series, v := range want {
+			if w, ok := got[series]; !ok || w != v {
+				return false
+			}
+		}
+		return true
+	})
 }
