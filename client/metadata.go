@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -22,8 +23,11 @@ type partitionMeta struct {
 
 type topicMeta struct {
 	partitions []partitionMeta
-	err        error
-	fetched    time.Time
+	// maxMessageBytes is the topic's own max.message.bytes (0: the
+	// broker's default, not known here).
+	maxMessageBytes int
+	err             error
+	fetched         time.Time
 	// refreshing: a background refresh of this topic is under way.
 	refreshing bool
 }
@@ -118,6 +122,9 @@ func (m *metadata) update(resp *messages.MetadataResponse, all bool) {
 	}
 	for _, t := range resp.Topics {
 		tm := &topicMeta{fetched: m.lastRefresh}
+		if v, err := strconv.Atoi(t.Configs["max.message.bytes"]); err == nil {
+			tm.maxMessageBytes = v
+		}
 		if t.Error != messages.ErrorCode_NONE && len(t.Partitions) == 0 {
 			tm.err = &messages.Error{Code: t.Error, Message: t.ErrorMessage}
 		}
@@ -204,6 +211,17 @@ func (m *metadata) partitionCount(ctx context.Context, topic string, autoCreate 
 		}
 		backoff = min(backoff*2, time.Second)
 	}
+}
+
+// maxMessageBytes is topic's own max.message.bytes, 0 when it has none or
+// is not known.
+func (m *metadata) maxMessageBytes(topic string) int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if tm := m.topics[topic]; tm != nil {
+		return tm.maxMessageBytes
+	}
+	return 0
 }
 
 // leader returns the address and epoch of a partition's leader from the cache.

@@ -38,6 +38,7 @@ type config struct {
 	linger          time.Duration
 	compression     record.Codec
 	batchBytes      int
+	maxRecordBytes  int
 	maxBuffered     int64
 	maxInFlight     int
 	retries         int
@@ -72,6 +73,7 @@ func defaultConfig() config {
 		acks:            -1,
 		linger:          5 * time.Millisecond,
 		batchBytes:      1 << 20,
+		maxRecordBytes:  1 << 20,
 		maxBuffered:     64 << 20,
 		maxInFlight:     5,
 		retries:         1 << 30,
@@ -163,7 +165,7 @@ func acquireNode(cfg *config) (*node, error) {
 		return nil, err
 	}
 	tn, err := transport.Start(transport.Config{Host: host, Port: port, AdvertisedAddr: cfg.advertised,
-		MaxMessageBytes: max(cfg.batchBytes, int(cfg.fetchMaxBytes), 16<<20) + (64 << 10), Security: sec,
+		MaxMessageBytes: max(cfg.batchBytes, cfg.maxRecordBytes, int(cfg.fetchMaxBytes), 16<<20) + (64 << 10), Security: sec,
 		AcceptWatches: true}, cfg.logger)
 	if err != nil {
 		return nil, err

@@ -39,9 +39,17 @@ func Compression(codec record.Codec) ProducerOpt {
 	return producerOpt(func(c *config) { c.compression = codec })
 }
 
-// BatchBytes caps one record batch (and so the largest record). Default 1 MiB,
-// the broker's default max.message.bytes.
+// BatchBytes is the size a partition's batch is sent at. Default 1 MiB, the
+// broker's default max.message.bytes. A larger record goes in a batch of
+// its own (see MaxRecordBytes).
 func BatchBytes(n int) ProducerOpt { return producerOpt(func(c *config) { c.batchBytes = n }) }
+
+// MaxRecordBytes is the largest record the producer sends (Kafka's
+// max.request.size) when its topic's max.message.bytes is not known to be
+// larger: a topic whose config raises the limit raises it here too. A
+// record past it fails at once with RECORD_TOO_LARGE; the broker judges
+// one within it by the topic's limit. Default 1 MiB.
+func MaxRecordBytes(n int) ProducerOpt { return producerOpt(func(c *config) { c.maxRecordBytes = n }) }
 
 // MaxBufferedBytes bounds the records held before Produce blocks. Default 64 MiB.
 func MaxBufferedBytes(n int64) ProducerOpt { return producerOpt(func(c *config) { c.maxBuffered = n }) }
@@ -167,6 +175,9 @@ func NewProducer(broker string, opts ...ProducerOpt) (*Producer, error) {
 	if cfg.batchBytes < 1024 || cfg.batchBytes > 64<<20 {
 		return nil, fmt.Errorf("batch bytes %d: want 1 KiB to 64 MiB", cfg.batchBytes)
 	}
+	if cfg.maxRecordBytes < 1024 || cfg.maxRecordBytes > 64<<20 {
+		return nil, fmt.Errorf("max record bytes %d: want 1 KiB to 64 MiB", cfg.maxRecordBytes)
+	}
 	if cfg.maxInFlight < 1 {
 		return nil, fmt.Errorf("max in flight %d: want >= 1", cfg.maxInFlight)
 	}
@@ -224,10 +235,6 @@ func (p *Producer) produce(ctx context.Context, r *Record, promise Promise) erro
 		r.Timestamp = time.Now()
 	}
 	size := record.RecordSize(0, 0, r.Key, r.Value, r.Headers) + 10
-	if size+record.HeaderSize > p.cfg.batchBytes {
-		return &messages.Error{Code: messages.ErrorCode_RECORD_TOO_LARGE,
-			Message: fmt.Sprintf("record of %d bytes exceeds the batch limit of %d bytes", size, p.cfg.batchBytes)}
-	}
 	n, ok := p.meta.cachedPartitionCount(r.Topic)
 	if !ok {
 		// Like Kafka's max.block.ms: wait for the topic's metadata while
@@ -239,6 +246,11 @@ func (p *Producer) produce(ctx context.Context, r *Record, promise Promise) erro
 		if err != nil {
 			return err
 		}
+	}
+	if limit := max(p.cfg.maxRecordBytes, p.meta.maxMessageBytes(r.Topic)); size+record.HeaderSize > limit {
+		return &messages.Error{Code: messages.ErrorCode_RECORD_TOO_LARGE,
+			Message: fmt.Sprintf("record of %d bytes exceeds the largest record of %d bytes (raise the topic's max.message.bytes, or MaxRecordBytes when the broker's default is larger)",
+				size+record.HeaderSize, limit)}
 	}
 	part := p.cfg.partitioner.Partition(r, n)
 	if part < 0 || part >= n {

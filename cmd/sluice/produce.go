@@ -45,6 +45,7 @@ func runProduce(args []string, stdin io.Reader, stdout, stderr io.Writer) error 
 	file := fs.String("file", "", "read records from this file instead of stdin")
 	compression := codecFlag(fs)
 	acksFlag := fs.String("acks", "all", "0, 1 or all")
+	maxRecord := fs.Int("max-record-bytes", 1<<20, "largest record sent when the topic's max.message.bytes is not known to be larger (a topic config raises it; the broker judges by the topic's limit)")
 	var partition partitionFlag
 	fs.Var(&partition, "partition", "send every record to this partition (default: by key, or sticky when keyless)")
 	timeout := fs.Duration("timeout", 2*time.Minute, "give up on a record after this long; the command stops at the first failure every record would meet (no such topic, no broker, not authorized)")
@@ -72,7 +73,11 @@ func runProduce(args []string, stdin io.Reader, stdout, stderr io.Writer) error 
 		defer f.Close()
 		stdin = f
 	}
-	opts := []client.ProducerOpt{client.Acks(acks), conn.opt(clientLogger(stderr)), client.DeliveryTimeout(*timeout), client.Compression(compression.codec)}
+	if *maxRecord < 1024 || *maxRecord > 64<<20 {
+		return usageErr("--max-record-bytes %d: want 1024 to %d", *maxRecord, 64<<20)
+	}
+	opts := []client.ProducerOpt{client.Acks(acks), conn.opt(clientLogger(stderr)), client.DeliveryTimeout(*timeout), client.Compression(compression.codec),
+		client.MaxRecordBytes(*maxRecord)}
 	if partition.set {
 		opts = append(opts, client.WithPartitioner(client.ManualPartitioner()))
 	}
@@ -97,7 +102,7 @@ func runProduce(args []string, stdin io.Reader, stdout, stderr io.Writer) error 
 	if !isTerminal(stdin) {
 		stopProgress = showProgress(stderr, "produce "+pos[0], 0, &acked)
 	}
-	lines, readErr := readLines(stdin)
+	lines, readErr := readLines(stdin, max(16<<20, *maxRecord+1))
 	line := 0
 read:
 	for !fatal.Load() {
@@ -146,7 +151,7 @@ read:
 			if !everyRecord {
 				// The command ends with a failure that meets every
 				// record, said once; others are said per record.
-				fmt.Fprintf(stderr, "record %d (%s): %v\n", n, shortValue(r.Value), err)
+				fmt.Fprintf(stderr, "record %d (%s): %v\n", n, shortValue(r.Value), explainTooLarge(err, pos[0]))
 			}
 		})
 	}
@@ -210,13 +215,13 @@ func finishInterrupted(p *client.Producer, stderr io.Writer, stopProgress func()
 // readLines reads r line by line beside the command, so that an interrupt
 // is seen while a read waits; readErr has the read's error once lines is
 // closed.
-func readLines(r io.Reader) (lines <-chan []byte, readErr <-chan error) {
+func readLines(r io.Reader, maxLine int) (lines <-chan []byte, readErr <-chan error) {
 	out := make(chan []byte, 64)
 	errc := make(chan error, 1)
 	go func() {
 		defer close(out)
 		scanner := bufio.NewScanner(r)
-		scanner.Buffer(make([]byte, 64<<10), 16<<20)
+		scanner.Buffer(make([]byte, 64<<10), maxLine)
 		for scanner.Scan() {
 			out <- append([]byte(nil), scanner.Bytes()...)
 		}
@@ -251,6 +256,15 @@ func explainProduceError(err error, topic string, partition partitionFlag) error
 		return fmt.Errorf("%w (grow the topic with 'sluice topic add-partitions %s --to %d')", err, topic, partition.n+1)
 	}
 	return fmt.Errorf("%w (create it with 'sluice topic create %s' or start the broker with --auto-create-topics)", err, topic)
+}
+
+// explainTooLarge says which limits a record too large meets.
+func explainTooLarge(err error, topic string) error {
+	if !errors.Is(err, messages.ErrorCode_RECORD_TOO_LARGE) {
+		return err
+	}
+	return fmt.Errorf("%w; 'sluice topic alter-config %s --set max.message.bytes=N' raises the topic's limit, "+
+		"--max-record-bytes sends larger records when the broker's default allows them", err, topic)
 }
 
 // shortValue names a record in a message without echoing all of it.
