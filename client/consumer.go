@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"github.com/asynkron/protoactor-go/eventstream"
+	"github.com/asynkron/protoactor-go/remote"
 
 	"github.com/sluicemq/sluice/internal/reply"
 	"github.com/sluicemq/sluice/messages"
@@ -234,6 +236,8 @@ type (
 	}
 	unassignPartitions struct{ parts map[string][]int32 }
 	resumeFetching     struct{}
+	// brokerLost: the transport lost its connection to addr.
+	brokerLost struct{ addr string }
 	// fetchRetry wakes a cursor after a backoff; metaErr is why the
 	// metadata refresh before it failed, if one ran and failed.
 	fetchRetry struct {
@@ -251,6 +255,7 @@ type partitionCursor struct {
 	// out of the log it is an error, not a reset.
 	given    bool
 	inflight bool
+	addr     string // of the request in flight
 	// gen tells answers for a cursor that was since replaced apart.
 	gen     uint64
 	backoff time.Duration
@@ -269,10 +274,29 @@ type fetcher struct {
 	cursors map[topicPartition]*partitionCursor
 	nextGen uint64
 	paused  bool
+	// unreachable are the brokers whose last answer was none: the
+	// consumer retries them in silence otherwise, which to a user looks
+	// like a topic with nothing new.
+	unreachable map[string]bool
+	lost        *eventstream.Subscription
 }
 
 func newFetcher(c *Consumer) *fetcher {
-	return &fetcher{c: c, cursors: map[topicPartition]*partitionCursor{}}
+	return &fetcher{c: c, cursors: map[topicPartition]*partitionCursor{}, unreachable: map[string]bool{}}
+}
+
+// noteAnswer logs a broker becoming unreachable, and reachable again, once
+// each.
+func (f *fetcher) noteAnswer(addr string, err error) {
+	down := err != nil && (isNotListening(err) || errors.Is(err, ErrBrokerNotAvailable) || errors.Is(err, ErrRequestTimedOut))
+	switch {
+	case down && !f.unreachable[addr]:
+		f.unreachable[addr] = true
+		f.c.cfg.logger.Warn("broker unreachable; fetching from it again until it answers", "broker", addr, "error", err)
+	case err == nil && f.unreachable[addr]:
+		delete(f.unreachable, addr)
+		f.c.cfg.logger.Warn("broker answers again; fetching", "broker", addr)
+	}
 }
 
 func (f *fetcher) Receive(ctx actor.Context) {
@@ -294,6 +318,29 @@ func (f *fetcher) Receive(ctx actor.Context) {
 		for topic, parts := range msg.parts {
 			for _, p := range parts {
 				delete(f.cursors, topicPartition{topic, p})
+			}
+		}
+	case *actor.Started:
+		// A request in flight to a broker whose connection breaks would
+		// wait out its timeout: the transport's word ends it at once.
+		self, root := ctx.Self(), ctx.ActorSystem().Root
+		f.lost = ctx.ActorSystem().EventStream.Subscribe(func(evt any) {
+			if e, ok := evt.(*remote.EndpointTerminatedEvent); ok {
+				root.Send(self, brokerLost{addr: e.Address})
+			}
+		})
+	case *actor.Stopping:
+		if f.lost != nil {
+			ctx.ActorSystem().EventStream.Unsubscribe(f.lost)
+		}
+	case brokerLost:
+		err := &messages.Error{Code: messages.ErrorCode_BROKER_NOT_AVAILABLE, Message: fmt.Sprintf("lost the connection to the broker at %s", msg.addr)}
+		for _, cur := range f.cursors {
+			if cur.inflight && cur.addr == msg.addr {
+				cur.inflight = false
+				cur.gen++ // its answer, should one come, is stale
+				f.noteAnswer(msg.addr, err)
+				f.retryLater(ctx, cur, err)
 			}
 		}
 	case resumeFetching:
@@ -338,7 +385,7 @@ func (f *fetcher) step(ctx actor.Context, cur *partitionCursor) {
 		return
 	}
 	cur.refreshes = 0
-	cur.inflight = true
+	cur.inflight, cur.addr = true, addr
 	gen := cur.gen
 	cfg := &f.c.cfg
 	if cur.offset < 0 {
@@ -380,6 +427,7 @@ func (f *fetcher) onListOffsets(ctx actor.Context, cur *partitionCursor, gen uin
 		return
 	}
 	msg, err := decodeResult(addr, res, err)
+	f.noteAnswer(addr, err)
 	if err == nil {
 		resp, ok := msg.(*messages.ListOffsetsResponse)
 		switch {
@@ -414,6 +462,7 @@ func (f *fetcher) onFetch(ctx actor.Context, cur *partitionCursor, gen uint64, a
 		return
 	}
 	msg, err := decodeResult(addr, res, err)
+	f.noteAnswer(addr, err)
 	var resp *messages.FetchResponse
 	if err == nil {
 		var ok bool

@@ -3,8 +3,12 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"os/exec"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/sluicemq/sluice/internal/testutil"
 )
 
 // consume's --offset takes Kafka's meanings, --to-end exits at the end,
@@ -116,5 +120,36 @@ func TestFlagsFromEnvironment(t *testing.T) {
 	}
 	if _, errOut, code := run([]string{"SLUICE_MAX=lots"}, "consume", "t"); code != 2 || !strings.Contains(errOut, `SLUICE_MAX="lots"`) {
 		t.Fatalf("a bad value: exit %d, %s", code, errOut)
+	}
+}
+
+// While the broker is down, consume says so on stderr (once), keeps
+// trying, says when it answers again, and prints what is written then.
+func TestConsumeSaysWhileTheBrokerIsDown(t *testing.T) {
+	b := startBroker(t)
+	b.cli("", "topic", "create", "down")
+	cmd := exec.Command(sluiceBin, "consume", "down", "--from-beginning", "--max", "2", "--broker", b.Addr)
+	var stdout, stderr lockedBuffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	b.cli("first\n", "produce", "down")
+	testutil.WaitFor(t, 30*time.Second, "the first record", func() bool { return stdout.String() == "first\n" })
+	b.kill9()
+	testutil.WaitFor(t, 30*time.Second, "consume to say the broker is unreachable", func() bool {
+		return strings.Contains(stderr.String(), "broker unreachable")
+	})
+	b.start()
+	testutil.WaitFor(t, 30*time.Second, "consume to say the broker answers again", func() bool {
+		return strings.Contains(stderr.String(), "broker answers again")
+	})
+	b.cli("back\n", "produce", "down")
+	if err := cmd.Wait(); err != nil || stdout.String() != "first\nback\n" {
+		t.Fatalf("consume: %v, printed %q\n%s", err, stdout.String(), stderr.String())
+	}
+	if n := strings.Count(stderr.String(), "broker unreachable"); n != 1 {
+		t.Errorf("said %d times that the broker is unreachable:\n%s", n, stderr.String())
 	}
 }
