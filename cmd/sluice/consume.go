@@ -108,6 +108,9 @@ func runConsume(args []string, stdout, stderr io.Writer) error {
 	defer out.Flush()
 	progress, stopProgress := consumeProgress(stdout, stderr, topic)
 	defer stopProgress()
+	if spec.kind == "end" {
+		defer hintWhenIdle(stderr, progress, fmt.Sprintf("waiting for new records in %s: consume starts at the end (--from-beginning reads the records already there)", topic))()
+	}
 	seen := 0
 	for (*maxRecords == 0 || seen < *maxRecords) && len(parts) > 0 {
 		limit := 0
@@ -279,6 +282,12 @@ func consumeGroup(ctx context.Context, broker string, connOpt client.Opt, group,
 	defer out.Flush()
 	progress, stopProgress := consumeProgress(stdout, stderr, topic)
 	defer stopProgress()
+	where := "end (--from-beginning: at the start)"
+	if reset == client.AtStart() {
+		where = "start"
+	}
+	defer hintWhenIdle(stderr, progress, fmt.Sprintf("waiting for records in %s as a member of group %s: it resumes at the group's commits, "+
+		"and starts partitions without one at the %s", topic, group, where))()
 	seen := 0
 	for maxRecords == 0 || seen < maxRecords {
 		if ends != nil {
@@ -347,6 +356,24 @@ func (e *partitionEnds) reached(ctx context.Context, positions map[int32]int64) 
 		}
 	}
 	return true, nil
+}
+
+// idleHint is how long consume waits for a first record before saying
+// what it waits for.
+const idleHint = 2 * time.Second
+
+// hintWhenIdle says, on a terminal, what consume waits for when no record
+// has come within idleHint; the returned func cancels it.
+func hintWhenIdle(stderr io.Writer, consumed *meter, hint string) (stop func()) {
+	if !isTerminal(stderr) {
+		return func() {}
+	}
+	t := time.AfterFunc(idleHint, func() {
+		if consumed.records.Load() == 0 {
+			fmt.Fprintln(stderr, hint)
+		}
+	})
+	return func() { t.Stop() }
 }
 
 // consumeProgress shows records consumed on a terminal's stderr when the

@@ -153,3 +153,30 @@ func TestConsumeSaysWhileTheBrokerIsDown(t *testing.T) {
 		t.Errorf("said %d times that the broker is unreachable:\n%s", n, stderr.String())
 	}
 }
+
+// On a terminal, consume says what it waits for when nothing comes: by
+// default only records written after it started.
+func TestConsumeSaysWhatItWaitsFor(t *testing.T) {
+	scriptBin, err := exec.LookPath("script")
+	if err != nil {
+		t.Skip("no script(1) to give consume a terminal")
+	}
+	b := startBroker(t)
+	b.cli("", "topic", "create", "quiet")
+	b.cli("old\n", "produce", "quiet")
+	// script runs consume on a pseudo-terminal and copies what it shows.
+	cmd := exec.Command(scriptBin, "-qec", sluiceBin+" consume quiet --max 1 --broker "+b.Addr, "/dev/null")
+	var shown lockedBuffer
+	cmd.Stdout, cmd.Stderr = &shown, &shown
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	testutil.WaitFor(t, 30*time.Second, "consume to say what it waits for", func() bool {
+		return strings.Contains(shown.String(), "waiting for new records in quiet: consume starts at the end (--from-beginning reads the records already there)")
+	})
+	b.cli("new\n", "produce", "quiet")
+	if err := cmd.Wait(); err != nil || !strings.Contains(shown.String(), "new") || strings.Contains(shown.String(), "old") {
+		t.Fatalf("consume: %v\n%s", err, shown.String())
+	}
+}
