@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"html/template"
 	"net/http"
 
 	"github.com/sluicemq/sluice/messages"
@@ -39,19 +40,21 @@ type visitor struct {
 	// cookie of this console's: its form tokens are good only with it.
 	session   string
 	authorize Authorize
+	// errPage answers a refusal.
+	errPage *template.Template
 }
 
 // visitor returns the request's visitor, or answers 401 and returns false.
 func (c *Console) visitor(w http.ResponseWriter, r *http.Request) (visitor, bool) {
 	if c.cfg.Visitor == nil {
-		return visitor{session: session(w, r)}, true
+		return visitor{session: session(w, r), errPage: c.pages["error"]}, true
 	}
 	p, err := c.cfg.Visitor(r)
 	if err != nil {
-		http.Error(w, err.Error(), http.StatusUnauthorized)
+		c.failText(w, err.Error(), http.StatusUnauthorized)
 		return visitor{}, false
 	}
-	return visitor{principal: p, session: session(w, r), authorize: c.cfg.Authorize}, true
+	return visitor{principal: p, session: session(w, r), authorize: c.cfg.Authorize, errPage: c.pages["error"]}, true
 }
 
 // sessionCookie names the cookie that holds a visitor's console session.
@@ -88,7 +91,7 @@ func (v visitor) may(op messages.AclOperation, rt messages.AclResourceType, name
 // may perform op on the resource.
 func (v visitor) permit(w http.ResponseWriter, op messages.AclOperation, rt messages.AclResourceType, name string) bool {
 	if why := v.why(op, rt, name); why != "" {
-		http.Error(w, fmt.Sprintf("not allowed: %s", why), http.StatusForbidden)
+		failPage(w, v.errPage, http.StatusForbidden, fmt.Sprintf("not allowed: %s", why))
 		return false
 	}
 	return true

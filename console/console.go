@@ -64,7 +64,7 @@ func New(cfg Config) (*Console, error) {
 	}
 	c := &Console{cfg: cfg, pages: map[string]*template.Template{}, csrf: newCSRF()}
 	funcs := template.FuncMap{"bytes": humanBytes, "ids": ids, "add": func(a, b int) int { return a + b }}
-	for _, page := range []string{"overview", "topics", "topic", "groups", "group", "messages"} {
+	for _, page := range []string{"overview", "topics", "topic", "groups", "group", "messages", "error"} {
 		t, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/"+page+".html")
 		if err != nil {
 			return nil, err
@@ -101,8 +101,29 @@ func (c *Console) render(w http.ResponseWriter, v visitor, page string, data map
 	}
 }
 
+// fail answers with the error page: the status, what went wrong, and the
+// console's navigation.
 func (c *Console) fail(w http.ResponseWriter, status int, err error) {
-	http.Error(w, err.Error(), status)
+	failPage(w, c.pages["error"], status, err.Error())
+}
+
+// failPage writes the error page with status and message; tmpl nil (the
+// console not built yet) writes them as text.
+func failPage(w http.ResponseWriter, tmpl *template.Template, status int, message string) {
+	if tmpl == nil {
+		http.Error(w, message, status)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.Header().Set("X-Frame-Options", "DENY")
+	w.WriteHeader(status)
+	_ = tmpl.Execute(w, map[string]any{"Title": http.StatusText(status), "Status": status, "Message": message})
+}
+
+// failText is fail for an error known only as text, in http.Error's order.
+func (c *Console) failText(w http.ResponseWriter, message string, status int) {
+	failPage(w, c.pages["error"], status, message)
 }
 
 func (c *Console) ctx(r *http.Request) (context.Context, context.CancelFunc) {
@@ -188,7 +209,13 @@ func (c *Console) overview(w http.ResponseWriter, r *http.Request) {
 			h.Online++
 		}
 	}
-	c.render(w, v, "overview", map[string]any{"Title": "Overview", "Cluster": info, "Health": h, "Topics": topics})
+	alive := 0
+	for _, b := range info.Brokers {
+		if b.Alive {
+			alive++
+		}
+	}
+	c.render(w, v, "overview", map[string]any{"Title": "Overview", "Cluster": info, "Health": h, "Topics": topics, "Alive": alive})
 }
 
 // topicRow is one line of the topics page.
@@ -332,5 +359,11 @@ func humanBytes(n int64) string {
 	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
 }
 
-// ids writes broker ids as [1 2 3], as `sluice topic describe` does.
-func ids(v []int32) string { return fmt.Sprint(v) }
+// ids writes broker ids as [1,2,3], as `sluice topic describe` does.
+func ids(v []int32) string {
+	s := make([]string, len(v))
+	for i, id := range v {
+		s[i] = strconv.Itoa(int(id))
+	}
+	return "[" + strings.Join(s, ",") + "]"
+}

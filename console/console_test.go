@@ -88,11 +88,11 @@ func TestSameOriginAndToken(t *testing.T) {
 // A large key or value is shown cut, with its size.
 func TestShowCutsLargeValues(t *testing.T) {
 	big := strings.Repeat("v", 3*maxShownBytes)
-	got := show([]byte(big), "text")
+	got := show([]byte(big), "text", maxShownBytes)
 	if len(got) > maxShownBytes+100 || !strings.Contains(got, fmt.Sprintf("(%d bytes, the first %d shown)", len(big), maxShownBytes)) {
 		t.Fatalf("%d characters shown of %d bytes: ...%q", len(got), len(big), got[len(got)-60:])
 	}
-	if got := show([]byte("small"), "text"); got != "small" {
+	if got := show([]byte("small"), "text", maxShownBytes); got != "small" {
 		t.Fatalf("a small value: %q", got)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -25,8 +26,12 @@ const (
 	// maxPageBytes bounds the keys, values and headers one page holds: a
 	// page ends early rather than hold 500 large records.
 	maxPageBytes = 4 << 20
-	// maxShownBytes is how much of one key, value or header is shown.
-	maxShownBytes = 64 << 10
+	// maxShownBytes is how much of one key, value or header a list of
+	// records shows; a link shows the whole record (up to maxPageBytes).
+	maxShownBytes = 4 << 10
+	// timeLayout shows timestamps with their milliseconds, always three
+	// digits, so that a column of them lines up.
+	timeLayout = "2006-01-02T15:04:05.000Z07:00"
 )
 
 // browseQuery is the message browser's form.
@@ -36,6 +41,8 @@ type browseQuery struct {
 	From      string // start, end, N or @TIME (Unix ms or RFC 3339)
 	Max       int
 	Format    string // text, json or hex
+	// Whole shows each record whole, not cut at maxShownBytes.
+	Whole bool
 }
 
 // shownRecord is one record as the browser shows it.
@@ -45,6 +52,10 @@ type shownRecord struct {
 	Key       string
 	Value     string
 	Headers   []string
+	// Size is the record's key, value and headers in bytes when the list
+	// cut any of them (0: shown whole); WholeURL shows it whole.
+	Size     int64
+	WholeURL string
 }
 
 func (c *Console) messages(w http.ResponseWriter, r *http.Request) {
@@ -70,34 +81,46 @@ func (c *Console) messages(w http.ResponseWriter, r *http.Request) {
 	}
 	p, err := strconv.ParseInt(q.Get("partition"), 10, 32)
 	if err != nil || p < 0 {
-		http.Error(w, "partition: want a partition number", http.StatusBadRequest)
+		c.failText(w, "partition: want a partition number", http.StatusBadRequest)
 		return
 	}
 	bq.Partition = int32(p)
 	if s := q.Get("max"); s != "" {
 		if bq.Max, err = strconv.Atoi(s); err != nil || bq.Max < 1 || bq.Max > maxMessages {
-			http.Error(w, fmt.Sprintf("max: want 1 to %d", maxMessages), http.StatusBadRequest)
+			c.failText(w, fmt.Sprintf("max: want 1 to %d", maxMessages), http.StatusBadRequest)
 			return
 		}
 	}
 	if bq.Format != "text" && bq.Format != "json" && bq.Format != "hex" {
-		http.Error(w, "format: want text, json or hex", http.StatusBadRequest)
+		c.failText(w, "format: want text, json or hex", http.StatusBadRequest)
 		return
 	}
+	bq.Whole = q.Get("whole") == "1"
 	data["Query"] = bq
 	ctx, cancel := c.ctx(r)
 	defer cancel()
 	recs, first, end, err := c.read(ctx, bq)
 	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
+		c.failText(w, err.Error(), http.StatusBadRequest)
 		return
+	}
+	limit := maxShownBytes
+	if bq.Whole {
+		limit = maxPageBytes
 	}
 	shown := make([]shownRecord, 0, len(recs))
 	for _, rec := range recs {
-		s := shownRecord{Offset: rec.Offset, Timestamp: rec.Timestamp.UTC().Format(time.RFC3339Nano),
-			Key: show(rec.Key, bq.Format), Value: show(rec.Value, bq.Format)}
+		s := shownRecord{Offset: rec.Offset, Timestamp: rec.Timestamp.UTC().Format(timeLayout),
+			Key: show(rec.Key, bq.Format, limit), Value: show(rec.Value, bq.Format, limit)}
+		size, cut := len(rec.Key)+len(rec.Value), len(rec.Key) > limit || len(rec.Value) > limit
 		for _, h := range rec.Headers {
-			s.Headers = append(s.Headers, h.Key+"="+show(h.Value, bq.Format))
+			s.Headers = append(s.Headers, h.Key+"="+show(h.Value, bq.Format, limit))
+			size, cut = size+len(h.Key)+len(h.Value), cut || len(h.Value) > limit
+		}
+		if cut && !bq.Whole {
+			s.Size = int64(size)
+			s.WholeURL = "/messages?" + url.Values{"topic": {bq.Topic}, "partition": {strconv.Itoa(int(bq.Partition))},
+				"from": {strconv.FormatInt(rec.Offset, 10)}, "max": {"1"}, "format": {bq.Format}, "whole": {"1"}}.Encode()
 		}
 		shown = append(shown, s)
 	}
@@ -188,10 +211,10 @@ func recordBytes(r *client.Record) int {
 
 // show writes bytes in format: text (as is when valid UTF-8, else hex),
 // json (indented when it parses, else as text) or hex; only the first
-// maxShownBytes of them, with a note of how many there are.
-func show(b []byte, format string) string {
-	if len(b) > maxShownBytes {
-		return show(b[:maxShownBytes], format) + fmt.Sprintf(" … (%d bytes, the first %d shown)", len(b), maxShownBytes)
+// limit bytes of them, with a note of how many there are.
+func show(b []byte, format string, limit int) string {
+	if len(b) > limit {
+		return show(b[:limit], format, limit) + fmt.Sprintf(" … (%d bytes, the first %d shown)", len(b), limit)
 	}
 	switch {
 	case b == nil:

@@ -64,11 +64,11 @@ func (c *Console) mutating(action func(w http.ResponseWriter, r *http.Request, v
 		switch {
 		case !ok:
 		case !c.cfg.Write:
-			http.Error(w, "the console is read-only: start the broker with --console-write to allow changes", http.StatusForbidden)
+			c.failText(w, "the console is read-only: start the broker with --console-write to allow changes", http.StatusForbidden)
 		case !sameOrigin(r):
-			http.Error(w, "refused: the request does not come from this console's pages", http.StatusForbidden)
+			c.failText(w, "refused: the request does not come from this console's pages", http.StatusForbidden)
 		case r.ParseForm() != nil || !c.csrf.valid(r.PostForm.Get("csrf"), v):
-			http.Error(w, "refused: missing or wrong form token (reload the page)", http.StatusForbidden)
+			c.failText(w, "refused: missing or wrong form token (reload the page)", http.StatusForbidden)
 		default:
 			action(w, r, v)
 		}
@@ -82,7 +82,7 @@ func (c *Console) createTopic(w http.ResponseWriter, r *http.Request, v visitor)
 	partitions, err1 := strconv.Atoi(r.PostForm.Get("partitions"))
 	rf, err2 := strconv.Atoi(r.PostForm.Get("replication_factor"))
 	if name == "" || err1 != nil || err2 != nil {
-		http.Error(w, "want a name, partitions and a replication factor", http.StatusBadRequest)
+		c.failText(w, "want a name, partitions and a replication factor", http.StatusBadRequest)
 		return
 	}
 	if !v.may(opCreate, onCluster, "") && !v.permit(w, opCreate, onTopic, name) {
@@ -91,7 +91,7 @@ func (c *Console) createTopic(w http.ResponseWriter, r *http.Request, v visitor)
 	ctx, cancel := c.ctx(r)
 	defer cancel()
 	if err := c.cfg.Admin.CreateTopic(ctx, client.TopicSpec{Name: name, Partitions: int32(partitions), ReplicationFactor: int32(rf)}); err != nil {
-		http.Error(w, fmt.Sprintf("create topic %q: %v", name, err), http.StatusBadRequest)
+		c.failText(w, fmt.Sprintf("create topic %q: %v", name, err), http.StatusBadRequest)
 		return
 	}
 	c.logChange(r, v, "created topic", "topic", name)
@@ -105,13 +105,13 @@ func (c *Console) deleteTopic(w http.ResponseWriter, r *http.Request, v visitor)
 		return
 	}
 	if r.PostForm.Get("confirm") != name {
-		http.Error(w, "type the topic's name to confirm", http.StatusBadRequest)
+		c.failText(w, "type the topic's name to confirm", http.StatusBadRequest)
 		return
 	}
 	ctx, cancel := c.ctx(r)
 	defer cancel()
 	if err := c.cfg.Admin.DeleteTopic(ctx, name); err != nil {
-		http.Error(w, fmt.Sprintf("delete topic %q: %v", name, err), http.StatusBadRequest)
+		c.failText(w, fmt.Sprintf("delete topic %q: %v", name, err), http.StatusBadRequest)
 		return
 	}
 	c.logChange(r, v, "deleted topic", "topic", name)
@@ -132,13 +132,13 @@ func (c *Console) resetOffsets(w http.ResponseWriter, r *http.Request, v visitor
 	case "latest":
 		to = client.AtEnd()
 	default:
-		http.Error(w, "to: want earliest or latest", http.StatusBadRequest)
+		c.failText(w, "to: want earliest or latest", http.StatusBadRequest)
 		return
 	}
 	ctx, cancel := c.ctx(r)
 	defer cancel()
 	if _, err := c.cfg.Admin.ResetOffsets(ctx, group, topic, to); err != nil {
-		http.Error(w, fmt.Sprintf("reset %q on %q: %v", group, topic, err), http.StatusBadRequest)
+		c.failText(w, fmt.Sprintf("reset %q on %q: %v", group, topic, err), http.StatusBadRequest)
 		return
 	}
 	c.logChange(r, v, "reset group offsets", "group", group, "topic", topic, "to", r.PostForm.Get("to"))

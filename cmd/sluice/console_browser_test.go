@@ -56,7 +56,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	}{
 		{"overview", "/", "#broker-table", []string{"controller", "alive"}},
 		{"topics", "/topics", "#topic-table", []string{"shop"}},
-		{"topic", "/topics/shop", "#partition-table", []string{fmt.Sprint(desc.Partitions[0].ISR)}},
+		{"topic", "/topics/shop", "#partition-table", []string{ids(desc.Partitions[0].ISR)}},
 		{"groups", "/groups/billing", "#offset-table", []string{"shop"}},
 		{"messages", "/messages?topic=shop&partition=0&from=start&format=json", "#message-table", []string{"alice", "\"item\": \"tea\"", "bob"}},
 	} {
@@ -78,6 +78,24 @@ func TestConsoleInBrowser(t *testing.T) {
 		}
 		if err := os.WriteFile(filepath.Join(dir, page.name+".png"), shot, 0o644); err != nil {
 			t.Fatal(err)
+		}
+	}
+
+	// Long names and values wrap inside the window instead of widening
+	// the page.
+	long := "long-" + strings.Repeat("n", 200)
+	c.createTopic(long, 1, 1, nil)
+	b.cli(strings.Repeat("v", 3000)+"\n", "produce", long)
+	for _, path := range []string{"/topics", "/topics/" + long, "/messages?topic=" + long + "&partition=0&from=start"} {
+		if err := chromedp.Do(ctx, chromedp.Navigate(web+path), chromedp.WaitVisible(chromedp.CSS("main > h1"))); err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		fits, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.documentElement.scrollWidth <= window.innerWidth`))
+		if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		if !fits {
+			t.Errorf("%s is wider than the window", path)
 		}
 	}
 

@@ -136,7 +136,7 @@ func TestConsolePagesMatchTheCLI(t *testing.T) {
 		}
 		for i, p := range desc.Partitions {
 			want := []string{strconv.Itoa(int(p.Partition)), strconv.Itoa(int(p.Leader)), strconv.Itoa(int(p.LeaderEpoch)),
-				fmt.Sprint(p.Replicas), fmt.Sprint(p.ISR), strconv.FormatInt(p.LogStartOffset, 10),
+				ids(p.Replicas), ids(p.ISR), strconv.FormatInt(p.LogStartOffset, 10),
 				strconv.FormatInt(p.LogEndOffset, 10), strconv.FormatInt(p.HighWatermark, 10)}
 			if got := rows[i][:8]; strings.Join(got, "|") != strings.Join(want, "|") {
 				return fmt.Sprintf("partition %d: console %v, describe %v", p.Partition, got, want)
@@ -162,8 +162,12 @@ func TestConsolePagesMatchTheCLI(t *testing.T) {
 			t.Errorf("group page row %s, describe %s", got, want)
 		}
 	}
-	if code, _, err := httpGet(web, "/groups/never-was"); err != nil || code != http.StatusNotFound {
-		t.Errorf("a group that does not exist: %d %v", code, err)
+	if code, body, err := httpGet(web, "/groups/never-was"); err != nil || code != http.StatusNotFound ||
+		!strings.Contains(body, "<nav>") || !strings.Contains(body, "group &#34;never-was&#34; does not exist") {
+		t.Errorf("a group that does not exist: %d %v\n%s", code, err, body)
+	}
+	if !regexp.MustCompile(`id="brokers"\s*>3 of 3</b>`).MatchString(page) {
+		t.Errorf("the overview does not say 3 of 3 brokers are alive")
 	}
 
 	// 150 partitions: 100 on the first page, 50 on the second.
@@ -176,9 +180,18 @@ func TestConsolePagesMatchTheCLI(t *testing.T) {
 	if len(second) != 50 || second[0][0] != "100" || second[49][0] != "149" {
 		t.Errorf("second page: %d rows from %v", len(second), second[0])
 	}
-	if code, _, err := httpGet(web, "/topics/no-such-topic"); err != nil || code != http.StatusNotFound {
-		t.Errorf("an unknown topic: %d %v", code, err)
+	if code, body, err := httpGet(web, "/topics/no-such-topic"); err != nil || code != http.StatusNotFound || !strings.Contains(body, "<nav>") {
+		t.Errorf("an unknown topic: %d %v\n%s", code, err, body)
 	}
+
+	// A broker down: the overview counts the brokers alive.
+	c.brokers[3].stop()
+	eventually(t, time.Minute, func() string {
+		if page := getPage(t, web, "/"); !regexp.MustCompile(`id="brokers"\s*class="bad">2 of 3</b>`).MatchString(page) {
+			return "the overview does not say 2 of 3 brokers are alive"
+		}
+		return ""
+	})
 }
 
 // The message browser shows produced records — key, value, headers,
@@ -237,9 +250,22 @@ func TestConsoleMessageBrowser(t *testing.T) {
 	big := strings.Repeat(strings.Repeat("x", 900_000)+"\n", 8)
 	b.cli("", "topic", "create", "mbig")
 	b.cli(big, "produce", "mbig")
-	bigRows := tableRows(t, getPage(t, web, "/messages?topic=mbig&partition=0&from=start&max=8"), "message-table")[1:]
-	if len(bigRows) != 5 || !strings.Contains(bigRows[0][3], "(900000 bytes, the first 65536 shown)") || len(bigRows[0][3]) > 70_000 {
+	bigPage := getPage(t, web, "/messages?topic=mbig&partition=0&from=start&max=8")
+	bigRows := tableRows(t, bigPage, "message-table")[1:]
+	if len(bigRows) != 5 || !strings.Contains(bigRows[0][3], "(900000 bytes, the first 4096 shown)") || len(bigRows[0][3]) > 5_000 {
 		t.Errorf("a page of eight 900 KB records: %d rows", len(bigRows))
+	}
+	if !regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$`).MatchString(bigRows[0][1]) {
+		t.Errorf("timestamp %q: want milliseconds, three digits", bigRows[0][1])
+	}
+	// Each cut record links to itself shown whole.
+	link := regexp.MustCompile(`<a class="whole" href="([^"]+)">show all 878.9 KiB</a>`).FindStringSubmatch(bigPage)
+	if link == nil {
+		t.Fatalf("no link to a cut record shown whole")
+	}
+	wholeRows := tableRows(t, getPage(t, web, html.UnescapeString(link[1])), "message-table")[1:]
+	if len(wholeRows) != 1 || wholeRows[0][0] != "0" || wholeRows[0][3] != strings.Repeat("x", 900_000) {
+		t.Errorf("the record shown whole: %d rows", len(wholeRows))
 	}
 	// The console's clients share the broker's actor system: the broker
 	// stops cleanly (and, under the race detector, without a race).
