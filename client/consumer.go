@@ -9,7 +9,6 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/asynkron/protoactor-go/eventstream"
-	"github.com/asynkron/protoactor-go/remote"
 
 	"github.com/sluicemq/sluice/internal/reply"
 	"github.com/sluicemq/sluice/messages"
@@ -236,8 +235,6 @@ type (
 	}
 	unassignPartitions struct{ parts map[string][]int32 }
 	resumeFetching     struct{}
-	// brokerLost: the transport lost its connection to addr.
-	brokerLost struct{ addr string }
 	// fetchRetry wakes a cursor after a backoff; metaErr is why the
 	// metadata refresh before it failed, if one ran and failed.
 	fetchRetry struct {
@@ -321,18 +318,9 @@ func (f *fetcher) Receive(ctx actor.Context) {
 			}
 		}
 	case *actor.Started:
-		// A request in flight to a broker whose connection breaks would
-		// wait out its timeout: the transport's word ends it at once.
-		self, root := ctx.Self(), ctx.ActorSystem().Root
-		f.lost = ctx.ActorSystem().EventStream.Subscribe(func(evt any) {
-			if e, ok := evt.(*remote.EndpointTerminatedEvent); ok {
-				root.Send(self, brokerLost{addr: e.Address})
-			}
-		})
+		f.lost = watchLostBrokers(ctx)
 	case *actor.Stopping:
-		if f.lost != nil {
-			ctx.ActorSystem().EventStream.Unsubscribe(f.lost)
-		}
+		ctx.ActorSystem().EventStream.Unsubscribe(f.lost)
 	case brokerLost:
 		err := &messages.Error{Code: messages.ErrorCode_BROKER_NOT_AVAILABLE, Message: fmt.Sprintf("lost the connection to the broker at %s", msg.addr)}
 		for _, cur := range f.cursors {

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"github.com/asynkron/protoactor-go/eventstream"
+	"github.com/asynkron/protoactor-go/remote"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/sluicemq/sluice/internal/reply"
@@ -364,11 +366,34 @@ func silence(system *actor.ActorSystem, addr string, timeout time.Duration) stri
 		addr, timeout.Round(time.Millisecond), tn.Addr)
 }
 
+// brokerLost tells a client's actor that the transport lost its
+// connection to the broker at addr: a request in flight there gets no
+// answer, and would otherwise wait out its timeout.
+type brokerLost struct{ addr string }
+
+// errConnectionLost settles a request in flight to a broker whose
+// connection broke; decodeResult makes it BROKER_NOT_AVAILABLE.
+var errConnectionLost = errors.New("connection lost")
+
+// watchLostBrokers sends the actor of ctx a brokerLost for each
+// connection the transport loses, until it unsubscribes.
+func watchLostBrokers(ctx actor.Context) *eventstream.Subscription {
+	self, root := ctx.Self(), ctx.ActorSystem().Root
+	return ctx.ActorSystem().EventStream.Subscribe(func(evt any) {
+		if e, ok := evt.(*remote.EndpointTerminatedEvent); ok {
+			root.Send(self, brokerLost{addr: e.Address})
+		}
+	})
+}
+
 // decodeResult turns a future's outcome into a response or an error.
 func decodeResult(addr string, res any, err error) (proto.Message, error) {
 	if err != nil {
-		if err == actor.ErrTimeout {
+		switch {
+		case err == actor.ErrTimeout:
 			return nil, &messages.Error{Code: messages.ErrorCode_REQUEST_TIMED_OUT, Message: fmt.Sprintf("no answer from %s", addr)}
+		case errors.Is(err, errConnectionLost):
+			return nil, &messages.Error{Code: messages.ErrorCode_BROKER_NOT_AVAILABLE, Message: fmt.Sprintf("lost the connection to the broker at %s", addr)}
 		}
 		// protoactor's own words (a dead letter, a future) mean nothing to
 		// a user: the request did not reach a broker.

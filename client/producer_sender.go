@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"github.com/asynkron/protoactor-go/eventstream"
 
 	"github.com/sluicemq/sluice/internal/reply"
 	"github.com/sluicemq/sluice/messages"
@@ -35,6 +36,19 @@ type sender struct {
 	// unconfirmed holds the partitions sent acks=0 requests since the last
 	// delivery barrier, with their leader's address.
 	unconfirmed map[topicPartition]string
+
+	// inflight are the produce requests waiting for an answer, by number:
+	// those to a broker whose connection breaks are settled at once
+	// (brokerLost), not after their request timeout.
+	inflight map[uint64]inflightProduce
+	nextReq  uint64
+	lost     *eventstream.Subscription
+}
+
+// inflightProduce is a produce request waiting for its answer.
+type inflightProduce struct {
+	addr  string
+	batch *sealedBatch
 }
 
 type (
@@ -45,7 +59,7 @@ type (
 
 func newSender(p *Producer) *sender {
 	return &sender{p: p, queues: map[topicPartition]*partitionQueue{}, producerID: -1,
-		unconfirmed: map[topicPartition]string{}}
+		unconfirmed: map[topicPartition]string{}, inflight: map[uint64]inflightProduce{}}
 }
 
 func (s *sender) idempotent() bool { return *s.p.cfg.idempotence }
@@ -65,7 +79,17 @@ func (s *sender) Receive(ctx actor.Context) {
 		s.sendAll(ctx) // the queues still waiting ask again
 	case *deliveryBarrier:
 		s.onDeliveryBarrier(ctx, msg)
+	case *actor.Started:
+		s.lost = watchLostBrokers(ctx)
+	case brokerLost:
+		for id, f := range s.inflight {
+			if f.addr == msg.addr {
+				delete(s.inflight, id)
+				s.onResult(ctx, f.batch, f.addr, nil, errConnectionLost)
+			}
+		}
 	case *actor.Stopping:
+		ctx.ActorSystem().EventStream.Unsubscribe(s.lost)
 		for _, q := range s.queues {
 			for _, b := range q.batches {
 				s.finish(b, -1, ErrClosed)
@@ -202,7 +226,16 @@ func (s *sender) trySend(ctx actor.Context, tp topicPartition) {
 			continue
 		}
 		q.inflight++
-		reply.Ask(ctx, transport.BrokerPID(addr), req, cfg.requestTimeout, func(res any, err error) { s.onResult(ctx, b, addr, res, err) })
+		id := s.nextReq
+		s.nextReq++
+		s.inflight[id] = inflightProduce{addr: addr, batch: b}
+		reply.Ask(ctx, transport.BrokerPID(addr), req, cfg.requestTimeout, func(res any, err error) {
+			if _, ok := s.inflight[id]; !ok {
+				return // settled when the connection broke
+			}
+			delete(s.inflight, id)
+			s.onResult(ctx, b, addr, res, err)
+		})
 	}
 }
 

@@ -1,0 +1,72 @@
+package client
+
+import (
+	"context"
+	"log/slog"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/asynkron/protoactor-go/remote"
+
+	"github.com/sluicemq/sluice/messages"
+	"github.com/sluicemq/sluice/transport"
+)
+
+// silentOnceBroker leaves the first produce unanswered, as a broker that
+// died with it does, and answers the next.
+type silentOnceBroker struct {
+	addr     string
+	produces atomic.Int32
+	held     chan struct{}
+}
+
+func (b *silentOnceBroker) Receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *messages.MetadataRequest:
+		ctx.Respond(&messages.MetadataResponse{Brokers: []*messages.BrokerInfo{{Id: 1, Address: b.addr}}, ControllerId: 1,
+			Topics: []*messages.TopicMetadata{{Name: "t", Partitions: []*messages.PartitionMetadata{{Partition: 0, Leader: 1, Replicas: []int32{1}, Isr: []int32{1}}}}}})
+	case *messages.ProduceRequest:
+		if b.produces.Add(1) == 1 {
+			close(b.held)
+			return
+		}
+		ctx.Respond(&messages.ProduceResponse{Topic: m.Topic, Partition: m.Partition, BaseOffset: 7})
+	}
+}
+
+// A produce in flight to a broker whose connection the transport reports
+// lost is sent again at once, not after its request timeout: here the
+// delivery timeout is shorter than the request timeout, so waiting would
+// fail the record.
+func TestProduceInFlightToALostBrokerIsSentAgain(t *testing.T) {
+	node, err := transport.Start(transport.Config{Host: "127.0.0.1"}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer node.Stop()
+	fake := &silentOnceBroker{addr: node.Addr, held: make(chan struct{})}
+	if _, err := node.System.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return fake }), transport.BrokerActorName); err != nil {
+		t.Fatal(err)
+	}
+	p, err := NewProducer(node.Addr, WithActorSystem(node.System), Idempotence(false), Acks(LeaderAck), RequestTimeout(time.Minute),
+		DeliveryTimeout(20*time.Second), RetryBackoff(10*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	done := make(chan error, 1)
+	go func() {
+		_, _, err := p.ProduceSync(context.Background(), &Record{Topic: "t", Value: []byte("v")})
+		done <- err
+	}()
+	<-fake.held
+	node.System.EventStream.Publish(&remote.EndpointTerminatedEvent{Address: node.Addr})
+	if err := <-done; err != nil {
+		t.Fatalf("produce: %v", err)
+	}
+	if n := fake.produces.Load(); n != 2 {
+		t.Fatalf("%d produce requests, want 2", n)
+	}
+}
