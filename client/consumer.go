@@ -29,9 +29,9 @@ func FetchMaxWait(d time.Duration) FetchOpt { return fetchOpt(func(c *config) { 
 
 // ConsumeResetOffset is where a partition restarts when its position falls
 // out of the log (retention; an offset given with AtOffset that is out of
-// range from the start is an error instead), and where a GroupConsumer or a push subscriber starts a partition
-// the group has no committed offset for. Default AtStart. NoResetOffset
-// reports the error instead.
+// range from the start is an error instead), and where a GroupConsumer or
+// a push subscriber starts a partition the group has no committed offset
+// for. Default AtStart. NoResetOffset reports the error instead.
 func ConsumeResetOffset(o Offset) ResetOpt { return resetOpt(func(c *config) { c.resetOffset = o }) }
 
 // NoResetOffset makes an out-of-range offset an error in Fetches.Errors

@@ -3,9 +3,12 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -119,5 +122,66 @@ func TestReadmeGroupCommands(t *testing.T) {
 		if strings.Contains(line, "--to-end") && strings.Count(string(out), "a record\n") != 100 {
 			t.Fatalf("%s printed %d records, want 100", line, strings.Count(string(out), "a record\n"))
 		}
+	}
+}
+
+// The README's security commands run as written, in one shell, in a
+// directory of their own: the broker line is started beside them (on a
+// free port: the tests run brokers side by side), and the token that
+// `user create` prints takes the place of the README's placeholder.
+func TestReadmeSecurityCommands(t *testing.T) {
+	lines := readmeCommands(t, "## Security: mutual TLS, principals and ACLs")
+	dir := t.TempDir()
+	bin := regexp.MustCompile(`(^|\s)sluice `)
+	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	shell := func(script string) string {
+		t.Helper()
+		cmd := exec.Command("sh", "-ec", script)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "SLUICE_BROKER="+addr)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", script, err, out)
+		}
+		return string(out)
+	}
+	// One shell for all but the broker, as a user's terminal: the exports
+	// carry over from one part to the next.
+	var script, exports []string
+	for _, line := range lines {
+		line = bin.ReplaceAllString(line, "${1}"+sluiceBin+" ")
+		if strings.HasPrefix(line, "export ") {
+			exports = append(exports, line)
+		}
+		switch {
+		case strings.Contains(line, " broker "):
+			shell(strings.Join(script, "\n"))
+			script = slices.Clone(exports)
+			args := strings.Fields(strings.TrimPrefix(strings.SplitN(line, "#", 2)[0], sluiceBin+" "))
+			for i, a := range args {
+				if strings.HasPrefix(a, "certs/") {
+					args[i] = filepath.Join(dir, a) // the broker runs elsewhere
+				}
+			}
+			b := &brokerProc{t: t, Addr: addr, Data: filepath.Join(dir, "data"), logs: &lockedBuffer{},
+				args: append(args, "--addr", addr, "--http", "127.0.0.1:0", "--data", filepath.Join(dir, "data"))}
+			b.start()
+			t.Cleanup(b.kill)
+		case strings.Contains(line, "user create"):
+			out := shell(strings.Join(append(script, line), "\n"))
+			script = slices.Clone(exports)
+			token := regexp.MustCompile(`sluice_[A-Za-z0-9_-]+`).FindString(out)
+			if token == "" {
+				t.Fatalf("no token in %q", out)
+			}
+			for i := range lines {
+				lines[i] = strings.ReplaceAll(lines[i], "sluice_...", token)
+			}
+		default:
+			script = append(script, line)
+		}
+	}
+	if out := shell(strings.Join(script, "\n")); !strings.Contains(out, "User:bob") {
+		t.Fatalf("whoami printed %q", out)
 	}
 }
