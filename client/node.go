@@ -270,9 +270,40 @@ func checkPeer(system *actor.ActorSystem, addr string) error {
 		noteAnswer(addr, nl)
 		return nl
 	case err == nil:
+		if err := checkAnswers(system, addr); err != nil {
+			noteAnswer(addr, err)
+			return err
+		}
 		peerChecks.Store(key, struct{}{})
 	}
 	// Unreachable: the request reports it.
+	return nil
+}
+
+// answerWait bounds checkAnswers: a broker that took the connection and
+// passed the probe answers a WhoAmIRequest in milliseconds.
+const answerWait = 5 * time.Second
+
+// checkAnswers asks the broker at addr a question any client may ask: the
+// probe saw it serve, so silence means its answers cannot come back (it
+// answers over a connection it opens to the address this client
+// announces), which a user should hear in seconds, not after every
+// request's timeout. Only for a node the package started: a program's own
+// actor system is its own to set up.
+func checkAnswers(system *actor.ActorSystem, addr string) error {
+	nodesMu.Lock()
+	tn := nodesBySystem[system]
+	nodesMu.Unlock()
+	if tn == nil {
+		return nil
+	}
+	// Any answer, a refusal included, came back: only silence counts.
+	if _, err := reply.Wait(system, transport.BrokerPID(addr), &messages.WhoAmIRequest{}, answerWait); err == actor.ErrTimeout {
+		return notListening{err: &messages.Error{Code: messages.ErrorCode_BROKER_NOT_AVAILABLE,
+			Message: fmt.Sprintf("the broker at %s took this client's connection but its answers do not come back within %v: "+
+				"brokers answer over a connection they open to this client at %s, which they cannot reach "+
+				"(set ListenAddr and AdvertisedAddr to an address brokers can connect to)", addr, answerWait, tn.Addr)}}
+	}
 	return nil
 }
 
