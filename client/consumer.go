@@ -13,7 +13,6 @@ import (
 	"github.com/sluicemq/sluice/internal/reply"
 	"github.com/sluicemq/sluice/messages"
 	"github.com/sluicemq/sluice/messages/record"
-	"github.com/sluicemq/sluice/transport"
 )
 
 // ConsumePartitions assigns partitions to a Consumer with their start offsets.
@@ -379,13 +378,13 @@ func (f *fetcher) step(ctx actor.Context, cur *partitionCursor) {
 	if cur.offset < 0 {
 		req := &messages.ListOffsetsRequest{Topic: cur.tp.topic, Partition: cur.tp.partition,
 			Timestamp: cur.want.listOffsetsTimestamp(), CurrentLeaderEpoch: -1}
-		reply.Ask(ctx, transport.BrokerPID(addr), req, cfg.requestTimeout, func(res any, err error) { f.onListOffsets(ctx, cur, gen, addr, res, err) })
+		reply.Ask(ctx, brokerPID(ctx.ActorSystem(), addr), req, cfg.requestTimeout, func(res any, err error) { f.onListOffsets(ctx, cur, gen, addr, res, err) })
 		return
 	}
 	req := &messages.FetchRequest{Topic: cur.tp.topic, Partition: cur.tp.partition, Offset: cur.offset,
 		MaxBytes: cfg.fetchMaxBytes, MinBytes: cfg.fetchMinBytes, MaxWaitMs: int32(cfg.fetchMaxWait.Milliseconds()),
 		CurrentLeaderEpoch: epoch}
-	reply.Ask(ctx, transport.BrokerPID(addr), req, cfg.fetchMaxWait+cfg.requestTimeout, func(res any, err error) { f.onFetch(ctx, cur, gen, addr, res, err) })
+	reply.Ask(ctx, brokerPID(ctx.ActorSystem(), addr), req, cfg.fetchMaxWait+cfg.requestTimeout, func(res any, err error) { f.onFetch(ctx, cur, gen, addr, res, err) })
 }
 
 // current reports whether cur is still the assigned cursor of generation gen.

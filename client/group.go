@@ -13,7 +13,6 @@ import (
 
 	"github.com/sluicemq/sluice/internal/reply"
 	"github.com/sluicemq/sluice/messages"
-	"github.com/sluicemq/sluice/transport"
 )
 
 // groupConfig holds the options of a GroupConsumer.
@@ -439,7 +438,7 @@ func (m *groupMember) retryAfter(ctx actor.Context, err error) {
 // round started meanwhile.
 func (m *groupMember) ask(ctx actor.Context, addr string, req proto.Message, timeout time.Duration, then func(proto.Message, error)) {
 	step := m.step
-	reply.Ask(ctx, transport.BrokerPID(addr), req, timeout, func(res any, err error) {
+	reply.Ask(ctx, brokerPID(ctx.ActorSystem(), addr), req, timeout, func(res any, err error) {
 		if step != m.step {
 			return
 		}

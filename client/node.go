@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -27,6 +28,7 @@ import (
 type config struct {
 	listen         string
 	advertised     string
+	sessions       bool
 	system         *actor.ActorSystem
 	requestTimeout time.Duration
 	apiTimeout     time.Duration
@@ -104,6 +106,15 @@ func hostname() string {
 	return h
 }
 
+// Sessions makes the client's requests and their answers travel over
+// connections it opens to the brokers (one per broker), so that no broker
+// needs to connect to the client: a client behind NAT, in a container or
+// on another host works as one beside the brokers does. Push subscribers
+// still receive their records over a connection the broker opens to
+// ListenAddr. Default off: answers come over a connection each broker
+// opens back to the client.
+func Sessions(on bool) Opt { return anyOpt(func(c *config) { c.sessions = on }) }
+
 // ListenAddr is the host:port the client's actor system listens on; brokers
 // open a connection back to it to deliver replies. Default 127.0.0.1:0.
 func ListenAddr(addr string) Opt { return anyOpt(func(c *config) { c.listen = addr }) }
@@ -144,7 +155,22 @@ var (
 	// nodesBySystem finds the transport of a system, to explain a broker
 	// that does not answer (explain).
 	nodesBySystem = map[*actor.ActorSystem]*transport.Node{}
+	// sessionSystems are the systems whose clients talk to brokers over
+	// sessions (Sessions).
+	sessionSystems = map[*actor.ActorSystem]bool{}
 )
+
+// brokerPID is where system's clients send a request for the broker at
+// addr: its broker actor, or the node's session to it.
+func brokerPID(system *actor.ActorSystem, addr string) *actor.PID {
+	nodesMu.Lock()
+	tn, sessions := nodesBySystem[system], sessionSystems[system]
+	nodesMu.Unlock()
+	if sessions && tn != nil {
+		return tn.SessionPID(addr)
+	}
+	return transport.BrokerPID(addr)
+}
 
 func acquireNode(cfg *config) (*node, error) {
 	if cfg.system != nil {
@@ -158,7 +184,7 @@ func acquireNode(cfg *config) (*node, error) {
 	}
 	// Clients with other credentials need their own node: the credentials
 	// belong to its connections.
-	key := strings.Join([]string{cfg.listen, cfg.advertised, cfg.tlsCert, cfg.tlsKey, cfg.tlsCA, cfg.token}, "|")
+	key := strings.Join([]string{cfg.listen, cfg.advertised, cfg.tlsCert, cfg.tlsKey, cfg.tlsCA, cfg.token, strconv.FormatBool(cfg.sessions)}, "|")
 	if n, ok := nodes[key]; ok {
 		return n, nil
 	}
@@ -175,6 +201,9 @@ func acquireNode(cfg *config) (*node, error) {
 	n := &node{system: tn.System, tn: tn}
 	nodes[key] = n
 	nodesBySystem[tn.System] = tn
+	if cfg.sessions {
+		sessionSystems[tn.System] = true
+	}
 	return n, nil
 }
 
@@ -190,6 +219,7 @@ func Shutdown() {
 		n.tn.Stop()
 		delete(nodes, key)
 		delete(nodesBySystem, n.system)
+		delete(sessionSystems, n.system)
 	}
 }
 
@@ -199,7 +229,7 @@ func request(system *actor.ActorSystem, addr string, msg proto.Message, timeout 
 	if err := checkPeer(system, addr); err != nil {
 		return nil, err
 	}
-	res, err := reply.Wait(system, transport.BrokerPID(addr), msg, timeout)
+	res, err := reply.Wait(system, brokerPID(system, addr), msg, timeout)
 	out, err := decodeResult(addr, res, err)
 	switch {
 	case errors.Is(err, messages.ErrorCode_BROKER_NOT_AVAILABLE):
@@ -298,7 +328,7 @@ func checkAnswers(system *actor.ActorSystem, addr string) error {
 		return nil
 	}
 	// Any answer, a refusal included, came back: only silence counts.
-	if _, err := reply.Wait(system, transport.BrokerPID(addr), &messages.WhoAmIRequest{}, answerWait); err == actor.ErrTimeout {
+	if _, err := reply.Wait(system, brokerPID(system, addr), &messages.WhoAmIRequest{}, answerWait); err == actor.ErrTimeout {
 		return notListening{err: &messages.Error{Code: messages.ErrorCode_BROKER_NOT_AVAILABLE,
 			Message: fmt.Sprintf("the broker at %s took this client's connection but its answers do not come back within %v: "+
 				"brokers answer over a connection they open to this client at %s, which they cannot reach "+

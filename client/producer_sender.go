@@ -10,7 +10,6 @@ import (
 
 	"github.com/sluicemq/sluice/internal/reply"
 	"github.com/sluicemq/sluice/messages"
-	"github.com/sluicemq/sluice/transport"
 )
 
 // The producer's sender: an actor that sends sealed batches to partition
@@ -117,7 +116,7 @@ func (s *sender) onDeliveryBarrier(ctx actor.Context, b *deliveryBarrier) {
 	for tp, addr := range s.unconfirmed {
 		delete(s.unconfirmed, tp)
 		req := &messages.ListOffsetsRequest{Topic: tp.topic, Partition: tp.partition, Timestamp: -1, CurrentLeaderEpoch: -1}
-		reply.Ask(ctx, transport.BrokerPID(addr), req, timeout, func(any, error) {
+		reply.Ask(ctx, brokerPID(ctx.ActorSystem(), addr), req, timeout, func(any, error) {
 			if pending--; pending == 0 {
 				close(b.done)
 			}
@@ -153,7 +152,7 @@ func (s *sender) requestProducerID(ctx actor.Context, bump bool) {
 	}
 	addrs := s.p.meta.addrs()
 	addr := addrs[time.Now().Nanosecond()%len(addrs)]
-	reply.Ask(ctx, transport.BrokerPID(addr), req, s.p.cfg.requestTimeout, func(res any, err error) {
+	reply.Ask(ctx, brokerPID(ctx.ActorSystem(), addr), req, s.p.cfg.requestTimeout, func(res any, err error) {
 		s.initializing = false
 		msg, err := decodeResult(addr, res, err)
 		resp, ok := msg.(*messages.InitProducerIdResponse)
@@ -220,7 +219,7 @@ func (s *sender) trySend(ctx actor.Context, tp topicPartition) {
 		req := &messages.ProduceRequest{Topic: tp.topic, Partition: tp.partition, Acks: cfg.acks,
 			TimeoutMs: int32(cfg.produceTimeout.Milliseconds()), Records: b.data}
 		if cfg.acks == 0 {
-			ctx.Send(transport.BrokerPID(addr), req)
+			ctx.Send(brokerPID(ctx.ActorSystem(), addr), req)
 			s.unconfirmed[tp] = addr
 			s.finish(b, -1, nil)
 			continue
@@ -229,7 +228,7 @@ func (s *sender) trySend(ctx actor.Context, tp topicPartition) {
 		id := s.nextReq
 		s.nextReq++
 		s.inflight[id] = inflightProduce{addr: addr, batch: b}
-		reply.Ask(ctx, transport.BrokerPID(addr), req, cfg.requestTimeout, func(res any, err error) {
+		reply.Ask(ctx, brokerPID(ctx.ActorSystem(), addr), req, cfg.requestTimeout, func(res any, err error) {
 			if _, ok := s.inflight[id]; !ok {
 				return // settled when the connection broke
 			}

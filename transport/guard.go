@@ -315,6 +315,11 @@ func (g *guard) stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInf
 	}
 	gs.origin.Principal = principal
 	gs.origin.Restricted = g.tls != nil && g.tls.sec.Role == RoleBroker && !IsBrokerPrincipal(principal)
+	if info.FullMethod == SessionMethod {
+		// A client session: a client's rights whatever its credentials,
+		// and answers only on the stream itself.
+		gs.session, gs.origin.Restricted = true, true
+	}
 	if l := g.local.Load(); l != nil {
 		gs.origin.Local = *l
 	}
@@ -368,6 +373,9 @@ type guardedStream struct {
 	prove     func(ctx context.Context, addr, principal string, ephemeral *x509.Certificate) error
 	// connected is set once the ConnectRequest came.
 	connected atomic.Bool
+	// session: the stream is a client session (SessionMethod), whose
+	// senders are all on sessionAddress.
+	session bool
 }
 
 func (s *guardedStream) unpin() {
@@ -386,6 +394,10 @@ func (s *guardedStream) RecvMsg(m any) error {
 	}
 	if c := rm.GetConnectRequest(); c != nil {
 		s.connected.Store(true)
+		if s.session {
+			s.origin.Address = sessionAddress
+			return nil
+		}
 		if sc := c.GetServerConnection(); sc != nil && s.origin.Address == "" {
 			if isLocalAddress(sc.Address, s.origin.Local) {
 				// Its messages would pass for this node's own: a

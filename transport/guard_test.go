@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -57,17 +58,22 @@ func runChild() {
 		fmt.Println("error", err)
 		os.Exit(1)
 	}
-	_, err = node.System.Root.SpawnNamed(actor.PropsFromFunc(func(ctx actor.Context) {
+	echo := actor.PropsFromFunc(func(ctx actor.Context) {
 		switch m := ctx.Message().(type) {
 		case *messages.InvalidMessage:
 			ctx.Respond(&messages.ErrorResponse{Error: messages.ErrorCode_UNKNOWN_MESSAGE_TYPE, Message: m.TypeName + ": " + m.Reason})
 		case *messages.MetadataRequest:
 			ctx.Respond(&messages.MetadataResponse{ClusterId: "alive"})
+		case *messages.WhoAmIRequest:
+			// Who the request came from, as the guard says.
+			ctx.Respond(&messages.WhoAmIResponse{Principal: ctx.MessageHeader().Get(PrincipalHeader)})
 		}
-	}), "echo")
-	if err != nil {
-		fmt.Println("error", err)
-		os.Exit(1)
+	})
+	for _, name := range []string{"echo", BrokerActorName} {
+		if _, err = node.System.Root.SpawnNamed(echo, name); err != nil {
+			fmt.Println("error", err)
+			os.Exit(1)
+		}
 	}
 	fmt.Println("addr", node.Addr)
 	_, _ = io.Copy(io.Discard, os.Stdin) // run until the parent closes stdin
@@ -570,4 +576,35 @@ func TestNodeAnswersToAnotherNameForItsAddress(t *testing.T) {
 		t.Fatal(err)
 	}
 	aliveCheck(t, sender.System, actor.NewPID(fmt.Sprintf("localhost:%d", port), "echo"))
+}
+
+// A session carries requests and their answers over the one connection
+// the client opened: the answers come back without the receiving node
+// connecting to the sender, with the guard's principal on each request.
+func TestSessionCarriesRequestsAndAnswers(t *testing.T) {
+	addr, _ := startChild(t)
+	pid := sender.SessionPID(addr)
+	for i := 0; i < 3; i++ {
+		aliveCheck(t, sender.System, pid)
+	}
+	res, err := sender.System.Root.RequestFuture(pid, &messages.WhoAmIRequest{}, 5*time.Second).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if who, ok := res.(*messages.WhoAmIResponse); !ok || who.Principal != AnonymousPrincipal {
+		t.Fatalf("answer %T %v, want the anonymous principal", res, res)
+	}
+	// Several requests at once, each answer to its own sender.
+	var wg sync.WaitGroup
+	for i := 0; i < 20; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res, err := sender.System.Root.RequestFuture(pid, &messages.MetadataRequest{}, 5*time.Second).Result()
+			if r, ok := res.(*messages.MetadataResponse); err != nil || !ok || r.ClusterId != "alive" {
+				t.Errorf("answer %T %v, %v", res, res, err)
+			}
+		}()
+	}
+	wg.Wait()
 }

@@ -10,6 +10,7 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -90,6 +91,11 @@ type Node struct {
 
 	tls         *tlsState
 	dialOptions []grpc.DialOption
+
+	// sessions are the client sessions this node opened, by broker
+	// address (session_client.go).
+	sessionsMu sync.Mutex
+	sessions   map[string]*clientSession
 }
 
 // Secure reports whether the node runs with TLS.
@@ -245,6 +251,13 @@ func Start(cfg Config, logger *slog.Logger) (node *Node, err error) {
 			grpc.SharedWriteBuffer(true),
 			grpc.RecvBufferPool(grpc.NewSharedBufferPool()),
 			grpc.StreamInterceptor(g.stream),
+			// Client sessions (session.go) on the same listener.
+			grpc.UnknownServiceHandler(func(_ any, ss grpc.ServerStream) error {
+				if method, _ := grpc.MethodFromServerStream(ss); method != SessionMethod {
+					return errNotSession(method)
+				}
+				return serveSession(system, ss)
+			}),
 			grpc.UnaryInterceptor(g.unary),
 			grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 5 * time.Second, PermitWithoutStream: true}),
 		),
@@ -275,6 +288,15 @@ func Start(cfg Config, logger *slog.Logger) (node *Node, err error) {
 
 // Stop shuts the remote endpoint and the actor system down.
 func (n *Node) Stop() {
+	n.sessionsMu.Lock()
+	sessions := make([]*clientSession, 0, len(n.sessions))
+	for _, s := range n.sessions {
+		sessions = append(sessions, s)
+	}
+	n.sessionsMu.Unlock()
+	for _, s := range sessions {
+		s.end()
+	}
 	n.Remote.Shutdown(true)
 	n.System.Shutdown()
 	if n.tls != nil {
