@@ -71,6 +71,7 @@ type config struct {
 func defaultConfig() config {
 	return config{
 		listen:          "127.0.0.1:0",
+		sessions:        true,
 		requestTimeout:  30 * time.Second,
 		apiTimeout:      time.Minute,
 		logger:          slog.Default(),
@@ -111,8 +112,9 @@ func hostname() string {
 // needs to connect to the client: a client behind NAT, in a container or
 // on another host works as one beside the brokers does. Push subscribers
 // still receive their records over a connection the broker opens to
-// ListenAddr. Default off: answers come over a connection each broker
-// opens back to the client.
+// ListenAddr. Default on; Sessions(false) has each broker answer over a
+// connection it opens back to the client (AdvertisedAddr), as a program
+// whose own actors brokers reach directly may want.
 func Sessions(on bool) Opt { return anyOpt(func(c *config) { c.sessions = on }) }
 
 // ListenAddr is the host:port the client's actor system listens on; brokers

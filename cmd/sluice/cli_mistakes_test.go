@@ -74,6 +74,10 @@ func TestCLIMistakes(t *testing.T) {
 			within: 5 * time.Second, want: []string{"no broker at 127.0.0.1:1 (connection refused)"}},
 		{name: "consume with no broker", args: []string{"consume", "events", "--broker", "127.0.0.1:1"},
 			within: 5 * time.Second, want: []string{"no broker at 127.0.0.1:1 (connection refused)"}},
+		// Answers over connections the broker opens to the command
+		// (--listen/--advertise) that it cannot open: said in seconds.
+		{name: "topic list answered at an address brokers cannot reach", args: []string{"topic", "list", "--advertise", "127.0.0.1:1"},
+			within: 30 * time.Second, want: []string{"its answers do not come back within 5s", "this client at 127.0.0.1:1, which they cannot reach"}},
 		// Something else answers at the address.
 		{name: "topic list at a web server", args: []string{"topic", "list", "--broker", webAddr},
 			within: 5 * time.Second, want: []string{"not a Sluice broker: " + webAddr + ` answered "HTTP/1.1 `}},
@@ -286,7 +290,7 @@ func TestUnreachableClientHearsWhyChild(t *testing.T) {
 		t.Skip("run by TestUnreachableClientHearsWhy")
 	}
 	b := startBroker(t)
-	admin, err := client.NewAdmin(b.Addr, client.AdvertisedAddr("127.0.0.1:1"))
+	admin, err := client.NewAdmin(b.Addr, client.AdvertisedAddr("127.0.0.1:1"), client.Sessions(false))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,7 @@
 package main
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -151,6 +152,9 @@ type clientConn struct {
 	broker                 *string
 	tlsCert, tlsKey, tlsCA *string
 	token                  *string
+	// listen and advertise choose answers over connections brokers open
+	// to the CLI instead of over its own (sessions).
+	listen, advertise *string
 }
 
 // connFlags adds --broker (env SLUICE_BROKER, default 127.0.0.1:9470) and
@@ -162,6 +166,9 @@ func connFlags(fs *flag.FlagSet) *clientConn {
 		tlsKey:  fs.String("tls-key", "", "key of --tls-cert (env SLUICE_TLS_KEY)"),
 		tlsCA:   fs.String("tls-ca", "", "the cluster's CA certificates (PEM) (env SLUICE_TLS_CA)"),
 		token:   fs.String("token", "", "bearer token of a user made by 'sluice user create', over TLS (env SLUICE_TOKEN)"),
+		listen: fs.String("listen", "", "host:port to listen on for answers brokers send over connections they open to it "+
+			"(default: answers come over the connections the command opens)"),
+		advertise: fs.String("advertise", "", "host:port brokers connect to for --listen, when it differs"),
 	}
 }
 
@@ -187,6 +194,9 @@ func parseClientArgs(fs *flag.FlagSet, c *clientConn, args []string) ([]string, 
 // opt is the client option of the connection settings, with logger.
 func (c *clientConn) opt(logger *slog.Logger) client.Opt {
 	opts := []client.Opt{client.WithLogger(logger)}
+	if *c.listen != "" || *c.advertise != "" {
+		opts = append(opts, client.Sessions(false), client.ListenAddr(cmp.Or(*c.listen, "0.0.0.0:0")), client.AdvertisedAddr(*c.advertise))
+	}
 	if *c.tlsCert != "" || *c.tlsKey != "" || *c.tlsCA != "" || *c.token != "" {
 		opts = append(opts, client.TLS(*c.tlsCert, *c.tlsKey, *c.tlsCA))
 	}
