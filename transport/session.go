@@ -44,8 +44,10 @@ const sessionAddress = "session"
 const sessionAnswerTimeout = 2 * time.Minute
 
 // sessionWindowBytes bounds the requests of one session whose answers are
-// not yet written: the session reads its next request only when there is
-// room, so a client that stops reading its answers stops its requests too.
+// not yet written, and the answers queued for it: the session reads its
+// next request only when there is room, so a client that stops reading its
+// answers stops its requests too. (Answers still to come to requests
+// already read are not bounded here: a fetch's is at most its MaxBytes.)
 const sessionWindowBytes = 32 << 20
 
 // serveSession runs one client session on ss, a guarded stream.
@@ -144,6 +146,10 @@ func (w *sessionWriter) send(id string, msg any, n int64) {
 	}
 	b := &remote.MessageBatch{TypeNames: []string{typeName}, Targets: []*actor.PID{actor.NewPID(sessionAddress, id)},
 		Envelopes: []*remote.MessageEnvelope{{TypeId: 0, Target: 0, MessageData: data, SerializerId: protoSerializerID}}}
+	// The answer counts too until written: a client that does not read
+	// its answers gets no more requests read.
+	w.window.Take("", int64(len(data)))
+	n += int64(len(data))
 	w.mu.Lock()
 	if w.closed {
 		w.mu.Unlock()
