@@ -9,6 +9,8 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/asynkron/protoactor-go/remote"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 )
 
 // The client side of a session (session.go): a process on the client's
@@ -27,6 +29,11 @@ var sessionDesc = &grpc.StreamDesc{StreamName: "Open", ServerStreams: true, Clie
 func (n *Node) SessionPID(addr string) *actor.PID {
 	n.sessionsMu.Lock()
 	defer n.sessionsMu.Unlock()
+	if n.noSessions[addr] {
+		// A broker of an earlier version: it answers over a connection
+		// it opens to this node.
+		return BrokerPID(addr)
+	}
 	if s := n.sessions[addr]; s != nil {
 		return s.pid
 	}
@@ -153,6 +160,14 @@ func (s *clientSession) read(stream grpc.ClientStream) {
 	for {
 		m := &remote.RemoteMessage{}
 		if err := stream.RecvMsg(m); err != nil {
+			if status.Code(err) == codes.Unimplemented {
+				s.node.sessionsMu.Lock()
+				if s.node.noSessions == nil {
+					s.node.noSessions = map[string]bool{}
+				}
+				s.node.noSessions[s.addr] = true
+				s.node.sessionsMu.Unlock()
+			}
 			return
 		}
 		b := m.GetMessageBatch()

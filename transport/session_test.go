@@ -2,6 +2,7 @@ package transport
 
 import (
 	"context"
+	"net"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -80,5 +81,27 @@ func TestSessionAnswersOnlyOnItsStream(t *testing.T) {
 	// The broker actor answered the forged request first, if at all.
 	if n := spy.got.Load(); n != 0 {
 		t.Fatalf("the actor a forged sender named got %d messages", n)
+	}
+}
+
+// A broker that does not serve sessions (an earlier version) answers a
+// session's first request with Unimplemented: the request hears that the
+// broker is not reachable, and the node sends to its broker actor
+// directly from then on.
+func TestSessionFallsBackWhereNotServed(t *testing.T) {
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := grpc.NewServer() // no services at all
+	go srv.Serve(lis)
+	defer srv.Stop()
+	addr := lis.Addr().String()
+	res, err := sender.System.Root.RequestFuture(sender.SessionPID(addr), &messages.MetadataRequest{}, 10*time.Second).Result()
+	if _, dead := res.(*actor.DeadLetterResponse); !dead && err != actor.ErrDeadLetter {
+		t.Fatalf("answer %T %v, %v; want a dead letter", res, res, err)
+	}
+	if pid := sender.SessionPID(addr); !pid.Equal(BrokerPID(addr)) {
+		t.Fatalf("after Unimplemented the node sends to %v, want the broker actor", pid)
 	}
 }

@@ -96,6 +96,8 @@ type Node struct {
 	// address (session_client.go).
 	sessionsMu sync.Mutex
 	sessions   map[string]*clientSession
+	// noSessions are the brokers that do not serve sessions.
+	noSessions map[string]bool
 }
 
 // Secure reports whether the node runs with TLS.
