@@ -20,6 +20,10 @@
 //     envelope, and a client's connection to a broker may address only
 //     that broker's broker actor (and its pusher); Probe tells a client why
 //     a broker refuses it;
+//   - a client session (session.go, session_client.go) carries a client's
+//     requests and their answers over one stream the client opens on the
+//     same listener, checked by the same guard as a restricted client's
+//     connection: no broker has to reach the client (Node.SessionPID);
 //   - protoactor logs through slog at the level given.
 //
 // Usage:

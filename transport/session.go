@@ -121,8 +121,9 @@ type sessionWriter struct {
 }
 
 type queuedAnswer struct {
-	batch *remote.MessageBatch
-	n     int64
+	to  string // the client's sender
+	msg proto.Message
+	n   int64
 }
 
 func newSessionWriter(ss grpc.ServerStream, window *budget.Budget) *sessionWriter {
@@ -132,31 +133,26 @@ func newSessionWriter(ss grpc.ServerStream, window *budget.Budget) *sessionWrite
 }
 
 // send queues msg for the client's actor id; it never blocks the actor
-// that answers (the session's window bounds what can queue).
+// that answers, nor encodes the answer on its time (the session's window
+// bounds what can queue).
 func (w *sessionWriter) send(id string, msg any, n int64) {
 	pm, ok := msg.(proto.Message)
 	if !ok {
 		w.window.Release("", n)
 		return
 	}
-	data, typeName, err := remote.Serialize(pm, protoSerializerID)
-	if err != nil {
-		w.window.Release("", n)
-		return
-	}
-	b := &remote.MessageBatch{TypeNames: []string{typeName}, Targets: []*actor.PID{actor.NewPID(sessionAddress, id)},
-		Envelopes: []*remote.MessageEnvelope{{TypeId: 0, Target: 0, MessageData: data, SerializerId: protoSerializerID}}}
 	// The answer counts too until written: a client that does not read
 	// its answers gets no more requests read.
-	w.window.Take("", int64(len(data)))
-	n += int64(len(data))
+	size := int64(proto.Size(pm))
+	w.window.Take("", size)
+	n += size
 	w.mu.Lock()
 	if w.closed {
 		w.mu.Unlock()
 		w.window.Release("", n)
 		return
 	}
-	w.pending = append(w.pending, queuedAnswer{b, n})
+	w.pending = append(w.pending, queuedAnswer{id, pm, n})
 	w.mu.Unlock()
 	select {
 	case w.wake <- struct{}{}:
@@ -176,13 +172,24 @@ func (w *sessionWriter) run() {
 		w.pending = nil
 		w.mu.Unlock()
 		for _, a := range answers {
-			err := w.ss.SendMsg(&remote.RemoteMessage{MessageType: &remote.RemoteMessage_MessageBatch{MessageBatch: a.batch}})
+			err := w.write(a)
 			w.window.Release("", a.n)
 			if err != nil {
 				return
 			}
 		}
 	}
+}
+
+// write encodes an answer and writes it to the stream.
+func (w *sessionWriter) write(a queuedAnswer) error {
+	data, typeName, err := remote.Serialize(a.msg, protoSerializerID)
+	if err != nil {
+		return nil // not one to send; the client's request times out
+	}
+	b := &remote.MessageBatch{TypeNames: []string{typeName}, Targets: []*actor.PID{actor.NewPID(sessionAddress, a.to)},
+		Envelopes: []*remote.MessageEnvelope{{TypeId: 0, Target: 0, MessageData: data, SerializerId: protoSerializerID}}}
+	return w.ss.SendMsg(&remote.RemoteMessage{MessageType: &remote.RemoteMessage_MessageBatch{MessageBatch: b}})
 }
 
 // close ends the writer; answers still to come give their bytes back.
