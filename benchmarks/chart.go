@@ -15,10 +15,11 @@ import (
 )
 
 var systemColors = map[string]color.RGBA{
-	"sluice-1":     {R: 31, G: 119, B: 180, A: 255},
-	"sluice-3":     {R: 44, G: 160, B: 44, A: 255},
-	"nats-always":  {R: 255, G: 127, B: 14, A: 255},
-	"nats-default": {R: 148, G: 103, B: 189, A: 255},
+	"sluice-1":          {R: 31, G: 119, B: 180, A: 255},
+	"sluice-1-dialback": {R: 23, G: 190, B: 207, A: 255},
+	"sluice-3":          {R: 44, G: 160, B: 44, A: 255},
+	"nats-always":       {R: 255, G: 127, B: 14, A: 255},
+	"nats-default":      {R: 148, G: 103, B: 189, A: 255},
 }
 
 // errXY is points with asymmetric error bars (min–max around a median).

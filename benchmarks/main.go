@@ -52,6 +52,7 @@ type systemSpec struct {
 
 var allSystems = []systemSpec{
 	{"sluice-1", "Sluice, 1 broker", "one broker, acks=1 (answered after the leader's fsync)"},
+	{"sluice-1-dialback", "Sluice, 1 broker, dial-back", "sluice-1 with client.Sessions(false): answers over connections the broker opens to the client"},
 	{"sluice-3", "Sluice, 3 brokers", "three brokers + Consul, RF=3, acks=all, min.insync.replicas=2"},
 	{"sluice-kafka-1", "Sluice via Kafka, 1 broker", "one broker's Kafka listener, franz-go client, acks=1 (answered after the leader's fsync)"},
 	{"kfake", "kfake (franz-go)", "franz-go's in-memory kfake broker in the harness process, franz-go client, acks=1 (no disk)"},
@@ -419,11 +420,15 @@ func runSystem(ctx context.Context, rep *report, sys string, run int, dir, sluic
 	var commands []string
 	var config string
 	switch sys {
-	case "sluice-1", "sluice-3":
+	case "sluice-1", "sluice-1-dialback", "sluice-3":
 		var c *sluiceCluster
 		var err error
 		acks, rf, configs := client.LeaderAck, int32(1), map[string]string(nil)
-		if sys == "sluice-1" {
+		opts := sluiceOptions{linger: o.Linger, batchBytes: o.BatchBytes, maxInFlight: o.MaxInFlight}
+		if sys == "sluice-1-dialback" {
+			opts.security = []client.Opt{client.Sessions(false)}
+		}
+		if sys != "sluice-3" {
 			c, err = startSluiceSingle(ctx, sluiceBin, dir)
 		} else {
 			c, err = startSluiceCluster(ctx, sluiceBin, consulBin, dir, 3)
@@ -432,7 +437,7 @@ func runSystem(ctx context.Context, rep *report, sys string, run int, dir, sluic
 		if err != nil {
 			return err
 		}
-		st, err := newSluiceTarget(c.addrs, acks, rf, configs, sluiceOptions{linger: o.Linger, batchBytes: o.BatchBytes, maxInFlight: o.MaxInFlight})
+		st, err := newSluiceTarget(c.addrs, acks, rf, configs, opts)
 		if err != nil {
 			c.stop()
 			return err

@@ -119,7 +119,8 @@ type sluiceOptions struct {
 	batchBytes  int
 	maxInFlight int
 	// security is given to every client (admin, producer, consumer):
-	// client.TLS for the TLS suite's runs with TLS on.
+	// client.TLS for the TLS suite's runs with TLS on, Sessions(false) for
+	// the dial-back run.
 	security []client.Opt
 }
 
