@@ -78,6 +78,11 @@ func TestCLIMistakes(t *testing.T) {
 		// (--listen/--advertise) that it cannot open: said in seconds.
 		{name: "topic list answered at an address brokers cannot reach", args: []string{"topic", "list", "--advertise", "127.0.0.1:1"},
 			within: 30 * time.Second, want: []string{"its answers do not come back within 5s", "this client at 127.0.0.1:1, which they cannot reach"}},
+		// The new flags' bad values: refused before anything is sent.
+		{name: "a record limit below a kilobyte", stdin: "1\n", args: []string{"produce", "events", "--max-record-bytes", "10"},
+			within: 5 * time.Second, want: []string{"--max-record-bytes 10: want 1024 to"}},
+		{name: "a listen address without a port", args: []string{"topic", "list", "--listen", "nonsense"},
+			within: 5 * time.Second, want: []string{`address "nonsense"`, "missing port"}},
 		// Something else answers at the address.
 		{name: "topic list at a web server", args: []string{"topic", "list", "--broker", webAddr},
 			within: 5 * time.Second, want: []string{"not a Sluice broker: " + webAddr + ` answered "HTTP/1.1 `}},
