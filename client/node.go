@@ -162,6 +162,14 @@ var (
 	sessionSystems = map[*actor.ActorSystem]bool{}
 )
 
+// transportOf returns the transport of a system the package started (nil
+// for a program's own).
+func transportOf(system *actor.ActorSystem) *transport.Node {
+	nodesMu.Lock()
+	defer nodesMu.Unlock()
+	return nodesBySystem[system]
+}
+
 // brokerPID is where system's clients send a request for the broker at
 // addr: its broker actor, or the node's session to it.
 func brokerPID(system *actor.ActorSystem, addr string) *actor.PID {
@@ -323,9 +331,7 @@ const answerWait = 5 * time.Second
 // request's timeout. Only for a node the package started: a program's own
 // actor system is its own to set up.
 func checkAnswers(system *actor.ActorSystem, addr string) error {
-	nodesMu.Lock()
-	tn := nodesBySystem[system]
-	nodesMu.Unlock()
+	tn := transportOf(system)
 	if tn == nil {
 		return nil
 	}
@@ -403,9 +409,7 @@ func explain(system *actor.ActorSystem, addr string, err error) error {
 // probe runs the transport's Probe from system's node (nil for a system
 // the package did not start: it has no node to probe with).
 func probe(system *actor.ActorSystem, addr string) error {
-	nodesMu.Lock()
-	tn := nodesBySystem[system]
-	nodesMu.Unlock()
+	tn := transportOf(system)
 	if tn == nil {
 		return nil
 	}
@@ -419,9 +423,7 @@ func probe(system *actor.ActorSystem, addr string) error {
 // or paused to answer, or its answer cannot reach this client: brokers
 // answer over a connection they open to the address the client announces.
 func silence(system *actor.ActorSystem, addr string, timeout time.Duration) string {
-	nodesMu.Lock()
-	tn := nodesBySystem[system]
-	nodesMu.Unlock()
+	tn := transportOf(system)
 	if tn == nil {
 		return fmt.Sprintf("no answer from %s within %v", addr, timeout.Round(time.Millisecond))
 	}
