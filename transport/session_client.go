@@ -2,6 +2,7 @@ package transport
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -41,7 +42,10 @@ func (n *Node) SessionPID(addr string) *actor.PID {
 		n.sessions = map[string]*clientSession{}
 	}
 	s := &clientSession{node: n, addr: addr, waiting: map[string]*actor.PID{}, wake: make(chan struct{}, 1), done: make(chan struct{})}
-	s.pid, _ = n.System.ProcessRegistry.Add(s, "session$"+addr)
+	// An id of its own: the session before it, ending, may not have left
+	// the registry yet.
+	n.sessionSeq++
+	s.pid, _ = n.System.ProcessRegistry.Add(s, fmt.Sprintf("session$%s$%d", addr, n.sessionSeq))
 	n.sessions[addr] = s
 	go s.run()
 	return s.pid

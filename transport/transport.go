@@ -98,6 +98,7 @@ type Node struct {
 	sessions   map[string]*clientSession
 	// noSessions are the brokers that do not serve sessions.
 	noSessions map[string]bool
+	sessionSeq uint64
 }
 
 // Secure reports whether the node runs with TLS.
