@@ -58,18 +58,29 @@ func newMetadata(system *actor.ActorSystem, seeds string, timeout, maxAge time.D
 	return m
 }
 
-// addrs returns the broker addresses to try: the known brokers, then the
-// seeds, each once; those that failed in the last minute go last.
+// addrs returns the broker addresses to try: the seeds in the order
+// given, then the other known brokers by id, each once; those that failed
+// in the last minute go last. The seeds come first because they are the
+// brokers the user named (for a client inside a broker, that broker
+// itself), so a request that may go anywhere does not wait on a broker
+// that has just stopped.
 func (m *metadata) addrs() []string {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	out := make([]string, 0, len(m.brokers)+len(m.seeds))
-	for _, a := range m.brokers {
-		out = append(out, a)
-	}
 	for _, s := range m.seeds {
 		if !slices.Contains(out, s) {
 			out = append(out, s)
+		}
+	}
+	ids := make([]int32, 0, len(m.brokers))
+	for id := range m.brokers {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		if a := m.brokers[id]; !slices.Contains(out, a) {
+			out = append(out, a)
 		}
 	}
 	slices.SortStableFunc(out, func(a, b string) int {
