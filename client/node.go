@@ -110,11 +110,11 @@ func hostname() string {
 // Sessions makes the client's requests and their answers travel over
 // connections it opens to the brokers (one per broker), so that no broker
 // needs to connect to the client: a client behind NAT, in a container or
-// on another host works as one beside the brokers does. Push subscribers
-// still receive their records over a connection the broker opens to
-// ListenAddr. Default on; Sessions(false) has each broker answer over a
-// connection it opens back to the client (AdvertisedAddr), as a program
-// whose own actors brokers reach directly may want.
+// on another host works as one beside the brokers does; push subscribers'
+// records come the same way. Default on; Sessions(false) has each broker
+// answer and push over a connection it opens back to the client
+// (AdvertisedAddr), as a program whose own actors brokers reach directly
+// may want.
 func Sessions(on bool) Opt { return anyOpt(func(c *config) { c.sessions = on }) }
 
 // ListenAddr is the host:port the client's actor system listens on; brokers
@@ -180,6 +180,16 @@ func brokerPID(system *actor.ActorSystem, addr string) *actor.PID {
 		return tn.SessionPID(addr)
 	}
 	return transport.BrokerPID(addr)
+}
+
+// overSession reports whether system's requests to addr travel over a
+// session, which ends with the connection (and a push subscriber's
+// stand-in on the broker with it).
+func overSession(system *actor.ActorSystem, addr string) bool {
+	nodesMu.Lock()
+	tn, sessions := nodesBySystem[system], sessionSystems[system]
+	nodesMu.Unlock()
+	return sessions && tn != nil && tn.UsesSession(addr)
 }
 
 func acquireNode(cfg *config) (*node, error) {

@@ -58,15 +58,16 @@ const sluicePackage protoreflect.FullName = "sluice"
 // protoactor type (Stop, PoisonPill, Touch, remote activation, ...) is
 // refused.
 var allowedSystemTypes = map[string]func(data []byte, target *actor.PID, o Origin) string{
-	"actor.Watch": func(data []byte, _ *actor.PID, o Origin) string {
+	"actor.Watch": func(data []byte, target *actor.PID, o Origin) string {
 		var m actor.Watch
 		if err := proto.Unmarshal(data, &m); err != nil {
 			return err.Error()
 		}
-		if !o.AcceptWatches {
+		if !o.AcceptWatches && !strings.HasPrefix(target.Id, sessionTargetPrefix) {
 			// Each watch is kept until its watcher's node goes away: a
 			// peer could grow them without bound, and no Sluice feature
-			// watches a broker's actors from another node.
+			// watches a broker's actors from another node but a session's
+			// push subscriber (a coordinator on another broker does).
 			return "this node's actors are not watched from other nodes"
 		}
 		if reason := checkPeerPID("watcher", m.Watcher, o); reason != "" {
@@ -80,12 +81,12 @@ var allowedSystemTypes = map[string]func(data []byte, target *actor.PID, o Origi
 		}
 		return ""
 	},
-	"actor.Unwatch": func(data []byte, _ *actor.PID, o Origin) string {
+	"actor.Unwatch": func(data []byte, target *actor.PID, o Origin) string {
 		var m actor.Unwatch
 		if err := proto.Unmarshal(data, &m); err != nil {
 			return err.Error()
 		}
-		if !o.AcceptWatches {
+		if !o.AcceptWatches && !strings.HasPrefix(target.Id, sessionTargetPrefix) {
 			return "this node's actors are not watched from other nodes"
 		}
 		return checkPeerPID("watcher", m.Watcher, o)
@@ -327,6 +328,11 @@ func (g *guard) stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInf
 	left := MaxWatchesPerConn
 	gs.origin.WatchesLeft = &left
 	gs.origin.Watched = g.watches.watches
+	if gs.session {
+		// A session reports the end of its client's subscribers
+		// (session_push.go), the only actors its Terminated may name.
+		gs.origin.Watched = func(_ string, who *actor.PID) bool { return who.Address == sessionAddress }
+	}
 	gs.ephemeral = cert
 	defer gs.unpin()
 	if g.closeConn != nil {

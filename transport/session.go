@@ -15,6 +15,7 @@ import (
 
 	"github.com/sluicemq/sluice/internal/budget"
 	"github.com/sluicemq/sluice/internal/reply"
+	"github.com/sluicemq/sluice/messages"
 )
 
 // A session carries a client's requests and their answers over one
@@ -50,6 +51,12 @@ const sessionAnswerTimeout = 2 * time.Minute
 // already read are not bounded here: a fetch's is at most its MaxBytes.)
 const sessionWindowBytes = 32 << 20
 
+// sessionQueueBytes bounds what a session's stream may have queued, pushes
+// included: pushes wait on the subscriber's credit, not on the window, and
+// a client that grants credit but does not read its stream is
+// disconnected before it can grow the broker's memory further.
+const sessionQueueBytes = 2 * sessionWindowBytes
+
 // serveSession runs one client session on ss, a guarded stream.
 func serveSession(system *actor.ActorSystem, ss grpc.ServerStream) error {
 	gs, ok := ss.(*guardedStream)
@@ -63,6 +70,21 @@ func serveSession(system *actor.ActorSystem, ss grpc.ServerStream) error {
 	window := budget.New(sessionWindowBytes, 0)
 	w := newSessionWriter(ss, window)
 	defer w.close()
+	targets := newSessionTargets(system, local, w)
+	defer targets.end()
+	received := make(chan error, 1)
+	go func() { received <- receiveSession(system, local, ss, window, w, targets) }()
+	select {
+	case err := <-received:
+		return err
+	case <-w.overflow:
+		return status.Error(codes.ResourceExhausted, fmt.Sprintf("the session's client reads too slowly: over %d bytes are queued for it", sessionQueueBytes))
+	}
+}
+
+// receiveSession reads the session's requests and delivers them, each
+// with a reply address of its own whose answer goes back on the stream.
+func receiveSession(system *actor.ActorSystem, local string, ss grpc.ServerStream, window *budget.Budget, w *sessionWriter, targets *sessionTargets) error {
 	for {
 		m := &remote.RemoteMessage{}
 		if err := ss.RecvMsg(m); err != nil {
@@ -74,12 +96,30 @@ func serveSession(system *actor.ActorSystem, ss grpc.ServerStream) error {
 		}
 		for _, env := range b.Envelopes {
 			name := b.TypeNames[env.TypeId]
+			if name == terminatedName {
+				// A subscriber of the client stopped: its target ends, and
+				// the coordinator watching it removes the member.
+				var m actor.Terminated
+				if proto.Unmarshal(env.MessageData, &m) == nil {
+					targets.gone(m.Who.GetId())
+				}
+				continue
+			}
 			if !strings.HasPrefix(name, string(sluicePackage)+".") {
 				continue // nothing but requests is delivered here
 			}
 			msg, err := remote.Deserialize(env.MessageData, name, env.SerializerId)
 			if err != nil {
 				continue // the guard let through only what decodes
+			}
+			if sub, ok := msg.(*messages.SubscribeRequest); ok {
+				// The subscriber is reached through this session, whatever
+				// the request names: a session gets the pushes of its own
+				// subscribers only.
+				if msg = targets.subscribe(sub); msg == nil {
+					msg = &messages.InvalidMessage{TypeName: name, Error: messages.ErrorCode_INVALID_REQUEST,
+						Reason: fmt.Sprintf("a session has at most %d push subscribers", maxSessionTargets)}
+				}
 			}
 			target := actor.NewPID(local, b.Targets[env.Target].Id)
 			var sender *actor.PID
@@ -98,7 +138,7 @@ func serveSession(system *actor.ActorSystem, ss grpc.ServerStream) error {
 						window.Release("", n) // no answer: nothing to write
 						return
 					}
-					w.send(to, res, n)
+					w.send(to, nil, res, n)
 				})
 			}
 			system.Root.Send(target, &actor.MessageEnvelope{Header: env.MessageHeader.GetHeaderData(), Message: msg, Sender: sender})
@@ -118,32 +158,43 @@ type sessionWriter struct {
 	closed  bool
 	wake    chan struct{}
 	done    chan struct{}
+	// overflow is closed when more than sessionQueueBytes would be queued.
+	overflow     chan struct{}
+	overflowOnce sync.Once
 }
 
 type queuedAnswer struct {
-	to  string // the client's sender
-	msg proto.Message
-	n   int64
+	to   string     // the client's actor: a request's sender, or a subscriber
+	from *actor.PID // for a push, the pusher it answers to
+	msg  proto.Message
+	n    int64
 }
 
 func newSessionWriter(ss grpc.ServerStream, window *budget.Budget) *sessionWriter {
-	w := &sessionWriter{ss: ss, window: window, wake: make(chan struct{}, 1), done: make(chan struct{})}
+	w := &sessionWriter{ss: ss, window: window, wake: make(chan struct{}, 1), done: make(chan struct{}), overflow: make(chan struct{})}
 	go w.run()
 	return w
 }
 
-// send queues msg for the client's actor id; it never blocks the actor
-// that answers, nor encodes the answer on its time (the session's window
-// bounds what can queue).
-func (w *sessionWriter) send(id string, msg any, n int64) {
+// send queues msg for the client's actor id (from: the sender of a push,
+// nil for an answer); n is what the request of an answer holds of the
+// window. It never blocks the actor that answers or pushes, nor encodes
+// the message on its time: the window bounds the answers, the
+// subscribers' credit the pushes, and sessionQueueBytes both.
+func (w *sessionWriter) send(id string, from *actor.PID, msg any, n int64) {
 	pm, ok := msg.(proto.Message)
 	if !ok {
 		w.window.Release("", n)
 		return
 	}
-	// The answer counts too until written: a client that does not read
+	// The message counts too until written: a client that does not read
 	// its answers gets no more requests read.
 	size := int64(proto.Size(pm))
+	if w.window.Used()+size > sessionQueueBytes {
+		w.window.Release("", n)
+		w.overflowOnce.Do(func() { close(w.overflow) })
+		return
+	}
 	w.window.Take("", size)
 	n += size
 	w.mu.Lock()
@@ -152,7 +203,7 @@ func (w *sessionWriter) send(id string, msg any, n int64) {
 		w.window.Release("", n)
 		return
 	}
-	w.pending = append(w.pending, queuedAnswer{id, pm, n})
+	w.pending = append(w.pending, queuedAnswer{to: id, from: from, msg: pm, n: n})
 	w.mu.Unlock()
 	select {
 	case w.wake <- struct{}{}:
@@ -189,6 +240,10 @@ func (w *sessionWriter) write(a queuedAnswer) error {
 	}
 	b := &remote.MessageBatch{TypeNames: []string{typeName}, Targets: []*actor.PID{actor.NewPID(sessionAddress, a.to)},
 		Envelopes: []*remote.MessageEnvelope{{TypeId: 0, Target: 0, MessageData: data, SerializerId: protoSerializerID}}}
+	if a.from != nil {
+		b.Senders = []*actor.PID{a.from}
+		b.Envelopes[0].Sender = 1
+	}
 	return w.ss.SendMsg(&remote.RemoteMessage{MessageType: &remote.RemoteMessage_MessageBatch{MessageBatch: b}})
 }
 

@@ -12,6 +12,8 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/sluicemq/sluice/messages"
 )
 
 // The client side of a session (session.go): a process on the client's
@@ -28,27 +30,45 @@ var sessionDesc = &grpc.StreamDesc{StreamName: "Open", ServerStreams: true, Clie
 // SessionPID returns the local stand-in for the broker actor at addr, whose
 // messages travel over a session this node opens.
 func (n *Node) SessionPID(addr string) *actor.PID {
+	if s := n.session(addr); s != nil {
+		return s.pid
+	}
+	// A broker of an earlier version: it answers over a connection it
+	// opens to this node.
+	return BrokerPID(addr)
+}
+
+// UsesSession reports whether this node's messages to the broker at addr
+// travel over a session (it serves them, as far as the node knows).
+func (n *Node) UsesSession(addr string) bool {
+	n.sessionsMu.Lock()
+	defer n.sessionsMu.Unlock()
+	return !n.noSessions[addr]
+}
+
+// session returns the open session to addr, opening one if there is none;
+// nil for a broker that does not serve sessions.
+func (n *Node) session(addr string) *clientSession {
 	n.sessionsMu.Lock()
 	defer n.sessionsMu.Unlock()
 	if n.noSessions[addr] {
-		// A broker of an earlier version: it answers over a connection
-		// it opens to this node.
-		return BrokerPID(addr)
+		return nil
 	}
 	if s := n.sessions[addr]; s != nil {
-		return s.pid
+		return s
 	}
 	if n.sessions == nil {
 		n.sessions = map[string]*clientSession{}
 	}
-	s := &clientSession{node: n, addr: addr, waiting: map[string]*actor.PID{}, wake: make(chan struct{}, 1), done: make(chan struct{})}
+	s := &clientSession{node: n, addr: addr, waiting: map[string]*actor.PID{}, subscribers: map[string]bool{},
+		wake: make(chan struct{}, 1), done: make(chan struct{})}
 	// An id of its own: the session before it, ending, may not have left
 	// the registry yet.
 	n.sessionSeq++
 	s.pid, _ = n.System.ProcessRegistry.Add(s, fmt.Sprintf("session$%s$%d", addr, n.sessionSeq))
 	n.sessions[addr] = s
 	go s.run()
-	return s.pid
+	return s
 }
 
 // clientSession is one session to one broker.
@@ -61,29 +81,41 @@ type clientSession struct {
 	// waiting maps each request's sender id to its sender, until the
 	// answer comes.
 	waiting map[string]*actor.PID
-	queue   []*remote.MessageBatch
-	ended   bool
-	wake    chan struct{}
-	done    chan struct{}
-	nextID  atomic.Uint64
+	// subscribers are this node's actors subscribed through the session:
+	// the broker pushes only to them.
+	subscribers map[string]bool
+	queue       []*remote.MessageBatch
+	ended       bool
+	wake        chan struct{}
+	done        chan struct{}
+	nextID      atomic.Uint64
 }
 
 // SendUserMessage sends message (an envelope when it has a sender) to the
-// broker; it never blocks.
-func (s *clientSession) SendUserMessage(_ *actor.PID, message any) {
+// broker actor; it never blocks.
+func (s *clientSession) SendUserMessage(_ *actor.PID, message any) { s.send(BrokerActorName, message) }
+
+// send sends message to the actor id of the session's broker.
+func (s *clientSession) send(id string, message any) {
 	_, msg, sender := actor.UnwrapEnvelope(message)
 	data, typeName, err := remote.Serialize(msg, protoSerializerID)
 	if err != nil {
 		s.deadLetter(sender)
 		return
 	}
-	b := &remote.MessageBatch{TypeNames: []string{typeName}, Targets: []*actor.PID{BrokerPID(s.addr)},
+	target := actor.NewPID(s.addr, id)
+	b := &remote.MessageBatch{TypeNames: []string{typeName}, Targets: []*actor.PID{target},
 		Envelopes: []*remote.MessageEnvelope{{TypeId: 0, Target: 0, MessageData: data, SerializerId: protoSerializerID}}}
 	s.mu.Lock()
 	if s.ended {
 		s.mu.Unlock()
 		s.deadLetter(sender)
 		return
+	}
+	var watch *actor.PID
+	if sub, ok := msg.(*messages.SubscribeRequest); ok && !s.subscribers[sub.TargetId] {
+		s.subscribers[sub.TargetId] = true
+		watch = actor.NewPID(s.node.System.Address(), sub.TargetId)
 	}
 	if sender != nil {
 		// The broker sees a sender of the session's own; its answer names
@@ -95,14 +127,33 @@ func (s *clientSession) SendUserMessage(_ *actor.PID, message any) {
 	}
 	s.queue = append(s.queue, b)
 	s.mu.Unlock()
+	if watch != nil {
+		// The broker learns of the subscriber's end from the session
+		// (outside the lock: an actor already gone answers at once).
+		p, _ := s.node.System.ProcessRegistry.Get(watch)
+		p.SendSystemMessage(watch, &actor.Watch{Watcher: s.pid})
+	}
 	select {
 	case s.wake <- struct{}{}:
 	default:
 	}
 }
 
-// SendSystemMessage drops system messages: a session carries requests.
-func (s *clientSession) SendSystemMessage(*actor.PID, any) {}
+// SendSystemMessage passes on the end of a subscriber the session
+// watches; other system messages are dropped.
+func (s *clientSession) SendSystemMessage(_ *actor.PID, message any) {
+	t, ok := message.(*actor.Terminated)
+	if !ok || t.Who == nil {
+		return
+	}
+	s.mu.Lock()
+	subscribed := s.subscribers[t.Who.Id]
+	delete(s.subscribers, t.Who.Id)
+	s.mu.Unlock()
+	if subscribed {
+		s.send(BrokerActorName, &actor.Terminated{Who: actor.NewPID(sessionAddress, t.Who.Id), Why: t.Why})
+	}
+}
 
 // Stop ends the session.
 func (s *clientSession) Stop(*actor.PID) { s.end() }
@@ -187,6 +238,10 @@ func (s *clientSession) read(stream grpc.ClientStream) {
 				continue
 			}
 			id := b.Targets[env.Target].GetId()
+			if env.Sender > 0 && int(env.Sender) <= len(b.Senders) {
+				s.push(id, msg, b.Senders[env.Sender-1])
+				continue
+			}
 			s.mu.Lock()
 			to := s.waiting[id]
 			delete(s.waiting, id)
@@ -196,6 +251,20 @@ func (s *clientSession) read(stream grpc.ClientStream) {
 			}
 		}
 	}
+}
+
+// push delivers a pusher's message to the subscriber id of this node, if
+// it subscribed through this session, with a sender that reaches the
+// pusher over a session too.
+func (s *clientSession) push(id string, msg any, pusher *actor.PID) {
+	s.mu.Lock()
+	ok := s.subscribers[id]
+	s.mu.Unlock()
+	if !ok || pusher == nil || pusher.Address == "" {
+		return
+	}
+	to := actor.NewPID(s.node.System.Address(), id)
+	s.node.System.Root.Send(to, &actor.MessageEnvelope{Message: msg, Sender: s.node.route(pusher)})
 }
 
 // end closes the session: waiting requests hear that the broker is gone,
@@ -223,3 +292,52 @@ func (s *clientSession) end() {
 	}
 	s.node.System.EventStream.Publish(&remote.EndpointTerminatedEvent{Address: s.addr})
 }
+
+// maxRoutes bounds the routes a node keeps; past it they are dropped and
+// made anew as needed (routes to pushers long gone go with them).
+const maxRoutes = 4096
+
+// route returns the local stand-in for to, an actor of a broker (a
+// pusher): what a subscriber sends it goes over a session to to's broker.
+func (n *Node) route(to *actor.PID) *actor.PID {
+	key := pidKey(to)
+	n.sessionsMu.Lock()
+	defer n.sessionsMu.Unlock()
+	if pid := n.routes[key]; pid != nil {
+		return pid
+	}
+	if len(n.routes) >= maxRoutes {
+		for _, pid := range n.routes {
+			n.System.ProcessRegistry.Remove(pid)
+		}
+		n.routes = nil
+	}
+	if n.routes == nil {
+		n.routes = map[string]*actor.PID{}
+	}
+	n.sessionSeq++
+	pid, _ := n.System.ProcessRegistry.Add(&sessionRoute{node: n, to: to}, fmt.Sprintf("route$%d", n.sessionSeq))
+	n.routes[key] = pid
+	return pid
+}
+
+// sessionRoute sends what it is sent to an actor of a broker, over the
+// node's session to that broker.
+type sessionRoute struct {
+	node *Node
+	to   *actor.PID
+}
+
+func (r *sessionRoute) SendUserMessage(_ *actor.PID, message any) {
+	if s := r.node.session(r.to.Address); s != nil {
+		s.send(r.to.Id, message)
+		return
+	}
+	// The broker serves no sessions: straight to it.
+	if p, ok := r.node.System.ProcessRegistry.Get(r.to); ok {
+		p.SendUserMessage(r.to, message)
+	}
+}
+
+func (r *sessionRoute) SendSystemMessage(*actor.PID, any) {}
+func (r *sessionRoute) Stop(*actor.PID)                   {}

@@ -3,6 +3,8 @@ package transport
 import (
 	"context"
 	"net"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -10,7 +12,9 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/asynkron/protoactor-go/remote"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/sluicemq/sluice/messages"
@@ -30,53 +34,17 @@ func (s *spyProcess) Stop(*actor.PID)                   {}
 func TestSessionAnswersOnlyOnItsStream(t *testing.T) {
 	// The node under test is this process's: a broker actor, and a spy
 	// where a forged sender would send the answer.
-	brokerProps := actor.PropsFromFunc(func(ctx actor.Context) {
-		if _, ok := ctx.Message().(*messages.MetadataRequest); ok {
-			ctx.Respond(&messages.MetadataResponse{ClusterId: "alive"})
-		}
-	})
-	if _, err := sender.System.Root.SpawnNamed(brokerProps, BrokerActorName); err != nil {
-		t.Fatal(err)
-	}
+	startSessionBroker(t)
 	spy := &spyProcess{}
 	spyPID, _ := sender.System.ProcessRegistry.Add(spy, "spy")
 	defer sender.System.ProcessRegistry.Remove(spyPID)
 
-	conn, err := grpc.Dial(sender.Addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	stream, err := conn.NewStream(ctx, sessionDesc, SessionMethod)
-	if err != nil {
-		t.Fatal(err)
-	}
-	send := func(m *remote.RemoteMessage) {
-		t.Helper()
-		if err := stream.SendMsg(m); err != nil {
-			t.Fatal(err)
-		}
-	}
-	send(&remote.RemoteMessage{MessageType: &remote.RemoteMessage_ConnectRequest{ConnectRequest: &remote.ConnectRequest{
-		ConnectionType: &remote.ConnectRequest_ServerConnection{ServerConnection: &remote.ServerConnection{Address: sessionAddress}}}}})
-	request := func(from *actor.PID) {
-		t.Helper()
-		data, _ := proto.Marshal(&messages.MetadataRequest{})
-		send(&remote.RemoteMessage{MessageType: &remote.RemoteMessage_MessageBatch{MessageBatch: &remote.MessageBatch{
-			TypeNames: []string{"sluice.MetadataRequest"}, Targets: []*actor.PID{BrokerPID(sender.Addr)}, Senders: []*actor.PID{from},
-			Envelopes: []*remote.MessageEnvelope{{TypeId: 0, Target: 0, Sender: 1, MessageData: data, SerializerId: protoSerializerID}}}}})
-	}
-	request(spyPID)
-	request(actor.NewPID(sessionAddress, "mine"))
-	m := &remote.RemoteMessage{}
-	if err := stream.RecvMsg(m); err != nil {
-		t.Fatal(err)
-	}
-	b := m.GetMessageBatch()
-	if b == nil || len(b.Envelopes) != 1 || b.Targets[b.Envelopes[0].Target].Id != "mine" {
-		t.Fatalf("the session got %v, want the answer to its own sender", m)
+	ss := openSession(t)
+	ss.request(&messages.MetadataRequest{}, spyPID)
+	ss.request(&messages.MetadataRequest{}, actor.NewPID(sessionAddress, "mine"))
+	b := ss.next()
+	if len(b.Envelopes) != 1 || b.Targets[b.Envelopes[0].Target].Id != "mine" {
+		t.Fatalf("the session got %v, want the answer to its own sender", b)
 	}
 	// The broker actor answered the forged request first, if at all.
 	if n := spy.got.Load(); n != 0 {
@@ -103,5 +71,193 @@ func TestSessionFallsBackWhereNotServed(t *testing.T) {
 	}
 	if pid := sender.SessionPID(addr); !pid.Equal(BrokerPID(addr)) {
 		t.Fatalf("after Unimplemented the node sends to %v, want the broker actor", pid)
+	}
+}
+
+// sessionSubscribes has each SubscribeRequest the test broker actor got.
+var sessionSubscribes = make(chan *messages.SubscribeRequest, 16)
+
+var sessionBrokerOnce sync.Once
+
+// startSessionBroker starts this process's broker actor for the session
+// tests: it answers metadata and subscriptions.
+func startSessionBroker(t *testing.T) {
+	sessionBrokerOnce.Do(func() {
+		props := actor.PropsFromFunc(func(ctx actor.Context) {
+			switch m := ctx.Message().(type) {
+			case *messages.MetadataRequest:
+				ctx.Respond(&messages.MetadataResponse{ClusterId: "alive"})
+			case *messages.SubscribeRequest:
+				sessionSubscribes <- m
+				ctx.Respond(&messages.SubscribeResponse{MemberId: "m"})
+			}
+		})
+		if _, err := sender.System.Root.SpawnNamed(props, BrokerActorName); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// testSession is the raw client end of a session to this process's node.
+type testSession struct {
+	t      *testing.T
+	stream grpc.ClientStream
+}
+
+func openSession(t *testing.T) *testSession {
+	t.Helper()
+	conn, err := grpc.Dial(sender.Addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	stream, err := conn.NewStream(ctx, sessionDesc, SessionMethod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ss := &testSession{t: t, stream: stream}
+	ss.send(&remote.RemoteMessage{MessageType: &remote.RemoteMessage_ConnectRequest{ConnectRequest: &remote.ConnectRequest{
+		ConnectionType: &remote.ConnectRequest_ServerConnection{ServerConnection: &remote.ServerConnection{Address: sessionAddress}}}}})
+	return ss
+}
+
+func (ss *testSession) send(m *remote.RemoteMessage) {
+	ss.t.Helper()
+	if err := ss.stream.SendMsg(m); err != nil {
+		ss.t.Fatal(err)
+	}
+}
+
+// request sends msg to the broker actor (from nil: without a sender).
+func (ss *testSession) request(msg proto.Message, from *actor.PID) {
+	ss.t.Helper()
+	data, typeName, err := remote.Serialize(msg, protoSerializerID)
+	if err != nil {
+		ss.t.Fatal(err)
+	}
+	b := &remote.MessageBatch{TypeNames: []string{typeName}, Targets: []*actor.PID{BrokerPID(sender.Addr)},
+		Envelopes: []*remote.MessageEnvelope{{TypeId: 0, Target: 0, MessageData: data, SerializerId: protoSerializerID}}}
+	if from != nil {
+		b.Senders, b.Envelopes[0].Sender = []*actor.PID{from}, 1
+	}
+	ss.send(&remote.RemoteMessage{MessageType: &remote.RemoteMessage_MessageBatch{MessageBatch: b}})
+}
+
+// next reads the session's next batch.
+func (ss *testSession) next() *remote.MessageBatch {
+	ss.t.Helper()
+	for {
+		m := &remote.RemoteMessage{}
+		if err := ss.stream.RecvMsg(m); err != nil {
+			ss.t.Fatal(err)
+		}
+		if b := m.GetMessageBatch(); b != nil {
+			return b
+		}
+	}
+}
+
+// subscribe subscribes the client actor id (named as on addr) through the
+// session and returns the request as the broker actor got it.
+func (ss *testSession) subscribe(addr, id string) *messages.SubscribeRequest {
+	ss.t.Helper()
+	ss.request(&messages.SubscribeRequest{Group: "g", Topics: []string{"t"}, TargetAddress: addr, TargetId: id}, actor.NewPID(sessionAddress, "sub-"+id))
+	select {
+	case req := <-sessionSubscribes:
+		ss.next() // the SubscribeResponse
+		return req
+	case <-time.After(10 * time.Second):
+		ss.t.Fatal("the subscription did not reach the broker actor")
+		return nil
+	}
+}
+
+// A session's subscription names the session's own stand-in for the
+// subscriber, whatever actor the request named: a pusher's messages to it
+// come on that session's stream with the pusher as sender, nothing else
+// sent to it does, and an actor of the node named by a forged request gets
+// nothing. When the client reports the subscriber's end, the stand-in's
+// watchers hear it.
+func TestSessionPushesReachOnlyItsSubscribers(t *testing.T) {
+	startSessionBroker(t)
+	spy := &spyProcess{}
+	spyPID, _ := sender.System.ProcessRegistry.Add(spy, "push-spy")
+	defer sender.System.ProcessRegistry.Remove(spyPID)
+
+	a, b := openSession(t), openSession(t)
+	subA := a.subscribe(sender.Addr, "push-spy") // forged: names an actor of the node
+	subB := b.subscribe("10.9.9.9:1", "push-spy")
+	if subA.TargetAddress != sender.Addr || !strings.HasPrefix(subA.TargetId, sessionTargetPrefix) ||
+		subB.TargetId == subA.TargetId || !strings.HasPrefix(subB.TargetId, sessionTargetPrefix) {
+		t.Fatalf("the broker got targets %s/%s and %s/%s: want each session's own stand-in",
+			subA.TargetAddress, subA.TargetId, subB.TargetAddress, subB.TargetId)
+	}
+	targetA := actor.NewPID(subA.TargetAddress, subA.TargetId)
+	pusher := actor.NewPID(sender.Addr, "pusher")
+	sender.System.Root.Send(targetA, &actor.MessageEnvelope{Message: &messages.OffsetCommitResponse{}, Sender: pusher}) // not a push: dropped
+	sender.System.Root.Send(targetA, &actor.MessageEnvelope{Message: &messages.PushRecords{Group: "g", MemberId: "m"}, Sender: pusher})
+	got := a.next()
+	env := got.Envelopes[0]
+	if got.TypeNames[env.TypeId] != "sluice.PushRecords" || got.Targets[env.Target].Id != "push-spy" ||
+		env.Sender == 0 || !got.Senders[env.Sender-1].Equal(pusher) {
+		t.Fatalf("session a got %v, want the PushRecords for its subscriber from the pusher", got)
+	}
+	if n := spy.got.Load(); n != 0 {
+		t.Fatalf("the node's actor named by the forged subscription got %d messages", n)
+	}
+
+	// The subscriber stops: the session says so, and a watcher of its
+	// stand-in hears it.
+	ended := make(chan *actor.Terminated, 1)
+	watcher := sender.System.Root.Spawn(actor.PropsFromFunc(func(ctx actor.Context) {
+		switch m := ctx.Message().(type) {
+		case *actor.Started:
+			ctx.Watch(targetA)
+		case *actor.Terminated:
+			ended <- m
+		}
+	}))
+	defer sender.System.Root.Stop(watcher)
+	data, _ := proto.Marshal(&actor.Terminated{Who: actor.NewPID(sessionAddress, "push-spy")})
+	a.send(&remote.RemoteMessage{MessageType: &remote.RemoteMessage_MessageBatch{MessageBatch: &remote.MessageBatch{
+		TypeNames: []string{"actor.Terminated"}, Targets: []*actor.PID{BrokerPID(sender.Addr)},
+		Envelopes: []*remote.MessageEnvelope{{TypeId: 0, Target: 0, MessageData: data, SerializerId: protoSerializerID}}}}})
+	select {
+	case m := <-ended:
+		if !m.Who.Equal(targetA) {
+			t.Fatalf("Terminated for %v, want %v", m.Who, targetA)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the watcher did not hear of the subscriber's end")
+	}
+}
+
+// A session whose client grants credit but does not read its stream is
+// closed once more than sessionQueueBytes would be queued for it: pushes
+// cannot grow the broker's memory without bound.
+func TestSessionThatDoesNotReadIsClosed(t *testing.T) {
+	startSessionBroker(t)
+	ss := openSession(t)
+	sub := ss.subscribe("", "slow")
+	target := actor.NewPID(sub.TargetAddress, sub.TargetId)
+	value := make([]byte, 1<<20)
+	pusher := actor.NewPID(sender.Addr, "pusher")
+	for i := 0; i < 3*sessionQueueBytes/len(value); i++ {
+		sender.System.Root.Send(target, &actor.MessageEnvelope{Sender: pusher,
+			Message: &messages.PushRecords{Records: []*messages.PushedRecord{{Value: value}}}})
+	}
+	// Read everything written before the end: the stream must end.
+	for {
+		m := &remote.RemoteMessage{}
+		err := ss.stream.RecvMsg(m)
+		if err == nil {
+			continue
+		}
+		if status.Code(err) != codes.ResourceExhausted {
+			t.Fatalf("the stream ended with %v, want ResourceExhausted", err)
+		}
+		return
 	}
 }

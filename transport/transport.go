@@ -98,6 +98,9 @@ type Node struct {
 	sessions   map[string]*clientSession
 	// noSessions are the brokers that do not serve sessions.
 	noSessions map[string]bool
+	// routes are the stand-ins for brokers' actors that subscribers answer
+	// (session_client.go), by PID.
+	routes     map[string]*actor.PID
 	sessionSeq uint64
 }
 

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/asynkron/protoactor-go/actor"
+
 	"github.com/sluicemq/sluice/client"
 )
 
@@ -127,5 +129,54 @@ func TestClientOverSessionsChild(t *testing.T) {
 	}
 	if committed != 51 {
 		t.Fatalf("the group committed %d records' offsets, want 51", committed)
+	}
+
+	// A push subscriber: the client's own actor, pushed to over the
+	// session, grants credit and commits through it.
+	system, err := client.System(unreachable)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := newPushSubscriber(10, time.Millisecond)
+	pid := system.Root.Spawn(actor.PropsFromProducer(func() actor.Actor { return s }))
+	sub, err := client.Subscribe(ctx, b.Addr, "far-push", []string{"far"}, pid, unreachable, client.SubscribeCredit(s.credit))
+	if err != nil {
+		t.Fatalf("subscribe: %v", err)
+	}
+	for len(s.processed()) < 51 {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("the subscriber processed %d of 51 records", len(s.processed()))
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	s.checkCredit(t)
+	eventuallyCommitted(t, ctx, admin, "far-push", 51)
+	if err := sub.Close(ctx); err != nil {
+		t.Fatalf("unsubscribe: %v", err)
+	}
+}
+
+// eventuallyCommitted waits until group has committed offsets adding up to
+// want over its partitions.
+func eventuallyCommitted(t *testing.T, ctx context.Context, admin *client.Admin, group string, want int64) {
+	t.Helper()
+	for {
+		info, err := admin.DescribeGroup(ctx, group)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var committed int64
+		for _, part := range info.Partitions {
+			committed += part.Committed
+		}
+		if committed == want {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("group %s committed %d records' offsets, want %d", group, committed, want)
+		case <-time.After(100 * time.Millisecond):
+		}
 	}
 }
