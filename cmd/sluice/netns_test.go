@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -8,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sluicemq/sluice/client"
 )
 
 // netns is a network namespace of the test's own, joined to this one by a
@@ -80,14 +83,21 @@ func (ns *netns) cli(t *testing.T, stdin string, args ...string) (string, string
 	return out.String(), errOut.String(), code, time.Since(start)
 }
 
-// The CLI in a network namespace the broker cannot connect into (its
-// listener is the namespace's own 127.0.0.1): over sessions, the default,
-// every command works; answers over connections the broker opens
-// (--listen) fail in seconds, naming the address the broker cannot reach.
-func TestCLIFromAnotherNetwork(t *testing.T) {
-	ns := newNetns(t)
-	// The broker listens on its side of the veth pair only.
-	addr := fmt.Sprintf("%s:%d", ns.hostIP, freePort(t))
+// netnsChildEnv carries, to the child test run inside the namespace, the
+// broker's address and the mode ("sessions" or "dial-back").
+const netnsChildEnv = "SLUICE_TEST_NETNS_CHILD"
+
+// goClient runs TestGoClientFromAnotherNetworkChild inside the namespace.
+func (ns *netns) goClient(t *testing.T, brokerAddr, mode string) (string, error) {
+	t.Helper()
+	cmd := exec.Command("ip", "netns", "exec", ns.name, os.Args[0], "-test.run=^TestGoClientFromAnotherNetworkChild$", "-test.v", "-test.timeout=3m")
+	cmd.Env = append(os.Environ(), netnsChildEnv+"="+mode+","+brokerAddr, testBinEnv+"="+sluiceBin)
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// startBrokerOn starts a broker that listens at addr only.
+func startBrokerOn(t *testing.T, addr string) *brokerProc {
 	b := &brokerProc{t: t, Data: t.TempDir(), Addr: addr, logs: &lockedBuffer{}}
 	b.args = []string{"broker", "--data", b.Data, "--addr", addr, "--http", "127.0.0.1:0", "--group-initial-rebalance-delay", "100ms"}
 	b.start()
@@ -97,6 +107,60 @@ func TestCLIFromAnotherNetwork(t *testing.T) {
 			t.Logf("broker log:\n%s", tail(b.logs.String(), 40))
 		}
 	})
+	return b
+}
+
+// A Go client in a network namespace the broker cannot connect into: over
+// sessions, the default, admin, an idempotent producer, a consumer, a
+// group member and a push subscriber all work; with Sessions(false) the
+// first request fails in seconds, naming the address the broker cannot
+// reach.
+func TestGoClientFromAnotherNetwork(t *testing.T) {
+	if os.Getenv(netnsChildEnv) != "" {
+		t.Skip("in the child")
+	}
+	ns := newNetns(t)
+	b := startBrokerOn(t, fmt.Sprintf("%s:%d", ns.hostIP, freePort(t)))
+	for _, mode := range []string{"sessions", "dial-back"} {
+		out, err := ns.goClient(t, b.Addr, mode)
+		if err != nil || !strings.Contains(out, "--- PASS: TestGoClientFromAnotherNetworkChild") {
+			t.Fatalf("%s: child test: %v\n%s", mode, err, out)
+		}
+	}
+}
+
+func TestGoClientFromAnotherNetworkChild(t *testing.T) {
+	mode, addr, ok := strings.Cut(os.Getenv(netnsChildEnv), ",")
+	if !ok {
+		t.Skip("run by TestGoClientFromAnotherNetwork")
+	}
+	if mode == "sessions" {
+		exerciseClient(t, addr, client.Options(), false)
+		return
+	}
+	admin, err := client.NewAdmin(addr, client.Sessions(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	_, err = admin.ListTopics(ctx)
+	if err == nil || !strings.Contains(err.Error(), "which they cannot reach") || time.Since(start) > 30*time.Second {
+		t.Fatalf("dial-back from behind: %v after %v", err, time.Since(start).Round(time.Millisecond))
+	}
+	t.Logf("dial-back from behind: %v after %v", err, time.Since(start).Round(time.Millisecond))
+}
+
+// The CLI in a network namespace the broker cannot connect into (its
+// listener is the namespace's own 127.0.0.1): over sessions, the default,
+// every command works; answers over connections the broker opens
+// (--listen) fail in seconds, naming the address the broker cannot reach.
+func TestCLIFromAnotherNetwork(t *testing.T) {
+	ns := newNetns(t)
+	// The broker listens on its side of the veth pair only.
+	b := startBrokerOn(t, fmt.Sprintf("%s:%d", ns.hostIP, freePort(t)))
 	broker := []string{"--broker", b.Addr}
 	for _, c := range []struct {
 		stdin string

@@ -56,10 +56,16 @@ func TestClientOverSessionsChild(t *testing.T) {
 		unreachable = client.Options(unreachable, client.TLS(certs.file("user-admin.crt"), certs.file("user-admin.key"), certs.file("ca.crt")))
 	}
 	b := startBroker(t, flags...)
+	exerciseClient(t, b.Addr, unreachable, os.Getenv(sessionChildEnv) == "tls")
+}
+
+// exerciseClient runs admin, an idempotent producer, a consumer, a group
+// member and a push subscriber against the broker at addr with opts.
+func exerciseClient(t *testing.T, addr string, opts client.Opt, tls bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 
-	admin, err := client.NewAdmin(b.Addr, unreachable)
+	admin, err := client.NewAdmin(addr, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,11 +73,11 @@ func TestClientOverSessionsChild(t *testing.T) {
 	if err := admin.CreateTopic(ctx, client.TopicSpec{Name: "far", Partitions: 2}); err != nil {
 		t.Fatalf("create topic: %v", err)
 	}
-	if who, err := admin.WhoAmI(ctx); err != nil || (os.Getenv(sessionChildEnv) == "tls") != (who.Principal == "User:admin") {
+	if who, err := admin.WhoAmI(ctx); err != nil || tls != (who.Principal == "User:admin") {
 		t.Fatalf("whoami over the session: %+v %v", who, err)
 	}
 
-	p, err := client.NewProducer(b.Addr, unreachable, client.Acks(client.AllAcks))
+	p, err := client.NewProducer(addr, opts, client.Acks(client.AllAcks))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +92,7 @@ func TestClientOverSessionsChild(t *testing.T) {
 	}
 	p.Close()
 
-	c, err := client.NewConsumer(b.Addr, unreachable, client.ConsumePartitions(map[string]map[int32]client.Offset{
+	c, err := client.NewConsumer(addr, opts, client.ConsumePartitions(map[string]map[int32]client.Offset{
 		"far": {0: client.AtStart(), 1: client.AtStart()}}))
 	if err != nil {
 		t.Fatal(err)
@@ -101,7 +107,7 @@ func TestClientOverSessionsChild(t *testing.T) {
 		seen += len(f.Records)
 	}
 
-	g, err := client.NewGroupConsumer(b.Addr, "far-group", []string{"far"}, unreachable, client.AutoCommitInterval(0))
+	g, err := client.NewGroupConsumer(addr, "far-group", []string{"far"}, opts, client.AutoCommitInterval(0))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,13 +139,13 @@ func TestClientOverSessionsChild(t *testing.T) {
 
 	// A push subscriber: the client's own actor, pushed to over the
 	// session, grants credit and commits through it.
-	system, err := client.System(unreachable)
+	system, err := client.System(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	s := newPushSubscriber(10, time.Millisecond)
 	pid := system.Root.Spawn(actor.PropsFromProducer(func() actor.Actor { return s }))
-	sub, err := client.Subscribe(ctx, b.Addr, "far-push", []string{"far"}, pid, unreachable, client.SubscribeCredit(s.credit))
+	sub, err := client.Subscribe(ctx, addr, "far-push", []string{"far"}, pid, opts, client.SubscribeCredit(s.credit))
 	if err != nil {
 		t.Fatalf("subscribe: %v", err)
 	}
