@@ -78,6 +78,10 @@ func serveSession(system *actor.ActorSystem, ss grpc.ServerStream) error {
 	case err := <-received:
 		return err
 	case <-w.overflow:
+		if gs.stats.shouldLog() {
+			gs.logger.Warn("closed a client session that does not read what is queued for it", "peer", gs.origin.Peer,
+				"principal", gs.origin.Principal, "queued_bytes_over", sessionQueueBytes)
+		}
 		return status.Error(codes.ResourceExhausted, fmt.Sprintf("the session's client reads too slowly: over %d bytes are queued for it", sessionQueueBytes))
 	}
 }

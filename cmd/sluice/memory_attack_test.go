@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"math"
 	"net"
 	"os"
 	"strconv"
@@ -18,6 +19,8 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/sluicemq/sluice/client"
+	"github.com/sluicemq/sluice/messages"
+	"github.com/sluicemq/sluice/transport"
 )
 
 // http2Preface is what an HTTP/2 client sends first: the preface and an
@@ -262,4 +265,71 @@ func TestStreamWithoutConnectRequestClosed(t *testing.T) {
 		}
 		return ""
 	})
+}
+
+// A session that subscribes with all the credit there is and then reads
+// nothing: the broker pushes until 64 MiB are queued for it, closes it and
+// says so, and its memory grows by no more than that, though the topic
+// holds eight times as much.
+func TestAttackSessionThatDoesNotRead(t *testing.T) {
+	b := startBroker(t)
+	createTopic(t, newAdmin(t, b.Addr), "victim", 1, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	p, err := client.NewProducer(b.Addr, sharedOpts(), client.Acks(client.LeaderAck))
+	if err != nil {
+		t.Fatal(err)
+	}
+	value := make([]byte, 512<<10)
+	for range 1024 { // 512 MiB
+		p.Produce(ctx, &client.Record{Topic: "victim", Value: value}, nil)
+	}
+	if err := p.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	p.Close()
+	if _, err := newAdmin(t, b.Addr).FindCoordinator(ctx, "hoarder"); err != nil {
+		t.Fatal(err)
+	}
+	before := rssBytes(t, b.pid())
+
+	conn, err := grpc.Dial(b.Addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	stream, err := conn.NewStream(ctx, &grpc.StreamDesc{ServerStreams: true, ClientStreams: true}, transport.SessionMethod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := proto.Marshal(&messages.SubscribeRequest{Group: "hoarder", Topics: []string{"victim"}, TargetAddress: "session",
+		TargetId: "me", InitialCredit: math.MaxInt32})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range []*remote.RemoteMessage{
+		{MessageType: &remote.RemoteMessage_ConnectRequest{ConnectRequest: &remote.ConnectRequest{ConnectionType: &remote.ConnectRequest_ServerConnection{
+			ServerConnection: &remote.ServerConnection{Address: "session"}}}}},
+		{MessageType: &remote.RemoteMessage_MessageBatch{MessageBatch: &remote.MessageBatch{TypeNames: []string{"sluice.SubscribeRequest"},
+			Targets: []*actor.PID{transport.BrokerPID(b.Addr)}, Senders: []*actor.PID{actor.NewPID("session", "1")},
+			Envelopes: []*remote.MessageEnvelope{{Target: 0, TypeId: 0, Sender: 1, MessageData: data}}}}},
+	} {
+		if err := stream.SendMsg(m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	after := before // the most seen while the session lasted
+	waitFor(t, "the session closed", func() bool {
+		after = max(after, rssBytes(t, b.pid()))
+		return strings.Contains(b.logs.String(), "closed a client session that does not read")
+	})
+	t.Logf("broker RSS %d MiB before the session, at most %d MiB while it lasted", before>>20, after>>20)
+	bound := int64(160 << 20)
+	if raceEnabled {
+		bound = 400 << 20 // the race detector's shadow of the queued pushes
+	}
+	if after-before > bound {
+		t.Errorf("RSS grew by %d MiB, more than %d MiB", (after-before)>>20, bound>>20)
+	}
+	produceN(t, b.Addr, "victim", 0, 5)
 }
