@@ -51,9 +51,9 @@ const sessionAnswerTimeout = 2 * time.Minute
 // already read are not bounded here: a fetch's is at most its MaxBytes.)
 const sessionWindowBytes = 32 << 20
 
-// sessionQueueBytes bounds what a session's stream may have queued, pushes
-// included: pushes wait on the subscriber's credit, not on the window, and
-// a client that grants credit but does not read its stream is
+// sessionQueueBytes bounds what a session's stream may have queued when a
+// push comes: pushes wait on the subscriber's credit, not on the window,
+// and a client that grants credit but does not read its stream is
 // disconnected before it can grow the broker's memory further.
 const sessionQueueBytes = 2 * sessionWindowBytes
 
@@ -183,8 +183,8 @@ func newSessionWriter(ss grpc.ServerStream, window *budget.Budget) *sessionWrite
 // send queues msg for the client's actor id (from: the sender of a push,
 // nil for an answer); n is what the request of an answer holds of the
 // window. It never blocks the actor that answers or pushes, nor encodes
-// the message on its time: the window bounds the answers, the
-// subscribers' credit the pushes, and sessionQueueBytes both.
+// the message on its time: the window bounds the requests whose answers
+// can come, the subscribers' credit and sessionQueueBytes the pushes.
 func (w *sessionWriter) send(id string, from *actor.PID, msg any, n int64) {
 	pm, ok := msg.(proto.Message)
 	if !ok {
@@ -194,7 +194,9 @@ func (w *sessionWriter) send(id string, from *actor.PID, msg any, n int64) {
 	// The message counts too until written: a client that does not read
 	// its answers gets no more requests read.
 	size := int64(proto.Size(pm))
-	if w.window.Used()+size > sessionQueueBytes {
+	if from != nil && w.window.Used()+size > sessionQueueBytes {
+		// Only a push: answers are bounded by the requests read, and a
+		// client busy with its answers must not lose its session.
 		w.window.Release("", n)
 		w.overflowOnce.Do(func() { close(w.overflow) })
 		return
