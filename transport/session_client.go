@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/asynkron/protoactor-go/remote"
@@ -60,7 +61,7 @@ func (n *Node) session(addr string) *clientSession {
 	if n.sessions == nil {
 		n.sessions = map[string]*clientSession{}
 	}
-	s := &clientSession{node: n, addr: addr, waiting: map[string]*actor.PID{}, subscribers: map[string]bool{},
+	s := &clientSession{node: n, addr: addr, waiting: map[string]waitingRequest{}, subscribers: map[string]bool{},
 		wake: make(chan struct{}, 1), done: make(chan struct{})}
 	// An id of its own: the session before it, ending, may not have left
 	// the registry yet.
@@ -71,6 +72,30 @@ func (n *Node) session(addr string) *clientSession {
 	return s
 }
 
+// waitingRequest is a request sent over a session whose answer has not
+// come.
+type waitingRequest struct {
+	sender *actor.PID
+	sent   time.Time
+}
+
+// sweepEvery spaces a session's sweeps of requests whose answers will not
+// come.
+const sweepEvery = time.Minute
+
+// sweep forgets the requests sent before now less the time a broker waits
+// for their answers (sessionAnswerTimeout) and a minute: the broker has
+// given up on them, and their senders, on their own timeouts, long ago.
+func (s *clientSession) sweep(now time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for id, w := range s.waiting {
+		if now.Sub(w.sent) > sessionAnswerTimeout+time.Minute {
+			delete(s.waiting, id)
+		}
+	}
+}
+
 // clientSession is one session to one broker.
 type clientSession struct {
 	node *Node
@@ -79,8 +104,8 @@ type clientSession struct {
 
 	mu sync.Mutex
 	// waiting maps each request's sender id to its sender, until the
-	// answer comes.
-	waiting map[string]*actor.PID
+	// answer comes or the broker has stopped waiting for it (sweep).
+	waiting map[string]waitingRequest
 	// subscribers are this node's actors subscribed through the session:
 	// the broker pushes only to them.
 	subscribers map[string]bool
@@ -121,7 +146,7 @@ func (s *clientSession) send(id string, message any) {
 		// The broker sees a sender of the session's own; its answer names
 		// it, and goes to the sender here.
 		id := strconv.FormatUint(s.nextID.Add(1), 36)
-		s.waiting[id] = sender
+		s.waiting[id] = waitingRequest{sender: sender, sent: time.Now()}
 		b.Senders = []*actor.PID{actor.NewPID(sessionAddress, id)}
 		b.Envelopes[0].Sender = 1
 	}
@@ -190,12 +215,17 @@ func (s *clientSession) run() {
 		defer cancel()
 		s.read(stream)
 	}()
+	sweeps := time.NewTicker(sweepEvery)
+	defer sweeps.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-s.done:
 			return
+		case now := <-sweeps.C:
+			s.sweep(now)
+			continue
 		case <-s.wake:
 		}
 		s.mu.Lock()
@@ -243,7 +273,7 @@ func (s *clientSession) read(stream grpc.ClientStream) {
 				continue
 			}
 			s.mu.Lock()
-			to := s.waiting[id]
+			to := s.waiting[id].sender
 			delete(s.waiting, id)
 			s.mu.Unlock()
 			if to != nil {
@@ -287,8 +317,8 @@ func (s *clientSession) end() {
 	}
 	s.node.sessionsMu.Unlock()
 	s.node.System.ProcessRegistry.Remove(s.pid)
-	for _, to := range waiting { // queued requests' senders among them
-		s.deadLetter(to)
+	for _, w := range waiting { // queued requests' senders among them
+		s.deadLetter(w.sender)
 	}
 	s.node.System.EventStream.Publish(&remote.EndpointTerminatedEvent{Address: s.addr})
 }

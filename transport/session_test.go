@@ -261,3 +261,20 @@ func TestSessionThatDoesNotReadIsClosed(t *testing.T) {
 		return
 	}
 }
+
+// A request whose answer never comes is forgotten once the broker has
+// given up on it: a long session does not keep every lost request.
+func TestSessionForgetsRequestsNobodyAnswers(t *testing.T) {
+	s := &clientSession{waiting: map[string]waitingRequest{}}
+	start := time.Now()
+	s.waiting["old"] = waitingRequest{sender: actor.NewPID("nonhost", "a"), sent: start}
+	s.waiting["new"] = waitingRequest{sender: actor.NewPID("nonhost", "b"), sent: start.Add(2 * time.Minute)}
+	s.sweep(start.Add(sessionAnswerTimeout))
+	if len(s.waiting) != 2 {
+		t.Fatalf("swept %v while the broker may still answer", s.waiting)
+	}
+	s.sweep(start.Add(sessionAnswerTimeout + 2*time.Minute))
+	if _, ok := s.waiting["old"]; ok || len(s.waiting) != 1 {
+		t.Fatalf("after the broker gave up: %v, want only the newer request", s.waiting)
+	}
+}
