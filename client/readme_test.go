@@ -40,8 +40,10 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/sluicemq/sluice/actors"
 	"github.com/sluicemq/sluice/client"
 	"github.com/sluicemq/sluice/messages"
+	"github.com/sluicemq/sluice/server"
 )
 
 var ctx = context.Background()
@@ -50,6 +52,7 @@ func handle(*client.Record) {}
 
 var _, _, _, _ = fmt.Sprint, log.Print, time.Now, actor.NewPID
 var _ = messages.ErrorCode_NONE
+var _, _ = actors.DefaultBrokerConfig, server.New
 `)
 	for i, b := range blocks {
 		var decls, body []string

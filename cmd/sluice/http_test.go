@@ -23,6 +23,7 @@ import (
 	"github.com/sluicemq/sluice/cluster/consultest"
 	"github.com/sluicemq/sluice/internal/testutil"
 	"github.com/sluicemq/sluice/messages"
+	"github.com/sluicemq/sluice/server"
 )
 
 var httpReady = regexp.MustCompile(`sluice broker ready.* http=(\S*)`)
@@ -172,7 +173,7 @@ func TestHTTPListenerBadRequests(t *testing.T) {
 		}
 	}
 	var slow []net.Conn
-	for i := 0; i < httpMaxConns+16; i++ {
+	for i := 0; i < server.HTTPMaxConnections+16; i++ {
 		c, err := net.Dial("tcp", web)
 		if err != nil {
 			t.Fatal(err)

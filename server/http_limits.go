@@ -1,4 +1,4 @@
-package main
+package server
 
 import (
 	"context"
@@ -32,6 +32,10 @@ const (
 	// progress.
 	httpIdleTimeout = 10 * time.Second
 )
+
+// HTTPMaxConnections is how many connections the HTTP listener serves
+// fully (httpMaxConns).
+const HTTPMaxConnections = httpMaxConns
 
 // httpListener admits connections within the limits above.
 type httpListener struct {
