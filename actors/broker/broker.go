@@ -320,7 +320,7 @@ func (b *brokerActor) onBecameController(ctx actor.Context, lead *cluster.Leader
 // spawnController starts the controller actor for a won leadership.
 func (b *brokerActor) spawnController(ctx actor.Context, lead *cluster.Leadership) {
 	b.pendingController = nil
-	props := actor.PropsFromProducer(controller.NewProducer(b.cfg, b.backend, lead))
+	props := controller.Props(b.cfg, b.backend, lead)
 	b.lead = lead
 	pid, err := ctx.SpawnNamed(props, "controller")
 	if err != nil {

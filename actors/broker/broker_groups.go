@@ -110,8 +110,8 @@ func (b *brokerActor) syncGroupHost(ctx actor.Context, tp cluster.TopicPartition
 			delete(b.groupHosts, tp.Partition)
 		}
 		ref := &groupHostRef{epoch: st.LeaderEpoch, overview: &atomic.Pointer[[]*messages.GroupOverview]{}}
-		props := actor.PropsFromProducer(coordinator.NewHost(coordinator.HostConfig{Partition: tp.Partition, Broker: b.cfg,
-			BrokerPID: ctx.Self(), Meta: &b.shared.published, Overview: ref.overview}))
+		props := coordinator.HostProps(coordinator.HostConfig{Partition: tp.Partition, Broker: b.cfg,
+			BrokerPID: ctx.Self(), Meta: &b.shared.published, Overview: ref.overview})
 		pid, err := ctx.SpawnNamed(props, fmt.Sprintf("groups-%d-%d", tp.Partition, st.LeaderEpoch))
 		if err != nil {
 			b.cfg.Logger.Error("cannot start group host", "partition", tp, "error", err)

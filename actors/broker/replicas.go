@@ -168,10 +168,10 @@ func (b *brokerActor) startReplica(ctx actor.Context, tp cluster.TopicPartition,
 
 // spawnReplica starts the partition actor of r.
 func (b *brokerActor) spawnReplica(ctx actor.Context, tp cluster.TopicPartition, r *replica) error {
-	props := actor.PropsFromProducer(partition.NewProducer(partition.Config{
+	props := partition.Props(partition.Config{
 		TP: tp, TopicID: r.topicID, BrokerID: b.cfg.ID, Dir: r.dir, Topic: b.topicConfig(tp.Topic),
 		Broker: b.cfg, Status: r.status, Fetched: r.fetched, FailedLogs: b.shared.failed, Logger: b.cfg.Logger,
-	}), actor.WithMailbox(b.cfg.Metrics.Mailbox()))
+	}, actor.WithMailbox(b.cfg.Metrics.Mailbox()))
 	pid, err := ctx.SpawnNamed(props, fmt.Sprintf("p/%s/%d", tp.Topic, tp.Partition))
 	if err != nil {
 		return err

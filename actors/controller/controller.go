@@ -79,10 +79,12 @@ type controllerActor struct {
 	electAgain bool
 }
 
-func NewProducer(cfg *actors.BrokerConfig, store cluster.MetadataStore, lead *cluster.Leadership) actor.Producer {
-	return func() actor.Actor {
+// Props is what the broker spawns the controller from, once it holds the
+// controller's leadership lead.
+func Props(cfg *actors.BrokerConfig, store cluster.MetadataStore, lead *cluster.Leadership) *actor.Props {
+	return actor.PropsFromProducer(func() actor.Actor {
 		return &controllerActor{cfg: cfg, store: store, lead: lead, offline: map[cluster.TopicPartition]map[int32]int64{}}
-	}
+	})
 }
 
 func (c *controllerActor) Receive(ctx actor.Context) {

@@ -69,7 +69,7 @@ func startStalledController(t *testing.T) *stalledController {
 		}
 	}}
 	t.Cleanup(sc.release)
-	sc.pid = system.Root.Spawn(actor.PropsFromProducer(NewProducer(&cfg, store, lead)))
+	sc.pid = system.Root.Spawn(Props(&cfg, store, lead))
 	system.Root.Send(sc.pid, &BrokersUpdated{Brokers: []cluster.Broker{{ID: 0, Addr: system.Address()}}})
 	return sc
 }

@@ -62,11 +62,13 @@ type groupHost struct {
 	started      time.Time
 }
 
-func NewHost(cfg HostConfig) actor.Producer {
-	return func() actor.Actor {
+// HostProps is what the broker spawns the group host of an offsets
+// partition it leads from.
+func HostProps(cfg HostConfig) *actor.Props {
+	return actor.PropsFromProducer(func() actor.Actor {
 		return &groupHost{cfg: cfg, groups: map[string]*loadedGroup{}, coordinators: map[string]*actor.PID{},
 			overviews: map[string]*messages.GroupOverview{}}
-	}
+	})
 }
 
 func (h *groupHost) Receive(ctx actor.Context) {

@@ -167,12 +167,13 @@ type partitionActor struct {
 	metrics *metrics.Topic
 }
 
-func NewProducer(cfg Config) actor.Producer {
-	return func() actor.Actor {
+// Props is what the broker spawns a partition replica's actor from.
+func Props(cfg Config, opts ...actor.PropsOption) *actor.Props {
+	return actor.PropsFromProducer(func() actor.Actor {
 		return &partitionActor{cfg: cfg, gen: nextGen(), parked: map[uint64]*parkedFetch{}, metrics: cfg.Broker.Metrics.Topic(cfg.TP.Topic),
 			replicaParked: map[uint64]*parkedReplicaFetch{}, checkpointedHW: -1, writtenHW: -1, snapshotAt: -1,
 			producers: producerstate.NewState(producerstate.Config{ProducerIDExpiration: cfg.Broker.ProducerIDExpiration})}
-	}
+	}, opts...)
 }
 
 // A partition ticks every fastTick while requests wait on it (acks=all
