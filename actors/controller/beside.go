@@ -5,9 +5,7 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
-	"google.golang.org/protobuf/proto"
 
-	"github.com/sluicemq/sluice/actors"
 	"github.com/sluicemq/sluice/cluster"
 	"github.com/sluicemq/sluice/messages"
 )
@@ -137,33 +135,4 @@ func (c *controllerActor) answerWaiting(ctx actor.Context) {
 		}
 	}
 	c.inflight, c.deferred = nil, nil
-}
-
-// failureOf is the answer to a request that writes the metadata that
-// refuses it with code.
-func failureOf(msg any, code messages.ErrorCode, text string) proto.Message {
-	results := func(names []string) []*messages.TopicResult {
-		out := make([]*messages.TopicResult, len(names))
-		for i, n := range names {
-			out[i] = &messages.TopicResult{Name: n, Error: code, ErrorMessage: text}
-		}
-		return out
-	}
-	switch m := msg.(type) {
-	case *messages.CreateTopicsRequest:
-		return &messages.CreateTopicsResponse{Results: results(actors.CreateTopicsNames(m))}
-	case *messages.DeleteTopicsRequest:
-		return &messages.DeleteTopicsResponse{Results: results(m.Names)}
-	case *messages.AlterTopicConfigsRequest:
-		return &messages.AlterTopicConfigsResponse{Results: results(actors.AlterConfigsNames(m))}
-	case *messages.CreatePartitionsRequest:
-		return &messages.CreatePartitionsResponse{Results: results(actors.CreatePartitionsNames(m))}
-	case *messages.AlterPartitionRequest:
-		return &messages.AlterPartitionResponse{Error: code, ErrorMessage: text}
-	case *messages.AllocateProducerIdsRequest:
-		return &messages.AllocateProducerIdsResponse{Error: code, ErrorMessage: text}
-	case *messages.CreateAclsRequest, *messages.DeleteAclsRequest, *messages.CreateUserRequest, *messages.DeleteUserRequest:
-		return changeOf(m.(proto.Message), time.Time{}).fail(code, text)
-	}
-	return &messages.ErrorResponse{Error: code, Message: text}
 }

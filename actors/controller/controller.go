@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"math/rand/v2"
+	"reflect"
 	"regexp"
 	"slices"
 	"time"
@@ -111,44 +112,18 @@ func (c *controllerActor) Receive(ctx actor.Context) {
 		if c.admit(ctx, msg.BrokerId) {
 			actors.Respond(ctx, c.onReplicaOffline(ctx, msg))
 		}
-	case *messages.AlterPartitionRequest, *messages.AllocateProducerIdsRequest,
-		*messages.CreateTopicsRequest, *messages.DeleteTopicsRequest,
-		*messages.AlterTopicConfigsRequest, *messages.CreatePartitionsRequest,
-		*messages.CreateAclsRequest, *messages.DeleteAclsRequest, *messages.CreateUserRequest, *messages.DeleteUserRequest:
-		if !c.deferUntilIdle(ctx) {
-			c.onChange(ctx)
-		}
 	case *messages.LeaderAndIsrResponse:
 		if msg.Error != messages.ErrorCode_NONE {
 			c.cfg.Logger.Warn("a broker refused the controller's LeaderAndIsr", "broker", ctx.Sender(), "error", msg.Error, "reason", msg.ErrorMessage)
 		}
 	default:
+		if ch, ok := changes[reflect.TypeOf(msg)]; ok {
+			if !c.deferUntilIdle(ctx) {
+				ch.serve(c, ctx, msg.(proto.Message))
+			}
+			return
+		}
 		actors.Unhandled(ctx)
-	}
-}
-
-// onChange plans a request that writes the metadata; each handler answers
-// its sender, at once or when its store step is back.
-func (c *controllerActor) onChange(ctx actor.Context) {
-	switch msg := ctx.Message().(type) {
-	case *messages.AlterPartitionRequest:
-		if c.admit(ctx, msg.BrokerId) {
-			c.onAlterPartition(ctx, msg)
-		}
-	case *messages.AllocateProducerIdsRequest:
-		if c.admit(ctx, msg.BrokerId) {
-			c.onAllocateProducerIDs(ctx, msg)
-		}
-	case *messages.CreateTopicsRequest:
-		c.onCreateTopics(ctx, msg)
-	case *messages.DeleteTopicsRequest:
-		c.onDeleteTopics(ctx, msg)
-	case *messages.AlterTopicConfigsRequest:
-		c.onAlterTopicConfigs(ctx, msg)
-	case *messages.CreatePartitionsRequest:
-		c.onCreatePartitions(ctx, msg)
-	case *messages.CreateAclsRequest, *messages.DeleteAclsRequest, *messages.CreateUserRequest, *messages.DeleteUserRequest:
-		c.onSecurityChange(ctx, msg.(proto.Message))
 	}
 }
 

@@ -1,0 +1,100 @@
+package controller
+
+import (
+	"reflect"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/sluicemq/sluice/actors"
+	"github.com/sluicemq/sluice/messages"
+)
+
+// The requests that write the metadata, one entry per message type: each
+// waits while a store step is out (beside.go), then its handler plans it
+// and answers its sender; fail is its answer when the controller refuses
+// it with an error or stops before it is done.
+
+// change is one entry of the table.
+type change struct {
+	serve func(c *controllerActor, ctx actor.Context, msg proto.Message)
+	fail  func(msg proto.Message, code messages.ErrorCode, text string) proto.Message
+}
+
+// changeEntry builds the entry of requests of type M.
+func changeEntry[M proto.Message](serve func(*controllerActor, actor.Context, M), fail func(M, messages.ErrorCode, string) proto.Message) change {
+	return change{
+		serve: func(c *controllerActor, ctx actor.Context, m proto.Message) { serve(c, ctx, m.(M)) },
+		fail: func(m proto.Message, code messages.ErrorCode, text string) proto.Message {
+			return fail(m.(M), code, text)
+		},
+	}
+}
+
+var changes = map[reflect.Type]change{
+	reflect.TypeFor[*messages.AlterPartitionRequest](): changeEntry(
+		func(c *controllerActor, ctx actor.Context, m *messages.AlterPartitionRequest) {
+			if c.admit(ctx, m.BrokerId) {
+				c.onAlterPartition(ctx, m)
+			}
+		},
+		func(_ *messages.AlterPartitionRequest, code messages.ErrorCode, text string) proto.Message {
+			return &messages.AlterPartitionResponse{Error: code, ErrorMessage: text}
+		}),
+	reflect.TypeFor[*messages.AllocateProducerIdsRequest](): changeEntry(
+		func(c *controllerActor, ctx actor.Context, m *messages.AllocateProducerIdsRequest) {
+			if c.admit(ctx, m.BrokerId) {
+				c.onAllocateProducerIDs(ctx, m)
+			}
+		},
+		func(_ *messages.AllocateProducerIdsRequest, code messages.ErrorCode, text string) proto.Message {
+			return &messages.AllocateProducerIdsResponse{Error: code, ErrorMessage: text}
+		}),
+	reflect.TypeFor[*messages.CreateTopicsRequest](): changeEntry((*controllerActor).onCreateTopics,
+		func(m *messages.CreateTopicsRequest, code messages.ErrorCode, text string) proto.Message {
+			return &messages.CreateTopicsResponse{Results: topicResults(actors.CreateTopicsNames(m), code, text)}
+		}),
+	reflect.TypeFor[*messages.DeleteTopicsRequest](): changeEntry((*controllerActor).onDeleteTopics,
+		func(m *messages.DeleteTopicsRequest, code messages.ErrorCode, text string) proto.Message {
+			return &messages.DeleteTopicsResponse{Results: topicResults(m.Names, code, text)}
+		}),
+	reflect.TypeFor[*messages.AlterTopicConfigsRequest](): changeEntry((*controllerActor).onAlterTopicConfigs,
+		func(m *messages.AlterTopicConfigsRequest, code messages.ErrorCode, text string) proto.Message {
+			return &messages.AlterTopicConfigsResponse{Results: topicResults(actors.AlterConfigsNames(m), code, text)}
+		}),
+	reflect.TypeFor[*messages.CreatePartitionsRequest](): changeEntry((*controllerActor).onCreatePartitions,
+		func(m *messages.CreatePartitionsRequest, code messages.ErrorCode, text string) proto.Message {
+			return &messages.CreatePartitionsResponse{Results: topicResults(actors.CreatePartitionsNames(m), code, text)}
+		}),
+	reflect.TypeFor[*messages.CreateAclsRequest](): securityEntry[*messages.CreateAclsRequest](),
+	reflect.TypeFor[*messages.DeleteAclsRequest](): securityEntry[*messages.DeleteAclsRequest](),
+	reflect.TypeFor[*messages.CreateUserRequest](): securityEntry[*messages.CreateUserRequest](),
+	reflect.TypeFor[*messages.DeleteUserRequest](): securityEntry[*messages.DeleteUserRequest](),
+}
+
+// securityEntry is the entry of a change to the ACLs or users.
+func securityEntry[M proto.Message]() change {
+	return changeEntry(func(c *controllerActor, ctx actor.Context, m M) { c.onSecurityChange(ctx, m) },
+		func(m M, code messages.ErrorCode, text string) proto.Message {
+			return changeOf(m, time.Time{}).fail(code, text)
+		})
+}
+
+// failureOf is the answer to a request that writes the metadata that
+// refuses it with code.
+func failureOf(msg any, code messages.ErrorCode, text string) proto.Message {
+	if ch, ok := changes[reflect.TypeOf(msg)]; ok {
+		return ch.fail(msg.(proto.Message), code, text)
+	}
+	return &messages.ErrorResponse{Error: code, Message: text}
+}
+
+// topicResults is the same error for every topic named.
+func topicResults(names []string, code messages.ErrorCode, text string) []*messages.TopicResult {
+	out := make([]*messages.TopicResult, len(names))
+	for i, n := range names {
+		out[i] = &messages.TopicResult{Name: n, Error: code, ErrorMessage: text}
+	}
+	return out
+}
