@@ -4,12 +4,14 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"reflect"
 	"slices"
 	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/sluicemq/sluice/actors"
 	"github.com/sluicemq/sluice/actors/groups"
@@ -130,61 +132,60 @@ func (c *groupCoordinator) Receive(ctx actor.Context) {
 		}
 	case coordinatorTick:
 		c.handle(ctx, c.g.Tick(time.Now(), c.partitionCounts))
-	case *messages.JoinGroupRequest:
-		c.onJoin(ctx, msg)
-	case *messages.SyncGroupRequest:
-		if _, code := c.g.Instance(msg.MemberId, msg.InstanceId); code != groups.None {
-			actors.Respond(ctx, &messages.SyncGroupResponse{Error: groupCode(code), ErrorMessage: codeText(code, msg.MemberId)})
-			return
-		}
-		if c.g.ProtocolType() != "" || len(msg.Assignments) > 0 {
-			c.handle(ctx, c.g.SyncRelay(msg.MemberId, msg.Generation, fromMemberBytes(msg.Assignments), ctx.Sender(), time.Now()))
-			return
-		}
-		assignment, code := c.g.Sync(msg.MemberId, msg.Generation, time.Now())
-		actors.Respond(ctx, &messages.SyncGroupResponse{Error: groupCode(code), ErrorMessage: codeText(code, msg.MemberId), Assignment: toWireAssignment(assignment)})
-	case *messages.HeartbeatRequest:
-		_, code := c.g.Instance(msg.MemberId, msg.InstanceId)
-		if code == groups.None {
-			code = c.g.Heartbeat(msg.MemberId, msg.Generation, time.Now())
-		}
-		actors.Respond(ctx, &messages.HeartbeatResponse{Error: groupCode(code), ErrorMessage: codeText(code, msg.MemberId)})
-	case *messages.LeaveGroupRequest:
-		member, code := c.g.Instance(msg.MemberId, msg.InstanceId)
-		if code != groups.None {
-			actors.Respond(ctx, &messages.LeaveGroupResponse{Error: groupCode(code), ErrorMessage: codeText(code, msg.MemberId)})
-			return
-		}
-		c.onLeave(ctx, member, func(code messages.ErrorCode, text string) {
-			actors.Respond(ctx, &messages.LeaveGroupResponse{Error: code, ErrorMessage: text})
-		})
-	case *messages.UnsubscribeRequest:
-		c.onLeave(ctx, msg.MemberId, func(code messages.ErrorCode, text string) {
-			actors.Respond(ctx, &messages.LeaveGroupResponse{Error: code, ErrorMessage: text})
-		})
-	case *messages.OffsetCommitRequest:
-		c.onCommit(ctx, msg)
-	case *messages.OffsetFetchRequest:
-		actors.Respond(ctx, c.onOffsetFetch(msg))
-	case *messages.DescribeGroupRequest:
-		actors.Respond(ctx, c.describe())
-	case *messages.DeleteGroupRequest:
-		c.onDelete(ctx)
-	case *messages.DeleteOffsetsRequest:
-		c.onDeleteOffsets(ctx, msg)
-	case *messages.SubscribeRequest:
-		c.onSubscribe(ctx, msg)
-	case *messages.PushCredit:
-		if pid, ok := c.pushers[msg.MemberId]; ok {
-			ctx.Forward(pid)
-		}
-	case *messages.PushAck:
-		c.onPushAck(ctx, msg.MemberId, msg, ctx.Sender())
 	case pushCommit:
 		c.onPushAck(ctx, msg.member, msg.ack, msg.replyTo)
 	case pushMemberDown:
 		c.cfg.Broker.Logger.Info("push member's actor is gone; removing it", "group", c.cfg.Group, "member", msg.member)
 		c.handle(ctx, c.g.Leave(msg.member, time.Now(), c.partitionCounts))
+	default:
+		if r, ok := groupRequests[reflect.TypeOf(msg)]; ok {
+			r.serve(c, ctx, msg.(proto.Message))
+		}
+	}
+}
+
+func (c *groupCoordinator) onSync(ctx actor.Context, msg *messages.SyncGroupRequest) {
+	if _, code := c.g.Instance(msg.MemberId, msg.InstanceId); code != groups.None {
+		actors.Respond(ctx, &messages.SyncGroupResponse{Error: groupCode(code), ErrorMessage: codeText(code, msg.MemberId)})
+		return
+	}
+	if c.g.ProtocolType() != "" || len(msg.Assignments) > 0 {
+		c.handle(ctx, c.g.SyncRelay(msg.MemberId, msg.Generation, fromMemberBytes(msg.Assignments), ctx.Sender(), time.Now()))
+		return
+	}
+	assignment, code := c.g.Sync(msg.MemberId, msg.Generation, time.Now())
+	actors.Respond(ctx, &messages.SyncGroupResponse{Error: groupCode(code), ErrorMessage: codeText(code, msg.MemberId), Assignment: toWireAssignment(assignment)})
+}
+
+func (c *groupCoordinator) onHeartbeat(ctx actor.Context, msg *messages.HeartbeatRequest) {
+	_, code := c.g.Instance(msg.MemberId, msg.InstanceId)
+	if code == groups.None {
+		code = c.g.Heartbeat(msg.MemberId, msg.Generation, time.Now())
+	}
+	actors.Respond(ctx, &messages.HeartbeatResponse{Error: groupCode(code), ErrorMessage: codeText(code, msg.MemberId)})
+}
+
+func (c *groupCoordinator) onLeaveGroup(ctx actor.Context, msg *messages.LeaveGroupRequest) {
+	member, code := c.g.Instance(msg.MemberId, msg.InstanceId)
+	if code != groups.None {
+		actors.Respond(ctx, &messages.LeaveGroupResponse{Error: groupCode(code), ErrorMessage: codeText(code, msg.MemberId)})
+		return
+	}
+	c.onLeave(ctx, member, func(code messages.ErrorCode, text string) {
+		actors.Respond(ctx, &messages.LeaveGroupResponse{Error: code, ErrorMessage: text})
+	})
+}
+
+func (c *groupCoordinator) onUnsubscribe(ctx actor.Context, msg *messages.UnsubscribeRequest) {
+	c.onLeave(ctx, msg.MemberId, func(code messages.ErrorCode, text string) {
+		actors.Respond(ctx, &messages.LeaveGroupResponse{Error: code, ErrorMessage: text})
+	})
+}
+
+// onPushCredit passes a member's credit on to its pusher.
+func (c *groupCoordinator) onPushCredit(ctx actor.Context, msg *messages.PushCredit) {
+	if pid, ok := c.pushers[msg.MemberId]; ok {
+		ctx.Forward(pid)
 	}
 }
 
