@@ -1,9 +1,11 @@
 package actors
 
+import "github.com/sluicemq/sluice/messages"
+
 // OffsetsTopic is the internal topic holding consumer groups' membership
 // and committed offsets. Each group lives in the partition its id hashes
 // to; the leader of that partition hosts the group's coordinator.
-const OffsetsTopic = "__consumer_offsets"
+const OffsetsTopic = messages.OffsetsTopic
 
 // OffsetMetadataMaxBytes is the longest metadata an offset commit may carry
 // (Kafka's offset.metadata.max.bytes); a longer one is refused with

@@ -277,7 +277,7 @@ func IncludeInternal() ListTopicsOpt { return func(o *listTopicsOptions) { o.int
 
 // IsInternalTopic reports whether name is a topic the cluster keeps for
 // itself: the group commits of __consumer_offsets.
-func IsInternalTopic(name string) bool { return name == "__consumer_offsets" }
+func IsInternalTopic(name string) bool { return messages.IsInternalTopic(name) }
 
 // ListTopics returns the names of every topic but the internal ones
 // (IncludeInternal lists those too), sorted.

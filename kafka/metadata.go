@@ -11,9 +11,6 @@ import (
 // leader epoch, replicas and ISR. A partition whose leader has no Kafka
 // listener answers LEADER_NOT_AVAILABLE.
 
-// offsetsTopic is marked internal, as in Kafka.
-const offsetsTopic = "__consumer_offsets"
-
 func handleMetadata(r *request, h header, kreq kmsg.Request) func() kmsg.Response {
 	req := kreq.(*kmsg.MetadataRequest)
 	// v1+: null topics is every topic, an empty list none; v0: empty is every topic.
@@ -70,7 +67,7 @@ func metadataResponse(answer Answer, mreq *messages.MetadataRequest, none bool, 
 		kt := kmsg.NewMetadataResponseTopic()
 		kt.Topic = kmsg.StringPtr(t.Name)
 		kt.ErrorCode = kafkaCode(t.Error)
-		kt.IsInternal = t.Name == offsetsTopic
+		kt.IsInternal = messages.IsInternalTopic(t.Name)
 		kt.TopicID = topicID(t.TopicId)
 		for _, p := range t.Partitions {
 			kp := kmsg.NewMetadataResponseTopicPartition()

@@ -87,8 +87,8 @@ func handleProduce(r *request, h header, kreq kmsg.Request) func() kmsg.Response
 // topic, a transactional batch, and anything but one RecordBatch v2.
 func checkBatch(topic string, records []byte, transactionID *string) (int16, string) {
 	switch {
-	case topic == offsetsTopic:
-		return errInvalidTopic, "the internal topic " + offsetsTopic + " cannot be produced to"
+	case messages.IsInternalTopic(topic):
+		return errInvalidTopic, "the internal topic " + topic + " cannot be produced to"
 	case transactionID != nil:
 		return errTransactionsUnknown, "transactions are not supported"
 	case len(records) < 61:

@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluicemq/sluice/messages"
 )
 
 // batch returns a RecordBatch v2 with one record, as a Kafka client writes it.
@@ -38,7 +40,7 @@ func TestCheckBatch(t *testing.T) {
 		txn     *string
 		code    int16
 	}{
-		{"the internal topic", offsetsTopic, good, nil, errInvalidTopic},
+		{"the internal topic", messages.OffsetsTopic, good, nil, errInvalidTopic},
 		{"a transaction", "orders", good, &txn, errTransactionsUnknown},
 		{"no records", "orders", nil, nil, errCorruptMessage},
 		{"message format v1", "orders", v1, nil, errCorruptMessage},
