@@ -26,7 +26,7 @@ func TestBrokerConfigFile(t *testing.T) {
 
 	printed := func(env []string, args ...string) string {
 		t.Helper()
-		cmd := exec.Command(sluiceBin, append([]string{"broker", "--print-config"}, args...)...)
+		cmd := exec.Command(cliBin, append([]string{"broker", "--print-config"}, args...)...)
 		cmd.Env = append(os.Environ(), env...)
 		out, err := cmd.CombinedOutput()
 		if err != nil {

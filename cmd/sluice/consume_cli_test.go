@@ -128,7 +128,7 @@ func TestFlagsFromEnvironment(t *testing.T) {
 func TestConsumeSaysWhileTheBrokerIsDown(t *testing.T) {
 	b := startBroker(t)
 	b.cli("", "topic", "create", "down")
-	cmd := exec.Command(sluiceBin, "consume", "down", "--from-beginning", "--max", "2", "--broker", b.Addr)
+	cmd := exec.Command(cliBin, "consume", "down", "--from-beginning", "--max", "2", "--broker", b.Addr)
 	var stdout, stderr lockedBuffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Start(); err != nil {
@@ -165,7 +165,7 @@ func TestConsumeSaysWhatItWaitsFor(t *testing.T) {
 	b.cli("", "topic", "create", "quiet")
 	b.cli("old\n", "produce", "quiet")
 	// script runs consume on a pseudo-terminal and copies what it shows.
-	cmd := exec.Command(scriptBin, "-qec", sluiceBin+" consume quiet --max 1 --broker "+b.Addr, "/dev/null")
+	cmd := exec.Command(scriptBin, "-qec", cliBin+" consume quiet --max 1 --broker "+b.Addr, "/dev/null")
 	var shown lockedBuffer
 	cmd.Stdout, cmd.Stderr = &shown, &shown
 	if err := cmd.Start(); err != nil {

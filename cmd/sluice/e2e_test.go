@@ -140,7 +140,7 @@ func TestCLITour(t *testing.T) {
 		t.Fatalf("consume --partition %s --offset 1: %q", keyedPartition, out)
 	}
 	// SLUICE_BROKER stands in for --broker.
-	env := exec.Command(sluiceBin, "topic", "list")
+	env := exec.Command(cliBin, "topic", "list")
 	env.Env = append(os.Environ(), "SLUICE_BROKER="+b.Addr)
 	if out, err := env.Output(); err != nil || !strings.Contains(string(out), "tour") {
 		t.Fatalf("topic list with SLUICE_BROKER: %v %q", err, out)

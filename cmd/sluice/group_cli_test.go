@@ -147,7 +147,7 @@ func TestCLIGroups(t *testing.T) {
 
 	// A running member: describe names it as the owner, a reset is
 	// refused, and once it exits (SIGTERM) it has left the group.
-	member := exec.Command(sluiceBin, "consume", "cli", "--group", "G", "--broker", b.Addr)
+	member := exec.Command(cliBin, "consume", "cli", "--group", "G", "--broker", b.Addr)
 	if err := member.Start(); err != nil {
 		t.Fatal(err)
 	}

@@ -20,8 +20,18 @@ import (
 )
 
 // sluiceBin is the sluice binary built once for every test of this package;
-// tests run brokers as real processes on 127.0.0.1.
+// tests run brokers as real processes on 127.0.0.1. Under the race
+// detector it is built with it, so that the brokers' races fail the tests.
 var sluiceBin string
+
+// cliBin is the sluice binary client commands run: without the race
+// detector, whose start costs every command about a second (the client's
+// races are found by the in-process tests of client and of this package).
+// It is sluiceBin when the tests run without the race detector.
+var cliBin string
+
+// cliBinOf is where the client build lies beside bin.
+func cliBinOf(bin string) string { return filepath.Join(filepath.Dir(bin), "cli", "sluice") }
 
 func TestMain(m *testing.M) {
 	// The test binary doubles as a consumer-group member process.
@@ -40,7 +50,10 @@ func TestMain(m *testing.M) {
 	// A test that runs part of itself in a child test process hands it the
 	// binary already built.
 	if bin := os.Getenv(testBinEnv); bin != "" {
-		sluiceBin = bin
+		sluiceBin, cliBin = bin, bin
+		if _, err := os.Stat(cliBinOf(bin)); err == nil {
+			cliBin = cliBinOf(bin)
+		}
 		os.Exit(m.Run())
 	}
 	dir, err := os.MkdirTemp("", "sluice-bin-")
@@ -48,16 +61,25 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	sluiceBin = filepath.Join(dir, "sluice")
-	args := []string{"build", "-o", sluiceBin}
+	sluiceBin, cliBin = filepath.Join(dir, "sluice"), filepath.Join(dir, "sluice")
+	builds := [][]string{{"build", "-o", sluiceBin}}
 	if raceEnabled {
-		args = append(args, "-race")
+		cliBin = cliBinOf(sluiceBin)
+		builds = [][]string{{"build", "-race", "-o", sluiceBin}, {"build", "-o", cliBin}}
 	}
-	build := exec.Command("go", append(args, ".")...)
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "building sluice:", err)
-		os.Exit(1)
+	errs := make(chan error, len(builds))
+	for _, args := range builds {
+		go func() {
+			build := exec.Command("go", append(args, ".")...)
+			build.Stdout, build.Stderr = os.Stderr, os.Stderr
+			errs <- build.Run()
+		}()
+	}
+	for range builds {
+		if err := <-errs; err != nil {
+			fmt.Fprintln(os.Stderr, "building sluice:", err)
+			os.Exit(1)
+		}
 	}
 	code := m.Run()
 	os.RemoveAll(dir)
@@ -306,7 +328,11 @@ func runCLI(t *testing.T, stdin string, args ...string) (string, string, int) {
 // runCLIEnv is runCLI with more environment variables.
 func runCLIEnv(t *testing.T, env []string, stdin string, args ...string) (string, string, int) {
 	t.Helper()
-	cmd := exec.Command(sluiceBin, args...)
+	bin := cliBin
+	if len(args) > 0 && args[0] == "broker" {
+		bin = sluiceBin
+	}
+	cmd := exec.Command(bin, args...)
 	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdin = strings.NewReader(stdin)
 	var out, errb bytes.Buffer

@@ -141,7 +141,7 @@ func TestCompletion(t *testing.T) {
 	if err != nil {
 		t.Skip("no bash")
 	}
-	path := filepath.Dir(sluiceBin) + string(os.PathListSeparator) + os.Getenv("PATH")
+	path := filepath.Dir(cliBin) + string(os.PathListSeparator) + os.Getenv("PATH")
 	for _, c := range []struct {
 		words string
 		want  []string

@@ -93,7 +93,7 @@ func TestProgressOnTerminal(t *testing.T) {
 	b.cli("", "topic", "create", "t")
 	// stdin stays open for 3 s after 100 records, so the once-a-second
 	// progress line is drawn at least twice.
-	line := fmt.Sprintf("(seq 1 100; sleep 3) | %s produce t --broker %s", sluiceBin, b.Addr)
+	line := fmt.Sprintf("(seq 1 100; sleep 3) | %s produce t --broker %s", cliBin, b.Addr)
 	out, err := exec.Command("script", "-qec", line, "/dev/null").CombinedOutput()
 	if err != nil {
 		t.Fatalf("%v: %s", err, out)

@@ -338,7 +338,7 @@ func TestKafkaGroupOffsetsAndListings(t *testing.T) {
 	}
 
 	// A Sluice group with a live member, described through the Kafka door.
-	member := exec.Command(sluiceBin, "consume", "g-topic", "--group", "live", "--from-beginning", "--broker", b.Addr)
+	member := exec.Command(cliBin, "consume", "g-topic", "--group", "live", "--from-beginning", "--broker", b.Addr)
 	if err := member.Start(); err != nil {
 		t.Fatal(err)
 	}

@@ -67,7 +67,7 @@ func newNetns(t *testing.T) *netns {
 // cli runs a sluice command inside the namespace.
 func (ns *netns) cli(t *testing.T, stdin string, args ...string) (string, string, int, time.Duration) {
 	t.Helper()
-	cmd := exec.Command("ip", append([]string{"netns", "exec", ns.name, sluiceBin}, args...)...)
+	cmd := exec.Command("ip", append([]string{"netns", "exec", ns.name, cliBin}, args...)...)
 	cmd.Stdin = strings.NewReader(stdin)
 	var out, errOut lockedBuffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut

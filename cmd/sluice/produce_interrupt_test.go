@@ -39,7 +39,7 @@ func TestProduceInterruptedReportsWhatWasAcknowledged(t *testing.T) {
 	admin := newAdmin(t, b.Addr)
 	createTopic(t, admin, "events", 3, nil)
 
-	cmd := exec.Command(sluiceBin, "produce", "events", "--broker", b.Addr)
+	cmd := exec.Command(cliBin, "produce", "events", "--broker", b.Addr)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)

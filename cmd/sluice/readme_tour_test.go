@@ -58,7 +58,7 @@ func TestReadmeTour(t *testing.T) {
 		if strings.HasPrefix(line, "go build ") {
 			continue
 		}
-		cmdLine := strings.ReplaceAll(line, "./sluice ", sluiceBin+" ")
+		cmdLine := strings.ReplaceAll(line, "./sluice ", cliBin+" ")
 		cmdLine = strings.ReplaceAll(cmdLine, "--records 1000000", "--records 20000")
 		cmd := exec.Command("sh", "-c", cmdLine)
 		cmd.Env = append(os.Environ(), "SLUICE_BROKER="+b.Addr)
@@ -113,7 +113,7 @@ func TestReadmeGroupCommands(t *testing.T) {
 	b.cli("", "topic", "create", "events", "--partitions", "3")
 	b.cli(strings.Repeat("a record\n", 100), "produce", "events")
 	for _, line := range readmeCommands(t, "## Consumer groups") {
-		cmd := exec.Command("sh", "-c", strings.ReplaceAll(line, "./sluice ", sluiceBin+" "))
+		cmd := exec.Command("sh", "-c", strings.ReplaceAll(line, "./sluice ", cliBin+" "))
 		cmd.Env = append(os.Environ(), "SLUICE_BROKER="+b.Addr)
 		out, err := cmd.CombinedOutput()
 		if err != nil {

@@ -95,7 +95,7 @@ func cli(t *testing.T, b *brokerProc, stdin string, flags []string, args ...stri
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, sluiceBin, append(append(args, "--broker", b.Addr), flags...)...)
+	cmd := exec.CommandContext(ctx, cliBin, append(append(args, "--broker", b.Addr), flags...)...)
 	cmd.Stdin = strings.NewReader(stdin)
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
