@@ -1,0 +1,53 @@
+package kafka
+
+import (
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluicemq/sluice/messages"
+)
+
+// CreateTopics (key 19), v0–7: -1 partitions or replicas is the broker
+// default; manual replica assignment is refused. Any broker takes it and
+// forwards it to the controller.
+
+func handleCreateTopics(r *request, h header, kreq kmsg.Request) func() kmsg.Response {
+	req := kreq.(*kmsg.CreateTopicsRequest)
+	resp := kmsg.NewPtrCreateTopicsResponse()
+	creq := &messages.CreateTopicsRequest{ValidateOnly: req.ValidateOnly}
+	refused := map[string]string{}
+	for _, t := range req.Topics {
+		if len(t.ReplicaAssignment) > 0 {
+			refused[t.Topic] = "manual replica assignment is not supported; give a partition count and a replication factor"
+			continue
+		}
+		spec := &messages.TopicSpec{Name: t.Topic, Partitions: max(t.NumPartitions, 0), ReplicationFactor: int32(max(t.ReplicationFactor, 0)),
+			Configs: map[string]string{}}
+		for _, c := range t.Configs {
+			if c.Value != nil {
+				spec.Configs[c.Name] = *c.Value
+			}
+		}
+		creq.Topics = append(creq.Topics, spec)
+	}
+	var answer Answer
+	if len(creq.Topics) > 0 {
+		answer = r.ask(creq)
+	}
+	return func() kmsg.Response {
+		results := topicResults(answer)
+		for _, t := range req.Topics {
+			rt := kmsg.NewCreateTopicsResponseTopic()
+			rt.Topic, rt.NumPartitions, rt.ReplicationFactor = t.Topic, -1, -1
+			if why, ok := refused[t.Topic]; ok {
+				rt.ErrorCode, rt.ErrorMessage = int16(messages.ErrorCode_INVALID_REQUEST), kmsg.StringPtr(why)
+			} else {
+				rt.ErrorCode, rt.ErrorMessage = results(t.Topic)
+				if rt.ErrorCode == 0 && h.version >= 5 {
+					rt.NumPartitions, rt.ReplicationFactor = t.NumPartitions, t.ReplicationFactor
+				}
+			}
+			resp.Topics = append(resp.Topics, rt)
+		}
+		return resp
+	}
+}
