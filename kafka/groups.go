@@ -3,7 +3,7 @@ package kafka
 // Group offsets and group listings are served by Sluice's group
 // coordinators, one file per API: offset_commit.go, offset_fetch.go,
 // list_groups.go, describe_groups.go, delete_groups.go, offset_delete.go;
-// joining groups is in join.go.
+// joining them starts in join_group.go.
 
 // consumerProtocol is the protocol type of every group Sluice reports.
 const consumerProtocol = "consumer"
