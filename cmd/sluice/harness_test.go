@@ -86,6 +86,23 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
+// soakEnv lengthens the tests that run faults for a while
+// (SLUICE_SOAK=10m): longer runs find rarer interleavings.
+const soakEnv = "SLUICE_SOAK"
+
+// soak is how long such a test runs: SLUICE_SOAK when set, else def.
+func soak(t *testing.T, def time.Duration) time.Duration {
+	v := os.Getenv(soakEnv)
+	if v == "" {
+		return def
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		t.Fatalf("%s=%q: want a duration such as 10m", soakEnv, v)
+	}
+	return d
+}
+
 // freePort returns a TCP port free on 127.0.0.1 right now, never handed
 // to another test of this process.
 func freePort(t *testing.T) int {
