@@ -1,0 +1,36 @@
+package kafka
+
+import (
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluicemq/sluice/messages"
+)
+
+// DescribeCluster lists the brokers with the cluster id and names the
+// controller only when it is among them; a broker that does not answer is
+// REQUEST_TIMED_OUT.
+func TestDescribeClusterBrokersAndController(t *testing.T) {
+	md := testMetadata()
+	_, addr := startServer(t, oneAnswer{md}, Config{})
+	describe := func(addr string) *kmsg.DescribeClusterResponse {
+		t.Helper()
+		c := dial(t, addr)
+		req := kmsg.NewPtrDescribeClusterRequest()
+		c.send(frameRequest(req, 1))
+		resp := kmsg.NewPtrDescribeClusterResponse()
+		if _, err := c.read(resp); err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	resp := describe(addr)
+	if resp.ErrorCode != 0 || resp.ClusterID != md.ClusterId || len(resp.Brokers) != len(kafkaBrokers(md)) || resp.ControllerID != md.ControllerId {
+		t.Errorf("described %+v, want cluster %s, %d brokers, controller %d", resp, md.ClusterId, len(kafkaBrokers(md)), md.ControllerId)
+	}
+	_, down := startServer(t, failingBroker{}, Config{})
+	if resp := describe(down); resp.ErrorCode != int16(messages.ErrorCode_REQUEST_TIMED_OUT) {
+		t.Errorf("a broker that does not answer: code %d", resp.ErrorCode)
+	}
+}
