@@ -24,3 +24,13 @@ func namesOf[T any](items []T, name func(T) string) []string {
 	}
 	return names
 }
+
+// TopicResults is the same outcome for every topic named: the answer of
+// a topic administration request refused as a whole.
+func TopicResults(names []string, code messages.ErrorCode, text string) []*messages.TopicResult {
+	out := make([]*messages.TopicResult, len(names))
+	for i, n := range names {
+		out[i] = &messages.TopicResult{Name: n, Error: code, ErrorMessage: text}
+	}
+	return out
+}

@@ -77,7 +77,6 @@ func (ts *sessionTargets) gone(id string) {
 	delete(ts.byID, id)
 	ts.mu.Unlock()
 	if t != nil {
-		ts.system.ProcessRegistry.Remove(t.pid)
 		t.end()
 	}
 }
@@ -91,7 +90,6 @@ func (ts *sessionTargets) end() {
 	ts.byID = nil
 	ts.mu.Unlock()
 	for _, t := range targets {
-		ts.system.ProcessRegistry.Remove(t.pid)
 		t.end()
 	}
 }
@@ -147,7 +145,9 @@ func (t *sessionTarget) SendSystemMessage(_ *actor.PID, message any) {
 // Stop does nothing: a target ends with its session.
 func (t *sessionTarget) Stop(*actor.PID) {}
 
+// end leaves the registry and tells the watchers the subscriber is gone.
 func (t *sessionTarget) end() {
+	t.system.ProcessRegistry.Remove(t.pid)
 	t.mu.Lock()
 	t.ended = true
 	watchers := t.watchers

@@ -278,14 +278,6 @@ func (b *brokerActor) permitTopics(ctx actor.Context, names []string, op message
 	return true
 }
 
-func topicResults(names []string, code messages.ErrorCode, text string) []*messages.TopicResult {
-	out := make([]*messages.TopicResult, len(names))
-	for i, n := range names {
-		out[i] = &messages.TopicResult{Name: n, Error: code, ErrorMessage: text}
-	}
-	return out
-}
-
 // mayCreate reports whether the sender may create topic (auto-creation).
 func (b *brokerActor) mayCreate(ctx actor.Context, topic string) bool {
 	return b.may(ctx, onCluster(opCreate)) == "" || b.may(ctx, onTopic(opCreate, topic)) == ""

@@ -117,7 +117,7 @@ func mayOnTopics[M proto.Message](op messages.AclOperation, names func(M) []stri
 func failTopics[M proto.Message](answer func(results []*messages.TopicResult) proto.Message, names func(M) []string) func(M) failFunc {
 	return func(m M) failFunc {
 		return func(code messages.ErrorCode, text string) proto.Message {
-			return answer(topicResults(names(m), code, text))
+			return answer(actors.TopicResults(names(m), code, text))
 		}
 	}
 }

@@ -33,44 +33,47 @@ func changeEntry[M proto.Message](serve func(*controllerActor, actor.Context, M)
 }
 
 var changes = map[reflect.Type]change{
-	reflect.TypeFor[*messages.AlterPartitionRequest](): changeEntry(
-		func(c *controllerActor, ctx actor.Context, m *messages.AlterPartitionRequest) {
-			if c.admit(ctx, m.BrokerId) {
-				c.onAlterPartition(ctx, m)
-			}
-		},
+	reflect.TypeFor[*messages.AlterPartitionRequest](): changeEntry(admitted((*controllerActor).onAlterPartition),
 		func(_ *messages.AlterPartitionRequest, code messages.ErrorCode, text string) proto.Message {
 			return &messages.AlterPartitionResponse{Error: code, ErrorMessage: text}
 		}),
-	reflect.TypeFor[*messages.AllocateProducerIdsRequest](): changeEntry(
-		func(c *controllerActor, ctx actor.Context, m *messages.AllocateProducerIdsRequest) {
-			if c.admit(ctx, m.BrokerId) {
-				c.onAllocateProducerIDs(ctx, m)
-			}
-		},
+	reflect.TypeFor[*messages.AllocateProducerIdsRequest](): changeEntry(admitted((*controllerActor).onAllocateProducerIDs),
 		func(_ *messages.AllocateProducerIdsRequest, code messages.ErrorCode, text string) proto.Message {
 			return &messages.AllocateProducerIdsResponse{Error: code, ErrorMessage: text}
 		}),
 	reflect.TypeFor[*messages.CreateTopicsRequest](): changeEntry((*controllerActor).onCreateTopics,
 		func(m *messages.CreateTopicsRequest, code messages.ErrorCode, text string) proto.Message {
-			return &messages.CreateTopicsResponse{Results: topicResults(actors.CreateTopicsNames(m), code, text)}
+			return &messages.CreateTopicsResponse{Results: actors.TopicResults(actors.CreateTopicsNames(m), code, text)}
 		}),
 	reflect.TypeFor[*messages.DeleteTopicsRequest](): changeEntry((*controllerActor).onDeleteTopics,
 		func(m *messages.DeleteTopicsRequest, code messages.ErrorCode, text string) proto.Message {
-			return &messages.DeleteTopicsResponse{Results: topicResults(m.Names, code, text)}
+			return &messages.DeleteTopicsResponse{Results: actors.TopicResults(m.Names, code, text)}
 		}),
 	reflect.TypeFor[*messages.AlterTopicConfigsRequest](): changeEntry((*controllerActor).onAlterTopicConfigs,
 		func(m *messages.AlterTopicConfigsRequest, code messages.ErrorCode, text string) proto.Message {
-			return &messages.AlterTopicConfigsResponse{Results: topicResults(actors.AlterConfigsNames(m), code, text)}
+			return &messages.AlterTopicConfigsResponse{Results: actors.TopicResults(actors.AlterConfigsNames(m), code, text)}
 		}),
 	reflect.TypeFor[*messages.CreatePartitionsRequest](): changeEntry((*controllerActor).onCreatePartitions,
 		func(m *messages.CreatePartitionsRequest, code messages.ErrorCode, text string) proto.Message {
-			return &messages.CreatePartitionsResponse{Results: topicResults(actors.CreatePartitionsNames(m), code, text)}
+			return &messages.CreatePartitionsResponse{Results: actors.TopicResults(actors.CreatePartitionsNames(m), code, text)}
 		}),
 	reflect.TypeFor[*messages.CreateAclsRequest](): securityEntry[*messages.CreateAclsRequest](),
 	reflect.TypeFor[*messages.DeleteAclsRequest](): securityEntry[*messages.DeleteAclsRequest](),
 	reflect.TypeFor[*messages.CreateUserRequest](): securityEntry[*messages.CreateUserRequest](),
 	reflect.TypeFor[*messages.DeleteUserRequest](): securityEntry[*messages.DeleteUserRequest](),
+}
+
+// admitted serves a request a broker sends about itself only when it
+// comes from that broker (admit answers the refusal).
+func admitted[M interface {
+	proto.Message
+	GetBrokerId() int32
+}](serve func(*controllerActor, actor.Context, M)) func(*controllerActor, actor.Context, M) {
+	return func(c *controllerActor, ctx actor.Context, m M) {
+		if c.admit(ctx, m.GetBrokerId()) {
+			serve(c, ctx, m)
+		}
+	}
 }
 
 // securityEntry is the entry of a change to the ACLs or users.
@@ -88,13 +91,4 @@ func failureOf(msg any, code messages.ErrorCode, text string) proto.Message {
 		return ch.fail(msg.(proto.Message), code, text)
 	}
 	return &messages.ErrorResponse{Error: code, Message: text}
-}
-
-// topicResults is the same error for every topic named.
-func topicResults(names []string, code messages.ErrorCode, text string) []*messages.TopicResult {
-	out := make([]*messages.TopicResult, len(names))
-	for i, n := range names {
-		out[i] = &messages.TopicResult{Name: n, Error: code, ErrorMessage: text}
-	}
-	return out
 }
