@@ -170,13 +170,21 @@ func transportOf(system *actor.ActorSystem) *transport.Node {
 	return nodesBySystem[system]
 }
 
+// sessionNode is system's transport when its clients use sessions, else
+// nil.
+func sessionNode(system *actor.ActorSystem) *transport.Node {
+	nodesMu.Lock()
+	defer nodesMu.Unlock()
+	if !sessionSystems[system] {
+		return nil
+	}
+	return nodesBySystem[system]
+}
+
 // brokerPID is where system's clients send a request for the broker at
 // addr: its broker actor, or the node's session to it.
 func brokerPID(system *actor.ActorSystem, addr string) *actor.PID {
-	nodesMu.Lock()
-	tn, sessions := nodesBySystem[system], sessionSystems[system]
-	nodesMu.Unlock()
-	if sessions && tn != nil {
+	if tn := sessionNode(system); tn != nil {
 		return tn.SessionPID(addr)
 	}
 	return transport.BrokerPID(addr)
@@ -186,10 +194,8 @@ func brokerPID(system *actor.ActorSystem, addr string) *actor.PID {
 // session, which ends with the connection (and a push subscriber's
 // stand-in on the broker with it).
 func overSession(system *actor.ActorSystem, addr string) bool {
-	nodesMu.Lock()
-	tn, sessions := nodesBySystem[system], sessionSystems[system]
-	nodesMu.Unlock()
-	return sessions && tn != nil && tn.UsesSession(addr)
+	tn := sessionNode(system)
+	return tn != nil && tn.UsesSession(addr)
 }
 
 func acquireNode(cfg *config) (*node, error) {
