@@ -3,21 +3,12 @@ package kafka
 import (
 	"errors"
 	"testing"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/sluicemq/sluice/messages"
 )
-
-// answerBy answers each ask with what its function makes of the request.
-type answerBy func(req proto.Message) (proto.Message, error)
-
-func (f answerBy) Ask(_ Caller, req proto.Message, _ time.Duration) Answer {
-	res, err := f(req)
-	return received{res: res, err: err}
-}
 
 // DeleteGroups answers each group with its own outcome: deleted, refused
 // with the coordinator's code, refused by the broker (an ErrorResponse),

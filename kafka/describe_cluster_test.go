@@ -13,7 +13,7 @@ import (
 // REQUEST_TIMED_OUT.
 func TestDescribeClusterBrokersAndController(t *testing.T) {
 	md := testMetadata()
-	_, addr := startServer(t, oneAnswer{md}, Config{})
+	_, addr := startServer(t, oneAnswer(md), Config{})
 	describe := func(addr string) *kmsg.DescribeClusterResponse {
 		t.Helper()
 		c := dial(t, addr)
@@ -29,7 +29,7 @@ func TestDescribeClusterBrokersAndController(t *testing.T) {
 	if resp.ErrorCode != 0 || resp.ClusterID != md.ClusterId || len(resp.Brokers) != len(kafkaBrokers(md)) || resp.ControllerID != md.ControllerId {
 		t.Errorf("described %+v, want cluster %s, %d brokers, controller %d", resp, md.ClusterId, len(kafkaBrokers(md)), md.ControllerId)
 	}
-	_, down := startServer(t, failingBroker{}, Config{})
+	_, down := startServer(t, failingBroker, Config{})
 	if resp := describe(down); resp.ErrorCode != int16(messages.ErrorCode_REQUEST_TIMED_OUT) {
 		t.Errorf("a broker that does not answer: code %d", resp.ErrorCode)
 	}

@@ -17,7 +17,7 @@ func TestDescribeConfigsSourcesAndErrors(t *testing.T) {
 		{Name: "orders", Configs: map[string]string{"retention.ms": "1000"}, Partitions: []*messages.PartitionMetadata{{Partition: 0}}},
 		{Name: "gone", Error: messages.ErrorCode_UNKNOWN_TOPIC_OR_PARTITION},
 	}}
-	_, addr := startServer(t, oneAnswer{md}, Config{TopicDefaults: map[string]string{"retention.ms": "604800000", "max.message.bytes": "1048588"}})
+	_, addr := startServer(t, oneAnswer(md), Config{TopicDefaults: map[string]string{"retention.ms": "604800000", "max.message.bytes": "1048588"}})
 	for _, v := range []int16{0, 4} {
 		c := dial(t, addr)
 		req := kmsg.NewPtrDescribeConfigsRequest()

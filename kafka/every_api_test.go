@@ -1,28 +1,19 @@
 package kafka
 
 import (
-	"errors"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
-	"google.golang.org/protobuf/proto"
 )
-
-// failingBroker fails every ask, as a broker that is not reachable.
-type failingBroker struct{}
-
-func (failingBroker) Ask(Caller, proto.Message, time.Duration) Answer {
-	return received{err: errors.New("no broker")}
-}
 
 // Every API, at every version it serves, answers an empty request with a
 // response of its own kind that decodes, in order, on a connection that
 // stays open, even when every ask of the broker fails: no handler panics
 // or leaves a request unanswered.
 func TestEveryAPIAnswersAnEmptyRequest(t *testing.T) {
-	_, addr := startServer(t, failingBroker{}, Config{})
+	_, addr := startServer(t, failingBroker, Config{})
 	c := dial(t, addr)
 	keys := make([]int16, 0, len(apis))
 	for key := range apis {

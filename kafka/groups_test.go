@@ -3,31 +3,22 @@ package kafka
 import (
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/sluicemq/sluice/messages"
 )
-
-// oneAnswer answers every ask with res.
-type oneAnswer struct{ res proto.Message }
-
-func (b oneAnswer) Ask(c Caller, req proto.Message, timeout time.Duration) Answer {
-	return received{res: b.res}
-}
 
 // Offsets whose stored metadata is longer than a commit may carry now are
 // answered without it, so every version encodes (v1-5 write a string's
 // length as an int16); a partition the broker refused keeps its error.
 func TestOffsetFetchLongMetadataAndRefusals(t *testing.T) {
 	long := strings.Repeat("m", 40_000)
-	_, addr := startServer(t, oneAnswer{&messages.OffsetFetchResponse{Offsets: []*messages.OffsetCommitEntry{
+	_, addr := startServer(t, oneAnswer(&messages.OffsetFetchResponse{Offsets: []*messages.OffsetCommitEntry{
 		{Topic: "orders", Partition: 0, Offset: 7, Metadata: long},
 		{Topic: "orders", Partition: 1, Offset: 8, Metadata: "short"},
 		{Topic: "secret", Partition: 0, Offset: -1, Error: messages.ErrorCode_TOPIC_AUTHORIZATION_FAILED},
-	}}}, Config{})
+	}}), Config{})
 	for _, v := range []int16{1, 5, 7, 8} {
 		c := dial(t, addr)
 		req := kmsg.NewPtrOffsetFetchRequest()

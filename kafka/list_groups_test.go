@@ -12,9 +12,9 @@ import (
 // the states asked for (v4, any case) when some are; a broker that does
 // not answer is COORDINATOR_NOT_AVAILABLE.
 func TestListGroupsFiltersAndErrors(t *testing.T) {
-	_, addr := startServer(t, oneAnswer{&messages.ListGroupsResponse{Groups: []*messages.GroupOverview{
+	_, addr := startServer(t, oneAnswer(&messages.ListGroupsResponse{Groups: []*messages.GroupOverview{
 		{Group: "a", State: "Stable"}, {Group: "b", State: "Empty"}, {Group: "c", State: "PreparingRebalance"},
-	}}}, Config{})
+	}}), Config{})
 	list := func(addr string, v int16, states ...string) *kmsg.ListGroupsResponse {
 		t.Helper()
 		c := dial(t, addr)
@@ -44,7 +44,7 @@ func TestListGroupsFiltersAndErrors(t *testing.T) {
 	if got := names(list(addr, 4, "stable", "EMPTY")); len(got) != 2 || got[0] != "a" || got[1] != "b" {
 		t.Errorf("v4 stable and empty: %v, want [a b]", got)
 	}
-	_, down := startServer(t, failingBroker{}, Config{})
+	_, down := startServer(t, failingBroker, Config{})
 	if resp := list(down, 4); resp.ErrorCode != int16(messages.ErrorCode_COORDINATOR_NOT_AVAILABLE) || len(resp.Groups) != 0 {
 		t.Errorf("a broker that does not answer: code %d, %d groups", resp.ErrorCode, len(resp.Groups))
 	}

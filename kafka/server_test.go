@@ -52,6 +52,22 @@ func (f *fakeBroker) Ask(c Caller, req proto.Message, timeout time.Duration) Ans
 	return fakeAnswer{delay: d, res: f.md}
 }
 
+// answerBy answers each ask with what its function makes of the request.
+type answerBy func(req proto.Message) (proto.Message, error)
+
+func (f answerBy) Ask(_ Caller, req proto.Message, _ time.Duration) Answer {
+	res, err := f(req)
+	return received{res: res, err: err}
+}
+
+// oneAnswer answers every ask with res.
+func oneAnswer(res proto.Message) answerBy {
+	return func(proto.Message) (proto.Message, error) { return res, nil }
+}
+
+// failingBroker fails every ask, as a broker that is not reachable.
+var failingBroker = answerBy(func(proto.Message) (proto.Message, error) { return nil, errors.New("no broker") })
+
 // startServer runs a listener on 127.0.0.1 with b and returns its address.
 func startServer(t *testing.T, b Broker, cfg Config) (*Server, string) {
 	t.Helper()
