@@ -334,6 +334,7 @@ func (s *Server) Start(ctx context.Context) (err error) {
 		return err
 	}
 	s.broker = b
+	node.ServeSessions()
 	if httpMux != nil {
 		// The console reads through a client on this broker's own actor
 		// system (a second remote in one process would share grpc's

@@ -48,6 +48,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
+	sender.ServeSessions()
 	os.Exit(m.Run())
 }
 
@@ -75,6 +76,7 @@ func runChild() {
 			os.Exit(1)
 		}
 	}
+	node.ServeSessions()
 	fmt.Println("addr", node.Addr)
 	_, _ = io.Copy(io.Discard, os.Stdin) // run until the parent closes stdin
 }

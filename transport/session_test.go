@@ -278,3 +278,16 @@ func TestSessionForgetsRequestsNobodyAnswers(t *testing.T) {
 		t.Fatalf("after the broker gave up: %v, want only the newer request", s.waiting)
 	}
 }
+
+// Until the node serves sessions (its broker actor runs), a session is
+// refused as Unavailable: protoactor must not be handed a request for an
+// actor it is still spawning, which panics the process.
+func TestSessionRefusedUntilServed(t *testing.T) {
+	sender.serving.Store(false)
+	defer sender.ServeSessions()
+	ss := openSession(t)
+	err := ss.stream.RecvMsg(&remote.RemoteMessage{})
+	if status.Code(err) != codes.Unavailable {
+		t.Fatalf("a session before the broker runs: %v, want Unavailable", err)
+	}
+}

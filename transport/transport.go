@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -81,7 +82,9 @@ type Config struct {
 // Node is a running actor system with its remote endpoint.
 type Node struct {
 	System *actor.ActorSystem
-	Remote *remote.Remote
+	// serving: client sessions are served (ServeSessions).
+	serving *atomic.Bool
+	Remote  *remote.Remote
 	// Addr is the address peers reach this node at.
 	Addr string
 	// Guard counts what the stream guard refused from other processes.
@@ -228,6 +231,7 @@ func Start(cfg Config, logger *slog.Logger) (node *Node, err error) {
 		// to be brokers of the cluster (tlsState.checkServer).
 		dialOpts = append(dialOpts, grpc.WithPerRPCCredentials(tokenCreds{token: cfg.Security.Token}))
 	}
+	serving := &atomic.Bool{}
 	opts := []remote.ConfigOption{
 		remote.WithEndpointWriterBatchSize(endpointBatchSize),
 		// The writer's queue starts this small and doubles when full; the
@@ -262,6 +266,12 @@ func Start(cfg Config, logger *slog.Logger) (node *Node, err error) {
 				if method, _ := grpc.MethodFromServerStream(ss); method != SessionMethod {
 					return errNotSession(method)
 				}
+				if !serving.Load() {
+					// Until ServeSessions, the actors a session's requests go
+					// to may not be running: protoactor must not be handed a
+					// message for an actor it is still spawning.
+					return status.Error(codes.Unavailable, "the broker is starting")
+				}
 				return serveSession(system, ss)
 			}),
 			grpc.UnaryInterceptor(g.unary),
@@ -289,8 +299,14 @@ func Start(cfg Config, logger *slog.Logger) (node *Node, err error) {
 	r.Start()
 	addr := system.Address()
 	g.local.Store(&addr)
-	return &Node{System: system, Remote: r, Addr: system.Address(), Guard: g.stats, Conns: limiter.stats, tls: g.tls, dialOptions: dialOpts}, nil
+	return &Node{System: system, Remote: r, Addr: system.Address(), Guard: g.stats, Conns: limiter.stats, tls: g.tls, dialOptions: dialOpts,
+		serving: serving}, nil
 }
+
+// ServeSessions starts serving client sessions (session.go), once the
+// actors their requests go to run; until then they are refused as
+// Unavailable and the client tries again.
+func (n *Node) ServeSessions() { n.serving.Store(true) }
 
 // Stop shuts the remote endpoint and the actor system down.
 func (n *Node) Stop() {
