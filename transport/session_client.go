@@ -34,22 +34,29 @@ func (n *Node) SessionPID(addr string) *actor.PID {
 	if s := n.session(addr); s != nil {
 		return s.pid
 	}
-	// A broker of an earlier version: it answers over a connection it
-	// opens to this node.
+	// This node's own broker actor, or a broker of an earlier version:
+	// it answers over a connection it opens to this node.
 	return BrokerPID(addr)
 }
 
 // UsesSession reports whether this node's messages to the broker at addr
-// travel over a session (it serves them, as far as the node knows).
+// travel over a session (it serves them, as far as the node knows). Never
+// to the node's own address: those messages are local.
 func (n *Node) UsesSession(addr string) bool {
+	if addr == n.System.Address() {
+		return false
+	}
 	n.sessionsMu.Lock()
 	defer n.sessionsMu.Unlock()
 	return !n.noSessions[addr]
 }
 
 // session returns the open session to addr, opening one if there is none;
-// nil for a broker that does not serve sessions.
+// nil for a broker that does not serve sessions and for the node itself.
 func (n *Node) session(addr string) *clientSession {
+	if addr == n.System.Address() {
+		return nil
+	}
 	n.sessionsMu.Lock()
 	defer n.sessionsMu.Unlock()
 	if n.noSessions[addr] {

@@ -291,3 +291,24 @@ func TestSessionRefusedUntilServed(t *testing.T) {
 		t.Fatalf("a session before the broker runs: %v, want Unavailable", err)
 	}
 }
+
+// A node's messages to its own address are local: they open no session,
+// so a program that runs a broker actor in its own actor system (an
+// embedded broker, a test's stand-in) reaches it whether or not the node
+// serves sessions.
+func TestSessionNotOpenedToItself(t *testing.T) {
+	startSessionBroker(t)
+	sender.serving.Store(false)
+	defer sender.ServeSessions()
+	if sender.UsesSession(sender.Addr) {
+		t.Fatal("the node would use a session to its own address")
+	}
+	pid := sender.SessionPID(sender.Addr)
+	if !pid.Equal(BrokerPID(sender.Addr)) {
+		t.Fatalf("the node sends to its own broker actor through %v", pid)
+	}
+	res, err := sender.System.Root.RequestFuture(pid, &messages.MetadataRequest{}, 10*time.Second).Result()
+	if m, ok := res.(*messages.MetadataResponse); err != nil || !ok || m.ClusterId != "alive" {
+		t.Fatalf("answer %T %v, %v; want the broker actor's", res, res, err)
+	}
+}
