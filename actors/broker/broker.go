@@ -153,6 +153,8 @@ func (b *brokerActor) Receive(ctx actor.Context) {
 		b.onRespawnReplica(ctx, msg.tp)
 	case *replicaRemoved:
 		b.onReplicaRemoved(ctx, msg)
+	case *deletedDirs:
+		b.onDeletedDirs(ctx, msg)
 	case *producerIDsRecorded:
 		b.onProducerIDsRecorded(ctx, msg)
 	case *metadataUpdated:

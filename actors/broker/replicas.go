@@ -2,10 +2,12 @@ package broker
 
 import (
 	"fmt"
+	"log/slog"
 	"maps"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -73,7 +75,7 @@ func (b *brokerActor) onMetadata(ctx actor.Context, snap *cluster.Snapshot) {
 	}
 	if !b.cleaned {
 		b.cleaned = true
-		b.removeDeletedDirs(snap)
+		b.scanDeletedDirs(ctx, snap)
 	}
 	if b.controller != nil {
 		ctx.Send(b.controller, &controller.MetadataUpdated{Snap: snap})
@@ -205,7 +207,7 @@ func (b *brokerActor) onChildTerminated(ctx actor.Context, who *actor.PID) {
 		return
 	}
 	for tp, rm := range b.removing {
-		if rm.pid.Equal(who) {
+		if rm.pid != nil && rm.pid.Equal(who) {
 			b.onRemovalStopped(ctx, tp, rm)
 			return
 		}
@@ -265,7 +267,8 @@ func isClosed(ch <-chan struct{}) bool {
 }
 
 // removal is a replica on its way out: its actor stops, then, when
-// deleteData, its files go. Until then no replica of its partition starts
+// deleteData, its files go (pid is nil for the directory of a topic
+// deleted while the broker was down: no actor ever ran for it). Until then no replica of its partition starts
 // here (the actor's name and directory are still taken).
 type removal struct {
 	pid        *actor.PID
@@ -327,19 +330,34 @@ func (b *brokerActor) onReplicaRemoved(ctx actor.Context, msg *replicaRemoved) {
 	}
 }
 
-// removeDeletedDirs deletes partition directories that no replica owns
-// and whose topic's deletion the metadata records: topics deleted while
-// this broker was down. Anything else is kept.
-func (b *brokerActor) removeDeletedDirs(snap *cluster.Snapshot) {
-	root := filepath.Join(b.cfg.DataDir, "topics")
-	entries, err := os.ReadDir(root)
-	if err != nil {
-		return
-	}
+// scanDeletedDirs looks, beside the actor, for partition directories no
+// replica owns whose topic's deletion the metadata records (topics deleted
+// while this broker was down); the actor removes them when the result
+// comes (onDeletedDirs). Anything else is kept.
+func (b *brokerActor) scanDeletedDirs(ctx actor.Context, snap *cluster.Snapshot) {
 	owned := map[string]bool{}
 	for _, r := range b.replicas {
 		owned[filepath.Base(r.dir)] = true
 	}
+	self, root, logger := ctx.Self(), ctx.ActorSystem().Root, b.cfg.Logger
+	dir := filepath.Join(b.cfg.DataDir, "topics")
+	go func() { root.Send(self, &deletedDirs{dirs: findDeletedDirs(dir, snap, owned, logger)}) }()
+}
+
+// deletedDirs are the partition directories of deleted topics a scan of
+// the data directory found.
+type deletedDirs struct {
+	dirs map[cluster.TopicPartition]string
+}
+
+// findDeletedDirs lists the directories under root, except owned ones,
+// whose topic id snap records as deleted.
+func findDeletedDirs(root string, snap *cluster.Snapshot, owned map[string]bool, logger *slog.Logger) map[cluster.TopicPartition]string {
+	entries, err := os.ReadDir(root)
+	if err != nil {
+		return nil
+	}
+	found := map[cluster.TopicPartition]string{}
 	for _, e := range entries {
 		if !e.IsDir() || owned[e.Name()] || strings.HasPrefix(e.Name(), ".") {
 			continue
@@ -347,16 +365,36 @@ func (b *brokerActor) removeDeletedDirs(snap *cluster.Snapshot) {
 		dir := filepath.Join(root, e.Name())
 		id, err := os.ReadFile(filepath.Join(dir, "topic-id"))
 		cut := strings.LastIndexByte(e.Name(), '-')
-		if err != nil || cut <= 0 {
-			b.cfg.Logger.Warn("keeping a partition directory without a topic id", "dir", dir)
+		part, perr := int64(-1), error(nil)
+		if cut > 0 {
+			part, perr = strconv.ParseInt(e.Name()[cut+1:], 10, 32)
+		}
+		if err != nil || perr != nil || part < 0 {
+			logger.Warn("keeping a partition directory without a topic id", "dir", dir)
 			continue
 		}
 		if !deletionRecorded(snap, e.Name()[:cut], string(id)) {
-			b.cfg.Logger.Warn("keeping the data of a partition the metadata does not assign here, with no deletion recorded",
+			logger.Warn("keeping the data of a partition the metadata does not assign here, with no deletion recorded",
 				"dir", dir, "topic_id", string(id))
 			continue
 		}
-		b.cfg.Logger.Info("removing the data of a deleted topic", "dir", dir, "topic_id", string(id))
-		_ = os.RemoveAll(dir)
+		found[cluster.TopicPartition{Topic: e.Name()[:cut], Partition: int32(part)}] = dir
+	}
+	return found
+}
+
+// onDeletedDirs removes, beside the actor, the directories of deleted
+// topics found at start, as removals: no replica of their partitions
+// starts here until they are gone. One a replica owns by now (its topic
+// created again) is left to that replica, which clears old data itself.
+func (b *brokerActor) onDeletedDirs(ctx actor.Context, msg *deletedDirs) {
+	self, root := ctx.Self(), ctx.ActorSystem().Root
+	for tp, dir := range msg.dirs {
+		if b.replicas[tp] != nil || b.removing[tp] != nil || b.stopping {
+			continue
+		}
+		b.cfg.Logger.Info("removing the data of a deleted topic", "dir", dir)
+		b.removing[tp] = &removal{dir: dir, deleteData: true}
+		go func() { root.Send(self, &replicaRemoved{tp: tp, err: os.RemoveAll(dir)}) }()
 	}
 }

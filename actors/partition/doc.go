@@ -9,6 +9,7 @@
 // The broker starts it with NewProducer(Config) and hands it its state with
 // ApplyState; a (re)started partition sends Started to its parent.
 //
-// Its protocol decisions come from replication and producerstate, which
-// do no I/O.
+// Its protocol decisions come from replication (followers, ISR, HW),
+// replica (the group commit and when a produce request may be answered)
+// and producerstate (idempotence), which do no I/O.
 package partition

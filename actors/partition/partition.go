@@ -12,6 +12,7 @@ import (
 
 	"github.com/sluicemq/sluice/actors"
 	"github.com/sluicemq/sluice/actors/producerstate"
+	"github.com/sluicemq/sluice/actors/replica"
 	"github.com/sluicemq/sluice/actors/replication"
 	"github.com/sluicemq/sluice/cluster"
 	"github.com/sluicemq/sluice/internal/logspace"
@@ -79,17 +80,6 @@ type pendingProduce struct {
 	arrived time.Time
 }
 
-// waitingAck is a produce request written locally, waiting for the fsync
-// (unsynced) or, with acks=all, for the HW (waiting).
-type waitingAck struct {
-	sender     *actor.PID
-	resp       *messages.ProduceResponse
-	nextOffset int64
-	deadline   time.Time
-	acksAll    bool
-	arrived    time.Time // for the produce latency metric
-}
-
 // parkedFetch is a consumer fetch waiting for data or its deadline.
 type parkedFetch struct {
 	id     uint64
@@ -138,12 +128,10 @@ type partitionActor struct {
 	lastExpiry  time.Time
 	pending     []pendingProduce
 	flushQueued bool
-	// unsynced requests wait for the fsync of their batch; durable is the
-	// offset below which the log is known to be on disk.
-	unsynced    []waitingAck
-	durable     int64
+	// acks holds written requests until their batches are durable (and,
+	// with acks=all, replicated); it knows how far the log is on disk.
+	acks        replica.Acks[*actor.PID]
 	syncing     bool
-	waiting     []waitingAck
 	parked      map[uint64]*parkedFetch
 	nextFetchID uint64
 
@@ -187,7 +175,7 @@ const (
 
 // tickInterval is how soon the partition needs its next tick.
 func (p *partitionActor) tickInterval() time.Duration {
-	if len(p.waiting) > 0 {
+	if p.acks.Replicating() > 0 {
 		return fastTick
 	}
 	return max(fastTick, min(idleTick, p.cfg.Broker.ReplicaLagTimeMax/10))
@@ -367,11 +355,7 @@ func (p *partitionActor) onStopping(ctx actor.Context, why string) {
 		p.respondProduce(ctx, pp.sender, pp.req, messages.ErrorCode_NOT_LEADER, why)
 	}
 	p.pending = nil
-	for _, w := range append(p.unsynced, p.waiting...) {
-		w.resp.Error, w.resp.ErrorMessage, w.resp.BaseOffset = messages.ErrorCode_REQUEST_TIMED_OUT, why, -1
-		p.answerProduce(ctx, w)
-	}
-	p.unsynced, p.waiting = nil, nil
+	p.answerAll(ctx, p.acks.Abandon(messages.ErrorCode_REQUEST_TIMED_OUT, why))
 	for id, f := range p.parked {
 		f.timer.Stop()
 		actors.SendTo(ctx, f.sender, p.fetchError(f.req, messages.ErrorCode_NOT_LEADER, why))
@@ -477,7 +461,7 @@ func (p *partitionActor) becomeLeader(ctx actor.Context) {
 	// What the log holds now counts toward the HW only once it is on disk
 	// (an earlier run may have died between its write and its fsync): the
 	// leadership starts once a sync beside the actor has ended.
-	if p.durable < p.log.LogEndOffset() {
+	if p.acks.Durable() < p.log.LogEndOffset() {
 		gen, offset := p.gen, p.log.LogEndOffset()
 		p.syncInBackground(ctx, func(err error) any { return leaderSynced{gen: gen, offset: offset, err: err} })
 		return
@@ -517,7 +501,7 @@ func (p *partitionActor) onLeaderSynced(ctx actor.Context, msg leaderSynced) {
 		p.failLog(ctx, fmt.Errorf("fsync: %w", msg.err))
 		return
 	}
-	p.durable = max(p.durable, msg.offset)
+	p.answerAll(ctx, p.acks.Synced(msg.offset))
 	p.becomeLeader(ctx)
 	p.publishStatus()
 }
@@ -544,11 +528,8 @@ func (p *partitionActor) stepDown(ctx actor.Context, why string) {
 		p.respondProduce(ctx, pp.sender, pp.req, messages.ErrorCode_NOT_LEADER, why)
 	}
 	p.pending = nil
-	for _, w := range append(p.unsynced, p.waiting...) {
-		w.resp.Error, w.resp.ErrorMessage, w.resp.BaseOffset = messages.ErrorCode_NOT_LEADER, why+" before the batch was replicated", -1
-		p.answerProduce(ctx, w)
-	}
-	p.unsynced, p.waiting, p.syncing = nil, nil, false
+	p.answerAll(ctx, p.acks.Abandon(messages.ErrorCode_NOT_LEADER, why+" before the batch was replicated"))
+	p.syncing = false
 	for id, f := range p.parked {
 		f.timer.Stop()
 		actors.SendTo(ctx, f.sender, p.fetchError(f.req, messages.ErrorCode_NOT_LEADER, why))
@@ -582,19 +563,7 @@ func (p *partitionActor) onTick(ctx actor.Context) {
 		p.checkLostRecords(ctx)
 	}
 	now := time.Now()
-	if len(p.waiting) > 0 {
-		kept := p.waiting[:0]
-		for _, w := range p.waiting {
-			if now.After(w.deadline) {
-				w.resp.Error, w.resp.ErrorMessage, w.resp.BaseOffset = messages.ErrorCode_REQUEST_TIMED_OUT, "not replicated to the ISR in time", -1
-				p.answerProduce(ctx, w)
-			} else {
-				kept = append(kept, w)
-			}
-		}
-		clear(p.waiting[len(kept):])
-		p.waiting = kept
-	}
+	p.answerAll(ctx, p.acks.Expired(now))
 	if p.role == roleLeader {
 		if isr := p.leader.Tick(now); isr != nil {
 			p.proposeISR(ctx, isr)
@@ -612,9 +581,9 @@ func (p *partitionActor) onTick(ctx actor.Context) {
 		p.lastCheckpoint = now
 		p.checkpointHW()
 	}
-	if p.role == roleLeader && p.durable == p.log.LogEndOffset() && now.Sub(p.lastSnapshot) >= producerSnapshotInterval {
+	if p.role == roleLeader && p.acks.Durable() == p.log.LogEndOffset() && now.Sub(p.lastSnapshot) >= producerSnapshotInterval {
 		// Everything written is on disk: a crash now replays from here.
-		p.writeProducerSnapshot(p.durable)
+		p.writeProducerSnapshot(p.acks.Durable())
 	}
 	p.retick()
 }

@@ -112,7 +112,7 @@ func (p *partitionActor) readFetch(req *messages.FetchRequest, force bool) (*mes
 		LogStartOffset: start, LeaderEpoch: p.leader.Epoch()}
 	limit := hw
 	if req.Isolation == actors.IsolationLogEnd {
-		limit = max(hw, p.durable)
+		limit = max(hw, p.acks.Durable())
 	}
 	if req.OffsetsOnly {
 		return resp, true

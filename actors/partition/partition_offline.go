@@ -177,7 +177,8 @@ func (p *partitionActor) repairCorrupt(ctx actor.Context) {
 	}
 	p.cfg.Logger.Warn("moved a corrupt log aside; refilling the replica from the leader", "partition", p.cfg.TP,
 		"kept_at", aside, "leader", st.Leader, "was", p.openErr)
-	p.log, p.openErr, p.corrupt, p.checkpointedHW, p.writtenHW, p.durable = l, nil, false, 0, -1, 0
+	p.log, p.openErr, p.corrupt, p.checkpointedHW, p.writtenHW = l, nil, false, 0, -1
+	p.acks.Reset(0)
 	p.producers.Reset()
 	p.lastRetention = time.Now()
 	p.becomeFollower(ctx, p.leaderAddr)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/sluicemq/sluice/actors"
 	"github.com/sluicemq/sluice/actors/producerstate"
+	"github.com/sluicemq/sluice/actors/replica"
 	"github.com/sluicemq/sluice/messages"
 	"github.com/sluicemq/sluice/messages/record"
 	"github.com/sluicemq/sluice/storage"
@@ -85,8 +86,9 @@ func (p *partitionActor) checkProducerOwner(ctx actor.Context, id int64) (messag
 	return messages.ErrorCode_NONE, ""
 }
 
-// onFlush is the group commit: it assigns offsets to every pending batch,
-// appends them with one durable write, then answers.
+// onFlush is the group commit: it assigns offsets to every pending batch
+// (replica.Commit decides), appends them with one write, and hands the
+// written requests to p.acks, which answers them once they are durable.
 func (p *partitionActor) onFlush(ctx actor.Context) {
 	p.flushQueued = false
 	// p.pending stays set until the append returns, so that a panic inside
@@ -96,36 +98,19 @@ func (p *partitionActor) onFlush(ctx actor.Context) {
 		return
 	}
 	now := time.Now()
-	leo := p.log.LogEndOffset()
 	epoch := p.leader.Epoch()
-	// Idempotent batches are checked in order, each as if the earlier ones of
-	// this group were already written (a producer's batch 2 may follow its
-	// batch 1 in the same write).
+	headers := make([]record.Header, len(pending))
+	for i, pp := range pending {
+		headers[i] = pp.header
+	}
 	view := p.producers.Begin()
-	outcomes := make([]flushOutcome, len(pending))
+	outcomes := replica.Commit(view, headers, p.log.LogEndOffset(), now)
 	batches := make([][]byte, 0, len(pending))
 	for i, pp := range pending {
-		b := producerBatch(pp.header)
-		d := view.Check(b, now)
-		switch d.Outcome {
-		case producerstate.Append:
-			record.SetBaseOffset(pp.req.Records, leo)
+		if outcomes[i].Appended {
+			record.SetBaseOffset(pp.req.Records, outcomes[i].Base)
 			record.SetLeaderEpoch(pp.req.Records, epoch)
 			batches = append(batches, pp.req.Records)
-			view.Appended(b, leo, now)
-			outcomes[i] = flushOutcome{base: leo, next: leo + int64(pp.header.RecordCount), appended: true}
-			leo += int64(pp.header.RecordCount)
-		case producerstate.Duplicate:
-			p.cfg.Broker.Metrics.Duplicate()
-			// A retry of a batch already written: answer with its offsets,
-			// write nothing (acks=all still waits for the HW to pass it).
-			outcomes[i] = flushOutcome{base: d.FirstOffset, next: d.LastOffset + 1}
-		case producerstate.ProducerFenced:
-			outcomes[i] = flushOutcome{code: messages.ErrorCode_PRODUCER_FENCED, text: d.Reason}
-		case producerstate.OutOfOrderSequence:
-			outcomes[i] = flushOutcome{code: messages.ErrorCode_OUT_OF_ORDER_SEQUENCE, text: d.Reason}
-		default:
-			outcomes[i] = flushOutcome{code: messages.ErrorCode_CORRUPT_RECORD, text: d.Reason}
 		}
 	}
 	var err error
@@ -146,44 +131,44 @@ func (p *partitionActor) onFlush(ctx actor.Context) {
 		return
 	}
 	view.Commit()
-	for i, pp := range pending {
-		if outcomes[i].appended {
-			p.metrics.Produced(int(pp.header.RecordCount), len(pp.req.Records))
-		}
-	}
 	p.cfg.Broker.Metrics.GroupCommit(len(pending))
-	timeout := func(ms int32) time.Time {
-		if ms <= 0 {
-			ms = 30000
-		}
-		return now.Add(time.Duration(ms) * time.Millisecond)
-	}
 	for i, pp := range pending {
 		o := outcomes[i]
-		if o.code != messages.ErrorCode_NONE {
-			p.respondProduce(ctx, pp.sender, pp.req, o.code, o.text)
+		switch {
+		case o.Appended:
+			p.metrics.Produced(int(pp.header.RecordCount), len(pp.req.Records))
+		case o.Duplicate():
+			p.cfg.Broker.Metrics.Duplicate()
+		default:
+			p.respondProduce(ctx, pp.sender, pp.req, o.Code, o.Text)
 			continue
 		}
+		resp := &messages.ProduceResponse{Topic: pp.req.Topic, Partition: pp.req.Partition, BaseOffset: o.Base,
+			LogStartOffset: p.log.LogStartOffset(), LeaderEpoch: epoch}
 		if pp.req.Acks == 0 {
 			// No acknowledgement, but a sender that asked is told the
 			// batch was taken (written, not yet durable): the Kafka
 			// listener holds an acks=0 request's bytes until then.
-			actors.SendTo(ctx, pp.sender, &messages.ProduceResponse{Topic: pp.req.Topic, Partition: pp.req.Partition,
-				BaseOffset: o.base, LogStartOffset: p.log.LogStartOffset(), LeaderEpoch: epoch})
+			actors.SendTo(ctx, pp.sender, resp)
 			continue
 		}
-		resp := &messages.ProduceResponse{
-			Topic: pp.req.Topic, Partition: pp.req.Partition, BaseOffset: o.base,
-			LogStartOffset: p.log.LogStartOffset(), LeaderEpoch: epoch,
-		}
-		p.unsynced = append(p.unsynced, waitingAck{sender: pp.sender, resp: resp, nextOffset: o.next,
-			deadline: timeout(pp.req.TimeoutMs), acksAll: pp.req.Acks == -1, arrived: pp.arrived})
+		// A duplicate of a durable batch may be answered at once; acks=all
+		// still waits for the HW to pass it.
+		p.answerAll(ctx, p.acks.Add(replica.Written[*actor.PID]{To: pp.sender, Resp: resp, Next: o.Next,
+			Deadline: produceDeadline(now, pp.req.TimeoutMs), AcksAll: pp.req.Acks == -1, Arrived: pp.arrived}))
 	}
 	// Acknowledgements, the HW and followers wait for the fsync, which runs
 	// while the next requests are written.
-	p.releaseDurable(ctx)
 	p.requestSync(ctx)
 	p.publishStatus()
+}
+
+// produceDeadline is when an acks=all request written at now times out.
+func produceDeadline(now time.Time, timeoutMs int32) time.Time {
+	if timeoutMs <= 0 {
+		timeoutMs = 30000
+	}
+	return now.Add(time.Duration(timeoutMs) * time.Millisecond)
 }
 
 // syncDone reports an fsync of the log up to offset.
@@ -196,7 +181,7 @@ type syncDone struct {
 // requestSync starts an fsync of everything written, on another goroutine;
 // with one already running, the next starts when it ends.
 func (p *partitionActor) requestSync(ctx actor.Context) {
-	if p.syncing || p.durable >= p.log.LogEndOffset() {
+	if p.syncing || p.acks.Durable() >= p.log.LogEndOffset() {
 		return
 	}
 	p.syncing = true
@@ -238,58 +223,19 @@ func (p *partitionActor) onSyncDone(ctx actor.Context, msg syncDone) {
 	p.syncing = false
 	if msg.err != nil {
 		p.cfg.Logger.Error("fsync failed", "partition", p.cfg.TP, "error", msg.err)
-		for _, w := range p.unsynced {
-			w.resp.Error, w.resp.ErrorMessage, w.resp.BaseOffset = messages.ErrorCode_STORAGE_ERROR, msg.err.Error(), -1
-			p.answerProduce(ctx, w)
-		}
-		p.unsynced = nil
+		p.answerAll(ctx, p.acks.SyncFailed(msg.err.Error()))
 		// What reached the disk is unknown, and a second fsync would not
 		// tell: offline until a restart recovers the log from the disk.
 		p.failLog(ctx, fmt.Errorf("fsync: %w", msg.err))
 		return
 	}
-	p.durable = max(p.durable, msg.offset)
-	p.releaseDurable(ctx)
+	p.answerAll(ctx, p.acks.Synced(msg.offset))
+	if p.role == roleLeader && p.leader.Appended(p.acks.Durable()) {
+		p.onHWAdvanced(ctx) // the HW counts only durable data
+	}
 	p.serveReplicaFetches(ctx)
 	p.requestSync(ctx)
 	p.publishStatus()
-}
-
-// releaseDurable moves the requests whose batches are on disk on: acks=1
-// ones are answered, acks=all ones wait for the HW, which counts only
-// durable data. A duplicate of a batch already durable passes at once.
-func (p *partitionActor) releaseDurable(ctx actor.Context) {
-	kept := p.unsynced[:0]
-	for _, w := range p.unsynced {
-		switch {
-		case w.nextOffset > p.durable:
-			kept = append(kept, w)
-		case w.acksAll:
-			p.waiting = append(p.waiting, w)
-			p.retick()
-		default:
-			p.answerProduce(ctx, w)
-		}
-	}
-	clear(p.unsynced[len(kept):])
-	p.unsynced = kept
-	if p.role == roleLeader && (p.leader.Appended(p.durable) || len(p.waiting) > 0) {
-		p.onHWAdvanced(ctx)
-	}
-}
-
-// flushOutcome is how one produce request of a group commit ends.
-type flushOutcome struct {
-	base, next int64 // offsets of its batch (the original one for a duplicate)
-	appended   bool  // written now (not a duplicate)
-	code       messages.ErrorCode
-	text       string
-}
-
-// producerBatch is the part of a batch header the idempotence check uses.
-func producerBatch(h record.Header) producerstate.Batch {
-	return producerstate.Batch{ProducerID: h.ProducerID, Epoch: h.ProducerEpoch, BaseSequence: h.BaseSequence,
-		RecordCount: h.RecordCount, MaxTimestamp: h.MaxTimestamp}
 }
 
 // rebuildProducers replays every batch header of the log into a fresh
@@ -381,7 +327,7 @@ func (p *partitionActor) replayProducers(from int64) error {
 			if err != nil {
 				return err
 			}
-			p.producers.Replay(producerBatch(h), h.BaseOffset, time.UnixMilli(h.MaxTimestamp))
+			p.producers.Replay(replica.BatchOf(h), h.BaseOffset, time.UnixMilli(h.MaxTimestamp))
 			off = h.NextOffset()
 		}
 	}
@@ -395,17 +341,7 @@ func (p *partitionActor) onHWAdvanced(ctx actor.Context) {
 	}
 	// Followers learn the new HW from the answer to their parked fetch.
 	defer p.serveReplicaFetches(ctx)
-	hw := p.leader.HighWatermark()
-	kept := p.waiting[:0]
-	for _, w := range p.waiting {
-		if w.nextOffset <= hw {
-			p.answerProduce(ctx, w)
-		} else {
-			kept = append(kept, w)
-		}
-	}
-	clear(p.waiting[len(kept):])
-	p.waiting = kept
+	p.answerAll(ctx, p.acks.HWAdvanced(p.leader.HighWatermark()))
 	for id, f := range p.parked {
 		if resp, ready := p.readFetch(f.req, false); ready {
 			f.timer.Stop()
@@ -415,15 +351,17 @@ func (p *partitionActor) onHWAdvanced(ctx actor.Context) {
 	}
 }
 
-// answerProduce sends a written request its answer, counted in the
-// produce metrics.
-func (p *partitionActor) answerProduce(ctx actor.Context, w waitingAck) {
-	if w.resp.Error == messages.ErrorCode_NONE {
-		p.cfg.Broker.Metrics.Acknowledged(w.acksAll, time.Since(w.arrived))
-	} else {
-		p.cfg.Broker.Metrics.RequestError("ProduceRequest", w.resp.Error)
+// answerAll sends written requests their answers, counted in the produce
+// metrics.
+func (p *partitionActor) answerAll(ctx actor.Context, ws []replica.Written[*actor.PID]) {
+	for _, w := range ws {
+		if w.Resp.Error == messages.ErrorCode_NONE {
+			p.cfg.Broker.Metrics.Acknowledged(w.AcksAll, time.Since(w.Arrived))
+		} else {
+			p.cfg.Broker.Metrics.RequestError("ProduceRequest", w.Resp.Error)
+		}
+		actors.SendTo(ctx, w.To, w.Resp)
 	}
-	actors.SendTo(ctx, w.sender, w.resp)
 }
 
 func (p *partitionActor) respondProduce(ctx actor.Context, sender *actor.PID, req *messages.ProduceRequest, code messages.ErrorCode, msg string) {

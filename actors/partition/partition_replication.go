@@ -10,6 +10,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/sluicemq/sluice/actors"
+	"github.com/sluicemq/sluice/actors/replica"
 	"github.com/sluicemq/sluice/actors/replication"
 	"github.com/sluicemq/sluice/internal/reply"
 	"github.com/sluicemq/sluice/messages"
@@ -138,7 +139,7 @@ func (p *partitionActor) readReplicaFetch(req *messages.ReplicaFetchRequest) *me
 	if maxBytes <= 0 || maxBytes > p.cfg.Broker.MaxFetchBytes {
 		maxBytes = p.cfg.Broker.MaxFetchBytes
 	}
-	batches, err := p.log.Read(req.FetchOffset, maxBytes, p.durable)
+	batches, err := p.log.Read(req.FetchOffset, maxBytes, p.acks.Durable())
 	if err != nil {
 		code := messages.ErrorCode_STORAGE_ERROR
 		if errors.Is(err, storage.ErrCorrupt) {
@@ -163,7 +164,7 @@ func (p *partitionActor) serveReplicaFetches(ctx actor.Context) {
 	if p.role != roleLeader || len(p.replicaParked) == 0 {
 		return
 	}
-	end, hw := p.durable, p.leader.HighWatermark()
+	end, hw := p.acks.Durable(), p.leader.HighWatermark()
 	for id, f := range p.replicaParked {
 		if end > f.req.FetchOffset || hw > f.hw {
 			f.timer.Stop()
@@ -295,7 +296,7 @@ func (p *partitionActor) becomeFollower(ctx actor.Context, addr string) {
 	p.follower = &followerLoop{Follower: replication.NewFollower(st.Leader, st.LeaderEpoch, hw, p.logState()), addr: addr}
 	p.cfg.Logger.Info("following", "partition", p.cfg.TP, "leader", st.Leader, "epoch", st.LeaderEpoch,
 		"leo", p.log.LogEndOffset(), "hw", p.follower.HighWatermark())
-	if p.durable < p.log.LogEndOffset() {
+	if p.acks.Durable() < p.log.LogEndOffset() {
 		// The first fetch offset claims the whole log: it goes out once the
 		// log is on disk (a sync of the last role, or of an earlier run,
 		// may not have ended), after a sync beside the actor.
@@ -422,7 +423,7 @@ func (p *partitionActor) truncateLog(offset int64) error {
 		return err
 	}
 	// What is written from here on is new: durable only once synced.
-	p.durable = min(p.durable, p.log.LogEndOffset())
+	p.acks.Truncated(p.log.LogEndOffset())
 	if err := p.rebuildProducers(); err != nil {
 		return fmt.Errorf("rebuilding producer state: %w", err)
 	}
@@ -476,7 +477,7 @@ func (p *partitionActor) onReplicaFetchAnswer(ctx actor.Context, resp *messages.
 			p.failLog(ctx, fmt.Errorf("reset: %w", err))
 			return
 		}
-		p.durable = p.log.LogEndOffset() // Reset fsyncs the new start
+		p.acks.Reset(p.log.LogEndOffset()) // Reset fsyncs the new start
 		p.producers.Reset()
 		p.followerDo(ctx, f.LogReset(p.logState()))
 	case replication.AppendBatches:
@@ -484,7 +485,7 @@ func (p *partitionActor) onReplicaFetchAnswer(ctx actor.Context, resp *messages.
 	case replication.SendNext:
 		if resp.Error == messages.ErrorCode_NONE {
 			// An answer without batches: what we hold was already durable.
-			p.durable = max(p.durable, p.log.LogEndOffset())
+			p.answerAll(ctx, p.acks.Synced(p.log.LogEndOffset()))
 			p.publishStatus()
 		}
 		p.followerDo(ctx, d.Next)
@@ -508,7 +509,7 @@ func (p *partitionActor) appendFetched(ctx actor.Context, resp *messages.Replica
 	for _, b := range resp.Batches {
 		p.cfg.Broker.Metrics.ReplicatedIn(len(b))
 		if h, herr := record.ParseHeader(b); herr == nil {
-			p.producers.Appended(producerBatch(h), h.BaseOffset, now)
+			p.producers.Appended(replica.BatchOf(h), h.BaseOffset, now)
 		}
 	}
 	done := followerSynced{gen: p.gen, offset: p.log.LogEndOffset(), leaderHW: resp.HighWatermark}
@@ -537,7 +538,7 @@ func (p *partitionActor) onFollowerSynced(ctx actor.Context, msg followerSynced)
 		p.failLog(ctx, fmt.Errorf("fsync: %w", msg.err))
 		return
 	}
-	p.durable = max(p.durable, msg.offset)
+	p.answerAll(ctx, p.acks.Synced(msg.offset))
 	step := p.follower.Synced(msg.leaderHW, p.logState())
 	p.publishStatus()
 	p.followerDo(ctx, step)
