@@ -3,6 +3,7 @@ package actors
 import (
 	"go/parser"
 	"go/token"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -32,6 +33,42 @@ func TestPurePackagesDoNoIO(t *testing.T) {
 					if path == bad || strings.HasPrefix(path, bad+"/") {
 						t.Errorf("%s imports %s", f, path)
 					}
+				}
+			}
+		}
+	}
+}
+
+// The parts beside the actors keep to their jobs: storage knows nothing of
+// actors, the cluster or the network; the Kafka listener reaches the broker
+// only through its Broker interface (no actors, transport or partition
+// logs); and what only reads metadata (the metrics, the console) does not
+// pull in a Consul client. Checked on everything each package depends on,
+// not only its own imports. A name ending in "/..." forbids its
+// subpackages too.
+func TestPartsKeepToTheirJobs(t *testing.T) {
+	const mod = "github.com/sluicemq/sluice/"
+	const consul = "github.com/hashicorp/consul/..."
+	for _, tc := range []struct {
+		pkg       string
+		forbidden []string
+	}{
+		{"storage/...", []string{"github.com/asynkron/protoactor-go/...", mod + "actors/...", mod + "cluster/...",
+			mod + "transport/...", mod + "messages", consul, "google.golang.org/grpc/...", "net"}},
+		{"kafka", []string{mod + "actors/...", mod + "transport/...", mod + "storage", mod + "cluster/consul", consul}},
+		{"metrics", []string{consul, mod + "cluster/consul", mod + "storage", mod + "transport/..."}},
+		{"cluster", []string{consul, "github.com/asynkron/protoactor-go/...", mod + "actors/...", mod + "storage"}},
+		{"console", []string{consul, mod + "cluster/consul", mod + "storage", mod + "actors/..."}},
+	} {
+		out, err := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}}", "../"+tc.pkg).CombinedOutput()
+		if err != nil {
+			t.Fatalf("go list %s: %v\n%s", tc.pkg, err, out)
+		}
+		for _, dep := range strings.Fields(string(out)) {
+			for _, bad := range tc.forbidden {
+				root, subs := strings.CutSuffix(bad, "/...")
+				if dep == root || subs && strings.HasPrefix(dep, root+"/") {
+					t.Errorf("%s depends on %s", tc.pkg, dep)
 				}
 			}
 		}

@@ -92,8 +92,8 @@ func OpenEmbedded(dir string, self Broker) (*Embedded, error) {
 	return e, e.persistLocked()
 }
 
-// newID returns a random 128-bit id in hex.
-func newID() string {
+// NewID returns a random 128-bit id in hex.
+func NewID() string {
 	var b [16]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		panic(err)
@@ -102,7 +102,7 @@ func newID() string {
 }
 
 // NewTopicID returns a fresh random topic id.
-func NewTopicID() string { return newID() }
+func NewTopicID() string { return NewID() }
 
 func (e *Embedded) persistLocked() error {
 	file := &messages.ClusterSnapshot{
@@ -223,7 +223,7 @@ func (e *Embedded) CreateClusterID(ctx context.Context) (string, error) {
 	}
 	err := e.mutate(func(next *Snapshot) error {
 		if next.ClusterID == "" {
-			next.ClusterID = newID()
+			next.ClusterID = NewID()
 		}
 		return nil
 	})

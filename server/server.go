@@ -30,6 +30,7 @@ import (
 	"github.com/sluicemq/sluice/actors/broker"
 	"github.com/sluicemq/sluice/client"
 	"github.com/sluicemq/sluice/cluster"
+	"github.com/sluicemq/sluice/cluster/consul"
 	"github.com/sluicemq/sluice/console"
 	"github.com/sluicemq/sluice/internal/budget"
 	"github.com/sluicemq/sluice/kafka"
@@ -94,6 +95,14 @@ type Config struct {
 	// ClientLogger gets the log of the console's client (default:
 	// discarded).
 	ClientLogger *slog.Logger
+
+	// System, when set, is the program's own actor system (made with
+	// actor.NewActorSystem, without a remote): the broker's actors and
+	// the actor listener join it, so the program's actors run beside the
+	// broker's and reach it, and are reached, at Addr. Spawn them after
+	// Start, when the system has its address. Close leaves the system
+	// running. Nil: the broker makes a system of its own.
+	System *actor.ActorSystem
 }
 
 // Build is what a broker reports of the build it runs.
@@ -154,7 +163,7 @@ func New(cfg Config) (*Server, error) {
 		cfg.Cluster = "sluice"
 	}
 	if cfg.CheckTTL == 0 {
-		cfg.CheckTTL = cluster.DefaultCheckTTL
+		cfg.CheckTTL = consul.DefaultCheckTTL
 	}
 	if cfg.MaxConnections == 0 {
 		cfg.MaxConnections = transport.DefaultMaxConnections
@@ -245,7 +254,8 @@ func (s *Server) Start(ctx context.Context) (err error) {
 	}
 	tcfg := transport.Config{Host: s.host, Port: s.port, AdvertisedAddr: cfg.Advertise,
 		MaxMessageBytes: max(bcfg.MaxFetchBytes, actors.MaxMessageBytesLimit) + (64 << 10),
-		MaxConnections:  cfg.MaxConnections, MaxConnectionsPerIP: cfg.MaxConnectionsPerIP, IdleTimeout: cfg.IdleTimeout, Budget: inflight}
+		MaxConnections:  cfg.MaxConnections, MaxConnectionsPerIP: cfg.MaxConnectionsPerIP, IdleTimeout: cfg.IdleTimeout, Budget: inflight,
+		System: cfg.System}
 	if cfg.DebugTransport {
 		level := slog.LevelDebug
 		tcfg.LogLevel = &level
@@ -387,7 +397,7 @@ func (s *Server) Start(ctx context.Context) (err error) {
 // embedded single-node backend kept in the data directory.
 func (s *Server) openBackend() error {
 	if s.cfg.Consul != "" {
-		c, err := cluster.OpenConsul(cluster.ConsulConfig{Addr: s.cfg.Consul, Cluster: s.cfg.Cluster, CheckTTL: s.cfg.CheckTTL, Logger: s.logger})
+		c, err := consul.Open(consul.Config{Addr: s.cfg.Consul, Cluster: s.cfg.Cluster, CheckTTL: s.cfg.CheckTTL, Logger: s.logger})
 		if err != nil {
 			return &ConfigError{Reason: err.Error()}
 		}

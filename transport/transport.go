@@ -77,6 +77,10 @@ type Config struct {
 	// has taken them; the stream reads on only when the budget has room
 	// for the next one (see guard.go, holdUntilTaken).
 	Budget *budget.Budget
+	// System, when set, is the caller's actor system (without a remote of
+	// its own) that the node adds its remote endpoint to; Stop then leaves
+	// it running. Nil: the node makes a system of its own.
+	System *actor.ActorSystem
 }
 
 // Node is a running actor system with its remote endpoint.
@@ -105,6 +109,9 @@ type Node struct {
 	// (session_client.go), by PID.
 	routes     map[string]*actor.PID
 	sessionSeq uint64
+	// callersSystem: the system is the caller's (Config.System); Stop
+	// leaves it running.
+	callersSystem bool
 }
 
 // Secure reports whether the node runs with TLS.
@@ -201,7 +208,10 @@ func Start(cfg Config, logger *slog.Logger) (node *Node, err error) {
 	if cfg.LogLevel != nil {
 		level = *cfg.LogLevel
 	}
-	system := NewSystem(logger, level)
+	system := cfg.System
+	if system == nil {
+		system = NewSystem(logger, level)
+	}
 	watches := &remoteWatches{m: map[string]map[string]int{}}
 	system.Extensions.Register(watches)
 	g := &guard{logger: logger, stats: &GuardStats{}, acceptWatches: cfg.AcceptWatches, watches: watches, budget: cfg.Budget, system: system}
@@ -300,7 +310,7 @@ func Start(cfg Config, logger *slog.Logger) (node *Node, err error) {
 	addr := system.Address()
 	g.local.Store(&addr)
 	return &Node{System: system, Remote: r, Addr: system.Address(), Guard: g.stats, Conns: limiter.stats, tls: g.tls, dialOptions: dialOpts,
-		serving: serving}, nil
+		serving: serving, callersSystem: cfg.System != nil}, nil
 }
 
 // ServeSessions starts serving client sessions (session.go), once the
@@ -308,7 +318,8 @@ func Start(cfg Config, logger *slog.Logger) (node *Node, err error) {
 // Unavailable and the client tries again.
 func (n *Node) ServeSessions() { n.serving.Store(true) }
 
-// Stop shuts the remote endpoint and the actor system down.
+// Stop shuts the remote endpoint down, and the actor system unless it is
+// the caller's (Config.System).
 func (n *Node) Stop() {
 	n.sessionsMu.Lock()
 	sessions := make([]*clientSession, 0, len(n.sessions))
@@ -320,7 +331,9 @@ func (n *Node) Stop() {
 		s.end()
 	}
 	n.Remote.Shutdown(true)
-	n.System.Shutdown()
+	if !n.callersSystem {
+		n.System.Shutdown()
+	}
 	if n.tls != nil {
 		n.tls.close()
 	}

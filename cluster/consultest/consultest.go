@@ -2,7 +2,7 @@
 // cluster on free loopback ports with its own data directory.
 //
 //	agent := consultest.Start(t) // stopped on t.Cleanup
-//	backend, err := cluster.OpenConsul(cluster.ConsulConfig{Addr: agent.Addr(), Cluster: "t"})
+//	backend, err := consul.Open(consul.Config{Addr: agent.Addr(), Cluster: "t"})
 //
 // The agent is a persistent server (-server -bootstrap-expect 1 -data-dir),
 // not -dev: a dev agent keeps everything in memory, so Restart would wipe

@@ -12,7 +12,7 @@ import (
 	"syscall"
 
 	"github.com/sluicemq/sluice/actors"
-	"github.com/sluicemq/sluice/cluster"
+	"github.com/sluicemq/sluice/cluster/consul"
 	"github.com/sluicemq/sluice/kafka"
 	"github.com/sluicemq/sluice/server"
 	"github.com/sluicemq/sluice/storage/syncjournal"
@@ -28,7 +28,7 @@ func runBroker(args []string, stdout, stderr io.Writer) error {
 	id := fs.Int("id", 0, "broker id, unique in the cluster")
 	consulAddr := fs.String("consul", "", "Consul agent host:port: join a cluster (default: embedded single node)")
 	clusterName := fs.String("cluster", "sluice", "cluster name (with --consul)")
-	checkTTL := fs.Duration("check-ttl", cluster.DefaultCheckTTL, "Consul health-check TTL: a broker silent this long is dead (with --consul)")
+	checkTTL := fs.Duration("check-ttl", consul.DefaultCheckTTL, "Consul health-check TTL: a broker silent this long is dead (with --consul)")
 	autoCreate := fs.Bool("auto-create-topics", false, "create unknown topics on first use")
 	partitions := fs.Int("default-partitions", def.DefaultPartitions, "partitions of topics created without a count")
 	rf := fs.Int("default-replication-factor", def.DefaultReplicationFactor, "replication factor of topics created without one")

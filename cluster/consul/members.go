@@ -1,4 +1,4 @@
-package cluster
+package consul
 
 import (
 	"context"
@@ -12,12 +12,13 @@ import (
 	"github.com/hashicorp/consul/api"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/sluicemq/sluice/cluster"
 	"github.com/sluicemq/sluice/messages"
 )
 
 // membership is this broker's registration and its keepalive.
 type membership struct {
-	broker   Broker
+	broker   cluster.Broker
 	instance string // random per process start
 	reg      *api.AgentServiceRegistration
 	check    string // the TTL check's id, "service:<service id>"
@@ -25,12 +26,12 @@ type membership struct {
 	done     chan struct{} // closed when keepalive and claim watch have returned
 }
 
-func (c *Consul) serviceName() string { return "sluice-" + c.cfg.Cluster }
+func (c *Backend) serviceName() string { return "sluice-" + c.cfg.Cluster }
 
 // serviceID names one process's registration of a broker: two processes
 // started with the same id register side by side instead of overwriting
 // each other, and the id's claim decides which one is the broker.
-func (c *Consul) serviceID(id int32, instance string) string {
+func (c *Backend) serviceID(id int32, instance string) string {
 	return fmt.Sprintf("sluice-%s-%d-%s", c.cfg.Cluster, id, instance)
 }
 
@@ -50,7 +51,7 @@ const (
 // re-registers after.
 const deregisterAfter = time.Minute
 
-func (c *Consul) registration(b Broker, instance string) (*api.AgentServiceRegistration, error) {
+func (c *Backend) registration(b cluster.Broker, instance string) (*api.AgentServiceRegistration, error) {
 	if b.ID < 0 {
 		return nil, fmt.Errorf("broker id %d: must not be negative", b.ID)
 	}
@@ -92,39 +93,39 @@ func (c *Consul) registration(b Broker, instance string) (*api.AgentServiceRegis
 // whenever the agent lost the registration, and the claim is taken again
 // (under the same epoch) when Consul dropped it; if another process took
 // it meanwhile, Evicted is closed.
-func (c *Consul) Register(ctx context.Context, b Broker) (Broker, error) {
+func (c *Backend) Register(ctx context.Context, b cluster.Broker) (cluster.Broker, error) {
 	if c.isClosed() {
-		return Broker{}, ErrClosed
+		return cluster.Broker{}, cluster.ErrClosed
 	}
 	c.mu.Lock()
 	registered := c.member != nil
 	c.mu.Unlock()
 	if registered {
-		return Broker{}, errors.New("cluster: Register called twice")
+		return cluster.Broker{}, errors.New("cluster: Register called twice")
 	}
 	if _, err := c.registration(b, "x"); err != nil {
-		return Broker{}, err
+		return cluster.Broker{}, err
 	}
 	epoch, err := c.nextBrokerEpoch(ctx)
 	if err != nil {
-		return Broker{}, err
+		return cluster.Broker{}, err
 	}
 	b.Epoch = epoch
-	instance := newID()[:12]
+	instance := cluster.NewID()[:12]
 	reg, _ := c.registration(b, instance)
 	if err := c.register(ctx, reg, requestTimeout); err != nil {
-		return Broker{}, err
+		return cluster.Broker{}, err
 	}
 	m := &membership{broker: b, instance: instance, reg: reg, check: reg.Check.CheckID, done: make(chan struct{})}
 	claim, err := c.claim(ctx, m)
 	if err != nil {
 		_ = c.deregister(context.WithoutCancel(ctx), m)
-		return Broker{}, err
+		return cluster.Broker{}, err
 	}
 	if err := c.heartbeat(ctx, m); err != nil {
 		_ = c.closeSession(context.WithoutCancel(ctx), claim)
 		_ = c.deregister(context.WithoutCancel(ctx), m)
-		return Broker{}, err
+		return cluster.Broker{}, err
 	}
 	kctx, stop := context.WithCancel(c.closeCtx)
 	m.stop = stop
@@ -140,18 +141,18 @@ func (c *Consul) Register(ctx context.Context, b Broker) (Broker, error) {
 }
 
 // nextBrokerEpoch increments the broker_epoch counter.
-func (c *Consul) nextBrokerEpoch(ctx context.Context) (int64, error) {
+func (c *Backend) nextBrokerEpoch(ctx context.Context) (int64, error) {
 	last, err := c.addToCounter(ctx, keyBrokerEpoch, 0, 1, nil)
 	return last + 1, err
 }
 
 // claimWait is how long Register waits for another process's claim of the
 // same broker id to go away.
-func (c *Consul) claimWait() time.Duration { return 2*c.cfg.CheckTTL + time.Second }
+func (c *Backend) claimWait() time.Duration { return 2*c.cfg.CheckTTL + time.Second }
 
 // claim locks brokers/<id> for m with a new session tied to m's check,
 // waiting out a claim of a process that died.
-func (c *Consul) claim(ctx context.Context, m *membership) (*session, error) {
+func (c *Backend) claim(ctx context.Context, m *membership) (*session, error) {
 	value, err := proto.Marshal(&messages.BrokerRegistration{Id: m.broker.ID, Address: m.broker.Addr,
 		StartedUnixMs: time.Now().UnixMilli(), Epoch: m.broker.Epoch, Instance: m.instance})
 	if err != nil {
@@ -183,7 +184,7 @@ func (c *Consul) claim(ctx context.Context, m *membership) (*session, error) {
 			_ = c.closeSession(context.WithoutCancel(ctx), s)
 			if holder != nil {
 				return nil, fmt.Errorf("%w: broker %d is held by the process at %s (broker epoch %d, started %s), which is still heartbeating; stop it or start this broker with another --id",
-					ErrBrokerIDInUse, m.broker.ID, holder.Address, holder.Epoch, time.UnixMilli(holder.StartedUnixMs).Format(time.RFC3339))
+					cluster.ErrBrokerIDInUse, m.broker.ID, holder.Address, holder.Epoch, time.UnixMilli(holder.StartedUnixMs).Format(time.RFC3339))
 			}
 			if err == nil {
 				err = errors.New("the claim key stayed locked")
@@ -215,7 +216,7 @@ func (c *Consul) claim(ctx context.Context, m *membership) (*session, error) {
 // it (a restarted agent, a session invalidated while the agent was
 // unreachable) it is locked again under a new session; when another
 // process holds it, this one has been replaced and Evicted is closed.
-func (c *Consul) watchClaim(ctx context.Context, m *membership, s *session) {
+func (c *Backend) watchClaim(ctx context.Context, m *membership, s *session) {
 	key := c.key(brokersPrefix + strconv.Itoa(int(m.broker.ID)))
 	defer func() {
 		if s != nil {
@@ -301,9 +302,9 @@ func (c *Consul) watchClaim(ctx context.Context, m *membership, s *session) {
 }
 
 // Evicted implements Membership.
-func (c *Consul) Evicted() <-chan struct{} { return c.evicted }
+func (c *Backend) Evicted() <-chan struct{} { return c.evicted }
 
-func (c *Consul) register(ctx context.Context, reg *api.AgentServiceRegistration, timeout time.Duration) error {
+func (c *Backend) register(ctx context.Context, reg *api.AgentServiceRegistration, timeout time.Duration) error {
 	cctx, cancel := c.bounded(ctx, timeout)
 	defer cancel()
 	// The agent syncs the registration to the catalog before it answers.
@@ -315,7 +316,7 @@ func (c *Consul) register(ctx context.Context, reg *api.AgentServiceRegistration
 
 // keepalive heartbeats until stopped, logging when the broker drops out of
 // Consul and when it is back.
-func (c *Consul) keepalive(ctx context.Context, m *membership) {
+func (c *Backend) keepalive(ctx context.Context, m *membership) {
 	tick := time.NewTicker(c.cfg.CheckTTL / 3)
 	defer tick.Stop()
 	joined := true
@@ -353,7 +354,7 @@ func (c *Consul) keepalive(ctx context.Context, m *membership) {
 }
 
 // heartbeat passes the TTL check once.
-func (c *Consul) heartbeat(ctx context.Context, m *membership) error {
+func (c *Backend) heartbeat(ctx context.Context, m *membership) error {
 	cctx, cancel := c.bounded(ctx, c.cfg.CheckTTL/2)
 	defer cancel()
 	err := c.client.Agent().UpdateTTLOpts(m.check, "", api.HealthPassing, (&api.QueryOptions{}).WithContext(cctx))
@@ -366,7 +367,7 @@ func (c *Consul) heartbeat(ctx context.Context, m *membership) error {
 // Deregister implements Membership. Removing the service also removes its
 // check, which ends this broker's sessions: its claim and, if it has one,
 // its controller lock.
-func (c *Consul) Deregister(ctx context.Context) error {
+func (c *Backend) Deregister(ctx context.Context) error {
 	c.mu.Lock()
 	m := c.member
 	c.member = nil
@@ -379,7 +380,7 @@ func (c *Consul) Deregister(ctx context.Context) error {
 	return c.deregister(ctx, m)
 }
 
-func (c *Consul) deregister(ctx context.Context, m *membership) error {
+func (c *Backend) deregister(ctx context.Context, m *membership) error {
 	cctx, cancel := c.call(ctx)
 	defer cancel()
 	if err := c.client.Agent().ServiceDeregisterOpts(m.reg.ID, (&api.QueryOptions{}).WithContext(cctx)); err != nil {
@@ -393,9 +394,9 @@ func (c *Consul) deregister(ctx context.Context, m *membership) error {
 // brokers whose checks pass. A process that has not claimed its broker id
 // yet is not passing; of two registrations of one id (a restarted broker
 // whose old registration has not expired yet) the newer epoch wins.
-func (c *Consul) WatchBrokers(ctx context.Context, afterIndex uint64) ([]Broker, uint64, error) {
+func (c *Backend) WatchBrokers(ctx context.Context, afterIndex uint64) ([]cluster.Broker, uint64, error) {
 	if c.isClosed() {
-		return nil, 0, ErrClosed
+		return nil, 0, cluster.ErrClosed
 	}
 	wait, base := c.brokerIdx.wait(afterIndex)
 	cctx, cancel := c.blocking(ctx, watchWait)
@@ -405,13 +406,13 @@ func (c *Consul) WatchBrokers(ctx context.Context, afterIndex uint64) ([]Broker,
 	if err != nil {
 		return nil, 0, c.failed(ctx, fmt.Errorf("consul: health of %s: %w", c.serviceName(), err))
 	}
-	brokers := make([]Broker, 0, len(entries))
+	brokers := make([]cluster.Broker, 0, len(entries))
 	for _, e := range entries {
 		b, err := brokerOf(e)
 		if err != nil {
 			continue
 		}
-		if i := slices.IndexFunc(brokers, func(x Broker) bool { return x.ID == b.ID }); i >= 0 {
+		if i := slices.IndexFunc(brokers, func(x cluster.Broker) bool { return x.ID == b.ID }); i >= 0 {
 			if b.Epoch > brokers[i].Epoch {
 				brokers[i] = b
 			}
@@ -419,20 +420,20 @@ func (c *Consul) WatchBrokers(ctx context.Context, afterIndex uint64) ([]Broker,
 		}
 		brokers = append(brokers, b)
 	}
-	slices.SortFunc(brokers, func(x, y Broker) int { return int(x.ID) - int(y.ID) })
+	slices.SortFunc(brokers, func(x, y cluster.Broker) int { return int(x.ID) - int(y.ID) })
 	index, _ := c.brokerIdx.observe(wait, base, meta.LastIndex)
 	return brokers, index, nil
 }
 
-func brokerOf(e *api.ServiceEntry) (Broker, error) {
+func brokerOf(e *api.ServiceEntry) (cluster.Broker, error) {
 	s := e.Service
 	id, err := strconv.ParseInt(s.Meta[metaBrokerID], 10, 32)
 	if err != nil {
-		return Broker{}, errors.New("no broker id")
+		return cluster.Broker{}, errors.New("no broker id")
 	}
 	epoch, err := strconv.ParseInt(s.Meta[metaEpoch], 10, 64)
 	if err != nil || epoch <= 0 {
-		return Broker{}, errors.New("no broker epoch")
+		return cluster.Broker{}, errors.New("no broker epoch")
 	}
 	addr := s.Meta[metaAddr]
 	if addr == "" {
@@ -442,5 +443,5 @@ func brokerOf(e *api.ServiceEntry) (Broker, error) {
 		}
 		addr = net.JoinHostPort(host, strconv.Itoa(s.Port))
 	}
-	return Broker{ID: int32(id), Addr: addr, Epoch: epoch, Dir: s.Meta[metaDir], Version: s.Meta[metaVersion], KafkaAddr: s.Meta[metaKafka]}, nil
+	return cluster.Broker{ID: int32(id), Addr: addr, Epoch: epoch, Dir: s.Meta[metaDir], Version: s.Meta[metaVersion], KafkaAddr: s.Meta[metaKafka]}, nil
 }

@@ -1,4 +1,4 @@
-package cluster
+package consul
 
 import (
 	"context"
@@ -31,7 +31,7 @@ type session struct {
 // TTL check. Not the node's serfHealth: brokers can share an agent (node),
 // which would outlive a dead broker. consul/api cannot send the empty
 // NodeChecks that drop serfHealth, so the body is written by hand.
-func (c *Consul) newSession(ctx context.Context, m *membership, purpose string) (*session, error) {
+func (c *Backend) newSession(ctx context.Context, m *membership, purpose string) (*session, error) {
 	body := map[string]any{
 		"Name":          fmt.Sprintf("%s-%s-%d", c.serviceName(), purpose, m.broker.ID),
 		"Behavior":      api.SessionBehaviorRelease,
@@ -54,7 +54,7 @@ func (c *Consul) newSession(ctx context.Context, m *membership, purpose string) 
 
 // renew renews s every SessionTTL/2, a backstop behind the health check:
 // it ends s when Consul no longer has it or cannot be reached for SessionTTL.
-func (c *Consul) renew(s *session) {
+func (c *Backend) renew(s *session) {
 	defer close(s.done)
 	every := c.cfg.SessionTTL / 2
 	tick := time.NewTicker(every)
@@ -88,7 +88,7 @@ func (c *Consul) renew(s *session) {
 
 // closeSession stops renewing s and destroys it, which releases the lock if
 // s held it.
-func (c *Consul) closeSession(ctx context.Context, s *session) error {
+func (c *Backend) closeSession(ctx context.Context, s *session) error {
 	s.cancel()
 	<-s.done
 	cctx, cancel := c.call(ctx)

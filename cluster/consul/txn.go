@@ -1,4 +1,4 @@
-package cluster
+package consul
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/hashicorp/consul/api"
+	"github.com/sluicemq/sluice/cluster"
 )
 
 // consulMaxTxnOps is the most operations Consul 1.14 takes in one
@@ -13,7 +14,7 @@ import (
 const consulMaxTxnOps = 128
 
 // errNoFence: the Consul store writes only on behalf of a controller.
-var errNoFence = fmt.Errorf("%w: a Consul metadata write needs the controller's fence (Leadership.Fence from Campaign)", ErrFenced)
+var errNoFence = fmt.Errorf("%w: a Consul metadata write needs the controller's fence (cluster.Leadership.Fence from Campaign)", cluster.ErrFenced)
 
 // txn is a Consul transaction being built: its operations and, for each,
 // the error to report when that operation is the one that failed.
@@ -34,28 +35,28 @@ func (t *txn) full() bool { return len(t.ops) >= consulMaxTxnOps }
 // the store still holds this cluster's id (it was not wiped or replaced
 // under the running cluster) and that the controller key is still held by
 // f's session.
-func (c *Consul) fencedTxn(f Fence) (*txn, error) {
+func (c *Backend) fencedTxn(f cluster.Fence) (*txn, error) {
 	if f.Session == "" {
 		return nil, errNoFence
 	}
 	bound := c.bound.Load()
 	if bound == nil {
-		return nil, fmt.Errorf("%w: this broker has not read the store's cluster id", ErrClusterIDChanged)
+		return nil, fmt.Errorf("%w: this broker has not read the store's cluster id", cluster.ErrClusterIDChanged)
 	}
 	t := &txn{checks: 2}
 	t.add(&api.KVTxnOp{Verb: api.KVCheckIndex, Key: c.key(keyClusterID), Index: bound.index},
 		func(string) error {
-			return fmt.Errorf("%w: the key %s no longer holds cluster id %s", ErrClusterIDChanged, c.key(keyClusterID), bound.id)
+			return fmt.Errorf("%w: the key %s no longer holds cluster id %s", cluster.ErrClusterIDChanged, c.key(keyClusterID), bound.id)
 		})
 	t.add(&api.KVTxnOp{Verb: api.KVCheckSession, Key: c.key(keyController), Session: f.Session},
-		func(string) error { return fmt.Errorf("%w (controller epoch %d)", ErrFenced, f.Epoch) })
+		func(string) error { return fmt.Errorf("%w (controller epoch %d)", cluster.ErrFenced, f.Epoch) })
 	return t, nil
 }
 
 // commit runs t. When Consul rolls it back, the error is that of the failed
 // operation; a failed fence check wins, since a deposed controller's other
 // checks may fail for the same reason.
-func (c *Consul) commit(ctx context.Context, t *txn) (*api.TxnResponse, error) {
+func (c *Backend) commit(ctx context.Context, t *txn) (*api.TxnResponse, error) {
 	if len(t.ops) > consulMaxTxnOps {
 		return nil, fmt.Errorf("consul transaction of %d operations: Consul takes at most %d", len(t.ops), consulMaxTxnOps)
 	}

@@ -1,4 +1,4 @@
-package cluster
+package consul
 
 import (
 	"context"
@@ -11,24 +11,25 @@ import (
 	"github.com/hashicorp/consul/api"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/sluicemq/sluice/cluster"
 	"github.com/sluicemq/sluice/messages"
 )
 
 // Load implements MetadataStore.
-func (c *Consul) Load(ctx context.Context) (*Snapshot, error) {
+func (c *Backend) Load(ctx context.Context) (*cluster.Snapshot, error) {
 	return c.snapshot(ctx, 0, false)
 }
 
 // Watch implements MetadataStore with a blocking query on the prefix.
-func (c *Consul) Watch(ctx context.Context, afterIndex uint64) (*Snapshot, error) {
+func (c *Backend) Watch(ctx context.Context, afterIndex uint64) (*cluster.Snapshot, error) {
 	return c.snapshot(ctx, afterIndex, true)
 }
 
 // snapshot lists the whole prefix once, blocking until Consul's index passes
 // afterIndex when block is set.
-func (c *Consul) snapshot(ctx context.Context, afterIndex uint64, block bool) (*Snapshot, error) {
+func (c *Backend) snapshot(ctx context.Context, afterIndex uint64, block bool) (*cluster.Snapshot, error) {
 	if c.isClosed() {
-		return nil, ErrClosed
+		return nil, cluster.ErrClosed
 	}
 	wait, base := c.metaIdx.wait(afterIndex)
 	if !block {
@@ -74,9 +75,9 @@ func storeMark(pairs api.KVPairs, key string) uint64 {
 // decode builds a snapshot from the listed keys. Partitions of a topic
 // that does not exist are hidden: leftovers of a creation that failed
 // half-way (see CreateTopic).
-func (c *Consul) decode(pairs api.KVPairs) (*Snapshot, error) {
-	snap := &Snapshot{Topics: map[string]*messages.TopicRecord{}, Partitions: map[TopicPartition]Partition{},
-		Deleted: map[string]*messages.TopicDeletion{}, Controller: Controller{ID: -1}}
+func (c *Backend) decode(pairs api.KVPairs) (*cluster.Snapshot, error) {
+	snap := &cluster.Snapshot{Topics: map[string]*messages.TopicRecord{}, Partitions: map[cluster.TopicPartition]cluster.Partition{},
+		Deleted: map[string]*messages.TopicDeletion{}, Controller: cluster.Controller{ID: -1}}
 	for _, kv := range pairs {
 		name := strings.TrimPrefix(kv.Key, c.prefix)
 		switch {
@@ -106,7 +107,7 @@ func (c *Consul) decode(pairs api.KVPairs) (*Snapshot, error) {
 			if err := proto.Unmarshal(kv.Value, st); err != nil {
 				return nil, fmt.Errorf("consul key %s is not a PartitionState: %w", kv.Key, err)
 			}
-			snap.Partitions[TopicPartition{st.Topic, st.Partition}] = Partition{State: st, Version: kv.ModifyIndex}
+			snap.Partitions[cluster.TopicPartition{Topic: st.Topic, Partition: st.Partition}] = cluster.Partition{State: st, Version: kv.ModifyIndex}
 		case strings.HasPrefix(name, deletedPrefix):
 			d := &messages.TopicDeletion{}
 			if err := proto.Unmarshal(kv.Value, d); err != nil {
@@ -125,11 +126,11 @@ func (c *Consul) decode(pairs api.KVPairs) (*Snapshot, error) {
 
 // CreateClusterID implements MetadataStore: a fresh id unless the store has
 // one (or another broker got there first), then the stored one.
-func (c *Consul) CreateClusterID(ctx context.Context) (string, error) {
+func (c *Backend) CreateClusterID(ctx context.Context) (string, error) {
 	cctx, cancel := c.call(ctx)
 	defer cancel()
 	// CAS on index 0: only if the key does not exist.
-	_, _, err := c.client.KV().CAS(&api.KVPair{Key: c.key(keyClusterID), Value: []byte(newID())}, (&api.WriteOptions{}).WithContext(cctx))
+	_, _, err := c.client.KV().CAS(&api.KVPair{Key: c.key(keyClusterID), Value: []byte(cluster.NewID())}, (&api.WriteOptions{}).WithContext(cctx))
 	if err != nil {
 		return "", c.failed(ctx, fmt.Errorf("consul: create cluster id: %w", err))
 	}
@@ -157,7 +158,7 @@ func checkTopicName(name string) error {
 // topic with more partitions than one transaction takes is written in
 // several, each checking the topic is still absent; partitions without
 // their topic are invisible to Load and are cleared by the next attempt.
-func (c *Consul) CreateTopic(ctx context.Context, f Fence, t *messages.TopicRecord, parts []*messages.PartitionState) error {
+func (c *Backend) CreateTopic(ctx context.Context, f cluster.Fence, t *messages.TopicRecord, parts []*messages.PartitionState) error {
 	if err := checkTopicName(t.Name); err != nil {
 		return err
 	}
@@ -165,7 +166,7 @@ func (c *Consul) CreateTopic(ctx context.Context, f Fence, t *messages.TopicReco
 	if err != nil {
 		return err
 	}
-	exists := func(string) error { return fmt.Errorf("%w: %q", ErrTopicExists, t.Name) }
+	exists := func(string) error { return fmt.Errorf("%w: %q", cluster.ErrTopicExists, t.Name) }
 	for first := true; ; first = false {
 		tx, err := c.fencedTxn(f)
 		if err != nil {
@@ -179,7 +180,7 @@ func (c *Consul) CreateTopic(ctx context.Context, f Fence, t *messages.TopicReco
 		for len(parts) > 0 && len(tx.ops) < consulMaxTxnOps-1 {
 			p := parts[0]
 			if p.Topic != t.Name {
-				return fmt.Errorf("partition %s does not belong to topic %q", TopicPartition{p.Topic, p.Partition}, t.Name)
+				return fmt.Errorf("partition %s does not belong to topic %q", cluster.TopicPartition{Topic: p.Topic, Partition: p.Partition}, t.Name)
 			}
 			v, err := proto.Marshal(p)
 			if err != nil {
@@ -204,7 +205,7 @@ func (c *Consul) CreateTopic(ctx context.Context, f Fence, t *messages.TopicReco
 // DeleteTopic implements MetadataStore: the topic record is read first for
 // its id, then deleted (if unchanged) with its partitions, and the deletion
 // recorded under deleted_topics/<topic id>, in one transaction.
-func (c *Consul) DeleteTopic(ctx context.Context, f Fence, name string) error {
+func (c *Backend) DeleteTopic(ctx context.Context, f cluster.Fence, name string) error {
 	if err := checkTopicName(name); err != nil {
 		return err
 	}
@@ -215,7 +216,7 @@ func (c *Consul) DeleteTopic(ctx context.Context, f Fence, name string) error {
 		return c.failed(ctx, fmt.Errorf("consul: read topic %s: %w", name, err))
 	}
 	if kv == nil {
-		return fmt.Errorf("%w: %q", ErrTopicNotFound, name)
+		return fmt.Errorf("%w: %q", cluster.ErrTopicNotFound, name)
 	}
 	t := &messages.TopicRecord{}
 	if err := proto.Unmarshal(kv.Value, t); err != nil {
@@ -231,7 +232,7 @@ func (c *Consul) DeleteTopic(ctx context.Context, f Fence, name string) error {
 	}
 	tx.add(&api.KVTxnOp{Verb: api.KVDeleteCAS, Key: c.key(topicKey(name)), Index: kv.ModifyIndex},
 		func(string) error {
-			return fmt.Errorf("%w: topic %q changed while it was being deleted", ErrConflict, name)
+			return fmt.Errorf("%w: topic %q changed while it was being deleted", cluster.ErrConflict, name)
 		})
 	tx.add(&api.KVTxnOp{Verb: api.KVDeleteTree, Key: c.key(partitionsPrefix(name))}, nil)
 	tx.add(&api.KVTxnOp{Verb: api.KVSet, Key: c.key(deletedPrefix + t.TopicId), Value: marker}, nil)
@@ -243,7 +244,7 @@ func (c *Consul) DeleteTopic(ctx context.Context, f Fence, name string) error {
 // in as many transactions as they need, each checking that the topic
 // record is unchanged; the record itself goes last with a check-and-set, so
 // the topic grows only when every new partition has its state.
-func (c *Consul) UpdateTopic(ctx context.Context, f Fence, prev, next *messages.TopicRecord, added []*messages.PartitionState) error {
+func (c *Backend) UpdateTopic(ctx context.Context, f cluster.Fence, prev, next *messages.TopicRecord, added []*messages.PartitionState) error {
 	if err := checkTopicName(prev.Name); err != nil {
 		return err
 	}
@@ -257,20 +258,20 @@ func (c *Consul) UpdateTopic(ctx context.Context, f Fence, prev, next *messages.
 		return c.failed(ctx, fmt.Errorf("consul: read topic %s: %w", prev.Name, err))
 	}
 	if kv == nil {
-		return fmt.Errorf("%w: %q", ErrTopicNotFound, prev.Name)
+		return fmt.Errorf("%w: %q", cluster.ErrTopicNotFound, prev.Name)
 	}
 	cur := &messages.TopicRecord{}
 	if err := proto.Unmarshal(kv.Value, cur); err != nil {
 		return fmt.Errorf("consul key %s is not a TopicRecord: %w", kv.Key, err)
 	}
 	if !proto.Equal(cur, prev) {
-		return fmt.Errorf("%w: topic %q changed", ErrConflict, prev.Name)
+		return fmt.Errorf("%w: topic %q changed", cluster.ErrConflict, prev.Name)
 	}
 	value, err := proto.Marshal(next)
 	if err != nil {
 		return err
 	}
-	changed := func(string) error { return fmt.Errorf("%w: topic %q changed", ErrConflict, prev.Name) }
+	changed := func(string) error { return fmt.Errorf("%w: topic %q changed", cluster.ErrConflict, prev.Name) }
 	for {
 		tx, err := c.fencedTxn(f)
 		if err != nil {
@@ -280,7 +281,7 @@ func (c *Consul) UpdateTopic(ctx context.Context, f Fence, prev, next *messages.
 		for len(added) > 0 && len(tx.ops) < consulMaxTxnOps-1 {
 			p := added[0]
 			if p.Topic != prev.Name {
-				return fmt.Errorf("partition %s does not belong to topic %q", TopicPartition{p.Topic, p.Partition}, prev.Name)
+				return fmt.Errorf("partition %s does not belong to topic %q", cluster.TopicPartition{Topic: p.Topic, Partition: p.Partition}, prev.Name)
 			}
 			v, err := proto.Marshal(p)
 			if err != nil {
@@ -308,7 +309,7 @@ const ConsulMaxPartitionUpdates = consulMaxTxnOps - 1
 
 // UpdatePartitions implements MetadataStore: one transaction of
 // check-and-set operations, at most ConsulMaxPartitionUpdates of them.
-func (c *Consul) UpdatePartitions(ctx context.Context, f Fence, updates []PartitionUpdate) error {
+func (c *Backend) UpdatePartitions(ctx context.Context, f cluster.Fence, updates []cluster.PartitionUpdate) error {
 	if len(updates) > ConsulMaxPartitionUpdates {
 		return fmt.Errorf("%d partition updates in one call: Consul takes at most %d at once", len(updates), ConsulMaxPartitionUpdates)
 	}
@@ -317,13 +318,13 @@ func (c *Consul) UpdatePartitions(ctx context.Context, f Fence, updates []Partit
 		return err
 	}
 	for _, u := range updates {
-		tp := TopicPartition{u.State.Topic, u.State.Partition}
+		tp := cluster.TopicPartition{Topic: u.State.Topic, Partition: u.State.Partition}
 		if err := checkTopicName(tp.Topic); err != nil {
 			return err
 		}
 		if u.ExpectVersion == 0 {
 			// CAS on index 0 would create the key; versions are never 0.
-			return fmt.Errorf("%w: %s: version 0 does not exist", ErrConflict, tp)
+			return fmt.Errorf("%w: %s: version 0 does not exist", cluster.ErrConflict, tp)
 		}
 		v, err := proto.Marshal(u.State)
 		if err != nil {
@@ -332,7 +333,7 @@ func (c *Consul) UpdatePartitions(ctx context.Context, f Fence, updates []Partit
 		want := u.ExpectVersion
 		tx.add(&api.KVTxnOp{Verb: api.KVCAS, Key: c.key(partitionKey(tp.Topic, tp.Partition)), Value: v, Index: want},
 			func(string) error {
-				return fmt.Errorf("%w: %s is no longer at version %d (or does not exist)", ErrConflict, tp, want)
+				return fmt.Errorf("%w: %s is no longer at version %d (or does not exist)", cluster.ErrConflict, tp, want)
 			})
 	}
 	_, err = c.commit(ctx, tx)
@@ -342,7 +343,7 @@ func (c *Consul) UpdatePartitions(ctx context.Context, f Fence, updates []Partit
 // UpdateSecurity implements MetadataStore: one fenced check-and-set of the
 // security key. Consul's CAS on index 0 writes only if the key is absent,
 // which is exactly expectVersion 0's meaning.
-func (c *Consul) UpdateSecurity(ctx context.Context, f Fence, rec *messages.SecurityRecord, expectVersion uint64) error {
+func (c *Backend) UpdateSecurity(ctx context.Context, f cluster.Fence, rec *messages.SecurityRecord, expectVersion uint64) error {
 	if rec == nil {
 		rec = &messages.SecurityRecord{}
 	}
@@ -357,9 +358,9 @@ func (c *Consul) UpdateSecurity(ctx context.Context, f Fence, rec *messages.Secu
 	tx.add(&api.KVTxnOp{Verb: api.KVCAS, Key: c.key(keySecurity), Value: v, Index: expectVersion},
 		func(string) error {
 			if expectVersion == 0 {
-				return fmt.Errorf("%w: a security record is already stored", ErrConflict)
+				return fmt.Errorf("%w: a security record is already stored", cluster.ErrConflict)
 			}
-			return fmt.Errorf("%w: the security record is no longer at version %d (or does not exist)", ErrConflict, expectVersion)
+			return fmt.Errorf("%w: the security record is no longer at version %d (or does not exist)", cluster.ErrConflict, expectVersion)
 		})
 	_, err = c.commit(ctx, tx)
 	return err
@@ -370,7 +371,7 @@ var errCASMoved = errors.New("counter moved")
 
 // AllocateProducerIDs implements MetadataStore: a check-and-set loop on the
 // producer_ids counter, fenced by the controller's lock.
-func (c *Consul) AllocateProducerIDs(ctx context.Context, f Fence, count, atLeast int64) (int64, error) {
+func (c *Backend) AllocateProducerIDs(ctx context.Context, f cluster.Fence, count, atLeast int64) (int64, error) {
 	if count < 1 {
 		return 0, fmt.Errorf("AllocateProducerIDs(%d): count must be positive", count)
 	}
@@ -381,7 +382,7 @@ func (c *Consul) AllocateProducerIDs(ctx context.Context, f Fence, count, atLeas
 // loop and returns its value before the addition. The value is taken to be
 // at least def (also when the key is absent).
 // With a fence, the write also checks the controller still holds the lock.
-func (c *Consul) addToCounter(ctx context.Context, name string, def, delta int64, f *Fence) (int64, error) {
+func (c *Backend) addToCounter(ctx context.Context, name string, def, delta int64, f *cluster.Fence) (int64, error) {
 	for {
 		value, index, err := c.readCounter(ctx, name, def)
 		if err != nil {
@@ -411,7 +412,7 @@ func (c *Consul) addToCounter(ctx context.Context, name string, def, delta int64
 
 // readCounter reads a decimal counter and its ModifyIndex (0 when the key
 // does not exist, its value then being def).
-func (c *Consul) readCounter(ctx context.Context, name string, def int64) (int64, uint64, error) {
+func (c *Backend) readCounter(ctx context.Context, name string, def int64) (int64, uint64, error) {
 	cctx, cancel := c.call(ctx)
 	defer cancel()
 	kv, _, err := c.client.KV().Get(c.key(name), (&api.QueryOptions{}).WithContext(cctx))

@@ -1,4 +1,4 @@
-package cluster
+package consul
 
 import (
 	"bufio"
@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sluicemq/sluice/cluster"
 )
 
 // childEnv makes the test binary a broker process (see runChild).
@@ -21,7 +23,7 @@ const childEnv = "SLUICE_CLUSTER_TEST_CHILD"
 // be killed (a minute at most, should the parent die first).
 func runChild() int {
 	id, _ := strconv.Atoi(os.Getenv("SLUICE_CHILD_BROKER"))
-	c, err := OpenConsul(ConsulConfig{Addr: os.Getenv("SLUICE_CHILD_ADDR"), Cluster: os.Getenv("SLUICE_CHILD_CLUSTER"),
+	c, err := Open(Config{Addr: os.Getenv("SLUICE_CHILD_ADDR"), Cluster: os.Getenv("SLUICE_CHILD_CLUSTER"),
 		Logger: slog.New(slog.NewTextHandler(os.Stderr, nil))})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -29,7 +31,7 @@ func runChild() int {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if _, err := c.Register(ctx, Broker{ID: int32(id), Addr: brokerAddr(int32(id))}); err != nil {
+	if _, err := c.Register(ctx, cluster.Broker{ID: int32(id), Addr: brokerAddr(int32(id))}); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
@@ -92,7 +94,7 @@ func TestConsulFailoverAfterKill(t *testing.T) {
 	if id, _, ok, err := b.Controller(ctx); err != nil || !ok || id != 1 {
 		t.Fatalf("Controller() = %d, %v, %v; want the child, 1", id, ok, err)
 	}
-	won := make(chan *Leadership, 1)
+	won := make(chan *cluster.Leadership, 1)
 	go func() {
 		lead, err := b.Campaign(ctx, 2)
 		if err != nil {

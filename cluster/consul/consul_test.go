@@ -1,4 +1,4 @@
-package cluster
+package consul
 
 import (
 	"context"
@@ -10,36 +10,38 @@ import (
 
 	"github.com/hashicorp/consul/api"
 
+	"github.com/sluicemq/sluice/cluster"
+	"github.com/sluicemq/sluice/cluster/storetest"
 	"github.com/sluicemq/sluice/messages"
 )
 
-func TestConsulConfigValidate(t *testing.T) {
-	good := ConsulConfig{Addr: "127.0.0.1:8500", Cluster: "prod-1"}
+func TestConfigValidate(t *testing.T) {
+	good := Config{Addr: "127.0.0.1:8500", Cluster: "prod-1"}
 	if err := good.Validate(); err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
 		field string
-		edit  func(*ConsulConfig)
+		edit  func(*Config)
 	}{
-		{"Addr", func(c *ConsulConfig) { c.Addr = "" }},
-		{"Addr", func(c *ConsulConfig) { c.Addr = "no-port" }},
-		{"Cluster", func(c *ConsulConfig) { c.Cluster = "" }},
-		{"Cluster", func(c *ConsulConfig) { c.Cluster = "a/b" }},
-		{"CheckTTL", func(c *ConsulConfig) { c.CheckTTL = 100 * time.Millisecond }},
-		{"SessionTTL", func(c *ConsulConfig) { c.SessionTTL = 5 * time.Second }},
+		{"Addr", func(c *Config) { c.Addr = "" }},
+		{"Addr", func(c *Config) { c.Addr = "no-port" }},
+		{"Cluster", func(c *Config) { c.Cluster = "" }},
+		{"Cluster", func(c *Config) { c.Cluster = "a/b" }},
+		{"CheckTTL", func(c *Config) { c.CheckTTL = 100 * time.Millisecond }},
+		{"SessionTTL", func(c *Config) { c.SessionTTL = 5 * time.Second }},
 	} {
 		c := good
 		tc.edit(&c)
 		err := c.Validate()
-		if err == nil || !strings.Contains(err.Error(), "ConsulConfig."+tc.field) {
+		if err == nil || !strings.Contains(err.Error(), "consul.Config."+tc.field) {
 			t.Errorf("%+v: error %v, want one naming %s", c, err, tc.field)
 		}
-		if _, err := OpenConsul(c); err == nil {
-			t.Errorf("OpenConsul(%+v) accepted it", c)
+		if _, err := Open(c); err == nil {
+			t.Errorf("Open(%+v) accepted it", c)
 		}
 	}
-	if err := (ConsulConfig{Addr: "https://consul:8501", Cluster: "x"}).Validate(); err != nil {
+	if err := (Config{Addr: "https://consul:8501", Cluster: "x"}).Validate(); err != nil {
 		t.Errorf("URL address: %v", err)
 	}
 }
@@ -122,8 +124,8 @@ func TestConsulFencing(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 
-	if err := createTopic(ctx, a, Fence{}, "nofence"); !errors.Is(err, ErrFenced) {
-		t.Fatalf("write with the zero fence: %v, want an ErrFenced", err)
+	if err := createTopic(ctx, a, cluster.Fence{}, "nofence"); !errors.Is(err, cluster.ErrFenced) {
+		t.Fatalf("write with the zero fence: %v, want an cluster.ErrFenced", err)
 	}
 	leadA := campaign(t, a, 1)
 	if err := createTopic(ctx, a, leadA.Fence, "t"); err != nil {
@@ -131,7 +133,7 @@ func TestConsulFencing(t *testing.T) {
 	}
 
 	// A resigns, B takes over; A's fence is stale.
-	bWon := make(chan *Leadership, 1)
+	bWon := make(chan *cluster.Leadership, 1)
 	go func() {
 		lead, err := b.Campaign(ctx, 2)
 		if err != nil {
@@ -158,7 +160,7 @@ func TestConsulFencing(t *testing.T) {
 		t.Fatal(err)
 	}
 	p0 := snap.PartitionsOf("t")[0]
-	update := []PartitionUpdate{{p0.State, p0.Version}}
+	update := []cluster.PartitionUpdate{{State: p0.State, ExpectVersion: p0.Version}}
 	// Fenced even where the write would also fail for its own reason.
 	stale := map[string]error{
 		"create existing": createTopic(ctx, a, leadA.Fence, "t"),
@@ -170,8 +172,8 @@ func TestConsulFencing(t *testing.T) {
 		"stale security":  a.UpdateSecurity(ctx, leadA.Fence, &messages.SecurityRecord{}, 1<<40),
 	}
 	for what, err := range stale {
-		if !errors.Is(err, ErrFenced) || errors.Is(err, ErrConflict) || errors.Is(err, ErrTopicExists) {
-			t.Errorf("%s with the old fence: %v, want ErrFenced only", what, err)
+		if !errors.Is(err, cluster.ErrFenced) || errors.Is(err, cluster.ErrConflict) || errors.Is(err, cluster.ErrTopicExists) {
+			t.Errorf("%s with the old fence: %v, want cluster.ErrFenced only", what, err)
 		}
 	}
 	if err := b.UpdatePartitions(ctx, leadB.Fence, update); err != nil {
@@ -189,8 +191,8 @@ func TestConsulFencing(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitClosed(t, leadB.Lost, 5*time.Second, "Lost after the session was destroyed")
-	if err := b.DeleteTopic(ctx, leadB.Fence, "u"); !errors.Is(err, ErrFenced) {
-		t.Fatalf("write after losing the session: %v, want ErrFenced", err)
+	if err := b.DeleteTopic(ctx, leadB.Fence, "u"); !errors.Is(err, cluster.ErrFenced) {
+		t.Fatalf("write after losing the session: %v, want cluster.ErrFenced", err)
 	}
 	leadA2 := campaign(t, a, 1)
 	if leadA2.Epoch <= leadB.Epoch {
@@ -202,8 +204,8 @@ func TestConsulFencing(t *testing.T) {
 }
 
 // createTopic creates a two-partition topic on s.
-func createTopic(ctx context.Context, s MetadataStore, f Fence, name string) error {
-	topic, parts := testTopic(name, 2)
+func createTopic(ctx context.Context, s cluster.MetadataStore, f cluster.Fence, name string) error {
+	topic, parts := storetest.Topic(name, 2)
 	return s.CreateTopic(ctx, f, topic, parts)
 }
 
@@ -283,8 +285,8 @@ func TestConsulCampaignHonoursContext(t *testing.T) {
 	for range 2 {
 		select {
 		case err := <-done:
-			if !errors.Is(err, ErrClosed) {
-				t.Fatalf("blocked call after Close: %v, want ErrClosed", err)
+			if !errors.Is(err, cluster.ErrClosed) {
+				t.Fatalf("blocked call after Close: %v, want cluster.ErrClosed", err)
 			}
 		case <-time.After(5 * time.Second):
 			t.Fatal("blocked call did not return after Close")
@@ -333,9 +335,9 @@ func TestConsulBrokerIDClaim(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	start := time.Now()
-	_, err := second.Register(ctx, Broker{ID: 1, Addr: "127.0.0.1:1"})
-	if !errors.Is(err, ErrBrokerIDInUse) || !strings.Contains(err.Error(), brokerAddr(1)) {
-		t.Fatalf("second registration of broker 1: %v, want ErrBrokerIDInUse naming %s", err, brokerAddr(1))
+	_, err := second.Register(ctx, cluster.Broker{ID: 1, Addr: "127.0.0.1:1"})
+	if !errors.Is(err, cluster.ErrBrokerIDInUse) || !strings.Contains(err.Error(), brokerAddr(1)) {
+		t.Fatalf("second registration of broker 1: %v, want cluster.ErrBrokerIDInUse naming %s", err, brokerAddr(1))
 	}
 	t.Logf("refused after %v: %v", time.Since(start).Round(time.Millisecond), err)
 	// The refused process left nothing behind: broker 1 is still the first.
@@ -345,7 +347,7 @@ func TestConsulBrokerIDClaim(t *testing.T) {
 	first.crash()
 	third, _ := openConsul(t, agent, name, time.Second)
 	start = time.Now()
-	b, err := third.Register(ctx, Broker{ID: 1, Addr: "127.0.0.1:2"})
+	b, err := third.Register(ctx, cluster.Broker{ID: 1, Addr: "127.0.0.1:2"})
 	if err != nil {
 		t.Fatalf("registration after the holder died: %v", err)
 	}
@@ -456,10 +458,10 @@ func TestConsulWritesNeedTheClusterID(t *testing.T) {
 	}
 	refused := func(when string) {
 		t.Helper()
-		if err := createTopic(ctx, c, lead.Fence, "after"); !errors.Is(err, ErrClusterIDChanged) {
+		if err := createTopic(ctx, c, lead.Fence, "after"); !errors.Is(err, cluster.ErrClusterIDChanged) {
 			t.Errorf("topic created %s: %v", when, err)
 		}
-		if first, err := c.AllocateProducerIDs(ctx, lead.Fence, 10, 0); !errors.Is(err, ErrClusterIDChanged) {
+		if first, err := c.AllocateProducerIDs(ctx, lead.Fence, 10, 0); !errors.Is(err, cluster.ErrClusterIDChanged) {
 			t.Errorf("producer ids from %d allocated %s: %v", first, when, err)
 		}
 	}
@@ -471,7 +473,7 @@ func TestConsulWritesNeedTheClusterID(t *testing.T) {
 	fresh, _ := openConsulWithoutID(t, agent, clusterName(t)+"-fresh", time.Second)
 	register(t, fresh, 1)
 	freshLead := campaign(t, fresh, 1)
-	if err := createTopic(ctx, fresh, freshLead.Fence, "t"); !errors.Is(err, ErrClusterIDChanged) {
+	if err := createTopic(ctx, fresh, freshLead.Fence, "t"); !errors.Is(err, cluster.ErrClusterIDChanged) {
 		t.Errorf("a process that never read the cluster id wrote: %v", err)
 	}
 }

@@ -1,74 +1,36 @@
-package cluster
+// Package storetest is the conformance suite every cluster.MetadataStore
+// passes: the embedded store and Consul run the same tests.
+package storetest
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/sluicemq/sluice/cluster"
 	"github.com/sluicemq/sluice/messages"
 )
 
-// storeUnderTest is one MetadataStore for the conformance suite.
-type storeUnderTest struct {
-	store MetadataStore
-	fence Fence
+// Store is one MetadataStore for the conformance suite.
+type Store struct {
+	Store cluster.MetadataStore
+	Fence cluster.Fence
 	// other is a second handle on the same metadata (a second backend), for
 	// concurrent allocators; nil: use store twice.
-	other MetadataStore
+	Other cluster.MetadataStore
 	// lose makes fence stale (the controller loses its leadership); nil:
 	// the store ignores fences.
-	lose func(t *testing.T)
+	Lose func(t *testing.T)
 }
 
-// TestEmbeddedStore runs the suite against the single-node store (no fence).
-func TestEmbeddedStore(t *testing.T) {
-	runStoreSuite(t, func(t *testing.T) storeUnderTest {
-		e, err := OpenEmbedded(t.TempDir(), Broker{ID: 0, Addr: "127.0.0.1:9470"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { e.Close() })
-		return storeUnderTest{store: e}
-	})
-}
-
-// TestConsulStore runs the suite against Consul, writing with the fence of
-// a won campaign.
-func TestConsulStore(t *testing.T) {
-	agent := sharedAgent(t)
-	runStoreSuite(t, func(t *testing.T) storeUnderTest {
-		name := clusterName(t)
-		open := openConsul
-		if strings.HasSuffix(t.Name(), "/ClusterID") {
-			open = openConsulWithoutID // the subtest creates it
-		}
-		c, _ := open(t, agent, name, 0)
-		register(t, c, 1)
-		lead := campaign(t, c, 1)
-		other, _ := open(t, agent, name, 0)
-		lose := func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			if err := c.Resign(ctx); err != nil {
-				t.Fatal(err)
-			}
-			waitClosed(t, lead.Lost, 5*time.Second, "Lost after Resign")
-		}
-		return storeUnderTest{store: c, fence: lead.Fence, other: other, lose: lose}
-	})
-}
-
-func testTopic(name string, partitions int32) (*messages.TopicRecord, []*messages.PartitionState) {
-	t := &messages.TopicRecord{Name: name, TopicId: NewTopicID(), Partitions: partitions, ReplicationFactor: 1,
+func Topic(name string, partitions int32) (*messages.TopicRecord, []*messages.PartitionState) {
+	t := &messages.TopicRecord{Name: name, TopicId: cluster.NewTopicID(), Partitions: partitions, ReplicationFactor: 1,
 		Configs: map[string]string{"retention.ms": "1000"}}
 	var parts []*messages.PartitionState
 	for p := int32(0); p < partitions; p++ {
@@ -80,7 +42,7 @@ func testTopic(name string, partitions int32) (*messages.TopicRecord, []*message
 }
 
 // testSecurity returns a security record with one ACL and one user.
-func testSecurity(user string) *messages.SecurityRecord {
+func Security(user string) *messages.SecurityRecord {
 	return &messages.SecurityRecord{
 		Acls: []*messages.AclBinding{{ResourceType: messages.AclResourceType_ACL_RESOURCE_TOPIC, ResourceName: "orders",
 			PatternType: messages.AclPatternType_ACL_PATTERN_LITERAL, Principal: "User:" + user, Host: "*",
@@ -89,13 +51,13 @@ func testSecurity(user string) *messages.SecurityRecord {
 	}
 }
 
-func runStoreSuite(t *testing.T, open func(t *testing.T) storeUnderTest) {
+func Run(t *testing.T, open func(t *testing.T) Store) {
 	ctx := func(t *testing.T) context.Context {
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		t.Cleanup(cancel)
 		return ctx
 	}
-	load := func(t *testing.T, s MetadataStore) *Snapshot {
+	load := func(t *testing.T, s cluster.MetadataStore) *cluster.Snapshot {
 		t.Helper()
 		snap, err := s.Load(ctx(t))
 		if err != nil {
@@ -103,10 +65,10 @@ func runStoreSuite(t *testing.T, open func(t *testing.T) storeUnderTest) {
 		}
 		return snap
 	}
-	create := func(t *testing.T, u storeUnderTest, name string, partitions int32) (*messages.TopicRecord, []*messages.PartitionState) {
+	create := func(t *testing.T, u Store, name string, partitions int32) (*messages.TopicRecord, []*messages.PartitionState) {
 		t.Helper()
-		topic, parts := testTopic(name, partitions)
-		if err := u.store.CreateTopic(ctx(t), u.fence, topic, parts); err != nil {
+		topic, parts := Topic(name, partitions)
+		if err := u.Store.CreateTopic(ctx(t), u.Fence, topic, parts); err != nil {
 			t.Fatalf("create %s: %v", name, err)
 		}
 		return topic, parts
@@ -114,35 +76,35 @@ func runStoreSuite(t *testing.T, open func(t *testing.T) storeUnderTest) {
 
 	t.Run("ClusterID", func(t *testing.T) {
 		u := open(t)
-		if id := load(t, u.store).ClusterID; id != "" {
+		if id := load(t, u.Store).ClusterID; id != "" {
 			t.Fatalf("a new store has cluster id %q before CreateClusterID", id)
 		}
-		id, err := u.store.CreateClusterID(ctx(t))
+		id, err := u.Store.CreateClusterID(ctx(t))
 		if err != nil || id == "" {
 			t.Fatalf("CreateClusterID: %q, %v", id, err)
 		}
-		second := u.store
-		if u.other != nil {
-			second = u.other
+		second := u.Store
+		if u.Other != nil {
+			second = u.Other
 		}
 		if again, err := second.CreateClusterID(ctx(t)); err != nil || again != id {
 			t.Fatalf("second CreateClusterID: %q, %v; want the first one's %q", again, err, id)
 		}
-		if got := load(t, u.store).ClusterID; got != id {
+		if got := load(t, u.Store).ClusterID; got != id {
 			t.Fatalf("loaded cluster id %q, want %q", got, id)
 		}
 	})
 
 	t.Run("CreateAndLoad", func(t *testing.T) {
 		u := open(t)
-		if _, err := u.store.CreateClusterID(ctx(t)); err != nil {
+		if _, err := u.Store.CreateClusterID(ctx(t)); err != nil {
 			t.Fatal(err)
 		}
 		topic, parts := create(t, u, "orders", 3)
-		if err := u.store.CreateTopic(ctx(t), u.fence, topic, parts); !errors.Is(err, ErrTopicExists) {
-			t.Fatalf("duplicate create: %v, want ErrTopicExists", err)
+		if err := u.Store.CreateTopic(ctx(t), u.Fence, topic, parts); !errors.Is(err, cluster.ErrTopicExists) {
+			t.Fatalf("duplicate create: %v, want cluster.ErrTopicExists", err)
 		}
-		snap := load(t, u.store)
+		snap := load(t, u.Store)
 		if snap.ClusterID == "" || snap.Index == 0 {
 			t.Fatalf("cluster id %q, index %d", snap.ClusterID, snap.Index)
 		}
@@ -158,7 +120,7 @@ func runStoreSuite(t *testing.T, open func(t *testing.T) storeUnderTest) {
 				t.Fatalf("partition %d: %v at version %d, want %v", i, p.State, p.Version, parts[i])
 			}
 		}
-		if again := load(t, u.store); again.ClusterID != snap.ClusterID {
+		if again := load(t, u.Store); again.ClusterID != snap.ClusterID {
 			t.Fatalf("cluster id changed from %s to %s", snap.ClusterID, again.ClusterID)
 		}
 	})
@@ -167,16 +129,16 @@ func runStoreSuite(t *testing.T, open func(t *testing.T) storeUnderTest) {
 		u := open(t)
 		deleted, _ := create(t, u, "a", 2)
 		create(t, u, "ab", 2) // shares a prefix with "a"
-		if err := u.store.DeleteTopic(ctx(t), u.fence, "a"); err != nil {
+		if err := u.Store.DeleteTopic(ctx(t), u.Fence, "a"); err != nil {
 			t.Fatal(err)
 		}
-		if err := u.store.DeleteTopic(ctx(t), u.fence, "a"); !errors.Is(err, ErrTopicNotFound) {
-			t.Fatalf("second delete: %v, want ErrTopicNotFound", err)
+		if err := u.Store.DeleteTopic(ctx(t), u.Fence, "a"); !errors.Is(err, cluster.ErrTopicNotFound) {
+			t.Fatalf("second delete: %v, want cluster.ErrTopicNotFound", err)
 		}
-		if err := u.store.DeleteTopic(ctx(t), u.fence, "never"); !errors.Is(err, ErrTopicNotFound) {
-			t.Fatalf("delete of a missing topic: %v, want ErrTopicNotFound", err)
+		if err := u.Store.DeleteTopic(ctx(t), u.Fence, "never"); !errors.Is(err, cluster.ErrTopicNotFound) {
+			t.Fatalf("delete of a missing topic: %v, want cluster.ErrTopicNotFound", err)
 		}
-		snap := load(t, u.store)
+		snap := load(t, u.Store)
 		if _, ok := snap.Topics["a"]; ok || len(snap.PartitionsOf("ab")) != 2 || len(snap.Partitions) != 2 {
 			t.Fatalf("after delete: topics %v, %d partitions", snap.Topics, len(snap.Partitions))
 		}
@@ -186,7 +148,7 @@ func runStoreSuite(t *testing.T, open func(t *testing.T) storeUnderTest) {
 		}
 		// The name is free again.
 		create(t, u, "a", 1)
-		if n := len(load(t, u.store).PartitionsOf("a")); n != 1 {
+		if n := len(load(t, u.Store).PartitionsOf("a")); n != 1 {
 			t.Fatalf("re-created a has %d partitions", n)
 		}
 	})
@@ -195,17 +157,17 @@ func runStoreSuite(t *testing.T, open func(t *testing.T) storeUnderTest) {
 		// More than one Consul transaction holds.
 		u := open(t)
 		create(t, u, "wide", 300)
-		if n := len(load(t, u.store).PartitionsOf("wide")); n != 300 {
+		if n := len(load(t, u.Store).PartitionsOf("wide")); n != 300 {
 			t.Fatalf("%d partitions, want 300", n)
 		}
-		topic, parts := testTopic("wide", 300)
-		if err := u.store.CreateTopic(ctx(t), u.fence, topic, parts); !errors.Is(err, ErrTopicExists) {
+		topic, parts := Topic("wide", 300)
+		if err := u.Store.CreateTopic(ctx(t), u.Fence, topic, parts); !errors.Is(err, cluster.ErrTopicExists) {
 			t.Fatalf("duplicate create: %v", err)
 		}
-		if err := u.store.DeleteTopic(ctx(t), u.fence, "wide"); err != nil {
+		if err := u.Store.DeleteTopic(ctx(t), u.Fence, "wide"); err != nil {
 			t.Fatal(err)
 		}
-		if snap := load(t, u.store); len(snap.Partitions) != 0 {
+		if snap := load(t, u.Store); len(snap.Partitions) != 0 {
 			t.Fatalf("%d partitions left", len(snap.Partitions))
 		}
 	})
@@ -215,35 +177,35 @@ func runStoreSuite(t *testing.T, open func(t *testing.T) storeUnderTest) {
 		prev, _ := create(t, u, "grow", 2)
 		// Grow from 2 to 100 partitions (more than one Consul transaction)
 		// and change a config, in one update.
-		next, all := testTopic("grow", 100)
+		next, all := Topic("grow", 100)
 		next.TopicId = prev.TopicId
 		next.Configs = map[string]string{"retention.ms": "5000", "cleanup.policy": "delete"}
 		for _, p := range all {
 			p.TopicId = prev.TopicId
 		}
-		if err := u.store.UpdateTopic(ctx(t), u.fence, prev, next, all[2:]); err != nil {
+		if err := u.Store.UpdateTopic(ctx(t), u.Fence, prev, next, all[2:]); err != nil {
 			t.Fatal(err)
 		}
-		snap := load(t, u.store)
+		snap := load(t, u.Store)
 		if got := snap.Topics["grow"]; !proto.Equal(got, next) || len(snap.PartitionsOf("grow")) != 100 {
 			t.Fatalf("after the update: %v with %d partitions", got, len(snap.PartitionsOf("grow")))
 		}
 		// An update from a stale record is refused, and changes nothing.
 		stale := proto.Clone(next).(*messages.TopicRecord)
 		stale.Configs = map[string]string{"retention.ms": "1"}
-		if err := u.store.UpdateTopic(ctx(t), u.fence, prev, stale, nil); !errors.Is(err, ErrConflict) {
-			t.Fatalf("update from a stale record: %v, want ErrConflict", err)
+		if err := u.Store.UpdateTopic(ctx(t), u.Fence, prev, stale, nil); !errors.Is(err, cluster.ErrConflict) {
+			t.Fatalf("update from a stale record: %v, want cluster.ErrConflict", err)
 		}
-		if err := u.store.UpdateTopic(ctx(t), u.fence, &messages.TopicRecord{Name: "never"}, &messages.TopicRecord{Name: "never"}, nil); !errors.Is(err, ErrTopicNotFound) {
-			t.Fatalf("update of a missing topic: %v, want ErrTopicNotFound", err)
+		if err := u.Store.UpdateTopic(ctx(t), u.Fence, &messages.TopicRecord{Name: "never"}, &messages.TopicRecord{Name: "never"}, nil); !errors.Is(err, cluster.ErrTopicNotFound) {
+			t.Fatalf("update of a missing topic: %v, want cluster.ErrTopicNotFound", err)
 		}
-		if got := load(t, u.store).Topics["grow"]; !proto.Equal(got, next) {
+		if got := load(t, u.Store).Topics["grow"]; !proto.Equal(got, next) {
 			t.Fatalf("a refused update changed the record to %v", got)
 		}
-		if u.lose != nil {
-			u.lose(t)
-			if err := u.store.UpdateTopic(ctx(t), u.fence, next, stale, nil); !errors.Is(err, ErrFenced) {
-				t.Fatalf("update by a deposed controller: %v, want ErrFenced", err)
+		if u.Lose != nil {
+			u.Lose(t)
+			if err := u.Store.UpdateTopic(ctx(t), u.Fence, next, stale, nil); !errors.Is(err, cluster.ErrFenced) {
+				t.Fatalf("update by a deposed controller: %v, want cluster.ErrFenced", err)
 			}
 		}
 	})
@@ -251,11 +213,11 @@ func runStoreSuite(t *testing.T, open func(t *testing.T) storeUnderTest) {
 	t.Run("Watch", func(t *testing.T) {
 		u := open(t)
 		create(t, u, "before", 1)
-		start := load(t, u.store)
+		start := load(t, u.Store)
 		// Nothing changes: Watch waits until its context ends (or returns
 		// early with the same index).
 		short, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
-		snap, err := u.store.Watch(short, start.Index)
+		snap, err := u.Store.Watch(short, start.Index)
 		cancel()
 		if err == nil && snap.Index != start.Index {
 			t.Fatalf("watch without a change returned index %d, started at %d", snap.Index, start.Index)
@@ -263,13 +225,13 @@ func runStoreSuite(t *testing.T, open func(t *testing.T) storeUnderTest) {
 		if err != nil && !errors.Is(err, context.DeadlineExceeded) {
 			t.Fatal(err)
 		}
-		got := make(chan *Snapshot, 1)
+		got := make(chan *cluster.Snapshot, 1)
 		errc := make(chan error, 1)
 		go func() {
 			wctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 			defer cancel()
 			for {
-				snap, err := u.store.Watch(wctx, start.Index)
+				snap, err := u.Store.Watch(wctx, start.Index)
 				if err != nil {
 					errc <- err
 					return
@@ -289,7 +251,7 @@ func runStoreSuite(t *testing.T, open func(t *testing.T) storeUnderTest) {
 		case err := <-errc:
 			t.Fatalf("watch: %v", err)
 		}
-		if _, err := u.store.Watch(ctx(t), 0); err != nil {
+		if _, err := u.Store.Watch(ctx(t), 0); err != nil {
 			t.Fatalf("watch from 0: %v", err)
 		}
 	})
@@ -297,48 +259,48 @@ func runStoreSuite(t *testing.T, open func(t *testing.T) storeUnderTest) {
 	t.Run("UpdatePartitions", func(t *testing.T) {
 		u := open(t)
 		create(t, u, "t", 2)
-		before := load(t, u.store).PartitionsOf("t")
-		moved := func(p Partition, leader int32) *messages.PartitionState {
+		before := load(t, u.Store).PartitionsOf("t")
+		moved := func(p cluster.Partition, leader int32) *messages.PartitionState {
 			st := proto.Clone(p.State).(*messages.PartitionState)
 			st.Leader, st.LeaderEpoch, st.PartitionEpoch = leader, st.LeaderEpoch+1, st.PartitionEpoch+1
 			return st
 		}
-		ok := []PartitionUpdate{{moved(before[0], 7), before[0].Version}, {moved(before[1], 8), before[1].Version}}
-		if err := u.store.UpdatePartitions(ctx(t), u.fence, ok); err != nil {
+		ok := []cluster.PartitionUpdate{{State: moved(before[0], 7), ExpectVersion: before[0].Version}, {State: moved(before[1], 8), ExpectVersion: before[1].Version}}
+		if err := u.Store.UpdatePartitions(ctx(t), u.Fence, ok); err != nil {
 			t.Fatal(err)
 		}
-		mid := load(t, u.store).PartitionsOf("t")
+		mid := load(t, u.Store).PartitionsOf("t")
 		for i, p := range mid {
 			if !proto.Equal(p.State, ok[i].State) || p.Version == before[i].Version {
 				t.Fatalf("partition %d after update: %v at version %d (was %d)", i, p.State, p.Version, before[i].Version)
 			}
 		}
 		// One stale version: nothing is applied.
-		stale := []PartitionUpdate{{moved(mid[0], 9), mid[0].Version}, {moved(mid[1], 9), before[1].Version}}
-		err := u.store.UpdatePartitions(ctx(t), u.fence, stale)
-		if !errors.Is(err, ErrConflict) {
-			t.Fatalf("stale update: %v, want ErrConflict", err)
+		stale := []cluster.PartitionUpdate{{State: moved(mid[0], 9), ExpectVersion: mid[0].Version}, {State: moved(mid[1], 9), ExpectVersion: before[1].Version}}
+		err := u.Store.UpdatePartitions(ctx(t), u.Fence, stale)
+		if !errors.Is(err, cluster.ErrConflict) {
+			t.Fatalf("stale update: %v, want cluster.ErrConflict", err)
 		}
 		t.Logf("conflict: %v", err)
-		after := load(t, u.store).PartitionsOf("t")
+		after := load(t, u.Store).PartitionsOf("t")
 		for i := range after {
 			if !proto.Equal(after[i].State, mid[i].State) || after[i].Version != mid[i].Version {
 				t.Fatalf("partition %d changed by a failed update: %v", i, after[i].State)
 			}
 		}
 		missing := &messages.PartitionState{Topic: "t", Partition: 5}
-		if err := u.store.UpdatePartitions(ctx(t), u.fence, []PartitionUpdate{{missing, mid[0].Version}}); !errors.Is(err, ErrConflict) {
-			t.Fatalf("update of a missing partition: %v, want ErrConflict", err)
+		if err := u.Store.UpdatePartitions(ctx(t), u.Fence, []cluster.PartitionUpdate{{State: missing, ExpectVersion: mid[0].Version}}); !errors.Is(err, cluster.ErrConflict) {
+			t.Fatalf("update of a missing partition: %v, want cluster.ErrConflict", err)
 		}
 	})
 
 	t.Run("AllocateProducerIDs", func(t *testing.T) {
 		u := open(t)
-		a, err := u.store.AllocateProducerIDs(ctx(t), u.fence, 10, 0)
+		a, err := u.Store.AllocateProducerIDs(ctx(t), u.Fence, 10, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
-		b, err := u.store.AllocateProducerIDs(ctx(t), u.fence, 5, 0)
+		b, err := u.Store.AllocateProducerIDs(ctx(t), u.Fence, 5, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -347,28 +309,28 @@ func runStoreSuite(t *testing.T, open func(t *testing.T) storeUnderTest) {
 		}
 		// A broker that had ids up to 5000 gets a block from there on,
 		// and the counter follows.
-		c, err := u.store.AllocateProducerIDs(ctx(t), u.fence, 5, 5000)
+		c, err := u.Store.AllocateProducerIDs(ctx(t), u.Fence, 5, 5000)
 		if err != nil || c < 5000 {
 			t.Fatalf("allocation at least 5000: %d %v", c, err)
 		}
-		if d, err := u.store.AllocateProducerIDs(ctx(t), u.fence, 5, 0); err != nil || d < c+5 {
+		if d, err := u.Store.AllocateProducerIDs(ctx(t), u.Fence, 5, 0); err != nil || d < c+5 {
 			t.Fatalf("allocation after one at %d: %d %v", c, d, err)
 		}
 		// Two allocators at once never hand out the same id.
-		other := u.other
+		other := u.Other
 		if other == nil {
-			other = u.store
+			other = u.Store
 		}
 		var mu sync.Mutex
 		var firsts []int64
 		var wg sync.WaitGroup
 		errs := make(chan error, 2)
-		for _, s := range []MetadataStore{u.store, other} {
+		for _, s := range []cluster.MetadataStore{u.Store, other} {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
 				for range 15 {
-					first, err := s.AllocateProducerIDs(ctx(t), u.fence, 3, 0)
+					first, err := s.AllocateProducerIDs(ctx(t), u.Fence, 3, 0)
 					if err != nil {
 						errs <- err
 						return
@@ -394,13 +356,13 @@ func runStoreSuite(t *testing.T, open func(t *testing.T) storeUnderTest) {
 
 	t.Run("Security", func(t *testing.T) {
 		u := open(t)
-		if snap := load(t, u.store); snap.Security != nil || snap.SecurityVersion != 0 {
+		if snap := load(t, u.Store); snap.Security != nil || snap.SecurityVersion != 0 {
 			t.Fatalf("a new store has security record %v at version %d", snap.Security, snap.SecurityVersion)
 		}
 		// wantSecurity checks what every handle on the store loads.
 		wantSecurity := func(t *testing.T, rec *messages.SecurityRecord, version uint64) {
 			t.Helper()
-			for _, s := range []MetadataStore{u.store, u.other} {
+			for _, s := range []cluster.MetadataStore{u.Store, u.Other} {
 				if s == nil {
 					continue
 				}
@@ -409,35 +371,35 @@ func runStoreSuite(t *testing.T, open func(t *testing.T) storeUnderTest) {
 				}
 			}
 		}
-		first := testSecurity("alice")
-		if err := u.store.UpdateSecurity(ctx(t), u.fence, first, 0); err != nil {
+		first := Security("alice")
+		if err := u.Store.UpdateSecurity(ctx(t), u.Fence, first, 0); err != nil {
 			t.Fatalf("first write: %v", err)
 		}
-		v1 := load(t, u.store).SecurityVersion
+		v1 := load(t, u.Store).SecurityVersion
 		if v1 == 0 {
 			t.Fatal("a stored security record has version 0")
 		}
 		wantSecurity(t, first, v1)
 
 		// Version 0 means "none stored yet": one is.
-		if err := u.store.UpdateSecurity(ctx(t), u.fence, testSecurity("bob"), 0); !errors.Is(err, ErrConflict) {
-			t.Fatalf("second write with version 0: %v, want ErrConflict", err)
+		if err := u.Store.UpdateSecurity(ctx(t), u.Fence, Security("bob"), 0); !errors.Is(err, cluster.ErrConflict) {
+			t.Fatalf("second write with version 0: %v, want cluster.ErrConflict", err)
 		}
 		wantSecurity(t, first, v1)
 
-		second := testSecurity("bob")
-		if err := u.store.UpdateSecurity(ctx(t), u.fence, second, v1); err != nil {
+		second := Security("bob")
+		if err := u.Store.UpdateSecurity(ctx(t), u.Fence, second, v1); err != nil {
 			t.Fatalf("write at the current version: %v", err)
 		}
-		v2 := load(t, u.store).SecurityVersion
+		v2 := load(t, u.Store).SecurityVersion
 		if v2 <= v1 {
 			t.Fatalf("version %d after a write at %d", v2, v1)
 		}
 		wantSecurity(t, second, v2)
 
-		err := u.store.UpdateSecurity(ctx(t), u.fence, testSecurity("carol"), v1)
-		if !errors.Is(err, ErrConflict) {
-			t.Fatalf("write at a stale version: %v, want ErrConflict", err)
+		err := u.Store.UpdateSecurity(ctx(t), u.Fence, Security("carol"), v1)
+		if !errors.Is(err, cluster.ErrConflict) {
+			t.Fatalf("write at a stale version: %v, want cluster.ErrConflict", err)
 		}
 		t.Logf("conflict: %v", err)
 		wantSecurity(t, second, v2)
@@ -445,14 +407,14 @@ func runStoreSuite(t *testing.T, open func(t *testing.T) storeUnderTest) {
 
 	t.Run("SecurityWatch", func(t *testing.T) {
 		u := open(t)
-		start := load(t, u.store)
-		got := make(chan *Snapshot, 1)
+		start := load(t, u.Store)
+		got := make(chan *cluster.Snapshot, 1)
 		errc := make(chan error, 1)
 		go func() {
 			wctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 			defer cancel()
 			for {
-				snap, err := u.store.Watch(wctx, start.Index)
+				snap, err := u.Store.Watch(wctx, start.Index)
 				if err != nil {
 					errc <- err
 					return
@@ -463,8 +425,8 @@ func runStoreSuite(t *testing.T, open func(t *testing.T) storeUnderTest) {
 				}
 			}
 		}()
-		rec := testSecurity("alice")
-		if err := u.store.UpdateSecurity(ctx(t), u.fence, rec, 0); err != nil {
+		rec := Security("alice")
+		if err := u.Store.UpdateSecurity(ctx(t), u.Fence, rec, 0); err != nil {
 			t.Fatal(err)
 		}
 		select {
@@ -479,98 +441,27 @@ func runStoreSuite(t *testing.T, open func(t *testing.T) storeUnderTest) {
 
 	t.Run("SecurityFenced", func(t *testing.T) {
 		u := open(t)
-		if u.lose == nil {
+		if u.Lose == nil {
 			t.Skip("the store ignores fences")
 		}
-		if err := u.store.UpdateSecurity(ctx(t), u.fence, testSecurity("alice"), 0); err != nil {
+		if err := u.Store.UpdateSecurity(ctx(t), u.Fence, Security("alice"), 0); err != nil {
 			t.Fatal(err)
 		}
-		v := load(t, u.store).SecurityVersion
-		u.lose(t)
+		v := load(t, u.Store).SecurityVersion
+		u.Lose(t)
 		// Fenced even where the write would also fail for its own reason.
 		stale := map[string]error{
-			"current version": u.store.UpdateSecurity(ctx(t), u.fence, testSecurity("bob"), v),
-			"stale version":   u.store.UpdateSecurity(ctx(t), u.fence, testSecurity("bob"), v+1000),
-			"zero fence":      u.store.UpdateSecurity(ctx(t), Fence{}, testSecurity("bob"), v),
+			"current version": u.Store.UpdateSecurity(ctx(t), u.Fence, Security("bob"), v),
+			"stale version":   u.Store.UpdateSecurity(ctx(t), u.Fence, Security("bob"), v+1000),
+			"zero fence":      u.Store.UpdateSecurity(ctx(t), cluster.Fence{}, Security("bob"), v),
 		}
 		for what, err := range stale {
-			if !errors.Is(err, ErrFenced) || errors.Is(err, ErrConflict) {
-				t.Errorf("write at the %s after losing leadership: %v, want ErrFenced only", what, err)
+			if !errors.Is(err, cluster.ErrFenced) || errors.Is(err, cluster.ErrConflict) {
+				t.Errorf("write at the %s after losing leadership: %v, want cluster.ErrFenced only", what, err)
 			}
 		}
-		if snap := load(t, u.store); !proto.Equal(snap.Security, testSecurity("alice")) || snap.SecurityVersion != v {
+		if snap := load(t, u.Store); !proto.Equal(snap.Security, Security("alice")) || snap.SecurityVersion != v {
 			t.Fatalf("a fenced write changed the security record to %v at version %d", snap.Security, snap.SecurityVersion)
 		}
 	})
-}
-
-// TestEmbeddedSecurityPersists: the record and its version survive a
-// restart; a store without the security file (an older one) has none.
-func TestEmbeddedSecurityPersists(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	dir := t.TempDir()
-	self := Broker{ID: 0, Addr: "127.0.0.1:9470"}
-	reopen := func(e *Embedded) (*Embedded, *Snapshot) {
-		t.Helper()
-		if e != nil {
-			if err := e.Close(); err != nil {
-				t.Fatal(err)
-			}
-		}
-		e, err := OpenEmbedded(dir, self)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { e.Close() })
-		snap, err := e.Load(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return e, snap
-	}
-	e, _ := reopen(nil)
-	if err := createTopic(ctx, e, Fence{}, "t"); err != nil {
-		t.Fatal(err)
-	}
-	e, snap := reopen(e)
-	if snap.Security != nil || snap.SecurityVersion != 0 || len(snap.Topics) != 1 {
-		t.Fatalf("reopened store without a security file: record %v at version %d, topics %v", snap.Security, snap.SecurityVersion, snap.Topics)
-	}
-	rec := testSecurity("alice")
-	if err := e.UpdateSecurity(ctx, Fence{}, rec, 0); err != nil {
-		t.Fatal(err)
-	}
-	before, err := e.Load(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e, snap = reopen(e)
-	if !proto.Equal(snap.Security, rec) || snap.SecurityVersion != before.SecurityVersion || snap.SecurityVersion == 0 {
-		t.Fatalf("reopened: security record %v at version %d, want %v at %d", snap.Security, snap.SecurityVersion, rec, before.SecurityVersion)
-	}
-	if snap.Index < before.Index {
-		t.Fatalf("index %d after reopening, was %d", snap.Index, before.Index)
-	}
-	// The version still guards writes after the restart.
-	if err := e.UpdateSecurity(ctx, Fence{}, testSecurity("bob"), 0); !errors.Is(err, ErrConflict) {
-		t.Fatalf("write with version 0 after reopening: %v, want ErrConflict", err)
-	}
-	if err := e.UpdateSecurity(ctx, Fence{}, testSecurity("bob"), snap.SecurityVersion); err != nil {
-		t.Fatal(err)
-	}
-	e, snap = reopen(e)
-	if !proto.Equal(snap.Security, testSecurity("bob")) || snap.SecurityVersion <= before.SecurityVersion {
-		t.Fatalf("reopened after a second write: %v at version %d", snap.Security, snap.SecurityVersion)
-	}
-
-	// A damaged security file is an error, not an empty record.
-	e.Close()
-	if err := os.WriteFile(filepath.Join(dir, embeddedSecurityFile), []byte{1, 2, 3}, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if e, err := OpenEmbedded(dir, self); err == nil {
-		e.Close()
-		t.Fatal("opened a store with a truncated security file")
-	}
 }

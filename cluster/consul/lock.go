@@ -1,4 +1,4 @@
-package cluster
+package consul
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/consul/api"
+	"github.com/sluicemq/sluice/cluster"
 )
 
 // lease is one term as controller.
@@ -38,13 +39,13 @@ func (l *lease) end() bool {
 // TTL check, so a killed controller loses the lock about CheckTTL after its
 // last heartbeat. Each Campaign starts a new session (and term); a term
 // still held from an earlier Campaign is resigned first.
-func (c *Consul) Campaign(ctx context.Context, brokerID int32) (*Leadership, error) {
+func (c *Backend) Campaign(ctx context.Context, brokerID int32) (*cluster.Leadership, error) {
 	c.mu.Lock()
 	m, old := c.member, c.lease
 	c.lease = nil
 	c.mu.Unlock()
 	if c.isClosed() {
-		return nil, ErrClosed
+		return nil, cluster.ErrClosed
 	}
 	if m == nil {
 		return nil, errors.New("cluster: Campaign before Register: the controller session is tied to the broker's health check")
@@ -61,7 +62,7 @@ func (c *Consul) Campaign(ctx context.Context, brokerID int32) (*Leadership, err
 	for {
 		s, err := c.newSession(ctx, m, "controller")
 		if err == nil {
-			var lead *Leadership
+			var lead *cluster.Leadership
 			if lead, err = c.acquire(ctx, s, brokerID, stale); err == nil {
 				return lead, nil
 			}
@@ -85,7 +86,7 @@ func (c *Consul) Campaign(ctx context.Context, brokerID int32) (*Leadership, err
 // bumps controller_epoch in the same transaction: every controller's epoch
 // is larger than every earlier one's. A key held by stale (this broker's
 // previous session) is freed at once.
-func (c *Consul) acquire(ctx context.Context, s *session, id int32, stale string) (*Leadership, error) {
+func (c *Backend) acquire(ctx context.Context, s *session, id int32, stale string) (*cluster.Leadership, error) {
 	// Give up when the session dies; Campaign then makes a new one.
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -132,7 +133,7 @@ func (c *Consul) acquire(ctx context.Context, s *session, id int32, stale string
 var errNotLocked = errors.New("controller key not locked")
 
 // tryLock makes one attempt; (nil, err) when it did not get the lock.
-func (c *Consul) tryLock(ctx context.Context, s *session, id int32) (*Leadership, error) {
+func (c *Backend) tryLock(ctx context.Context, s *session, id int32) (*cluster.Leadership, error) {
 	epoch, epochIndex, err := c.readCounter(ctx, keyControllerEpoch, 0)
 	if err != nil {
 		return nil, err
@@ -159,12 +160,12 @@ func (c *Consul) tryLock(ctx context.Context, s *session, id int32) (*Leadership
 	go c.watchLock(l, lockIndex)
 	go c.superviseLease(l)
 	c.log.Info("controller lock acquired", "epoch", l.epoch, "session", s.id)
-	return &Leadership{Epoch: l.epoch, Fence: Fence{Session: s.id, Epoch: l.epoch}, Lost: l.lost}, nil
+	return &cluster.Leadership{Epoch: l.epoch, Fence: cluster.Fence{Session: s.id, Epoch: l.epoch}, Lost: l.lost}, nil
 }
 
 // watchLock ends the lease as soon as the controller key is not held by
 // its session any more (released, session invalidated, key deleted).
-func (c *Consul) watchLock(l *lease, index uint64) {
+func (c *Backend) watchLock(l *lease, index uint64) {
 	defer l.wg.Done()
 	for {
 		cctx, cancel := c.blocking(l.ctx, watchWait)
@@ -191,7 +192,7 @@ func (c *Consul) watchLock(l *lease, index uint64) {
 // superviseLease ends the lease when its session ends, or when the agent
 // has not taken a heartbeat for CheckTTL: Consul then considers this broker
 // dead and frees the lock for another.
-func (c *Consul) superviseLease(l *lease) {
+func (c *Backend) superviseLease(l *lease) {
 	defer l.wg.Done()
 	tick := time.NewTicker(c.cfg.CheckTTL / 10)
 	defer tick.Stop()
@@ -213,7 +214,7 @@ func (c *Consul) superviseLease(l *lease) {
 
 // loseLease ends a lease that was lost (not resigned) and destroys its
 // session in the background, so the lock is free as soon as Consul answers.
-func (c *Consul) loseLease(l *lease, why string) {
+func (c *Backend) loseLease(l *lease, why string) {
 	if !l.end() {
 		return
 	}
@@ -227,7 +228,7 @@ func (c *Consul) loseLease(l *lease, why string) {
 
 // endLease ends l (closing Lost), waits for its goroutines and destroys its
 // session.
-func (c *Consul) endLease(ctx context.Context, l *lease) error {
+func (c *Backend) endLease(ctx context.Context, l *lease) error {
 	if l.end() {
 		c.log.Info("resigned the controller lock", "epoch", l.epoch)
 	}
@@ -237,7 +238,7 @@ func (c *Consul) endLease(ctx context.Context, l *lease) error {
 
 // Resign implements ControllerLock: destroying the session releases the
 // key, and closes Lost.
-func (c *Consul) Resign(ctx context.Context) error {
+func (c *Backend) Resign(ctx context.Context) error {
 	c.mu.Lock()
 	l := c.lease
 	c.lease = nil
@@ -250,9 +251,9 @@ func (c *Consul) Resign(ctx context.Context) error {
 
 // Controller implements ControllerLock: one read transaction of the lock
 // key and the epoch, so both come from the same moment.
-func (c *Consul) Controller(ctx context.Context) (int32, int64, bool, error) {
+func (c *Backend) Controller(ctx context.Context) (int32, int64, bool, error) {
 	if c.isClosed() {
-		return -1, 0, false, ErrClosed
+		return -1, 0, false, cluster.ErrClosed
 	}
 	tx := &txn{}
 	tx.add(&api.KVTxnOp{Verb: api.KVGetOrEmpty, Key: c.key(keyController)}, nil)

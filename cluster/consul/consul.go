@@ -1,4 +1,4 @@
-package cluster
+package consul
 
 import (
 	"context"
@@ -14,9 +14,10 @@ import (
 	"time"
 
 	"github.com/hashicorp/consul/api"
+	"github.com/sluicemq/sluice/cluster"
 )
 
-// Consul is the multi-broker backend: metadata in Consul's KV store,
+// Backend is the multi-broker backend: metadata in Consul's KV store,
 // membership as agent services with TTL checks, and the controller as a
 // KV lock held by a session tied to the controller's own TTL check.
 //
@@ -46,12 +47,12 @@ import (
 // Every metadata write is a Consul transaction (CreateTopic of more than
 // about 125 partitions takes several) whose first operation checks that the
 // controller key is still held by the writer's Fence.Session, so a deposed
-// controller's write fails with ErrFenced. The zero Fence is refused.
+// controller's write fails with cluster.ErrFenced. The zero Fence is refused.
 //
-// Unlike Embedded, Campaign needs Register first (the session hangs on the
+// Unlike cluster.Embedded, Campaign needs Register first (the session hangs on the
 // broker's TTL check), and Resign closes Leadership.Lost.
-type Consul struct {
-	cfg    ConsulConfig
+type Backend struct {
+	cfg    Config
 	log    *slog.Logger
 	client *api.Client
 	http   *http.Transport // to drop idle connections on Close
@@ -64,7 +65,7 @@ type Consul struct {
 	// the index Consul wrote it at; every controller write checks it.
 	bound atomic.Pointer[boundClusterID]
 
-	metaIdx   indexMap // Snapshot.Index, guarded against Consul going backwards
+	metaIdx   indexMap // cluster.Snapshot.Index, guarded against Consul going backwards
 	brokerIdx indexMap // WatchBrokers' index, likewise
 
 	// lastBeat is when the agent last accepted our TTL heartbeat (UnixNano);
@@ -81,7 +82,7 @@ type Consul struct {
 	closed bool
 }
 
-var _ Backend = (*Consul)(nil)
+var _ cluster.Backend = (*Backend)(nil)
 
 // boundClusterID is the store's cluster id key as this process first read it.
 type boundClusterID struct {
@@ -90,15 +91,15 @@ type boundClusterID struct {
 }
 
 // bindClusterID records the first cluster id read from the store.
-func (c *Consul) bindClusterID(kv *api.KVPair) {
+func (c *Backend) bindClusterID(kv *api.KVPair) {
 	if kv == nil || len(kv.Value) == 0 {
 		return
 	}
 	c.bound.CompareAndSwap(nil, &boundClusterID{id: string(kv.Value), index: kv.ModifyIndex})
 }
 
-// ConsulConfig configures OpenConsul.
-type ConsulConfig struct {
+// Config configures Open.
+type Config struct {
 	// Addr of the Consul agent's HTTP API, "host:port" (e.g. "127.0.0.1:8500")
 	// or with a scheme ("https://consul:8501", "unix:///run/consul.sock").
 	Addr string
@@ -115,7 +116,7 @@ type ConsulConfig struct {
 	Logger *slog.Logger
 }
 
-// Defaults of ConsulConfig.
+// Defaults of Config.
 const (
 	DefaultCheckTTL   = 3 * time.Second
 	DefaultSessionTTL = 10 * time.Second
@@ -124,28 +125,28 @@ const (
 var clusterNameRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 
 // Validate reports the first invalid field. Zero durations mean the default.
-func (c ConsulConfig) Validate() error {
+func (c Config) Validate() error {
 	switch {
 	case c.Addr == "":
-		return errors.New("ConsulConfig.Addr: empty, want the Consul agent's host:port")
+		return errors.New("consul.Config.Addr: empty, want the Consul agent's host:port")
 	case !strings.Contains(c.Addr, "://"):
 		if _, _, err := net.SplitHostPort(c.Addr); err != nil {
-			return fmt.Errorf("ConsulConfig.Addr %q: want host:port or a URL: %v", c.Addr, err)
+			return fmt.Errorf("consul.Config.Addr %q: want host:port or a URL: %v", c.Addr, err)
 		}
 	}
 	if !clusterNameRE.MatchString(c.Cluster) {
-		return fmt.Errorf("ConsulConfig.Cluster %q: want 1 to 64 letters, digits, '-' or '_'", c.Cluster)
+		return fmt.Errorf("consul.Config.Cluster %q: want 1 to 64 letters, digits, '-' or '_'", c.Cluster)
 	}
 	if c.CheckTTL != 0 && c.CheckTTL < time.Second {
-		return fmt.Errorf("ConsulConfig.CheckTTL %v: must be at least 1s", c.CheckTTL)
+		return fmt.Errorf("consul.Config.CheckTTL %v: must be at least 1s", c.CheckTTL)
 	}
 	if c.SessionTTL != 0 && (c.SessionTTL < 10*time.Second || c.SessionTTL > 24*time.Hour) {
-		return fmt.Errorf("ConsulConfig.SessionTTL %v: must be between 10s and 24h (Consul's limits)", c.SessionTTL)
+		return fmt.Errorf("consul.Config.SessionTTL %v: must be between 10s and 24h (Consul's limits)", c.SessionTTL)
 	}
 	return nil
 }
 
-func (c ConsulConfig) withDefaults() ConsulConfig {
+func (c Config) withDefaults() Config {
 	if c.CheckTTL == 0 {
 		c.CheckTTL = DefaultCheckTTL
 	}
@@ -158,9 +159,9 @@ func (c ConsulConfig) withDefaults() ConsulConfig {
 	return c
 }
 
-// OpenConsul returns the Consul backend of cfg.Cluster. It does not contact
+// Open returns the Consul backend of cfg.Cluster. It does not contact
 // Consul: the first call does, and creates the cluster id if needed.
-func OpenConsul(cfg ConsulConfig) (*Consul, error) {
+func Open(cfg Config) (*Backend, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -173,7 +174,7 @@ func OpenConsul(cfg ConsulConfig) (*Consul, error) {
 		return nil, fmt.Errorf("consul client for %s: %w", cfg.Addr, err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Consul{
+	return &Backend{
 		cfg: cfg, log: cfg.Logger.With("consul", cfg.Addr, "cluster", cfg.Cluster),
 		client: client, http: acfg.Transport, prefix: "sluice/" + cfg.Cluster + "/",
 		closeCtx: ctx, closeFn: cancel, evicted: make(chan struct{}),
@@ -191,17 +192,17 @@ const (
 
 // call returns a context for one non-blocking request: ctx, bounded by
 // requestTimeout and by Close.
-func (c *Consul) call(ctx context.Context) (context.Context, context.CancelFunc) {
+func (c *Backend) call(ctx context.Context) (context.Context, context.CancelFunc) {
 	return c.bounded(ctx, requestTimeout)
 }
 
 // blocking returns a context for a blocking query that waits up to wait:
 // Consul adds up to wait/16 of jitter, then the answer has to travel.
-func (c *Consul) blocking(ctx context.Context, wait time.Duration) (context.Context, context.CancelFunc) {
+func (c *Backend) blocking(ctx context.Context, wait time.Duration) (context.Context, context.CancelFunc) {
 	return c.bounded(ctx, wait+wait/16+requestTimeout)
 }
 
-func (c *Consul) bounded(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+func (c *Backend) bounded(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithTimeout(ctx, d)
 	stop := context.AfterFunc(c.closeCtx, cancel)
 	return ctx, func() { stop(); cancel() }
@@ -209,21 +210,21 @@ func (c *Consul) bounded(ctx context.Context, d time.Duration) (context.Context,
 
 // failed maps the error of a call made with ctx: ErrClosed once the backend
 // is closed, the caller's own ctx error when it ended, else err.
-func (c *Consul) failed(ctx context.Context, err error) error {
+func (c *Backend) failed(ctx context.Context, err error) error {
 	switch {
 	case c.closeCtx.Err() != nil:
-		return ErrClosed
+		return cluster.ErrClosed
 	case ctx.Err() != nil:
 		return ctx.Err()
 	}
 	return err
 }
 
-func (c *Consul) isClosed() bool { return c.closeCtx.Err() != nil }
+func (c *Backend) isClosed() bool { return c.closeCtx.Err() != nil }
 
 // Close implements Backend: it resigns, deregisters the broker and stops
 // every background goroutine. Calls after Close return ErrClosed.
-func (c *Consul) Close() error {
+func (c *Backend) Close() error {
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
@@ -241,7 +242,7 @@ func (c *Consul) Close() error {
 }
 
 // key returns the full Consul key of a name under the cluster's prefix.
-func (c *Consul) key(name string) string { return c.prefix + name }
+func (c *Backend) key(name string) string { return c.prefix + name }
 
 func topicKey(name string) string { return "topics/" + name }
 

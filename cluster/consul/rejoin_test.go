@@ -1,10 +1,11 @@
-package cluster
+package consul
 
 import (
 	"context"
 	"testing"
 	"time"
 
+	"github.com/sluicemq/sluice/cluster"
 	"github.com/sluicemq/sluice/cluster/consultest"
 )
 
@@ -59,7 +60,7 @@ func TestConsulRejoin(t *testing.T) {
 	if _, ok := snap.Topics["kept"]; !ok {
 		t.Fatalf("topics after the restart: %v", snap.Topics)
 	}
-	won := make(chan *Leadership, 1)
+	won := make(chan *cluster.Leadership, 1)
 	go func() {
 		l, err := b.Campaign(ctx, 2)
 		if err != nil {

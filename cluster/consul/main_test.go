@@ -1,4 +1,4 @@
-package cluster
+package consul
 
 import (
 	"bytes"
@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluicemq/sluice/cluster"
 	"github.com/sluicemq/sluice/cluster/consultest"
 	"github.com/sluicemq/sluice/internal/testutil"
 )
@@ -88,7 +89,7 @@ func (l *logBuffer) count(s string) int {
 }
 
 // openConsul opens a backend of cluster on agent, closed when t ends.
-func openConsul(t testing.TB, agent *consultest.Agent, cluster string, checkTTL time.Duration) (*Consul, *logBuffer) {
+func openConsul(t testing.TB, agent *consultest.Agent, cluster string, checkTTL time.Duration) (*Backend, *logBuffer) {
 	t.Helper()
 	c, logs := openConsulWithoutID(t, agent, cluster, checkTTL)
 	// As a broker's start does: the store's cluster id, which every
@@ -103,12 +104,12 @@ func openConsul(t testing.TB, agent *consultest.Agent, cluster string, checkTTL 
 
 // openConsulWithoutID is openConsul without reading (or creating) the
 // store's cluster id: its controller writes are refused.
-func openConsulWithoutID(t testing.TB, agent *consultest.Agent, cluster string, checkTTL time.Duration) (*Consul, *logBuffer) {
+func openConsulWithoutID(t testing.TB, agent *consultest.Agent, cluster string, checkTTL time.Duration) (*Backend, *logBuffer) {
 	t.Helper()
 	logs := &logBuffer{t: t}
 	// Registered first, so it runs last: no t.Log after the test ends.
 	t.Cleanup(func() { logs.mu.Lock(); logs.done = true; logs.mu.Unlock() })
-	c, err := OpenConsul(ConsulConfig{Addr: agent.Addr(), Cluster: cluster, CheckTTL: checkTTL,
+	c, err := Open(Config{Addr: agent.Addr(), Cluster: cluster, CheckTTL: checkTTL,
 		Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	if err != nil {
 		t.Fatal(err)
@@ -122,11 +123,11 @@ func openConsulWithoutID(t testing.TB, agent *consultest.Agent, cluster string, 
 }
 
 // register registers broker id on c.
-func register(t testing.TB, c *Consul, id int32) {
+func register(t testing.TB, c *Backend, id int32) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	b, err := c.Register(ctx, Broker{ID: id, Addr: brokerAddr(id)})
+	b, err := c.Register(ctx, cluster.Broker{ID: id, Addr: brokerAddr(id)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,7 +137,7 @@ func register(t testing.TB, c *Consul, id int32) {
 }
 
 // serviceOf is the agent service id of c's registration.
-func (c *Consul) serviceOf() string {
+func (c *Backend) serviceOf() string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.member.reg.ID
@@ -145,7 +146,7 @@ func (c *Consul) serviceOf() string {
 func brokerAddr(id int32) string { return fmt.Sprintf("127.0.0.1:%d", 9470+id) }
 
 // campaign wins the controller lock on c or fails t.
-func campaign(t testing.TB, c *Consul, id int32) *Leadership {
+func campaign(t testing.TB, c *Backend, id int32) *cluster.Leadership {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -158,7 +159,7 @@ func campaign(t testing.TB, c *Consul, id int32) *Leadership {
 
 // crash stops every goroutine of c without telling Consul, as if the
 // process had been killed: no deregistration, no session destroyed.
-func (c *Consul) crash() {
+func (c *Backend) crash() {
 	c.mu.Lock()
 	c.closed = true
 	c.mu.Unlock()
@@ -172,12 +173,12 @@ func (c *Consul) crash() {
 }
 
 // waitBrokers watches until the live set is exactly want.
-func waitBrokers(t testing.TB, m Membership, want []int32, timeout time.Duration) []Broker {
+func waitBrokers(t testing.TB, m cluster.Membership, want []int32, timeout time.Duration) []cluster.Broker {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	var index uint64
-	var last []Broker
+	var last []cluster.Broker
 	for {
 		brokers, next, err := m.WatchBrokers(ctx, index)
 		if err != nil {
