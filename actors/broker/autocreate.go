@@ -47,3 +47,7 @@ func (l *autoCreateLimit) allow(name string, inRequest int, now time.Time) (ask,
 	l.asked[name] = now
 	return true, true
 }
+
+// forget drops name from the names asked for: its creation failed, and
+// the next request naming it asks again.
+func (l *autoCreateLimit) forget(name string) { delete(l.asked, name) }

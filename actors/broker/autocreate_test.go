@@ -2,6 +2,7 @@ package broker
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -37,40 +38,63 @@ func TestAutoCreateLimit(t *testing.T) {
 	if ask, _ := l.allow("later", 0, now.Add(time.Second)); !ask {
 		t.Fatal("a second later nothing may be asked for")
 	}
+	// A name whose creation failed is asked for again at once.
+	l.forget("later")
+	if ask, _ := l.allow("later", 0, now.Add(time.Second)); !ask {
+		t.Fatal("a name whose creation failed is not asked for again")
+	}
 }
 
 // One metadata request naming 5,000 unknown topics creates a few of them.
+// Asked before the broker has a controller (it has just started), none
+// is taken as being created: the request is answered retriably and the
+// retry, as a client's, creates them.
 func TestAutoCreateBoundedPerRequest(t *testing.T) {
 	tb := startTestBroker(t, t.TempDir(), func(c *actors.BrokerConfig) { c.AutoCreateTopics = true })
+	// Once the controller can place replicas (it sees this broker live),
+	// the creations it is asked for succeed.
+	tb.createTopic("ready", 1, nil)
 	req := &messages.MetadataRequest{AllowAutoTopicCreation: true}
 	for i := range 5000 {
 		req.Topics = append(req.Topics, fmt.Sprintf("auto-%d", i))
 	}
-	resp := tb.ask(req).(*messages.MetadataResponse)
-	creating := 0
-	for _, tm := range resp.Topics {
-		switch tm.Error {
-		case messages.ErrorCode_LEADER_NOT_AVAILABLE:
-			creating++
-		case messages.ErrorCode_UNKNOWN_TOPIC_OR_PARTITION:
-		default:
-			t.Fatalf("topic %s: %v", tm.Name, tm.Error)
+	waitFor(t, "a request that creates topics", func() bool {
+		resp := tb.ask(req).(*messages.MetadataResponse)
+		creating, waiting := 0, 0
+		for _, tm := range resp.Topics {
+			switch {
+			case tm.Error == messages.ErrorCode_LEADER_NOT_AVAILABLE && strings.HasPrefix(tm.ErrorMessage, "not created yet"):
+				waiting++ // no controller yet
+			case tm.Error == messages.ErrorCode_LEADER_NOT_AVAILABLE:
+				creating++
+			case tm.Error == messages.ErrorCode_UNKNOWN_TOPIC_OR_PARTITION:
+			default:
+				t.Fatalf("topic %s: %v", tm.Name, tm.Error)
+			}
 		}
-	}
-	if creating != autoCreatePerRequest {
-		t.Fatalf("%d of 5,000 unknown topics are being created, want %d", creating, autoCreatePerRequest)
-	}
+		if waiting > 0 {
+			if waiting != len(resp.Topics) {
+				t.Fatalf("%d topics wait for a controller, %d do not", waiting, len(resp.Topics)-waiting)
+			}
+			return false
+		}
+		if creating != autoCreatePerRequest {
+			t.Fatalf("%d of 5,000 unknown topics are being created, want %d", creating, autoCreatePerRequest)
+		}
+		return true
+	})
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		all := tb.ask(&messages.MetadataRequest{}).(*messages.MetadataResponse)
-		if len(all.Topics) >= autoCreatePerRequest {
-			if len(all.Topics) > autoCreatePerRequest {
-				t.Fatalf("%d topics created", len(all.Topics))
+		created := len(all.Topics) - 1 // and "ready"
+		if created >= autoCreatePerRequest {
+			if created > autoCreatePerRequest {
+				t.Fatalf("%d topics created", created)
 			}
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%d topics created after 10 s, want %d", len(all.Topics), autoCreatePerRequest)
+			t.Fatalf("%d topics created after 10 s, want %d", created, autoCreatePerRequest)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

@@ -172,7 +172,14 @@ func (b *brokerActor) Receive(ctx actor.Context) {
 	case *leaderAndIsrChecked:
 		b.onLeaderAndIsrChecked(ctx, msg)
 	case *messages.CreateTopicsResponse:
-		// The controller's answer to ensureOffsetsTopic; clients retry.
+		// The controller's answer to an auto-creation or to
+		// ensureOffsetsTopic; clients retry. A topic not created is asked
+		// for again at the next retry.
+		for _, r := range msg.Results {
+			if r.Error != messages.ErrorCode_NONE && r.Error != messages.ErrorCode_TOPIC_ALREADY_EXISTS {
+				b.autoCreates.forget(r.Name)
+			}
+		}
 	default:
 		// Requests: the table in requests.go, else a group's.
 		if b.handle(ctx, msg) {
@@ -643,10 +650,20 @@ func (b *brokerActor) onMetadataRequest(ctx actor.Context, req *messages.Metadat
 		if !ok {
 			tm := &messages.TopicMetadata{Name: name, Error: messages.ErrorCode_UNKNOWN_TOPIC_OR_PARTITION, ErrorMessage: fmt.Sprintf("topic %q does not exist", name)}
 			if req.AllowAutoTopicCreation && b.cfg.AutoCreateTopics && b.mayCreate(ctx, name) {
+				controller, none := b.controllerPID()
+				if controller == nil {
+					// Nobody to ask: nothing is recorded as asked for, and
+					// the client's retry asks again.
+					tm.Error, tm.ErrorMessage = messages.ErrorCode_LEADER_NOT_AVAILABLE, "not created yet: "+none
+					resp.Topics = append(resp.Topics, tm)
+					continue
+				}
 				ask, creating := b.autoCreates.allow(name, asked, now)
 				if ask {
+					// The answer is not awaited: the client retries its
+					// metadata request until the topic is there.
 					asked++
-					b.autoCreate(ctx, name)
+					ctx.Request(controller, &messages.CreateTopicsRequest{Topics: []*messages.TopicSpec{{Name: name}}})
 				}
 				if creating {
 					tm.Error, tm.ErrorMessage = messages.ErrorCode_LEADER_NOT_AVAILABLE, "topic is being created"
@@ -679,12 +696,6 @@ func (b *brokerActor) topicMetadata(t *messages.TopicRecord) *messages.TopicMeta
 		tm.Partitions = append(tm.Partitions, pm)
 	}
 	return tm
-}
-
-// autoCreate asks the controller to create a topic with the defaults; the
-// answer is not awaited, the client retries its metadata request.
-func (b *brokerActor) autoCreate(ctx actor.Context, name string) {
-	b.sendToController(ctx, &messages.CreateTopicsRequest{Topics: []*messages.TopicSpec{{Name: name}}})
 }
 
 // sendToController sends msg to the controller without waiting for an

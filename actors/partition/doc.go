@@ -9,6 +9,12 @@
 // The broker starts it with NewProducer(Config) and hands it its state with
 // ApplyState; a (re)started partition sends Started to its parent.
 //
+// Disk work that rewrites the log (a follower's truncation with the
+// producer state rebuilt from what remains, a reset, retention) runs
+// beside the actor, which keeps the messages that arrive meanwhile and
+// handles them, in order, once it is done (beside.go); fsyncs run beside it
+// too, in the broker's sync waves.
+//
 // Its protocol decisions come from replication (followers, ISR, HW),
 // replica (the group commit and when a produce request may be answered)
 // and producerstate (idempotence), which do no I/O.

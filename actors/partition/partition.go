@@ -140,6 +140,10 @@ type partitionActor struct {
 	// file holds (-1: nothing written in this run).
 	checkpointedHW int64
 	writtenHW      int64
+	// working is set while disk work runs beside the actor; kept holds
+	// what arrived meanwhile (beside.go).
+	working chan struct{}
+	kept    []keptMessage
 	// snapshotAt is the offset the producer state snapshot file was taken
 	// at (-1: none known), lastSnapshot when.
 	snapshotAt     int64
@@ -198,15 +202,26 @@ func nextGen() uint64 { return generations.Add(1) }
 func (p *partitionActor) logDir() string         { return filepath.Join(p.cfg.Dir, "log") }
 func (p *partitionActor) checkpointPath() string { return filepath.Join(p.cfg.Dir, "high-watermark") }
 
-// Receive dispatches messages; every case calls one handler.
+// Receive dispatches messages; every case calls one handler. Messages
+// that arrive while disk work runs beside the actor wait for it (beside.go).
 func (p *partitionActor) Receive(ctx actor.Context) {
-	switch msg := ctx.Message().(type) {
+	switch ctx.Message().(type) {
 	case *actor.Started:
 		p.onStarted(ctx)
 	case *actor.Restarting:
+		p.finishLogWork(ctx)
 		p.onStopping(ctx, "partition restarting")
 	case *actor.Stopping:
+		p.finishLogWork(ctx)
 		p.onStopping(ctx, "partition stopping")
+	default:
+		p.receive(ctx)
+	}
+}
+
+// handle dispatches a message that is not a lifecycle one.
+func (p *partitionActor) handle(ctx actor.Context) {
+	switch msg := ctx.Message().(type) {
 	case *ApplyState:
 		p.onApplyState(ctx, msg)
 	case *messages.ProduceRequest:
@@ -573,10 +588,6 @@ func (p *partitionActor) onTick(ctx actor.Context) {
 		p.lastExpiry = now
 		p.producers.Expire(now)
 	}
-	if now.Sub(p.lastRetention) >= p.cfg.Broker.RetentionCheckInterval {
-		p.lastRetention = now
-		p.applyRetention(now)
-	}
 	if now.Sub(p.lastCheckpoint) >= p.cfg.Broker.HWCheckpointInterval {
 		p.lastCheckpoint = now
 		p.checkpointHW()
@@ -586,26 +597,39 @@ func (p *partitionActor) onTick(ctx actor.Context) {
 		p.writeProducerSnapshot(p.acks.Durable())
 	}
 	p.retick()
+	// Last: retention runs beside the actor, which leaves the log alone
+	// until it ends.
+	if now.Sub(p.lastRetention) >= p.cfg.Broker.RetentionCheckInterval {
+		p.lastRetention = now
+		p.applyRetention(ctx, now)
+	}
 }
 
 // producerSnapshotInterval is how often a leader records its producer state.
 const producerSnapshotInterval = 30 * time.Second
 
-func (p *partitionActor) applyRetention(now time.Time) {
+// applyRetention deletes, beside the actor, what the topic's retention
+// says is old, never at or above the HW.
+func (p *partitionActor) applyRetention(ctx actor.Context, now time.Time) {
 	if p.role == roleNone {
 		return
 	}
-	before := p.log.LogStartOffset()
-	start, err := p.log.ApplyRetention(now, p.cfg.Topic.RetentionBytes,
-		time.Duration(p.cfg.Topic.RetentionMs)*time.Millisecond, p.currentHW())
-	if err != nil {
-		p.cfg.Logger.Error("retention failed", "partition", p.cfg.TP, "error", err)
-		return
-	}
-	if start != before {
-		p.cfg.Logger.Info("retention deleted old data", "partition", p.cfg.TP, "log_start_offset", start)
-		p.publishStatus()
-	}
+	l, before, hw := p.log, p.log.LogStartOffset(), p.currentHW()
+	maxBytes, maxAge := p.cfg.Topic.RetentionBytes, time.Duration(p.cfg.Topic.RetentionMs)*time.Millisecond
+	var start int64
+	p.besideLog(ctx, func() (err error) {
+		start, err = l.ApplyRetention(now, maxBytes, maxAge, hw)
+		return err
+	}, func(ctx actor.Context, err error) {
+		if err != nil {
+			p.cfg.Logger.Error("retention failed", "partition", p.cfg.TP, "error", err)
+			return
+		}
+		if start != before {
+			p.cfg.Logger.Info("retention deleted old data", "partition", p.cfg.TP, "log_start_offset", start)
+			p.publishStatus()
+		}
+	})
 }
 
 // checkpointHW persists the HW when it moved. The log is the source of

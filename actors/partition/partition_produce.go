@@ -239,10 +239,10 @@ func (p *partitionActor) onSyncDone(ctx actor.Context, msg syncDone) {
 }
 
 // rebuildProducers replays every batch header of the log into a fresh
-// producer state: after a truncation.
+// producer state.
 func (p *partitionActor) rebuildProducers() error {
 	p.producers.Reset()
-	return p.replayProducers(p.log.LogStartOffset())
+	return replayInto(p.producers, p.log, p.log.LogStartOffset())
 }
 
 // loadProducers restores the producer state on open: from the snapshot
@@ -293,29 +293,34 @@ func (p *partitionActor) writeProducerSnapshot(leo int64) {
 	p.snapshotAt, p.lastSnapshot = leo, time.Now()
 }
 
-// dropProducerSnapshot removes a snapshot that reflects batches at or
-// above offset, before the log loses them: durably, or a crash could
-// leave it to describe batches that are gone.
-func (p *partitionActor) dropProducerSnapshot(offset int64) error {
-	if p.snapshotAt < 0 || p.snapshotAt <= offset {
-		return nil
-	}
-	return p.removeProducerSnapshot()
-}
-
 // removeProducerSnapshot deletes the snapshot file, durably.
 func (p *partitionActor) removeProducerSnapshot() error {
-	if err := os.Remove(p.producerSnapshotPath()); err != nil && !os.IsNotExist(err) {
+	if err := removeFileDurably(p.producerSnapshotPath(), p.cfg.Dir); err != nil {
 		return err
 	}
 	p.snapshotAt = -1
-	return datadir.SyncDir(p.cfg.Dir)
+	return nil
+}
+
+// removeFileDurably deletes path (if it is there) and syncs its directory
+// dir, so that a crash cannot bring it back.
+func removeFileDurably(path, dir string) error {
+	if err := os.Remove(path); err != nil && !os.IsNotExist(err) {
+		return err
+	}
+	return datadir.SyncDir(dir)
 }
 
 // replayProducers replays the batch headers from offset to the LEO.
 func (p *partitionActor) replayProducers(from int64) error {
-	for off := from; off < p.log.LogEndOffset(); {
-		batches, err := p.log.Read(off, 8<<20, p.log.LogEndOffset())
+	return replayInto(p.producers, p.log, from)
+}
+
+// replayInto replays the batch headers of l from offset to its LEO into
+// producers.
+func replayInto(producers *producerstate.State, l storage.Log, from int64) error {
+	for off := from; off < l.LogEndOffset(); {
+		batches, err := l.Read(off, 8<<20, l.LogEndOffset())
 		if err != nil {
 			return err
 		}
@@ -327,7 +332,7 @@ func (p *partitionActor) replayProducers(from int64) error {
 			if err != nil {
 				return err
 			}
-			p.producers.Replay(replica.BatchOf(h), h.BaseOffset, time.UnixMilli(h.MaxTimestamp))
+			producers.Replay(replica.BatchOf(h), h.BaseOffset, time.UnixMilli(h.MaxTimestamp))
 			off = h.NextOffset()
 		}
 	}

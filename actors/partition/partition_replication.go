@@ -10,6 +10,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/sluicemq/sluice/actors"
+	"github.com/sluicemq/sluice/actors/producerstate"
 	"github.com/sluicemq/sluice/actors/replica"
 	"github.com/sluicemq/sluice/actors/replication"
 	"github.com/sluicemq/sluice/internal/reply"
@@ -252,24 +253,29 @@ func (p *partitionActor) proposeISR(ctx actor.Context, isr []int32) {
 	p.cfg.Logger.Info("proposing ISR change", "partition", p.cfg.TP, "isr", p.leader.ISR(), "proposed", isr)
 	gen := p.gen
 	reply.Ask(ctx, ctx.Parent(), req, 5*time.Second, func(res any, err error) {
-		if gen != p.gen || p.role != roleLeader {
-			return
-		}
-		resp, ok := res.(*messages.AlterPartitionResponse)
-		if err != nil || !ok || resp.Error != messages.ErrorCode_NONE {
-			reason := fmt.Sprint(err)
-			if ok {
-				reason = resp.Error.String() + ": " + resp.ErrorMessage
-			}
-			p.cfg.Logger.Warn("ISR change refused", "partition", p.cfg.TP, "proposed", isr, "reason", reason)
-			if slices.Equal(p.leader.Proposed(), isr) {
-				p.leader.ProposalFailed()
-			}
-			p.proposeAfter = time.Now().Add(proposalBackoff)
-			return
-		}
-		p.onApplyState(ctx, &ApplyState{State: resp.State, Topic: p.cfg.Topic, LeaderAddr: ""})
+		p.resumeOnActor(func() { p.onISRAnswer(ctx, gen, isr, res, err) })
 	})
+}
+
+// onISRAnswer takes the controller's answer to an ISR proposal.
+func (p *partitionActor) onISRAnswer(ctx actor.Context, gen uint64, isr []int32, res any, err error) {
+	if gen != p.gen || p.role != roleLeader {
+		return
+	}
+	resp, ok := res.(*messages.AlterPartitionResponse)
+	if err != nil || !ok || resp.Error != messages.ErrorCode_NONE {
+		reason := fmt.Sprint(err)
+		if ok {
+			reason = resp.Error.String() + ": " + resp.ErrorMessage
+		}
+		p.cfg.Logger.Warn("ISR change refused", "partition", p.cfg.TP, "proposed", isr, "reason", reason)
+		if slices.Equal(p.leader.Proposed(), isr) {
+			p.leader.ProposalFailed()
+		}
+		p.proposeAfter = time.Now().Add(proposalBackoff)
+		return
+	}
+	p.onApplyState(ctx, &ApplyState{State: resp.State, Topic: p.cfg.Topic, LeaderAddr: ""})
 }
 
 // ---- follower side --------------------------------------------------------
@@ -349,24 +355,30 @@ func (p *partitionActor) followerFailed(ctx actor.Context, why string) {
 func (p *partitionActor) askLeader(ctx actor.Context, req proto.Message, timeout time.Duration, then func(proto.Message, error)) {
 	gen, addr := p.gen, p.follower.addr
 	reply.Ask(ctx, transport.BrokerPID(addr), req, timeout, func(res any, err error) {
-		if gen != p.gen || p.role != roleFollower {
-			return
-		}
-		switch m := res.(type) {
-		case nil:
-			if errors.Is(err, actor.ErrDeadLetter) {
-				then(nil, fmt.Errorf("leader %s is not reachable", addr))
-			} else {
-				then(nil, fmt.Errorf("leader %s: %w", addr, err))
-			}
-		case *messages.ErrorResponse:
-			then(nil, fmt.Errorf("leader %s: %s: %s", addr, m.Error, m.Message))
-		case proto.Message:
-			then(m, nil)
-		default:
-			then(nil, fmt.Errorf("leader %s: unexpected answer %T", addr, res))
-		}
+		p.resumeOnActor(func() { p.onLeaderAnswer(gen, addr, res, err, then) })
 	})
+}
+
+// onLeaderAnswer hands an answer of the leader to then, unless the role
+// changed since the request went out.
+func (p *partitionActor) onLeaderAnswer(gen uint64, addr string, res any, err error, then func(proto.Message, error)) {
+	if gen != p.gen || p.role != roleFollower {
+		return
+	}
+	switch m := res.(type) {
+	case nil:
+		if errors.Is(err, actor.ErrDeadLetter) {
+			then(nil, fmt.Errorf("leader %s is not reachable", addr))
+		} else {
+			then(nil, fmt.Errorf("leader %s: %w", addr, err))
+		}
+	case *messages.ErrorResponse:
+		then(nil, fmt.Errorf("leader %s: %s: %s", addr, m.Error, m.Message))
+	case proto.Message:
+		then(m, nil)
+	default:
+		then(nil, fmt.Errorf("leader %s: unexpected answer %T", addr, res))
+	}
 }
 
 // sendEpochQuery asks the leader where epoch (our latest) ends in its log.
@@ -389,45 +401,84 @@ func (p *partitionActor) sendEpochQuery(ctx actor.Context, epoch int32) {
 }
 
 // onEpochAnswer truncates as the follower decides, and goes on (asking
-// again until the logs agree).
+// again until the logs agree). The truncation runs beside the actor.
 func (p *partitionActor) onEpochAnswer(ctx actor.Context, resp *messages.OffsetForLeaderEpochResponse) {
 	f := p.follower
 	leo, hw := p.log.LogEndOffset(), f.HighWatermark()
 	step := f.EpochAnswered(resp.Epoch, resp.EndOffset, p.log.EndOffsetForEpoch, p.logState())
-	if step.TruncateTo < leo {
-		if step.TruncateTo < hw {
-			// Below the HW is data every in-sync replica had: only an
-			// unclean election can take it away.
-			p.cfg.Logger.Error("truncating below the high watermark", "partition", p.cfg.TP,
-				"hw", hw, "to", step.TruncateTo, "leader_epoch", resp.Epoch, "leader_end", resp.EndOffset)
-		}
-		if err := p.truncateLog(step.TruncateTo); err != nil {
+	if step.TruncateTo >= leo {
+		p.publishStatus()
+		p.followerNext(ctx)
+		return
+	}
+	if step.TruncateTo < hw {
+		// Below the HW is data every in-sync replica had: only an
+		// unclean election can take it away.
+		p.cfg.Logger.Error("truncating below the high watermark", "partition", p.cfg.TP,
+			"hw", hw, "to", step.TruncateTo, "leader_epoch", resp.Epoch, "leader_end", resp.EndOffset)
+	}
+	truncate := p.truncation(step.TruncateTo)
+	gen := p.gen
+	p.besideLog(ctx, truncate.run, func(ctx actor.Context, err error) {
+		if err != nil {
 			p.failLog(ctx, fmt.Errorf("truncate: %w", err))
 			return
 		}
+		truncate.apply(p)
 		p.cfg.Logger.Info("truncated divergent suffix", "partition", p.cfg.TP, "from", leo,
 			"to", p.log.LogEndOffset(), "leader_epoch", resp.Epoch, "leader_end", resp.EndOffset)
+		if gen != p.gen || p.role != roleFollower {
+			return // a new role began meanwhile: it starts from the truncated log
+		}
 		f.LogTruncated(p.logState())
-	}
-	p.publishStatus()
-	p.followerNext(ctx)
+		p.publishStatus()
+		p.followerNext(ctx)
+	})
 }
 
-// truncateLog cuts the log at offset with the producer state that
-// reflects what is cut.
-func (p *partitionActor) truncateLog(offset int64) error {
-	if err := p.dropProducerSnapshot(offset); err != nil {
+// truncation cuts the log at an offset beside the actor, with the producer
+// state that reflects what is cut: a snapshot of the cut part goes first,
+// and the state is rebuilt from the log that remains.
+type truncation struct {
+	log        storage.Log
+	offset     int64
+	producers  *producerstate.State
+	dropSnap   bool
+	snapPath   string
+	dir        string
+	snapshotAt int64
+}
+
+// truncation prepares the cut at offset; run does it, apply adopts its
+// outcome on the actor.
+func (p *partitionActor) truncation(offset int64) *truncation {
+	return &truncation{log: p.log, offset: offset, snapPath: p.producerSnapshotPath(), dir: p.cfg.Dir,
+		dropSnap:  p.snapshotAt >= 0 && p.snapshotAt > offset,
+		producers: producerstate.NewState(producerstate.Config{ProducerIDExpiration: p.cfg.Broker.ProducerIDExpiration})}
+}
+
+func (t *truncation) run() error {
+	if t.dropSnap {
+		if err := removeFileDurably(t.snapPath, t.dir); err != nil {
+			return err
+		}
+	}
+	if err := t.log.TruncateTo(t.offset); err != nil {
 		return err
 	}
-	if err := p.log.TruncateTo(offset); err != nil {
-		return err
-	}
-	// What is written from here on is new: durable only once synced.
-	p.acks.Truncated(p.log.LogEndOffset())
-	if err := p.rebuildProducers(); err != nil {
+	if err := replayInto(t.producers, t.log, t.log.LogStartOffset()); err != nil {
 		return fmt.Errorf("rebuilding producer state: %w", err)
 	}
 	return nil
+}
+
+func (t *truncation) apply(p *partitionActor) {
+	if t.dropSnap {
+		p.snapshotAt = -1
+	}
+	p.producers = t.producers
+	// What is written from here on is new: durable only once synced.
+	p.acks.Truncated(p.log.LogEndOffset())
 }
 
 // sendReplicaFetch pulls batches from offset (our LEO) on.
@@ -473,13 +524,18 @@ func (p *partitionActor) onReplicaFetchAnswer(ctx actor.Context, resp *messages.
 	case replication.ResetLog:
 		p.cfg.Logger.Warn("follower behind the leader's log start; resetting", "partition", p.cfg.TP,
 			"leo", p.log.LogEndOffset(), "leader_log_start", d.ResetTo)
-		if err := p.log.Reset(d.ResetTo); err != nil {
-			p.failLog(ctx, fmt.Errorf("reset: %w", err))
-			return
-		}
-		p.acks.Reset(p.log.LogEndOffset()) // Reset fsyncs the new start
-		p.producers.Reset()
-		p.followerDo(ctx, f.LogReset(p.logState()))
+		l, to, gen := p.log, d.ResetTo, p.gen
+		p.besideLog(ctx, func() error { return l.Reset(to) }, func(ctx actor.Context, err error) {
+			if err != nil {
+				p.failLog(ctx, fmt.Errorf("reset: %w", err))
+				return
+			}
+			p.acks.Reset(p.log.LogEndOffset()) // Reset fsyncs the new start
+			p.producers.Reset()
+			if gen == p.gen && p.role == roleFollower {
+				p.followerDo(ctx, f.LogReset(p.logState()))
+			}
+		})
 	case replication.AppendBatches:
 		p.appendFetched(ctx, resp)
 	case replication.SendNext:

@@ -20,16 +20,29 @@ import (
 // a real log in a temporary directory, requests as the broker forwards
 // them.
 
-// gatedLog is a log whose fsyncs wait until the test opens the gate; each
-// fsync announces itself on started first.
+// gatedLog is a log whose fsyncs wait until the test opens the gate (nil:
+// they do not wait); each fsync announces itself on started first.
 type gatedLog struct {
 	storage.Log
 	started chan struct{}
 	gate    chan struct{}
+	// truncating, when set, gates TruncateTo the same way.
+	truncating, truncateGate chan struct{}
+}
+
+func (l *gatedLog) TruncateTo(offset int64) error {
+	if l.truncating != nil {
+		l.truncating <- struct{}{}
+		<-l.truncateGate
+	}
+	return l.Log.TruncateTo(offset)
 }
 
 func (l *gatedLog) SyncFunc() func() error {
 	sync := l.Log.SyncFunc()
+	if l.gate == nil {
+		return sync
+	}
 	return func() error {
 		l.started <- struct{}{}
 		<-l.gate
@@ -84,7 +97,7 @@ func startReplica(t *testing.T, gated bool) *replicaUnderTest {
 	})
 	pp := r.system.Root.Spawn(parent)
 	t.Cleanup(func() {
-		if r.log != nil {
+		if r.log != nil && r.log.gate != nil {
 			close(r.log.gate)
 		}
 		_ = r.system.Root.StopFuture(pp).Wait()
@@ -100,13 +113,18 @@ func startReplica(t *testing.T, gated bool) *replicaUnderTest {
 // apply hands the replica the controller's state: leader leads the
 // epoch, replicas are the replica set and the ISR.
 func (r *replicaUnderTest) apply(leader, epoch int32, replicas ...int32) {
-	r.system.Root.Send(r.pid, &ApplyState{Topic: actors.DefaultTopicConfig(), State: &messages.PartitionState{Topic: testTopic,
-		Leader: leader, LeaderEpoch: epoch, PartitionEpoch: epoch + 1, Isr: replicas, Replicas: replicas}})
+	r.applyWith(leader, epoch, "", replicas...)
+}
+
+// applyWith is apply with the leader's broker at leaderAddr.
+func (r *replicaUnderTest) applyWith(leader, epoch int32, leaderAddr string, replicas ...int32) {
+	r.system.Root.Send(r.pid, &ApplyState{Topic: actors.DefaultTopicConfig(), LeaderAddr: leaderAddr, State: &messages.PartitionState{
+		Topic: testTopic, Leader: leader, LeaderEpoch: epoch, PartitionEpoch: epoch + 1, Isr: replicas, Replicas: replicas}})
 }
 
 // latest is the offset a consumer's ListOffsets(latest) gets: the HW.
 func (r *replicaUnderTest) latest() int64 {
-	resp := answer[*messages.ListOffsetsResponse](r.t, r.request(&messages.ListOffsetsRequest{Topic: testTopic, Timestamp: -1}))
+	resp := answer[*messages.ListOffsetsResponse](r.t, r.request(&messages.ListOffsetsRequest{Topic: testTopic, Timestamp: -1, CurrentLeaderEpoch: -1}))
 	if resp.Error != messages.ErrorCode_NONE {
 		r.t.Fatalf("ListOffsets: %v", resp)
 	}
@@ -253,5 +271,70 @@ func TestRetryAnsweredWithTheOriginalOffsets(t *testing.T) {
 	skipped := batchOf(record.Producer{ID: 5, Epoch: 0, BaseSequence: 9}, "z")
 	if resp := answer[*messages.ProduceResponse](t, r.produce(1, skipped)); resp.Error != messages.ErrorCode_OUT_OF_ORDER_SEQUENCE {
 		t.Fatalf("a gap in the sequence: %v", resp)
+	}
+}
+
+// A follower whose log diverges from its leader's truncates it beside the
+// actor: while the truncation runs, what arrives waits (and is answered
+// after it); the follower then fetches from the truncation point, and the
+// producer state reflects the truncated log (a producer's batch that was
+// cut is new again when this replica leads once more).
+func TestFollowerTruncatesBesideTheActor(t *testing.T) {
+	r := startReplica(t, true)
+	r.log.started, r.log.gate = nil, nil // fsyncs pass; only the truncation is gated
+	r.apply(0, 0, 0, 1)
+	batch := func(seq int32, values ...string) []byte {
+		return batchOf(record.Producer{ID: 9, Epoch: 0, BaseSequence: seq}, values...)
+	}
+	for _, b := range [][]byte{batch(0, "a", "b"), batch(2, "c", "d")} {
+		if resp := answer[*messages.ProduceResponse](t, r.produce(1, b)); resp.Error != messages.ErrorCode_NONE {
+			t.Fatalf("produce: %v", resp)
+		}
+	}
+
+	// The new leader, broker 1, runs in the same system: its epoch 0 ended
+	// at offset 2, so records 2 and 3 here diverge.
+	fetches := make(chan int64, 16)
+	leader := actor.PropsFromFunc(func(ctx actor.Context) {
+		switch m := ctx.Message().(type) {
+		case *messages.OffsetForLeaderEpochRequest:
+			ctx.Respond(&messages.OffsetForLeaderEpochResponse{Topic: m.Topic, Epoch: 0, EndOffset: 2})
+		case *messages.ReplicaFetchRequest:
+			fetches <- m.FetchOffset // unanswered: the follower waits
+		}
+	})
+	if _, err := r.system.Root.SpawnNamed(leader, transport.BrokerActorName); err != nil {
+		t.Fatal(err)
+	}
+	r.log.truncating, r.log.truncateGate = make(chan struct{}, 1), make(chan struct{})
+	r.applyWith(1, 1, r.system.Address(), 0, 1)
+	<-r.log.truncating
+	asked := r.request(&messages.ListOffsetsRequest{Topic: testTopic, Timestamp: -1})
+	// The request waits behind the truncation; the replica answers it once
+	// the log is whole again.
+	if asked.answered() {
+		t.Fatal("a request was handled while the log was being truncated")
+	}
+	close(r.log.truncateGate)
+	if resp := answer[*messages.ListOffsetsResponse](t, asked); resp.Error != messages.ErrorCode_NOT_LEADER {
+		t.Fatalf("ListOffsets on a follower: %v", resp)
+	}
+	select {
+	case off := <-fetches:
+		if off != 2 {
+			t.Fatalf("the follower fetches from %d, want 2", off)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the follower did not fetch after truncating")
+	}
+
+	// Leading again: the cut batch (sequence 2) is written anew, not taken
+	// for a duplicate of what was truncated.
+	r.apply(0, 2, 0)
+	if resp := answer[*messages.ProduceResponse](t, r.produce(1, batch(2, "c2", "d2"))); resp.Error != messages.ErrorCode_NONE || resp.BaseOffset != 2 {
+		t.Fatalf("the cut batch again: %v, want it written at 2", resp)
+	}
+	if end := r.latest(); end != 4 {
+		t.Fatalf("the log ends at %d, want 4", end)
 	}
 }
