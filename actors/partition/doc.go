@@ -9,9 +9,10 @@
 // The broker starts it with NewProducer(Config) and hands it its state with
 // ApplyState; a (re)started partition sends Started to its parent.
 //
-// Disk work that rewrites the log (a follower's truncation with the
-// producer state rebuilt from what remains, a reset, retention) runs
-// beside the actor, which keeps the messages that arrive meanwhile and
+// Disk work that rewrites the log (opening it and restoring the producer
+// state, a follower's truncation with the producer state rebuilt from what
+// remains, a reset, retention, moving a corrupt log aside) runs beside the
+// actor, which keeps the messages that arrive meanwhile and
 // handles them, in order, once it is done (beside.go); fsyncs run beside it
 // too, in the broker's sync waves.
 //

@@ -263,8 +263,25 @@ func (p *partitionActor) handle(ctx actor.Context) {
 	}
 }
 
+// onStarted opens the replica's storage beside the actor (what arrives
+// meanwhile waits for it), then asks the broker for its state.
 func (p *partitionActor) onStarted(ctx actor.Context) {
 	p.self, p.root = ctx.Self(), ctx.ActorSystem().Root
+	p.lastRetention = time.Now()
+	p.startTicker(ctx)
+	p.besideLog(ctx, func() error {
+		p.openStorage()
+		return nil
+	}, func(ctx actor.Context, _ error) {
+		p.publishStatus()
+		ctx.Send(ctx.Parent(), Started{TP: p.cfg.TP})
+	})
+}
+
+// openStorage claims the partition directory, opens the log and restores
+// the producer state and the checkpointed HW; a replica that cannot gets
+// openErr. It runs beside the actor.
+func (p *partitionActor) openStorage() {
 	if err := p.claimDir(); err != nil {
 		p.openErr = fmt.Errorf("partition directory: %w", err)
 	} else if err := p.cfg.FailedLogs.get(p.cfg.Dir); err != nil {
@@ -294,10 +311,6 @@ func (p *partitionActor) onStarted(ctx actor.Context) {
 	} else if err != nil {
 		p.cfg.Logger.Warn("ignoring unreadable high-watermark checkpoint", "partition", p.cfg.TP, "error", err)
 	}
-	p.lastRetention = time.Now()
-	p.startTicker(ctx)
-	p.publishStatus()
-	ctx.Send(ctx.Parent(), Started{TP: p.cfg.TP})
 }
 
 // claimDir makes the partition directory this topic's: data a deleted

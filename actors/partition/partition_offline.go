@@ -160,29 +160,43 @@ func (p *partitionActor) repairCorrupt(ctx actor.Context) {
 		return
 	}
 	aside := filepath.Join(p.cfg.Dir, fmt.Sprintf("log.corrupt-%d", time.Now().UnixNano()))
+	var fresh storage.Log
+	p.besideLog(ctx, func() (err error) {
+		fresh, err = p.moveAside(aside)
+		return err
+	}, func(ctx actor.Context, err error) {
+		if err != nil {
+			p.cfg.Logger.Error("cannot repair a corrupt log", "partition", p.cfg.TP, "error", err)
+			return
+		}
+		p.cfg.Logger.Warn("moved a corrupt log aside; refilling the replica from the leader", "partition", p.cfg.TP,
+			"kept_at", aside, "leader", st.Leader, "was", p.openErr)
+		p.log, p.openErr, p.corrupt, p.checkpointedHW, p.writtenHW = fresh, nil, false, 0, -1
+		p.snapshotAt = -1
+		p.acks.Reset(0)
+		p.producers.Reset()
+		p.lastRetention = time.Now()
+		p.becomeFollower(ctx, p.leaderAddr)
+		p.publishStatus()
+	})
+}
+
+// moveAside moves the corrupt log to aside, removes the files that
+// described it and opens a fresh, empty log. It runs beside the actor.
+func (p *partitionActor) moveAside(aside string) (storage.Log, error) {
 	if err := os.Rename(p.logDir(), aside); err != nil {
-		p.cfg.Logger.Error("cannot move a corrupt log aside", "partition", p.cfg.TP, "error", err)
-		return
+		return nil, fmt.Errorf("moving it aside: %w", err)
 	}
 	for _, f := range []string{p.checkpointPath(), p.producerSnapshotPath()} {
 		if err := os.Remove(f); err != nil && !errors.Is(err, os.ErrNotExist) {
 			p.cfg.Logger.Warn("removing a file of a corrupt log", "partition", p.cfg.TP, "file", f, "error", err)
 		}
 	}
-	p.snapshotAt = -1
 	l, err := p.openLog()
 	if err != nil {
-		p.cfg.Logger.Error("cannot start a fresh log after moving a corrupt one aside", "partition", p.cfg.TP, "error", err)
-		return
+		return nil, fmt.Errorf("starting a fresh log after moving it aside to %s: %w", aside, err)
 	}
-	p.cfg.Logger.Warn("moved a corrupt log aside; refilling the replica from the leader", "partition", p.cfg.TP,
-		"kept_at", aside, "leader", st.Leader, "was", p.openErr)
-	p.log, p.openErr, p.corrupt, p.checkpointedHW, p.writtenHW = l, nil, false, 0, -1
-	p.acks.Reset(0)
-	p.producers.Reset()
-	p.lastRetention = time.Now()
-	p.becomeFollower(ctx, p.leaderAddr)
-	p.publishStatus()
+	return l, nil
 }
 
 // isCorrupt reports whether an open error is stored bytes failing a check
