@@ -418,7 +418,7 @@ func (p *partitionActor) onEpochAnswer(ctx actor.Context, resp *messages.OffsetF
 			"hw", hw, "to", step.TruncateTo, "leader_epoch", resp.Epoch, "leader_end", resp.EndOffset)
 	}
 	truncate := p.truncation(step.TruncateTo)
-	gen := p.gen
+	// No role change comes in between: what arrives meanwhile waits.
 	p.besideLog(ctx, truncate.run, func(ctx actor.Context, err error) {
 		if err != nil {
 			p.failLog(ctx, fmt.Errorf("truncate: %w", err))
@@ -427,9 +427,6 @@ func (p *partitionActor) onEpochAnswer(ctx actor.Context, resp *messages.OffsetF
 		truncate.apply(p)
 		p.cfg.Logger.Info("truncated divergent suffix", "partition", p.cfg.TP, "from", leo,
 			"to", p.log.LogEndOffset(), "leader_epoch", resp.Epoch, "leader_end", resp.EndOffset)
-		if gen != p.gen || p.role != roleFollower {
-			return // a new role began meanwhile: it starts from the truncated log
-		}
 		f.LogTruncated(p.logState())
 		p.publishStatus()
 		p.followerNext(ctx)
@@ -524,7 +521,7 @@ func (p *partitionActor) onReplicaFetchAnswer(ctx actor.Context, resp *messages.
 	case replication.ResetLog:
 		p.cfg.Logger.Warn("follower behind the leader's log start; resetting", "partition", p.cfg.TP,
 			"leo", p.log.LogEndOffset(), "leader_log_start", d.ResetTo)
-		l, to, gen := p.log, d.ResetTo, p.gen
+		l, to := p.log, d.ResetTo
 		p.besideLog(ctx, func() error { return l.Reset(to) }, func(ctx actor.Context, err error) {
 			if err != nil {
 				p.failLog(ctx, fmt.Errorf("reset: %w", err))
@@ -532,9 +529,7 @@ func (p *partitionActor) onReplicaFetchAnswer(ctx actor.Context, resp *messages.
 			}
 			p.acks.Reset(p.log.LogEndOffset()) // Reset fsyncs the new start
 			p.producers.Reset()
-			if gen == p.gen && p.role == roleFollower {
-				p.followerDo(ctx, f.LogReset(p.logState()))
-			}
+			p.followerDo(ctx, f.LogReset(p.logState()))
 		})
 	case replication.AppendBatches:
 		p.appendFetched(ctx, resp)
