@@ -17,6 +17,7 @@
 // too, in the broker's sync waves.
 //
 // Its protocol decisions come from replication (followers, ISR, HW),
-// replica (the group commit and when a produce request may be answered)
-// and producerstate (idempotence), which do no I/O.
+// replica (the role a controller state calls for, the group commit and
+// when a produce request may be answered) and producerstate
+// (idempotence), which do no I/O.
 package partition

@@ -62,16 +62,6 @@ type (
 	partitionTick struct{}
 )
 
-// role is what this replica currently is for its partition.
-type role int
-
-const (
-	// roleNone: no usable state yet, offline partition, or no log.
-	roleNone role = iota
-	roleLeader
-	roleFollower
-)
-
 // pendingProduce is a validated produce request waiting for the next group commit.
 type pendingProduce struct {
 	req     *messages.ProduceRequest
@@ -109,7 +99,7 @@ type partitionActor struct {
 	leaderAddr string
 
 	state *messages.PartitionState
-	role  role
+	role  replica.Role
 	// leader is the replication state while leading, follower while following.
 	leader   *replication.Leader
 	follower *followerLoop
@@ -405,59 +395,57 @@ func (p *partitionActor) onStopping(ctx actor.Context, why string) {
 }
 
 // onApplyState adopts a newer controller state for this partition and
-// turns the replica into a leader, a follower, or neither.
+// turns the replica into a leader, a follower, or neither, as
+// replica.Decide says.
 func (p *partitionActor) onApplyState(ctx actor.Context, msg *ApplyState) {
 	st := msg.State
 	p.cfg.Topic = msg.Topic
-	if p.role == roleLeader && p.leader != nil && p.leader.SetMinISR(msg.Topic.MinISR) {
+	if p.role == replica.Leader && p.leader != nil && p.leader.SetMinISR(msg.Topic.MinISR) {
 		p.onHWAdvanced(ctx) // a lower min.insync.replicas released the HW
 	}
-	if p.state != nil && (st.LeaderEpoch < p.state.LeaderEpoch ||
-		(st.LeaderEpoch == p.state.LeaderEpoch && st.PartitionEpoch < p.state.PartitionEpoch)) {
-		return // stale
+	change := replica.Change{Self: p.cfg.BrokerID, BrokerEpoch: p.cfg.Broker.BrokerEpoch, Current: p.state, Next: st,
+		Role: p.role, LeaderAddr: msg.LeaderAddr, HasLog: p.log != nil, LostRecords: p.lostTo > 0}
+	if p.follower != nil {
+		change.FollowingAddr = p.follower.addr
 	}
-	if p.state != nil && st.LeaderEpoch == p.state.LeaderEpoch && st.PartitionEpoch == p.state.PartitionEpoch {
-		// Same state; only the leader's address may have become known.
+	step := replica.Decide(change)
+	switch step {
+	case replica.Ignore:
+		return
+	case replica.Readdress:
+		// Only the leader's address may have become known.
 		p.leaderAddr = msg.LeaderAddr
-		if p.role == roleFollower && msg.LeaderAddr != p.follower.addr {
+		if p.role == replica.Follower && msg.LeaderAddr != p.follower.addr {
 			p.becomeFollower(ctx, msg.LeaderAddr)
 		}
 		return
 	}
-	sameEpoch := p.state != nil && st.LeaderEpoch == p.state.LeaderEpoch
 	prevISR := 0
 	if p.state != nil {
 		prevISR = len(p.state.Isr)
 	}
 	p.state = st
 	p.leaderAddr = msg.LeaderAddr
-	switch {
-	case p.log == nil:
+	switch step {
+	case replica.Unusable:
 		p.becomeNone(ctx)
 		p.unusable(ctx)
-	case st.Leader == p.cfg.BrokerID && p.lostTo > 0 && p.othersInSync(st):
-		// It would lead without records the others have: they lead.
+	case replica.YieldToInSync:
 		p.becomeNone(ctx)
 		p.reportOffline(ctx)
-	case st.Leader == p.cfg.BrokerID && p.earlierRun(st):
-		// The leadership is an earlier run's of this broker (its log may be
-		// gone with that run's disk): the controller decides anew.
+	case replica.AwaitDecision, replica.StepDown:
 		p.becomeNone(ctx)
-	case st.Leader == p.cfg.BrokerID && sameEpoch && p.role == roleLeader:
-		// Only the ISR changed under the same leader epoch (the leader's
-		// proposal, or the controller dropping a dead follower).
+	case replica.ISRChanged:
+		// The leader's proposal, or the controller dropping a dead follower.
 		p.cfg.Broker.Metrics.ISRChanged(prevISR, len(st.Isr))
 		if p.leader.ISRCommitted(st.Isr, st.IsrEpochs, st.PartitionEpoch) {
 			p.onHWAdvanced(ctx)
 		}
-	case st.Leader == p.cfg.BrokerID:
+	case replica.Lead:
 		p.becomeLeader(ctx)
-	case st.Leader >= 0 && sameEpoch && p.role == roleFollower && msg.LeaderAddr == p.follower.addr:
-		// The ISR changed; the follower keeps fetching from the same leader.
-	case st.Leader >= 0:
+	case replica.KeepFollowing:
+	case replica.Follow:
 		p.becomeFollower(ctx, msg.LeaderAddr)
-	default:
-		p.becomeNone(ctx)
 	}
 	if p.lostTo > 0 {
 		p.reportOffline(ctx)
@@ -465,19 +453,12 @@ func (p *partitionActor) onApplyState(ctx actor.Context, msg *ApplyState) {
 	p.publishStatus()
 }
 
-// earlierRun reports whether st records this replica in the ISR under
-// another broker epoch than this run's.
-func (p *partitionActor) earlierRun(st *messages.PartitionState) bool {
-	recorded := st.IsrEpochs[p.cfg.BrokerID]
-	return recorded != 0 && p.cfg.Broker.BrokerEpoch != 0 && recorded != p.cfg.Broker.BrokerEpoch
-}
-
 // currentHW is this replica's high watermark whatever its role.
 func (p *partitionActor) currentHW() int64 {
 	switch p.role {
-	case roleLeader:
+	case replica.Leader:
 		return p.leader.HighWatermark()
-	case roleFollower:
+	case replica.Follower:
 		return p.follower.HighWatermark()
 	}
 	return p.checkpointedHW
@@ -495,7 +476,7 @@ func (p *partitionActor) becomeLeader(ctx actor.Context) {
 		return
 	}
 	st := p.state
-	p.role = roleLeader
+	p.role = replica.Leader
 	p.leader = replication.NewLeader(replication.LeaderConfig{
 		ReplicaID:      p.cfg.BrokerID,
 		Epoch:          st.LeaderEpoch,
@@ -522,7 +503,7 @@ type leaderSynced struct {
 // onLeaderSynced starts the leadership the sync was for, unless the role
 // changed meanwhile.
 func (p *partitionActor) onLeaderSynced(ctx actor.Context, msg leaderSynced) {
-	if msg.gen != p.gen || p.role != roleNone || p.log == nil {
+	if msg.gen != p.gen || p.role != replica.NoRole || p.log == nil {
 		return
 	}
 	if msg.err != nil {
@@ -544,14 +525,14 @@ func (p *partitionActor) becomeNone(ctx actor.Context) {
 // stepDown ends the current role: everything waiting on it is answered
 // with NOT_LEADER, and answers to its outstanding requests are ignored.
 func (p *partitionActor) stepDown(ctx actor.Context, why string) {
-	if p.role == roleFollower {
+	if p.role == replica.Follower {
 		p.checkpointedHW = p.follower.HighWatermark()
 	}
-	if p.role == roleLeader {
+	if p.role == replica.Leader {
 		p.checkpointedHW = p.leader.HighWatermark()
 	}
 	p.gen = nextGen()
-	p.role, p.leader, p.follower = roleNone, nil, nil
+	p.role, p.leader, p.follower = replica.NoRole, nil, nil
 	for _, pp := range p.pending {
 		p.respondProduce(ctx, pp.sender, pp.req, messages.ErrorCode_NOT_LEADER, why)
 	}
@@ -574,7 +555,7 @@ func (p *partitionActor) unavailable() (messages.ErrorCode, string) {
 		return messages.ErrorCode_STORAGE_ERROR, p.openErr.Error()
 	case p.log == nil:
 		return messages.ErrorCode_STORAGE_ERROR, "log closed"
-	case p.role != roleLeader:
+	case p.role != replica.Leader:
 		return messages.ErrorCode_NOT_LEADER, fmt.Sprintf("broker %d does not lead %s", p.cfg.BrokerID, p.cfg.TP)
 	}
 	return messages.ErrorCode_NONE, ""
@@ -592,7 +573,7 @@ func (p *partitionActor) onTick(ctx actor.Context) {
 	}
 	now := time.Now()
 	p.answerAll(ctx, p.acks.Expired(now))
-	if p.role == roleLeader {
+	if p.role == replica.Leader {
 		if isr := p.leader.Tick(now); isr != nil {
 			p.proposeISR(ctx, isr)
 		}
@@ -605,7 +586,7 @@ func (p *partitionActor) onTick(ctx actor.Context) {
 		p.lastCheckpoint = now
 		p.checkpointHW()
 	}
-	if p.role == roleLeader && p.acks.Durable() == p.log.LogEndOffset() && now.Sub(p.lastSnapshot) >= producerSnapshotInterval {
+	if p.role == replica.Leader && p.acks.Durable() == p.log.LogEndOffset() && now.Sub(p.lastSnapshot) >= producerSnapshotInterval {
 		// Everything written is on disk: a crash now replays from here.
 		p.writeProducerSnapshot(p.acks.Durable())
 	}
@@ -624,7 +605,7 @@ const producerSnapshotInterval = 30 * time.Second
 // applyRetention deletes, beside the actor, what the topic's retention
 // says is old, never at or above the HW.
 func (p *partitionActor) applyRetention(ctx actor.Context, now time.Time) {
-	if p.role == roleNone {
+	if p.role == replica.NoRole {
 		return
 	}
 	l, before, hw := p.log, p.log.LogStartOffset(), p.currentHW()
@@ -677,7 +658,7 @@ func (p *partitionActor) publishStatus() {
 	if p.log != nil {
 		st.LogStartOffset, st.LogEndOffset, st.SizeBytes = p.log.LogStartOffset(), p.log.LogEndOffset(), p.log.Size()
 	}
-	st.Leader = p.role == roleLeader
+	st.Leader = p.role == replica.Leader
 	st.HighWatermark = p.currentHW()
 	st.Producers = int32(p.producers.Len())
 	if code, msg := p.unavailable(); code == messages.ErrorCode_STORAGE_ERROR {

@@ -94,7 +94,7 @@ func (p *partitionActor) onFlush(ctx actor.Context) {
 	// p.pending stays set until the append returns, so that a panic inside
 	// it still lets onStopping answer these requests.
 	pending := p.pending
-	if len(pending) == 0 || p.role != roleLeader {
+	if len(pending) == 0 || p.role != replica.Leader {
 		return
 	}
 	now := time.Now()
@@ -230,7 +230,7 @@ func (p *partitionActor) onSyncDone(ctx actor.Context, msg syncDone) {
 		return
 	}
 	p.answerAll(ctx, p.acks.Synced(msg.offset))
-	if p.role == roleLeader && p.leader.Appended(p.acks.Durable()) {
+	if p.role == replica.Leader && p.leader.Appended(p.acks.Durable()) {
 		p.onHWAdvanced(ctx) // the HW counts only durable data
 	}
 	p.serveReplicaFetches(ctx)
@@ -341,7 +341,7 @@ func replayInto(producers *producerstate.State, l storage.Log, from int64) error
 
 // onHWAdvanced answers acks=all requests and parked fetches the HW now covers.
 func (p *partitionActor) onHWAdvanced(ctx actor.Context) {
-	if p.role != roleLeader {
+	if p.role != replica.Leader {
 		return
 	}
 	// Followers learn the new HW from the answer to their parked fetch.

@@ -67,7 +67,7 @@ func (p *partitionActor) replicaFetchError(req *messages.ReplicaFetchRequest, co
 	if p.log != nil {
 		resp.LogStartOffset, resp.LogEndOffset = p.log.LogStartOffset(), p.log.LogEndOffset()
 	}
-	if p.role == roleLeader {
+	if p.role == replica.Leader {
 		resp.HighWatermark, resp.LeaderEpoch = p.leader.HighWatermark(), p.leader.Epoch()
 	}
 	return resp
@@ -162,7 +162,7 @@ func (p *partitionActor) readReplicaFetch(req *messages.ReplicaFetchRequest) *me
 // serveReplicaFetches answers parked follower fetches that now have data or
 // a newer HW to learn.
 func (p *partitionActor) serveReplicaFetches(ctx actor.Context) {
-	if p.role != roleLeader || len(p.replicaParked) == 0 {
+	if p.role != replica.Leader || len(p.replicaParked) == 0 {
 		return
 	}
 	end, hw := p.acks.Durable(), p.leader.HighWatermark()
@@ -181,7 +181,7 @@ func (p *partitionActor) onReplicaFetchExpired(ctx actor.Context, id uint64) {
 		return
 	}
 	delete(p.replicaParked, id)
-	if p.role != roleLeader {
+	if p.role != replica.Leader {
 		actors.SendTo(ctx, f.sender, p.replicaFetchError(f.req, messages.ErrorCode_NOT_LEADER, "leadership moved"))
 		return
 	}
@@ -259,7 +259,7 @@ func (p *partitionActor) proposeISR(ctx actor.Context, isr []int32) {
 
 // onISRAnswer takes the controller's answer to an ISR proposal.
 func (p *partitionActor) onISRAnswer(ctx actor.Context, gen uint64, isr []int32, res any, err error) {
-	if gen != p.gen || p.role != roleLeader {
+	if gen != p.gen || p.role != replica.Leader {
 		return
 	}
 	resp, ok := res.(*messages.AlterPartitionResponse)
@@ -298,7 +298,7 @@ func (p *partitionActor) becomeFollower(ctx actor.Context, addr string) {
 	hw := p.currentHW()
 	p.stepDown(ctx, "now a follower")
 	st := p.state
-	p.role = roleFollower
+	p.role = replica.Follower
 	p.follower = &followerLoop{Follower: replication.NewFollower(st.Leader, st.LeaderEpoch, hw, p.logState()), addr: addr}
 	p.cfg.Logger.Info("following", "partition", p.cfg.TP, "leader", st.Leader, "epoch", st.LeaderEpoch,
 		"leo", p.log.LogEndOffset(), "hw", p.follower.HighWatermark())
@@ -317,7 +317,7 @@ func (p *partitionActor) becomeFollower(ctx actor.Context, addr string) {
 }
 
 func (p *partitionActor) onFollowerStep(ctx actor.Context, msg followerStep) {
-	if msg.gen == p.gen && p.role == roleFollower {
+	if msg.gen == p.gen && p.role == replica.Follower {
 		p.followerNext(ctx)
 	}
 }
@@ -362,7 +362,7 @@ func (p *partitionActor) askLeader(ctx actor.Context, req proto.Message, timeout
 // onLeaderAnswer hands an answer of the leader to then, unless the role
 // changed since the request went out.
 func (p *partitionActor) onLeaderAnswer(gen uint64, addr string, res any, err error, then func(proto.Message, error)) {
-	if gen != p.gen || p.role != roleFollower {
+	if gen != p.gen || p.role != replica.Follower {
 		return
 	}
 	switch m := res.(type) {
@@ -582,7 +582,7 @@ type followerSynced struct {
 
 // onFollowerSynced takes the leader's HW (capped by our log) and fetches again.
 func (p *partitionActor) onFollowerSynced(ctx actor.Context, msg followerSynced) {
-	if msg.gen != p.gen || p.role != roleFollower {
+	if msg.gen != p.gen || p.role != replica.Follower {
 		return // a new role synced before it started
 	}
 	if msg.err != nil {

@@ -1,7 +1,7 @@
-// Package replica is the partition replica's produce path as plain,
-// deterministic Go: which batches of a group commit are written and with
-// what offsets (Commit), and when each written produce request may be
-// answered (Acks): acks=1 once its batch is on disk, acks=all once the high
+// Package replica is the partition replica's decisions as plain,
+// deterministic Go: which role a controller state calls for (Decide),
+// which batches of a group commit are written and with what offsets
+// (Commit), and when each written produce request may be answered (Acks): acks=1 once its batch is on disk, acks=all once the high
 // watermark has passed it too, and with an error when its deadline passes
 // or the replica stops leading.
 //
