@@ -74,3 +74,29 @@ func TestPartsKeepToTheirJobs(t *testing.T) {
 		}
 	}
 }
+
+// The partition actor touches no file itself: its directory's files are
+// storage/replicadir's and its log storage's, and their calls that rewrite
+// files run beside the actor (partition's TestLogRewritesRunBesideTheActor).
+func TestPartitionDoesNoFileIO(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("partition", "*.go"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no files (%v)", err)
+	}
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		parsed, err := parser.ParseFile(token.NewFileSet(), f, nil, parser.ImportsOnly)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, imp := range parsed.Imports {
+			switch path := strings.Trim(imp.Path.Value, `"`); path {
+			case "os", "io/fs", "path/filepath", "syscall", "github.com/sluicemq/sluice/storage/datadir",
+				"github.com/sluicemq/sluice/storage/atomicfile":
+				t.Errorf("%s imports %s", f, path)
+			}
+		}
+	}
+}

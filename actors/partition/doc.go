@@ -14,7 +14,8 @@
 // remains, a reset, retention, moving a corrupt log aside) runs beside the
 // actor, which keeps the messages that arrive meanwhile and
 // handles them, in order, once it is done (beside.go); fsyncs run beside it
-// too, in the broker's sync waves.
+// too, in the broker's sync waves. The package touches no file itself: the
+// replica's directory is storage/replicadir's, its log storage's.
 //
 // Its protocol decisions come from replication (followers, ISR, HW),
 // replica (the role a controller state calls for, the group commit and

@@ -3,8 +3,6 @@ package partition
 import (
 	"fmt"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"sync/atomic"
 	"time"
 
@@ -20,7 +18,7 @@ import (
 	"github.com/sluicemq/sluice/messages/record"
 	"github.com/sluicemq/sluice/metrics"
 	"github.com/sluicemq/sluice/storage"
-	"github.com/sluicemq/sluice/storage/datadir"
+	"github.com/sluicemq/sluice/storage/replicadir"
 )
 
 // Config is what a partition replica actor is started with.
@@ -189,8 +187,8 @@ var generations atomic.Uint64
 
 func nextGen() uint64 { return generations.Add(1) }
 
-func (p *partitionActor) logDir() string         { return filepath.Join(p.cfg.Dir, "log") }
-func (p *partitionActor) checkpointPath() string { return filepath.Join(p.cfg.Dir, "high-watermark") }
+// dir is the replica's directory.
+func (p *partitionActor) dir() replicadir.Dir { return replicadir.Dir(p.cfg.Dir) }
 
 // Receive dispatches messages; every case calls one handler. Messages
 // that arrive while disk work runs beside the actor wait for it (beside.go).
@@ -289,7 +287,7 @@ func (p *partitionActor) openStorage() {
 	}
 	if p.openErr != nil {
 		p.cfg.Logger.Error("partition log unavailable", "partition", p.cfg.TP, "error", p.openErr)
-	} else if hw, ok, err := storage.ReadCheckpoint(p.checkpointPath()); err == nil && ok {
+	} else if hw, ok, err := storage.ReadCheckpoint(p.dir().Checkpoint()); err == nil && ok {
 		p.checkpointedHW, p.writtenHW = hw, hw
 		if leo := p.log.LogEndOffset(); leo < hw {
 			p.lostTo = hw
@@ -303,38 +301,25 @@ func (p *partitionActor) openStorage() {
 	}
 }
 
-// claimDir makes the partition directory this topic's: data a deleted
-// topic of the same name left there goes, and the topic id is recorded
-// (once per replica: rewriting it at every start, with its two fsyncs,
-// is what a restart with thousands of partitions would wait on). It runs
-// here, not in the broker actor, so that no other replica waits on it.
+// claimDir makes the partition directory this topic's (a deleted topic
+// of the same name may have left data there). It runs beside the actor.
 func (p *partitionActor) claimDir() error {
-	idFile := filepath.Join(p.cfg.Dir, "topic-id")
-	id, err := os.ReadFile(idFile)
-	if err == nil && string(id) == p.cfg.TopicID {
-		return nil
+	removed, err := p.dir().Claim(p.cfg.TopicID)
+	if removed {
+		p.cfg.Logger.Info("removed data of a deleted topic", "dir", p.cfg.Dir)
 	}
-	if err == nil {
-		p.cfg.Logger.Info("removing data of a deleted topic", "dir", p.cfg.Dir)
-		if err := os.RemoveAll(p.cfg.Dir); err != nil {
-			return err
-		}
-	}
-	if err := os.MkdirAll(p.cfg.Dir, 0o755); err != nil {
-		return err
-	}
-	return datadir.WriteFileAtomic(idFile, []byte(p.cfg.TopicID))
+	return err
 }
 
 // openLog opens the replica's log; the log is nil whenever err is not.
 func (p *partitionActor) openLog() (storage.Log, error) {
-	if err := os.MkdirAll(p.cfg.Dir, 0o755); err != nil {
+	if err := p.dir().Create(); err != nil {
 		return nil, err
 	}
 	if p.cfg.Broker.OpenLog != nil {
-		return p.cfg.Broker.OpenLog(p.logDir(), p.cfg.Topic)
+		return p.cfg.Broker.OpenLog(p.dir().Log(), p.cfg.Topic)
 	}
-	l, err := storage.OpenWAL(p.logDir(), storage.WALOptions{SegmentBytes: int(p.cfg.Topic.SegmentBytes),
+	l, err := storage.OpenWAL(p.dir().Log(), storage.WALOptions{SegmentBytes: int(p.cfg.Topic.SegmentBytes),
 		NoSync: p.cfg.Broker.UnsafeNoSync, Pool: p.cfg.Broker.LogPool}, p.cfg.Logger)
 	if err != nil {
 		return nil, err
@@ -641,7 +626,7 @@ func (p *partitionActor) checkpointHW() {
 	}
 	// The HW is a lower bound the replica starts from (the leader's HW
 	// moves on as followers fetch): no fsync per partition.
-	if err := storage.WriteCheckpointNoSync(p.checkpointPath(), hw); err != nil {
+	if err := storage.WriteCheckpointNoSync(p.dir().Checkpoint(), hw); err != nil {
 		p.cfg.Logger.Warn("writing high-watermark checkpoint", "partition", p.cfg.TP, "error", err)
 		return
 	}

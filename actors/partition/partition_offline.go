@@ -3,8 +3,6 @@ package partition
 import (
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"sync"
 	"time"
@@ -159,10 +157,10 @@ func (p *partitionActor) repairCorrupt(ctx actor.Context) {
 		slices.Contains(st.Isr, p.cfg.BrokerID) || p.leaderAddr == "" {
 		return
 	}
-	aside := filepath.Join(p.cfg.Dir, fmt.Sprintf("log.corrupt-%d", time.Now().UnixNano()))
 	var fresh storage.Log
+	var aside string
 	p.besideLog(ctx, func() (err error) {
-		fresh, err = p.moveAside(aside)
+		fresh, aside, err = p.moveAside()
 		return err
 	}, func(ctx actor.Context, err error) {
 		if err != nil {
@@ -181,22 +179,22 @@ func (p *partitionActor) repairCorrupt(ctx actor.Context) {
 	})
 }
 
-// moveAside moves the corrupt log to aside, removes the files that
-// described it and opens a fresh, empty log. It runs beside the actor.
-func (p *partitionActor) moveAside(aside string) (storage.Log, error) {
-	if err := os.Rename(p.logDir(), aside); err != nil {
-		return nil, fmt.Errorf("moving it aside: %w", err)
+// moveAside moves the corrupt log aside (kept for the operator), with the
+// files that described it, and opens a fresh, empty log. It runs beside
+// the actor.
+func (p *partitionActor) moveAside() (storage.Log, string, error) {
+	aside, leftovers, err := p.dir().MoveLogAside(time.Now())
+	if err != nil {
+		return nil, "", err
 	}
-	for _, f := range []string{p.checkpointPath(), p.producerSnapshotPath()} {
-		if err := os.Remove(f); err != nil && !errors.Is(err, os.ErrNotExist) {
-			p.cfg.Logger.Warn("removing a file of a corrupt log", "partition", p.cfg.TP, "file", f, "error", err)
-		}
+	for _, err := range leftovers {
+		p.cfg.Logger.Warn("removing a file of a corrupt log", "partition", p.cfg.TP, "error", err)
 	}
 	l, err := p.openLog()
 	if err != nil {
-		return nil, fmt.Errorf("starting a fresh log after moving it aside to %s: %w", aside, err)
+		return nil, "", fmt.Errorf("starting a fresh log after moving it aside to %s: %w", aside, err)
 	}
-	return l, nil
+	return l, aside, nil
 }
 
 // isCorrupt reports whether an open error is stored bytes failing a check

@@ -3,8 +3,6 @@ package partition
 import (
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -15,8 +13,6 @@ import (
 	"github.com/sluicemq/sluice/messages"
 	"github.com/sluicemq/sluice/messages/record"
 	"github.com/sluicemq/sluice/storage"
-	"github.com/sluicemq/sluice/storage/atomicfile"
-	"github.com/sluicemq/sluice/storage/datadir"
 	"github.com/sluicemq/sluice/transport"
 )
 
@@ -250,8 +246,11 @@ func (p *partitionActor) rebuildProducers() error {
 // replaying the whole log.
 func (p *partitionActor) loadProducers() error {
 	p.snapshotAt = -1
-	data, err := os.ReadFile(p.producerSnapshotPath())
-	if err == nil {
+	data, ok, err := p.dir().ReadProducerSnapshot()
+	if err != nil {
+		p.cfg.Logger.Warn("ignoring an unreadable producer state snapshot", "partition", p.cfg.TP, "error", err)
+	}
+	if ok {
 		at, snaps, derr := producerstate.DecodeSnapshot(data)
 		switch {
 		case derr != nil:
@@ -273,10 +272,6 @@ func (p *partitionActor) loadProducers() error {
 	return p.rebuildProducers()
 }
 
-func (p *partitionActor) producerSnapshotPath() string {
-	return filepath.Join(p.cfg.Dir, "producer.snapshot")
-}
-
 // writeProducerSnapshot records the producer state of the log below leo,
 // which must be on disk up to there (a snapshot is trusted only while the
 // log still holds what it reflects). No fsync: a lost snapshot costs a
@@ -285,7 +280,7 @@ func (p *partitionActor) writeProducerSnapshot(leo int64) {
 	if leo == p.snapshotAt {
 		return
 	}
-	err := atomicfile.Write(p.producerSnapshotPath(), producerstate.EncodeSnapshot(leo, p.producers.Snapshot()), 0o640, false)
+	err := p.dir().WriteProducerSnapshot(producerstate.EncodeSnapshot(leo, p.producers.Snapshot()))
 	if err != nil {
 		p.cfg.Logger.Warn("writing the producer state snapshot", "partition", p.cfg.TP, "error", err)
 		return
@@ -295,20 +290,11 @@ func (p *partitionActor) writeProducerSnapshot(leo int64) {
 
 // removeProducerSnapshot deletes the snapshot file, durably.
 func (p *partitionActor) removeProducerSnapshot() error {
-	if err := removeFileDurably(p.producerSnapshotPath(), p.cfg.Dir); err != nil {
+	if err := p.dir().RemoveProducerSnapshot(); err != nil {
 		return err
 	}
 	p.snapshotAt = -1
 	return nil
-}
-
-// removeFileDurably deletes path (if it is there) and syncs its directory
-// dir, so that a crash cannot bring it back.
-func removeFileDurably(path, dir string) error {
-	if err := os.Remove(path); err != nil && !os.IsNotExist(err) {
-		return err
-	}
-	return datadir.SyncDir(dir)
 }
 
 // replayProducers replays the batch headers from offset to the LEO.

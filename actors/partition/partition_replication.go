@@ -17,6 +17,7 @@ import (
 	"github.com/sluicemq/sluice/messages"
 	"github.com/sluicemq/sluice/messages/record"
 	"github.com/sluicemq/sluice/storage"
+	"github.com/sluicemq/sluice/storage/replicadir"
 	"github.com/sluicemq/sluice/transport"
 )
 
@@ -437,26 +438,24 @@ func (p *partitionActor) onEpochAnswer(ctx actor.Context, resp *messages.OffsetF
 // state that reflects what is cut: a snapshot of the cut part goes first,
 // and the state is rebuilt from the log that remains.
 type truncation struct {
-	log        storage.Log
-	offset     int64
-	producers  *producerstate.State
-	dropSnap   bool
-	snapPath   string
-	dir        string
-	snapshotAt int64
+	log       storage.Log
+	offset    int64
+	producers *producerstate.State
+	dropSnap  bool
+	dir       replicadir.Dir
 }
 
 // truncation prepares the cut at offset; run does it, apply adopts its
 // outcome on the actor.
 func (p *partitionActor) truncation(offset int64) *truncation {
-	return &truncation{log: p.log, offset: offset, snapPath: p.producerSnapshotPath(), dir: p.cfg.Dir,
+	return &truncation{log: p.log, offset: offset, dir: p.dir(),
 		dropSnap:  p.snapshotAt >= 0 && p.snapshotAt > offset,
 		producers: producerstate.NewState(producerstate.Config{ProducerIDExpiration: p.cfg.Broker.ProducerIDExpiration})}
 }
 
 func (t *truncation) run() error {
 	if t.dropSnap {
-		if err := removeFileDurably(t.snapPath, t.dir); err != nil {
+		if err := t.dir.RemoveProducerSnapshot(); err != nil {
 			return err
 		}
 	}
