@@ -6,8 +6,9 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 )
 
-// Disk work that takes long (a follower's truncation, which rereads the log
-// to rebuild the producer state; a reset) runs beside the actor. While it
+// Disk work that takes long (opening the log and restoring the producer
+// state; a follower's truncation, which rereads the log to rebuild it; a
+// reset; retention; moving a corrupt log aside) runs beside the actor. While it
 // runs, the work owns the log and the producer state: the actor touches
 // neither, and keeps every message that arrives (and every answer to its
 // own requests) to handle afterwards, in the order they came. So no handler
