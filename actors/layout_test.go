@@ -15,10 +15,24 @@ func TestPurePackagesDoNoIO(t *testing.T) {
 	forbidden := []string{"github.com/asynkron/protoactor-go", "github.com/sluicemq/sluice/storage",
 		"github.com/hashicorp/consul", "github.com/sluicemq/sluice/cluster", "net", "os", "google.golang.org/grpc"}
 	for _, dir := range []string{"replication", "replica", "election", "placement", "groups", "producerstate", "../acl"} {
-		files, err := filepath.Glob(filepath.Join(dir, "*.go"))
-		if err != nil || len(files) == 0 {
-			t.Fatalf("%s: no files (%v)", dir, err)
+		for f, path := range importsOf(t, dir) {
+			for _, bad := range forbidden {
+				if path == bad || strings.HasPrefix(path, bad+"/") {
+					t.Errorf("%s imports %s", f, path)
+				}
+			}
 		}
+	}
+}
+
+// importsOf yields each import of the non-test files of dir, with its file.
+func importsOf(t *testing.T, dir string) func(yield func(file, path string) bool) {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(dir, "*.go"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("%s: no files (%v)", dir, err)
+	}
+	return func(yield func(file, path string) bool) {
 		for _, f := range files {
 			if strings.HasSuffix(f, "_test.go") {
 				continue
@@ -28,11 +42,8 @@ func TestPurePackagesDoNoIO(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, imp := range parsed.Imports {
-				path := strings.Trim(imp.Path.Value, `"`)
-				for _, bad := range forbidden {
-					if path == bad || strings.HasPrefix(path, bad+"/") {
-						t.Errorf("%s imports %s", f, path)
-					}
+				if !yield(f, strings.Trim(imp.Path.Value, `"`)) {
+					return
 				}
 			}
 		}
@@ -79,24 +90,11 @@ func TestPartsKeepToTheirJobs(t *testing.T) {
 // storage/replicadir's and its log storage's, and their calls that rewrite
 // files run beside the actor (partition's TestLogRewritesRunBesideTheActor).
 func TestPartitionDoesNoFileIO(t *testing.T) {
-	files, err := filepath.Glob(filepath.Join("partition", "*.go"))
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no files (%v)", err)
-	}
-	for _, f := range files {
-		if strings.HasSuffix(f, "_test.go") {
-			continue
-		}
-		parsed, err := parser.ParseFile(token.NewFileSet(), f, nil, parser.ImportsOnly)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, imp := range parsed.Imports {
-			switch path := strings.Trim(imp.Path.Value, `"`); path {
-			case "os", "io/fs", "path/filepath", "syscall", "github.com/sluicemq/sluice/storage/datadir",
-				"github.com/sluicemq/sluice/storage/atomicfile":
-				t.Errorf("%s imports %s", f, path)
-			}
+	for f, path := range importsOf(t, "partition") {
+		switch path {
+		case "os", "io/fs", "path/filepath", "syscall", "github.com/sluicemq/sluice/storage/datadir",
+			"github.com/sluicemq/sluice/storage/atomicfile":
+			t.Errorf("%s imports %s", f, path)
 		}
 	}
 }
