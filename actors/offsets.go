@@ -1,6 +1,9 @@
 package actors
 
-import "github.com/sluicemq/sluice/messages"
+import (
+	"github.com/sluicemq/sluice/actors/replica"
+	"github.com/sluicemq/sluice/messages"
+)
 
 // OffsetsTopic is the internal topic holding consumer groups' membership
 // and committed offsets. Each group lives in the partition its id hashes
@@ -43,4 +46,4 @@ func javaStringHash(s string) int32 {
 // durable end of the log instead of the HW. Only actors of the broker itself
 // may use it (a group host replaying its offsets partition); consumers never
 // see data at or above the HW.
-const IsolationLogEnd = 1
+const IsolationLogEnd = replica.IsolationLogEnd

@@ -8,6 +8,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/sluicemq/sluice/actors"
+	"github.com/sluicemq/sluice/actors/replica"
 	"github.com/sluicemq/sluice/messages"
 	"github.com/sluicemq/sluice/messages/record"
 	"github.com/sluicemq/sluice/storage"
@@ -30,15 +31,7 @@ func (p *partitionActor) fetchError(req *messages.FetchRequest, code messages.Er
 
 // checkEpoch fences requests that carry a leader epoch other than ours.
 func (p *partitionActor) checkEpoch(epoch int32) (messages.ErrorCode, string) {
-	mine := p.leader.Epoch()
-	switch {
-	case epoch < 0 || epoch == mine:
-		return messages.ErrorCode_NONE, ""
-	case epoch < mine:
-		return messages.ErrorCode_FENCED_LEADER_EPOCH, fmt.Sprintf("request epoch %d, leader epoch %d", epoch, mine)
-	default:
-		return messages.ErrorCode_UNKNOWN_LEADER_EPOCH, fmt.Sprintf("request epoch %d, leader epoch %d", epoch, mine)
-	}
+	return replica.CheckEpoch(epoch, p.leader.Epoch())
 }
 
 func (p *partitionActor) onFetch(ctx actor.Context, req *messages.FetchRequest) {
@@ -51,13 +44,8 @@ func (p *partitionActor) onFetch(ctx actor.Context, req *messages.FetchRequest) 
 		p.sendFetch(ctx, sender, req, p.fetchError(req, code, msg))
 		return
 	}
-	if req.MaxBytes < 0 || req.MinBytes < 0 || req.MaxWaitMs < 0 {
-		p.sendFetch(ctx, sender, req, p.fetchError(req, messages.ErrorCode_INVALID_REQUEST, "negative max_bytes, min_bytes or max_wait_ms"))
-		return
-	}
-	if req.Isolation != 0 && (req.Isolation != actors.IsolationLogEnd || transport.FromNetwork(ctx)) {
-		p.sendFetch(ctx, sender, req, p.fetchError(req, messages.ErrorCode_INVALID_REQUEST,
-			fmt.Sprintf("isolation %d: consumers read committed data only (isolation 0)", req.Isolation)))
+	if code, msg := replica.CheckFetch(req, transport.FromNetwork(ctx)); code != messages.ErrorCode_NONE {
+		p.sendFetch(ctx, sender, req, p.fetchError(req, code, msg))
 		return
 	}
 	resp, ready := p.readFetch(req, req.MaxWaitMs == 0)
@@ -98,33 +86,22 @@ func (p *partitionActor) sendFetch(ctx actor.Context, sender *actor.PID, req *me
 	actors.SendTo(ctx, sender, resp)
 }
 
-// readFetch reads below the HW (or the durable log end, for
-// actors.IsolationLogEnd) for req. ready is true when the response should go out
-// now: min bytes reached, an error, or force.
-func (p *partitionActor) readFetch(req *messages.FetchRequest, force bool) (*messages.FetchResponse, bool) {
-	hw := p.leader.HighWatermark()
-	start, leo := p.log.LogStartOffset(), p.log.LogEndOffset()
-	if req.Offset < start || req.Offset > leo {
-		return p.fetchError(req, messages.ErrorCode_OFFSET_OUT_OF_RANGE,
-			fmt.Sprintf("offset %d is outside [%d, %d]", req.Offset, start, leo)), true
+// readFetch reads for req what replica.PlanFetch says. ready is true when
+// the response should go out now (replica.FetchReady; must: its wait is
+// over).
+func (p *partitionActor) readFetch(req *messages.FetchRequest, must bool) (*messages.FetchResponse, bool) {
+	bounds := replica.LogBounds{Start: p.log.LogStartOffset(), End: p.log.LogEndOffset(), Durable: p.acks.Durable(),
+		HW: p.leader.HighWatermark()}
+	plan := replica.PlanFetch(req, bounds, p.cfg.Broker.MaxFetchBytes)
+	if plan.Code != messages.ErrorCode_NONE {
+		return p.fetchError(req, plan.Code, plan.Reason), true
 	}
-	resp := &messages.FetchResponse{Topic: req.Topic, Partition: req.Partition, HighWatermark: hw,
-		LogStartOffset: start, LeaderEpoch: p.leader.Epoch()}
-	limit := hw
-	if req.Isolation == actors.IsolationLogEnd {
-		limit = max(hw, p.acks.Durable())
+	resp := &messages.FetchResponse{Topic: req.Topic, Partition: req.Partition, HighWatermark: bounds.HW,
+		LogStartOffset: bounds.Start, LeaderEpoch: p.leader.Epoch()}
+	if !plan.Read {
+		return resp, replica.FetchReady(req, plan, 0, must)
 	}
-	if req.OffsetsOnly {
-		return resp, true
-	}
-	if req.Offset >= limit {
-		return resp, force
-	}
-	maxBytes := int(req.MaxBytes)
-	if maxBytes == 0 || maxBytes > p.cfg.Broker.MaxFetchBytes {
-		maxBytes = p.cfg.Broker.MaxFetchBytes
-	}
-	batches, err := p.log.Read(req.Offset, maxBytes, limit)
+	batches, err := p.log.Read(req.Offset, plan.MaxBytes, plan.Limit)
 	if err != nil {
 		code := messages.ErrorCode_STORAGE_ERROR
 		if errors.Is(err, storage.ErrCorrupt) {
@@ -139,7 +116,7 @@ func (p *partitionActor) readFetch(req *messages.FetchRequest, force bool) (*mes
 	for _, b := range batches {
 		size += len(b)
 	}
-	return resp, force || size >= max(int(req.MinBytes), 1)
+	return resp, replica.FetchReady(req, plan, size, must)
 }
 
 // corruptRead takes the log offline (from the actor's next message) when a
