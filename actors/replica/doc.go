@@ -1,11 +1,11 @@
 // Package replica is the partition replica's decisions as plain,
-// deterministic Go: which role a controller state calls for (Decide),
-// what a consumer's fetch reads and when it is answered (PlanFetch,
-// FetchReady, with CheckFetch and CheckEpoch fencing requests),
-// which batches of a group commit are written and with what offsets
-// (Commit), and when each written produce request may be answered (Acks): acks=1 once its batch is on disk, acks=all once the high
-// watermark has passed it too, and with an error when its deadline passes
-// or the replica stops leading.
+// deterministic Go: which role a controller state calls for (Decide), what
+// a consumer's fetch reads and when it is answered (PlanFetch, FetchReady,
+// with CheckFetch and CheckEpoch fencing requests), which batches of a
+// group commit are written and with what offsets (Commit), and when each
+// written produce request may be answered (Acks): acks=1 once its batch is
+// on disk, acks=all once the high watermark has passed it too, and with an
+// error when its deadline passes or the replica stops leading.
 //
 // Nothing here does I/O or reads a clock. The partition actor feeds events
 // in (a request written, the log synced to an offset, the HW moved, a tick
