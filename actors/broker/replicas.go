@@ -19,6 +19,7 @@ import (
 	"github.com/sluicemq/sluice/actors/partition"
 	"github.com/sluicemq/sluice/cluster"
 	"github.com/sluicemq/sluice/messages"
+	"github.com/sluicemq/sluice/storage/replicadir"
 )
 
 // The replicas this broker hosts: one partition actor each, started,
@@ -268,8 +269,9 @@ func isClosed(ch <-chan struct{}) bool {
 
 // removal is a replica on its way out: its actor stops, then, when
 // deleteData, its files go (pid is nil for the directory of a topic
-// deleted while the broker was down: no actor ever ran for it). Until then no replica of its partition starts
-// here (the actor's name and directory are still taken).
+// deleted while the broker was down: no actor ever ran for it). Until then
+// no replica of its partition starts here (the actor's name and directory
+// are still taken).
 type removal struct {
 	pid        *actor.PID
 	dir        string
@@ -363,7 +365,7 @@ func findDeletedDirs(root string, snap *cluster.Snapshot, owned map[string]bool,
 			continue
 		}
 		dir := filepath.Join(root, e.Name())
-		id, err := os.ReadFile(filepath.Join(dir, "topic-id"))
+		id, err := replicadir.Dir(dir).TopicID()
 		cut := strings.LastIndexByte(e.Name(), '-')
 		part, perr := int64(-1), error(nil)
 		if cut > 0 {
@@ -373,9 +375,9 @@ func findDeletedDirs(root string, snap *cluster.Snapshot, owned map[string]bool,
 			logger.Warn("keeping a partition directory without a topic id", "dir", dir)
 			continue
 		}
-		if !deletionRecorded(snap, e.Name()[:cut], string(id)) {
+		if !deletionRecorded(snap, e.Name()[:cut], id) {
 			logger.Warn("keeping the data of a partition the metadata does not assign here, with no deletion recorded",
-				"dir", dir, "topic_id", string(id))
+				"dir", dir, "topic_id", id)
 			continue
 		}
 		found[cluster.TopicPartition{Topic: e.Name()[:cut], Partition: int32(part)}] = dir

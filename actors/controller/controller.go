@@ -256,6 +256,9 @@ func (c *controllerActor) planTopic(spec *messages.TopicSpec, validateOnly bool,
 	if _, err := actors.ParseTopicConfig(c.cfg.DefaultTopic, spec.Configs); err != nil {
 		return nil, messages.ErrorCode_INVALID_CONFIG, err.Error()
 	}
+	if code, why := c.knowsLiveBrokers(); code != messages.ErrorCode_NONE {
+		return nil, code, why
+	}
 	assignment, err := placement.Assign(c.liveIDs(), partitions, rf, rand.Int(), rand.Int())
 	if err != nil {
 		return nil, messages.ErrorCode_INVALID_REPLICATION_FACTOR, err.Error()
@@ -396,6 +399,17 @@ func (c *controllerActor) onDeleteTopics(ctx actor.Context, req *messages.Delete
 }
 
 // liveIDs are the ids of the live brokers, for placement.
+// knowsLiveBrokers refuses, as NOT_CONTROLLER (clients retry it), to
+// place replicas before the controller has heard of any live broker: just
+// elected, it has not yet had the membership, which includes at least its
+// own broker.
+func (c *controllerActor) knowsLiveBrokers() (messages.ErrorCode, string) {
+	if len(c.live) == 0 {
+		return messages.ErrorCode_NOT_CONTROLLER, "the controller has not yet heard which brokers are live; try again"
+	}
+	return messages.ErrorCode_NONE, ""
+}
+
 func (c *controllerActor) liveIDs() []int32 {
 	ids := make([]int32, 0, len(c.live))
 	for _, b := range c.live {

@@ -40,6 +40,13 @@ type stalledController struct {
 
 func startStalledController(t *testing.T) *stalledController {
 	t.Helper()
+	return newStalledController(t, true)
+}
+
+// newStalledController starts the controller; with announce it hears of
+// this broker as live at once.
+func newStalledController(t *testing.T, announce bool) *stalledController {
+	t.Helper()
 	system := actor.NewActorSystem()
 	t.Cleanup(system.Shutdown)
 	backend, err := cluster.OpenEmbedded(t.TempDir(), cluster.Broker{ID: 0, Addr: system.Address()})
@@ -70,7 +77,9 @@ func startStalledController(t *testing.T) *stalledController {
 	}}
 	t.Cleanup(sc.release)
 	sc.pid = system.Root.Spawn(Props(&cfg, store, lead))
-	system.Root.Send(sc.pid, &BrokersUpdated{Brokers: []cluster.Broker{{ID: 0, Addr: system.Address()}}})
+	if announce {
+		system.Root.Send(sc.pid, &BrokersUpdated{Brokers: []cluster.Broker{{ID: 0, Addr: system.Address()}}})
+	}
 	return sc
 }
 
@@ -191,5 +200,31 @@ func TestRestartedControllerAnswersAndServes(t *testing.T) {
 	}
 	if r := res.(*messages.CreateTopicsResponse).Results[0]; r.Error != messages.ErrorCode_NONE {
 		t.Fatalf("creation after the restart: %v %s", r.Error, r.ErrorMessage)
+	}
+}
+
+// A controller that has not yet heard which brokers are live (it has just
+// won the election) answers a creation with NOT_CONTROLLER, which clients
+// retry, not with INVALID_REPLICATION_FACTOR ("0 are alive"), which they
+// do not; once it has heard, the creation goes through.
+func TestControllerWithoutLiveBrokersYetAsksForARetry(t *testing.T) {
+	sc := newStalledController(t, false)
+	sc.release()
+	create := func() *messages.TopicResult {
+		t.Helper()
+		res, err := sc.ask(&messages.CreateTopicsRequest{Topics: []*messages.TopicSpec{{Name: "early", Partitions: 1}}}, nil).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.(*messages.CreateTopicsResponse).Results[0]
+	}
+	if r := create(); r.Error != messages.ErrorCode_NOT_CONTROLLER || !r.Error.Retriable() {
+		t.Fatalf("a creation before the live brokers are known: %v %s", r.Error, r.ErrorMessage)
+	}
+	sc.system.Root.Send(sc.pid, &BrokersUpdated{Brokers: []cluster.Broker{{ID: 0, Addr: sc.system.Address()}}})
+	// The store holds it until released; released already, so it goes on.
+	go func() { <-sc.store.entered }()
+	if r := create(); r.Error != messages.ErrorCode_NONE {
+		t.Fatalf("a creation once the live brokers are known: %v %s", r.Error, r.ErrorMessage)
 	}
 }

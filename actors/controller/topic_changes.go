@@ -180,6 +180,9 @@ func (c *controllerActor) planPartitions(changes *topicChanges, r *messages.Topi
 	case pc.Count > MaxPartitions:
 		return messages.ErrorCode_INVALID_PARTITIONS, fmt.Sprintf("partitions %d: want at most %d", pc.Count, MaxPartitions)
 	}
+	if code, why := c.knowsLiveBrokers(); code != messages.ErrorCode_NONE {
+		return code, why
+	}
 	assignment, err := placement.Assign(c.liveIDs(), int(pc.Count-prev.Partitions), int(prev.ReplicationFactor), rand.Int(), rand.Int())
 	if err != nil {
 		return messages.ErrorCode_INVALID_REPLICATION_FACTOR, err.Error()

@@ -40,6 +40,12 @@ func (d Dir) Checkpoint() string { return d.file(checkpointFile) }
 // Create makes the directory if it is not there.
 func (d Dir) Create() error { return os.MkdirAll(string(d), 0o755) }
 
+// TopicID is the id of the topic the directory belongs to.
+func (d Dir) TopicID() (string, error) {
+	id, err := os.ReadFile(d.file(topicIDFile))
+	return string(id), err
+}
+
 // Claim makes the directory topicID's: data a deleted topic of the same
 // name left there goes (removedOld), and the id is recorded, durably. A
 // directory already the topic's is left as it is: rewriting the id at

@@ -28,7 +28,7 @@ func TestClaim(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(string(d), "data")); !os.IsNotExist(err) {
 		t.Fatalf("the deleted topic's data is still there: %v", err)
 	}
-	if id, err := os.ReadFile(filepath.Join(string(d), topicIDFile)); err != nil || string(id) != "id-2" {
+	if id, err := d.TopicID(); err != nil || id != "id-2" {
 		t.Fatalf("topic id %q, %v", id, err)
 	}
 }
