@@ -114,7 +114,7 @@ func (p *partitionActor) onReplicaFetch(ctx actor.Context, req *messages.Replica
 		p.onHWAdvanced(ctx)
 	}
 	resp := p.readReplicaFetch(req)
-	if len(resp.Batches) > 0 || resp.Error != messages.ErrorCode_NONE || req.MaxWaitMs <= 0 {
+	if !replica.FollowerFetchWaits(len(resp.Batches), resp.Error, req.MaxWaitMs) {
 		actors.SendTo(ctx, sender, resp)
 		p.publishStatus()
 		return
@@ -168,7 +168,7 @@ func (p *partitionActor) serveReplicaFetches(ctx actor.Context) {
 	}
 	end, hw := p.acks.Durable(), p.leader.HighWatermark()
 	for id, f := range p.replicaParked {
-		if end > f.req.FetchOffset || hw > f.hw {
+		if replica.FollowerFetchNews(f.req.FetchOffset, f.hw, end, hw) {
 			f.timer.Stop()
 			delete(p.replicaParked, id)
 			actors.SendTo(ctx, f.sender, p.readReplicaFetch(f.req))
@@ -236,21 +236,9 @@ func (p *partitionActor) proposeISR(ctx actor.Context, isr []int32) {
 		p.leader.ProposalFailed() // too soon after a refusal; asked again later
 		return
 	}
-	epochs := make(map[int32]int64, len(isr))
-	for _, id := range isr {
-		e := p.leader.FollowerEpoch(id)
-		switch {
-		case id == p.cfg.BrokerID:
-			e = p.cfg.Broker.BrokerEpoch
-		case e == 0:
-			e = p.leader.ISREpoch(id)
-		}
-		if e != 0 {
-			epochs[id] = e
-		}
-	}
 	req := &messages.AlterPartitionRequest{Topic: p.cfg.TP.Topic, Partition: p.cfg.TP.Partition, BrokerId: p.cfg.BrokerID,
-		LeaderEpoch: p.leader.Epoch(), PartitionEpoch: p.leader.PartitionEpoch(), NewIsr: isr, IsrEpochs: epochs}
+		LeaderEpoch: p.leader.Epoch(), PartitionEpoch: p.leader.PartitionEpoch(), NewIsr: isr,
+		IsrEpochs: p.leader.ProposalEpochs(isr, p.cfg.Broker.BrokerEpoch)}
 	p.cfg.Logger.Info("proposing ISR change", "partition", p.cfg.TP, "isr", p.leader.ISR(), "proposed", isr)
 	gen := p.gen
 	reply.Ask(ctx, ctx.Parent(), req, 5*time.Second, func(res any, err error) {

@@ -98,3 +98,16 @@ func FetchReady(req *messages.FetchRequest, plan FetchPlan, size int, must bool)
 	}
 	return size >= max(int(req.MinBytes), 1)
 }
+
+// FollowerFetchWaits says whether a follower's fetch is parked rather than
+// answered: it found nothing to copy, without an error, and may wait.
+func FollowerFetchWaits(batches int, code messages.ErrorCode, maxWaitMs int32) bool {
+	return batches == 0 && code == messages.ErrorCode_NONE && maxWaitMs > 0
+}
+
+// FollowerFetchNews says whether a parked follower fetch (from
+// fetchOffset, parked while the HW was parkedHW) has news now: batches on
+// disk past its offset (durable), or a newer HW for the follower to learn.
+func FollowerFetchNews(fetchOffset, parkedHW, durable, hw int64) bool {
+	return durable > fetchOffset || hw > parkedHW
+}

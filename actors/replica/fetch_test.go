@@ -96,3 +96,26 @@ func TestFetchReady(t *testing.T) {
 		}
 	}
 }
+
+func TestFollowerFetchParking(t *testing.T) {
+	if !FollowerFetchWaits(0, messages.ErrorCode_NONE, 500) {
+		t.Error("an empty fetch that may wait is answered")
+	}
+	for _, tc := range []struct {
+		batches int
+		code    messages.ErrorCode
+		wait    int32
+	}{{1, messages.ErrorCode_NONE, 500}, {0, messages.ErrorCode_NOT_LEADER, 500}, {0, messages.ErrorCode_NONE, 0}} {
+		if FollowerFetchWaits(tc.batches, tc.code, tc.wait) {
+			t.Errorf("%d batches, %v, wait %d: parked", tc.batches, tc.code, tc.wait)
+		}
+	}
+	for _, tc := range []struct {
+		durable, hw int64
+		want        bool
+	}{{10, 5, false}, {11, 5, true}, {10, 6, true}} {
+		if got := FollowerFetchNews(10, 5, tc.durable, tc.hw); got != tc.want {
+			t.Errorf("parked at 10 with HW 5, durable %d HW %d: news %v", tc.durable, tc.hw, got)
+		}
+	}
+}

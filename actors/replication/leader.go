@@ -180,6 +180,29 @@ func (l *Leader) FollowerEpoch(id int32) int64 {
 // ISREpoch is the broker epoch the committed ISR records for member id.
 func (l *Leader) ISREpoch(id int32) int64 { return l.isrEpochs[id] }
 
+// ProposalEpochs are the broker epochs an ISR proposal records for its
+// members: this leader's own (selfEpoch), a follower's from its latest
+// fetch, else what the committed ISR records; a member with none known is
+// left out. The controller takes a member only under the epoch recorded,
+// so a broker restarted since (a new epoch) cannot pass for its earlier
+// run.
+func (l *Leader) ProposalEpochs(isr []int32, selfEpoch int64) map[int32]int64 {
+	epochs := make(map[int32]int64, len(isr))
+	for _, id := range isr {
+		e := l.FollowerEpoch(id)
+		switch {
+		case id == l.cfg.ReplicaID:
+			e = selfEpoch
+		case e == 0:
+			e = l.ISREpoch(id)
+		}
+		if e != 0 {
+			epochs[id] = e
+		}
+	}
+	return epochs
+}
+
 // caughtUpForISR is Kafka's rule for rejoining: the follower has everything
 // below the HW and has reached the start of the current leader epoch.
 func (l *Leader) caughtUpForISR(f *followerProgress) bool {

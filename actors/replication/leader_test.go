@@ -254,3 +254,22 @@ func TestSetMinISR(t *testing.T) {
 		t.Fatalf("HW moved to %d with the ISR below the raised minimum", l.HighWatermark())
 	}
 }
+
+// An ISR proposal records the leader's own broker epoch, each follower's
+// from its latest fetch, else the committed ISR's, and none it does not
+// know.
+func TestProposalEpochs(t *testing.T) {
+	l := NewLeader(LeaderConfig{ReplicaID: 1, Epoch: 3, Replicas: []int32{1, 2, 3, 4}, ISR: []int32{1, 2, 3},
+		ISREpochs: map[int32]int64{2: 20, 3: 30}, MinISR: 1, LagTimeMax: 10 * time.Second}, 5, t0)
+	l.FollowerFetched(3, 5, 31, t0) // broker 3 restarted: its fetches carry epoch 31
+	got := l.ProposalEpochs([]int32{1, 2, 3, 4}, 10)
+	want := map[int32]int64{1: 10, 2: 20, 3: 31}
+	if len(got) != len(want) {
+		t.Fatalf("epochs %v, want %v", got, want)
+	}
+	for id, e := range want {
+		if got[id] != e {
+			t.Fatalf("epochs %v, want %v", got, want)
+		}
+	}
+}
