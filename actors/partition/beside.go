@@ -71,7 +71,7 @@ func (p *partitionActor) besideLog(ctx actor.Context, work func() error, done fu
 // not be closed under, and drops what was kept meanwhile, as protoactor
 // drops the mailbox of a stopped actor: senders hear nothing and retry on
 // their timeouts. Only a stopping (or restarting) actor waits so.
-func (p *partitionActor) finishLogWork(actor.Context) {
+func (p *partitionActor) finishLogWork() {
 	if p.working != nil {
 		<-p.working
 		p.working = nil

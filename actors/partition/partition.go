@@ -152,8 +152,13 @@ func Props(cfg Config, opts ...actor.PropsOption) *actor.Props {
 	return actor.PropsFromProducer(func() actor.Actor {
 		return &partitionActor{cfg: cfg, gen: nextGen(), parked: map[uint64]*parkedFetch{}, metrics: cfg.Broker.Metrics.Topic(cfg.TP.Topic),
 			replicaParked: map[uint64]*parkedReplicaFetch{}, checkpointedHW: -1, writtenHW: -1, snapshotAt: -1,
-			producers: producerstate.NewState(producerstate.Config{ProducerIDExpiration: cfg.Broker.ProducerIDExpiration})}
+			producers: newProducerState(cfg)}
 	}, opts...)
+}
+
+// newProducerState is an empty producer state for the replica of cfg.
+func newProducerState(cfg Config) *producerstate.State {
+	return producerstate.NewState(producerstate.Config{ProducerIDExpiration: cfg.Broker.ProducerIDExpiration})
 }
 
 // A partition ticks every fastTick while requests wait on it (acks=all
@@ -197,10 +202,10 @@ func (p *partitionActor) Receive(ctx actor.Context) {
 	case *actor.Started:
 		p.onStarted(ctx)
 	case *actor.Restarting:
-		p.finishLogWork(ctx)
+		p.finishLogWork()
 		p.onStopping(ctx, "partition restarting")
 	case *actor.Stopping:
-		p.finishLogWork(ctx)
+		p.finishLogWork()
 		p.onStopping(ctx, "partition stopping")
 	default:
 		p.receive(ctx)

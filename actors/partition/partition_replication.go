@@ -438,7 +438,7 @@ type truncation struct {
 func (p *partitionActor) truncation(offset int64) *truncation {
 	return &truncation{log: p.log, offset: offset, dir: p.dir(),
 		dropSnap:  p.snapshotAt >= 0 && p.snapshotAt > offset,
-		producers: producerstate.NewState(producerstate.Config{ProducerIDExpiration: p.cfg.Broker.ProducerIDExpiration})}
+		producers: newProducerState(p.cfg)}
 }
 
 func (t *truncation) run() error {

@@ -52,10 +52,18 @@ func (a *Acks[T]) Waiting() int { return len(a.unsynced) + len(a.replicating) }
 
 // Add takes a written request. A request whose batch is already durable
 // (a retry of a batch written earlier) passes on at once, and comes back
-// if it may be answered now.
+// if it may be answered now. Only the new request is looked at: a group
+// commit adds many.
 func (a *Acks[T]) Add(w Written[T]) []Written[T] {
-	a.unsynced = append(a.unsynced, w)
-	return a.release()
+	switch {
+	case w.Next > a.durable:
+		a.unsynced = append(a.unsynced, w)
+	case !w.AcksAll || w.Next <= a.hw:
+		return []Written[T]{w}
+	default:
+		a.replicating = append(a.replicating, w)
+	}
+	return nil
 }
 
 // Synced records that the log is on disk below offset, and returns the
@@ -63,18 +71,6 @@ func (a *Acks[T]) Add(w Written[T]) []Written[T] {
 // sync's report changes nothing.
 func (a *Acks[T]) Synced(offset int64) []Written[T] {
 	a.durable = max(a.durable, offset)
-	return a.release()
-}
-
-// HWAdvanced records the leader's high watermark and returns the acks=all
-// requests it now covers.
-func (a *Acks[T]) HWAdvanced(hw int64) []Written[T] {
-	a.hw = max(a.hw, hw)
-	return a.release()
-}
-
-// release moves the requests on as far as durable and hw allow.
-func (a *Acks[T]) release() []Written[T] {
 	var out []Written[T]
 	kept := a.unsynced[:0]
 	for _, w := range a.unsynced {
@@ -89,16 +85,30 @@ func (a *Acks[T]) release() []Written[T] {
 	}
 	clear(a.unsynced[len(kept):])
 	a.unsynced = kept
-	keptRepl := a.replicating[:0]
+	return append(out, a.releaseReplicated()...)
+}
+
+// HWAdvanced records the leader's high watermark and returns the acks=all
+// requests it now covers.
+func (a *Acks[T]) HWAdvanced(hw int64) []Written[T] {
+	a.hw = max(a.hw, hw)
+	return a.releaseReplicated()
+}
+
+// releaseReplicated returns the acks=all requests on disk that the HW
+// covers.
+func (a *Acks[T]) releaseReplicated() []Written[T] {
+	var out []Written[T]
+	kept := a.replicating[:0]
 	for _, w := range a.replicating {
 		if w.Next <= min(a.hw, a.durable) {
 			out = append(out, w)
 		} else {
-			keptRepl = append(keptRepl, w)
+			kept = append(kept, w)
 		}
 	}
-	clear(a.replicating[len(keptRepl):])
-	a.replicating = keptRepl
+	clear(a.replicating[len(kept):])
+	a.replicating = kept
 	return out
 }
 
