@@ -86,11 +86,13 @@ type BrokerConfig struct {
 	// MaxPartitions is the most partition replicas this broker hosts;
 	// creating more is refused (0: no limit).
 	MaxPartitions int
-	// LogPool and Syncer are shared by the broker's partition logs: the
-	// memory budget, and the fsync waves of the data directory. StartBroker
+	// LogPool, Syncer and Closings are shared by the broker's partition
+	// logs: the memory budget, the fsync waves of the data directory, and
+	// the logs being closed beside their stopped actors. StartBroker
 	// creates them when nil.
-	LogPool *storage.Pool
-	Syncer  *storage.Syncer
+	LogPool  *storage.Pool
+	Syncer   *storage.Syncer
+	Closings *storage.Closings
 	// OpenLog opens a partition's log; nil opens a WAL log. Tests use it to
 	// inject faults.
 	OpenLog func(dir string, topic TopicConfig) (storage.Log, error)

@@ -432,6 +432,39 @@ func (w *WALLog) Write(batches ...[]byte) error {
 	return nil
 }
 
+// WriteWaits reports whether a Write of batches would wait on the disk
+// rather than only copy them into the page cache: when it starts a new
+// segment (wal fsyncs and closes the one it ends, and creates the next),
+// when it reopens a log the pool closed, or when the pool is over its
+// budget (the write then closes other logs). An owner that must not block
+// runs such a write beside itself.
+func (w *WALLog) WriteWaits(batches ...[]byte) bool {
+	if p := w.opts.Pool; p != nil && p.over() {
+		return true
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.wal == nil {
+		return !w.closed && w.failed == nil
+	}
+	return w.rolls(batches)
+}
+
+// rolls reports whether appending batches starts a new segment (as
+// noteAppend counts it).
+func (w *WALLog) rolls(batches [][]byte) bool {
+	tail := w.tail
+	if tail > w.segBytes {
+		return true
+	}
+	for _, b := range batches {
+		if tail += entrySize(len(b)); tail >= w.segBytes {
+			return true
+		}
+	}
+	return false
+}
+
 // walBatches are the write buffers shared by every log: a wal.Batch keeps
 // a copy of what it last wrote, and one per log would keep a copy of every
 // log's last write. A few are kept, for the writes that run at once.

@@ -113,3 +113,38 @@ func TestWALRetentionByAge(t *testing.T) {
 		t.Fatalf("reopened: [%d, %d), want %d", w.LogStartOffset(), w.LogEndOffset(), leo)
 	}
 }
+
+// WriteWaits foretells exactly the writes that start a segment, and a
+// write to a log the pool closed.
+func TestWALWriteWaitsOnASegmentRollOrAReopen(t *testing.T) {
+	w := openWAL(t, t.TempDir(), 1024)
+	t.Cleanup(func() { w.Close() })
+	m := NewMemLog()
+	rolls := 0
+	for i := range 60 {
+		b := mkBatches(m.LogEndOffset(), spec{records: 1 + i%4, value: 40 + 13*(i%7)})
+		waits := w.WriteWaits(b...)
+		segs := len(w.segs)
+		must(t, w.Write(b...))
+		must(t, m.Append(b...))
+		if rolled := len(w.segs) > segs; rolled != waits {
+			t.Fatalf("write %d: WriteWaits %v, but it rolled: %v", i, waits, rolled)
+		}
+		if waits {
+			rolls++
+		}
+	}
+	if rolls < 3 {
+		t.Fatalf("only %d rolls: the test writes too little", rolls)
+	}
+	if !w.hibernate() {
+		t.Fatal("the log did not close")
+	}
+	b := mkBatches(m.LogEndOffset(), spec{records: 1, value: 10})
+	if !w.WriteWaits(b...) {
+		t.Fatal("a write to a closed log does not wait for its reopening")
+	}
+	must(t, w.Write(b...))
+	must(t, m.Append(b...))
+	sameLog(t, w, m)
+}

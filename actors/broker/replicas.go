@@ -308,8 +308,11 @@ func (b *brokerActor) onRemovalStopped(ctx actor.Context, tp cluster.TopicPartit
 		b.onReplicaRemoved(ctx, &replicaRemoved{tp: tp})
 		return
 	}
-	self, root, dir := ctx.Self(), ctx.ActorSystem().Root, rm.dir
-	go func() { root.Send(self, &replicaRemoved{tp: tp, err: os.RemoveAll(dir)}) }()
+	self, root, dir, closings := ctx.Self(), ctx.ActorSystem().Root, rm.dir, b.cfg.Closings
+	go func() {
+		closings.Wait(dir) // the stopped actor closes its log beside it
+		root.Send(self, &replicaRemoved{tp: tp, err: os.RemoveAll(dir)})
+	}()
 }
 
 // onReplicaRemoved ends a removal and starts the partition's replica again

@@ -26,6 +26,7 @@ type Broker struct {
 	ClusterID string
 	Epoch     int64
 	backend   cluster.Backend
+	closings  *storage.Closings
 	dir       *datadir.Dir
 	pool      *storage.Pool // nil when the caller gave one
 	logger    *slog.Logger
@@ -102,6 +103,9 @@ func Start(system *actor.ActorSystem, cfg actors.BrokerConfig, backend cluster.B
 		pool = storage.NewPool(c.LogMemoryBytes, c.LogIdleTime, c.MaxOpenLogs)
 		c.LogPool = pool
 	}
+	if c.Closings == nil {
+		c.Closings = storage.NewClosings()
+	}
 	if c.Syncer == nil {
 		if c.Syncer, err = storage.NewSyncer(c.DataDir); err != nil {
 			_ = backend.Deregister(context.WithoutCancel(ctx))
@@ -118,7 +122,7 @@ func Start(system *actor.ActorSystem, cfg actors.BrokerConfig, backend cluster.B
 		return nil, err
 	}
 	return &Broker{System: system, PID: pid, ClusterID: cfg.ClusterID, Epoch: cfg.BrokerEpoch,
-		backend: backend, dir: dir, pool: pool, logger: cfg.Logger}, nil
+		backend: backend, closings: c.Closings, dir: dir, pool: pool, logger: cfg.Logger}, nil
 }
 
 // bindClusterID returns the cluster id the data directory belongs to,
@@ -145,6 +149,8 @@ func (b *Broker) Stop() {
 	if err := b.System.Root.StopFuture(b.PID).Wait(); err != nil {
 		b.logger.Warn("broker actor did not stop in time", "error", err)
 	}
+	// The partitions close their logs beside their actors.
+	b.closings.WaitAll()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	_ = b.backend.Deregister(ctx)

@@ -8,11 +8,12 @@ import (
 
 // Disk work that takes long (opening the log and restoring the producer
 // state; a follower's truncation, which rereads the log to rebuild it; a
-// reset; retention; moving a corrupt log aside) runs beside the actor. While it
-// runs, the work owns the log and the producer state: the actor touches
-// neither, and keeps every message that arrives (and every answer to its
-// own requests) to handle afterwards, in the order they came. So no handler
-// ever sees the log mid-change, and none blocks the mailbox on the disk.
+// reset; retention; moving a corrupt log aside; a write that waits on the
+// disk) runs beside the actor. While it runs, the work owns the log and
+// the producer state: the actor touches neither, and keeps every message
+// that arrives (and every answer to its own requests) to handle
+// afterwards, in the order they came. So no handler ever sees the log
+// mid-change, and none blocks the mailbox on the disk.
 
 // logWorkDone brings the outcome of disk work back to the actor.
 type logWorkDone struct {
@@ -46,13 +47,19 @@ func (c keptContext) Message() any                               { return c.kept
 func (c keptContext) Sender() *actor.PID                         { return c.kept.sender }
 func (c keptContext) MessageHeader() actor.ReadonlyMessageHeader { return c.kept.header }
 
-// besideLog runs work beside the actor; done, on the actor, gets what it
-// returned. Until then the actor keeps its messages (receive).
+// besideLog runs work beside the actor, after a file write that still
+// runs (writeFiles; its outcome is then ignored, as the work may change
+// the files); done, on the actor, gets what it returned. Until then the
+// actor keeps its messages (receive).
 func (p *partitionActor) besideLog(ctx actor.Context, work func() error, done func(ctx actor.Context, err error)) {
 	p.working = make(chan struct{})
-	finished := p.working
+	finished, writing := p.working, p.writing
+	p.writing = nil
 	self, root := ctx.Self(), ctx.ActorSystem().Root
 	go func() {
+		if writing != nil {
+			<-writing
+		}
 		var err, panicked error
 		func() {
 			defer func() {
@@ -65,18 +72,6 @@ func (p *partitionActor) besideLog(ctx actor.Context, work func() error, done fu
 		close(finished)
 		root.Send(self, logWorkDone{of: finished, panicked: panicked, then: func(ctx actor.Context) { done(ctx, err) }})
 	}()
-}
-
-// finishLogWork waits for disk work still running, which the log must
-// not be closed under, and drops what was kept meanwhile, as protoactor
-// drops the mailbox of a stopped actor: senders hear nothing and retry on
-// their timeouts. Only a stopping (or restarting) actor waits so.
-func (p *partitionActor) finishLogWork() {
-	if p.working != nil {
-		<-p.working
-		p.working = nil
-	}
-	p.kept = nil
 }
 
 // receive handles a message now, or keeps it while disk work runs.

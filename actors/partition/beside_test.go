@@ -6,20 +6,43 @@ import (
 	"go/token"
 	"go/types"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 )
 
-// The log's calls that rewrite files (truncation, reset, retention) run
-// only beside the actor: in a function handed to besideLog or in a
-// truncation's run. A call anywhere else would block the mailbox on the
-// disk.
-func TestLogRewritesRunBesideTheActor(t *testing.T) {
-	rewrites := map[string]bool{"TruncateTo": true, "Reset": true, "DeleteBefore": true, "ApplyRetention": true}
+// The partition's disk calls that wait on the disk (fsync, close, rewrites
+// of the log, file writes and renames) run only beside the actor: inside a
+// goroutine the package starts, inside the work handed to besideLog, or
+// in a function that is only ever called (or handed on) from such places.
+// A call anywhere else would block the mailbox on the disk.
+func TestDiskCallsRunBesideTheActor(t *testing.T) {
+	// Calls of the log (on the receivers the package names logs by).
+	logCalls := map[string]bool{"TruncateTo": true, "Reset": true, "DeleteBefore": true, "ApplyRetention": true,
+		"Close": true, "Sync": true}
 	logs := map[string]bool{"p.log": true, "t.log": true, "l": true}
-	files, _ := filepath.Glob("*.go")
+	// Calls of the replica's directory and the storage package.
+	dirCalls := map[string]bool{"Claim": true, "Create": true, "MoveLogAside": true, "WriteProducerSnapshot": true,
+		"ReadProducerSnapshot": true, "RemoveProducerSnapshot": true}
+	storageCalls := map[string]bool{"OpenWAL": true, "ReadCheckpoint": true, "WriteCheckpoint": true, "WriteCheckpointNoSync": true}
+
 	fset := token.NewFileSet()
-	found := 0
+	files, _ := filepath.Glob("*.go")
+	type use struct {
+		at     token.Pos
+		beside bool
+		in     string // the function the use is in
+	}
+	uses := map[string][]use{} // uses of the package's functions, by name
+	type diskCall struct {
+		at     token.Pos
+		what   string
+		beside bool
+		in     string
+	}
+	var disk []diskCall
+	funcs := map[string]bool{}
+	var decls []*ast.FuncDecl
 	for _, name := range files {
 		if strings.HasSuffix(name, "_test.go") {
 			continue
@@ -29,40 +52,87 @@ func TestLogRewritesRunBesideTheActor(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, decl := range f.Decls {
-			fn, ok := decl.(*ast.FuncDecl)
-			if !ok || fn.Body == nil {
-				continue
+			if fn, ok := decl.(*ast.FuncDecl); ok && fn.Body != nil {
+				funcs[fn.Name.Name] = true
+				decls = append(decls, fn)
 			}
-			besideFunc := fn.Name.Name == "run" && fn.Recv != nil && types.ExprString(fn.Recv.List[0].Type) == "*truncation"
-			var beside []ast.Node // function literals handed to besideLog
-			ast.Inspect(fn.Body, func(n ast.Node) bool {
-				call, ok := n.(*ast.CallExpr)
-				if !ok {
-					return true
-				}
-				sel, ok := call.Fun.(*ast.SelectorExpr)
-				if !ok {
-					return true
-				}
-				if sel.Sel.Name == "besideLog" && len(call.Args) > 1 {
-					beside = append(beside, call.Args[1])
-				}
-				if !rewrites[sel.Sel.Name] || !logs[types.ExprString(sel.X)] {
-					return true
-				}
-				found++
-				inside := besideFunc
-				for _, b := range beside {
-					inside = inside || b.Pos() <= call.Pos() && call.End() <= b.End()
-				}
-				if !inside {
-					t.Errorf("%s: %s.%s runs on the actor", fset.Position(call.Pos()), types.ExprString(sel.X), sel.Sel.Name)
-				}
-				return true
-			})
 		}
 	}
-	if found == 0 {
-		t.Fatal("no rewrite of the log found: the check looks for the wrong names")
+	for _, fn := range decls {
+		var beside []ast.Node // goroutines and besideLog's work in fn
+		ast.Inspect(fn.Body, func(n ast.Node) bool {
+			switch n := n.(type) {
+			case *ast.GoStmt:
+				beside = append(beside, n.Call)
+			case *ast.CallExpr:
+				if sel, ok := n.Fun.(*ast.SelectorExpr); ok && sel.Sel.Name == "besideLog" && len(n.Args) > 1 {
+					beside = append(beside, n.Args[1])
+				}
+			}
+			return true
+		})
+		isBeside := func(n ast.Node) bool {
+			for _, b := range beside {
+				if b.Pos() <= n.Pos() && n.End() <= b.End() {
+					return true
+				}
+			}
+			return false
+		}
+		ast.Inspect(fn.Body, func(n ast.Node) bool {
+			switch n := n.(type) {
+			case *ast.SelectorExpr:
+				if funcs[n.Sel.Name] {
+					uses[n.Sel.Name] = append(uses[n.Sel.Name], use{n.Pos(), isBeside(n), fn.Name.Name})
+				}
+			case *ast.Ident:
+				if funcs[n.Name] && n.Obj == nil { // a package-level function, not a local of the same name
+					uses[n.Name] = append(uses[n.Name], use{n.Pos(), isBeside(n), fn.Name.Name})
+				}
+			case *ast.CallExpr:
+				sel, ok := n.Fun.(*ast.SelectorExpr)
+				if !ok {
+					return true
+				}
+				recv, name := types.ExprString(sel.X), sel.Sel.Name
+				if logCalls[name] && logs[recv] || dirCalls[name] || storageCalls[name] && recv == "storage" {
+					disk = append(disk, diskCall{n.Pos(), recv + "." + name, isBeside(n), fn.Name.Name})
+				}
+			}
+			return true
+		})
+	}
+	// A function runs beside the actor when every use of it is beside or in
+	// a function that runs beside it; entry points (no use) do not.
+	besideFuncs := map[string]bool{}
+	for name := range funcs {
+		besideFuncs[name] = len(uses[name]) > 0
+	}
+	for changed := true; changed; {
+		changed = false
+		for name, ok := range besideFuncs {
+			if !ok {
+				continue
+			}
+			for _, u := range uses[name] {
+				if !u.beside && !besideFuncs[u.in] && u.in != name {
+					besideFuncs[name], changed = false, true
+					break
+				}
+			}
+		}
+	}
+	if len(disk) < 10 {
+		t.Fatalf("found %d disk calls: the check looks for the wrong names", len(disk))
+	}
+	var wrong []string
+	for _, c := range disk {
+		if !c.beside && !besideFuncs[c.in] {
+			wrong = append(wrong, fset.Position(c.at).String()+": "+c.what+" runs on the actor (in "+c.in+")")
+		}
+	}
+	sort.Strings(wrong)
+	for _, w := range wrong {
+		t.Error(w)
 	}
 }

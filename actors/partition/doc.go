@@ -11,11 +11,16 @@
 //
 // Disk work that rewrites the log (opening it and restoring the producer
 // state, a follower's truncation with the producer state rebuilt from what
-// remains, a reset, retention, moving a corrupt log aside) runs beside the
-// actor, which keeps the messages that arrive meanwhile and
-// handles them, in order, once it is done (beside.go); fsyncs run beside it
-// too, in the broker's sync waves. The package touches no file itself: the
-// replica's directory is storage/replicadir's, its log storage's.
+// remains, a reset, retention, moving a corrupt log aside, a write that
+// starts a new segment) runs beside the actor, which keeps the messages
+// that arrive meanwhile and handles them, in order, once it is done
+// (beside.go). Fsyncs run beside it too, in the broker's sync waves; the
+// HW checkpoint and the producer state snapshot are written beside it; a
+// stopped replica's log is closed beside it, and whoever uses the
+// directory next waits for that (storage.Closings). On the actor stay the
+// writes that only copy into the page cache and the reads. The package
+// touches no file itself: the replica's directory is storage/replicadir's,
+// its log storage's.
 //
 // Its protocol decisions come from replication (followers, ISR, HW),
 // replica (the role a controller state calls for, the group commit and

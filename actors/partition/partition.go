@@ -129,9 +129,11 @@ type partitionActor struct {
 	checkpointedHW int64
 	writtenHW      int64
 	// working is set while disk work runs beside the actor; kept holds
-	// what arrived meanwhile (beside.go).
+	// what arrived meanwhile (beside.go). writing is set while the HW
+	// checkpoint or producer snapshot is written beside it (writeFiles).
 	working chan struct{}
 	kept    []keptMessage
+	writing chan struct{}
 	// snapshotAt is the offset the producer state snapshot file was taken
 	// at (-1: none known), lastSnapshot when.
 	snapshotAt     int64
@@ -202,10 +204,8 @@ func (p *partitionActor) Receive(ctx actor.Context) {
 	case *actor.Started:
 		p.onStarted(ctx)
 	case *actor.Restarting:
-		p.finishLogWork()
 		p.onStopping(ctx, "partition restarting")
 	case *actor.Stopping:
-		p.finishLogWork()
 		p.onStopping(ctx, "partition stopping")
 	default:
 		p.receive(ctx)
@@ -251,6 +251,8 @@ func (p *partitionActor) handle(ctx actor.Context) {
 		p.onFollowerSynced(ctx, msg)
 	case partitionTick:
 		p.onTick(ctx)
+	case filesWritten:
+		p.onFilesWritten(msg)
 	default:
 		actors.Unhandled(ctx)
 	}
@@ -262,7 +264,10 @@ func (p *partitionActor) onStarted(ctx actor.Context) {
 	p.self, p.root = ctx.Self(), ctx.ActorSystem().Root
 	p.lastRetention = time.Now()
 	p.startTicker(ctx)
+	// The log of an earlier replica in the directory may still be closing.
+	closed := p.cfg.Broker.Closings.Waiter(p.cfg.Dir)
 	p.besideLog(ctx, func() error {
+		closed()
 		p.openStorage()
 		return nil
 	}, func(ctx actor.Context, _ error) {
@@ -350,9 +355,9 @@ func (p *partitionActor) startTicker(ctx actor.Context) {
 	}()
 }
 
-// onStopping fails everything in flight with a retriable error, checkpoints
-// the HW and closes the log. It runs before a supervised restart too, so the
-// new incarnation reopens the log from disk.
+// onStopping fails everything in flight with a retriable error, and
+// closes the log beside the actor. It runs before a supervised restart
+// too, so the new incarnation reopens the log from disk.
 func (p *partitionActor) onStopping(ctx actor.Context, why string) {
 	if p.ticker != nil {
 		p.ticker.Stop()
@@ -371,17 +376,51 @@ func (p *partitionActor) onStopping(ctx actor.Context, why string) {
 	}
 	p.releaseReplicaFetches(ctx, messages.ErrorCode_NOT_LEADER, why)
 	p.gen = nextGen()
-	if p.log != nil {
-		p.checkpointHW()
-		leo := p.log.LogEndOffset()
-		if err := p.log.Close(); err != nil {
-			p.cfg.Logger.Warn("closing partition log", "partition", p.cfg.TP, "error", err)
-		} else if p.openErr == nil {
-			// Closing fsync'd the log: the snapshot covers all of it.
-			p.writeProducerSnapshot(leo)
+	p.closeBeside()
+}
+
+// closeBeside closes the log of a stopping actor beside it, once the disk
+// work and file writes still running have ended: it checkpoints the HW,
+// closes the log (which fsyncs it) and records the producer state at its
+// end. The stopped actor is done with p: from here only that goroutine
+// reads it. What was kept meanwhile is dropped, as protoactor drops a
+// stopped actor's mailbox: senders hear nothing and retry on their
+// timeouts.
+func (p *partitionActor) closeBeside() {
+	working, writing := p.working, p.writing
+	p.working, p.writing, p.kept = nil, nil, nil
+	closed := p.cfg.Broker.Closings.Start(p.cfg.Dir)
+	go func() {
+		defer closed()
+		if working != nil {
+			<-working
 		}
-		p.log = nil
+		if writing != nil {
+			<-writing
+		}
+		p.closeLog()
+	}()
+}
+
+// closeLog checkpoints the HW, closes the log and records the producer
+// state at its end. It runs beside the actor.
+func (p *partitionActor) closeLog() {
+	if p.log == nil {
+		return
 	}
+	if hw := p.currentHW(); hw >= 0 && hw != p.writtenHW {
+		if err := storage.WriteCheckpointNoSync(p.dir().Checkpoint(), hw); err != nil {
+			p.cfg.Logger.Warn("writing high-watermark checkpoint", "partition", p.cfg.TP, "error", err)
+		}
+	}
+	leo := p.log.LogEndOffset()
+	if err := p.log.Close(); err != nil {
+		p.cfg.Logger.Warn("closing partition log", "partition", p.cfg.TP, "error", err)
+	} else if p.openErr == nil && leo != p.snapshotAt {
+		// Closing fsync'd the log: the snapshot covers all of it.
+		writeProducerSnapshot(p.cfg, leo, producerstate.EncodeSnapshot(leo, p.producers.Snapshot()))
+	}
+	p.log = nil
 }
 
 // onApplyState adopts a newer controller state for this partition and
@@ -572,14 +611,7 @@ func (p *partitionActor) onTick(ctx actor.Context) {
 		p.lastExpiry = now
 		p.producers.Expire(now)
 	}
-	if now.Sub(p.lastCheckpoint) >= p.cfg.Broker.HWCheckpointInterval {
-		p.lastCheckpoint = now
-		p.checkpointHW()
-	}
-	if p.role == replica.Leader && p.acks.Durable() == p.log.LogEndOffset() && now.Sub(p.lastSnapshot) >= producerSnapshotInterval {
-		// Everything written is on disk: a crash now replays from here.
-		p.writeProducerSnapshot(p.acks.Durable())
-	}
+	p.writeFiles(ctx, now)
 	p.retick()
 	// Last: retention runs beside the actor, which leaves the log alone
 	// until it ends.
@@ -616,26 +648,73 @@ func (p *partitionActor) applyRetention(ctx actor.Context, now time.Time) {
 	})
 }
 
-// checkpointHW persists the HW when it moved. The log is the source of
-// truth; the checkpoint only bounds what a restarted replica exposes.
-func (p *partitionActor) checkpointHW() {
-	if p.log == nil {
+// filesWritten reports the small files written beside the actor: the
+// HW and the producer state snapshot offset they hold (-1: not written).
+type filesWritten struct {
+	of         chan struct{}
+	hw         int64
+	snapshotAt int64
+}
+
+// writeFiles writes, beside the actor, the HW checkpoint when it is due
+// and moved, and the producer state snapshot when it is due and the log
+// is on disk up to its end (a snapshot is trusted only while the log
+// holds what it reflects). One write runs at a time; disk work waits for
+// it (besideLog). Neither is fsync'd: the log is the source of truth, a
+// lost checkpoint only lets a restarted replica expose less at first, a
+// lost snapshot costs a longer replay.
+func (p *partitionActor) writeFiles(ctx actor.Context, now time.Time) {
+	if p.writing != nil {
+		return // the last ones still run: the next tick tries again
+	}
+	hw, snapshotAt := int64(-1), int64(-1)
+	if now.Sub(p.lastCheckpoint) >= p.cfg.Broker.HWCheckpointInterval {
+		p.lastCheckpoint = now
+		if h := p.currentHW(); h >= 0 && h != p.writtenHW {
+			hw = h
+		}
+	}
+	var snapshot []byte
+	if durable := p.acks.Durable(); p.role == replica.Leader && durable == p.log.LogEndOffset() && durable != p.snapshotAt &&
+		now.Sub(p.lastSnapshot) >= producerSnapshotInterval {
+		p.lastSnapshot = now
+		snapshotAt, snapshot = durable, producerstate.EncodeSnapshot(durable, p.producers.Snapshot())
+	}
+	if hw < 0 && snapshot == nil {
 		return
 	}
-	hw := p.currentHW()
-	if hw < 0 {
+	p.writing = make(chan struct{})
+	written := filesWritten{of: p.writing, hw: -1, snapshotAt: -1}
+	self, root, cfg := ctx.Self(), ctx.ActorSystem().Root, p.cfg
+	go func() {
+		if hw >= 0 {
+			if err := storage.WriteCheckpointNoSync(replicadir.Dir(cfg.Dir).Checkpoint(), hw); err != nil {
+				cfg.Logger.Warn("writing high-watermark checkpoint", "partition", cfg.TP, "error", err)
+			} else {
+				written.hw = hw
+			}
+		}
+		if snapshot != nil && writeProducerSnapshot(cfg, snapshotAt, snapshot) {
+			written.snapshotAt = snapshotAt
+		}
+		close(written.of)
+		root.Send(self, written)
+	}()
+}
+
+// onFilesWritten records what writeFiles wrote, unless disk work or a
+// stop took over its files meanwhile.
+func (p *partitionActor) onFilesWritten(msg filesWritten) {
+	if msg.of != p.writing {
 		return
 	}
-	if hw == p.writtenHW {
-		return
+	p.writing = nil
+	if msg.hw >= 0 {
+		p.writtenHW = msg.hw
 	}
-	// The HW is a lower bound the replica starts from (the leader's HW
-	// moves on as followers fetch): no fsync per partition.
-	if err := storage.WriteCheckpointNoSync(p.dir().Checkpoint(), hw); err != nil {
-		p.cfg.Logger.Warn("writing high-watermark checkpoint", "partition", p.cfg.TP, "error", err)
-		return
+	if msg.snapshotAt >= 0 {
+		p.snapshotAt = msg.snapshotAt
 	}
-	p.writtenHW = hw
 }
 
 // publishStatus refreshes the state DescribeReplicas reports.

@@ -73,9 +73,14 @@ func (p *partitionActor) failLog(ctx actor.Context, err error) {
 		"partition", p.cfg.TP, "error", err)
 	p.cfg.FailedLogs.add(p.cfg.Dir, err)
 	p.stepDown(ctx, "the partition's storage failed")
-	if cerr := p.log.Close(); cerr != nil {
-		p.cfg.Logger.Warn("closing a failed partition log", "partition", p.cfg.TP, "error", cerr)
-	}
+	l, cfg := p.log, p.cfg
+	closed := p.cfg.Broker.Closings.Start(p.cfg.Dir)
+	go func() {
+		defer closed()
+		if cerr := l.Close(); cerr != nil {
+			cfg.Logger.Warn("closing a failed partition log", "partition", cfg.TP, "error", cerr)
+		}
+	}()
 	p.log = nil
 	p.openErr = fmt.Errorf("the partition's storage failed; it is offline until the broker restarts: %w", err)
 	p.corrupt = false
@@ -157,10 +162,11 @@ func (p *partitionActor) repairCorrupt(ctx actor.Context) {
 		slices.Contains(st.Isr, p.cfg.BrokerID) || p.leaderAddr == "" {
 		return
 	}
-	var fresh storage.Log
 	var aside string
 	p.besideLog(ctx, func() (err error) {
-		fresh, aside, err = p.moveAside()
+		// The fresh log is the replica's at once: a stop before done
+		// runs closes it.
+		p.log, aside, err = p.moveAside()
 		return err
 	}, func(ctx actor.Context, err error) {
 		if err != nil {
@@ -169,7 +175,7 @@ func (p *partitionActor) repairCorrupt(ctx actor.Context) {
 		}
 		p.cfg.Logger.Warn("moved a corrupt log aside; refilling the replica from the leader", "partition", p.cfg.TP,
 			"kept_at", aside, "leader", st.Leader, "was", p.openErr)
-		p.log, p.openErr, p.corrupt, p.checkpointedHW, p.writtenHW = fresh, nil, false, 0, -1
+		p.openErr, p.corrupt, p.checkpointedHW, p.writtenHW = nil, false, 0, -1
 		p.snapshotAt = -1
 		p.acks.Reset(0)
 		p.producers.Reset()

@@ -13,6 +13,7 @@ import (
 	"github.com/sluicemq/sluice/messages"
 	"github.com/sluicemq/sluice/messages/record"
 	"github.com/sluicemq/sluice/storage"
+	"github.com/sluicemq/sluice/storage/replicadir"
 	"github.com/sluicemq/sluice/transport"
 )
 
@@ -109,10 +110,15 @@ func (p *partitionActor) onFlush(ctx actor.Context) {
 			batches = append(batches, pp.req.Records)
 		}
 	}
-	var err error
-	if len(batches) > 0 {
-		err = p.log.Write(batches...)
-	}
+	p.write(ctx, batches, func(ctx actor.Context, err error) {
+		p.committed(ctx, pending, outcomes, view, epoch, now, err)
+	})
+}
+
+// committed answers a group commit's requests or hands them to p.acks,
+// once its write returned err.
+func (p *partitionActor) committed(ctx actor.Context, pending []pendingProduce, outcomes []replica.Outcome,
+	view *producerstate.Pending, epoch int32, now time.Time, err error) {
 	p.pending = nil
 	if err != nil {
 		p.cfg.Logger.Error("append failed", "partition", p.cfg.TP, "error", err)
@@ -157,6 +163,27 @@ func (p *partitionActor) onFlush(ctx actor.Context) {
 	// while the next requests are written.
 	p.requestSync(ctx)
 	p.publishStatus()
+}
+
+// diskBoundWrites is a log that tells which writes wait on the disk.
+type diskBoundWrites interface {
+	WriteWaits(batches ...[]byte) bool
+}
+
+// write appends batches to the log, beside the actor when the write waits
+// on the disk (storage.WALLog.WriteWaits: a segment roll fsyncs the
+// segment it ends); then carries on, on the actor, with what it returned.
+func (p *partitionActor) write(ctx actor.Context, batches [][]byte, then func(ctx actor.Context, err error)) {
+	if len(batches) == 0 {
+		then(ctx, nil)
+		return
+	}
+	if w, ok := p.log.(diskBoundWrites); ok && w.WriteWaits(batches...) {
+		l := p.log
+		p.besideLog(ctx, func() error { return l.Write(batches...) }, then)
+		return
+	}
+	then(ctx, p.log.Write(batches...))
 }
 
 // produceDeadline is when an acks=all request written at now times out.
@@ -272,20 +299,15 @@ func (p *partitionActor) loadProducers() error {
 	return p.rebuildProducers()
 }
 
-// writeProducerSnapshot records the producer state of the log below leo,
-// which must be on disk up to there (a snapshot is trusted only while the
-// log still holds what it reflects). No fsync: a lost snapshot costs a
-// longer replay.
-func (p *partitionActor) writeProducerSnapshot(leo int64) {
-	if leo == p.snapshotAt {
-		return
+// writeProducerSnapshot writes a snapshot of the producer state taken at
+// offset at into the replica's directory and reports whether it did. It
+// runs beside the actor.
+func writeProducerSnapshot(cfg Config, at int64, snapshot []byte) bool {
+	if err := replicadir.Dir(cfg.Dir).WriteProducerSnapshot(snapshot); err != nil {
+		cfg.Logger.Warn("writing the producer state snapshot", "partition", cfg.TP, "offset", at, "error", err)
+		return false
 	}
-	err := p.dir().WriteProducerSnapshot(producerstate.EncodeSnapshot(leo, p.producers.Snapshot()))
-	if err != nil {
-		p.cfg.Logger.Warn("writing the producer state snapshot", "partition", p.cfg.TP, "error", err)
-		return
-	}
-	p.snapshotAt, p.lastSnapshot = leo, time.Now()
+	return true
 }
 
 // removeProducerSnapshot deletes the snapshot file, durably.

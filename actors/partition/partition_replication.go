@@ -437,7 +437,8 @@ type truncation struct {
 // outcome on the actor.
 func (p *partitionActor) truncation(offset int64) *truncation {
 	return &truncation{log: p.log, offset: offset, dir: p.dir(),
-		dropSnap:  p.snapshotAt >= 0 && p.snapshotAt > offset,
+		// A snapshot still being written may be past the cut too.
+		dropSnap:  p.snapshotAt >= 0 && p.snapshotAt > offset || p.writing != nil,
 		producers: newProducerState(p.cfg)}
 }
 
@@ -534,7 +535,12 @@ func (p *partitionActor) onReplicaFetchAnswer(ctx actor.Context, resp *messages.
 // next fetch offset tells the leader they are here, so it goes out only
 // once they are on disk (onFollowerSynced).
 func (p *partitionActor) appendFetched(ctx actor.Context, resp *messages.ReplicaFetchResponse) {
-	if err := p.log.Write(resp.Batches...); err != nil {
+	p.write(ctx, resp.Batches, func(ctx actor.Context, err error) { p.fetchedWritten(ctx, resp, err) })
+}
+
+// fetchedWritten goes on once the fetched batches' write returned err.
+func (p *partitionActor) fetchedWritten(ctx actor.Context, resp *messages.ReplicaFetchResponse, err error) {
+	if err != nil {
 		if errors.Is(err, storage.ErrLogFailed) {
 			p.failLog(ctx, err)
 			return

@@ -2,6 +2,7 @@ package partition
 
 import (
 	"log/slog"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/sluicemq/sluice/messages"
 	"github.com/sluicemq/sluice/messages/record"
 	"github.com/sluicemq/sluice/storage"
+	"github.com/sluicemq/sluice/storage/replicadir"
 	"github.com/sluicemq/sluice/transport"
 )
 
@@ -26,8 +28,32 @@ type gatedLog struct {
 	storage.Log
 	started chan struct{}
 	gate    chan struct{}
-	// truncating, when set, gates TruncateTo the same way.
+	// truncating, when set, gates TruncateTo the same way; closing, Close.
 	truncating, truncateGate chan struct{}
+	closing, closeGate       chan struct{}
+	// writing, when set, gates the writes that wait on the disk.
+	writing, writeGate chan struct{}
+}
+
+func (l *gatedLog) WriteWaits(batches ...[]byte) bool {
+	w, ok := l.Log.(diskBoundWrites)
+	return ok && w.WriteWaits(batches...)
+}
+
+func (l *gatedLog) Write(batches ...[]byte) error {
+	if l.writing != nil && l.WriteWaits(batches...) {
+		l.writing <- struct{}{}
+		<-l.writeGate
+	}
+	return l.Log.Write(batches...)
+}
+
+func (l *gatedLog) Close() error {
+	if l.closing != nil {
+		l.closing <- struct{}{}
+		<-l.closeGate
+	}
+	return l.Log.Close()
 }
 
 func (l *gatedLog) TruncateTo(offset int64) error {
@@ -53,6 +79,8 @@ func (l *gatedLog) SyncFunc() func() error {
 // replicaUnderTest is one partition actor and what its parent heard.
 type replicaUnderTest struct {
 	t      *testing.T
+	cfg    Config
+	parent *actor.PID
 	system *actor.ActorSystem
 	pid    *actor.PID
 	status *atomic.Pointer[messages.ReplicaState]
@@ -62,8 +90,8 @@ type replicaUnderTest struct {
 const testTopic = "t"
 
 // startReplica starts a partition actor of broker 0; with gated set its
-// fsyncs wait for the test.
-func startReplica(t *testing.T, gated bool) *replicaUnderTest {
+// fsyncs wait for the test. The options change its config.
+func startReplica(t *testing.T, gated bool, options ...func(*Config)) *replicaUnderTest {
 	t.Helper()
 	r := &replicaUnderTest{t: t, system: transport.NewSystem(slog.New(slog.DiscardHandler), slog.LevelError), status: &atomic.Pointer[messages.ReplicaState]{}}
 	if gated {
@@ -73,8 +101,11 @@ func startReplica(t *testing.T, gated bool) *replicaUnderTest {
 	topic.MinISR = 1
 	cfg := Config{TP: cluster.TopicPartition{Topic: testTopic, Partition: 0}, TopicID: "id", Dir: t.TempDir(), Topic: topic,
 		Broker: &actors.BrokerConfig{ID: 0, BrokerEpoch: 1, ReplicaLagTimeMax: 30 * time.Second, RetentionCheckInterval: time.Hour,
-			HWCheckpointInterval: time.Hour, MaxFetchBytes: 1 << 20, MaxFetchWaitMs: 10_000},
+			HWCheckpointInterval: time.Hour, MaxFetchBytes: 1 << 20, MaxFetchWaitMs: 10_000, Closings: storage.NewClosings()},
 		Status: r.status, Logger: slog.New(slog.DiscardHandler)}
+	for _, o := range options {
+		o(&cfg)
+	}
 	if gated {
 		cfg.Broker.OpenLog = func(dir string, topic actors.TopicConfig) (storage.Log, error) {
 			l, err := storage.OpenWAL(dir, storage.WALOptions{SegmentBytes: int(topic.SegmentBytes)}, cfg.Logger)
@@ -96,11 +127,13 @@ func startReplica(t *testing.T, gated bool) *replicaUnderTest {
 		}
 	})
 	pp := r.system.Root.Spawn(parent)
+	r.cfg, r.parent = cfg, pp
 	t.Cleanup(func() {
 		if r.log != nil && r.log.gate != nil {
 			close(r.log.gate)
 		}
 		_ = r.system.Root.StopFuture(pp).Wait()
+		cfg.Broker.Closings.WaitAll() // before the directory goes
 	})
 	select {
 	case r.pid = <-started:
@@ -336,5 +369,71 @@ func TestFollowerTruncatesBesideTheActor(t *testing.T) {
 	}
 	if end := r.latest(); end != 4 {
 		t.Fatalf("the log ends at %d, want 4", end)
+	}
+}
+
+// A stopping replica closes its log beside the actor: the stop does not
+// wait for the close (which fsyncs), and whoever uses the directory next
+// waits for it through the broker's Closings. What was acknowledged is
+// in the log opened again.
+func TestStopClosesTheLogBesideTheActor(t *testing.T) {
+	r := startReplica(t, true)
+	r.log.started, r.log.gate = nil, nil // fsyncs pass; only the close is gated
+	r.apply(0, 0, 0)
+	if resp := answer[*messages.ProduceResponse](t, r.produce(1, batchOf(record.NoProducer, "a", "b"))); resp.Error != messages.ErrorCode_NONE {
+		t.Fatalf("produce: %v", resp)
+	}
+	r.log.closing, r.log.closeGate = make(chan struct{}, 1), make(chan struct{})
+	if err := r.system.Root.StopFuture(r.parent).Wait(); err != nil {
+		t.Fatalf("the partition actor did not stop while its log was closing: %v", err)
+	}
+	<-r.log.closing
+	reopened := make(chan struct{})
+	go func() {
+		r.cfg.Broker.Closings.Wait(r.cfg.Dir)
+		close(reopened)
+	}()
+	select {
+	case <-reopened:
+		t.Fatal("the directory was handed on before its log was closed")
+	case <-time.After(50 * time.Millisecond):
+	}
+	close(r.log.closeGate)
+	<-reopened
+	l, err := storage.OpenWAL(replicadir.Dir(r.cfg.Dir).Log(), storage.WALOptions{}, r.cfg.Logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if end := l.LogEndOffset(); end != 2 {
+		t.Fatalf("the log reopened ends at %d, want 2", end)
+	}
+}
+
+// A write that waits on the disk (here, one that starts a new segment,
+// whose roll fsyncs the segment it ends) runs beside the actor: a stop
+// goes through while it runs, and the log is closed only after it.
+func TestSegmentRollRunsBesideTheActor(t *testing.T) {
+	r := startReplica(t, true, func(c *Config) { c.Topic.SegmentBytes = 64 << 10 })
+	r.log.started, r.log.gate = nil, nil // fsyncs pass; only the rolling write is gated
+	r.apply(0, 0, 0)
+	r.log.writing, r.log.writeGate = make(chan struct{}, 1), make(chan struct{})
+	prod := r.produce(1, batchOf(record.NoProducer, strings.Repeat("x", 70<<10)))
+	<-r.log.writing
+	if err := r.system.Root.StopFuture(r.parent).Wait(); err != nil {
+		t.Fatalf("the partition actor did not stop while a write ran: %v", err)
+	}
+	if resp := answer[*messages.ProduceResponse](t, prod); resp.Error != messages.ErrorCode_NOT_LEADER {
+		t.Fatalf("the produce in flight at the stop: %v, want NOT_LEADER", resp)
+	}
+	close(r.log.writeGate)
+	r.cfg.Broker.Closings.WaitAll()
+	l, err := storage.OpenWAL(replicadir.Dir(r.cfg.Dir).Log(), storage.WALOptions{}, r.cfg.Logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if end := l.LogEndOffset(); end != 1 {
+		t.Fatalf("the log reopened ends at %d, want 1: the close did not wait for the write", end)
 	}
 }
