@@ -107,8 +107,6 @@ type partitionActor struct {
 	gen uint64
 	// replicaParked holds follower fetches waiting for new data (leader only).
 	replicaParked map[uint64]*parkedReplicaFetch
-	// proposeAfter holds ISR proposals back after a refusal.
-	proposeAfter time.Time
 
 	// producers is the idempotent producers' sequence state, kept on every
 	// replica so that a new leader dedupes retries of what the old one wrote.
@@ -507,15 +505,16 @@ func (p *partitionActor) becomeLeader(ctx actor.Context) {
 	st := p.state
 	p.role = replica.Leader
 	p.leader = replication.NewLeader(replication.LeaderConfig{
-		ReplicaID:      p.cfg.BrokerID,
-		Epoch:          st.LeaderEpoch,
-		PartitionEpoch: st.PartitionEpoch,
-		Replicas:       st.Replicas,
-		ISR:            st.Isr,
-		ISREpochs:      st.IsrEpochs,
-		MinISR:         p.cfg.Topic.MinISR,
-		LagTimeMax:     p.cfg.Broker.ReplicaLagTimeMax,
-		HighWatermark:  hw,
+		ReplicaID:       p.cfg.BrokerID,
+		Epoch:           st.LeaderEpoch,
+		PartitionEpoch:  st.PartitionEpoch,
+		Replicas:        st.Replicas,
+		ISR:             st.Isr,
+		ISREpochs:       st.IsrEpochs,
+		MinISR:          p.cfg.Topic.MinISR,
+		LagTimeMax:      p.cfg.Broker.ReplicaLagTimeMax,
+		HighWatermark:   hw,
+		ProposalBackoff: proposalBackoff,
 	}, p.log.LogEndOffset(), time.Now())
 	p.cfg.Logger.Info("leading partition", "partition", p.cfg.TP, "epoch", st.LeaderEpoch,
 		"leo", p.log.LogEndOffset(), "hw", p.leader.HighWatermark(), "isr", st.Isr)

@@ -2,7 +2,6 @@ package partition
 
 import (
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -141,40 +140,16 @@ func (p *partitionActor) onListOffsets(ctx actor.Context, req *messages.ListOffs
 		actors.Respond(ctx, resp)
 		return
 	}
-	resp.LeaderEpoch = p.leader.Epoch()
-	hw := p.leader.HighWatermark()
-	switch {
-	case req.Timestamp == -2:
-		resp.Offset = p.log.LogStartOffset()
-	case req.Timestamp == -1:
-		resp.Offset = hw
-	case req.Timestamp == -3:
-		// The record with the largest timestamp a consumer can read.
-		off, ts, ok, err := p.log.MaxTimestamp(hw)
-		switch {
-		case err != nil:
-			resp.Error, resp.ErrorMessage = messages.ErrorCode_STORAGE_ERROR, err.Error()
-		case ok:
-			resp.Offset, resp.Timestamp = off, ts
-		}
-	case req.Timestamp < 0:
-		resp.Error, resp.ErrorMessage = messages.ErrorCode_INVALID_REQUEST, fmt.Sprintf("timestamp %d: want -3, -2, -1 or >= 0", req.Timestamp)
-	default:
-		off, ts, ok, err := p.log.OffsetForTimestamp(req.Timestamp)
-		switch {
-		case err != nil:
-			resp.Error, resp.ErrorMessage = messages.ErrorCode_STORAGE_ERROR, err.Error()
-		case ok && off < hw:
-			resp.Offset, resp.Timestamp = off, ts
-		}
-	}
-	if req.Timestamp != -1 && resp.Error == messages.ErrorCode_NONE {
-		// As Kafka: the epoch of the batch at the offset found, which a
-		// client's truncation check starts from (-1 when none is).
-		resp.LeaderEpoch, _ = storage.EpochAt(p.log.Epochs(), resp.Offset)
-		if resp.Offset < 0 {
-			resp.LeaderEpoch = -1
-		}
-	}
+	found := replica.ListOffset(req.Timestamp, p.log.LogStartOffset(), p.leader.HighWatermark(), p.leader.Epoch(), timeIndex{p.log})
+	resp.Error, resp.ErrorMessage = found.Code, found.Reason
+	resp.Offset, resp.Timestamp, resp.LeaderEpoch = found.Offset, found.Timestamp, found.LeaderEpoch
 	actors.Respond(ctx, resp)
+}
+
+// timeIndex is what replica.ListOffset reads of the log.
+type timeIndex struct{ storage.Log }
+
+func (l timeIndex) EpochAt(offset int64) int32 {
+	epoch, _ := storage.EpochAt(l.Epochs(), offset)
+	return epoch
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/sluicemq/sluice/actors/replica"
 	"github.com/sluicemq/sluice/messages"
 	"github.com/sluicemq/sluice/storage"
 )
@@ -58,9 +59,6 @@ type logFailed struct {
 	gen uint64
 	err error
 }
-
-// offlineReportEvery spaces the reports of a replica that cannot serve.
-const offlineReportEvery = time.Second
 
 // failLog takes the log offline for the rest of this process: every
 // request waiting on it is answered, the controller is told, and the log
@@ -114,11 +112,6 @@ func (p *partitionActor) unfit() string {
 	return ""
 }
 
-// othersInSync reports whether another replica than this one is in st's ISR.
-func (p *partitionActor) othersInSync(st *messages.PartitionState) bool {
-	return slices.ContainsFunc(st.Isr, func(id int32) bool { return id != p.cfg.BrokerID })
-}
-
 // checkLostRecords ends the lost-records state once the log has them
 // again, and reports the replica until then.
 func (p *partitionActor) checkLostRecords(ctx actor.Context) {
@@ -133,22 +126,11 @@ func (p *partitionActor) checkLostRecords(ctx actor.Context) {
 // reportOffline tells the controller this replica cannot serve, while the
 // controller's state still counts on it (as leader or ISR member).
 func (p *partitionActor) reportOffline(ctx actor.Context) {
-	st := p.state
-	why := p.unfit()
-	if why == "" || st == nil {
+	st, why, now := p.state, p.unfit(), time.Now()
+	if why == "" || !replica.ReportOffline(p.cfg.BrokerID, st, p.lastOfflineReport, now) {
 		return
 	}
-	inISR := slices.Contains(st.Isr, p.cfg.BrokerID)
-	if st.Leader != p.cfg.BrokerID && !inISR {
-		return // the controller has already moved on
-	}
-	if !p.othersInSync(st) {
-		return // the only in-sync replica: no other can take over
-	}
-	if time.Since(p.lastOfflineReport) < offlineReportEvery {
-		return
-	}
-	p.lastOfflineReport = time.Now()
+	p.lastOfflineReport = now
 	p.cfg.Logger.Warn("reporting the replica offline to the controller", "partition", p.cfg.TP, "leader", st.Leader, "isr", st.Isr)
 	ctx.Request(ctx.Parent(), &messages.ReplicaOfflineRequest{BrokerId: p.cfg.BrokerID, BrokerEpoch: p.cfg.Broker.BrokerEpoch,
 		Topic: p.cfg.TP.Topic, Partition: p.cfg.TP.Partition, TopicId: p.cfg.TopicID, Reason: why})

@@ -3,7 +3,6 @@ package partition
 import (
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -232,10 +231,6 @@ func (p *partitionActor) onOffsetForLeaderEpoch(ctx actor.Context, req *messages
 // clears it if it is still the one in flight (a commit seen through the
 // metadata may have cleared it, and a newer proposal may have gone out).
 func (p *partitionActor) proposeISR(ctx actor.Context, isr []int32) {
-	if time.Now().Before(p.proposeAfter) {
-		p.leader.ProposalFailed() // too soon after a refusal; asked again later
-		return
-	}
 	req := &messages.AlterPartitionRequest{Topic: p.cfg.TP.Topic, Partition: p.cfg.TP.Partition, BrokerId: p.cfg.BrokerID,
 		LeaderEpoch: p.leader.Epoch(), PartitionEpoch: p.leader.PartitionEpoch(), NewIsr: isr,
 		IsrEpochs: p.leader.ProposalEpochs(isr, p.cfg.Broker.BrokerEpoch)}
@@ -258,10 +253,7 @@ func (p *partitionActor) onISRAnswer(ctx actor.Context, gen uint64, isr []int32,
 			reason = resp.Error.String() + ": " + resp.ErrorMessage
 		}
 		p.cfg.Logger.Warn("ISR change refused", "partition", p.cfg.TP, "proposed", isr, "reason", reason)
-		if slices.Equal(p.leader.Proposed(), isr) {
-			p.leader.ProposalFailed()
-		}
-		p.proposeAfter = time.Now().Add(proposalBackoff)
+		p.leader.ProposalRefused(isr, time.Now())
 		return
 	}
 	p.onApplyState(ctx, &ApplyState{State: resp.State, Topic: p.cfg.Topic, LeaderAddr: ""})

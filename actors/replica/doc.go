@@ -5,7 +5,9 @@
 // group commit are written and with what offsets (Commit), and when each
 // written produce request may be answered (Acks): acks=1 once its batch is
 // on disk, acks=all once the high watermark has passed it too, and with an
-// error when its deadline passes or the replica stops leading.
+// error when its deadline passes or the replica stops leading; what a
+// ListOffsets request finds (ListOffset), and when a replica that cannot
+// serve reports itself to the controller (ReportOffline).
 //
 // Nothing here does I/O or reads a clock. The partition actor feeds events
 // in (a request written, the log synced to an offset, the HW moved, a tick

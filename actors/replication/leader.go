@@ -29,6 +29,9 @@ type LeaderConfig struct {
 	LagTimeMax time.Duration
 	// HighWatermark the leader starts from (its checkpoint, at most its LEO).
 	HighWatermark int64
+	// ProposalBackoff spaces ISR proposals after the controller refused
+	// one (or did not answer).
+	ProposalBackoff time.Duration
 }
 
 // followerProgress is the leader's record of one follower replica.
@@ -56,8 +59,10 @@ type Leader struct {
 	partitionEpoch   int32
 	// proposed is an ISR change sent to the controller and not yet
 	// committed; nil when none is in flight.
-	proposed  []int32
-	followers map[int32]*followerProgress
+	proposed []int32
+	// proposeAfter holds proposals back after a refusal.
+	proposeAfter time.Time
+	followers    map[int32]*followerProgress
 }
 
 // NewLeader starts a leadership at the given LEO. Followers count as caught
@@ -154,7 +159,7 @@ func (l *Leader) FollowerFetched(id int32, fetchOffset int64, brokerEpoch int64,
 	f.lastFetch = now
 	f.leaderLEOAtLastFetch = l.leo
 	hwMoved = l.advanceHW()
-	if l.proposed != nil {
+	if l.proposed != nil || now.Before(l.proposeAfter) {
 		return hwMoved, nil
 	}
 	inISR := slices.Contains(l.isr, id)
@@ -212,7 +217,7 @@ func (l *Leader) caughtUpForISR(f *followerProgress) bool {
 // Tick checks follower lag at now and returns the ISR to propose when some
 // in-sync follower has lagged longer than LagTimeMax (nil otherwise).
 func (l *Leader) Tick(now time.Time) []int32 {
-	if l.proposed != nil {
+	if l.proposed != nil || now.Before(l.proposeAfter) {
 		return nil
 	}
 	var keep []int32
@@ -231,9 +236,16 @@ func (l *Leader) Tick(now time.Time) []int32 {
 	return keep
 }
 
-// ProposalFailed forgets an in-flight proposal the controller refused or
-// that timed out, so that the next Tick or fetch may propose again.
-func (l *Leader) ProposalFailed() { l.proposed = nil }
+// ProposalRefused forgets the proposal of isr in flight, which the
+// controller refused or did not answer, and holds the next one back for
+// the proposal backoff from now: a Tick or fetch after that proposes
+// again.
+func (l *Leader) ProposalRefused(isr []int32, now time.Time) {
+	if slices.Equal(l.proposed, isr) {
+		l.proposed = nil
+	}
+	l.proposeAfter = now.Add(l.cfg.ProposalBackoff)
+}
 
 // Proposed returns the ISR change in flight, or nil.
 func (l *Leader) Proposed() []int32 { return slices.Clone(l.proposed) }

@@ -162,14 +162,14 @@ func TestHighWatermarkInvariantsRandomized(t *testing.T) {
 				if p != nil && rng.IntN(2) == 0 {
 					l.ISRCommitted(p, nil, l.PartitionEpoch()+1)
 				} else if p != nil {
-					l.ProposalFailed()
+					l.ProposalRefused(p, now)
 				}
 			case 3:
 				if p := l.Tick(now); p != nil {
 					if rng.IntN(3) > 0 {
 						l.ISRCommitted(p, nil, l.PartitionEpoch()+1)
 					} else {
-						l.ProposalFailed()
+						l.ProposalRefused(p, now)
 					}
 				}
 			}
@@ -271,5 +271,49 @@ func TestProposalEpochs(t *testing.T) {
 		if got[id] != e {
 			t.Fatalf("epochs %v, want %v", got, want)
 		}
+	}
+}
+
+// After a refusal the leader proposes again only once the backoff has
+// passed, from a fetch as from a tick; a refusal of an older proposal does
+// not forget the one in flight.
+func TestLeaderHoldsProposalsBackAfterARefusal(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	l := NewLeader(LeaderConfig{ReplicaID: 1, Replicas: []int32{1, 2}, ISR: []int32{1}, MinISR: 1,
+		LagTimeMax: 10 * time.Second, ProposalBackoff: time.Second}, 10, t0)
+	_, p := l.FollowerFetched(2, 10, 0, t0)
+	if !slices.Equal(p, []int32{1, 2}) {
+		t.Fatalf("a caught-up follower: proposed %v", p)
+	}
+	l.ProposalRefused([]int32{1}, t0) // an older proposal's refusal
+	if !slices.Equal(l.Proposed(), []int32{1, 2}) {
+		t.Fatalf("the proposal in flight was forgotten: %v", l.Proposed())
+	}
+	l.ProposalRefused(p, t0)
+	if l.Proposed() != nil {
+		t.Fatalf("the refused proposal is still in flight: %v", l.Proposed())
+	}
+	if _, p := l.FollowerFetched(2, 10, 0, t0.Add(999*time.Millisecond)); p != nil {
+		t.Fatalf("proposed %v within the backoff", p)
+	}
+	if _, p := l.FollowerFetched(2, 10, 0, t0.Add(time.Second)); !slices.Equal(p, []int32{1, 2}) {
+		t.Fatalf("after the backoff: proposed %v", p)
+	}
+
+	// The same from the tick: an ISR member that lags is dropped only
+	// once the backoff after a refusal has passed.
+	l = NewLeader(LeaderConfig{ReplicaID: 1, Replicas: []int32{1, 2}, ISR: []int32{1, 2}, MinISR: 1,
+		LagTimeMax: 10 * time.Second, ProposalBackoff: time.Second}, 10, t0)
+	late := t0.Add(11 * time.Second)
+	p = l.Tick(late)
+	if !slices.Equal(p, []int32{1}) {
+		t.Fatalf("a lagging follower: proposed %v", p)
+	}
+	l.ProposalRefused(p, late)
+	if p := l.Tick(late.Add(500 * time.Millisecond)); p != nil {
+		t.Fatalf("proposed %v within the backoff", p)
+	}
+	if p := l.Tick(late.Add(time.Second)); !slices.Equal(p, []int32{1}) {
+		t.Fatalf("after the backoff: proposed %v", p)
 	}
 }
