@@ -114,7 +114,7 @@ func run() error {
 	fs.DurationVar(&o.FsyncFor, "fsync-for", 3*time.Second, "length of one write+fdatasync loop")
 	fs.IntVar(&o.FsyncBlock, "fsync-block", 4096, "bytes per write of the fsync loop")
 	fs.StringVar(&o.SluiceRev, "sluice-rev", "HEAD", "git revision of the broker to build, or \"worktree\" for the files as they are")
-	fs.DurationVar(&o.Linger, "sluice-linger", 5*time.Millisecond, "Sluice producer linger (client default 5ms)")
+	fs.DurationVar(&o.Linger, "sluice-linger", 0, "producer linger of Sluice's client and franz-go (default 0, Sluice's client default: a request goes out at once while none is in flight, and records batch while one is)")
 	fs.IntVar(&o.BatchBytes, "sluice-batch-bytes", 1<<20, "Sluice producer batch size (client default 1 MiB)")
 	fs.IntVar(&o.MaxInFlight, "sluice-max-in-flight", 5, "Sluice produce requests in flight per partition (client default 5)")
 	fs.StringVar(&o.NATSVersion, "nats-version", "2.15.2", "nats-server version to build and run")

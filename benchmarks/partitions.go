@@ -363,7 +363,7 @@ func (s *partSuite) clientDesc() string {
 	if s.o.BufferBytes > 0 {
 		set = append(set, fmt.Sprintf("buffer %s", fmtBytes(s.o.BufferBytes)))
 	}
-	desc := "one `client.Producer` with the client's defaults (linger 5 ms, 1 MiB batches, 5 requests in flight per partition, 64 MiB buffer: the only bound on records in flight), acks=1 on one broker and acks=all (idempotent, the default with acks=all) on RF=3"
+	desc := "one `client.Producer` with the client's defaults (no linger: records go out at once while none of the partition's requests is in flight and batch while one is; 1 MiB batches, 5 requests in flight per partition, 64 MiB buffer: the only bound on records in flight), acks=1 on one broker and acks=all (idempotent, the default with acks=all) on RF=3"
 	if len(set) > 0 {
 		desc += "; set by flags: " + strings.Join(set, ", ")
 	}

@@ -76,7 +76,7 @@ func defaultConfig() config {
 		apiTimeout:      time.Minute,
 		logger:          slog.Default(),
 		acks:            -1,
-		linger:          5 * time.Millisecond,
+		linger:          0,
 		batchBytes:      1 << 20,
 		maxRecordBytes:  1 << 20,
 		maxBuffered:     64 << 20,

@@ -86,7 +86,7 @@ func TestConfigOfAppliesInOrder(t *testing.T) {
 		cfg.requestTimeout != 4*time.Second || cfg.group.clientID != "me" {
 		t.Fatalf("config %+v", cfg)
 	}
-	if def := configOf([]ProducerOpt(nil)); def.linger != 5*time.Millisecond || def.acks != -1 {
+	if def := configOf([]ProducerOpt(nil)); def.linger != 0 || def.acks != -1 {
 		t.Fatalf("defaults: linger %v acks %d", def.linger, def.acks)
 	}
 }

@@ -29,7 +29,11 @@ const (
 func Acks(a AckLevel) ProducerOpt { return producerOpt(func(c *config) { c.acks = int32(a) }) }
 
 // Linger is how long a partition's batch waits for more records before it
-// is sent. Default 5 ms.
+// is sent. Default 0: a partition's records go out at once while none of
+// its batches waits for an answer, and are batched while one does (as
+// Kafka clients do with linger 0), so a lone record is not held back and
+// a busy partition still sends full batches. A linger trades latency for
+// fewer, larger requests.
 func Linger(d time.Duration) ProducerOpt { return producerOpt(func(c *config) { c.linger = d }) }
 
 // Compression compresses each batch's records with codec (Kafka's:
@@ -144,6 +148,10 @@ type partitionBuffer struct {
 	lastLen int
 	// reserved is what the open batch's records took from the buffer.
 	reserved int64
+	// unanswered counts the partition's sealed batches without an answer
+	// yet: with no linger, records wait in the open batch while it is
+	// not zero.
+	unanswered int
 }
 
 // sealedBatch is a finished batch on its way to the leader.
@@ -282,10 +290,22 @@ func (p *Producer) produce(ctx context.Context, r *Record, promise Promise) erro
 	pb.builder.Append(r.Timestamp.UnixMilli(), r.Key, r.Value, r.Headers)
 	pb.recs = append(pb.recs, pendingRecord{r: r, promise: promise})
 	pb.reserved += int64(size)
-	if p.cfg.linger <= 0 || pb.builder.Len() >= p.cfg.batchBytes-64 {
+	if pb.builder.Len() >= p.cfg.batchBytes-64 || p.cfg.linger <= 0 && pb.unanswered == 0 {
 		p.sealLocked(pb)
 	}
 	return nil
+}
+
+// batchAnswered notes that one of tp's batches has its answer; with no
+// linger, the records that waited meanwhile go out now.
+func (p *Producer) batchAnswered(tp topicPartition) {
+	pb := p.buffer(tp)
+	pb.mu.Lock()
+	defer pb.mu.Unlock()
+	pb.unanswered--
+	if p.cfg.linger <= 0 && pb.unanswered == 0 {
+		p.sealLocked(pb)
+	}
 }
 
 // reserve waits until size more bytes fit in the buffer.
@@ -355,6 +375,7 @@ func (p *Producer) sealLocked(pb *partitionBuffer) {
 	b := &sealedBatch{tp: pb.tp, data: data, recs: pb.recs, size: size, created: pb.started, seq: -1, ordinal: -1}
 	pb.recs = nil
 	pb.gen++
+	pb.unanswered++
 	p.node.system.Root.Send(p.pid, b)
 }
 

@@ -348,4 +348,5 @@ func (s *sender) finish(b *sealedBatch, base int64, err error) {
 		s.p.pool.Put(b.data[:0])
 	}
 	s.p.release(b.size, int64(len(b.recs)))
+	s.p.batchAnswered(b.tp)
 }

@@ -30,7 +30,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	replicas := fs.Int("replicas", 0, "replication factor of the topic when it is created (0: broker default)")
 	acksFlag := fs.String("acks", "1", "0, 1 or all")
 	batchBytes := fs.Int("batch-bytes", 1<<20, "producer batch size")
-	linger := fs.Duration("linger", 5*time.Millisecond, "producer linger")
+	linger := fs.Duration("linger", 0, "producer linger (0: a partition's records go out at once while none of its requests is in flight, and batch while one is)")
 	inFlight := fs.Int("in-flight", 5, "produce requests in flight per partition")
 	quiet := fs.Bool("quiet", false, "no progress line (drawn only on a terminal)")
 	format := formatFlag(fs)
