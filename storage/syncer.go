@@ -161,6 +161,9 @@ func (y *Syncer) runWave(wave []syncWaiter) bool {
 				w.s.release()
 			}
 		}
+	} else if len(wave) == 1 {
+		// Alone: no goroutine to start and wait for.
+		errs[0] = wave[0].s.Run()
 	} else {
 		var wg sync.WaitGroup
 		for i, w := range wave {
