@@ -20,6 +20,10 @@ var systemColors = map[string]color.RGBA{
 	"sluice-3":          {R: 44, G: 160, B: 44, A: 255},
 	"nats-always":       {R: 255, G: 127, B: 14, A: 255},
 	"nats-default":      {R: 148, G: 103, B: 189, A: 255},
+	"nats-3":            {R: 214, G: 39, B: 40, A: 255},
+	"nats-3-always":     {R: 140, G: 86, B: 75, A: 255},
+	"sluice-kafka-1":    {R: 127, G: 127, B: 127, A: 255},
+	"kfake":             {R: 188, G: 189, B: 34, A: 255},
 }
 
 // errXY is points with asymmetric error bars (min–max around a median).

@@ -58,6 +58,8 @@ var allSystems = []systemSpec{
 	{"kfake", "kfake (franz-go)", "franz-go's in-memory kfake broker in the harness process, franz-go client, acks=1 (no disk)"},
 	{"nats-always", "NATS, sync always", "JetStream file store, R1, sync_interval: always (fsync every write)"},
 	{"nats-default", "NATS, default sync", "JetStream file store, R1, default sync_interval (fsync every 2 min)"},
+	{"nats-3", "NATS, 3 servers", "JetStream cluster of 3, file store, R3, default sync_interval (acknowledged once a majority has it, fsync every 2 min)"},
+	{"nats-3-always", "NATS, 3 servers, sync always", "JetStream cluster of 3, file store, R3, sync_interval: always (each server fsyncs every write)"},
 }
 
 type options struct {
@@ -99,7 +101,7 @@ func run() error {
 		fs.PrintDefaults()
 	}
 	fs.IntVar(&o.Runs, "runs", 3, "runs per system (medians and min-max over these)")
-	systems := fs.String("systems", "sluice-1,sluice-3,nats-always,nats-default", "systems to measure, in order")
+	systems := fs.String("systems", "sluice-1,sluice-kafka-1,kfake,sluice-3,nats-always,nats-default,nats-3,nats-3-always", "systems to measure, in order")
 	sizes := fs.String("sizes", "100,1024", "record sizes (bytes) of the throughput runs")
 	records := fs.String("records", "1000000,500000", "records per throughput run, one per size (the last repeats)")
 	latSizes := fs.String("latency-sizes", "1024", "record sizes of the latency runs")
@@ -206,7 +208,7 @@ func run() error {
 			continue
 		}
 		if !slices.ContainsFunc(allSystems, func(x systemSpec) bool { return x.Name == s }) {
-			return fmt.Errorf("-systems: unknown %q (want sluice-1, sluice-3, sluice-kafka-1, kfake, nats-always, nats-default)", s)
+			return fmt.Errorf("-systems: unknown %q (want sluice-1, sluice-1-dialback, sluice-3, sluice-kafka-1, kfake, nats-always, nats-default, nats-3, nats-3-always)", s)
 		}
 		o.Systems = append(o.Systems, s)
 	}
@@ -475,19 +477,26 @@ func runSystem(ctx context.Context, rep *report, sys string, run int, dir, sluic
 		}
 		t, stop, commands = kt, func() { kt.close(); kc.Close() }, []string{"kfake.NewCluster(kfake.NumBrokers(1), kfake.Ports(P)) in the harness process"}
 		config = fmt.Sprintf("in-memory, no fsync; franz-go producer: acks=1, linger %s, batch %d B, no compression", o.Linger, o.BatchBytes)
-	case "nats-always", "nats-default":
-		d, err := startNATS(ctx, natsBin, dir, sys == "nats-always")
+	case "nats-always", "nats-default", "nats-3", "nats-3-always":
+		var d *natsDeployment
+		var err error
+		always := strings.HasSuffix(sys, "-always")
+		if strings.HasPrefix(sys, "nats-3") {
+			d, err = startNATSCluster(ctx, natsBin, dir, 3, always)
+		} else {
+			d, err = startNATS(ctx, natsBin, dir, always)
+		}
 		if err != nil {
 			return err
 		}
-		nt, err := newNATSTarget(d.url)
+		nt, err := newNATSTarget(d.url, d.replicas)
 		if err != nil {
-			d.proc.stop(10 * time.Second)
+			d.stop()
 			return err
 		}
-		t, stop, commands = nt, func() { nt.close(); d.proc.stop(10 * time.Second) }, []string{d.command}
-		config = "nats.conf:\n" + d.config + "stream: file storage, 1 replica, limits retention; publisher: jetstream.PublishAsync, " +
-			"WithPublishAsyncMaxPending(window); consumer: ordered consumer (Consume)"
+		t, stop, commands = nt, func() { nt.close(); d.stop() }, []string{d.command}
+		config = fmt.Sprintf("nats.conf (of the first server):\n%sstream: file storage, %d replica(s), limits retention; publisher: jetstream.PublishAsync, "+
+			"WithPublishAsyncMaxPending(window); consumer: ordered consumer (Consume)", d.config, d.replicas)
 	}
 	defer stop()
 	if run == 1 {

@@ -75,10 +75,11 @@ func natsConfig(port int, storeDir string, syncAlways bool) string {
 }
 
 type natsDeployment struct {
-	url     string
-	proc    *proc
-	config  string
-	command string
+	url      string
+	procs    []*proc
+	config   string // the first server's
+	command  string
+	replicas int // of the streams it gets
 }
 
 func startNATS(ctx context.Context, bin, dir string, syncAlways bool) (*natsDeployment, error) {
@@ -99,19 +100,124 @@ func startNATS(ctx context.Context, bin, dir string, syncAlways bool) (*natsDepl
 		p.stop(10 * time.Second)
 		return nil, err
 	}
-	return &natsDeployment{url: "nats://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[0])), proc: p,
-		config: conf, command: "nats-server -c nats.conf"}, nil
+	return &natsDeployment{url: "nats://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[0])), procs: []*proc{p},
+		config: conf, command: "nats-server -c nats.conf", replicas: 1}, nil
 }
 
-// natsTarget drives a JetStream server: one stream per topic, file storage,
-// one replica; the publisher is nats.go's JetStream PublishAsync.
+// natsClusterConfig is the configuration of node i of a JetStream cluster
+// of len(clientPorts) servers on 127.0.0.1: its client port, its route
+// port, and routes to every node; each has its own store directory.
+func natsClusterConfig(i int, clientPorts, routePorts []int, storeDir string, syncAlways bool) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "server_name: sluice_bench_%d\nlisten: \"127.0.0.1:%d\"\n", i+1, clientPorts[i])
+	fmt.Fprintf(&b, "jetstream {\n  store_dir: %q\n  max_memory_store: 256MB\n", storeDir)
+	if syncAlways {
+		b.WriteString("  sync_interval: always\n")
+	}
+	b.WriteString("}\n")
+	fmt.Fprintf(&b, "cluster {\n  name: sluice_bench\n  listen: \"127.0.0.1:%d\"\n  routes: [\n", routePorts[i])
+	for _, port := range routePorts {
+		fmt.Fprintf(&b, "    \"nats-route://127.0.0.1:%d\"\n", port)
+	}
+	b.WriteString("  ]\n}\n")
+	return b.String()
+}
+
+// startNATSCluster starts a JetStream cluster of n servers and waits until
+// it has a metadata leader (until then streams cannot be created).
+func startNATSCluster(ctx context.Context, bin, dir string, n int, syncAlways bool) (*natsDeployment, error) {
+	ports, err := freePorts(2 * n)
+	if err != nil {
+		return nil, err
+	}
+	clientPorts, routePorts := ports[:n], ports[n:]
+	d := &natsDeployment{url: "nats://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(clientPorts[0])), replicas: n}
+	stop := func() {
+		for _, p := range d.procs {
+			p.stop(10 * time.Second)
+		}
+	}
+	var commands []string
+	for i := range n {
+		nodeDir := filepath.Join(dir, fmt.Sprintf("nats-%d", i+1))
+		if err := os.MkdirAll(nodeDir, 0o755); err != nil {
+			stop()
+			return nil, err
+		}
+		conf := natsClusterConfig(i, clientPorts, routePorts, filepath.Join(nodeDir, "jetstream"), syncAlways)
+		if i == 0 {
+			d.config = conf
+		}
+		confPath := filepath.Join(nodeDir, "nats.conf")
+		if err := os.WriteFile(confPath, []byte(conf), 0o644); err != nil {
+			stop()
+			return nil, err
+		}
+		p, err := startProc(fmt.Sprintf("nats-server-%d", i+1), nodeDir, bin, "-c", confPath)
+		if err != nil {
+			stop()
+			return nil, err
+		}
+		d.procs = append(d.procs, p)
+		commands = append(commands, fmt.Sprintf("nats-server -c nats-%d/nats.conf", i+1))
+	}
+	for _, p := range d.procs {
+		if err := p.waitLog(ctx, "Server is ready", 30*time.Second); err != nil {
+			stop()
+			return nil, err
+		}
+	}
+	if err := waitNATSMetaLeader(ctx, d.url); err != nil {
+		stop()
+		return nil, err
+	}
+	d.command = strings.Join(commands, "; ")
+	return d, nil
+}
+
+// waitNATSMetaLeader waits until the cluster answers JetStream's account
+// info, which needs a metadata leader.
+func waitNATSMetaLeader(ctx context.Context, url string) error {
+	nc, err := nats.Connect(url, nats.Name("sluice-bench-wait"))
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return err
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		actx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		_, err := js.AccountInfo(actx)
+		cancel()
+		if err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return fmt.Errorf("the JetStream cluster elected no metadata leader: %w", err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+func (d *natsDeployment) stop() {
+	for _, p := range d.procs {
+		p.stop(10 * time.Second)
+	}
+}
+
+// natsTarget drives a JetStream server or cluster: one stream per topic,
+// file storage, the deployment's replicas; the publisher is nats.go's JetStream PublishAsync.
 type natsTarget struct {
-	url string
-	nc  *nats.Conn
-	js  jetstream.JetStream
+	url      string
+	replicas int
+	nc       *nats.Conn
+	js       jetstream.JetStream
 }
 
-func newNATSTarget(url string) (*natsTarget, error) {
+func newNATSTarget(url string, replicas int) (*natsTarget, error) {
 	nc, err := nats.Connect(url, nats.Name("sluice-bench-admin"))
 	if err != nil {
 		return nil, err
@@ -121,14 +227,14 @@ func newNATSTarget(url string) (*natsTarget, error) {
 		nc.Close()
 		return nil, err
 	}
-	return &natsTarget{url: url, nc: nc, js: js}, nil
+	return &natsTarget{url: url, replicas: replicas, nc: nc, js: js}, nil
 }
 
 func (t *natsTarget) close() { t.nc.Close() }
 
 func (t *natsTarget) createTopic(ctx context.Context, topic string) error {
 	_, err := t.js.CreateStream(ctx, jetstream.StreamConfig{Name: topic, Subjects: []string{topic},
-		Storage: jetstream.FileStorage, Replicas: 1, Retention: jetstream.LimitsPolicy, Discard: jetstream.DiscardOld})
+		Storage: jetstream.FileStorage, Replicas: t.replicas, Retention: jetstream.LimitsPolicy, Discard: jetstream.DiscardOld})
 	return err
 }
 

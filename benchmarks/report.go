@@ -470,7 +470,8 @@ func (r *report) ratiosMarkdown(w func(string, ...any), dd stat) {
 	w("\n## Ratios\n\n")
 	w("Of medians. Throughput: above 1× means Sluice moves more. The dd column sets Sluice's produce MB/s against 60%% of this disk's dd figure (%.0f MB/s × 0.6 = %.0f MB/s).\n\n", dd.Med, 0.6*dd.Med)
 	ddStat := stat{Med: 0.6 * dd.Med, Min: 0.6 * dd.Med, Max: 0.6 * dd.Med, N: 1}
-	peers := [][2]string{{"sluice-1", "nats-always"}, {"sluice-1", "nats-default"}, {"sluice-3", "nats-always"}, {"sluice-3", "nats-default"}}
+	peers := [][2]string{{"sluice-1", "nats-always"}, {"sluice-1", "nats-default"}, {"sluice-kafka-1", "kfake"},
+		{"sluice-3", "nats-3-always"}, {"sluice-3", "nats-3"}}
 	w("| ratio | size | produce | consume |\n| --- | --- | --- | --- |\n")
 	for _, pr := range peers {
 		if !r.has(pr[0]) || !r.has(pr[1]) {
