@@ -159,9 +159,10 @@ func (p *partitionActor) committed(ctx actor.Context, pending []pendingProduce, 
 		p.answerAll(ctx, p.acks.Add(replica.Written[*actor.PID]{To: pp.sender, Resp: resp, Next: o.Next,
 			Deadline: produceDeadline(now, pp.req.TimeoutMs), AcksAll: pp.req.Acks == -1, Arrived: pp.arrived}))
 	}
-	// Acknowledgements, the HW and followers wait for the fsync, which runs
-	// while the next requests are written.
+	// Acknowledgements and the HW wait for the fsync, which runs while the
+	// next requests are written; followers copy the batches meanwhile.
 	p.requestSync(ctx)
+	p.serveReplicaFetches(ctx)
 	p.publishStatus()
 }
 

@@ -127,11 +127,16 @@ func (p *partitionActor) onReplicaFetch(ctx actor.Context, req *messages.Replica
 	p.publishStatus()
 }
 
-// readReplicaFetch reads everything the leader has on disk after the fetch
-// offset, committed or not: followers copy the leader's log up to its
-// durable end. (Data not yet fsync'd could still vanish in a crash of the
-// leader's machine, leaving a follower with records the leader no longer
-// has under the same epoch.)
+// readReplicaFetch reads everything the leader has written after the
+// fetch offset, committed or not and on disk or not yet, as Kafka's
+// leaders do: the followers' writes and fsyncs overlap the leader's own.
+// The HW still counts only what the leader has on disk (Leader.Appended
+// gets the durable end), so nothing is acknowledged before every in-sync
+// replica, the leader included, has it durably. A follower may so hold
+// records the leader loses in a crash before its fsync: they were never
+// acknowledged, and the leader does not lead that epoch again after a
+// restart (replica.AwaitDecision), so the next leader's epochs truncate
+// them away wherever they diverge.
 func (p *partitionActor) readReplicaFetch(req *messages.ReplicaFetchRequest) *messages.ReplicaFetchResponse {
 	resp := &messages.ReplicaFetchResponse{Topic: req.Topic, Partition: req.Partition,
 		HighWatermark: p.leader.HighWatermark(), LogStartOffset: p.log.LogStartOffset(),
@@ -140,7 +145,7 @@ func (p *partitionActor) readReplicaFetch(req *messages.ReplicaFetchRequest) *me
 	if maxBytes <= 0 || maxBytes > p.cfg.Broker.MaxFetchBytes {
 		maxBytes = p.cfg.Broker.MaxFetchBytes
 	}
-	batches, err := p.log.Read(req.FetchOffset, maxBytes, p.acks.Durable())
+	batches, err := p.log.Read(req.FetchOffset, maxBytes, p.log.LogEndOffset())
 	if err != nil {
 		code := messages.ErrorCode_STORAGE_ERROR
 		if errors.Is(err, storage.ErrCorrupt) {
@@ -165,7 +170,7 @@ func (p *partitionActor) serveReplicaFetches(ctx actor.Context) {
 	if p.role != replica.Leader || len(p.replicaParked) == 0 {
 		return
 	}
-	end, hw := p.acks.Durable(), p.leader.HighWatermark()
+	end, hw := p.log.LogEndOffset(), p.leader.HighWatermark()
 	for id, f := range p.replicaParked {
 		if replica.FollowerFetchNews(f.req.FetchOffset, f.hw, end, hw) {
 			f.timer.Stop()

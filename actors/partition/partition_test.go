@@ -241,8 +241,7 @@ func TestProduceAnsweredOnlyOnceDurable(t *testing.T) {
 }
 
 // An acks=all request is answered once every replica of the ISR has the
-// batch: the follower's fetch past it moves the HW. The follower gets the
-// batch only once it is durable on the leader.
+// batch: the follower's fetch past it moves the HW.
 func TestAcksAllAnsweredWhenTheISRHasIt(t *testing.T) {
 	r := startReplica(t, false)
 	r.apply(0, 0, 0, 1)
@@ -435,5 +434,39 @@ func TestSegmentRollRunsBesideTheActor(t *testing.T) {
 	defer l.Close()
 	if end := l.LogEndOffset(); end != 1 {
 		t.Fatalf("the log reopened ends at %d, want 1: the close did not wait for the write", end)
+	}
+}
+
+// Followers copy what the leader has written before its fsync ends (the
+// fsyncs of leader and followers overlap), but an acks=all request is
+// answered only once the leader's own fsync has ended too: the HW counts
+// the leader's durable end.
+func TestFollowersFetchWhatTheLeaderHasNotSyncedYet(t *testing.T) {
+	r := startReplica(t, true)
+	r.apply(0, 0, 0, 1)
+	fetch := func(offset int64, waitMs int32) inbox {
+		return r.request(&messages.ReplicaFetchRequest{Topic: testTopic, ReplicaId: 1, BrokerEpoch: 1, FetchOffset: offset,
+			MaxBytes: 1 << 20, MaxWaitMs: waitMs})
+	}
+	parked := fetch(0, 10_000)
+	prod := r.produce(-1, batchOf(record.NoProducer, "a"))
+	<-r.log.started // the leader's fsync runs (and waits)
+	got := answer[*messages.ReplicaFetchResponse](t, parked)
+	if got.Error != messages.ErrorCode_NONE || len(got.Batches) != 1 {
+		t.Fatalf("follower fetch while the leader syncs: %v", got)
+	}
+	// The follower has it; the leader not yet on disk.
+	if resp := answer[*messages.ReplicaFetchResponse](t, fetch(1, 0)); resp.HighWatermark != 0 {
+		t.Fatalf("HW %d before the leader's fsync ended, want 0", resp.HighWatermark)
+	}
+	if prod.answered() {
+		t.Fatal("acks=all answered before the leader's fsync ended")
+	}
+	r.log.gate <- struct{}{}
+	if resp := answer[*messages.ProduceResponse](t, prod); resp.Error != messages.ErrorCode_NONE || resp.BaseOffset != 0 {
+		t.Fatalf("answer %v", resp)
+	}
+	if hw := r.latest(); hw != 1 {
+		t.Fatalf("HW %d, want 1", hw)
 	}
 }

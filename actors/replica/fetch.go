@@ -106,8 +106,9 @@ func FollowerFetchWaits(batches int, code messages.ErrorCode, maxWaitMs int32) b
 }
 
 // FollowerFetchNews says whether a parked follower fetch (from
-// fetchOffset, parked while the HW was parkedHW) has news now: batches on
-// disk past its offset (durable), or a newer HW for the follower to learn.
-func FollowerFetchNews(fetchOffset, parkedHW, durable, hw int64) bool {
-	return durable > fetchOffset || hw > parkedHW
+// fetchOffset, parked while the HW was parkedHW) has news now: batches
+// written past its offset (the log ends at end), or a newer HW for the
+// follower to learn.
+func FollowerFetchNews(fetchOffset, parkedHW, end, hw int64) bool {
+	return end > fetchOffset || hw > parkedHW
 }
