@@ -215,10 +215,17 @@ func (s *clientSession) run() {
 	hello := &remote.RemoteMessage{MessageType: &remote.RemoteMessage_ConnectRequest{ConnectRequest: &remote.ConnectRequest{
 		ConnectionType: &remote.ConnectRequest_ServerConnection{ServerConnection: &remote.ServerConnection{
 			SystemId: s.node.System.ID, Address: sessionAddress}}}}}
+	// A failed send says only that the stream ended; its status (for a
+	// broker that does not serve sessions, Unimplemented) comes from the
+	// reader, which must have recorded it before the session ends and its
+	// requests hear of it.
 	if err := stream.SendMsg(hello); err != nil {
+		s.read(stream)
 		return
 	}
+	readerDone := make(chan struct{})
 	go func() {
+		defer close(readerDone)
 		defer cancel()
 		s.read(stream)
 	}()
@@ -241,6 +248,7 @@ func (s *clientSession) run() {
 		s.mu.Unlock()
 		for _, b := range batches {
 			if err := stream.SendMsg(&remote.RemoteMessage{MessageType: &remote.RemoteMessage_MessageBatch{MessageBatch: b}}); err != nil {
+				<-readerDone // the stream has ended: the reader learns how
 				return
 			}
 		}
