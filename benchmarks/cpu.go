@@ -55,3 +55,54 @@ func otherCPU(a, b cpuSnapshot, cpus int) float64 {
 	}
 	return max(0, (b.busy-a.busy)-(b.ours-a.ours)) / (wall * float64(cpus))
 }
+
+// cpuSplit is CPU seconds spent so far by the servers the harness started
+// (their processes, alive or reaped) and by the harness process itself,
+// which runs the clients (and kfake, in process).
+type cpuSplit struct {
+	servers, harness float64
+}
+
+// takeCPUSplit reads the CPU of every started server process from
+// /proc/PID/stat (user and system time) and the harness's own from
+// getrusage.
+func takeCPUSplit() cpuSplit {
+	var s cpuSplit
+	procsMu.Lock()
+	for _, p := range procs {
+		if p.cmd.Process != nil {
+			s.servers += procCPUSeconds(p.cmd.Process.Pid)
+		}
+	}
+	procsMu.Unlock()
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) == nil {
+		s.harness = float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e9
+	}
+	return s
+}
+
+// procCPUSeconds is the user and system CPU of process pid and of its
+// reaped children (0 when it is gone).
+func procCPUSeconds(pid int) float64 {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0
+	}
+	// Fields after the command name, which is in parentheses and may hold
+	// spaces: state is field 3, utime 14, stime 15, cutime 16, cstime 17.
+	_, rest, ok := strings.Cut(string(b), ") ")
+	if !ok {
+		return 0
+	}
+	f := strings.Fields(rest)
+	if len(f) < 15 {
+		return 0
+	}
+	var ticks float64
+	for _, i := range []int{11, 12, 13, 14} {
+		n, _ := strconv.ParseFloat(f[i], 64)
+		ticks += n
+	}
+	return ticks / 100 // USER_HZ
+}

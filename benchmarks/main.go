@@ -518,7 +518,11 @@ func runSystem(ctx context.Context, rep *report, sys string, run int, dir, sluic
 			return err
 		}
 		lc.seed = uint64(run*100000 + size)
+		cpu0 := takeCPUSplit()
 		p := runProduce(ctx, t, topic, size, n, lc)
+		if cpu1, gb := takeCPUSplit(), float64(p.Records)*float64(size)/1e9; gb > 0 {
+			p.ServerCPUPerGB, p.HarnessCPUPerGB = (cpu1.servers-cpu0.servers)/gb, (cpu1.harness-cpu0.harness)/gb
+		}
 		add(p)
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -565,6 +569,9 @@ func (r result) summary() string {
 			r.Rate, r.P50, r.P99, r.P999, r.Max, r.AckP50, r.AckP99, r.Sent, r.Wanted, r.Achieved, r.Records)
 	default:
 		fmt.Fprintf(&b, ": %d records in %.2f s = %.0f records/s, %.1f MB/s", r.Records, r.Seconds, r.RecsPerSec, r.MBPerSec)
+		if r.ServerCPUPerGB > 0 || r.HarnessCPUPerGB > 0 {
+			fmt.Fprintf(&b, "; CPU s/GB: servers %.1f, harness %.1f", r.ServerCPUPerGB, r.HarnessCPUPerGB)
+		}
 	}
 	if r.Capped {
 		b.WriteString(" [time cap]")

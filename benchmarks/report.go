@@ -435,6 +435,7 @@ func (r *report) markdown() string {
 				r.stat(ck, recsPerSec).cell(fmtNum), r.stat(ck, mbPerSec).cell(fmtNum), n)
 		}
 	}
+	r.cpuMarkdown(w)
 	if r.ran("latency") {
 		r.latencyMarkdown(w)
 	}
@@ -444,6 +445,36 @@ func (r *report) markdown() string {
 	}
 	r.commandsMarkdown(w, sl)
 	return b.String()
+}
+
+// cpuMarkdown is the CPU each system spent per GB produced: on a machine
+// of two cores the servers, the clients and the load generator compete
+// for CPU, so efficiency is the figure that carries to larger machines.
+func (r *report) cpuMarkdown(w func(string, ...any)) {
+	serverCPU := func(x result) float64 { return x.ServerCPUPerGB }
+	harnessCPU := func(x result) float64 { return x.HarnessCPUPerGB }
+	var rows []string
+	for _, s := range r.Systems {
+		for _, size := range r.Options.Sizes {
+			k := key{s.Name, "produce", size, 0}
+			sv, hv := r.stat(k, serverCPU), r.stat(k, harnessCPU)
+			if !sv.ok() || sv.Med == 0 && hv.Med == 0 {
+				continue
+			}
+			rows = append(rows, fmt.Sprintf("| %s | %s | %s | %s | %s |\n", s.Label, sizeName(size), sv.cell(fmtNum), hv.cell(fmtNum),
+				fmtNum(sv.Med+hv.Med)))
+		}
+	}
+	if len(rows) == 0 {
+		return
+	}
+	w("\n### CPU per GB produced\n\n")
+	w("CPU seconds (user + system) per 10^9 bytes of values acknowledged in the produce runs: of the servers' processes ")
+	w("(every broker, Consul, every nats-server) and of the harness process (the clients and the load generator; kfake runs there too).\n\n")
+	w("| system | size | servers | harness | total |\n| --- | --- | --- | --- | --- |\n")
+	for _, row := range rows {
+		w("%s", row)
+	}
 }
 
 func (r *report) latencyMarkdown(w func(string, ...any)) {
