@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/sluicemq/sluice/messages"
 )
@@ -116,7 +117,7 @@ type clientSession struct {
 	// subscribers are this node's actors subscribed through the session:
 	// the broker pushes only to them.
 	subscribers map[string]bool
-	queue       []*remote.MessageBatch
+	queue       []encodedMessage
 	ended       bool
 	wake        chan struct{}
 	done        chan struct{}
@@ -130,14 +131,24 @@ func (s *clientSession) SendUserMessage(_ *actor.PID, message any) { s.send(Brok
 // send sends message to the actor id of the session's broker.
 func (s *clientSession) send(id string, message any) {
 	_, msg, sender := actor.UnwrapEnvelope(message)
-	data, typeName, err := remote.Serialize(msg, protoSerializerID)
+	pm, ok := msg.(proto.Message)
+	if !ok {
+		s.deadLetter(sender)
+		return
+	}
+	// The broker sees a sender of the session's own; its answer names it,
+	// and goes to the sender here.
+	var senderID string
+	var sessionSender *actor.PID
+	if sender != nil {
+		senderID = strconv.FormatUint(s.nextID.Add(1), 36)
+		sessionSender = actor.NewPID(sessionAddress, senderID)
+	}
+	encoded, err := encodeEnvelope(pm, string(proto.MessageName(pm)), actor.NewPID(s.addr, id), sessionSender)
 	if err != nil {
 		s.deadLetter(sender)
 		return
 	}
-	target := actor.NewPID(s.addr, id)
-	b := &remote.MessageBatch{TypeNames: []string{typeName}, Targets: []*actor.PID{target},
-		Envelopes: []*remote.MessageEnvelope{{TypeId: 0, Target: 0, MessageData: data, SerializerId: protoSerializerID}}}
 	s.mu.Lock()
 	if s.ended {
 		s.mu.Unlock()
@@ -150,14 +161,9 @@ func (s *clientSession) send(id string, message any) {
 		watch = actor.NewPID(s.node.System.Address(), sub.TargetId)
 	}
 	if sender != nil {
-		// The broker sees a sender of the session's own; its answer names
-		// it, and goes to the sender here.
-		id := strconv.FormatUint(s.nextID.Add(1), 36)
-		s.waiting[id] = waitingRequest{sender: sender, sent: time.Now()}
-		b.Senders = []*actor.PID{actor.NewPID(sessionAddress, id)}
-		b.Envelopes[0].Sender = 1
+		s.waiting[senderID] = waitingRequest{sender: sender, sent: time.Now()}
 	}
-	s.queue = append(s.queue, b)
+	s.queue = append(s.queue, encoded)
 	s.mu.Unlock()
 	if watch != nil {
 		// The broker learns of the subscriber's end from the session
@@ -208,7 +214,7 @@ func (s *clientSession) run() {
 		return
 	}
 	defer conn.Close()
-	stream, err := conn.NewStream(ctx, sessionDesc, SessionMethod)
+	stream, err := conn.NewStream(ctx, sessionDesc, SessionMethod, grpc.ForceCodec(rawCodec{}))
 	if err != nil {
 		return
 	}
@@ -247,7 +253,7 @@ func (s *clientSession) run() {
 		s.queue = nil
 		s.mu.Unlock()
 		for _, b := range batches {
-			if err := stream.SendMsg(&remote.RemoteMessage{MessageType: &remote.RemoteMessage_MessageBatch{MessageBatch: b}}); err != nil {
+			if err := stream.SendMsg(b); err != nil {
 				<-readerDone // the stream has ended: the reader learns how
 				return
 			}
