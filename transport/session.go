@@ -238,19 +238,18 @@ func (w *sessionWriter) run() {
 	}
 }
 
-// write encodes an answer and writes it to the stream.
+// write encodes an answer and writes it to the stream (the server's
+// codec, rawCodec, sends the encoding as it is).
 func (w *sessionWriter) write(a queuedAnswer) error {
-	data, typeName, err := remote.Serialize(a.msg, protoSerializerID)
-	if err != nil {
+	pm, ok := a.msg.(proto.Message)
+	if !ok {
 		return nil // not one to send; the client's request times out
 	}
-	b := &remote.MessageBatch{TypeNames: []string{typeName}, Targets: []*actor.PID{actor.NewPID(sessionAddress, a.to)},
-		Envelopes: []*remote.MessageEnvelope{{TypeId: 0, Target: 0, MessageData: data, SerializerId: protoSerializerID}}}
-	if a.from != nil {
-		b.Senders = []*actor.PID{a.from}
-		b.Envelopes[0].Sender = 1
+	encoded, err := encodeEnvelope(pm, string(proto.MessageName(pm)), actor.NewPID(sessionAddress, a.to), a.from)
+	if err != nil {
+		return nil
 	}
-	return w.ss.SendMsg(&remote.RemoteMessage{MessageType: &remote.RemoteMessage_MessageBatch{MessageBatch: b}})
+	return w.ss.SendMsg(encoded)
 }
 
 // close ends the writer; answers still to come give their bytes back.

@@ -270,6 +270,9 @@ func Start(cfg Config, logger *slog.Logger) (node *Node, err error) {
 			grpc.WriteBufferSize(bufferBytes),
 			grpc.SharedWriteBuffer(true),
 			grpc.RecvBufferPool(grpc.NewSharedBufferPool()),
+			// Protobuf, except that a session's answers, marshalled once
+			// into their RemoteMessage (encode.go), go as they are.
+			grpc.ForceServerCodec(rawCodec{}),
 			grpc.StreamInterceptor(g.stream),
 			// Client sessions (session.go) on the same listener.
 			grpc.UnknownServiceHandler(func(_ any, ss grpc.ServerStream) error {
