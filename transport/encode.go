@@ -63,7 +63,8 @@ func encodeEnvelope(msg proto.Message, typeName string, target, sender *actor.PI
 	return b, nil
 }
 
-// pidSize is the size of pid's encoding (actor.PID: Address, Id).
+// pidSize is the size of pid's encoding (actor.PID: Address, Id,
+// request_id).
 func pidSize(pid *actor.PID) int {
 	n := 0
 	if pid.Address != "" {
@@ -71,6 +72,9 @@ func pidSize(pid *actor.PID) int {
 	}
 	if pid.Id != "" {
 		n += protowire.SizeTag(2) + protowire.SizeBytes(len(pid.Id))
+	}
+	if pid.RequestId != 0 {
+		n += protowire.SizeTag(3) + protowire.SizeVarint(uint64(pid.RequestId))
 	}
 	return n
 }
@@ -85,6 +89,10 @@ func appendPID(b []byte, pid *actor.PID) []byte {
 	if pid.Id != "" {
 		b = protowire.AppendTag(b, 2, protowire.BytesType)
 		b = protowire.AppendString(b, pid.Id)
+	}
+	if pid.RequestId != 0 {
+		b = protowire.AppendTag(b, 3, protowire.VarintType)
+		b = protowire.AppendVarint(b, uint64(pid.RequestId))
 	}
 	return b
 }

@@ -22,6 +22,7 @@ func TestEncodeEnvelopeDecodesAsProtoactorsBatch(t *testing.T) {
 		{&messages.ProduceRequest{Topic: "t", Records: []byte("r")}, nil},
 		{&messages.MetadataRequest{}, actor.NewPID(sessionAddress, "zz")},
 		{&messages.MetadataRequest{}, nil},
+		{&messages.FetchResponse{Topic: "t", Batches: [][]byte{[]byte("b")}}, &actor.PID{Address: "127.0.0.1:9470", Id: "pusher$1", RequestId: 9}},
 	} {
 		data, typeName, err := remote.Serialize(c.msg, protoSerializerID)
 		if err != nil {
