@@ -399,14 +399,20 @@ func TestStopClosesTheLogBesideTheActor(t *testing.T) {
 	}
 	close(r.log.closeGate)
 	<-reopened
-	l, err := storage.OpenWAL(replicadir.Dir(r.cfg.Dir).Log(), storage.WALOptions{}, r.cfg.Logger)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	if end := l.LogEndOffset(); end != 2 {
+	if end := r.reopenedEnd(); end != 2 {
 		t.Fatalf("the log reopened ends at %d, want 2", end)
 	}
+}
+
+// reopenedEnd opens the stopped replica's log and returns where it ends.
+func (r *replicaUnderTest) reopenedEnd() int64 {
+	r.t.Helper()
+	l, err := storage.OpenWAL(replicadir.Dir(r.cfg.Dir).Log(), storage.WALOptions{}, r.cfg.Logger)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	defer l.Close()
+	return l.LogEndOffset()
 }
 
 // A write that waits on the disk (here, one that starts a new segment,
@@ -427,12 +433,7 @@ func TestSegmentRollRunsBesideTheActor(t *testing.T) {
 	}
 	close(r.log.writeGate)
 	r.cfg.Broker.Closings.WaitAll()
-	l, err := storage.OpenWAL(replicadir.Dir(r.cfg.Dir).Log(), storage.WALOptions{}, r.cfg.Logger)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	if end := l.LogEndOffset(); end != 1 {
+	if end := r.reopenedEnd(); end != 1 {
 		t.Fatalf("the log reopened ends at %d, want 1: the close did not wait for the write", end)
 	}
 }
