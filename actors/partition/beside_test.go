@@ -86,7 +86,10 @@ func TestDiskCallsRunBesideTheActor(t *testing.T) {
 					uses[n.Sel.Name] = append(uses[n.Sel.Name], use{n.Pos(), isBeside(n), fn.Name.Name})
 				}
 			case *ast.Ident:
-				if funcs[n.Name] && n.Obj == nil { // a package-level function, not a local of the same name
+				// A package-level function (declared in this file or,
+				// unresolved by the parser, in another), not a local of the
+				// same name.
+				if funcs[n.Name] && (n.Obj == nil || n.Obj.Kind == ast.Fun) {
 					uses[n.Name] = append(uses[n.Name], use{n.Pos(), isBeside(n), fn.Name.Name})
 				}
 			case *ast.CallExpr:

@@ -407,9 +407,7 @@ func (p *partitionActor) closeLog() {
 		return
 	}
 	if hw := p.currentHW(); hw >= 0 && hw != p.writtenHW {
-		if err := storage.WriteCheckpointNoSync(p.dir().Checkpoint(), hw); err != nil {
-			p.cfg.Logger.Warn("writing high-watermark checkpoint", "partition", p.cfg.TP, "error", err)
-		}
+		writeCheckpoint(p.cfg, hw)
 	}
 	leo := p.log.LogEndOffset()
 	if err := p.log.Close(); err != nil {
@@ -686,12 +684,8 @@ func (p *partitionActor) writeFiles(ctx actor.Context, now time.Time) {
 	written := filesWritten{of: p.writing, hw: -1, snapshotAt: -1}
 	self, root, cfg := ctx.Self(), ctx.ActorSystem().Root, p.cfg
 	go func() {
-		if hw >= 0 {
-			if err := storage.WriteCheckpointNoSync(replicadir.Dir(cfg.Dir).Checkpoint(), hw); err != nil {
-				cfg.Logger.Warn("writing high-watermark checkpoint", "partition", cfg.TP, "error", err)
-			} else {
-				written.hw = hw
-			}
+		if hw >= 0 && writeCheckpoint(cfg, hw) {
+			written.hw = hw
 		}
 		if snapshot != nil && writeProducerSnapshot(cfg, snapshotAt, snapshot) {
 			written.snapshotAt = snapshotAt
@@ -699,6 +693,16 @@ func (p *partitionActor) writeFiles(ctx actor.Context, now time.Time) {
 		close(written.of)
 		root.Send(self, written)
 	}()
+}
+
+// writeCheckpoint writes hw into the replica's HW checkpoint and reports
+// whether it did. It runs beside the actor.
+func writeCheckpoint(cfg Config, hw int64) bool {
+	if err := storage.WriteCheckpointNoSync(replicadir.Dir(cfg.Dir).Checkpoint(), hw); err != nil {
+		cfg.Logger.Warn("writing high-watermark checkpoint", "partition", cfg.TP, "error", err)
+		return false
+	}
+	return true
 }
 
 // onFilesWritten records what writeFiles wrote, unless disk work or a
