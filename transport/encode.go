@@ -3,6 +3,7 @@ package transport
 import (
 	"github.com/asynkron/protoactor-go/actor"
 	"google.golang.org/grpc/encoding"
+	_ "google.golang.org/grpc/encoding/proto" // registers protoCodec
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 )
@@ -17,9 +18,10 @@ import (
 type encodedMessage []byte
 
 // encodeEnvelope returns the wire form of a RemoteMessage holding a batch
-// of one envelope: msg, of type typeName, for target, from sender (nil:
-// none). It decodes to what protoactor's batch of the same envelope does.
-func encodeEnvelope(msg proto.Message, typeName string, target, sender *actor.PID) (encodedMessage, error) {
+// of one envelope: msg for target, from sender (nil: none). It decodes to
+// what protoactor's batch of the same envelope does.
+func encodeEnvelope(msg proto.Message, target, sender *actor.PID) (encodedMessage, error) {
+	typeName := string(proto.MessageName(msg))
 	opts := proto.MarshalOptions{}
 	msgSize := opts.Size(msg)
 	envelope := 0
@@ -101,16 +103,17 @@ func appendPID(b []byte, pid *actor.PID) []byte {
 // encodedMessage as it is.
 type rawCodec struct{}
 
+// protoCodec is gRPC's protobuf codec, which rawCodec hands the rest to.
+var protoCodec = encoding.GetCodec("proto")
+
 func (rawCodec) Marshal(v any) ([]byte, error) {
 	if m, ok := v.(encodedMessage); ok {
 		return m, nil
 	}
-	return encoding.GetCodec("proto").Marshal(v)
+	return protoCodec.Marshal(v)
 }
 
-func (rawCodec) Unmarshal(data []byte, v any) error {
-	return encoding.GetCodec("proto").Unmarshal(data, v)
-}
+func (rawCodec) Unmarshal(data []byte, v any) error { return protoCodec.Unmarshal(data, v) }
 
 // Name is the protobuf codec's: the peer reads what this one writes as
 // protobuf.

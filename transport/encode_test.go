@@ -35,7 +35,7 @@ func TestEncodeEnvelopeDecodesAsProtoactorsBatch(t *testing.T) {
 			want.GetMessageBatch().Senders = []*actor.PID{c.sender}
 			want.GetMessageBatch().Envelopes[0].Sender = 1
 		}
-		encoded, err := encodeEnvelope(c.msg, typeName, target, c.sender)
+		encoded, err := encodeEnvelope(c.msg, target, c.sender)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -245,7 +245,7 @@ func (w *sessionWriter) write(a queuedAnswer) error {
 	if !ok {
 		return nil // not one to send; the client's request times out
 	}
-	encoded, err := encodeEnvelope(pm, string(proto.MessageName(pm)), actor.NewPID(sessionAddress, a.to), a.from)
+	encoded, err := encodeEnvelope(pm, actor.NewPID(sessionAddress, a.to), a.from)
 	if err != nil {
 		return nil
 	}

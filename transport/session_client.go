@@ -144,7 +144,7 @@ func (s *clientSession) send(id string, message any) {
 		senderID = strconv.FormatUint(s.nextID.Add(1), 36)
 		sessionSender = actor.NewPID(sessionAddress, senderID)
 	}
-	encoded, err := encodeEnvelope(pm, string(proto.MessageName(pm)), actor.NewPID(s.addr, id), sessionSender)
+	encoded, err := encodeEnvelope(pm, actor.NewPID(s.addr, id), sessionSender)
 	if err != nil {
 		s.deadLetter(sender)
 		return
