@@ -3,7 +3,6 @@ package client
 import (
 	"context"
 	"errors"
-	"log/slog"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -14,7 +13,6 @@ import (
 
 	"github.com/sluicemq/sluice/messages"
 	"github.com/sluicemq/sluice/messages/record"
-	"github.com/sluicemq/sluice/transport"
 )
 
 // backlogBroker serves a topic of three partitions, each with a backlog of
@@ -28,12 +26,7 @@ type backlogBroker struct {
 func (b *backlogBroker) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *messages.MetadataRequest:
-		t := &messages.TopicMetadata{Name: "t"}
-		for p := int32(0); p < 3; p++ {
-			t.Partitions = append(t.Partitions, &messages.PartitionMetadata{Partition: p, Leader: 1, Replicas: []int32{1}, Isr: []int32{1}})
-		}
-		ctx.Respond(&messages.MetadataResponse{Brokers: []*messages.BrokerInfo{{Id: 1, Address: b.addr}}, ControllerId: 1,
-			Topics: []*messages.TopicMetadata{t}})
+		ctx.Respond(leaderMetadata(b.addr, 3))
 	case *messages.ListOffsetsRequest:
 		ctx.Respond(&messages.ListOffsetsResponse{Topic: m.Topic, Partition: m.Partition, Offset: 0})
 	case *messages.FetchRequest:
@@ -59,15 +52,11 @@ func (b *backlogBroker) Receive(ctx actor.Context) {
 // startBacklog starts a node with a backlogBroker and a consumer of it.
 func startBacklog(t *testing.T, opts ...ConsumerOpt) (*backlogBroker, *Consumer) {
 	t.Helper()
-	node, err := transport.Start(transport.Config{Host: "127.0.0.1"}, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(node.Stop)
-	fake := &backlogBroker{addr: node.Addr}
-	if _, err := node.System.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return fake }), transport.BrokerActorName); err != nil {
-		t.Fatal(err)
-	}
+	var fake *backlogBroker
+	node := startFakeBroker(t, func(addr string) actor.Actor {
+		fake = &backlogBroker{addr: addr}
+		return fake
+	})
 	c, err := NewConsumer(node.Addr, append([]ConsumerOpt{WithActorSystem(node.System), RequestTimeout(5 * time.Second)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)

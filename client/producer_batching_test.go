@@ -2,7 +2,6 @@ package client
 
 import (
 	"context"
-	"log/slog"
 	"testing"
 	"time"
 
@@ -10,7 +9,6 @@ import (
 
 	"github.com/sluicemq/sluice/messages"
 	"github.com/sluicemq/sluice/messages/record"
-	"github.com/sluicemq/sluice/transport"
 )
 
 // holdingBroker leads partition t-0 and hands each produce request to the
@@ -28,8 +26,7 @@ type heldProduce struct {
 func (h *holdingBroker) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *messages.MetadataRequest:
-		ctx.Respond(&messages.MetadataResponse{Brokers: []*messages.BrokerInfo{{Id: 1, Address: h.addr}}, ControllerId: 1,
-			Topics: []*messages.TopicMetadata{{Name: "t", Partitions: []*messages.PartitionMetadata{{Partition: 0, Leader: 1, Replicas: []int32{1}, Isr: []int32{1}}}}}})
+		ctx.Respond(leaderMetadata(h.addr, 1))
 	case *messages.ProduceRequest:
 		hdr, err := record.ParseHeader(m.Records)
 		if err != nil {
@@ -46,15 +43,11 @@ func (h *holdingBroker) Receive(ctx actor.Context) {
 // of its partition waits for an answer; while a request does, the next
 // records wait, and go out together when it is answered.
 func TestRecordsWaitForTheRequestInFlightAndGoOutTogether(t *testing.T) {
-	node, err := transport.Start(transport.Config{Host: "127.0.0.1"}, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer node.Stop()
-	broker := &holdingBroker{addr: node.Addr, requests: make(chan heldProduce, 16)}
-	if _, err := node.System.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return broker }), transport.BrokerActorName); err != nil {
-		t.Fatal(err)
-	}
+	var broker *holdingBroker
+	node := startFakeBroker(t, func(addr string) actor.Actor {
+		broker = &holdingBroker{addr: addr, requests: make(chan heldProduce, 16)}
+		return broker
+	})
 	p, err := NewProducer(node.Addr, WithActorSystem(node.System), Acks(LeaderAck), WithPartitioner(ManualPartitioner()))
 	if err != nil {
 		t.Fatal(err)

@@ -2,7 +2,6 @@ package client
 
 import (
 	"context"
-	"log/slog"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -11,7 +10,6 @@ import (
 	"github.com/asynkron/protoactor-go/remote"
 
 	"github.com/sluicemq/sluice/messages"
-	"github.com/sluicemq/sluice/transport"
 )
 
 // silentOnceBroker leaves the first produce unanswered, as a broker that
@@ -25,8 +23,7 @@ type silentOnceBroker struct {
 func (b *silentOnceBroker) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *messages.MetadataRequest:
-		ctx.Respond(&messages.MetadataResponse{Brokers: []*messages.BrokerInfo{{Id: 1, Address: b.addr}}, ControllerId: 1,
-			Topics: []*messages.TopicMetadata{{Name: "t", Partitions: []*messages.PartitionMetadata{{Partition: 0, Leader: 1, Replicas: []int32{1}, Isr: []int32{1}}}}}})
+		ctx.Respond(leaderMetadata(b.addr, 1))
 	case *messages.ProduceRequest:
 		if b.produces.Add(1) == 1 {
 			close(b.held)
@@ -41,15 +38,11 @@ func (b *silentOnceBroker) Receive(ctx actor.Context) {
 // delivery timeout is shorter than the request timeout, so waiting would
 // fail the record.
 func TestProduceInFlightToALostBrokerIsSentAgain(t *testing.T) {
-	node, err := transport.Start(transport.Config{Host: "127.0.0.1"}, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer node.Stop()
-	fake := &silentOnceBroker{addr: node.Addr, held: make(chan struct{})}
-	if _, err := node.System.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return fake }), transport.BrokerActorName); err != nil {
-		t.Fatal(err)
-	}
+	var fake *silentOnceBroker
+	node := startFakeBroker(t, func(addr string) actor.Actor {
+		fake = &silentOnceBroker{addr: addr, held: make(chan struct{})}
+		return fake
+	})
 	p, err := NewProducer(node.Addr, WithActorSystem(node.System), Idempotence(false), Acks(LeaderAck), RequestTimeout(time.Minute),
 		DeliveryTimeout(20*time.Second), RetryBackoff(10*time.Millisecond))
 	if err != nil {
