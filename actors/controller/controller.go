@@ -398,7 +398,6 @@ func (c *controllerActor) onDeleteTopics(ctx actor.Context, req *messages.Delete
 	})
 }
 
-// liveIDs are the ids of the live brokers, for placement.
 // knowsLiveBrokers refuses, as NOT_CONTROLLER (clients retry it), to
 // place replicas before the controller has heard of any live broker: just
 // elected, it has not yet had the membership, which includes at least its
@@ -410,6 +409,7 @@ func (c *controllerActor) knowsLiveBrokers() (messages.ErrorCode, string) {
 	return messages.ErrorCode_NONE, ""
 }
 
+// liveIDs are the ids of the live brokers, for placement.
 func (c *controllerActor) liveIDs() []int32 {
 	ids := make([]int32, 0, len(c.live))
 	for _, b := range c.live {
