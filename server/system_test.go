@@ -42,13 +42,21 @@ func TestBrokerInTheProgramsActorSystem(t *testing.T) {
 	}
 	admin.Close()
 
-	// The program's own actor asks the broker actor for the metadata.
+	// The program's own actor asks the broker actor for the metadata,
+	// again while the broker has not yet seen the topic the controller
+	// created (its metadata follows the store's, as Kafka's brokers do).
 	answers := make(chan *messages.MetadataResponse, 1)
+	type askAgain struct{}
 	mine, err := system.Root.SpawnNamed(actor.PropsFromFunc(func(ctx actor.Context) {
 		switch m := ctx.Message().(type) {
-		case *actor.Started:
+		case *actor.Started, askAgain:
 			ctx.Request(transport.BrokerPID(srv.Addr()), &messages.MetadataRequest{Topics: []string{"beside"}})
 		case *messages.MetadataResponse:
+			if len(m.Topics) == 1 && m.Topics[0].Error == messages.ErrorCode_UNKNOWN_TOPIC_OR_PARTITION {
+				self := ctx.Self()
+				time.AfterFunc(20*time.Millisecond, func() { system.Root.Send(self, askAgain{}) })
+				return
+			}
 			answers <- m
 		}
 	}), "mine")
