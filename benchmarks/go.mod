@@ -63,3 +63,5 @@ require (
 	google.golang.org/grpc v1.60.1 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
 )
+
+replace github.com/tidwall/wal => ../third_party/tidwall/wal

@@ -116,3 +116,18 @@ func TestPoolSegmentSize(t *testing.T) {
 		}
 	}
 }
+
+// A log written to holds a whole segment's buffer from its first write
+// (wal reserves it then), and the pool counts it so.
+func TestPoolCountsTheSegmentBufferOfAWrittenLog(t *testing.T) {
+	pool := NewPool(64<<20, time.Hour, 0)
+	defer pool.Close()
+	const segBytes = 1 << 20
+	w, err := OpenWAL(t.TempDir(), WALOptions{SegmentBytes: segBytes, NoSync: true, Pool: pool}, quietLogger())
+	must(t, err)
+	defer w.Close()
+	must(t, w.Write(mkBatch(0, spec{records: 1, value: 100})))
+	if got, want := pool.Stats().Bytes, int64(segBytes+segBytes/8); got < want {
+		t.Fatalf("the pool counts %d bytes for a log written to once, want at least the %d of its segment buffer", got, want)
+	}
+}
