@@ -40,6 +40,15 @@ type BrokerConfig struct {
 	AutoCreateTopics bool
 	// ReplicaLagTimeMax: a follower that has not caught up for longer leaves the ISR.
 	ReplicaLagTimeMax time.Duration
+	// AutoLeaderRebalance: every LeaderImbalanceCheckInterval the
+	// controller gives leadership back to the preferred replicas (the
+	// first assigned) of every broker that leads fewer of the partitions
+	// it is preferred for than LeaderImbalanceRatio allows (Kafka's
+	// auto.leader.rebalance.enable, leader.imbalance.check.interval.seconds
+	// and leader.imbalance.per.broker.percentage).
+	AutoLeaderRebalance          bool
+	LeaderImbalanceCheckInterval time.Duration
+	LeaderImbalanceRatio         float64
 	// RetentionCheckInterval is how often partitions apply retention.
 	RetentionCheckInterval time.Duration
 	// HWCheckpointInterval is how often a partition persists its HW.
@@ -134,26 +143,29 @@ const DefaultLogMemoryBytes = 512 << 20
 // DefaultBrokerConfig returns a configuration with Kafka-like defaults.
 func DefaultBrokerConfig() BrokerConfig {
 	return BrokerConfig{
-		DataDir:                    "sluice-data",
-		DefaultTopic:               DefaultTopicConfig(),
-		DefaultPartitions:          1,
-		DefaultReplicationFactor:   1,
-		ReplicaLagTimeMax:          30 * time.Second,
-		RetentionCheckInterval:     5 * time.Minute,
-		HWCheckpointInterval:       5 * time.Second,
-		MaxFetchBytes:              8 << 20,
-		MaxFetchWaitMs:             30000,
-		OffsetsPartitions:          16,
-		OffsetsReplicationFactor:   3,
-		GroupInitialRebalanceDelay: 300 * time.Millisecond,
-		GroupMinSessionTimeout:     time.Second,
-		GroupMaxSessionTimeout:     5 * time.Minute,
-		GroupMaxSize:               1000,
-		GroupMetadataMaxBytes:      256 << 20,
-		ProducerIDExpiration:       producerstate.DefaultProducerIDExpiration,
-		LogMemoryBytes:             DefaultLogMemoryBytes,
-		LogIdleTime:                storage.DefaultIdleAfter,
-		Logger:                     slog.Default(),
+		DataDir:                      "sluice-data",
+		DefaultTopic:                 DefaultTopicConfig(),
+		DefaultPartitions:            1,
+		DefaultReplicationFactor:     1,
+		ReplicaLagTimeMax:            30 * time.Second,
+		AutoLeaderRebalance:          true,
+		LeaderImbalanceCheckInterval: 300 * time.Second,
+		LeaderImbalanceRatio:         0.10,
+		RetentionCheckInterval:       5 * time.Minute,
+		HWCheckpointInterval:         5 * time.Second,
+		MaxFetchBytes:                8 << 20,
+		MaxFetchWaitMs:               30000,
+		OffsetsPartitions:            16,
+		OffsetsReplicationFactor:     3,
+		GroupInitialRebalanceDelay:   300 * time.Millisecond,
+		GroupMinSessionTimeout:       time.Second,
+		GroupMaxSessionTimeout:       5 * time.Minute,
+		GroupMaxSize:                 1000,
+		GroupMetadataMaxBytes:        256 << 20,
+		ProducerIDExpiration:         producerstate.DefaultProducerIDExpiration,
+		LogMemoryBytes:               DefaultLogMemoryBytes,
+		LogIdleTime:                  storage.DefaultIdleAfter,
+		Logger:                       slog.Default(),
 	}
 }
 
@@ -170,6 +182,10 @@ func (c *BrokerConfig) Validate() error {
 		return fmt.Errorf("default replication factor %d: must be >= 1", c.DefaultReplicationFactor)
 	case c.ReplicaLagTimeMax <= 0:
 		return fmt.Errorf("replica lag time max %v: must be > 0", c.ReplicaLagTimeMax)
+	case c.LeaderImbalanceCheckInterval <= 0:
+		return fmt.Errorf("leader imbalance check interval %v: must be > 0", c.LeaderImbalanceCheckInterval)
+	case c.LeaderImbalanceRatio < 0 || c.LeaderImbalanceRatio > 1:
+		return fmt.Errorf("leader imbalance ratio %v: want 0 to 1", c.LeaderImbalanceRatio)
 	case c.RetentionCheckInterval <= 0:
 		return fmt.Errorf("retention check interval %v: must be > 0", c.RetentionCheckInterval)
 	case c.HWCheckpointInterval <= 0:

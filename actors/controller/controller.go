@@ -78,6 +78,8 @@ type controllerActor struct {
 	inflight   *actor.MessageEnvelope
 	deferred   []*actor.MessageEnvelope
 	electAgain bool
+	// imbalanceGen names this run's leader-balancing schedule (preferred.go).
+	imbalanceGen uint64
 }
 
 // Props is what the broker spawns the controller from, once it holds the
@@ -95,6 +97,7 @@ func (c *controllerActor) Receive(ctx actor.Context) {
 		if parent := ctx.Parent(); parent != nil {
 			ctx.Request(parent, Started{})
 		}
+		c.scheduleImbalanceCheck(ctx)
 	case *actor.Stopping, *actor.Restarting:
 		c.answerWaiting(ctx)
 	case *storeDone:
@@ -104,6 +107,8 @@ func (c *controllerActor) Receive(ctx actor.Context) {
 		c.electAll(ctx)
 	case retryElections:
 		c.electAll(ctx)
+	case checkImbalance:
+		c.onCheckImbalance(ctx, msg)
 	case *MetadataUpdated:
 		if c.snap == nil || msg.Snap.Index > c.snap.Index {
 			c.snap = msg.Snap
@@ -515,17 +520,27 @@ func (c *controllerActor) electAll(ctx actor.Context) {
 	if len(updates) == 0 {
 		return
 	}
+	c.commitStates(ctx, updates, changed, elections, func(ctx actor.Context, err error) {
+		c.cfg.Logger.Warn("controller could not commit elections; retrying", "error", err)
+		self, root := ctx.Self(), ctx.ActorSystem().Root
+		time.AfterFunc(500*time.Millisecond, func() { root.Send(self, retryElections{}) })
+	})
+}
+
+// commitStates writes updates beside the actor, then counts the leaders
+// elected and tells the brokers of changed; failed runs on the actor when
+// the write did not go through.
+func (c *controllerActor) commitStates(ctx actor.Context, updates []cluster.PartitionUpdate, changed []*messages.PartitionState,
+	elected int, failed func(actor.Context, error)) {
 	c.beside(ctx, true, func(store cluster.MetadataStore, fence cluster.Fence) func(actor.Context) {
 		err := writeUpdates(store, fence, updates)
 		return func(ctx actor.Context) {
 			if err != nil {
 				c.cfg.Metrics.MetadataStoreError("controller write")
-				c.cfg.Logger.Warn("controller could not commit elections; retrying", "error", err)
-				self, root := ctx.Self(), ctx.ActorSystem().Root
-				time.AfterFunc(500*time.Millisecond, func() { root.Send(self, retryElections{}) })
+				failed(ctx, err)
 				return
 			}
-			c.cfg.Metrics.Elected(elections)
+			c.cfg.Metrics.Elected(elected)
 			c.announce(ctx, changed)
 		}
 	})

@@ -47,22 +47,7 @@ func startStalledController(t *testing.T) *stalledController {
 // this broker as live at once.
 func newStalledController(t *testing.T, announce bool) *stalledController {
 	t.Helper()
-	system := actor.NewActorSystem()
-	t.Cleanup(system.Shutdown)
-	backend, err := cluster.OpenEmbedded(t.TempDir(), cluster.Broker{ID: 0, Addr: system.Address()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { backend.Close() })
-	ctx := context.Background()
-	clusterID, err := backend.CreateClusterID(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lead, err := backend.Campaign(ctx, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	system, backend, clusterID, lead := startStore(t, 0)
 	cfg := actors.DefaultBrokerConfig()
 	cfg.ClusterID, cfg.Secure = clusterID, true
 	cfg.DefaultReplicationFactor = 1
@@ -81,6 +66,29 @@ func newStalledController(t *testing.T, announce bool) *stalledController {
 		system.Root.Send(sc.pid, &BrokersUpdated{Brokers: []cluster.Broker{{ID: 0, Addr: system.Address()}}})
 	}
 	return sc
+}
+
+// startStore starts an actor system and an embedded metadata store with a
+// cluster id, whose controller lock broker id holds.
+func startStore(t *testing.T, id int32) (*actor.ActorSystem, *cluster.Embedded, string, *cluster.Leadership) {
+	t.Helper()
+	system := actor.NewActorSystem()
+	t.Cleanup(system.Shutdown)
+	backend, err := cluster.OpenEmbedded(t.TempDir(), cluster.Broker{ID: id, Addr: system.Address()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { backend.Close() })
+	ctx := context.Background()
+	clusterID, err := backend.CreateClusterID(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lead, err := backend.Campaign(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return system, backend, clusterID, lead
 }
 
 // ask sends msg with header as a request and returns the future of its answer.

@@ -38,6 +38,9 @@ func runBroker(args []string, stdout, stderr io.Writer) error {
 	retentionBytes := fs.Int64("retention-bytes", def.DefaultTopic.RetentionBytes, "default retention.bytes per partition (-1: no limit)")
 	minISR := fs.Int("min-insync-replicas", def.DefaultTopic.MinISR, "default min.insync.replicas")
 	lag := fs.Duration("replica-lag-time-max", def.ReplicaLagTimeMax, "a follower not caught up for this long leaves the ISR")
+	autoRebalance := fs.Bool("auto-leader-rebalance", def.AutoLeaderRebalance, "give leadership back to preferred replicas (the first of each partition's replicas) when a broker leads too few of its own; the controller checks every --leader-imbalance-check-interval")
+	imbalanceCheck := fs.Duration("leader-imbalance-check-interval", def.LeaderImbalanceCheckInterval, "how often the controller looks for brokers that lead too few of the partitions they are preferred for")
+	imbalancePct := fs.Int("leader-imbalance-per-broker-percentage", int(def.LeaderImbalanceRatio*100), "share of a broker's preferred partitions led by others above which their leadership is given back to it")
 	retentionCheck := fs.Duration("retention-check-interval", def.RetentionCheckInterval, "how often retention runs")
 	maxFetch := fs.Int("max-fetch-bytes", def.MaxFetchBytes, "largest fetch response")
 	offsetsPartitions := fs.Int("offsets-partitions", def.OffsetsPartitions, "partitions of the internal "+actors.OffsetsTopic+" topic")
@@ -109,6 +112,9 @@ func runBroker(args []string, stdout, stderr io.Writer) error {
 	cfg.DefaultTopic.RetentionBytes = *retentionBytes
 	cfg.DefaultTopic.MinISR = *minISR
 	cfg.ReplicaLagTimeMax = *lag
+	cfg.AutoLeaderRebalance = *autoRebalance
+	cfg.LeaderImbalanceCheckInterval = *imbalanceCheck
+	cfg.LeaderImbalanceRatio = float64(*imbalancePct) / 100
 	cfg.RetentionCheckInterval = *retentionCheck
 	cfg.MaxFetchBytes = *maxFetch
 	cfg.OffsetsPartitions = *offsetsPartitions

@@ -27,33 +27,37 @@ type configEntry struct {
 
 // kafkaNames maps Kafka's broker setting names onto the flags that mean
 // the same, so a server.properties-style file reads as Kafka's would.
-// Names ending in .ms on duration flags are milliseconds.
+// Names ending in .ms or .seconds on duration flags are milliseconds or
+// seconds.
 var kafkaNames = map[string]string{
-	"broker.id":                        "id",
-	"log.dirs":                         "data",
-	"log.dir":                          "data",
-	"auto.create.topics.enable":        "auto-create-topics",
-	"num.partitions":                   "default-partitions",
-	"default.replication.factor":       "default-replication-factor",
-	"message.max.bytes":                "max-message-bytes",
-	"log.segment.bytes":                "segment-bytes",
-	"log.retention.ms":                 "retention-ms",
-	"log.retention.bytes":              "retention-bytes",
-	"min.insync.replicas":              "min-insync-replicas",
-	"replica.lag.time.max.ms":          "replica-lag-time-max",
-	"log.retention.check.interval.ms":  "retention-check-interval",
-	"offsets.topic.num.partitions":     "offsets-partitions",
-	"offsets.topic.replication.factor": "offsets-replication-factor",
-	"group.initial.rebalance.delay.ms": "group-initial-rebalance-delay",
-	"group.min.session.timeout.ms":     "group-min-session-timeout",
-	"group.max.session.timeout.ms":     "group-max-session-timeout",
-	"group.max.size":                   "group-max-size",
-	"producer.id.expiration.ms":        "producer-id-expiration",
-	"max.connections":                  "max-connections",
-	"max.connections.per.ip":           "max-connections-per-ip",
-	"connections.max.idle.ms":          "connections-max-idle",
-	"queued.max.request.bytes":         "max-inflight-bytes",
-	"super.users":                      "super-users",
+	"broker.id":                               "id",
+	"log.dirs":                                "data",
+	"log.dir":                                 "data",
+	"auto.create.topics.enable":               "auto-create-topics",
+	"num.partitions":                          "default-partitions",
+	"default.replication.factor":              "default-replication-factor",
+	"message.max.bytes":                       "max-message-bytes",
+	"log.segment.bytes":                       "segment-bytes",
+	"log.retention.ms":                        "retention-ms",
+	"log.retention.bytes":                     "retention-bytes",
+	"min.insync.replicas":                     "min-insync-replicas",
+	"replica.lag.time.max.ms":                 "replica-lag-time-max",
+	"auto.leader.rebalance.enable":            "auto-leader-rebalance",
+	"leader.imbalance.check.interval.seconds": "leader-imbalance-check-interval",
+	"leader.imbalance.per.broker.percentage":  "leader-imbalance-per-broker-percentage",
+	"log.retention.check.interval.ms":         "retention-check-interval",
+	"offsets.topic.num.partitions":            "offsets-partitions",
+	"offsets.topic.replication.factor":        "offsets-replication-factor",
+	"group.initial.rebalance.delay.ms":        "group-initial-rebalance-delay",
+	"group.min.session.timeout.ms":            "group-min-session-timeout",
+	"group.max.session.timeout.ms":            "group-max-session-timeout",
+	"group.max.size":                          "group-max-size",
+	"producer.id.expiration.ms":               "producer-id-expiration",
+	"max.connections":                         "max-connections",
+	"max.connections.per.ip":                  "max-connections-per-ip",
+	"connections.max.idle.ms":                 "connections-max-idle",
+	"queued.max.request.bytes":                "max-inflight-bytes",
+	"super.users":                             "super-users",
 }
 
 // readConfigFile reads a YAML file (.yaml, .yml) or a properties file
@@ -136,13 +140,20 @@ func parseYAMLConfig(data []byte) ([]configEntry, error) {
 }
 
 // flagForKey finds the flag a config key names: a flag name, the same with
-// . or _ for -, or one of Kafka's names. ms says the value is milliseconds.
-func flagForKey(fs *flag.FlagSet, key string) (f *flag.Flag, ms bool) {
+// . or _ for -, or one of Kafka's names. unit is what a bare number means
+// for a duration (0: a Go duration is wanted).
+func flagForKey(fs *flag.FlagSet, key string) (f *flag.Flag, unit time.Duration) {
 	if name, ok := kafkaNames[strings.ToLower(key)]; ok {
-		return fs.Lookup(name), strings.HasSuffix(key, ".ms")
+		switch {
+		case strings.HasSuffix(key, ".ms"):
+			unit = time.Millisecond
+		case strings.HasSuffix(key, ".seconds"):
+			unit = time.Second
+		}
+		return fs.Lookup(name), unit
 	}
 	name := strings.NewReplacer(".", "-", "_", "-").Replace(strings.ToLower(key))
-	return fs.Lookup(name), false
+	return fs.Lookup(name), 0
 }
 
 // durationFlag reports whether f holds a time.Duration.
@@ -163,7 +174,7 @@ func applyConfigFile(fs *flag.FlagSet, path string, sources map[string]string) e
 		return usageErr("--config %s: %v", path, err)
 	}
 	for _, e := range entries {
-		f, ms := flagForKey(fs, e.key)
+		f, unit := flagForKey(fs, e.key)
 		if f == nil || f.Name == "config" || f.Name == "print-config" {
 			return usageErr("--config %s: line %d: unknown setting %q (see 'sluice broker -h')", path, e.line, e.key)
 		}
@@ -171,9 +182,9 @@ func applyConfigFile(fs *flag.FlagSet, path string, sources map[string]string) e
 			continue // the command line or the environment set it
 		}
 		value := e.value
-		if ms && durationFlag(f) {
+		if unit != 0 && durationFlag(f) {
 			if n, err := strconv.ParseInt(value, 10, 64); err == nil {
-				value = (time.Duration(n) * time.Millisecond).String()
+				value = (time.Duration(n) * unit).String()
 			}
 		}
 		if f.Name == "super-users" {

@@ -39,6 +39,7 @@ func TestBrokerConfigFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.WriteString("super.users=User:a;User:b\n") // Kafka separates them with ;
+	f.WriteString("leader.imbalance.check.interval.seconds=60\nleader.imbalance.per.broker.percentage=20\nauto.leader.rebalance.enable=false\n")
 	f.Close()
 	out := printed([]string{"SLUICE_DEFAULT_PARTITIONS=8"}, "--config", props, "--id", "6")
 	for _, want := range []string{
@@ -46,6 +47,9 @@ func TestBrokerConfigFile(t *testing.T) {
 		"# from env SLUICE_DEFAULT_PARTITIONS\ndefault-partitions=8\n",
 		"# from file " + props + "\nreplica-lag-time-max=15s\n",
 		"# from file " + props + "\nsuper-users=User:a,User:b\n",
+		"# from file " + props + "\nleader-imbalance-check-interval=1m0s\n", // Kafka's .seconds
+		"# from file " + props + "\nleader-imbalance-per-broker-percentage=20\n",
+		"# from file " + props + "\nauto-leader-rebalance=false\n",
 		"\nretention-ms=604800000\n", // a default, without a comment
 	} {
 		if !strings.Contains(out, want) {
