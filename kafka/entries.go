@@ -65,6 +65,10 @@ func entries(req kmsg.Request) int {
 		n = len(r.Topics) + len(r.TopicNames)
 	case *kmsg.CreatePartitionsRequest:
 		n = len(r.Topics)
+	case *kmsg.ElectLeadersRequest:
+		for _, t := range r.Topics {
+			n += 1 + len(t.Partitions)
+		}
 	case *kmsg.DescribeConfigsRequest:
 		for _, c := range r.Resources {
 			n += 1 + len(c.ConfigNames)

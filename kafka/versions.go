@@ -65,6 +65,7 @@ func init() {
 		kmsg.CreateTopics.Int16():         {versionRange{0, 7}, handleCreateTopics},
 		kmsg.DeleteTopics.Int16():         {versionRange{0, 6}, handleDeleteTopics},
 		kmsg.CreatePartitions.Int16():     {versionRange{0, 3}, handleCreatePartitions},
+		kmsg.ElectLeaders.Int16():         {versionRange{0, 2}, handleElectLeaders},
 		kmsg.DescribeConfigs.Int16():      {versionRange{0, 4}, handleDescribeConfigs},
 		kmsg.DescribeCluster.Int16():      {versionRange{0, 1}, handleDescribeCluster},
 		kmsg.FindCoordinator.Int16():      {versionRange{0, 4}, handleFindCoordinator},

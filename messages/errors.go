@@ -56,6 +56,8 @@ var errorTable = map[ErrorCode]ErrorInfo{
 	ErrorCode_GROUP_SUBSCRIBED_TO_TOPIC:        {Retriable: false, Description: "the group's members consume this topic, so its offsets stay"},
 	ErrorCode_CLUSTER_AUTHORIZATION_FAILED:     {Retriable: false, Description: "the principal is not allowed this operation on the cluster (or may not send this control or replication message)"},
 	ErrorCode_INCONSISTENT_CLUSTER_ID:          {Retriable: false, Description: "the metadata store is not the one of this broker's cluster"},
+	ErrorCode_ELECTION_NOT_NEEDED:              {Retriable: false, Description: "the preferred replica leads the partition already"},
+	ErrorCode_PREFERRED_LEADER_NOT_AVAILABLE:   {Retriable: true, Description: "the preferred replica is not alive and in sync, so it cannot lead"},
 	ErrorCode_STALE_BROKER_EPOCH:               {Retriable: false, Description: "the request came from an earlier run of the broker"},
 	ErrorCode_TOPIC_AUTHORIZATION_FAILED:       {Retriable: false, Description: "the principal is not allowed this operation on the topic"},
 	ErrorCode_GROUP_AUTHORIZATION_FAILED:       {Retriable: false, Description: "the principal is not allowed this operation on the group"},

@@ -93,6 +93,11 @@ const (
 	ErrorCode_GROUP_AUTHORIZATION_FAILED ErrorCode = 30
 	// The connection's credentials (certificate or token) were not accepted.
 	ErrorCode_SASL_AUTHENTICATION_FAILED ErrorCode = 58
+	// A preferred-leader election found the preferred replica leading already.
+	ErrorCode_ELECTION_NOT_NEEDED ErrorCode = 84
+	// A preferred-leader election found the preferred replica dead or out of
+	// the ISR.
+	ErrorCode_PREFERRED_LEADER_NOT_AVAILABLE ErrorCode = 80
 	// The named user or ACL does not exist.
 	ErrorCode_RESOURCE_NOT_FOUND ErrorCode = 91
 	// A user with this name already exists.
@@ -157,6 +162,8 @@ var (
 		29:   "TOPIC_AUTHORIZATION_FAILED",
 		30:   "GROUP_AUTHORIZATION_FAILED",
 		58:   "SASL_AUTHENTICATION_FAILED",
+		84:   "ELECTION_NOT_NEEDED",
+		80:   "PREFERRED_LEADER_NOT_AVAILABLE",
 		91:   "RESOURCE_NOT_FOUND",
 		92:   "DUPLICATE_RESOURCE",
 		54:   "SECURITY_DISABLED",
@@ -212,6 +219,8 @@ var (
 		"TOPIC_AUTHORIZATION_FAILED":       29,
 		"GROUP_AUTHORIZATION_FAILED":       30,
 		"SASL_AUTHENTICATION_FAILED":       58,
+		"ELECTION_NOT_NEEDED":              84,
+		"PREFERRED_LEADER_NOT_AVAILABLE":   80,
 		"RESOURCE_NOT_FOUND":               91,
 		"DUPLICATE_RESOURCE":               92,
 		"SECURITY_DISABLED":                54,
@@ -2170,6 +2179,116 @@ func (x *CreatePartitionsResponse) GetResults() []*TopicResult {
 	return nil
 }
 
+// ElectLeadersRequest gives the partitions named (every partition when
+// none is) to their preferred replicas, those alive and in the ISR.
+// Answered by the controller; needs Alter on the cluster.
+type ElectLeadersRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Partitions    []*TopicPartitions     `protobuf:"bytes,1,rep,name=partitions,proto3" json:"partitions,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ElectLeadersRequest) Reset() {
+	*x = ElectLeadersRequest{}
+	mi := &file_sluice_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ElectLeadersRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ElectLeadersRequest) ProtoMessage() {}
+
+func (x *ElectLeadersRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_sluice_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ElectLeadersRequest.ProtoReflect.Descriptor instead.
+func (*ElectLeadersRequest) Descriptor() ([]byte, []int) {
+	return file_sluice_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *ElectLeadersRequest) GetPartitions() []*TopicPartitions {
+	if x != nil {
+		return x.Partitions
+	}
+	return nil
+}
+
+// ElectLeadersResponse has a result per partition (NONE: elected,
+// ELECTION_NOT_NEEDED, PREFERRED_LEADER_NOT_AVAILABLE,
+// UNKNOWN_TOPIC_OR_PARTITION), or an error for the whole request.
+type ElectLeadersResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Results       []*PartitionError      `protobuf:"bytes,1,rep,name=results,proto3" json:"results,omitempty"`
+	Error         ErrorCode              `protobuf:"varint,2,opt,name=error,proto3,enum=sluice.ErrorCode" json:"error,omitempty"`
+	ErrorMessage  string                 `protobuf:"bytes,3,opt,name=error_message,json=errorMessage,proto3" json:"error_message,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ElectLeadersResponse) Reset() {
+	*x = ElectLeadersResponse{}
+	mi := &file_sluice_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ElectLeadersResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ElectLeadersResponse) ProtoMessage() {}
+
+func (x *ElectLeadersResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_sluice_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ElectLeadersResponse.ProtoReflect.Descriptor instead.
+func (*ElectLeadersResponse) Descriptor() ([]byte, []int) {
+	return file_sluice_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *ElectLeadersResponse) GetResults() []*PartitionError {
+	if x != nil {
+		return x.Results
+	}
+	return nil
+}
+
+func (x *ElectLeadersResponse) GetError() ErrorCode {
+	if x != nil {
+		return x.Error
+	}
+	return ErrorCode_NONE
+}
+
+func (x *ElectLeadersResponse) GetErrorMessage() string {
+	if x != nil {
+		return x.ErrorMessage
+	}
+	return ""
+}
+
 // DescribeReplicasRequest asks one broker for the live state of the
 // replicas it hosts (all of them when topics is empty).
 type DescribeReplicasRequest struct {
@@ -2181,7 +2300,7 @@ type DescribeReplicasRequest struct {
 
 func (x *DescribeReplicasRequest) Reset() {
 	*x = DescribeReplicasRequest{}
-	mi := &file_sluice_proto_msgTypes[25]
+	mi := &file_sluice_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2193,7 +2312,7 @@ func (x *DescribeReplicasRequest) String() string {
 func (*DescribeReplicasRequest) ProtoMessage() {}
 
 func (x *DescribeReplicasRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[25]
+	mi := &file_sluice_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2206,7 +2325,7 @@ func (x *DescribeReplicasRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeReplicasRequest.ProtoReflect.Descriptor instead.
 func (*DescribeReplicasRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{25}
+	return file_sluice_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *DescribeReplicasRequest) GetTopics() []string {
@@ -2240,7 +2359,7 @@ type ReplicaState struct {
 
 func (x *ReplicaState) Reset() {
 	*x = ReplicaState{}
-	mi := &file_sluice_proto_msgTypes[26]
+	mi := &file_sluice_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2252,7 +2371,7 @@ func (x *ReplicaState) String() string {
 func (*ReplicaState) ProtoMessage() {}
 
 func (x *ReplicaState) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[26]
+	mi := &file_sluice_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2265,7 +2384,7 @@ func (x *ReplicaState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicaState.ProtoReflect.Descriptor instead.
 func (*ReplicaState) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{26}
+	return file_sluice_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *ReplicaState) GetTopic() string {
@@ -2369,7 +2488,7 @@ type DescribeReplicasResponse struct {
 
 func (x *DescribeReplicasResponse) Reset() {
 	*x = DescribeReplicasResponse{}
-	mi := &file_sluice_proto_msgTypes[27]
+	mi := &file_sluice_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2381,7 +2500,7 @@ func (x *DescribeReplicasResponse) String() string {
 func (*DescribeReplicasResponse) ProtoMessage() {}
 
 func (x *DescribeReplicasResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[27]
+	mi := &file_sluice_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2394,7 +2513,7 @@ func (x *DescribeReplicasResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeReplicasResponse.ProtoReflect.Descriptor instead.
 func (*DescribeReplicasResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{27}
+	return file_sluice_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *DescribeReplicasResponse) GetBrokerId() int32 {
@@ -2433,7 +2552,7 @@ type ReplicaFetchRequest struct {
 
 func (x *ReplicaFetchRequest) Reset() {
 	*x = ReplicaFetchRequest{}
-	mi := &file_sluice_proto_msgTypes[28]
+	mi := &file_sluice_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2445,7 +2564,7 @@ func (x *ReplicaFetchRequest) String() string {
 func (*ReplicaFetchRequest) ProtoMessage() {}
 
 func (x *ReplicaFetchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[28]
+	mi := &file_sluice_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2458,7 +2577,7 @@ func (x *ReplicaFetchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicaFetchRequest.ProtoReflect.Descriptor instead.
 func (*ReplicaFetchRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{28}
+	return file_sluice_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *ReplicaFetchRequest) GetTopic() string {
@@ -2535,7 +2654,7 @@ type ReplicaFetchResponse struct {
 
 func (x *ReplicaFetchResponse) Reset() {
 	*x = ReplicaFetchResponse{}
-	mi := &file_sluice_proto_msgTypes[29]
+	mi := &file_sluice_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2547,7 +2666,7 @@ func (x *ReplicaFetchResponse) String() string {
 func (*ReplicaFetchResponse) ProtoMessage() {}
 
 func (x *ReplicaFetchResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[29]
+	mi := &file_sluice_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2560,7 +2679,7 @@ func (x *ReplicaFetchResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicaFetchResponse.ProtoReflect.Descriptor instead.
 func (*ReplicaFetchResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{29}
+	return file_sluice_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *ReplicaFetchResponse) GetTopic() string {
@@ -2641,7 +2760,7 @@ type OffsetForLeaderEpochRequest struct {
 
 func (x *OffsetForLeaderEpochRequest) Reset() {
 	*x = OffsetForLeaderEpochRequest{}
-	mi := &file_sluice_proto_msgTypes[30]
+	mi := &file_sluice_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2653,7 +2772,7 @@ func (x *OffsetForLeaderEpochRequest) String() string {
 func (*OffsetForLeaderEpochRequest) ProtoMessage() {}
 
 func (x *OffsetForLeaderEpochRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[30]
+	mi := &file_sluice_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2666,7 +2785,7 @@ func (x *OffsetForLeaderEpochRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OffsetForLeaderEpochRequest.ProtoReflect.Descriptor instead.
 func (*OffsetForLeaderEpochRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{30}
+	return file_sluice_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *OffsetForLeaderEpochRequest) GetTopic() string {
@@ -2720,7 +2839,7 @@ type OffsetForLeaderEpochResponse struct {
 
 func (x *OffsetForLeaderEpochResponse) Reset() {
 	*x = OffsetForLeaderEpochResponse{}
-	mi := &file_sluice_proto_msgTypes[31]
+	mi := &file_sluice_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2732,7 +2851,7 @@ func (x *OffsetForLeaderEpochResponse) String() string {
 func (*OffsetForLeaderEpochResponse) ProtoMessage() {}
 
 func (x *OffsetForLeaderEpochResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[31]
+	mi := &file_sluice_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2745,7 +2864,7 @@ func (x *OffsetForLeaderEpochResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OffsetForLeaderEpochResponse.ProtoReflect.Descriptor instead.
 func (*OffsetForLeaderEpochResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{31}
+	return file_sluice_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *OffsetForLeaderEpochResponse) GetTopic() string {
@@ -2809,7 +2928,7 @@ type AlterPartitionRequest struct {
 
 func (x *AlterPartitionRequest) Reset() {
 	*x = AlterPartitionRequest{}
-	mi := &file_sluice_proto_msgTypes[32]
+	mi := &file_sluice_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2821,7 +2940,7 @@ func (x *AlterPartitionRequest) String() string {
 func (*AlterPartitionRequest) ProtoMessage() {}
 
 func (x *AlterPartitionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[32]
+	mi := &file_sluice_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2834,7 +2953,7 @@ func (x *AlterPartitionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AlterPartitionRequest.ProtoReflect.Descriptor instead.
 func (*AlterPartitionRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{32}
+	return file_sluice_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *AlterPartitionRequest) GetTopic() string {
@@ -2898,7 +3017,7 @@ type AlterPartitionResponse struct {
 
 func (x *AlterPartitionResponse) Reset() {
 	*x = AlterPartitionResponse{}
-	mi := &file_sluice_proto_msgTypes[33]
+	mi := &file_sluice_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2910,7 +3029,7 @@ func (x *AlterPartitionResponse) String() string {
 func (*AlterPartitionResponse) ProtoMessage() {}
 
 func (x *AlterPartitionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[33]
+	mi := &file_sluice_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2923,7 +3042,7 @@ func (x *AlterPartitionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AlterPartitionResponse.ProtoReflect.Descriptor instead.
 func (*AlterPartitionResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{33}
+	return file_sluice_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *AlterPartitionResponse) GetError() ErrorCode {
@@ -2959,7 +3078,7 @@ type LeaderAndIsrRequest struct {
 
 func (x *LeaderAndIsrRequest) Reset() {
 	*x = LeaderAndIsrRequest{}
-	mi := &file_sluice_proto_msgTypes[34]
+	mi := &file_sluice_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2971,7 +3090,7 @@ func (x *LeaderAndIsrRequest) String() string {
 func (*LeaderAndIsrRequest) ProtoMessage() {}
 
 func (x *LeaderAndIsrRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[34]
+	mi := &file_sluice_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2984,7 +3103,7 @@ func (x *LeaderAndIsrRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaderAndIsrRequest.ProtoReflect.Descriptor instead.
 func (*LeaderAndIsrRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{34}
+	return file_sluice_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *LeaderAndIsrRequest) GetControllerId() int32 {
@@ -3018,7 +3137,7 @@ type LeaderAndIsrResponse struct {
 
 func (x *LeaderAndIsrResponse) Reset() {
 	*x = LeaderAndIsrResponse{}
-	mi := &file_sluice_proto_msgTypes[35]
+	mi := &file_sluice_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3030,7 +3149,7 @@ func (x *LeaderAndIsrResponse) String() string {
 func (*LeaderAndIsrResponse) ProtoMessage() {}
 
 func (x *LeaderAndIsrResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[35]
+	mi := &file_sluice_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3043,7 +3162,7 @@ func (x *LeaderAndIsrResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaderAndIsrResponse.ProtoReflect.Descriptor instead.
 func (*LeaderAndIsrResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{35}
+	return file_sluice_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *LeaderAndIsrResponse) GetError() ErrorCode {
@@ -3078,7 +3197,7 @@ type ReplicaOfflineRequest struct {
 
 func (x *ReplicaOfflineRequest) Reset() {
 	*x = ReplicaOfflineRequest{}
-	mi := &file_sluice_proto_msgTypes[36]
+	mi := &file_sluice_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3090,7 +3209,7 @@ func (x *ReplicaOfflineRequest) String() string {
 func (*ReplicaOfflineRequest) ProtoMessage() {}
 
 func (x *ReplicaOfflineRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[36]
+	mi := &file_sluice_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3103,7 +3222,7 @@ func (x *ReplicaOfflineRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicaOfflineRequest.ProtoReflect.Descriptor instead.
 func (*ReplicaOfflineRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{36}
+	return file_sluice_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *ReplicaOfflineRequest) GetBrokerId() int32 {
@@ -3158,7 +3277,7 @@ type ReplicaOfflineResponse struct {
 
 func (x *ReplicaOfflineResponse) Reset() {
 	*x = ReplicaOfflineResponse{}
-	mi := &file_sluice_proto_msgTypes[37]
+	mi := &file_sluice_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3170,7 +3289,7 @@ func (x *ReplicaOfflineResponse) String() string {
 func (*ReplicaOfflineResponse) ProtoMessage() {}
 
 func (x *ReplicaOfflineResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[37]
+	mi := &file_sluice_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3183,7 +3302,7 @@ func (x *ReplicaOfflineResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicaOfflineResponse.ProtoReflect.Descriptor instead.
 func (*ReplicaOfflineResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{37}
+	return file_sluice_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *ReplicaOfflineResponse) GetError() ErrorCode {
@@ -3219,7 +3338,7 @@ type InitProducerIdRequest struct {
 
 func (x *InitProducerIdRequest) Reset() {
 	*x = InitProducerIdRequest{}
-	mi := &file_sluice_proto_msgTypes[38]
+	mi := &file_sluice_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3231,7 +3350,7 @@ func (x *InitProducerIdRequest) String() string {
 func (*InitProducerIdRequest) ProtoMessage() {}
 
 func (x *InitProducerIdRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[38]
+	mi := &file_sluice_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3244,7 +3363,7 @@ func (x *InitProducerIdRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InitProducerIdRequest.ProtoReflect.Descriptor instead.
 func (*InitProducerIdRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{38}
+	return file_sluice_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *InitProducerIdRequest) GetProducerId() int64 {
@@ -3273,7 +3392,7 @@ type InitProducerIdResponse struct {
 
 func (x *InitProducerIdResponse) Reset() {
 	*x = InitProducerIdResponse{}
-	mi := &file_sluice_proto_msgTypes[39]
+	mi := &file_sluice_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3285,7 +3404,7 @@ func (x *InitProducerIdResponse) String() string {
 func (*InitProducerIdResponse) ProtoMessage() {}
 
 func (x *InitProducerIdResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[39]
+	mi := &file_sluice_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3298,7 +3417,7 @@ func (x *InitProducerIdResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InitProducerIdResponse.ProtoReflect.Descriptor instead.
 func (*InitProducerIdResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{39}
+	return file_sluice_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *InitProducerIdResponse) GetError() ErrorCode {
@@ -3345,7 +3464,7 @@ type AllocateProducerIdsRequest struct {
 
 func (x *AllocateProducerIdsRequest) Reset() {
 	*x = AllocateProducerIdsRequest{}
-	mi := &file_sluice_proto_msgTypes[40]
+	mi := &file_sluice_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3357,7 +3476,7 @@ func (x *AllocateProducerIdsRequest) String() string {
 func (*AllocateProducerIdsRequest) ProtoMessage() {}
 
 func (x *AllocateProducerIdsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[40]
+	mi := &file_sluice_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3370,7 +3489,7 @@ func (x *AllocateProducerIdsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AllocateProducerIdsRequest.ProtoReflect.Descriptor instead.
 func (*AllocateProducerIdsRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{40}
+	return file_sluice_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *AllocateProducerIdsRequest) GetBrokerId() int32 {
@@ -3406,7 +3525,7 @@ type AllocateProducerIdsResponse struct {
 
 func (x *AllocateProducerIdsResponse) Reset() {
 	*x = AllocateProducerIdsResponse{}
-	mi := &file_sluice_proto_msgTypes[41]
+	mi := &file_sluice_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3418,7 +3537,7 @@ func (x *AllocateProducerIdsResponse) String() string {
 func (*AllocateProducerIdsResponse) ProtoMessage() {}
 
 func (x *AllocateProducerIdsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[41]
+	mi := &file_sluice_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3431,7 +3550,7 @@ func (x *AllocateProducerIdsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AllocateProducerIdsResponse.ProtoReflect.Descriptor instead.
 func (*AllocateProducerIdsResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{41}
+	return file_sluice_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *AllocateProducerIdsResponse) GetError() ErrorCode {
@@ -3473,7 +3592,7 @@ type FindCoordinatorRequest struct {
 
 func (x *FindCoordinatorRequest) Reset() {
 	*x = FindCoordinatorRequest{}
-	mi := &file_sluice_proto_msgTypes[42]
+	mi := &file_sluice_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3485,7 +3604,7 @@ func (x *FindCoordinatorRequest) String() string {
 func (*FindCoordinatorRequest) ProtoMessage() {}
 
 func (x *FindCoordinatorRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[42]
+	mi := &file_sluice_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3498,7 +3617,7 @@ func (x *FindCoordinatorRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FindCoordinatorRequest.ProtoReflect.Descriptor instead.
 func (*FindCoordinatorRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{42}
+	return file_sluice_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *FindCoordinatorRequest) GetGroup() string {
@@ -3521,7 +3640,7 @@ type FindCoordinatorResponse struct {
 
 func (x *FindCoordinatorResponse) Reset() {
 	*x = FindCoordinatorResponse{}
-	mi := &file_sluice_proto_msgTypes[43]
+	mi := &file_sluice_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3533,7 +3652,7 @@ func (x *FindCoordinatorResponse) String() string {
 func (*FindCoordinatorResponse) ProtoMessage() {}
 
 func (x *FindCoordinatorResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[43]
+	mi := &file_sluice_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3546,7 +3665,7 @@ func (x *FindCoordinatorResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FindCoordinatorResponse.ProtoReflect.Descriptor instead.
 func (*FindCoordinatorResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{43}
+	return file_sluice_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *FindCoordinatorResponse) GetError() ErrorCode {
@@ -3594,7 +3713,7 @@ type TopicPartitions struct {
 
 func (x *TopicPartitions) Reset() {
 	*x = TopicPartitions{}
-	mi := &file_sluice_proto_msgTypes[44]
+	mi := &file_sluice_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3606,7 +3725,7 @@ func (x *TopicPartitions) String() string {
 func (*TopicPartitions) ProtoMessage() {}
 
 func (x *TopicPartitions) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[44]
+	mi := &file_sluice_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3619,7 +3738,7 @@ func (x *TopicPartitions) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TopicPartitions.ProtoReflect.Descriptor instead.
 func (*TopicPartitions) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{44}
+	return file_sluice_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *TopicPartitions) GetTopic() string {
@@ -3669,7 +3788,7 @@ type JoinGroupRequest struct {
 
 func (x *JoinGroupRequest) Reset() {
 	*x = JoinGroupRequest{}
-	mi := &file_sluice_proto_msgTypes[45]
+	mi := &file_sluice_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3681,7 +3800,7 @@ func (x *JoinGroupRequest) String() string {
 func (*JoinGroupRequest) ProtoMessage() {}
 
 func (x *JoinGroupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[45]
+	mi := &file_sluice_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3694,7 +3813,7 @@ func (x *JoinGroupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinGroupRequest.ProtoReflect.Descriptor instead.
 func (*JoinGroupRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{45}
+	return file_sluice_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *JoinGroupRequest) GetGroup() string {
@@ -3784,7 +3903,7 @@ type GroupProtocol struct {
 
 func (x *GroupProtocol) Reset() {
 	*x = GroupProtocol{}
-	mi := &file_sluice_proto_msgTypes[46]
+	mi := &file_sluice_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3796,7 +3915,7 @@ func (x *GroupProtocol) String() string {
 func (*GroupProtocol) ProtoMessage() {}
 
 func (x *GroupProtocol) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[46]
+	mi := &file_sluice_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3809,7 +3928,7 @@ func (x *GroupProtocol) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GroupProtocol.ProtoReflect.Descriptor instead.
 func (*GroupProtocol) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{46}
+	return file_sluice_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *GroupProtocol) GetName() string {
@@ -3837,7 +3956,7 @@ type MemberBytes struct {
 
 func (x *MemberBytes) Reset() {
 	*x = MemberBytes{}
-	mi := &file_sluice_proto_msgTypes[47]
+	mi := &file_sluice_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3849,7 +3968,7 @@ func (x *MemberBytes) String() string {
 func (*MemberBytes) ProtoMessage() {}
 
 func (x *MemberBytes) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[47]
+	mi := &file_sluice_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3862,7 +3981,7 @@ func (x *MemberBytes) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MemberBytes.ProtoReflect.Descriptor instead.
 func (*MemberBytes) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{47}
+	return file_sluice_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *MemberBytes) GetMemberId() string {
@@ -3898,7 +4017,7 @@ type JoinGroupResponse struct {
 
 func (x *JoinGroupResponse) Reset() {
 	*x = JoinGroupResponse{}
-	mi := &file_sluice_proto_msgTypes[48]
+	mi := &file_sluice_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3910,7 +4029,7 @@ func (x *JoinGroupResponse) String() string {
 func (*JoinGroupResponse) ProtoMessage() {}
 
 func (x *JoinGroupResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[48]
+	mi := &file_sluice_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3923,7 +4042,7 @@ func (x *JoinGroupResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinGroupResponse.ProtoReflect.Descriptor instead.
 func (*JoinGroupResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{48}
+	return file_sluice_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *JoinGroupResponse) GetError() ErrorCode {
@@ -4006,7 +4125,7 @@ type SyncGroupRequest struct {
 
 func (x *SyncGroupRequest) Reset() {
 	*x = SyncGroupRequest{}
-	mi := &file_sluice_proto_msgTypes[49]
+	mi := &file_sluice_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4018,7 +4137,7 @@ func (x *SyncGroupRequest) String() string {
 func (*SyncGroupRequest) ProtoMessage() {}
 
 func (x *SyncGroupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[49]
+	mi := &file_sluice_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4031,7 +4150,7 @@ func (x *SyncGroupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SyncGroupRequest.ProtoReflect.Descriptor instead.
 func (*SyncGroupRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{49}
+	return file_sluice_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *SyncGroupRequest) GetGroup() string {
@@ -4084,7 +4203,7 @@ type SyncGroupResponse struct {
 
 func (x *SyncGroupResponse) Reset() {
 	*x = SyncGroupResponse{}
-	mi := &file_sluice_proto_msgTypes[50]
+	mi := &file_sluice_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4096,7 +4215,7 @@ func (x *SyncGroupResponse) String() string {
 func (*SyncGroupResponse) ProtoMessage() {}
 
 func (x *SyncGroupResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[50]
+	mi := &file_sluice_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4109,7 +4228,7 @@ func (x *SyncGroupResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SyncGroupResponse.ProtoReflect.Descriptor instead.
 func (*SyncGroupResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{50}
+	return file_sluice_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *SyncGroupResponse) GetError() ErrorCode {
@@ -4166,7 +4285,7 @@ type HeartbeatRequest struct {
 
 func (x *HeartbeatRequest) Reset() {
 	*x = HeartbeatRequest{}
-	mi := &file_sluice_proto_msgTypes[51]
+	mi := &file_sluice_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4178,7 +4297,7 @@ func (x *HeartbeatRequest) String() string {
 func (*HeartbeatRequest) ProtoMessage() {}
 
 func (x *HeartbeatRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[51]
+	mi := &file_sluice_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4191,7 +4310,7 @@ func (x *HeartbeatRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeartbeatRequest.ProtoReflect.Descriptor instead.
 func (*HeartbeatRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{51}
+	return file_sluice_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *HeartbeatRequest) GetGroup() string {
@@ -4232,7 +4351,7 @@ type HeartbeatResponse struct {
 
 func (x *HeartbeatResponse) Reset() {
 	*x = HeartbeatResponse{}
-	mi := &file_sluice_proto_msgTypes[52]
+	mi := &file_sluice_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4244,7 +4363,7 @@ func (x *HeartbeatResponse) String() string {
 func (*HeartbeatResponse) ProtoMessage() {}
 
 func (x *HeartbeatResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[52]
+	mi := &file_sluice_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4257,7 +4376,7 @@ func (x *HeartbeatResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeartbeatResponse.ProtoReflect.Descriptor instead.
 func (*HeartbeatResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{52}
+	return file_sluice_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *HeartbeatResponse) GetError() ErrorCode {
@@ -4287,7 +4406,7 @@ type LeaveGroupRequest struct {
 
 func (x *LeaveGroupRequest) Reset() {
 	*x = LeaveGroupRequest{}
-	mi := &file_sluice_proto_msgTypes[53]
+	mi := &file_sluice_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4299,7 +4418,7 @@ func (x *LeaveGroupRequest) String() string {
 func (*LeaveGroupRequest) ProtoMessage() {}
 
 func (x *LeaveGroupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[53]
+	mi := &file_sluice_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4312,7 +4431,7 @@ func (x *LeaveGroupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaveGroupRequest.ProtoReflect.Descriptor instead.
 func (*LeaveGroupRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{53}
+	return file_sluice_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *LeaveGroupRequest) GetGroup() string {
@@ -4346,7 +4465,7 @@ type LeaveGroupResponse struct {
 
 func (x *LeaveGroupResponse) Reset() {
 	*x = LeaveGroupResponse{}
-	mi := &file_sluice_proto_msgTypes[54]
+	mi := &file_sluice_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4358,7 +4477,7 @@ func (x *LeaveGroupResponse) String() string {
 func (*LeaveGroupResponse) ProtoMessage() {}
 
 func (x *LeaveGroupResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[54]
+	mi := &file_sluice_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4371,7 +4490,7 @@ func (x *LeaveGroupResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaveGroupResponse.ProtoReflect.Descriptor instead.
 func (*LeaveGroupResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{54}
+	return file_sluice_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *LeaveGroupResponse) GetError() ErrorCode {
@@ -4404,7 +4523,7 @@ type OffsetCommitEntry struct {
 
 func (x *OffsetCommitEntry) Reset() {
 	*x = OffsetCommitEntry{}
-	mi := &file_sluice_proto_msgTypes[55]
+	mi := &file_sluice_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4416,7 +4535,7 @@ func (x *OffsetCommitEntry) String() string {
 func (*OffsetCommitEntry) ProtoMessage() {}
 
 func (x *OffsetCommitEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[55]
+	mi := &file_sluice_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4429,7 +4548,7 @@ func (x *OffsetCommitEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OffsetCommitEntry.ProtoReflect.Descriptor instead.
 func (*OffsetCommitEntry) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{55}
+	return file_sluice_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *OffsetCommitEntry) GetTopic() string {
@@ -4483,7 +4602,7 @@ type OffsetCommitRequest struct {
 
 func (x *OffsetCommitRequest) Reset() {
 	*x = OffsetCommitRequest{}
-	mi := &file_sluice_proto_msgTypes[56]
+	mi := &file_sluice_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4495,7 +4614,7 @@ func (x *OffsetCommitRequest) String() string {
 func (*OffsetCommitRequest) ProtoMessage() {}
 
 func (x *OffsetCommitRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[56]
+	mi := &file_sluice_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4508,7 +4627,7 @@ func (x *OffsetCommitRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OffsetCommitRequest.ProtoReflect.Descriptor instead.
 func (*OffsetCommitRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{56}
+	return file_sluice_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *OffsetCommitRequest) GetGroup() string {
@@ -4556,7 +4675,7 @@ type OffsetCommitResponse struct {
 
 func (x *OffsetCommitResponse) Reset() {
 	*x = OffsetCommitResponse{}
-	mi := &file_sluice_proto_msgTypes[57]
+	mi := &file_sluice_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4568,7 +4687,7 @@ func (x *OffsetCommitResponse) String() string {
 func (*OffsetCommitResponse) ProtoMessage() {}
 
 func (x *OffsetCommitResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[57]
+	mi := &file_sluice_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4581,7 +4700,7 @@ func (x *OffsetCommitResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OffsetCommitResponse.ProtoReflect.Descriptor instead.
 func (*OffsetCommitResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{57}
+	return file_sluice_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *OffsetCommitResponse) GetError() ErrorCode {
@@ -4609,7 +4728,7 @@ type OffsetFetchRequest struct {
 
 func (x *OffsetFetchRequest) Reset() {
 	*x = OffsetFetchRequest{}
-	mi := &file_sluice_proto_msgTypes[58]
+	mi := &file_sluice_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4621,7 +4740,7 @@ func (x *OffsetFetchRequest) String() string {
 func (*OffsetFetchRequest) ProtoMessage() {}
 
 func (x *OffsetFetchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[58]
+	mi := &file_sluice_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4634,7 +4753,7 @@ func (x *OffsetFetchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OffsetFetchRequest.ProtoReflect.Descriptor instead.
 func (*OffsetFetchRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{58}
+	return file_sluice_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *OffsetFetchRequest) GetGroup() string {
@@ -4662,7 +4781,7 @@ type OffsetFetchResponse struct {
 
 func (x *OffsetFetchResponse) Reset() {
 	*x = OffsetFetchResponse{}
-	mi := &file_sluice_proto_msgTypes[59]
+	mi := &file_sluice_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4674,7 +4793,7 @@ func (x *OffsetFetchResponse) String() string {
 func (*OffsetFetchResponse) ProtoMessage() {}
 
 func (x *OffsetFetchResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[59]
+	mi := &file_sluice_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4687,7 +4806,7 @@ func (x *OffsetFetchResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OffsetFetchResponse.ProtoReflect.Descriptor instead.
 func (*OffsetFetchResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{59}
+	return file_sluice_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *OffsetFetchResponse) GetError() ErrorCode {
@@ -4722,7 +4841,7 @@ type DeleteGroupRequest struct {
 
 func (x *DeleteGroupRequest) Reset() {
 	*x = DeleteGroupRequest{}
-	mi := &file_sluice_proto_msgTypes[60]
+	mi := &file_sluice_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4734,7 +4853,7 @@ func (x *DeleteGroupRequest) String() string {
 func (*DeleteGroupRequest) ProtoMessage() {}
 
 func (x *DeleteGroupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[60]
+	mi := &file_sluice_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4747,7 +4866,7 @@ func (x *DeleteGroupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteGroupRequest.ProtoReflect.Descriptor instead.
 func (*DeleteGroupRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{60}
+	return file_sluice_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *DeleteGroupRequest) GetGroup() string {
@@ -4767,7 +4886,7 @@ type DeleteGroupResponse struct {
 
 func (x *DeleteGroupResponse) Reset() {
 	*x = DeleteGroupResponse{}
-	mi := &file_sluice_proto_msgTypes[61]
+	mi := &file_sluice_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4779,7 +4898,7 @@ func (x *DeleteGroupResponse) String() string {
 func (*DeleteGroupResponse) ProtoMessage() {}
 
 func (x *DeleteGroupResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[61]
+	mi := &file_sluice_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4792,7 +4911,7 @@ func (x *DeleteGroupResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteGroupResponse.ProtoReflect.Descriptor instead.
 func (*DeleteGroupResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{61}
+	return file_sluice_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *DeleteGroupResponse) GetError() ErrorCode {
@@ -4822,7 +4941,7 @@ type DeleteOffsetsRequest struct {
 
 func (x *DeleteOffsetsRequest) Reset() {
 	*x = DeleteOffsetsRequest{}
-	mi := &file_sluice_proto_msgTypes[62]
+	mi := &file_sluice_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4834,7 +4953,7 @@ func (x *DeleteOffsetsRequest) String() string {
 func (*DeleteOffsetsRequest) ProtoMessage() {}
 
 func (x *DeleteOffsetsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[62]
+	mi := &file_sluice_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4847,7 +4966,7 @@ func (x *DeleteOffsetsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteOffsetsRequest.ProtoReflect.Descriptor instead.
 func (*DeleteOffsetsRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{62}
+	return file_sluice_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *DeleteOffsetsRequest) GetGroup() string {
@@ -4876,7 +4995,7 @@ type DeleteOffsetsResponse struct {
 
 func (x *DeleteOffsetsResponse) Reset() {
 	*x = DeleteOffsetsResponse{}
-	mi := &file_sluice_proto_msgTypes[63]
+	mi := &file_sluice_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4888,7 +5007,7 @@ func (x *DeleteOffsetsResponse) String() string {
 func (*DeleteOffsetsResponse) ProtoMessage() {}
 
 func (x *DeleteOffsetsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[63]
+	mi := &file_sluice_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4901,7 +5020,7 @@ func (x *DeleteOffsetsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteOffsetsResponse.ProtoReflect.Descriptor instead.
 func (*DeleteOffsetsResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{63}
+	return file_sluice_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *DeleteOffsetsResponse) GetError() ErrorCode {
@@ -4937,7 +5056,7 @@ type PartitionError struct {
 
 func (x *PartitionError) Reset() {
 	*x = PartitionError{}
-	mi := &file_sluice_proto_msgTypes[64]
+	mi := &file_sluice_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4949,7 +5068,7 @@ func (x *PartitionError) String() string {
 func (*PartitionError) ProtoMessage() {}
 
 func (x *PartitionError) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[64]
+	mi := &file_sluice_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4962,7 +5081,7 @@ func (x *PartitionError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PartitionError.ProtoReflect.Descriptor instead.
 func (*PartitionError) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{64}
+	return file_sluice_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *PartitionError) GetTopic() string {
@@ -4994,7 +5113,7 @@ type ListGroupsRequest struct {
 
 func (x *ListGroupsRequest) Reset() {
 	*x = ListGroupsRequest{}
-	mi := &file_sluice_proto_msgTypes[65]
+	mi := &file_sluice_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5006,7 +5125,7 @@ func (x *ListGroupsRequest) String() string {
 func (*ListGroupsRequest) ProtoMessage() {}
 
 func (x *ListGroupsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[65]
+	mi := &file_sluice_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5019,7 +5138,7 @@ func (x *ListGroupsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListGroupsRequest.ProtoReflect.Descriptor instead.
 func (*ListGroupsRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{65}
+	return file_sluice_proto_rawDescGZIP(), []int{67}
 }
 
 type GroupOverview struct {
@@ -5034,7 +5153,7 @@ type GroupOverview struct {
 
 func (x *GroupOverview) Reset() {
 	*x = GroupOverview{}
-	mi := &file_sluice_proto_msgTypes[66]
+	mi := &file_sluice_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5046,7 +5165,7 @@ func (x *GroupOverview) String() string {
 func (*GroupOverview) ProtoMessage() {}
 
 func (x *GroupOverview) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[66]
+	mi := &file_sluice_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5059,7 +5178,7 @@ func (x *GroupOverview) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GroupOverview.ProtoReflect.Descriptor instead.
 func (*GroupOverview) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{66}
+	return file_sluice_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *GroupOverview) GetGroup() string {
@@ -5099,7 +5218,7 @@ type ListGroupsResponse struct {
 
 func (x *ListGroupsResponse) Reset() {
 	*x = ListGroupsResponse{}
-	mi := &file_sluice_proto_msgTypes[67]
+	mi := &file_sluice_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5111,7 +5230,7 @@ func (x *ListGroupsResponse) String() string {
 func (*ListGroupsResponse) ProtoMessage() {}
 
 func (x *ListGroupsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[67]
+	mi := &file_sluice_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5124,7 +5243,7 @@ func (x *ListGroupsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListGroupsResponse.ProtoReflect.Descriptor instead.
 func (*ListGroupsResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{67}
+	return file_sluice_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *ListGroupsResponse) GetGroups() []*GroupOverview {
@@ -5143,7 +5262,7 @@ type DescribeGroupRequest struct {
 
 func (x *DescribeGroupRequest) Reset() {
 	*x = DescribeGroupRequest{}
-	mi := &file_sluice_proto_msgTypes[68]
+	mi := &file_sluice_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5155,7 +5274,7 @@ func (x *DescribeGroupRequest) String() string {
 func (*DescribeGroupRequest) ProtoMessage() {}
 
 func (x *DescribeGroupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[68]
+	mi := &file_sluice_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5168,7 +5287,7 @@ func (x *DescribeGroupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeGroupRequest.ProtoReflect.Descriptor instead.
 func (*DescribeGroupRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{68}
+	return file_sluice_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *DescribeGroupRequest) GetGroup() string {
@@ -5199,7 +5318,7 @@ type MemberDescription struct {
 
 func (x *MemberDescription) Reset() {
 	*x = MemberDescription{}
-	mi := &file_sluice_proto_msgTypes[69]
+	mi := &file_sluice_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5211,7 +5330,7 @@ func (x *MemberDescription) String() string {
 func (*MemberDescription) ProtoMessage() {}
 
 func (x *MemberDescription) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[69]
+	mi := &file_sluice_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5224,7 +5343,7 @@ func (x *MemberDescription) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MemberDescription.ProtoReflect.Descriptor instead.
 func (*MemberDescription) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{69}
+	return file_sluice_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *MemberDescription) GetMemberId() string {
@@ -5309,7 +5428,7 @@ type DescribeGroupResponse struct {
 
 func (x *DescribeGroupResponse) Reset() {
 	*x = DescribeGroupResponse{}
-	mi := &file_sluice_proto_msgTypes[70]
+	mi := &file_sluice_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5321,7 +5440,7 @@ func (x *DescribeGroupResponse) String() string {
 func (*DescribeGroupResponse) ProtoMessage() {}
 
 func (x *DescribeGroupResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[70]
+	mi := &file_sluice_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5334,7 +5453,7 @@ func (x *DescribeGroupResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeGroupResponse.ProtoReflect.Descriptor instead.
 func (*DescribeGroupResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{70}
+	return file_sluice_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *DescribeGroupResponse) GetError() ErrorCode {
@@ -5431,7 +5550,7 @@ type SubscribeRequest struct {
 
 func (x *SubscribeRequest) Reset() {
 	*x = SubscribeRequest{}
-	mi := &file_sluice_proto_msgTypes[71]
+	mi := &file_sluice_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5443,7 +5562,7 @@ func (x *SubscribeRequest) String() string {
 func (*SubscribeRequest) ProtoMessage() {}
 
 func (x *SubscribeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[71]
+	mi := &file_sluice_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5456,7 +5575,7 @@ func (x *SubscribeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubscribeRequest.ProtoReflect.Descriptor instead.
 func (*SubscribeRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{71}
+	return file_sluice_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *SubscribeRequest) GetGroup() string {
@@ -5526,7 +5645,7 @@ type SubscribeResponse struct {
 
 func (x *SubscribeResponse) Reset() {
 	*x = SubscribeResponse{}
-	mi := &file_sluice_proto_msgTypes[72]
+	mi := &file_sluice_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5538,7 +5657,7 @@ func (x *SubscribeResponse) String() string {
 func (*SubscribeResponse) ProtoMessage() {}
 
 func (x *SubscribeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[72]
+	mi := &file_sluice_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5551,7 +5670,7 @@ func (x *SubscribeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubscribeResponse.ProtoReflect.Descriptor instead.
 func (*SubscribeResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{72}
+	return file_sluice_proto_rawDescGZIP(), []int{74}
 }
 
 func (x *SubscribeResponse) GetError() ErrorCode {
@@ -5590,7 +5709,7 @@ type PushedRecord struct {
 
 func (x *PushedRecord) Reset() {
 	*x = PushedRecord{}
-	mi := &file_sluice_proto_msgTypes[73]
+	mi := &file_sluice_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5602,7 +5721,7 @@ func (x *PushedRecord) String() string {
 func (*PushedRecord) ProtoMessage() {}
 
 func (x *PushedRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[73]
+	mi := &file_sluice_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5615,7 +5734,7 @@ func (x *PushedRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PushedRecord.ProtoReflect.Descriptor instead.
 func (*PushedRecord) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{73}
+	return file_sluice_proto_rawDescGZIP(), []int{75}
 }
 
 func (x *PushedRecord) GetTopic() string {
@@ -5679,7 +5798,7 @@ type RecordHeader struct {
 
 func (x *RecordHeader) Reset() {
 	*x = RecordHeader{}
-	mi := &file_sluice_proto_msgTypes[74]
+	mi := &file_sluice_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5691,7 +5810,7 @@ func (x *RecordHeader) String() string {
 func (*RecordHeader) ProtoMessage() {}
 
 func (x *RecordHeader) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[74]
+	mi := &file_sluice_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5704,7 +5823,7 @@ func (x *RecordHeader) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordHeader.ProtoReflect.Descriptor instead.
 func (*RecordHeader) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{74}
+	return file_sluice_proto_rawDescGZIP(), []int{76}
 }
 
 func (x *RecordHeader) GetKey() []byte {
@@ -5735,7 +5854,7 @@ type PushRecords struct {
 
 func (x *PushRecords) Reset() {
 	*x = PushRecords{}
-	mi := &file_sluice_proto_msgTypes[75]
+	mi := &file_sluice_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5747,7 +5866,7 @@ func (x *PushRecords) String() string {
 func (*PushRecords) ProtoMessage() {}
 
 func (x *PushRecords) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[75]
+	mi := &file_sluice_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5760,7 +5879,7 @@ func (x *PushRecords) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PushRecords.ProtoReflect.Descriptor instead.
 func (*PushRecords) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{75}
+	return file_sluice_proto_rawDescGZIP(), []int{77}
 }
 
 func (x *PushRecords) GetGroup() string {
@@ -5804,7 +5923,7 @@ type PushAssignment struct {
 
 func (x *PushAssignment) Reset() {
 	*x = PushAssignment{}
-	mi := &file_sluice_proto_msgTypes[76]
+	mi := &file_sluice_proto_msgTypes[78]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5816,7 +5935,7 @@ func (x *PushAssignment) String() string {
 func (*PushAssignment) ProtoMessage() {}
 
 func (x *PushAssignment) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[76]
+	mi := &file_sluice_proto_msgTypes[78]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5829,7 +5948,7 @@ func (x *PushAssignment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PushAssignment.ProtoReflect.Descriptor instead.
 func (*PushAssignment) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{76}
+	return file_sluice_proto_rawDescGZIP(), []int{78}
 }
 
 func (x *PushAssignment) GetGroup() string {
@@ -5873,7 +5992,7 @@ type PushCredit struct {
 
 func (x *PushCredit) Reset() {
 	*x = PushCredit{}
-	mi := &file_sluice_proto_msgTypes[77]
+	mi := &file_sluice_proto_msgTypes[79]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5885,7 +6004,7 @@ func (x *PushCredit) String() string {
 func (*PushCredit) ProtoMessage() {}
 
 func (x *PushCredit) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[77]
+	mi := &file_sluice_proto_msgTypes[79]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5898,7 +6017,7 @@ func (x *PushCredit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PushCredit.ProtoReflect.Descriptor instead.
 func (*PushCredit) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{77}
+	return file_sluice_proto_rawDescGZIP(), []int{79}
 }
 
 func (x *PushCredit) GetGroup() string {
@@ -5943,7 +6062,7 @@ type PushAck struct {
 
 func (x *PushAck) Reset() {
 	*x = PushAck{}
-	mi := &file_sluice_proto_msgTypes[78]
+	mi := &file_sluice_proto_msgTypes[80]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5955,7 +6074,7 @@ func (x *PushAck) String() string {
 func (*PushAck) ProtoMessage() {}
 
 func (x *PushAck) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[78]
+	mi := &file_sluice_proto_msgTypes[80]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5968,7 +6087,7 @@ func (x *PushAck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PushAck.ProtoReflect.Descriptor instead.
 func (*PushAck) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{78}
+	return file_sluice_proto_rawDescGZIP(), []int{80}
 }
 
 func (x *PushAck) GetGroup() string {
@@ -6024,7 +6143,7 @@ type UnsubscribeRequest struct {
 
 func (x *UnsubscribeRequest) Reset() {
 	*x = UnsubscribeRequest{}
-	mi := &file_sluice_proto_msgTypes[79]
+	mi := &file_sluice_proto_msgTypes[81]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6036,7 +6155,7 @@ func (x *UnsubscribeRequest) String() string {
 func (*UnsubscribeRequest) ProtoMessage() {}
 
 func (x *UnsubscribeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[79]
+	mi := &file_sluice_proto_msgTypes[81]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6049,7 +6168,7 @@ func (x *UnsubscribeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UnsubscribeRequest.ProtoReflect.Descriptor instead.
 func (*UnsubscribeRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{79}
+	return file_sluice_proto_rawDescGZIP(), []int{81}
 }
 
 func (x *UnsubscribeRequest) GetGroup() string {
@@ -6080,7 +6199,7 @@ type GroupRecordKey struct {
 
 func (x *GroupRecordKey) Reset() {
 	*x = GroupRecordKey{}
-	mi := &file_sluice_proto_msgTypes[80]
+	mi := &file_sluice_proto_msgTypes[82]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6092,7 +6211,7 @@ func (x *GroupRecordKey) String() string {
 func (*GroupRecordKey) ProtoMessage() {}
 
 func (x *GroupRecordKey) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[80]
+	mi := &file_sluice_proto_msgTypes[82]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6105,7 +6224,7 @@ func (x *GroupRecordKey) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GroupRecordKey.ProtoReflect.Descriptor instead.
 func (*GroupRecordKey) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{80}
+	return file_sluice_proto_rawDescGZIP(), []int{82}
 }
 
 func (x *GroupRecordKey) GetGroup() string {
@@ -6140,7 +6259,7 @@ type OffsetValue struct {
 
 func (x *OffsetValue) Reset() {
 	*x = OffsetValue{}
-	mi := &file_sluice_proto_msgTypes[81]
+	mi := &file_sluice_proto_msgTypes[83]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6152,7 +6271,7 @@ func (x *OffsetValue) String() string {
 func (*OffsetValue) ProtoMessage() {}
 
 func (x *OffsetValue) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[81]
+	mi := &file_sluice_proto_msgTypes[83]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6165,7 +6284,7 @@ func (x *OffsetValue) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OffsetValue.ProtoReflect.Descriptor instead.
 func (*OffsetValue) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{81}
+	return file_sluice_proto_rawDescGZIP(), []int{83}
 }
 
 func (x *OffsetValue) GetOffset() int64 {
@@ -6219,7 +6338,7 @@ type GroupMemberRecord struct {
 
 func (x *GroupMemberRecord) Reset() {
 	*x = GroupMemberRecord{}
-	mi := &file_sluice_proto_msgTypes[82]
+	mi := &file_sluice_proto_msgTypes[84]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6231,7 +6350,7 @@ func (x *GroupMemberRecord) String() string {
 func (*GroupMemberRecord) ProtoMessage() {}
 
 func (x *GroupMemberRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[82]
+	mi := &file_sluice_proto_msgTypes[84]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6244,7 +6363,7 @@ func (x *GroupMemberRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GroupMemberRecord.ProtoReflect.Descriptor instead.
 func (*GroupMemberRecord) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{82}
+	return file_sluice_proto_rawDescGZIP(), []int{84}
 }
 
 func (x *GroupMemberRecord) GetMemberId() string {
@@ -6371,7 +6490,7 @@ type GroupMetadataValue struct {
 
 func (x *GroupMetadataValue) Reset() {
 	*x = GroupMetadataValue{}
-	mi := &file_sluice_proto_msgTypes[83]
+	mi := &file_sluice_proto_msgTypes[85]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6383,7 +6502,7 @@ func (x *GroupMetadataValue) String() string {
 func (*GroupMetadataValue) ProtoMessage() {}
 
 func (x *GroupMetadataValue) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[83]
+	mi := &file_sluice_proto_msgTypes[85]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6396,7 +6515,7 @@ func (x *GroupMetadataValue) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GroupMetadataValue.ProtoReflect.Descriptor instead.
 func (*GroupMetadataValue) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{83}
+	return file_sluice_proto_rawDescGZIP(), []int{85}
 }
 
 func (x *GroupMetadataValue) GetGeneration() int32 {
@@ -6444,7 +6563,7 @@ type TopicRecord struct {
 
 func (x *TopicRecord) Reset() {
 	*x = TopicRecord{}
-	mi := &file_sluice_proto_msgTypes[84]
+	mi := &file_sluice_proto_msgTypes[86]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6456,7 +6575,7 @@ func (x *TopicRecord) String() string {
 func (*TopicRecord) ProtoMessage() {}
 
 func (x *TopicRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[84]
+	mi := &file_sluice_proto_msgTypes[86]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6469,7 +6588,7 @@ func (x *TopicRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TopicRecord.ProtoReflect.Descriptor instead.
 func (*TopicRecord) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{84}
+	return file_sluice_proto_rawDescGZIP(), []int{86}
 }
 
 func (x *TopicRecord) GetName() string {
@@ -6530,7 +6649,7 @@ type ReplicaAssignment struct {
 
 func (x *ReplicaAssignment) Reset() {
 	*x = ReplicaAssignment{}
-	mi := &file_sluice_proto_msgTypes[85]
+	mi := &file_sluice_proto_msgTypes[87]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6542,7 +6661,7 @@ func (x *ReplicaAssignment) String() string {
 func (*ReplicaAssignment) ProtoMessage() {}
 
 func (x *ReplicaAssignment) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[85]
+	mi := &file_sluice_proto_msgTypes[87]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6555,7 +6674,7 @@ func (x *ReplicaAssignment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicaAssignment.ProtoReflect.Descriptor instead.
 func (*ReplicaAssignment) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{85}
+	return file_sluice_proto_rawDescGZIP(), []int{87}
 }
 
 func (x *ReplicaAssignment) GetReplicas() []int32 {
@@ -6591,7 +6710,7 @@ type PartitionState struct {
 
 func (x *PartitionState) Reset() {
 	*x = PartitionState{}
-	mi := &file_sluice_proto_msgTypes[86]
+	mi := &file_sluice_proto_msgTypes[88]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6603,7 +6722,7 @@ func (x *PartitionState) String() string {
 func (*PartitionState) ProtoMessage() {}
 
 func (x *PartitionState) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[86]
+	mi := &file_sluice_proto_msgTypes[88]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6616,7 +6735,7 @@ func (x *PartitionState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PartitionState.ProtoReflect.Descriptor instead.
 func (*PartitionState) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{86}
+	return file_sluice_proto_rawDescGZIP(), []int{88}
 }
 
 func (x *PartitionState) GetTopic() string {
@@ -6703,7 +6822,7 @@ type TopicDeletion struct {
 
 func (x *TopicDeletion) Reset() {
 	*x = TopicDeletion{}
-	mi := &file_sluice_proto_msgTypes[87]
+	mi := &file_sluice_proto_msgTypes[89]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6715,7 +6834,7 @@ func (x *TopicDeletion) String() string {
 func (*TopicDeletion) ProtoMessage() {}
 
 func (x *TopicDeletion) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[87]
+	mi := &file_sluice_proto_msgTypes[89]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6728,7 +6847,7 @@ func (x *TopicDeletion) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TopicDeletion.ProtoReflect.Descriptor instead.
 func (*TopicDeletion) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{87}
+	return file_sluice_proto_rawDescGZIP(), []int{89}
 }
 
 func (x *TopicDeletion) GetName() string {
@@ -6768,7 +6887,7 @@ type BrokerRegistration struct {
 
 func (x *BrokerRegistration) Reset() {
 	*x = BrokerRegistration{}
-	mi := &file_sluice_proto_msgTypes[88]
+	mi := &file_sluice_proto_msgTypes[90]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6780,7 +6899,7 @@ func (x *BrokerRegistration) String() string {
 func (*BrokerRegistration) ProtoMessage() {}
 
 func (x *BrokerRegistration) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[88]
+	mi := &file_sluice_proto_msgTypes[90]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6793,7 +6912,7 @@ func (x *BrokerRegistration) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BrokerRegistration.ProtoReflect.Descriptor instead.
 func (*BrokerRegistration) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{88}
+	return file_sluice_proto_rawDescGZIP(), []int{90}
 }
 
 func (x *BrokerRegistration) GetId() int32 {
@@ -6849,7 +6968,7 @@ type ClusterSnapshot struct {
 
 func (x *ClusterSnapshot) Reset() {
 	*x = ClusterSnapshot{}
-	mi := &file_sluice_proto_msgTypes[89]
+	mi := &file_sluice_proto_msgTypes[91]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6861,7 +6980,7 @@ func (x *ClusterSnapshot) String() string {
 func (*ClusterSnapshot) ProtoMessage() {}
 
 func (x *ClusterSnapshot) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[89]
+	mi := &file_sluice_proto_msgTypes[91]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6874,7 +6993,7 @@ func (x *ClusterSnapshot) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterSnapshot.ProtoReflect.Descriptor instead.
 func (*ClusterSnapshot) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{89}
+	return file_sluice_proto_rawDescGZIP(), []int{91}
 }
 
 func (x *ClusterSnapshot) GetIndex() uint64 {
@@ -6952,7 +7071,7 @@ type AclBinding struct {
 
 func (x *AclBinding) Reset() {
 	*x = AclBinding{}
-	mi := &file_sluice_proto_msgTypes[90]
+	mi := &file_sluice_proto_msgTypes[92]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6964,7 +7083,7 @@ func (x *AclBinding) String() string {
 func (*AclBinding) ProtoMessage() {}
 
 func (x *AclBinding) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[90]
+	mi := &file_sluice_proto_msgTypes[92]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6977,7 +7096,7 @@ func (x *AclBinding) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AclBinding.ProtoReflect.Descriptor instead.
 func (*AclBinding) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{90}
+	return file_sluice_proto_rawDescGZIP(), []int{92}
 }
 
 func (x *AclBinding) GetResourceType() AclResourceType {
@@ -7042,7 +7161,7 @@ type UserRecord struct {
 
 func (x *UserRecord) Reset() {
 	*x = UserRecord{}
-	mi := &file_sluice_proto_msgTypes[91]
+	mi := &file_sluice_proto_msgTypes[93]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7054,7 +7173,7 @@ func (x *UserRecord) String() string {
 func (*UserRecord) ProtoMessage() {}
 
 func (x *UserRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[91]
+	mi := &file_sluice_proto_msgTypes[93]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7067,7 +7186,7 @@ func (x *UserRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UserRecord.ProtoReflect.Descriptor instead.
 func (*UserRecord) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{91}
+	return file_sluice_proto_rawDescGZIP(), []int{93}
 }
 
 func (x *UserRecord) GetName() string {
@@ -7107,7 +7226,7 @@ type SecurityRecord struct {
 
 func (x *SecurityRecord) Reset() {
 	*x = SecurityRecord{}
-	mi := &file_sluice_proto_msgTypes[92]
+	mi := &file_sluice_proto_msgTypes[94]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7119,7 +7238,7 @@ func (x *SecurityRecord) String() string {
 func (*SecurityRecord) ProtoMessage() {}
 
 func (x *SecurityRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[92]
+	mi := &file_sluice_proto_msgTypes[94]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7132,7 +7251,7 @@ func (x *SecurityRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SecurityRecord.ProtoReflect.Descriptor instead.
 func (*SecurityRecord) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{92}
+	return file_sluice_proto_rawDescGZIP(), []int{94}
 }
 
 func (x *SecurityRecord) GetAcls() []*AclBinding {
@@ -7165,7 +7284,7 @@ type CreateAclsRequest struct {
 
 func (x *CreateAclsRequest) Reset() {
 	*x = CreateAclsRequest{}
-	mi := &file_sluice_proto_msgTypes[93]
+	mi := &file_sluice_proto_msgTypes[95]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7177,7 +7296,7 @@ func (x *CreateAclsRequest) String() string {
 func (*CreateAclsRequest) ProtoMessage() {}
 
 func (x *CreateAclsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[93]
+	mi := &file_sluice_proto_msgTypes[95]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7190,7 +7309,7 @@ func (x *CreateAclsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateAclsRequest.ProtoReflect.Descriptor instead.
 func (*CreateAclsRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{93}
+	return file_sluice_proto_rawDescGZIP(), []int{95}
 }
 
 func (x *CreateAclsRequest) GetAcls() []*AclBinding {
@@ -7212,7 +7331,7 @@ type CreateAclsResponse struct {
 
 func (x *CreateAclsResponse) Reset() {
 	*x = CreateAclsResponse{}
-	mi := &file_sluice_proto_msgTypes[94]
+	mi := &file_sluice_proto_msgTypes[96]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7224,7 +7343,7 @@ func (x *CreateAclsResponse) String() string {
 func (*CreateAclsResponse) ProtoMessage() {}
 
 func (x *CreateAclsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[94]
+	mi := &file_sluice_proto_msgTypes[96]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7237,7 +7356,7 @@ func (x *CreateAclsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateAclsResponse.ProtoReflect.Descriptor instead.
 func (*CreateAclsResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{94}
+	return file_sluice_proto_rawDescGZIP(), []int{96}
 }
 
 func (x *CreateAclsResponse) GetError() ErrorCode {
@@ -7270,7 +7389,7 @@ type DeleteAclsRequest struct {
 
 func (x *DeleteAclsRequest) Reset() {
 	*x = DeleteAclsRequest{}
-	mi := &file_sluice_proto_msgTypes[95]
+	mi := &file_sluice_proto_msgTypes[97]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7282,7 +7401,7 @@ func (x *DeleteAclsRequest) String() string {
 func (*DeleteAclsRequest) ProtoMessage() {}
 
 func (x *DeleteAclsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[95]
+	mi := &file_sluice_proto_msgTypes[97]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7295,7 +7414,7 @@ func (x *DeleteAclsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteAclsRequest.ProtoReflect.Descriptor instead.
 func (*DeleteAclsRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{95}
+	return file_sluice_proto_rawDescGZIP(), []int{97}
 }
 
 func (x *DeleteAclsRequest) GetFilters() []*AclBinding {
@@ -7316,7 +7435,7 @@ type DeleteAclsResponse struct {
 
 func (x *DeleteAclsResponse) Reset() {
 	*x = DeleteAclsResponse{}
-	mi := &file_sluice_proto_msgTypes[96]
+	mi := &file_sluice_proto_msgTypes[98]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7328,7 +7447,7 @@ func (x *DeleteAclsResponse) String() string {
 func (*DeleteAclsResponse) ProtoMessage() {}
 
 func (x *DeleteAclsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[96]
+	mi := &file_sluice_proto_msgTypes[98]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7341,7 +7460,7 @@ func (x *DeleteAclsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteAclsResponse.ProtoReflect.Descriptor instead.
 func (*DeleteAclsResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{96}
+	return file_sluice_proto_rawDescGZIP(), []int{98}
 }
 
 func (x *DeleteAclsResponse) GetError() ErrorCode {
@@ -7374,7 +7493,7 @@ type DescribeAclsRequest struct {
 
 func (x *DescribeAclsRequest) Reset() {
 	*x = DescribeAclsRequest{}
-	mi := &file_sluice_proto_msgTypes[97]
+	mi := &file_sluice_proto_msgTypes[99]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7386,7 +7505,7 @@ func (x *DescribeAclsRequest) String() string {
 func (*DescribeAclsRequest) ProtoMessage() {}
 
 func (x *DescribeAclsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[97]
+	mi := &file_sluice_proto_msgTypes[99]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7399,7 +7518,7 @@ func (x *DescribeAclsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeAclsRequest.ProtoReflect.Descriptor instead.
 func (*DescribeAclsRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{97}
+	return file_sluice_proto_rawDescGZIP(), []int{99}
 }
 
 func (x *DescribeAclsRequest) GetFilter() *AclBinding {
@@ -7420,7 +7539,7 @@ type DescribeAclsResponse struct {
 
 func (x *DescribeAclsResponse) Reset() {
 	*x = DescribeAclsResponse{}
-	mi := &file_sluice_proto_msgTypes[98]
+	mi := &file_sluice_proto_msgTypes[100]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7432,7 +7551,7 @@ func (x *DescribeAclsResponse) String() string {
 func (*DescribeAclsResponse) ProtoMessage() {}
 
 func (x *DescribeAclsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[98]
+	mi := &file_sluice_proto_msgTypes[100]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7445,7 +7564,7 @@ func (x *DescribeAclsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeAclsResponse.ProtoReflect.Descriptor instead.
 func (*DescribeAclsResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{98}
+	return file_sluice_proto_rawDescGZIP(), []int{100}
 }
 
 func (x *DescribeAclsResponse) GetError() ErrorCode {
@@ -7481,7 +7600,7 @@ type CreateUserRequest struct {
 
 func (x *CreateUserRequest) Reset() {
 	*x = CreateUserRequest{}
-	mi := &file_sluice_proto_msgTypes[99]
+	mi := &file_sluice_proto_msgTypes[101]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7493,7 +7612,7 @@ func (x *CreateUserRequest) String() string {
 func (*CreateUserRequest) ProtoMessage() {}
 
 func (x *CreateUserRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[99]
+	mi := &file_sluice_proto_msgTypes[101]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7506,7 +7625,7 @@ func (x *CreateUserRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateUserRequest.ProtoReflect.Descriptor instead.
 func (*CreateUserRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{99}
+	return file_sluice_proto_rawDescGZIP(), []int{101}
 }
 
 func (x *CreateUserRequest) GetName() string {
@@ -7533,7 +7652,7 @@ type CreateUserResponse struct {
 
 func (x *CreateUserResponse) Reset() {
 	*x = CreateUserResponse{}
-	mi := &file_sluice_proto_msgTypes[100]
+	mi := &file_sluice_proto_msgTypes[102]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7545,7 +7664,7 @@ func (x *CreateUserResponse) String() string {
 func (*CreateUserResponse) ProtoMessage() {}
 
 func (x *CreateUserResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[100]
+	mi := &file_sluice_proto_msgTypes[102]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7558,7 +7677,7 @@ func (x *CreateUserResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateUserResponse.ProtoReflect.Descriptor instead.
 func (*CreateUserResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{100}
+	return file_sluice_proto_rawDescGZIP(), []int{102}
 }
 
 func (x *CreateUserResponse) GetError() ErrorCode {
@@ -7584,7 +7703,7 @@ type DeleteUserRequest struct {
 
 func (x *DeleteUserRequest) Reset() {
 	*x = DeleteUserRequest{}
-	mi := &file_sluice_proto_msgTypes[101]
+	mi := &file_sluice_proto_msgTypes[103]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7596,7 +7715,7 @@ func (x *DeleteUserRequest) String() string {
 func (*DeleteUserRequest) ProtoMessage() {}
 
 func (x *DeleteUserRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[101]
+	mi := &file_sluice_proto_msgTypes[103]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7609,7 +7728,7 @@ func (x *DeleteUserRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteUserRequest.ProtoReflect.Descriptor instead.
 func (*DeleteUserRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{101}
+	return file_sluice_proto_rawDescGZIP(), []int{103}
 }
 
 func (x *DeleteUserRequest) GetName() string {
@@ -7629,7 +7748,7 @@ type DeleteUserResponse struct {
 
 func (x *DeleteUserResponse) Reset() {
 	*x = DeleteUserResponse{}
-	mi := &file_sluice_proto_msgTypes[102]
+	mi := &file_sluice_proto_msgTypes[104]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7641,7 +7760,7 @@ func (x *DeleteUserResponse) String() string {
 func (*DeleteUserResponse) ProtoMessage() {}
 
 func (x *DeleteUserResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[102]
+	mi := &file_sluice_proto_msgTypes[104]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7654,7 +7773,7 @@ func (x *DeleteUserResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteUserResponse.ProtoReflect.Descriptor instead.
 func (*DeleteUserResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{102}
+	return file_sluice_proto_rawDescGZIP(), []int{104}
 }
 
 func (x *DeleteUserResponse) GetError() ErrorCode {
@@ -7679,7 +7798,7 @@ type ListUsersRequest struct {
 
 func (x *ListUsersRequest) Reset() {
 	*x = ListUsersRequest{}
-	mi := &file_sluice_proto_msgTypes[103]
+	mi := &file_sluice_proto_msgTypes[105]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7691,7 +7810,7 @@ func (x *ListUsersRequest) String() string {
 func (*ListUsersRequest) ProtoMessage() {}
 
 func (x *ListUsersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[103]
+	mi := &file_sluice_proto_msgTypes[105]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7704,7 +7823,7 @@ func (x *ListUsersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListUsersRequest.ProtoReflect.Descriptor instead.
 func (*ListUsersRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{103}
+	return file_sluice_proto_rawDescGZIP(), []int{105}
 }
 
 // ListUsersResponse lists the token users, without their token hashes.
@@ -7719,7 +7838,7 @@ type ListUsersResponse struct {
 
 func (x *ListUsersResponse) Reset() {
 	*x = ListUsersResponse{}
-	mi := &file_sluice_proto_msgTypes[104]
+	mi := &file_sluice_proto_msgTypes[106]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7731,7 +7850,7 @@ func (x *ListUsersResponse) String() string {
 func (*ListUsersResponse) ProtoMessage() {}
 
 func (x *ListUsersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[104]
+	mi := &file_sluice_proto_msgTypes[106]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7744,7 +7863,7 @@ func (x *ListUsersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListUsersResponse.ProtoReflect.Descriptor instead.
 func (*ListUsersResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{104}
+	return file_sluice_proto_rawDescGZIP(), []int{106}
 }
 
 func (x *ListUsersResponse) GetError() ErrorCode {
@@ -7777,7 +7896,7 @@ type WhoAmIRequest struct {
 
 func (x *WhoAmIRequest) Reset() {
 	*x = WhoAmIRequest{}
-	mi := &file_sluice_proto_msgTypes[105]
+	mi := &file_sluice_proto_msgTypes[107]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7789,7 +7908,7 @@ func (x *WhoAmIRequest) String() string {
 func (*WhoAmIRequest) ProtoMessage() {}
 
 func (x *WhoAmIRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[105]
+	mi := &file_sluice_proto_msgTypes[107]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7802,7 +7921,7 @@ func (x *WhoAmIRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WhoAmIRequest.ProtoReflect.Descriptor instead.
 func (*WhoAmIRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{105}
+	return file_sluice_proto_rawDescGZIP(), []int{107}
 }
 
 type WhoAmIResponse struct {
@@ -7817,7 +7936,7 @@ type WhoAmIResponse struct {
 
 func (x *WhoAmIResponse) Reset() {
 	*x = WhoAmIResponse{}
-	mi := &file_sluice_proto_msgTypes[106]
+	mi := &file_sluice_proto_msgTypes[108]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7829,7 +7948,7 @@ func (x *WhoAmIResponse) String() string {
 func (*WhoAmIResponse) ProtoMessage() {}
 
 func (x *WhoAmIResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[106]
+	mi := &file_sluice_proto_msgTypes[108]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7842,7 +7961,7 @@ func (x *WhoAmIResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WhoAmIResponse.ProtoReflect.Descriptor instead.
 func (*WhoAmIResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{106}
+	return file_sluice_proto_rawDescGZIP(), []int{108}
 }
 
 func (x *WhoAmIResponse) GetPrincipal() string {
@@ -8004,7 +8123,15 @@ const file_sluice_proto_rawDesc = "" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05count\x18\x02 \x01(\x05R\x05count\"I\n" +
 	"\x18CreatePartitionsResponse\x12-\n" +
-	"\aresults\x18\x01 \x03(\v2\x13.sluice.TopicResultR\aresults\"1\n" +
+	"\aresults\x18\x01 \x03(\v2\x13.sluice.TopicResultR\aresults\"N\n" +
+	"\x13ElectLeadersRequest\x127\n" +
+	"\n" +
+	"partitions\x18\x01 \x03(\v2\x17.sluice.TopicPartitionsR\n" +
+	"partitions\"\x96\x01\n" +
+	"\x14ElectLeadersResponse\x120\n" +
+	"\aresults\x18\x01 \x03(\v2\x16.sluice.PartitionErrorR\aresults\x12'\n" +
+	"\x05error\x18\x02 \x01(\x0e2\x11.sluice.ErrorCodeR\x05error\x12#\n" +
+	"\rerror_message\x18\x03 \x01(\tR\ferrorMessage\"1\n" +
 	"\x17DescribeReplicasRequest\x12\x16\n" +
 	"\x06topics\x18\x01 \x03(\tR\x06topics\"\xc5\x03\n" +
 	"\fReplicaState\x12\x14\n" +
@@ -8491,8 +8618,7 @@ const file_sluice_proto_rawDesc = "" +
 	"authorizer\x18\x02 \x01(\bR\n" +
 	"authorizer\x12\x1d\n" +
 	"\n" +
-	"super_user\x18\x03 \x01(\bR\tsuperUser*\xdb\n" +
-	"\n" +
+	"super_user\x18\x03 \x01(\bR\tsuperUser*\x98\v\n" +
 	"\tErrorCode\x12\b\n" +
 	"\x04NONE\x10\x00\x12!\n" +
 	"\x14UNKNOWN_SERVER_ERROR\x10\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01\x12\x1e\n" +
@@ -8543,7 +8669,9 @@ const file_sluice_proto_rawDesc = "" +
 	"\x12STALE_BROKER_EPOCH\x10M\x12\x1e\n" +
 	"\x1aTOPIC_AUTHORIZATION_FAILED\x10\x1d\x12\x1e\n" +
 	"\x1aGROUP_AUTHORIZATION_FAILED\x10\x1e\x12\x1e\n" +
-	"\x1aSASL_AUTHENTICATION_FAILED\x10:\x12\x16\n" +
+	"\x1aSASL_AUTHENTICATION_FAILED\x10:\x12\x17\n" +
+	"\x13ELECTION_NOT_NEEDED\x10T\x12\"\n" +
+	"\x1ePREFERRED_LEADER_NOT_AVAILABLE\x10P\x12\x16\n" +
 	"\x12RESOURCE_NOT_FOUND\x10[\x12\x16\n" +
 	"\x12DUPLICATE_RESOURCE\x10\\\x12\x15\n" +
 	"\x11SECURITY_DISABLED\x106\x12\x1d\n" +
@@ -8595,7 +8723,7 @@ func file_sluice_proto_rawDescGZIP() []byte {
 }
 
 var file_sluice_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_sluice_proto_msgTypes = make([]protoimpl.MessageInfo, 114)
+var file_sluice_proto_msgTypes = make([]protoimpl.MessageInfo, 116)
 var file_sluice_proto_goTypes = []any{
 	(ErrorCode)(0),                       // 0: sluice.ErrorCode
 	(AclResourceType)(0),                 // 1: sluice.AclResourceType
@@ -8627,95 +8755,97 @@ var file_sluice_proto_goTypes = []any{
 	(*CreatePartitionsRequest)(nil),      // 27: sluice.CreatePartitionsRequest
 	(*PartitionCount)(nil),               // 28: sluice.PartitionCount
 	(*CreatePartitionsResponse)(nil),     // 29: sluice.CreatePartitionsResponse
-	(*DescribeReplicasRequest)(nil),      // 30: sluice.DescribeReplicasRequest
-	(*ReplicaState)(nil),                 // 31: sluice.ReplicaState
-	(*DescribeReplicasResponse)(nil),     // 32: sluice.DescribeReplicasResponse
-	(*ReplicaFetchRequest)(nil),          // 33: sluice.ReplicaFetchRequest
-	(*ReplicaFetchResponse)(nil),         // 34: sluice.ReplicaFetchResponse
-	(*OffsetForLeaderEpochRequest)(nil),  // 35: sluice.OffsetForLeaderEpochRequest
-	(*OffsetForLeaderEpochResponse)(nil), // 36: sluice.OffsetForLeaderEpochResponse
-	(*AlterPartitionRequest)(nil),        // 37: sluice.AlterPartitionRequest
-	(*AlterPartitionResponse)(nil),       // 38: sluice.AlterPartitionResponse
-	(*LeaderAndIsrRequest)(nil),          // 39: sluice.LeaderAndIsrRequest
-	(*LeaderAndIsrResponse)(nil),         // 40: sluice.LeaderAndIsrResponse
-	(*ReplicaOfflineRequest)(nil),        // 41: sluice.ReplicaOfflineRequest
-	(*ReplicaOfflineResponse)(nil),       // 42: sluice.ReplicaOfflineResponse
-	(*InitProducerIdRequest)(nil),        // 43: sluice.InitProducerIdRequest
-	(*InitProducerIdResponse)(nil),       // 44: sluice.InitProducerIdResponse
-	(*AllocateProducerIdsRequest)(nil),   // 45: sluice.AllocateProducerIdsRequest
-	(*AllocateProducerIdsResponse)(nil),  // 46: sluice.AllocateProducerIdsResponse
-	(*FindCoordinatorRequest)(nil),       // 47: sluice.FindCoordinatorRequest
-	(*FindCoordinatorResponse)(nil),      // 48: sluice.FindCoordinatorResponse
-	(*TopicPartitions)(nil),              // 49: sluice.TopicPartitions
-	(*JoinGroupRequest)(nil),             // 50: sluice.JoinGroupRequest
-	(*GroupProtocol)(nil),                // 51: sluice.GroupProtocol
-	(*MemberBytes)(nil),                  // 52: sluice.MemberBytes
-	(*JoinGroupResponse)(nil),            // 53: sluice.JoinGroupResponse
-	(*SyncGroupRequest)(nil),             // 54: sluice.SyncGroupRequest
-	(*SyncGroupResponse)(nil),            // 55: sluice.SyncGroupResponse
-	(*HeartbeatRequest)(nil),             // 56: sluice.HeartbeatRequest
-	(*HeartbeatResponse)(nil),            // 57: sluice.HeartbeatResponse
-	(*LeaveGroupRequest)(nil),            // 58: sluice.LeaveGroupRequest
-	(*LeaveGroupResponse)(nil),           // 59: sluice.LeaveGroupResponse
-	(*OffsetCommitEntry)(nil),            // 60: sluice.OffsetCommitEntry
-	(*OffsetCommitRequest)(nil),          // 61: sluice.OffsetCommitRequest
-	(*OffsetCommitResponse)(nil),         // 62: sluice.OffsetCommitResponse
-	(*OffsetFetchRequest)(nil),           // 63: sluice.OffsetFetchRequest
-	(*OffsetFetchResponse)(nil),          // 64: sluice.OffsetFetchResponse
-	(*DeleteGroupRequest)(nil),           // 65: sluice.DeleteGroupRequest
-	(*DeleteGroupResponse)(nil),          // 66: sluice.DeleteGroupResponse
-	(*DeleteOffsetsRequest)(nil),         // 67: sluice.DeleteOffsetsRequest
-	(*DeleteOffsetsResponse)(nil),        // 68: sluice.DeleteOffsetsResponse
-	(*PartitionError)(nil),               // 69: sluice.PartitionError
-	(*ListGroupsRequest)(nil),            // 70: sluice.ListGroupsRequest
-	(*GroupOverview)(nil),                // 71: sluice.GroupOverview
-	(*ListGroupsResponse)(nil),           // 72: sluice.ListGroupsResponse
-	(*DescribeGroupRequest)(nil),         // 73: sluice.DescribeGroupRequest
-	(*MemberDescription)(nil),            // 74: sluice.MemberDescription
-	(*DescribeGroupResponse)(nil),        // 75: sluice.DescribeGroupResponse
-	(*SubscribeRequest)(nil),             // 76: sluice.SubscribeRequest
-	(*SubscribeResponse)(nil),            // 77: sluice.SubscribeResponse
-	(*PushedRecord)(nil),                 // 78: sluice.PushedRecord
-	(*RecordHeader)(nil),                 // 79: sluice.RecordHeader
-	(*PushRecords)(nil),                  // 80: sluice.PushRecords
-	(*PushAssignment)(nil),               // 81: sluice.PushAssignment
-	(*PushCredit)(nil),                   // 82: sluice.PushCredit
-	(*PushAck)(nil),                      // 83: sluice.PushAck
-	(*UnsubscribeRequest)(nil),           // 84: sluice.UnsubscribeRequest
-	(*GroupRecordKey)(nil),               // 85: sluice.GroupRecordKey
-	(*OffsetValue)(nil),                  // 86: sluice.OffsetValue
-	(*GroupMemberRecord)(nil),            // 87: sluice.GroupMemberRecord
-	(*GroupMetadataValue)(nil),           // 88: sluice.GroupMetadataValue
-	(*TopicRecord)(nil),                  // 89: sluice.TopicRecord
-	(*ReplicaAssignment)(nil),            // 90: sluice.ReplicaAssignment
-	(*PartitionState)(nil),               // 91: sluice.PartitionState
-	(*TopicDeletion)(nil),                // 92: sluice.TopicDeletion
-	(*BrokerRegistration)(nil),           // 93: sluice.BrokerRegistration
-	(*ClusterSnapshot)(nil),              // 94: sluice.ClusterSnapshot
-	(*AclBinding)(nil),                   // 95: sluice.AclBinding
-	(*UserRecord)(nil),                   // 96: sluice.UserRecord
-	(*SecurityRecord)(nil),               // 97: sluice.SecurityRecord
-	(*CreateAclsRequest)(nil),            // 98: sluice.CreateAclsRequest
-	(*CreateAclsResponse)(nil),           // 99: sluice.CreateAclsResponse
-	(*DeleteAclsRequest)(nil),            // 100: sluice.DeleteAclsRequest
-	(*DeleteAclsResponse)(nil),           // 101: sluice.DeleteAclsResponse
-	(*DescribeAclsRequest)(nil),          // 102: sluice.DescribeAclsRequest
-	(*DescribeAclsResponse)(nil),         // 103: sluice.DescribeAclsResponse
-	(*CreateUserRequest)(nil),            // 104: sluice.CreateUserRequest
-	(*CreateUserResponse)(nil),           // 105: sluice.CreateUserResponse
-	(*DeleteUserRequest)(nil),            // 106: sluice.DeleteUserRequest
-	(*DeleteUserResponse)(nil),           // 107: sluice.DeleteUserResponse
-	(*ListUsersRequest)(nil),             // 108: sluice.ListUsersRequest
-	(*ListUsersResponse)(nil),            // 109: sluice.ListUsersResponse
-	(*WhoAmIRequest)(nil),                // 110: sluice.WhoAmIRequest
-	(*WhoAmIResponse)(nil),               // 111: sluice.WhoAmIResponse
-	nil,                                  // 112: sluice.TopicMetadata.ConfigsEntry
-	nil,                                  // 113: sluice.TopicSpec.ConfigsEntry
-	nil,                                  // 114: sluice.TopicConfigChange.SetEntry
-	nil,                                  // 115: sluice.AlterPartitionRequest.IsrEpochsEntry
-	nil,                                  // 116: sluice.TopicRecord.ConfigsEntry
-	nil,                                  // 117: sluice.PartitionState.IsrEpochsEntry
-	nil,                                  // 118: sluice.PartitionState.IsrDirsEntry
+	(*ElectLeadersRequest)(nil),          // 30: sluice.ElectLeadersRequest
+	(*ElectLeadersResponse)(nil),         // 31: sluice.ElectLeadersResponse
+	(*DescribeReplicasRequest)(nil),      // 32: sluice.DescribeReplicasRequest
+	(*ReplicaState)(nil),                 // 33: sluice.ReplicaState
+	(*DescribeReplicasResponse)(nil),     // 34: sluice.DescribeReplicasResponse
+	(*ReplicaFetchRequest)(nil),          // 35: sluice.ReplicaFetchRequest
+	(*ReplicaFetchResponse)(nil),         // 36: sluice.ReplicaFetchResponse
+	(*OffsetForLeaderEpochRequest)(nil),  // 37: sluice.OffsetForLeaderEpochRequest
+	(*OffsetForLeaderEpochResponse)(nil), // 38: sluice.OffsetForLeaderEpochResponse
+	(*AlterPartitionRequest)(nil),        // 39: sluice.AlterPartitionRequest
+	(*AlterPartitionResponse)(nil),       // 40: sluice.AlterPartitionResponse
+	(*LeaderAndIsrRequest)(nil),          // 41: sluice.LeaderAndIsrRequest
+	(*LeaderAndIsrResponse)(nil),         // 42: sluice.LeaderAndIsrResponse
+	(*ReplicaOfflineRequest)(nil),        // 43: sluice.ReplicaOfflineRequest
+	(*ReplicaOfflineResponse)(nil),       // 44: sluice.ReplicaOfflineResponse
+	(*InitProducerIdRequest)(nil),        // 45: sluice.InitProducerIdRequest
+	(*InitProducerIdResponse)(nil),       // 46: sluice.InitProducerIdResponse
+	(*AllocateProducerIdsRequest)(nil),   // 47: sluice.AllocateProducerIdsRequest
+	(*AllocateProducerIdsResponse)(nil),  // 48: sluice.AllocateProducerIdsResponse
+	(*FindCoordinatorRequest)(nil),       // 49: sluice.FindCoordinatorRequest
+	(*FindCoordinatorResponse)(nil),      // 50: sluice.FindCoordinatorResponse
+	(*TopicPartitions)(nil),              // 51: sluice.TopicPartitions
+	(*JoinGroupRequest)(nil),             // 52: sluice.JoinGroupRequest
+	(*GroupProtocol)(nil),                // 53: sluice.GroupProtocol
+	(*MemberBytes)(nil),                  // 54: sluice.MemberBytes
+	(*JoinGroupResponse)(nil),            // 55: sluice.JoinGroupResponse
+	(*SyncGroupRequest)(nil),             // 56: sluice.SyncGroupRequest
+	(*SyncGroupResponse)(nil),            // 57: sluice.SyncGroupResponse
+	(*HeartbeatRequest)(nil),             // 58: sluice.HeartbeatRequest
+	(*HeartbeatResponse)(nil),            // 59: sluice.HeartbeatResponse
+	(*LeaveGroupRequest)(nil),            // 60: sluice.LeaveGroupRequest
+	(*LeaveGroupResponse)(nil),           // 61: sluice.LeaveGroupResponse
+	(*OffsetCommitEntry)(nil),            // 62: sluice.OffsetCommitEntry
+	(*OffsetCommitRequest)(nil),          // 63: sluice.OffsetCommitRequest
+	(*OffsetCommitResponse)(nil),         // 64: sluice.OffsetCommitResponse
+	(*OffsetFetchRequest)(nil),           // 65: sluice.OffsetFetchRequest
+	(*OffsetFetchResponse)(nil),          // 66: sluice.OffsetFetchResponse
+	(*DeleteGroupRequest)(nil),           // 67: sluice.DeleteGroupRequest
+	(*DeleteGroupResponse)(nil),          // 68: sluice.DeleteGroupResponse
+	(*DeleteOffsetsRequest)(nil),         // 69: sluice.DeleteOffsetsRequest
+	(*DeleteOffsetsResponse)(nil),        // 70: sluice.DeleteOffsetsResponse
+	(*PartitionError)(nil),               // 71: sluice.PartitionError
+	(*ListGroupsRequest)(nil),            // 72: sluice.ListGroupsRequest
+	(*GroupOverview)(nil),                // 73: sluice.GroupOverview
+	(*ListGroupsResponse)(nil),           // 74: sluice.ListGroupsResponse
+	(*DescribeGroupRequest)(nil),         // 75: sluice.DescribeGroupRequest
+	(*MemberDescription)(nil),            // 76: sluice.MemberDescription
+	(*DescribeGroupResponse)(nil),        // 77: sluice.DescribeGroupResponse
+	(*SubscribeRequest)(nil),             // 78: sluice.SubscribeRequest
+	(*SubscribeResponse)(nil),            // 79: sluice.SubscribeResponse
+	(*PushedRecord)(nil),                 // 80: sluice.PushedRecord
+	(*RecordHeader)(nil),                 // 81: sluice.RecordHeader
+	(*PushRecords)(nil),                  // 82: sluice.PushRecords
+	(*PushAssignment)(nil),               // 83: sluice.PushAssignment
+	(*PushCredit)(nil),                   // 84: sluice.PushCredit
+	(*PushAck)(nil),                      // 85: sluice.PushAck
+	(*UnsubscribeRequest)(nil),           // 86: sluice.UnsubscribeRequest
+	(*GroupRecordKey)(nil),               // 87: sluice.GroupRecordKey
+	(*OffsetValue)(nil),                  // 88: sluice.OffsetValue
+	(*GroupMemberRecord)(nil),            // 89: sluice.GroupMemberRecord
+	(*GroupMetadataValue)(nil),           // 90: sluice.GroupMetadataValue
+	(*TopicRecord)(nil),                  // 91: sluice.TopicRecord
+	(*ReplicaAssignment)(nil),            // 92: sluice.ReplicaAssignment
+	(*PartitionState)(nil),               // 93: sluice.PartitionState
+	(*TopicDeletion)(nil),                // 94: sluice.TopicDeletion
+	(*BrokerRegistration)(nil),           // 95: sluice.BrokerRegistration
+	(*ClusterSnapshot)(nil),              // 96: sluice.ClusterSnapshot
+	(*AclBinding)(nil),                   // 97: sluice.AclBinding
+	(*UserRecord)(nil),                   // 98: sluice.UserRecord
+	(*SecurityRecord)(nil),               // 99: sluice.SecurityRecord
+	(*CreateAclsRequest)(nil),            // 100: sluice.CreateAclsRequest
+	(*CreateAclsResponse)(nil),           // 101: sluice.CreateAclsResponse
+	(*DeleteAclsRequest)(nil),            // 102: sluice.DeleteAclsRequest
+	(*DeleteAclsResponse)(nil),           // 103: sluice.DeleteAclsResponse
+	(*DescribeAclsRequest)(nil),          // 104: sluice.DescribeAclsRequest
+	(*DescribeAclsResponse)(nil),         // 105: sluice.DescribeAclsResponse
+	(*CreateUserRequest)(nil),            // 106: sluice.CreateUserRequest
+	(*CreateUserResponse)(nil),           // 107: sluice.CreateUserResponse
+	(*DeleteUserRequest)(nil),            // 108: sluice.DeleteUserRequest
+	(*DeleteUserResponse)(nil),           // 109: sluice.DeleteUserResponse
+	(*ListUsersRequest)(nil),             // 110: sluice.ListUsersRequest
+	(*ListUsersResponse)(nil),            // 111: sluice.ListUsersResponse
+	(*WhoAmIRequest)(nil),                // 112: sluice.WhoAmIRequest
+	(*WhoAmIResponse)(nil),               // 113: sluice.WhoAmIResponse
+	nil,                                  // 114: sluice.TopicMetadata.ConfigsEntry
+	nil,                                  // 115: sluice.TopicSpec.ConfigsEntry
+	nil,                                  // 116: sluice.TopicConfigChange.SetEntry
+	nil,                                  // 117: sluice.AlterPartitionRequest.IsrEpochsEntry
+	nil,                                  // 118: sluice.TopicRecord.ConfigsEntry
+	nil,                                  // 119: sluice.PartitionState.IsrEpochsEntry
+	nil,                                  // 120: sluice.PartitionState.IsrDirsEntry
 }
 var file_sluice_proto_depIdxs = []int32{
 	0,   // 0: sluice.ErrorResponse.error:type_name -> sluice.ErrorCode
@@ -8726,92 +8856,95 @@ var file_sluice_proto_depIdxs = []int32{
 	0,   // 5: sluice.PartitionMetadata.error:type_name -> sluice.ErrorCode
 	0,   // 6: sluice.TopicMetadata.error:type_name -> sluice.ErrorCode
 	15,  // 7: sluice.TopicMetadata.partitions:type_name -> sluice.PartitionMetadata
-	112, // 8: sluice.TopicMetadata.configs:type_name -> sluice.TopicMetadata.ConfigsEntry
+	114, // 8: sluice.TopicMetadata.configs:type_name -> sluice.TopicMetadata.ConfigsEntry
 	14,  // 9: sluice.MetadataResponse.brokers:type_name -> sluice.BrokerInfo
 	16,  // 10: sluice.MetadataResponse.topics:type_name -> sluice.TopicMetadata
-	113, // 11: sluice.TopicSpec.configs:type_name -> sluice.TopicSpec.ConfigsEntry
+	115, // 11: sluice.TopicSpec.configs:type_name -> sluice.TopicSpec.ConfigsEntry
 	18,  // 12: sluice.CreateTopicsRequest.topics:type_name -> sluice.TopicSpec
 	0,   // 13: sluice.TopicResult.error:type_name -> sluice.ErrorCode
 	20,  // 14: sluice.CreateTopicsResponse.results:type_name -> sluice.TopicResult
 	20,  // 15: sluice.DeleteTopicsResponse.results:type_name -> sluice.TopicResult
 	25,  // 16: sluice.AlterTopicConfigsRequest.topics:type_name -> sluice.TopicConfigChange
-	114, // 17: sluice.TopicConfigChange.set:type_name -> sluice.TopicConfigChange.SetEntry
+	116, // 17: sluice.TopicConfigChange.set:type_name -> sluice.TopicConfigChange.SetEntry
 	20,  // 18: sluice.AlterTopicConfigsResponse.results:type_name -> sluice.TopicResult
 	28,  // 19: sluice.CreatePartitionsRequest.topics:type_name -> sluice.PartitionCount
 	20,  // 20: sluice.CreatePartitionsResponse.results:type_name -> sluice.TopicResult
-	0,   // 21: sluice.ReplicaState.error:type_name -> sluice.ErrorCode
-	31,  // 22: sluice.DescribeReplicasResponse.replicas:type_name -> sluice.ReplicaState
-	0,   // 23: sluice.ReplicaFetchResponse.error:type_name -> sluice.ErrorCode
-	0,   // 24: sluice.OffsetForLeaderEpochResponse.error:type_name -> sluice.ErrorCode
-	115, // 25: sluice.AlterPartitionRequest.isr_epochs:type_name -> sluice.AlterPartitionRequest.IsrEpochsEntry
-	0,   // 26: sluice.AlterPartitionResponse.error:type_name -> sluice.ErrorCode
-	91,  // 27: sluice.AlterPartitionResponse.state:type_name -> sluice.PartitionState
-	91,  // 28: sluice.LeaderAndIsrRequest.states:type_name -> sluice.PartitionState
-	0,   // 29: sluice.LeaderAndIsrResponse.error:type_name -> sluice.ErrorCode
-	0,   // 30: sluice.ReplicaOfflineResponse.error:type_name -> sluice.ErrorCode
-	0,   // 31: sluice.InitProducerIdResponse.error:type_name -> sluice.ErrorCode
-	0,   // 32: sluice.AllocateProducerIdsResponse.error:type_name -> sluice.ErrorCode
-	0,   // 33: sluice.FindCoordinatorResponse.error:type_name -> sluice.ErrorCode
-	51,  // 34: sluice.JoinGroupRequest.protocols:type_name -> sluice.GroupProtocol
-	0,   // 35: sluice.JoinGroupResponse.error:type_name -> sluice.ErrorCode
-	52,  // 36: sluice.JoinGroupResponse.member_metadata:type_name -> sluice.MemberBytes
-	52,  // 37: sluice.SyncGroupRequest.assignments:type_name -> sluice.MemberBytes
-	0,   // 38: sluice.SyncGroupResponse.error:type_name -> sluice.ErrorCode
-	49,  // 39: sluice.SyncGroupResponse.assignment:type_name -> sluice.TopicPartitions
-	0,   // 40: sluice.HeartbeatResponse.error:type_name -> sluice.ErrorCode
-	0,   // 41: sluice.LeaveGroupResponse.error:type_name -> sluice.ErrorCode
-	0,   // 42: sluice.OffsetCommitEntry.error:type_name -> sluice.ErrorCode
-	60,  // 43: sluice.OffsetCommitRequest.offsets:type_name -> sluice.OffsetCommitEntry
-	0,   // 44: sluice.OffsetCommitResponse.error:type_name -> sluice.ErrorCode
-	49,  // 45: sluice.OffsetFetchRequest.partitions:type_name -> sluice.TopicPartitions
-	0,   // 46: sluice.OffsetFetchResponse.error:type_name -> sluice.ErrorCode
-	60,  // 47: sluice.OffsetFetchResponse.offsets:type_name -> sluice.OffsetCommitEntry
-	0,   // 48: sluice.DeleteGroupResponse.error:type_name -> sluice.ErrorCode
-	49,  // 49: sluice.DeleteOffsetsRequest.partitions:type_name -> sluice.TopicPartitions
-	0,   // 50: sluice.DeleteOffsetsResponse.error:type_name -> sluice.ErrorCode
-	69,  // 51: sluice.DeleteOffsetsResponse.partitions:type_name -> sluice.PartitionError
-	0,   // 52: sluice.PartitionError.error:type_name -> sluice.ErrorCode
-	71,  // 53: sluice.ListGroupsResponse.groups:type_name -> sluice.GroupOverview
-	49,  // 54: sluice.MemberDescription.assignment:type_name -> sluice.TopicPartitions
-	0,   // 55: sluice.DescribeGroupResponse.error:type_name -> sluice.ErrorCode
-	74,  // 56: sluice.DescribeGroupResponse.members:type_name -> sluice.MemberDescription
-	0,   // 57: sluice.SubscribeResponse.error:type_name -> sluice.ErrorCode
-	79,  // 58: sluice.PushedRecord.headers:type_name -> sluice.RecordHeader
-	78,  // 59: sluice.PushRecords.records:type_name -> sluice.PushedRecord
-	49,  // 60: sluice.PushAssignment.assigned:type_name -> sluice.TopicPartitions
-	49,  // 61: sluice.GroupMemberRecord.assignment:type_name -> sluice.TopicPartitions
-	51,  // 62: sluice.GroupMemberRecord.protocols:type_name -> sluice.GroupProtocol
-	87,  // 63: sluice.GroupMetadataValue.members:type_name -> sluice.GroupMemberRecord
-	116, // 64: sluice.TopicRecord.configs:type_name -> sluice.TopicRecord.ConfigsEntry
-	90,  // 65: sluice.TopicRecord.assignment:type_name -> sluice.ReplicaAssignment
-	117, // 66: sluice.PartitionState.isr_epochs:type_name -> sluice.PartitionState.IsrEpochsEntry
-	118, // 67: sluice.PartitionState.isr_dirs:type_name -> sluice.PartitionState.IsrDirsEntry
-	89,  // 68: sluice.ClusterSnapshot.topics:type_name -> sluice.TopicRecord
-	91,  // 69: sluice.ClusterSnapshot.partitions:type_name -> sluice.PartitionState
-	92,  // 70: sluice.ClusterSnapshot.deleted_topics:type_name -> sluice.TopicDeletion
-	1,   // 71: sluice.AclBinding.resource_type:type_name -> sluice.AclResourceType
-	3,   // 72: sluice.AclBinding.pattern_type:type_name -> sluice.AclPatternType
-	2,   // 73: sluice.AclBinding.operation:type_name -> sluice.AclOperation
-	4,   // 74: sluice.AclBinding.permission:type_name -> sluice.AclPermission
-	95,  // 75: sluice.SecurityRecord.acls:type_name -> sluice.AclBinding
-	96,  // 76: sluice.SecurityRecord.users:type_name -> sluice.UserRecord
-	95,  // 77: sluice.CreateAclsRequest.acls:type_name -> sluice.AclBinding
-	0,   // 78: sluice.CreateAclsResponse.error:type_name -> sluice.ErrorCode
-	95,  // 79: sluice.DeleteAclsRequest.filters:type_name -> sluice.AclBinding
-	0,   // 80: sluice.DeleteAclsResponse.error:type_name -> sluice.ErrorCode
-	95,  // 81: sluice.DeleteAclsResponse.deleted:type_name -> sluice.AclBinding
-	95,  // 82: sluice.DescribeAclsRequest.filter:type_name -> sluice.AclBinding
-	0,   // 83: sluice.DescribeAclsResponse.error:type_name -> sluice.ErrorCode
-	95,  // 84: sluice.DescribeAclsResponse.acls:type_name -> sluice.AclBinding
-	0,   // 85: sluice.CreateUserResponse.error:type_name -> sluice.ErrorCode
-	0,   // 86: sluice.DeleteUserResponse.error:type_name -> sluice.ErrorCode
-	0,   // 87: sluice.ListUsersResponse.error:type_name -> sluice.ErrorCode
-	96,  // 88: sluice.ListUsersResponse.users:type_name -> sluice.UserRecord
-	89,  // [89:89] is the sub-list for method output_type
-	89,  // [89:89] is the sub-list for method input_type
-	89,  // [89:89] is the sub-list for extension type_name
-	89,  // [89:89] is the sub-list for extension extendee
-	0,   // [0:89] is the sub-list for field type_name
+	51,  // 21: sluice.ElectLeadersRequest.partitions:type_name -> sluice.TopicPartitions
+	71,  // 22: sluice.ElectLeadersResponse.results:type_name -> sluice.PartitionError
+	0,   // 23: sluice.ElectLeadersResponse.error:type_name -> sluice.ErrorCode
+	0,   // 24: sluice.ReplicaState.error:type_name -> sluice.ErrorCode
+	33,  // 25: sluice.DescribeReplicasResponse.replicas:type_name -> sluice.ReplicaState
+	0,   // 26: sluice.ReplicaFetchResponse.error:type_name -> sluice.ErrorCode
+	0,   // 27: sluice.OffsetForLeaderEpochResponse.error:type_name -> sluice.ErrorCode
+	117, // 28: sluice.AlterPartitionRequest.isr_epochs:type_name -> sluice.AlterPartitionRequest.IsrEpochsEntry
+	0,   // 29: sluice.AlterPartitionResponse.error:type_name -> sluice.ErrorCode
+	93,  // 30: sluice.AlterPartitionResponse.state:type_name -> sluice.PartitionState
+	93,  // 31: sluice.LeaderAndIsrRequest.states:type_name -> sluice.PartitionState
+	0,   // 32: sluice.LeaderAndIsrResponse.error:type_name -> sluice.ErrorCode
+	0,   // 33: sluice.ReplicaOfflineResponse.error:type_name -> sluice.ErrorCode
+	0,   // 34: sluice.InitProducerIdResponse.error:type_name -> sluice.ErrorCode
+	0,   // 35: sluice.AllocateProducerIdsResponse.error:type_name -> sluice.ErrorCode
+	0,   // 36: sluice.FindCoordinatorResponse.error:type_name -> sluice.ErrorCode
+	53,  // 37: sluice.JoinGroupRequest.protocols:type_name -> sluice.GroupProtocol
+	0,   // 38: sluice.JoinGroupResponse.error:type_name -> sluice.ErrorCode
+	54,  // 39: sluice.JoinGroupResponse.member_metadata:type_name -> sluice.MemberBytes
+	54,  // 40: sluice.SyncGroupRequest.assignments:type_name -> sluice.MemberBytes
+	0,   // 41: sluice.SyncGroupResponse.error:type_name -> sluice.ErrorCode
+	51,  // 42: sluice.SyncGroupResponse.assignment:type_name -> sluice.TopicPartitions
+	0,   // 43: sluice.HeartbeatResponse.error:type_name -> sluice.ErrorCode
+	0,   // 44: sluice.LeaveGroupResponse.error:type_name -> sluice.ErrorCode
+	0,   // 45: sluice.OffsetCommitEntry.error:type_name -> sluice.ErrorCode
+	62,  // 46: sluice.OffsetCommitRequest.offsets:type_name -> sluice.OffsetCommitEntry
+	0,   // 47: sluice.OffsetCommitResponse.error:type_name -> sluice.ErrorCode
+	51,  // 48: sluice.OffsetFetchRequest.partitions:type_name -> sluice.TopicPartitions
+	0,   // 49: sluice.OffsetFetchResponse.error:type_name -> sluice.ErrorCode
+	62,  // 50: sluice.OffsetFetchResponse.offsets:type_name -> sluice.OffsetCommitEntry
+	0,   // 51: sluice.DeleteGroupResponse.error:type_name -> sluice.ErrorCode
+	51,  // 52: sluice.DeleteOffsetsRequest.partitions:type_name -> sluice.TopicPartitions
+	0,   // 53: sluice.DeleteOffsetsResponse.error:type_name -> sluice.ErrorCode
+	71,  // 54: sluice.DeleteOffsetsResponse.partitions:type_name -> sluice.PartitionError
+	0,   // 55: sluice.PartitionError.error:type_name -> sluice.ErrorCode
+	73,  // 56: sluice.ListGroupsResponse.groups:type_name -> sluice.GroupOverview
+	51,  // 57: sluice.MemberDescription.assignment:type_name -> sluice.TopicPartitions
+	0,   // 58: sluice.DescribeGroupResponse.error:type_name -> sluice.ErrorCode
+	76,  // 59: sluice.DescribeGroupResponse.members:type_name -> sluice.MemberDescription
+	0,   // 60: sluice.SubscribeResponse.error:type_name -> sluice.ErrorCode
+	81,  // 61: sluice.PushedRecord.headers:type_name -> sluice.RecordHeader
+	80,  // 62: sluice.PushRecords.records:type_name -> sluice.PushedRecord
+	51,  // 63: sluice.PushAssignment.assigned:type_name -> sluice.TopicPartitions
+	51,  // 64: sluice.GroupMemberRecord.assignment:type_name -> sluice.TopicPartitions
+	53,  // 65: sluice.GroupMemberRecord.protocols:type_name -> sluice.GroupProtocol
+	89,  // 66: sluice.GroupMetadataValue.members:type_name -> sluice.GroupMemberRecord
+	118, // 67: sluice.TopicRecord.configs:type_name -> sluice.TopicRecord.ConfigsEntry
+	92,  // 68: sluice.TopicRecord.assignment:type_name -> sluice.ReplicaAssignment
+	119, // 69: sluice.PartitionState.isr_epochs:type_name -> sluice.PartitionState.IsrEpochsEntry
+	120, // 70: sluice.PartitionState.isr_dirs:type_name -> sluice.PartitionState.IsrDirsEntry
+	91,  // 71: sluice.ClusterSnapshot.topics:type_name -> sluice.TopicRecord
+	93,  // 72: sluice.ClusterSnapshot.partitions:type_name -> sluice.PartitionState
+	94,  // 73: sluice.ClusterSnapshot.deleted_topics:type_name -> sluice.TopicDeletion
+	1,   // 74: sluice.AclBinding.resource_type:type_name -> sluice.AclResourceType
+	3,   // 75: sluice.AclBinding.pattern_type:type_name -> sluice.AclPatternType
+	2,   // 76: sluice.AclBinding.operation:type_name -> sluice.AclOperation
+	4,   // 77: sluice.AclBinding.permission:type_name -> sluice.AclPermission
+	97,  // 78: sluice.SecurityRecord.acls:type_name -> sluice.AclBinding
+	98,  // 79: sluice.SecurityRecord.users:type_name -> sluice.UserRecord
+	97,  // 80: sluice.CreateAclsRequest.acls:type_name -> sluice.AclBinding
+	0,   // 81: sluice.CreateAclsResponse.error:type_name -> sluice.ErrorCode
+	97,  // 82: sluice.DeleteAclsRequest.filters:type_name -> sluice.AclBinding
+	0,   // 83: sluice.DeleteAclsResponse.error:type_name -> sluice.ErrorCode
+	97,  // 84: sluice.DeleteAclsResponse.deleted:type_name -> sluice.AclBinding
+	97,  // 85: sluice.DescribeAclsRequest.filter:type_name -> sluice.AclBinding
+	0,   // 86: sluice.DescribeAclsResponse.error:type_name -> sluice.ErrorCode
+	97,  // 87: sluice.DescribeAclsResponse.acls:type_name -> sluice.AclBinding
+	0,   // 88: sluice.CreateUserResponse.error:type_name -> sluice.ErrorCode
+	0,   // 89: sluice.DeleteUserResponse.error:type_name -> sluice.ErrorCode
+	0,   // 90: sluice.ListUsersResponse.error:type_name -> sluice.ErrorCode
+	98,  // 91: sluice.ListUsersResponse.users:type_name -> sluice.UserRecord
+	92,  // [92:92] is the sub-list for method output_type
+	92,  // [92:92] is the sub-list for method input_type
+	92,  // [92:92] is the sub-list for extension type_name
+	92,  // [92:92] is the sub-list for extension extendee
+	0,   // [0:92] is the sub-list for field type_name
 }
 
 func init() { file_sluice_proto_init() }
@@ -8825,7 +8958,7 @@ func file_sluice_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_sluice_proto_rawDesc), len(file_sluice_proto_rawDesc)),
 			NumEnums:      5,
-			NumMessages:   114,
+			NumMessages:   116,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -229,6 +229,16 @@ var requests = map[reflect.Type]request{
 	typeOf[*messages.CreatePartitionsRequest](): entry(
 		failTopics(func(r []*messages.TopicResult) proto.Message { return &messages.CreatePartitionsResponse{Results: r} }, actors.CreatePartitionsNames),
 		mayOnTopics(opAlter, actors.CreatePartitionsNames), toController[*messages.CreatePartitionsRequest]),
+	typeOf[*messages.ElectLeadersRequest](): entry(
+		func(*messages.ElectLeadersRequest) failFunc {
+			return func(code messages.ErrorCode, text string) proto.Message {
+				return &messages.ElectLeadersResponse{Error: code, ErrorMessage: text}
+			}
+		},
+		func(b *brokerActor, ctx actor.Context, _ *messages.ElectLeadersRequest, fail failFunc) bool {
+			return b.permit(ctx, fail, onCluster(opAlter))
+		},
+		toController[*messages.ElectLeadersRequest]),
 
 	// Groups and producers.
 	typeOf[*messages.FindCoordinatorRequest](): entry(

@@ -57,6 +57,10 @@ var changes = map[reflect.Type]change{
 		func(m *messages.CreatePartitionsRequest, code messages.ErrorCode, text string) proto.Message {
 			return &messages.CreatePartitionsResponse{Results: actors.TopicResults(actors.CreatePartitionsNames(m), code, text)}
 		}),
+	reflect.TypeFor[*messages.ElectLeadersRequest](): changeEntry((*controllerActor).onElectLeaders,
+		func(_ *messages.ElectLeadersRequest, code messages.ErrorCode, text string) proto.Message {
+			return &messages.ElectLeadersResponse{Error: code, ErrorMessage: text}
+		}),
 	reflect.TypeFor[*messages.CreateAclsRequest](): securityEntry[*messages.CreateAclsRequest](),
 	reflect.TypeFor[*messages.DeleteAclsRequest](): securityEntry[*messages.DeleteAclsRequest](),
 	reflect.TypeFor[*messages.CreateUserRequest](): securityEntry[*messages.CreateUserRequest](),

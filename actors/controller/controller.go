@@ -520,30 +520,39 @@ func (c *controllerActor) electAll(ctx actor.Context) {
 	if len(updates) == 0 {
 		return
 	}
-	c.commitStates(ctx, updates, changed, elections, func(ctx actor.Context, err error) {
+	c.commitStates(ctx, false, updates, changed, elections, func(ctx actor.Context, err error) {
+		if err == nil {
+			return
+		}
 		c.cfg.Logger.Warn("controller could not commit elections; retrying", "error", err)
 		self, root := ctx.Self(), ctx.ActorSystem().Root
 		time.AfterFunc(500*time.Millisecond, func() { root.Send(self, retryElections{}) })
 	})
 }
 
-// commitStates writes updates beside the actor, then counts the leaders
-// elected and tells the brokers of changed; failed runs on the actor when
-// the write did not go through.
-func (c *controllerActor) commitStates(ctx actor.Context, updates []cluster.PartitionUpdate, changed []*messages.PartitionState,
-	elected int, failed func(actor.Context, error)) {
-	c.beside(ctx, true, func(store cluster.MetadataStore, fence cluster.Fence) func(actor.Context) {
+// commitStates writes updates beside the actor (for the current request,
+// which a stop answers, when forRequest), then counts the leaders elected
+// and tells the brokers of changed; done runs on the actor after, with the
+// write's error.
+func (c *controllerActor) commitStates(ctx actor.Context, forRequest bool, updates []cluster.PartitionUpdate,
+	changed []*messages.PartitionState, elected int, done func(actor.Context, error)) {
+	step := func(store cluster.MetadataStore, fence cluster.Fence) func(actor.Context) {
 		err := writeUpdates(store, fence, updates)
 		return func(ctx actor.Context) {
 			if err != nil {
 				c.cfg.Metrics.MetadataStoreError("controller write")
-				failed(ctx, err)
-				return
+			} else {
+				c.cfg.Metrics.Elected(elected)
+				c.announce(ctx, changed)
 			}
-			c.cfg.Metrics.Elected(elected)
-			c.announce(ctx, changed)
+			done(ctx, err)
 		}
-	})
+	}
+	if forRequest {
+		c.besideFor(ctx, true, step)
+	} else {
+		c.beside(ctx, true, step)
+	}
 }
 
 // writeUpdates commits updates in chunks the store accepts in one

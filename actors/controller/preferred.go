@@ -1,12 +1,15 @@
 package controller
 
 import (
+	"cmp"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/sluicemq/sluice/actors"
 	"github.com/sluicemq/sluice/actors/election"
 	"github.com/sluicemq/sluice/cluster"
 	"github.com/sluicemq/sluice/messages"
@@ -80,7 +83,103 @@ func (c *controllerActor) balanceLeaders(ctx actor.Context) {
 	if len(updates) == 0 {
 		return
 	}
-	c.commitStates(ctx, updates, changed, len(changed), func(_ actor.Context, err error) {
-		c.cfg.Logger.Warn("controller could not commit preferred leaders; the next check tries again", "error", err)
+	c.commitStates(ctx, false, updates, changed, len(changed), func(_ actor.Context, err error) {
+		if err != nil {
+			c.cfg.Logger.Warn("controller could not commit preferred leaders; the next check tries again", "error", err)
+		}
 	})
+}
+
+// onElectLeaders gives the partitions asked for (every partition when
+// none is named; every partition of a topic named without any) to their
+// preferred replicas, answering a result for each.
+func (c *controllerActor) onElectLeaders(ctx actor.Context, req *messages.ElectLeadersRequest) {
+	sender := ctx.Sender()
+	fail := func(code messages.ErrorCode, text string) {
+		actors.SendTo(ctx, sender, &messages.ElectLeadersResponse{Error: code, ErrorMessage: text})
+	}
+	if why := c.trusted(); why != "" {
+		fail(messages.ErrorCode_INCONSISTENT_CLUSTER_ID, why)
+		return
+	}
+	if code, text := c.knowsLiveBrokers(); code != messages.ErrorCode_NONE {
+		fail(code, text)
+		return
+	}
+	var results []*messages.PartitionError
+	var updates []cluster.PartitionUpdate
+	var changed []*messages.PartitionState
+	for _, tp := range c.electionTargets(req.Partitions) {
+		r := &messages.PartitionError{Topic: tp.Topic, Partition: tp.Partition}
+		results = append(results, r)
+		part, ok := c.snap.Partitions[tp]
+		if !ok {
+			r.Error = messages.ErrorCode_UNKNOWN_TOPIC_OR_PARTITION
+			continue
+		}
+		next, outcome := election.Preferred(toElection(part.State), c.liveFor(tp))
+		switch outcome {
+		case election.PreferredAlreadyLeads:
+			r.Error = messages.ErrorCode_ELECTION_NOT_NEEDED
+		case election.PreferredNotAvailable:
+			r.Error = messages.ErrorCode_PREFERRED_LEADER_NOT_AVAILABLE
+		case election.PreferredElected:
+			st := fromElection(part.State, next)
+			updates = append(updates, cluster.PartitionUpdate{State: st, ExpectVersion: part.Version})
+			changed = append(changed, st)
+			c.cfg.Logger.Info("preferred leader elected on request", "partition", tp, "leader", st.Leader,
+				"leader_epoch", st.LeaderEpoch, "was_leader", part.State.Leader)
+		}
+	}
+	if len(updates) == 0 {
+		actors.SendTo(ctx, sender, &messages.ElectLeadersResponse{Results: results})
+		return
+	}
+	c.commitStates(ctx, true, updates, changed, len(changed), func(ctx actor.Context, err error) {
+		if err != nil {
+			code := c.storeErrorCode(err, messages.ErrorCode_REQUEST_TIMED_OUT)
+			for _, r := range results {
+				if r.Error == messages.ErrorCode_NONE {
+					r.Error = code
+				}
+			}
+		}
+		actors.SendTo(ctx, sender, &messages.ElectLeadersResponse{Results: results})
+	})
+}
+
+// electionTargets lists the partitions an ElectLeaders request names, in
+// order: all of the metadata's when it names none, all of a topic's when
+// it names a topic without partitions (none, for a topic that does not
+// exist: it is answered as unknown).
+func (c *controllerActor) electionTargets(asked []*messages.TopicPartitions) []cluster.TopicPartition {
+	var out []cluster.TopicPartition
+	byTopic := func(topic string) []cluster.TopicPartition {
+		var tps []cluster.TopicPartition
+		for tp := range c.snap.Partitions {
+			if topic == "" || tp.Topic == topic {
+				tps = append(tps, tp)
+			}
+		}
+		slices.SortFunc(tps, func(a, b cluster.TopicPartition) int {
+			return cmp.Or(strings.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
+		})
+		if len(tps) == 0 && topic != "" {
+			tps = append(tps, cluster.TopicPartition{Topic: topic, Partition: -1})
+		}
+		return tps
+	}
+	if len(asked) == 0 {
+		return byTopic("")
+	}
+	for _, t := range asked {
+		if len(t.Partitions) == 0 {
+			out = append(out, byTopic(t.Topic)...)
+			continue
+		}
+		for _, p := range t.Partitions {
+			out = append(out, cluster.TopicPartition{Topic: t.Topic, Partition: p})
+		}
+	}
+	return out
 }

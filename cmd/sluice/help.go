@@ -64,6 +64,11 @@ var helpTopics = []helpTopic{
 	{path: "topic add-partitions", args: "NAME --to N [flags]", short: "Grow a topic to N partitions",
 		long:     "Keys hash to partitions by their count: after growing, a key may go to a new partition.",
 		examples: []string{"sluice topic add-partitions orders --to 12"}},
+	{path: "topic elect-leaders", args: "[TOPIC[:P,P...]]... [flags]", short: "Give partitions back to their preferred replicas",
+		long: "A partition's preferred replica is the first of its replicas; it takes the lead if it is alive\n" +
+			"and in the ISR (Kafka's preferred leader election). Without arguments: every partition.\n" +
+			"The controller does the same by itself every --leader-imbalance-check-interval.",
+		examples: []string{"sluice topic elect-leaders", "sluice topic elect-leaders orders payments:0,3"}},
 	{path: "produce", args: "TOPIC [flags] < records", short: "Produce one record per line of stdin (or --file)",
 		long: "Records with a key go to the partition of the key's murmur2 hash, as with Kafka;\n" +
 			"keyless records fill a batch for one partition, then move on to another (Kafka's\n" +

@@ -2,33 +2,68 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+
 	"github.com/sluicemq/sluice/client"
 )
+
+const balanceTopic, balancePartitions = "balance", 6
+
+// balanced reports whether every partition of balanceTopic is led by its
+// preferred replica with all three replicas in sync.
+func (c *testCluster) balanced() bool {
+	md, err := c.metadata(balanceTopic)
+	if err != nil || len(md.Topics) != 1 || len(md.Topics[0].Partitions) != balancePartitions {
+		return false
+	}
+	for _, p := range md.Topics[0].Partitions {
+		if p.Leader != p.Replicas[0] || len(p.Isr) != 3 {
+			return false
+		}
+	}
+	return true
+}
+
+// restartABroker stops a broker other than the controller, waits until
+// others lead all its partitions, starts it again and waits until it is
+// back in every ISR; it returns the broker's id.
+func (c *testCluster) restartABroker() int32 {
+	c.t.Helper()
+	victim := int32(1)
+	if c.controller() == victim {
+		victim = 2
+	}
+	c.brokers[victim].stop()
+	c.waitFor(fmt.Sprintf("no partition led by stopped broker %d", victim), time.Minute, func() bool {
+		md, err := c.metadata(balanceTopic)
+		if err != nil || len(md.Topics) != 1 {
+			return false
+		}
+		for _, p := range md.Topics[0].Partitions {
+			if p.Leader == victim || p.Leader < 0 {
+				return false
+			}
+		}
+		return true
+	})
+	c.brokers[victim].start()
+	return victim
+}
 
 // After a broker restarts, the controller gives it back the leadership of
 // the partitions it is the preferred replica of, once it is in their ISRs
 // again; records produced with acks=all before and after stay readable.
 func TestPreferredLeadersReturnAfterARestart(t *testing.T) {
 	c := startCluster(t, 3, "--leader-imbalance-check-interval", "1s")
-	const topic, partitions = "balance", 6
-	c.createTopic(topic, partitions, 3, nil)
-	balanced := func() bool {
-		md, err := c.metadata(topic)
-		if err != nil || len(md.Topics) != 1 || len(md.Topics[0].Partitions) != partitions {
-			return false
-		}
-		for _, p := range md.Topics[0].Partitions {
-			if p.Leader != p.Replicas[0] || len(p.Isr) != 3 {
-				return false
-			}
-		}
-		return true
-	}
-	c.waitFor("every partition led by its preferred replica", 30*time.Second, balanced)
+	c.createTopic(balanceTopic, balancePartitions, 3, nil)
+	c.waitFor("every partition led by its preferred replica", 30*time.Second, c.balanced)
 
 	p, err := client.NewProducer(c.seeds(), sharedOpts(), client.Acks(client.AllAcks))
 	if err != nil {
@@ -40,40 +75,96 @@ func TestPreferredLeadersReturnAfterARestart(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
 		for i := from; i < from+120; i++ {
-			if _, _, err := p.ProduceSync(ctx, &client.Record{Topic: topic, Partition: int32(i % partitions), Value: []byte(fmt.Sprint(i))}); err != nil {
+			if _, _, err := p.ProduceSync(ctx, &client.Record{Topic: balanceTopic, Partition: int32(i % balancePartitions), Value: []byte(fmt.Sprint(i))}); err != nil {
 				t.Fatalf("record %d: %v", i, err)
 			}
 		}
 	}
 	produce(0)
+	victim := c.restartABroker()
+	produce(120)
+	c.waitFor(fmt.Sprintf("broker %d leading its preferred partitions again", victim), 90*time.Second, c.balanced)
+	produce(240)
 
-	victim := int32(1)
-	if c.controller() == victim {
-		victim = 2
+	total := 0
+	for part := int32(0); part < balancePartitions; part++ {
+		total += len(c.consumeAll(balanceTopic, part))
 	}
-	c.brokers[victim].stop()
-	c.waitFor(fmt.Sprintf("no partition led by stopped broker %d", victim), time.Minute, func() bool {
-		md, err := c.metadata(topic)
+	if total != 360 {
+		t.Fatalf("read %d records back, want the 360 acknowledged", total)
+	}
+}
+
+// restartABrokerAndWait is restartABroker, then waits until the broker is
+// in every ISR again, and checks that it did not get its partitions back
+// by itself.
+func (c *testCluster) restartABrokerAndWait() {
+	c.t.Helper()
+	victim := c.restartABroker()
+	c.waitFor(fmt.Sprintf("broker %d in every ISR again", victim), 90*time.Second, func() bool {
+		md, err := c.metadata(balanceTopic)
 		if err != nil || len(md.Topics) != 1 {
 			return false
 		}
 		for _, p := range md.Topics[0].Partitions {
-			if p.Leader == victim || p.Leader < 0 {
+			if len(p.Isr) != 3 {
 				return false
 			}
 		}
 		return true
 	})
-	produce(120)
-	c.brokers[victim].start()
-	c.waitFor(fmt.Sprintf("broker %d leading its preferred partitions again", victim), 90*time.Second, balanced)
-	produce(240)
-
-	total := 0
-	for part := int32(0); part < partitions; part++ {
-		total += len(c.consumeAll(topic, part))
+	if c.balanced() {
+		c.t.Fatalf("broker %d leads its preferred partitions again without an election", victim)
 	}
-	if total != 360 {
-		t.Fatalf("read %d records back, want the 360 acknowledged", total)
+}
+
+// Preferred leader elections on demand: through the Kafka door (franz-go's
+// kadm) and with sluice topic elect-leaders, which says what it did to
+// each partition and fails on a partition that does not exist.
+func TestElectLeadersOnDemand(t *testing.T) {
+	c := startCluster(t, 3, "--auto-leader-rebalance=false", "--kafka-addr", "127.0.0.1:0")
+	c.createTopic(balanceTopic, balancePartitions, 3, nil)
+	c.waitFor("every partition led by its preferred replica", 30*time.Second, c.balanced)
+
+	c.restartABrokerAndWait()
+	adm := kadm.NewClient(newKgo(t, strings.Join(kafkaSeeds(t, c), ",")))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	res, err := adm.ElectLeaders(ctx, kadm.ElectPreferredReplica, kadm.TopicsSet{balanceTopic: {}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	elected := 0
+	for _, r := range res[balanceTopic] {
+		switch {
+		case r.Err == nil:
+			elected++
+		case !errors.Is(r.Err, kerr.ElectionNotNeeded):
+			t.Fatalf("partition %d: %v", r.Partition, r.Err)
+		}
+	}
+	if elected == 0 || len(res[balanceTopic]) != balancePartitions || !c.balanced() {
+		t.Fatalf("after a preferred election through the Kafka door (%d elected): %+v", elected, res)
+	}
+
+	c.restartABrokerAndWait()
+
+	b := c.brokers[3] // never the one restarted
+	out := b.cli("", "topic", "elect-leaders", balanceTopic)
+	elected = strings.Count(out, "elected its preferred replica")
+	if elected == 0 || elected+strings.Count(out, "its preferred replica leads already") != balancePartitions {
+		t.Fatalf("elect-leaders said:\n%s", out)
+	}
+	if !c.balanced() {
+		t.Fatalf("after elect-leaders answered, not every partition is led by its preferred replica:\n%s", out)
+	}
+	if out := b.cli("", "topic", "elect-leaders", balanceTopic+":0"); !strings.Contains(out, balanceTopic+" 0: its preferred replica leads already") {
+		t.Fatalf("a second election of partition 0 said:\n%s", out)
+	}
+
+	stdout, stderr, code := runCLI(t, "", "topic", "elect-leaders", "missing", balanceTopic+":99", "--broker", b.Addr)
+	if code == 0 || !strings.Contains(stdout, "missing: UNKNOWN_TOPIC_OR_PARTITION") ||
+		!strings.Contains(stdout, balanceTopic+" 99: UNKNOWN_TOPIC_OR_PARTITION") || !strings.Contains(stderr, "2 of 2 partitions") {
+		t.Fatalf("electing unknown partitions: exit %d\n%s%s", code, stdout, stderr)
 	}
 }

@@ -2,19 +2,22 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/sluicemq/sluice/client"
+	"github.com/sluicemq/sluice/messages"
 )
 
 func runTopic(args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		return usageErr("want create, list, describe, offsets, alter-config, add-partitions or delete")
+		return usageErr("want create, list, describe, offsets, alter-config, add-partitions, elect-leaders or delete")
 	}
 	sub, args := args[0], args[1:]
 	fs := newFlagSet("topic "+sub, stdout, stderr)
@@ -175,6 +178,8 @@ func runTopic(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 		fmt.Fprintf(stdout, "topic %s has %d partitions now (records with a key may go to another partition than before)\n", name, *to)
+	case "elect-leaders":
+		return electLeaders(ctx, admin, pos, stdout)
 	case "delete":
 		name, err := needName()
 		if err != nil {
@@ -185,7 +190,7 @@ func runTopic(args []string, stdout, stderr io.Writer) error {
 		}
 		fmt.Fprintf(stdout, "deleted topic %s\n", name)
 	default:
-		return usageErr("unknown topic command %q: want create, list, describe, offsets, alter-config, add-partitions or delete", sub)
+		return usageErr("unknown topic command %q: want create, list, describe, offsets, alter-config, add-partitions, elect-leaders or delete", sub)
 	}
 	return nil
 }
@@ -312,6 +317,53 @@ func (c configFlag) Set(s string) error {
 func listOpts(internal bool) []client.ListTopicsOpt {
 	if internal {
 		return []client.ListTopicsOpt{client.IncludeInternal()}
+	}
+	return nil
+}
+
+// electLeaders gives partitions back to their preferred replicas and says
+// what happened to each; it fails if one could not be elected.
+func electLeaders(ctx context.Context, admin *client.Admin, args []string, stdout io.Writer) error {
+	var targets []client.ElectionTarget
+	for _, a := range args {
+		topic, parts, found := strings.Cut(a, ":")
+		t := client.ElectionTarget{Topic: topic}
+		if found {
+			for _, p := range strings.Split(parts, ",") {
+				n, err := strconv.ParseInt(p, 10, 32)
+				if err != nil || n < 0 {
+					return usageErr("%q: want TOPIC or TOPIC:P,P,... with partition numbers", a)
+				}
+				t.Partitions = append(t.Partitions, int32(n))
+			}
+		}
+		if topic == "" {
+			return usageErr("%q: want TOPIC or TOPIC:P,P,...", a)
+		}
+		targets = append(targets, t)
+	}
+	results, err := admin.ElectLeaders(ctx, targets...)
+	if err != nil {
+		return err
+	}
+	failed := 0
+	for _, r := range results {
+		switch {
+		case r.Err == nil:
+			fmt.Fprintf(stdout, "%s %d: elected its preferred replica\n", r.Topic, r.Partition)
+		case errors.Is(r.Err, messages.ErrorCode_ELECTION_NOT_NEEDED):
+			fmt.Fprintf(stdout, "%s %d: its preferred replica leads already\n", r.Topic, r.Partition)
+		default:
+			failed++
+			if r.Partition < 0 {
+				fmt.Fprintf(stdout, "%s: %v\n", r.Topic, r.Err)
+			} else {
+				fmt.Fprintf(stdout, "%s %d: %v\n", r.Topic, r.Partition, r.Err)
+			}
+		}
+	}
+	if failed > 0 {
+		return fmt.Errorf("%d of %d partitions could not be given to their preferred replica", failed, len(results))
 	}
 	return nil
 }
