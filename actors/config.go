@@ -3,8 +3,10 @@ package actors
 import (
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync/atomic"
 	"time"
+	"unicode"
 
 	"github.com/sluicemq/sluice/acl"
 	"github.com/sluicemq/sluice/actors/producerstate"
@@ -30,6 +32,10 @@ type BrokerConfig struct {
 	// KafkaAddr is the advertised host:port of the broker's Kafka
 	// listener ("": none), announced to the cluster with the broker.
 	KafkaAddr string
+	// Rack names where the broker runs ("": not said; Kafka's
+	// broker.rack): a new partition's replicas go to different racks when
+	// every live broker names one.
+	Rack string
 	// DefaultTopic is the configuration of topics that set nothing else.
 	DefaultTopic TopicConfig
 	// DefaultPartitions and DefaultReplicationFactor apply to topics created
@@ -210,6 +216,8 @@ func (c *BrokerConfig) Validate() error {
 		return fmt.Errorf("producer id expiration %v: must be > 0", c.ProducerIDExpiration)
 	case c.LogMemoryBytes < 16<<20:
 		return fmt.Errorf("log memory bytes %d: must be at least 16 MiB", c.LogMemoryBytes)
+	case len(c.Rack) > 255 || strings.ContainsFunc(c.Rack, func(r rune) bool { return !unicode.IsPrint(r) }):
+		return fmt.Errorf("rack %q: want at most 255 printable characters", c.Rack)
 	case c.MaxPartitions < 0:
 		return fmt.Errorf("max partitions %d: must be >= 0", c.MaxPartitions)
 	case c.Logger == nil:

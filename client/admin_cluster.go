@@ -13,6 +13,8 @@ type BrokerInfo struct {
 	Address string
 	// Version is the Sluice version the broker runs ("" if it did not say).
 	Version string
+	// Rack is where it runs (its --rack; "" if it did not say).
+	Rack string
 	// Alive: registered with the metadata store right now. A broker that
 	// holds replicas but is not registered is listed with Alive false.
 	Alive bool
@@ -34,7 +36,7 @@ type ClusterInfo struct {
 func brokerInfos(md *messages.MetadataResponse) []BrokerInfo {
 	out := make([]BrokerInfo, 0, len(md.Brokers))
 	for _, b := range md.Brokers {
-		out = append(out, BrokerInfo{ID: b.Id, Address: b.Address, Version: b.Version, Alive: true})
+		out = append(out, BrokerInfo{ID: b.Id, Address: b.Address, Version: b.Version, Rack: b.Rack, Alive: true})
 	}
 	slices.SortFunc(out, func(x, y BrokerInfo) int { return int(x.ID) - int(y.ID) })
 	return out

@@ -23,6 +23,9 @@ type Broker struct {
 	Version string
 	// KafkaAddr is the host:port of its Kafka listener ("": none).
 	KafkaAddr string
+	// Rack names where the broker runs (a rack, a zone; "": not said):
+	// replicas of a partition go to different racks where they can.
+	Rack string
 }
 
 // TopicPartition names one partition.

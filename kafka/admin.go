@@ -50,7 +50,7 @@ func topicResults(answer Answer) func(topic string) (int16, *string) {
 }
 
 // kafkaBrokers lists the brokers of a metadata answer that have a Kafka
-// listener, at its address.
+// listener, at its address, with their racks.
 func kafkaBrokers(md *messages.MetadataResponse) []kmsg.MetadataResponseBroker {
 	var out []kmsg.MetadataResponseBroker
 	for _, b := range md.Brokers {
@@ -62,7 +62,11 @@ func kafkaBrokers(md *messages.MetadataResponse) []kmsg.MetadataResponseBroker {
 		if err != nil {
 			continue
 		}
-		out = append(out, kmsg.MetadataResponseBroker{NodeID: b.Id, Host: host, Port: int32(port)})
+		kb := kmsg.MetadataResponseBroker{NodeID: b.Id, Host: host, Port: int32(port)}
+		if b.Rack != "" {
+			kb.Rack = kmsg.StringPtr(b.Rack)
+		}
+		out = append(out, kb)
 	}
 	return out
 }

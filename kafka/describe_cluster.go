@@ -20,7 +20,7 @@ func handleDescribeCluster(r *request, h header, kreq kmsg.Request) func() kmsg.
 		}
 		resp.ClusterID, resp.ControllerID = md.ClusterId, -1
 		for _, b := range kafkaBrokers(md) {
-			resp.Brokers = append(resp.Brokers, kmsg.DescribeClusterResponseBroker{NodeID: b.NodeID, Host: b.Host, Port: b.Port})
+			resp.Brokers = append(resp.Brokers, kmsg.DescribeClusterResponseBroker{NodeID: b.NodeID, Host: b.Host, Port: b.Port, Rack: b.Rack})
 			if b.NodeID == md.ControllerId {
 				resp.ControllerID = b.NodeID
 			}

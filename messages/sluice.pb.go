@@ -1238,7 +1238,9 @@ type BrokerInfo struct {
 	// The Sluice version the broker runs.
 	Version string `protobuf:"bytes,3,opt,name=version,proto3" json:"version,omitempty"`
 	// The host:port of the broker's Kafka listener ("": none).
-	KafkaAddress  string `protobuf:"bytes,4,opt,name=kafka_address,json=kafkaAddress,proto3" json:"kafka_address,omitempty"`
+	KafkaAddress string `protobuf:"bytes,4,opt,name=kafka_address,json=kafkaAddress,proto3" json:"kafka_address,omitempty"`
+	// Where the broker runs (--rack; "": not said).
+	Rack          string `protobuf:"bytes,5,opt,name=rack,proto3" json:"rack,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1297,6 +1299,13 @@ func (x *BrokerInfo) GetVersion() string {
 func (x *BrokerInfo) GetKafkaAddress() string {
 	if x != nil {
 		return x.KafkaAddress
+	}
+	return ""
+}
+
+func (x *BrokerInfo) GetRack() string {
+	if x != nil {
+		return x.Rack
 	}
 	return ""
 }
@@ -8047,13 +8056,14 @@ const file_sluice_proto_rawDesc = "" +
 	"\fleader_epoch\x18\a \x01(\x05R\vleaderEpoch\"d\n" +
 	"\x0fMetadataRequest\x12\x16\n" +
 	"\x06topics\x18\x01 \x03(\tR\x06topics\x129\n" +
-	"\x19allow_auto_topic_creation\x18\x02 \x01(\bR\x16allowAutoTopicCreation\"u\n" +
+	"\x19allow_auto_topic_creation\x18\x02 \x01(\bR\x16allowAutoTopicCreation\"\x89\x01\n" +
 	"\n" +
 	"BrokerInfo\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x05R\x02id\x12\x18\n" +
 	"\aaddress\x18\x02 \x01(\tR\aaddress\x12\x18\n" +
 	"\aversion\x18\x03 \x01(\tR\aversion\x12#\n" +
-	"\rkafka_address\x18\x04 \x01(\tR\fkafkaAddress\"\xee\x01\n" +
+	"\rkafka_address\x18\x04 \x01(\tR\fkafkaAddress\x12\x12\n" +
+	"\x04rack\x18\x05 \x01(\tR\x04rack\"\xee\x01\n" +
 	"\x11PartitionMetadata\x12\x1c\n" +
 	"\tpartition\x18\x01 \x01(\x05R\tpartition\x12'\n" +
 	"\x05error\x18\x02 \x01(\x0e2\x11.sluice.ErrorCodeR\x05error\x12\x16\n" +

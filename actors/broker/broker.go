@@ -204,7 +204,7 @@ func (b *brokerActor) Receive(ctx actor.Context) {
 // report back to this actor as messages.
 func (b *brokerActor) onStarted(ctx actor.Context) {
 	if b.initial != nil {
-		b.live[b.cfg.ID] = cluster.Broker{ID: b.cfg.ID, Addr: b.addr, Epoch: b.cfg.BrokerEpoch, Dir: b.cfg.DirectoryID, Version: b.cfg.Version, KafkaAddr: b.cfg.KafkaAddr}
+		b.live[b.cfg.ID] = cluster.Broker{ID: b.cfg.ID, Addr: b.addr, Epoch: b.cfg.BrokerEpoch, Dir: b.cfg.DirectoryID, Version: b.cfg.Version, KafkaAddr: b.cfg.KafkaAddr, Rack: b.cfg.Rack}
 		b.onMetadata(ctx, b.initial)
 	}
 	wctx, cancel := context.WithCancel(context.Background())
@@ -619,7 +619,7 @@ func (b *brokerActor) controllerID() int32 {
 func (b *brokerActor) onMetadataRequest(ctx actor.Context, req *messages.MetadataRequest) {
 	resp := &messages.MetadataResponse{ControllerId: b.controllerID(), MetadataStore: b.cfg.MetadataStore}
 	for _, br := range b.liveList() {
-		resp.Brokers = append(resp.Brokers, &messages.BrokerInfo{Id: br.ID, Address: br.Addr, Version: br.Version, KafkaAddress: br.KafkaAddr})
+		resp.Brokers = append(resp.Brokers, &messages.BrokerInfo{Id: br.ID, Address: br.Addr, Version: br.Version, KafkaAddress: br.KafkaAddr, Rack: br.Rack})
 	}
 	if b.meta == nil {
 		for _, name := range req.Topics {

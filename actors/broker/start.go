@@ -74,7 +74,7 @@ func Start(system *actor.ActorSystem, cfg actors.BrokerConfig, backend cluster.B
 	if cfg.ProducerIDsEnd, err = dir.ProducerIDsEnd(); err != nil {
 		return nil, fmt.Errorf("data directory %s: %w", dir.Path(), err)
 	}
-	reg, err := backend.Register(ctx, cluster.Broker{ID: cfg.ID, Addr: addr, Dir: cfg.DirectoryID, Version: cfg.Version, KafkaAddr: cfg.KafkaAddr})
+	reg, err := backend.Register(ctx, cluster.Broker{ID: cfg.ID, Addr: addr, Dir: cfg.DirectoryID, Version: cfg.Version, KafkaAddr: cfg.KafkaAddr, Rack: cfg.Rack})
 	if err != nil {
 		return nil, err
 	}

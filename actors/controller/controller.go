@@ -264,7 +264,7 @@ func (c *controllerActor) planTopic(spec *messages.TopicSpec, validateOnly bool,
 	if code, why := c.knowsLiveBrokers(); code != messages.ErrorCode_NONE {
 		return nil, code, why
 	}
-	assignment, err := placement.Assign(c.liveIDs(), partitions, rf, rand.Int(), rand.Int())
+	assignment, err := placement.AssignWithRacks(c.liveRacks(), partitions, rf, rand.Int(), rand.Int())
 	if err != nil {
 		return nil, messages.ErrorCode_INVALID_REPLICATION_FACTOR, err.Error()
 	}
@@ -414,13 +414,13 @@ func (c *controllerActor) knowsLiveBrokers() (messages.ErrorCode, string) {
 	return messages.ErrorCode_NONE, ""
 }
 
-// liveIDs are the ids of the live brokers, for placement.
-func (c *controllerActor) liveIDs() []int32 {
-	ids := make([]int32, 0, len(c.live))
+// liveRacks maps the live brokers to their racks, for placement.
+func (c *controllerActor) liveRacks() map[int32]string {
+	racks := make(map[int32]string, len(c.live))
 	for _, b := range c.live {
-		ids = append(ids, b.ID)
+		racks[b.ID] = b.Rack
 	}
-	return ids
+	return racks
 }
 
 // isLive tells whether broker id is alive, and as which run.

@@ -183,7 +183,7 @@ func (c *controllerActor) planPartitions(changes *topicChanges, r *messages.Topi
 	if code, why := c.knowsLiveBrokers(); code != messages.ErrorCode_NONE {
 		return code, why
 	}
-	assignment, err := placement.Assign(c.liveIDs(), int(pc.Count-prev.Partitions), int(prev.ReplicationFactor), rand.Int(), rand.Int())
+	assignment, err := placement.AssignWithRacks(c.liveRacks(), int(pc.Count-prev.Partitions), int(prev.ReplicationFactor), rand.Int(), rand.Int())
 	if err != nil {
 		return messages.ErrorCode_INVALID_REPLICATION_FACTOR, err.Error()
 	}

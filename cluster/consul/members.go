@@ -44,6 +44,7 @@ const (
 	metaDir      = "data_dir_id"
 	metaVersion  = "version"
 	metaKafka    = "kafka_addr"
+	metaRack     = "rack"
 )
 
 // deregisterAfter is how long a critical broker stays in the agent's
@@ -67,7 +68,7 @@ func (c *Backend) registration(b cluster.Broker, instance string) (*api.AgentSer
 	return &api.AgentServiceRegistration{
 		ID: id, Name: c.serviceName(), Address: host, Port: port,
 		Meta: map[string]string{metaBrokerID: strconv.Itoa(int(b.ID)), metaAddr: b.Addr,
-			metaEpoch: strconv.FormatInt(b.Epoch, 10), metaInstance: instance, metaDir: b.Dir, metaVersion: b.Version, metaKafka: b.KafkaAddr},
+			metaEpoch: strconv.FormatInt(b.Epoch, 10), metaInstance: instance, metaDir: b.Dir, metaVersion: b.Version, metaKafka: b.KafkaAddr, metaRack: b.Rack},
 		Check: &api.AgentServiceCheck{
 			CheckID: "service:" + id,
 			Name:    "sluice broker heartbeat",
@@ -443,5 +444,5 @@ func brokerOf(e *api.ServiceEntry) (cluster.Broker, error) {
 		}
 		addr = net.JoinHostPort(host, strconv.Itoa(s.Port))
 	}
-	return cluster.Broker{ID: int32(id), Addr: addr, Epoch: epoch, Dir: s.Meta[metaDir], Version: s.Meta[metaVersion], KafkaAddr: s.Meta[metaKafka]}, nil
+	return cluster.Broker{ID: int32(id), Addr: addr, Epoch: epoch, Dir: s.Meta[metaDir], Version: s.Meta[metaVersion], KafkaAddr: s.Meta[metaKafka], Rack: s.Meta[metaRack]}, nil
 }

@@ -37,6 +37,7 @@ func runBroker(args []string, stdout, stderr io.Writer) error {
 	retentionMs := fs.Int64("retention-ms", def.DefaultTopic.RetentionMs, "default retention.ms (-1: forever)")
 	retentionBytes := fs.Int64("retention-bytes", def.DefaultTopic.RetentionBytes, "default retention.bytes per partition (-1: no limit)")
 	minISR := fs.Int("min-insync-replicas", def.DefaultTopic.MinISR, "default min.insync.replicas")
+	rack := fs.String("rack", "", "where this broker runs (a rack, an availability zone): when every broker names one, a new partition's replicas go to different racks (Kafka's broker.rack)")
 	lag := fs.Duration("replica-lag-time-max", def.ReplicaLagTimeMax, "a follower not caught up for this long leaves the ISR")
 	autoRebalance := fs.Bool("auto-leader-rebalance", def.AutoLeaderRebalance, "give leadership back to preferred replicas (the first of each partition's replicas) when a broker leads too few of its own; the controller checks every --leader-imbalance-check-interval")
 	imbalanceCheck := fs.Duration("leader-imbalance-check-interval", def.LeaderImbalanceCheckInterval, "how often the controller looks for brokers that lead too few of the partitions they are preferred for")
@@ -112,6 +113,7 @@ func runBroker(args []string, stdout, stderr io.Writer) error {
 	cfg.DefaultTopic.RetentionBytes = *retentionBytes
 	cfg.DefaultTopic.MinISR = *minISR
 	cfg.ReplicaLagTimeMax = *lag
+	cfg.Rack = *rack
 	cfg.AutoLeaderRebalance = *autoRebalance
 	cfg.LeaderImbalanceCheckInterval = *imbalanceCheck
 	cfg.LeaderImbalanceRatio = float64(*imbalancePct) / 100

@@ -41,7 +41,7 @@ func runCluster(args []string, stdout, stderr io.Writer) error {
 		out := clusterJSON{ClusterID: info.ClusterID, Controller: info.ControllerID, MetadataStore: info.MetadataStore,
 			Topics: info.Topics, Partitions: info.Partitions, Brokers: []brokerJSON{}}
 		for _, b := range info.Brokers {
-			out.Brokers = append(out.Brokers, brokerJSON{ID: b.ID, Address: b.Address, State: brokerState(b), Version: b.Version})
+			out.Brokers = append(out.Brokers, brokerJSON{ID: b.ID, Address: b.Address, State: brokerState(b), Version: b.Version, Rack: b.Rack})
 		}
 		writeJSONLine(stdout, out)
 		return nil
@@ -53,9 +53,9 @@ func runCluster(args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stdout, "cluster %s\ncontroller: broker %s\nmetadata store: %s\ntopics: %d, partitions: %d\n\n",
 		info.ClusterID, controller, info.MetadataStore, info.Topics, info.Partitions)
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tADDRESS\tSTATE\tVERSION")
+	fmt.Fprintln(tw, "ID\tADDRESS\tSTATE\tRACK\tVERSION")
 	for _, b := range info.Brokers {
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\n", b.ID, orDash(b.Address), brokerState(b), orDash(b.Version))
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\n", b.ID, orDash(b.Address), brokerState(b), orDash(b.Rack), orDash(b.Version))
 	}
 	return tw.Flush()
 }
@@ -74,6 +74,7 @@ type brokerJSON struct {
 	Address string `json:"address"`
 	State   string `json:"state"`
 	Version string `json:"version"`
+	Rack    string `json:"rack"`
 }
 
 func brokerState(b client.BrokerInfo) string {

@@ -168,3 +168,43 @@ func TestElectLeadersOnDemand(t *testing.T) {
 		t.Fatalf("electing unknown partitions: exit %d\n%s%s", code, stdout, stderr)
 	}
 }
+
+// Brokers started with --rack say where they run (cluster info, the Kafka
+// door's metadata), and a new topic's replicas go to different racks.
+func TestRackAwarePlacement(t *testing.T) {
+	racks := map[int32]string{1: "zone-a", 2: "zone-a", 3: "zone-b", 4: "zone-b"}
+	testBrokerArgs = func(id int32) []string { return []string{"--rack", racks[id]} }
+	t.Cleanup(func() { testBrokerArgs = nil })
+	c := startCluster(t, 4, "--kafka-addr", "127.0.0.1:0")
+	const topic, partitions = "racked", 8
+	c.createTopic(topic, partitions, 2, nil)
+	md, err := c.metadata(topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range md.Topics[0].Partitions {
+		if racks[p.Replicas[0]] == racks[p.Replicas[1]] {
+			t.Fatalf("partition %d: replicas %v share rack %s", p.Partition, p.Replicas, racks[p.Replicas[0]])
+		}
+	}
+
+	out := c.brokers[1].cli("", "cluster", "info", "--format", "json")
+	info := decodeLines[clusterJSON](t, out)[0]
+	for _, b := range info.Brokers {
+		if b.Rack != racks[b.ID] {
+			t.Fatalf("cluster info: broker %d in rack %q, want %q", b.ID, b.Rack, racks[b.ID])
+		}
+	}
+	adm := kadm.NewClient(newKgo(t, strings.Join(kafkaSeeds(t, c), ",")))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	kmd, err := adm.BrokerMetadata(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range kmd.Brokers {
+		if b.Rack == nil || *b.Rack != racks[b.NodeID] {
+			t.Fatalf("Kafka metadata: broker %d in rack %v, want %q", b.NodeID, b.Rack, racks[b.NodeID])
+		}
+	}
+}
