@@ -1,9 +1,11 @@
-// Package placement decides where a new topic's partition replicas go, as
-// plain Go with no I/O: replicas spread round-robin over the live brokers,
-// with the leader (first replica) of consecutive partitions on consecutive
-// brokers and followers shifted so that no two partitions share the same
-// follower order (Kafka's assignReplicasToBrokers); with racks, replicas of
-// a partition also go to different racks (AssignWithRacks).
+// Package placement decides where partition replicas go, as plain Go with
+// no I/O: at creation (Assign, AssignWithRacks) and when brokers come and
+// go (Balance, Drain: the plans a reassignment carries out). New replicas
+// spread round-robin over the live brokers, with the leader (first
+// replica) of consecutive partitions on consecutive brokers and followers
+// shifted so that no two partitions share the same follower order (Kafka's
+// assignReplicasToBrokers); with racks, replicas of a partition also go to
+// different racks (AssignWithRacks).
 package placement
 
 import (
