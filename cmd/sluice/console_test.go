@@ -105,8 +105,8 @@ func TestConsolePagesMatchTheCLI(t *testing.T) {
 	}
 	for i, br := range info.Brokers {
 		row := brokers[i]
-		if row[0] != strconv.Itoa(int(br.ID)) || row[1] != br.Address || row[2] != br.State || row[3] != br.Version ||
-			(row[4] == "controller") != (br.ID == info.Controller) {
+		if row[0] != strconv.Itoa(int(br.ID)) || row[1] != br.Address || row[2] != br.State || row[3] != orDash(br.Rack) || row[4] != br.Version ||
+			(row[5] == "controller") != (br.ID == info.Controller) {
 			t.Errorf("overview broker row %v, cluster info %+v (controller %d)", row, br, info.Controller)
 		}
 	}
