@@ -269,7 +269,6 @@ type fetcher struct {
 	c       *Consumer
 	cursors map[topicPartition]*partitionCursor
 	nextGen uint64
-	paused  bool
 	// unreachable are the brokers whose last answer was none: the
 	// consumer retries them in silence otherwise, which to a user looks
 	// like a topic with nothing new.

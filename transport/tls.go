@@ -320,18 +320,6 @@ func (s *tlsState) checkServer(addr string, certs []*x509.Certificate) error {
 	return fmt.Errorf("%s: certificate of %q not accepted: %w", addr, certs[0].Subject.CommonName, err)
 }
 
-func parseChain(raw [][]byte) ([]*x509.Certificate, error) {
-	out := make([]*x509.Certificate, 0, len(raw))
-	for _, r := range raw {
-		c, err := x509.ParseCertificate(r)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, c)
-	}
-	return out, nil
-}
-
 // credentials returns the gRPC transport credentials of the node.
 func (s *tlsState) credentials() credentials.TransportCredentials { return &tlsCreds{s: s} }
 

@@ -45,10 +45,6 @@ type issued struct {
 	keyPEM  []byte
 }
 
-func (c issued) tlsCert() *tls.Certificate {
-	return &tls.Certificate{Certificate: [][]byte{c.leaf.Raw}, PrivateKey: c.key, Leaf: c.leaf}
-}
-
 // makeCert signs spec with parent (self-signed when parent is nil).
 func makeCert(t *testing.T, spec certSpec, parent *issued, isCA bool) issued {
 	t.Helper()

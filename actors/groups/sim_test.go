@@ -2,7 +2,6 @@ package groups
 
 import (
 	"fmt"
-	"slices"
 	"testing"
 	"time"
 )
@@ -257,12 +256,4 @@ func (s *sim) failover() {
 		c.joining, c.ticket = false, nil
 	}
 	s.check()
-}
-
-func (s *sim) member(id string) *client {
-	i := slices.IndexFunc(s.clients, func(c *client) bool { return c.id == id && !c.gone })
-	if i < 0 {
-		s.t.Fatalf("no client for %s", id)
-	}
-	return s.clients[i]
 }

@@ -29,8 +29,6 @@ func (t *txn) add(op *api.KVTxnOp, fail func(what string) error) {
 	t.fails = append(t.fails, fail)
 }
 
-func (t *txn) full() bool { return len(t.ops) >= consulMaxTxnOps }
-
 // fencedTxn starts a write transaction whose first operations check that
 // the store still holds this cluster's id (it was not wiped or replaced
 // under the running cluster) and that the controller key is still held by
