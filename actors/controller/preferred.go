@@ -149,11 +149,18 @@ func (c *controllerActor) onElectLeaders(ctx actor.Context, req *messages.ElectL
 }
 
 // electionTargets lists the partitions an ElectLeaders request names, in
-// order: all of the metadata's when it names none, all of a topic's when
-// it names a topic without partitions (none, for a topic that does not
-// exist: it is answered as unknown).
+// order and each once: all of the metadata's when it names none, all of a
+// topic's when it names a topic without partitions (none, for a topic
+// that does not exist: it is answered as unknown).
 func (c *controllerActor) electionTargets(asked []*messages.TopicPartitions) []cluster.TopicPartition {
 	var out []cluster.TopicPartition
+	seen := map[cluster.TopicPartition]bool{}
+	add := func(tp cluster.TopicPartition) {
+		if !seen[tp] {
+			seen[tp] = true
+			out = append(out, tp)
+		}
+	}
 	byTopic := func(topic string) []cluster.TopicPartition {
 		var tps []cluster.TopicPartition
 		for tp := range c.snap.Partitions {
@@ -174,11 +181,13 @@ func (c *controllerActor) electionTargets(asked []*messages.TopicPartitions) []c
 	}
 	for _, t := range asked {
 		if len(t.Partitions) == 0 {
-			out = append(out, byTopic(t.Topic)...)
+			for _, tp := range byTopic(t.Topic) {
+				add(tp)
+			}
 			continue
 		}
 		for _, p := range t.Partitions {
-			out = append(out, cluster.TopicPartition{Topic: t.Topic, Partition: p})
+			add(cluster.TopicPartition{Topic: t.Topic, Partition: p})
 		}
 	}
 	return out
