@@ -138,12 +138,17 @@ func TestBrokerRefusesBadConnectionLimits(t *testing.T) {
 	}
 }
 
-// Memory limits that cannot work are refused at start, naming the limit.
+// Memory limits and placement settings that cannot work are refused at
+// start, naming the setting.
 func TestBrokerRefusesBadMemoryLimits(t *testing.T) {
 	for _, c := range []struct{ flag, value, want string }{
 		{"--max-inflight-bytes", "1000", "at least 1 MiB"},
 		{"--group-max-size", "0", "group max size 0: must be > 0"},
 		{"--group-metadata-max-bytes", "1024", "at least 4 MiB"},
+		{"--rack", "a\tb", "printable characters"},
+		{"--rack", strings.Repeat("r", 256), "at most 255"},
+		{"--leader-imbalance-check-interval", "0s", "leader imbalance check interval 0s: must be > 0"},
+		{"--leader-imbalance-per-broker-percentage", "150", "leader imbalance ratio 1.5: want 0 to 1"},
 	} {
 		_, stderr, code := runCLI(t, "", "broker", "--data", t.TempDir(), "--addr", "127.0.0.1:0", c.flag, c.value)
 		if code != 2 || !strings.Contains(stderr, c.want) {
