@@ -2,8 +2,6 @@ package client
 
 import (
 	"context"
-	"fmt"
-	"time"
 
 	"github.com/sluicemq/sluice/messages"
 )
@@ -36,33 +34,15 @@ func (a *Admin) ElectLeaders(ctx context.Context, targets ...ElectionTarget) ([]
 	for _, t := range targets {
 		req.Partitions = append(req.Partitions, &messages.TopicPartitions{Topic: t.Topic, Partitions: t.Partitions})
 	}
-	backoff := 50 * time.Millisecond
-	for {
-		res, err := a.callAny(ctx, req)
-		if err != nil {
-			return nil, err
-		}
-		r, ok := res.(*messages.ElectLeadersResponse)
-		if !ok {
-			return nil, fmt.Errorf("unexpected answer %T", res)
-		}
-		if r.Error == messages.ErrorCode_NOT_CONTROLLER {
-			// No controller yet (a cluster starting or electing one).
-			select {
-			case <-ctx.Done():
-				return nil, r.Error.Err(r.ErrorMessage)
-			case <-time.After(backoff):
-				backoff = min(2*backoff, time.Second)
-				continue
-			}
-		}
-		if err := r.Error.Err(r.ErrorMessage); err != nil {
-			return nil, err
-		}
-		out := make([]ElectionResult, len(r.Results))
-		for i, p := range r.Results {
-			out[i] = ElectionResult{Topic: p.Topic, Partition: p.Partition, Err: p.Error.Err("")}
-		}
-		return out, nil
+	r, err := callController(ctx, a, req, func(r *messages.ElectLeadersResponse) (messages.ErrorCode, string) {
+		return r.Error, r.ErrorMessage
+	})
+	if err != nil {
+		return nil, err
 	}
+	out := make([]ElectionResult, len(r.Results))
+	for i, p := range r.Results {
+		out[i] = ElectionResult{Topic: p.Topic, Partition: p.Partition, Err: p.Error.Err("")}
+	}
+	return out, nil
 }

@@ -69,6 +69,17 @@ func entries(req kmsg.Request) int {
 		for _, t := range r.Topics {
 			n += 1 + len(t.Partitions)
 		}
+	case *kmsg.AlterPartitionAssignmentsRequest:
+		for _, t := range r.Topics {
+			n++
+			for _, p := range t.Partitions {
+				n += 1 + len(p.Replicas)
+			}
+		}
+	case *kmsg.ListPartitionReassignmentsRequest:
+		for _, t := range r.Topics {
+			n += 1 + len(t.Partitions)
+		}
 	case *kmsg.DescribeConfigsRequest:
 		for _, c := range r.Resources {
 			n += 1 + len(c.ConfigNames)

@@ -98,6 +98,11 @@ const (
 	// A preferred-leader election found the preferred replica dead or out of
 	// the ISR.
 	ErrorCode_PREFERRED_LEADER_NOT_AVAILABLE ErrorCode = 80
+	// A reassignment's replica set is not valid (empty, a broker twice, a
+	// broker that is not live, fewer than min.insync.replicas).
+	ErrorCode_INVALID_REPLICA_ASSIGNMENT ErrorCode = 39
+	// A cancel named a partition that is not moving.
+	ErrorCode_NO_REASSIGNMENT_IN_PROGRESS ErrorCode = 85
 	// The named user or ACL does not exist.
 	ErrorCode_RESOURCE_NOT_FOUND ErrorCode = 91
 	// A user with this name already exists.
@@ -164,6 +169,8 @@ var (
 		58:   "SASL_AUTHENTICATION_FAILED",
 		84:   "ELECTION_NOT_NEEDED",
 		80:   "PREFERRED_LEADER_NOT_AVAILABLE",
+		39:   "INVALID_REPLICA_ASSIGNMENT",
+		85:   "NO_REASSIGNMENT_IN_PROGRESS",
 		91:   "RESOURCE_NOT_FOUND",
 		92:   "DUPLICATE_RESOURCE",
 		54:   "SECURITY_DISABLED",
@@ -221,6 +228,8 @@ var (
 		"SASL_AUTHENTICATION_FAILED":       58,
 		"ELECTION_NOT_NEEDED":              84,
 		"PREFERRED_LEADER_NOT_AVAILABLE":   80,
+		"INVALID_REPLICA_ASSIGNMENT":       39,
+		"NO_REASSIGNMENT_IN_PROGRESS":      85,
 		"RESOURCE_NOT_FOUND":               91,
 		"DUPLICATE_RESOURCE":               92,
 		"SECURITY_DISABLED":                54,
@@ -2298,6 +2307,372 @@ func (x *ElectLeadersResponse) GetErrorMessage() string {
 	return ""
 }
 
+// AlterPartitionReassignmentsRequest moves partitions to new replica sets
+// (Kafka's AlterPartitionReassignments, KIP-455); a partition given no
+// replicas has its move in progress cancelled. Answered by the
+// controller; needs Alter on the cluster.
+type AlterPartitionReassignmentsRequest struct {
+	state      protoimpl.MessageState   `protogen:"open.v1"`
+	Partitions []*PartitionReassignment `protobuf:"bytes,1,rep,name=partitions,proto3" json:"partitions,omitempty"`
+	// Refuse a move that changes a partition's number of replicas
+	// (INVALID_REPLICATION_FACTOR), as Kafka's v1 without
+	// AllowReplicationFactorChange.
+	KeepReplicationFactor bool `protobuf:"varint,2,opt,name=keep_replication_factor,json=keepReplicationFactor,proto3" json:"keep_replication_factor,omitempty"`
+	unknownFields         protoimpl.UnknownFields
+	sizeCache             protoimpl.SizeCache
+}
+
+func (x *AlterPartitionReassignmentsRequest) Reset() {
+	*x = AlterPartitionReassignmentsRequest{}
+	mi := &file_sluice_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AlterPartitionReassignmentsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AlterPartitionReassignmentsRequest) ProtoMessage() {}
+
+func (x *AlterPartitionReassignmentsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_sluice_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AlterPartitionReassignmentsRequest.ProtoReflect.Descriptor instead.
+func (*AlterPartitionReassignmentsRequest) Descriptor() ([]byte, []int) {
+	return file_sluice_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *AlterPartitionReassignmentsRequest) GetPartitions() []*PartitionReassignment {
+	if x != nil {
+		return x.Partitions
+	}
+	return nil
+}
+
+func (x *AlterPartitionReassignmentsRequest) GetKeepReplicationFactor() bool {
+	if x != nil {
+		return x.KeepReplicationFactor
+	}
+	return false
+}
+
+type PartitionReassignment struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Topic     string                 `protobuf:"bytes,1,opt,name=topic,proto3" json:"topic,omitempty"`
+	Partition int32                  `protobuf:"varint,2,opt,name=partition,proto3" json:"partition,omitempty"`
+	// The target replica set, preferred leader first; empty: cancel.
+	Replicas      []int32 `protobuf:"varint,3,rep,packed,name=replicas,proto3" json:"replicas,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PartitionReassignment) Reset() {
+	*x = PartitionReassignment{}
+	mi := &file_sluice_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PartitionReassignment) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PartitionReassignment) ProtoMessage() {}
+
+func (x *PartitionReassignment) ProtoReflect() protoreflect.Message {
+	mi := &file_sluice_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PartitionReassignment.ProtoReflect.Descriptor instead.
+func (*PartitionReassignment) Descriptor() ([]byte, []int) {
+	return file_sluice_proto_rawDescGZIP(), []int{28}
+}
+
+func (x *PartitionReassignment) GetTopic() string {
+	if x != nil {
+		return x.Topic
+	}
+	return ""
+}
+
+func (x *PartitionReassignment) GetPartition() int32 {
+	if x != nil {
+		return x.Partition
+	}
+	return 0
+}
+
+func (x *PartitionReassignment) GetReplicas() []int32 {
+	if x != nil {
+		return x.Replicas
+	}
+	return nil
+}
+
+// AlterPartitionReassignmentsResponse has a result per partition (NONE:
+// the move started, or completed at once), or an error for the whole
+// request.
+type AlterPartitionReassignmentsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Results       []*PartitionError      `protobuf:"bytes,1,rep,name=results,proto3" json:"results,omitempty"`
+	Error         ErrorCode              `protobuf:"varint,2,opt,name=error,proto3,enum=sluice.ErrorCode" json:"error,omitempty"`
+	ErrorMessage  string                 `protobuf:"bytes,3,opt,name=error_message,json=errorMessage,proto3" json:"error_message,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AlterPartitionReassignmentsResponse) Reset() {
+	*x = AlterPartitionReassignmentsResponse{}
+	mi := &file_sluice_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AlterPartitionReassignmentsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AlterPartitionReassignmentsResponse) ProtoMessage() {}
+
+func (x *AlterPartitionReassignmentsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_sluice_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AlterPartitionReassignmentsResponse.ProtoReflect.Descriptor instead.
+func (*AlterPartitionReassignmentsResponse) Descriptor() ([]byte, []int) {
+	return file_sluice_proto_rawDescGZIP(), []int{29}
+}
+
+func (x *AlterPartitionReassignmentsResponse) GetResults() []*PartitionError {
+	if x != nil {
+		return x.Results
+	}
+	return nil
+}
+
+func (x *AlterPartitionReassignmentsResponse) GetError() ErrorCode {
+	if x != nil {
+		return x.Error
+	}
+	return ErrorCode_NONE
+}
+
+func (x *AlterPartitionReassignmentsResponse) GetErrorMessage() string {
+	if x != nil {
+		return x.ErrorMessage
+	}
+	return ""
+}
+
+// ListPartitionReassignmentsRequest asks for the moves in progress among
+// the partitions named (all of them when none is). Any broker answers it
+// from its metadata; needs Describe on the cluster.
+type ListPartitionReassignmentsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Partitions    []*TopicPartitions     `protobuf:"bytes,1,rep,name=partitions,proto3" json:"partitions,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListPartitionReassignmentsRequest) Reset() {
+	*x = ListPartitionReassignmentsRequest{}
+	mi := &file_sluice_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListPartitionReassignmentsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListPartitionReassignmentsRequest) ProtoMessage() {}
+
+func (x *ListPartitionReassignmentsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_sluice_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListPartitionReassignmentsRequest.ProtoReflect.Descriptor instead.
+func (*ListPartitionReassignmentsRequest) Descriptor() ([]byte, []int) {
+	return file_sluice_proto_rawDescGZIP(), []int{30}
+}
+
+func (x *ListPartitionReassignmentsRequest) GetPartitions() []*TopicPartitions {
+	if x != nil {
+		return x.Partitions
+	}
+	return nil
+}
+
+type ListPartitionReassignmentsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Reassignments []*OngoingReassignment `protobuf:"bytes,1,rep,name=reassignments,proto3" json:"reassignments,omitempty"`
+	Error         ErrorCode              `protobuf:"varint,2,opt,name=error,proto3,enum=sluice.ErrorCode" json:"error,omitempty"`
+	ErrorMessage  string                 `protobuf:"bytes,3,opt,name=error_message,json=errorMessage,proto3" json:"error_message,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListPartitionReassignmentsResponse) Reset() {
+	*x = ListPartitionReassignmentsResponse{}
+	mi := &file_sluice_proto_msgTypes[31]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListPartitionReassignmentsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListPartitionReassignmentsResponse) ProtoMessage() {}
+
+func (x *ListPartitionReassignmentsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_sluice_proto_msgTypes[31]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListPartitionReassignmentsResponse.ProtoReflect.Descriptor instead.
+func (*ListPartitionReassignmentsResponse) Descriptor() ([]byte, []int) {
+	return file_sluice_proto_rawDescGZIP(), []int{31}
+}
+
+func (x *ListPartitionReassignmentsResponse) GetReassignments() []*OngoingReassignment {
+	if x != nil {
+		return x.Reassignments
+	}
+	return nil
+}
+
+func (x *ListPartitionReassignmentsResponse) GetError() ErrorCode {
+	if x != nil {
+		return x.Error
+	}
+	return ErrorCode_NONE
+}
+
+func (x *ListPartitionReassignmentsResponse) GetErrorMessage() string {
+	if x != nil {
+		return x.ErrorMessage
+	}
+	return ""
+}
+
+type OngoingReassignment struct {
+	state            protoimpl.MessageState `protogen:"open.v1"`
+	Topic            string                 `protobuf:"bytes,1,opt,name=topic,proto3" json:"topic,omitempty"`
+	Partition        int32                  `protobuf:"varint,2,opt,name=partition,proto3" json:"partition,omitempty"`
+	Replicas         []int32                `protobuf:"varint,3,rep,packed,name=replicas,proto3" json:"replicas,omitempty"`
+	AddingReplicas   []int32                `protobuf:"varint,4,rep,packed,name=adding_replicas,json=addingReplicas,proto3" json:"adding_replicas,omitempty"`
+	RemovingReplicas []int32                `protobuf:"varint,5,rep,packed,name=removing_replicas,json=removingReplicas,proto3" json:"removing_replicas,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *OngoingReassignment) Reset() {
+	*x = OngoingReassignment{}
+	mi := &file_sluice_proto_msgTypes[32]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *OngoingReassignment) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*OngoingReassignment) ProtoMessage() {}
+
+func (x *OngoingReassignment) ProtoReflect() protoreflect.Message {
+	mi := &file_sluice_proto_msgTypes[32]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use OngoingReassignment.ProtoReflect.Descriptor instead.
+func (*OngoingReassignment) Descriptor() ([]byte, []int) {
+	return file_sluice_proto_rawDescGZIP(), []int{32}
+}
+
+func (x *OngoingReassignment) GetTopic() string {
+	if x != nil {
+		return x.Topic
+	}
+	return ""
+}
+
+func (x *OngoingReassignment) GetPartition() int32 {
+	if x != nil {
+		return x.Partition
+	}
+	return 0
+}
+
+func (x *OngoingReassignment) GetReplicas() []int32 {
+	if x != nil {
+		return x.Replicas
+	}
+	return nil
+}
+
+func (x *OngoingReassignment) GetAddingReplicas() []int32 {
+	if x != nil {
+		return x.AddingReplicas
+	}
+	return nil
+}
+
+func (x *OngoingReassignment) GetRemovingReplicas() []int32 {
+	if x != nil {
+		return x.RemovingReplicas
+	}
+	return nil
+}
+
 // DescribeReplicasRequest asks one broker for the live state of the
 // replicas it hosts (all of them when topics is empty).
 type DescribeReplicasRequest struct {
@@ -2309,7 +2684,7 @@ type DescribeReplicasRequest struct {
 
 func (x *DescribeReplicasRequest) Reset() {
 	*x = DescribeReplicasRequest{}
-	mi := &file_sluice_proto_msgTypes[27]
+	mi := &file_sluice_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2321,7 +2696,7 @@ func (x *DescribeReplicasRequest) String() string {
 func (*DescribeReplicasRequest) ProtoMessage() {}
 
 func (x *DescribeReplicasRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[27]
+	mi := &file_sluice_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2334,7 +2709,7 @@ func (x *DescribeReplicasRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeReplicasRequest.ProtoReflect.Descriptor instead.
 func (*DescribeReplicasRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{27}
+	return file_sluice_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *DescribeReplicasRequest) GetTopics() []string {
@@ -2368,7 +2743,7 @@ type ReplicaState struct {
 
 func (x *ReplicaState) Reset() {
 	*x = ReplicaState{}
-	mi := &file_sluice_proto_msgTypes[28]
+	mi := &file_sluice_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2380,7 +2755,7 @@ func (x *ReplicaState) String() string {
 func (*ReplicaState) ProtoMessage() {}
 
 func (x *ReplicaState) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[28]
+	mi := &file_sluice_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2393,7 +2768,7 @@ func (x *ReplicaState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicaState.ProtoReflect.Descriptor instead.
 func (*ReplicaState) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{28}
+	return file_sluice_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *ReplicaState) GetTopic() string {
@@ -2497,7 +2872,7 @@ type DescribeReplicasResponse struct {
 
 func (x *DescribeReplicasResponse) Reset() {
 	*x = DescribeReplicasResponse{}
-	mi := &file_sluice_proto_msgTypes[29]
+	mi := &file_sluice_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2509,7 +2884,7 @@ func (x *DescribeReplicasResponse) String() string {
 func (*DescribeReplicasResponse) ProtoMessage() {}
 
 func (x *DescribeReplicasResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[29]
+	mi := &file_sluice_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2522,7 +2897,7 @@ func (x *DescribeReplicasResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeReplicasResponse.ProtoReflect.Descriptor instead.
 func (*DescribeReplicasResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{29}
+	return file_sluice_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *DescribeReplicasResponse) GetBrokerId() int32 {
@@ -2561,7 +2936,7 @@ type ReplicaFetchRequest struct {
 
 func (x *ReplicaFetchRequest) Reset() {
 	*x = ReplicaFetchRequest{}
-	mi := &file_sluice_proto_msgTypes[30]
+	mi := &file_sluice_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2573,7 +2948,7 @@ func (x *ReplicaFetchRequest) String() string {
 func (*ReplicaFetchRequest) ProtoMessage() {}
 
 func (x *ReplicaFetchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[30]
+	mi := &file_sluice_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2586,7 +2961,7 @@ func (x *ReplicaFetchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicaFetchRequest.ProtoReflect.Descriptor instead.
 func (*ReplicaFetchRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{30}
+	return file_sluice_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *ReplicaFetchRequest) GetTopic() string {
@@ -2663,7 +3038,7 @@ type ReplicaFetchResponse struct {
 
 func (x *ReplicaFetchResponse) Reset() {
 	*x = ReplicaFetchResponse{}
-	mi := &file_sluice_proto_msgTypes[31]
+	mi := &file_sluice_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2675,7 +3050,7 @@ func (x *ReplicaFetchResponse) String() string {
 func (*ReplicaFetchResponse) ProtoMessage() {}
 
 func (x *ReplicaFetchResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[31]
+	mi := &file_sluice_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2688,7 +3063,7 @@ func (x *ReplicaFetchResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicaFetchResponse.ProtoReflect.Descriptor instead.
 func (*ReplicaFetchResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{31}
+	return file_sluice_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *ReplicaFetchResponse) GetTopic() string {
@@ -2769,7 +3144,7 @@ type OffsetForLeaderEpochRequest struct {
 
 func (x *OffsetForLeaderEpochRequest) Reset() {
 	*x = OffsetForLeaderEpochRequest{}
-	mi := &file_sluice_proto_msgTypes[32]
+	mi := &file_sluice_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2781,7 +3156,7 @@ func (x *OffsetForLeaderEpochRequest) String() string {
 func (*OffsetForLeaderEpochRequest) ProtoMessage() {}
 
 func (x *OffsetForLeaderEpochRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[32]
+	mi := &file_sluice_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2794,7 +3169,7 @@ func (x *OffsetForLeaderEpochRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OffsetForLeaderEpochRequest.ProtoReflect.Descriptor instead.
 func (*OffsetForLeaderEpochRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{32}
+	return file_sluice_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *OffsetForLeaderEpochRequest) GetTopic() string {
@@ -2848,7 +3223,7 @@ type OffsetForLeaderEpochResponse struct {
 
 func (x *OffsetForLeaderEpochResponse) Reset() {
 	*x = OffsetForLeaderEpochResponse{}
-	mi := &file_sluice_proto_msgTypes[33]
+	mi := &file_sluice_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2860,7 +3235,7 @@ func (x *OffsetForLeaderEpochResponse) String() string {
 func (*OffsetForLeaderEpochResponse) ProtoMessage() {}
 
 func (x *OffsetForLeaderEpochResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[33]
+	mi := &file_sluice_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2873,7 +3248,7 @@ func (x *OffsetForLeaderEpochResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OffsetForLeaderEpochResponse.ProtoReflect.Descriptor instead.
 func (*OffsetForLeaderEpochResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{33}
+	return file_sluice_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *OffsetForLeaderEpochResponse) GetTopic() string {
@@ -2937,7 +3312,7 @@ type AlterPartitionRequest struct {
 
 func (x *AlterPartitionRequest) Reset() {
 	*x = AlterPartitionRequest{}
-	mi := &file_sluice_proto_msgTypes[34]
+	mi := &file_sluice_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2949,7 +3324,7 @@ func (x *AlterPartitionRequest) String() string {
 func (*AlterPartitionRequest) ProtoMessage() {}
 
 func (x *AlterPartitionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[34]
+	mi := &file_sluice_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2962,7 +3337,7 @@ func (x *AlterPartitionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AlterPartitionRequest.ProtoReflect.Descriptor instead.
 func (*AlterPartitionRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{34}
+	return file_sluice_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *AlterPartitionRequest) GetTopic() string {
@@ -3026,7 +3401,7 @@ type AlterPartitionResponse struct {
 
 func (x *AlterPartitionResponse) Reset() {
 	*x = AlterPartitionResponse{}
-	mi := &file_sluice_proto_msgTypes[35]
+	mi := &file_sluice_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3038,7 +3413,7 @@ func (x *AlterPartitionResponse) String() string {
 func (*AlterPartitionResponse) ProtoMessage() {}
 
 func (x *AlterPartitionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[35]
+	mi := &file_sluice_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3051,7 +3426,7 @@ func (x *AlterPartitionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AlterPartitionResponse.ProtoReflect.Descriptor instead.
 func (*AlterPartitionResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{35}
+	return file_sluice_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *AlterPartitionResponse) GetError() ErrorCode {
@@ -3087,7 +3462,7 @@ type LeaderAndIsrRequest struct {
 
 func (x *LeaderAndIsrRequest) Reset() {
 	*x = LeaderAndIsrRequest{}
-	mi := &file_sluice_proto_msgTypes[36]
+	mi := &file_sluice_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3099,7 +3474,7 @@ func (x *LeaderAndIsrRequest) String() string {
 func (*LeaderAndIsrRequest) ProtoMessage() {}
 
 func (x *LeaderAndIsrRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[36]
+	mi := &file_sluice_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3112,7 +3487,7 @@ func (x *LeaderAndIsrRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaderAndIsrRequest.ProtoReflect.Descriptor instead.
 func (*LeaderAndIsrRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{36}
+	return file_sluice_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *LeaderAndIsrRequest) GetControllerId() int32 {
@@ -3146,7 +3521,7 @@ type LeaderAndIsrResponse struct {
 
 func (x *LeaderAndIsrResponse) Reset() {
 	*x = LeaderAndIsrResponse{}
-	mi := &file_sluice_proto_msgTypes[37]
+	mi := &file_sluice_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3158,7 +3533,7 @@ func (x *LeaderAndIsrResponse) String() string {
 func (*LeaderAndIsrResponse) ProtoMessage() {}
 
 func (x *LeaderAndIsrResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[37]
+	mi := &file_sluice_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3171,7 +3546,7 @@ func (x *LeaderAndIsrResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaderAndIsrResponse.ProtoReflect.Descriptor instead.
 func (*LeaderAndIsrResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{37}
+	return file_sluice_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *LeaderAndIsrResponse) GetError() ErrorCode {
@@ -3206,7 +3581,7 @@ type ReplicaOfflineRequest struct {
 
 func (x *ReplicaOfflineRequest) Reset() {
 	*x = ReplicaOfflineRequest{}
-	mi := &file_sluice_proto_msgTypes[38]
+	mi := &file_sluice_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3218,7 +3593,7 @@ func (x *ReplicaOfflineRequest) String() string {
 func (*ReplicaOfflineRequest) ProtoMessage() {}
 
 func (x *ReplicaOfflineRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[38]
+	mi := &file_sluice_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3231,7 +3606,7 @@ func (x *ReplicaOfflineRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicaOfflineRequest.ProtoReflect.Descriptor instead.
 func (*ReplicaOfflineRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{38}
+	return file_sluice_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *ReplicaOfflineRequest) GetBrokerId() int32 {
@@ -3286,7 +3661,7 @@ type ReplicaOfflineResponse struct {
 
 func (x *ReplicaOfflineResponse) Reset() {
 	*x = ReplicaOfflineResponse{}
-	mi := &file_sluice_proto_msgTypes[39]
+	mi := &file_sluice_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3298,7 +3673,7 @@ func (x *ReplicaOfflineResponse) String() string {
 func (*ReplicaOfflineResponse) ProtoMessage() {}
 
 func (x *ReplicaOfflineResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[39]
+	mi := &file_sluice_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3311,7 +3686,7 @@ func (x *ReplicaOfflineResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicaOfflineResponse.ProtoReflect.Descriptor instead.
 func (*ReplicaOfflineResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{39}
+	return file_sluice_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *ReplicaOfflineResponse) GetError() ErrorCode {
@@ -3347,7 +3722,7 @@ type InitProducerIdRequest struct {
 
 func (x *InitProducerIdRequest) Reset() {
 	*x = InitProducerIdRequest{}
-	mi := &file_sluice_proto_msgTypes[40]
+	mi := &file_sluice_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3359,7 +3734,7 @@ func (x *InitProducerIdRequest) String() string {
 func (*InitProducerIdRequest) ProtoMessage() {}
 
 func (x *InitProducerIdRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[40]
+	mi := &file_sluice_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3372,7 +3747,7 @@ func (x *InitProducerIdRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InitProducerIdRequest.ProtoReflect.Descriptor instead.
 func (*InitProducerIdRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{40}
+	return file_sluice_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *InitProducerIdRequest) GetProducerId() int64 {
@@ -3401,7 +3776,7 @@ type InitProducerIdResponse struct {
 
 func (x *InitProducerIdResponse) Reset() {
 	*x = InitProducerIdResponse{}
-	mi := &file_sluice_proto_msgTypes[41]
+	mi := &file_sluice_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3413,7 +3788,7 @@ func (x *InitProducerIdResponse) String() string {
 func (*InitProducerIdResponse) ProtoMessage() {}
 
 func (x *InitProducerIdResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[41]
+	mi := &file_sluice_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3426,7 +3801,7 @@ func (x *InitProducerIdResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InitProducerIdResponse.ProtoReflect.Descriptor instead.
 func (*InitProducerIdResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{41}
+	return file_sluice_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *InitProducerIdResponse) GetError() ErrorCode {
@@ -3473,7 +3848,7 @@ type AllocateProducerIdsRequest struct {
 
 func (x *AllocateProducerIdsRequest) Reset() {
 	*x = AllocateProducerIdsRequest{}
-	mi := &file_sluice_proto_msgTypes[42]
+	mi := &file_sluice_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3485,7 +3860,7 @@ func (x *AllocateProducerIdsRequest) String() string {
 func (*AllocateProducerIdsRequest) ProtoMessage() {}
 
 func (x *AllocateProducerIdsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[42]
+	mi := &file_sluice_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3498,7 +3873,7 @@ func (x *AllocateProducerIdsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AllocateProducerIdsRequest.ProtoReflect.Descriptor instead.
 func (*AllocateProducerIdsRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{42}
+	return file_sluice_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *AllocateProducerIdsRequest) GetBrokerId() int32 {
@@ -3534,7 +3909,7 @@ type AllocateProducerIdsResponse struct {
 
 func (x *AllocateProducerIdsResponse) Reset() {
 	*x = AllocateProducerIdsResponse{}
-	mi := &file_sluice_proto_msgTypes[43]
+	mi := &file_sluice_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3546,7 +3921,7 @@ func (x *AllocateProducerIdsResponse) String() string {
 func (*AllocateProducerIdsResponse) ProtoMessage() {}
 
 func (x *AllocateProducerIdsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[43]
+	mi := &file_sluice_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3559,7 +3934,7 @@ func (x *AllocateProducerIdsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AllocateProducerIdsResponse.ProtoReflect.Descriptor instead.
 func (*AllocateProducerIdsResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{43}
+	return file_sluice_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *AllocateProducerIdsResponse) GetError() ErrorCode {
@@ -3601,7 +3976,7 @@ type FindCoordinatorRequest struct {
 
 func (x *FindCoordinatorRequest) Reset() {
 	*x = FindCoordinatorRequest{}
-	mi := &file_sluice_proto_msgTypes[44]
+	mi := &file_sluice_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3613,7 +3988,7 @@ func (x *FindCoordinatorRequest) String() string {
 func (*FindCoordinatorRequest) ProtoMessage() {}
 
 func (x *FindCoordinatorRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[44]
+	mi := &file_sluice_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3626,7 +4001,7 @@ func (x *FindCoordinatorRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FindCoordinatorRequest.ProtoReflect.Descriptor instead.
 func (*FindCoordinatorRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{44}
+	return file_sluice_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *FindCoordinatorRequest) GetGroup() string {
@@ -3649,7 +4024,7 @@ type FindCoordinatorResponse struct {
 
 func (x *FindCoordinatorResponse) Reset() {
 	*x = FindCoordinatorResponse{}
-	mi := &file_sluice_proto_msgTypes[45]
+	mi := &file_sluice_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3661,7 +4036,7 @@ func (x *FindCoordinatorResponse) String() string {
 func (*FindCoordinatorResponse) ProtoMessage() {}
 
 func (x *FindCoordinatorResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[45]
+	mi := &file_sluice_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3674,7 +4049,7 @@ func (x *FindCoordinatorResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FindCoordinatorResponse.ProtoReflect.Descriptor instead.
 func (*FindCoordinatorResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{45}
+	return file_sluice_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *FindCoordinatorResponse) GetError() ErrorCode {
@@ -3722,7 +4097,7 @@ type TopicPartitions struct {
 
 func (x *TopicPartitions) Reset() {
 	*x = TopicPartitions{}
-	mi := &file_sluice_proto_msgTypes[46]
+	mi := &file_sluice_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3734,7 +4109,7 @@ func (x *TopicPartitions) String() string {
 func (*TopicPartitions) ProtoMessage() {}
 
 func (x *TopicPartitions) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[46]
+	mi := &file_sluice_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3747,7 +4122,7 @@ func (x *TopicPartitions) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TopicPartitions.ProtoReflect.Descriptor instead.
 func (*TopicPartitions) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{46}
+	return file_sluice_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *TopicPartitions) GetTopic() string {
@@ -3797,7 +4172,7 @@ type JoinGroupRequest struct {
 
 func (x *JoinGroupRequest) Reset() {
 	*x = JoinGroupRequest{}
-	mi := &file_sluice_proto_msgTypes[47]
+	mi := &file_sluice_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3809,7 +4184,7 @@ func (x *JoinGroupRequest) String() string {
 func (*JoinGroupRequest) ProtoMessage() {}
 
 func (x *JoinGroupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[47]
+	mi := &file_sluice_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3822,7 +4197,7 @@ func (x *JoinGroupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinGroupRequest.ProtoReflect.Descriptor instead.
 func (*JoinGroupRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{47}
+	return file_sluice_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *JoinGroupRequest) GetGroup() string {
@@ -3912,7 +4287,7 @@ type GroupProtocol struct {
 
 func (x *GroupProtocol) Reset() {
 	*x = GroupProtocol{}
-	mi := &file_sluice_proto_msgTypes[48]
+	mi := &file_sluice_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3924,7 +4299,7 @@ func (x *GroupProtocol) String() string {
 func (*GroupProtocol) ProtoMessage() {}
 
 func (x *GroupProtocol) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[48]
+	mi := &file_sluice_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3937,7 +4312,7 @@ func (x *GroupProtocol) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GroupProtocol.ProtoReflect.Descriptor instead.
 func (*GroupProtocol) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{48}
+	return file_sluice_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *GroupProtocol) GetName() string {
@@ -3965,7 +4340,7 @@ type MemberBytes struct {
 
 func (x *MemberBytes) Reset() {
 	*x = MemberBytes{}
-	mi := &file_sluice_proto_msgTypes[49]
+	mi := &file_sluice_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3977,7 +4352,7 @@ func (x *MemberBytes) String() string {
 func (*MemberBytes) ProtoMessage() {}
 
 func (x *MemberBytes) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[49]
+	mi := &file_sluice_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3990,7 +4365,7 @@ func (x *MemberBytes) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MemberBytes.ProtoReflect.Descriptor instead.
 func (*MemberBytes) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{49}
+	return file_sluice_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *MemberBytes) GetMemberId() string {
@@ -4026,7 +4401,7 @@ type JoinGroupResponse struct {
 
 func (x *JoinGroupResponse) Reset() {
 	*x = JoinGroupResponse{}
-	mi := &file_sluice_proto_msgTypes[50]
+	mi := &file_sluice_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4038,7 +4413,7 @@ func (x *JoinGroupResponse) String() string {
 func (*JoinGroupResponse) ProtoMessage() {}
 
 func (x *JoinGroupResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[50]
+	mi := &file_sluice_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4051,7 +4426,7 @@ func (x *JoinGroupResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinGroupResponse.ProtoReflect.Descriptor instead.
 func (*JoinGroupResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{50}
+	return file_sluice_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *JoinGroupResponse) GetError() ErrorCode {
@@ -4134,7 +4509,7 @@ type SyncGroupRequest struct {
 
 func (x *SyncGroupRequest) Reset() {
 	*x = SyncGroupRequest{}
-	mi := &file_sluice_proto_msgTypes[51]
+	mi := &file_sluice_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4146,7 +4521,7 @@ func (x *SyncGroupRequest) String() string {
 func (*SyncGroupRequest) ProtoMessage() {}
 
 func (x *SyncGroupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[51]
+	mi := &file_sluice_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4159,7 +4534,7 @@ func (x *SyncGroupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SyncGroupRequest.ProtoReflect.Descriptor instead.
 func (*SyncGroupRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{51}
+	return file_sluice_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *SyncGroupRequest) GetGroup() string {
@@ -4212,7 +4587,7 @@ type SyncGroupResponse struct {
 
 func (x *SyncGroupResponse) Reset() {
 	*x = SyncGroupResponse{}
-	mi := &file_sluice_proto_msgTypes[52]
+	mi := &file_sluice_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4224,7 +4599,7 @@ func (x *SyncGroupResponse) String() string {
 func (*SyncGroupResponse) ProtoMessage() {}
 
 func (x *SyncGroupResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[52]
+	mi := &file_sluice_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4237,7 +4612,7 @@ func (x *SyncGroupResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SyncGroupResponse.ProtoReflect.Descriptor instead.
 func (*SyncGroupResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{52}
+	return file_sluice_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *SyncGroupResponse) GetError() ErrorCode {
@@ -4294,7 +4669,7 @@ type HeartbeatRequest struct {
 
 func (x *HeartbeatRequest) Reset() {
 	*x = HeartbeatRequest{}
-	mi := &file_sluice_proto_msgTypes[53]
+	mi := &file_sluice_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4306,7 +4681,7 @@ func (x *HeartbeatRequest) String() string {
 func (*HeartbeatRequest) ProtoMessage() {}
 
 func (x *HeartbeatRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[53]
+	mi := &file_sluice_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4319,7 +4694,7 @@ func (x *HeartbeatRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeartbeatRequest.ProtoReflect.Descriptor instead.
 func (*HeartbeatRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{53}
+	return file_sluice_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *HeartbeatRequest) GetGroup() string {
@@ -4360,7 +4735,7 @@ type HeartbeatResponse struct {
 
 func (x *HeartbeatResponse) Reset() {
 	*x = HeartbeatResponse{}
-	mi := &file_sluice_proto_msgTypes[54]
+	mi := &file_sluice_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4372,7 +4747,7 @@ func (x *HeartbeatResponse) String() string {
 func (*HeartbeatResponse) ProtoMessage() {}
 
 func (x *HeartbeatResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[54]
+	mi := &file_sluice_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4385,7 +4760,7 @@ func (x *HeartbeatResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeartbeatResponse.ProtoReflect.Descriptor instead.
 func (*HeartbeatResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{54}
+	return file_sluice_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *HeartbeatResponse) GetError() ErrorCode {
@@ -4415,7 +4790,7 @@ type LeaveGroupRequest struct {
 
 func (x *LeaveGroupRequest) Reset() {
 	*x = LeaveGroupRequest{}
-	mi := &file_sluice_proto_msgTypes[55]
+	mi := &file_sluice_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4427,7 +4802,7 @@ func (x *LeaveGroupRequest) String() string {
 func (*LeaveGroupRequest) ProtoMessage() {}
 
 func (x *LeaveGroupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[55]
+	mi := &file_sluice_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4440,7 +4815,7 @@ func (x *LeaveGroupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaveGroupRequest.ProtoReflect.Descriptor instead.
 func (*LeaveGroupRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{55}
+	return file_sluice_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *LeaveGroupRequest) GetGroup() string {
@@ -4474,7 +4849,7 @@ type LeaveGroupResponse struct {
 
 func (x *LeaveGroupResponse) Reset() {
 	*x = LeaveGroupResponse{}
-	mi := &file_sluice_proto_msgTypes[56]
+	mi := &file_sluice_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4486,7 +4861,7 @@ func (x *LeaveGroupResponse) String() string {
 func (*LeaveGroupResponse) ProtoMessage() {}
 
 func (x *LeaveGroupResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[56]
+	mi := &file_sluice_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4499,7 +4874,7 @@ func (x *LeaveGroupResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaveGroupResponse.ProtoReflect.Descriptor instead.
 func (*LeaveGroupResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{56}
+	return file_sluice_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *LeaveGroupResponse) GetError() ErrorCode {
@@ -4532,7 +4907,7 @@ type OffsetCommitEntry struct {
 
 func (x *OffsetCommitEntry) Reset() {
 	*x = OffsetCommitEntry{}
-	mi := &file_sluice_proto_msgTypes[57]
+	mi := &file_sluice_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4544,7 +4919,7 @@ func (x *OffsetCommitEntry) String() string {
 func (*OffsetCommitEntry) ProtoMessage() {}
 
 func (x *OffsetCommitEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[57]
+	mi := &file_sluice_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4557,7 +4932,7 @@ func (x *OffsetCommitEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OffsetCommitEntry.ProtoReflect.Descriptor instead.
 func (*OffsetCommitEntry) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{57}
+	return file_sluice_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *OffsetCommitEntry) GetTopic() string {
@@ -4611,7 +4986,7 @@ type OffsetCommitRequest struct {
 
 func (x *OffsetCommitRequest) Reset() {
 	*x = OffsetCommitRequest{}
-	mi := &file_sluice_proto_msgTypes[58]
+	mi := &file_sluice_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4623,7 +4998,7 @@ func (x *OffsetCommitRequest) String() string {
 func (*OffsetCommitRequest) ProtoMessage() {}
 
 func (x *OffsetCommitRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[58]
+	mi := &file_sluice_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4636,7 +5011,7 @@ func (x *OffsetCommitRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OffsetCommitRequest.ProtoReflect.Descriptor instead.
 func (*OffsetCommitRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{58}
+	return file_sluice_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *OffsetCommitRequest) GetGroup() string {
@@ -4684,7 +5059,7 @@ type OffsetCommitResponse struct {
 
 func (x *OffsetCommitResponse) Reset() {
 	*x = OffsetCommitResponse{}
-	mi := &file_sluice_proto_msgTypes[59]
+	mi := &file_sluice_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4696,7 +5071,7 @@ func (x *OffsetCommitResponse) String() string {
 func (*OffsetCommitResponse) ProtoMessage() {}
 
 func (x *OffsetCommitResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[59]
+	mi := &file_sluice_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4709,7 +5084,7 @@ func (x *OffsetCommitResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OffsetCommitResponse.ProtoReflect.Descriptor instead.
 func (*OffsetCommitResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{59}
+	return file_sluice_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *OffsetCommitResponse) GetError() ErrorCode {
@@ -4737,7 +5112,7 @@ type OffsetFetchRequest struct {
 
 func (x *OffsetFetchRequest) Reset() {
 	*x = OffsetFetchRequest{}
-	mi := &file_sluice_proto_msgTypes[60]
+	mi := &file_sluice_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4749,7 +5124,7 @@ func (x *OffsetFetchRequest) String() string {
 func (*OffsetFetchRequest) ProtoMessage() {}
 
 func (x *OffsetFetchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[60]
+	mi := &file_sluice_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4762,7 +5137,7 @@ func (x *OffsetFetchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OffsetFetchRequest.ProtoReflect.Descriptor instead.
 func (*OffsetFetchRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{60}
+	return file_sluice_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *OffsetFetchRequest) GetGroup() string {
@@ -4790,7 +5165,7 @@ type OffsetFetchResponse struct {
 
 func (x *OffsetFetchResponse) Reset() {
 	*x = OffsetFetchResponse{}
-	mi := &file_sluice_proto_msgTypes[61]
+	mi := &file_sluice_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4802,7 +5177,7 @@ func (x *OffsetFetchResponse) String() string {
 func (*OffsetFetchResponse) ProtoMessage() {}
 
 func (x *OffsetFetchResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[61]
+	mi := &file_sluice_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4815,7 +5190,7 @@ func (x *OffsetFetchResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OffsetFetchResponse.ProtoReflect.Descriptor instead.
 func (*OffsetFetchResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{61}
+	return file_sluice_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *OffsetFetchResponse) GetError() ErrorCode {
@@ -4850,7 +5225,7 @@ type DeleteGroupRequest struct {
 
 func (x *DeleteGroupRequest) Reset() {
 	*x = DeleteGroupRequest{}
-	mi := &file_sluice_proto_msgTypes[62]
+	mi := &file_sluice_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4862,7 +5237,7 @@ func (x *DeleteGroupRequest) String() string {
 func (*DeleteGroupRequest) ProtoMessage() {}
 
 func (x *DeleteGroupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[62]
+	mi := &file_sluice_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4875,7 +5250,7 @@ func (x *DeleteGroupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteGroupRequest.ProtoReflect.Descriptor instead.
 func (*DeleteGroupRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{62}
+	return file_sluice_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *DeleteGroupRequest) GetGroup() string {
@@ -4895,7 +5270,7 @@ type DeleteGroupResponse struct {
 
 func (x *DeleteGroupResponse) Reset() {
 	*x = DeleteGroupResponse{}
-	mi := &file_sluice_proto_msgTypes[63]
+	mi := &file_sluice_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4907,7 +5282,7 @@ func (x *DeleteGroupResponse) String() string {
 func (*DeleteGroupResponse) ProtoMessage() {}
 
 func (x *DeleteGroupResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[63]
+	mi := &file_sluice_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4920,7 +5295,7 @@ func (x *DeleteGroupResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteGroupResponse.ProtoReflect.Descriptor instead.
 func (*DeleteGroupResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{63}
+	return file_sluice_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *DeleteGroupResponse) GetError() ErrorCode {
@@ -4950,7 +5325,7 @@ type DeleteOffsetsRequest struct {
 
 func (x *DeleteOffsetsRequest) Reset() {
 	*x = DeleteOffsetsRequest{}
-	mi := &file_sluice_proto_msgTypes[64]
+	mi := &file_sluice_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4962,7 +5337,7 @@ func (x *DeleteOffsetsRequest) String() string {
 func (*DeleteOffsetsRequest) ProtoMessage() {}
 
 func (x *DeleteOffsetsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[64]
+	mi := &file_sluice_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4975,7 +5350,7 @@ func (x *DeleteOffsetsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteOffsetsRequest.ProtoReflect.Descriptor instead.
 func (*DeleteOffsetsRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{64}
+	return file_sluice_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *DeleteOffsetsRequest) GetGroup() string {
@@ -5004,7 +5379,7 @@ type DeleteOffsetsResponse struct {
 
 func (x *DeleteOffsetsResponse) Reset() {
 	*x = DeleteOffsetsResponse{}
-	mi := &file_sluice_proto_msgTypes[65]
+	mi := &file_sluice_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5016,7 +5391,7 @@ func (x *DeleteOffsetsResponse) String() string {
 func (*DeleteOffsetsResponse) ProtoMessage() {}
 
 func (x *DeleteOffsetsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[65]
+	mi := &file_sluice_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5029,7 +5404,7 @@ func (x *DeleteOffsetsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteOffsetsResponse.ProtoReflect.Descriptor instead.
 func (*DeleteOffsetsResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{65}
+	return file_sluice_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *DeleteOffsetsResponse) GetError() ErrorCode {
@@ -5059,13 +5434,14 @@ type PartitionError struct {
 	Topic         string                 `protobuf:"bytes,1,opt,name=topic,proto3" json:"topic,omitempty"`
 	Partition     int32                  `protobuf:"varint,2,opt,name=partition,proto3" json:"partition,omitempty"`
 	Error         ErrorCode              `protobuf:"varint,3,opt,name=error,proto3,enum=sluice.ErrorCode" json:"error,omitempty"`
+	ErrorMessage  string                 `protobuf:"bytes,4,opt,name=error_message,json=errorMessage,proto3" json:"error_message,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *PartitionError) Reset() {
 	*x = PartitionError{}
-	mi := &file_sluice_proto_msgTypes[66]
+	mi := &file_sluice_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5077,7 +5453,7 @@ func (x *PartitionError) String() string {
 func (*PartitionError) ProtoMessage() {}
 
 func (x *PartitionError) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[66]
+	mi := &file_sluice_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5090,7 +5466,7 @@ func (x *PartitionError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PartitionError.ProtoReflect.Descriptor instead.
 func (*PartitionError) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{66}
+	return file_sluice_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *PartitionError) GetTopic() string {
@@ -5114,6 +5490,13 @@ func (x *PartitionError) GetError() ErrorCode {
 	return ErrorCode_NONE
 }
 
+func (x *PartitionError) GetErrorMessage() string {
+	if x != nil {
+		return x.ErrorMessage
+	}
+	return ""
+}
+
 type ListGroupsRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -5122,7 +5505,7 @@ type ListGroupsRequest struct {
 
 func (x *ListGroupsRequest) Reset() {
 	*x = ListGroupsRequest{}
-	mi := &file_sluice_proto_msgTypes[67]
+	mi := &file_sluice_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5134,7 +5517,7 @@ func (x *ListGroupsRequest) String() string {
 func (*ListGroupsRequest) ProtoMessage() {}
 
 func (x *ListGroupsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[67]
+	mi := &file_sluice_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5147,7 +5530,7 @@ func (x *ListGroupsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListGroupsRequest.ProtoReflect.Descriptor instead.
 func (*ListGroupsRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{67}
+	return file_sluice_proto_rawDescGZIP(), []int{73}
 }
 
 type GroupOverview struct {
@@ -5162,7 +5545,7 @@ type GroupOverview struct {
 
 func (x *GroupOverview) Reset() {
 	*x = GroupOverview{}
-	mi := &file_sluice_proto_msgTypes[68]
+	mi := &file_sluice_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5174,7 +5557,7 @@ func (x *GroupOverview) String() string {
 func (*GroupOverview) ProtoMessage() {}
 
 func (x *GroupOverview) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[68]
+	mi := &file_sluice_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5187,7 +5570,7 @@ func (x *GroupOverview) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GroupOverview.ProtoReflect.Descriptor instead.
 func (*GroupOverview) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{68}
+	return file_sluice_proto_rawDescGZIP(), []int{74}
 }
 
 func (x *GroupOverview) GetGroup() string {
@@ -5227,7 +5610,7 @@ type ListGroupsResponse struct {
 
 func (x *ListGroupsResponse) Reset() {
 	*x = ListGroupsResponse{}
-	mi := &file_sluice_proto_msgTypes[69]
+	mi := &file_sluice_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5239,7 +5622,7 @@ func (x *ListGroupsResponse) String() string {
 func (*ListGroupsResponse) ProtoMessage() {}
 
 func (x *ListGroupsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[69]
+	mi := &file_sluice_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5252,7 +5635,7 @@ func (x *ListGroupsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListGroupsResponse.ProtoReflect.Descriptor instead.
 func (*ListGroupsResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{69}
+	return file_sluice_proto_rawDescGZIP(), []int{75}
 }
 
 func (x *ListGroupsResponse) GetGroups() []*GroupOverview {
@@ -5271,7 +5654,7 @@ type DescribeGroupRequest struct {
 
 func (x *DescribeGroupRequest) Reset() {
 	*x = DescribeGroupRequest{}
-	mi := &file_sluice_proto_msgTypes[70]
+	mi := &file_sluice_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5283,7 +5666,7 @@ func (x *DescribeGroupRequest) String() string {
 func (*DescribeGroupRequest) ProtoMessage() {}
 
 func (x *DescribeGroupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[70]
+	mi := &file_sluice_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5296,7 +5679,7 @@ func (x *DescribeGroupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeGroupRequest.ProtoReflect.Descriptor instead.
 func (*DescribeGroupRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{70}
+	return file_sluice_proto_rawDescGZIP(), []int{76}
 }
 
 func (x *DescribeGroupRequest) GetGroup() string {
@@ -5327,7 +5710,7 @@ type MemberDescription struct {
 
 func (x *MemberDescription) Reset() {
 	*x = MemberDescription{}
-	mi := &file_sluice_proto_msgTypes[71]
+	mi := &file_sluice_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5339,7 +5722,7 @@ func (x *MemberDescription) String() string {
 func (*MemberDescription) ProtoMessage() {}
 
 func (x *MemberDescription) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[71]
+	mi := &file_sluice_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5352,7 +5735,7 @@ func (x *MemberDescription) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MemberDescription.ProtoReflect.Descriptor instead.
 func (*MemberDescription) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{71}
+	return file_sluice_proto_rawDescGZIP(), []int{77}
 }
 
 func (x *MemberDescription) GetMemberId() string {
@@ -5437,7 +5820,7 @@ type DescribeGroupResponse struct {
 
 func (x *DescribeGroupResponse) Reset() {
 	*x = DescribeGroupResponse{}
-	mi := &file_sluice_proto_msgTypes[72]
+	mi := &file_sluice_proto_msgTypes[78]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5449,7 +5832,7 @@ func (x *DescribeGroupResponse) String() string {
 func (*DescribeGroupResponse) ProtoMessage() {}
 
 func (x *DescribeGroupResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[72]
+	mi := &file_sluice_proto_msgTypes[78]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5462,7 +5845,7 @@ func (x *DescribeGroupResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeGroupResponse.ProtoReflect.Descriptor instead.
 func (*DescribeGroupResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{72}
+	return file_sluice_proto_rawDescGZIP(), []int{78}
 }
 
 func (x *DescribeGroupResponse) GetError() ErrorCode {
@@ -5559,7 +5942,7 @@ type SubscribeRequest struct {
 
 func (x *SubscribeRequest) Reset() {
 	*x = SubscribeRequest{}
-	mi := &file_sluice_proto_msgTypes[73]
+	mi := &file_sluice_proto_msgTypes[79]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5571,7 +5954,7 @@ func (x *SubscribeRequest) String() string {
 func (*SubscribeRequest) ProtoMessage() {}
 
 func (x *SubscribeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[73]
+	mi := &file_sluice_proto_msgTypes[79]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5584,7 +5967,7 @@ func (x *SubscribeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubscribeRequest.ProtoReflect.Descriptor instead.
 func (*SubscribeRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{73}
+	return file_sluice_proto_rawDescGZIP(), []int{79}
 }
 
 func (x *SubscribeRequest) GetGroup() string {
@@ -5654,7 +6037,7 @@ type SubscribeResponse struct {
 
 func (x *SubscribeResponse) Reset() {
 	*x = SubscribeResponse{}
-	mi := &file_sluice_proto_msgTypes[74]
+	mi := &file_sluice_proto_msgTypes[80]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5666,7 +6049,7 @@ func (x *SubscribeResponse) String() string {
 func (*SubscribeResponse) ProtoMessage() {}
 
 func (x *SubscribeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[74]
+	mi := &file_sluice_proto_msgTypes[80]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5679,7 +6062,7 @@ func (x *SubscribeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubscribeResponse.ProtoReflect.Descriptor instead.
 func (*SubscribeResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{74}
+	return file_sluice_proto_rawDescGZIP(), []int{80}
 }
 
 func (x *SubscribeResponse) GetError() ErrorCode {
@@ -5718,7 +6101,7 @@ type PushedRecord struct {
 
 func (x *PushedRecord) Reset() {
 	*x = PushedRecord{}
-	mi := &file_sluice_proto_msgTypes[75]
+	mi := &file_sluice_proto_msgTypes[81]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5730,7 +6113,7 @@ func (x *PushedRecord) String() string {
 func (*PushedRecord) ProtoMessage() {}
 
 func (x *PushedRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[75]
+	mi := &file_sluice_proto_msgTypes[81]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5743,7 +6126,7 @@ func (x *PushedRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PushedRecord.ProtoReflect.Descriptor instead.
 func (*PushedRecord) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{75}
+	return file_sluice_proto_rawDescGZIP(), []int{81}
 }
 
 func (x *PushedRecord) GetTopic() string {
@@ -5807,7 +6190,7 @@ type RecordHeader struct {
 
 func (x *RecordHeader) Reset() {
 	*x = RecordHeader{}
-	mi := &file_sluice_proto_msgTypes[76]
+	mi := &file_sluice_proto_msgTypes[82]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5819,7 +6202,7 @@ func (x *RecordHeader) String() string {
 func (*RecordHeader) ProtoMessage() {}
 
 func (x *RecordHeader) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[76]
+	mi := &file_sluice_proto_msgTypes[82]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5832,7 +6215,7 @@ func (x *RecordHeader) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordHeader.ProtoReflect.Descriptor instead.
 func (*RecordHeader) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{76}
+	return file_sluice_proto_rawDescGZIP(), []int{82}
 }
 
 func (x *RecordHeader) GetKey() []byte {
@@ -5863,7 +6246,7 @@ type PushRecords struct {
 
 func (x *PushRecords) Reset() {
 	*x = PushRecords{}
-	mi := &file_sluice_proto_msgTypes[77]
+	mi := &file_sluice_proto_msgTypes[83]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5875,7 +6258,7 @@ func (x *PushRecords) String() string {
 func (*PushRecords) ProtoMessage() {}
 
 func (x *PushRecords) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[77]
+	mi := &file_sluice_proto_msgTypes[83]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5888,7 +6271,7 @@ func (x *PushRecords) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PushRecords.ProtoReflect.Descriptor instead.
 func (*PushRecords) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{77}
+	return file_sluice_proto_rawDescGZIP(), []int{83}
 }
 
 func (x *PushRecords) GetGroup() string {
@@ -5932,7 +6315,7 @@ type PushAssignment struct {
 
 func (x *PushAssignment) Reset() {
 	*x = PushAssignment{}
-	mi := &file_sluice_proto_msgTypes[78]
+	mi := &file_sluice_proto_msgTypes[84]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5944,7 +6327,7 @@ func (x *PushAssignment) String() string {
 func (*PushAssignment) ProtoMessage() {}
 
 func (x *PushAssignment) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[78]
+	mi := &file_sluice_proto_msgTypes[84]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5957,7 +6340,7 @@ func (x *PushAssignment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PushAssignment.ProtoReflect.Descriptor instead.
 func (*PushAssignment) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{78}
+	return file_sluice_proto_rawDescGZIP(), []int{84}
 }
 
 func (x *PushAssignment) GetGroup() string {
@@ -6001,7 +6384,7 @@ type PushCredit struct {
 
 func (x *PushCredit) Reset() {
 	*x = PushCredit{}
-	mi := &file_sluice_proto_msgTypes[79]
+	mi := &file_sluice_proto_msgTypes[85]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6013,7 +6396,7 @@ func (x *PushCredit) String() string {
 func (*PushCredit) ProtoMessage() {}
 
 func (x *PushCredit) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[79]
+	mi := &file_sluice_proto_msgTypes[85]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6026,7 +6409,7 @@ func (x *PushCredit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PushCredit.ProtoReflect.Descriptor instead.
 func (*PushCredit) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{79}
+	return file_sluice_proto_rawDescGZIP(), []int{85}
 }
 
 func (x *PushCredit) GetGroup() string {
@@ -6071,7 +6454,7 @@ type PushAck struct {
 
 func (x *PushAck) Reset() {
 	*x = PushAck{}
-	mi := &file_sluice_proto_msgTypes[80]
+	mi := &file_sluice_proto_msgTypes[86]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6083,7 +6466,7 @@ func (x *PushAck) String() string {
 func (*PushAck) ProtoMessage() {}
 
 func (x *PushAck) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[80]
+	mi := &file_sluice_proto_msgTypes[86]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6096,7 +6479,7 @@ func (x *PushAck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PushAck.ProtoReflect.Descriptor instead.
 func (*PushAck) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{80}
+	return file_sluice_proto_rawDescGZIP(), []int{86}
 }
 
 func (x *PushAck) GetGroup() string {
@@ -6152,7 +6535,7 @@ type UnsubscribeRequest struct {
 
 func (x *UnsubscribeRequest) Reset() {
 	*x = UnsubscribeRequest{}
-	mi := &file_sluice_proto_msgTypes[81]
+	mi := &file_sluice_proto_msgTypes[87]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6164,7 +6547,7 @@ func (x *UnsubscribeRequest) String() string {
 func (*UnsubscribeRequest) ProtoMessage() {}
 
 func (x *UnsubscribeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[81]
+	mi := &file_sluice_proto_msgTypes[87]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6177,7 +6560,7 @@ func (x *UnsubscribeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UnsubscribeRequest.ProtoReflect.Descriptor instead.
 func (*UnsubscribeRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{81}
+	return file_sluice_proto_rawDescGZIP(), []int{87}
 }
 
 func (x *UnsubscribeRequest) GetGroup() string {
@@ -6208,7 +6591,7 @@ type GroupRecordKey struct {
 
 func (x *GroupRecordKey) Reset() {
 	*x = GroupRecordKey{}
-	mi := &file_sluice_proto_msgTypes[82]
+	mi := &file_sluice_proto_msgTypes[88]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6220,7 +6603,7 @@ func (x *GroupRecordKey) String() string {
 func (*GroupRecordKey) ProtoMessage() {}
 
 func (x *GroupRecordKey) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[82]
+	mi := &file_sluice_proto_msgTypes[88]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6233,7 +6616,7 @@ func (x *GroupRecordKey) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GroupRecordKey.ProtoReflect.Descriptor instead.
 func (*GroupRecordKey) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{82}
+	return file_sluice_proto_rawDescGZIP(), []int{88}
 }
 
 func (x *GroupRecordKey) GetGroup() string {
@@ -6268,7 +6651,7 @@ type OffsetValue struct {
 
 func (x *OffsetValue) Reset() {
 	*x = OffsetValue{}
-	mi := &file_sluice_proto_msgTypes[83]
+	mi := &file_sluice_proto_msgTypes[89]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6280,7 +6663,7 @@ func (x *OffsetValue) String() string {
 func (*OffsetValue) ProtoMessage() {}
 
 func (x *OffsetValue) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[83]
+	mi := &file_sluice_proto_msgTypes[89]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6293,7 +6676,7 @@ func (x *OffsetValue) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OffsetValue.ProtoReflect.Descriptor instead.
 func (*OffsetValue) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{83}
+	return file_sluice_proto_rawDescGZIP(), []int{89}
 }
 
 func (x *OffsetValue) GetOffset() int64 {
@@ -6347,7 +6730,7 @@ type GroupMemberRecord struct {
 
 func (x *GroupMemberRecord) Reset() {
 	*x = GroupMemberRecord{}
-	mi := &file_sluice_proto_msgTypes[84]
+	mi := &file_sluice_proto_msgTypes[90]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6359,7 +6742,7 @@ func (x *GroupMemberRecord) String() string {
 func (*GroupMemberRecord) ProtoMessage() {}
 
 func (x *GroupMemberRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[84]
+	mi := &file_sluice_proto_msgTypes[90]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6372,7 +6755,7 @@ func (x *GroupMemberRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GroupMemberRecord.ProtoReflect.Descriptor instead.
 func (*GroupMemberRecord) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{84}
+	return file_sluice_proto_rawDescGZIP(), []int{90}
 }
 
 func (x *GroupMemberRecord) GetMemberId() string {
@@ -6499,7 +6882,7 @@ type GroupMetadataValue struct {
 
 func (x *GroupMetadataValue) Reset() {
 	*x = GroupMetadataValue{}
-	mi := &file_sluice_proto_msgTypes[85]
+	mi := &file_sluice_proto_msgTypes[91]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6511,7 +6894,7 @@ func (x *GroupMetadataValue) String() string {
 func (*GroupMetadataValue) ProtoMessage() {}
 
 func (x *GroupMetadataValue) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[85]
+	mi := &file_sluice_proto_msgTypes[91]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6524,7 +6907,7 @@ func (x *GroupMetadataValue) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GroupMetadataValue.ProtoReflect.Descriptor instead.
 func (*GroupMetadataValue) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{85}
+	return file_sluice_proto_rawDescGZIP(), []int{91}
 }
 
 func (x *GroupMetadataValue) GetGeneration() int32 {
@@ -6572,7 +6955,7 @@ type TopicRecord struct {
 
 func (x *TopicRecord) Reset() {
 	*x = TopicRecord{}
-	mi := &file_sluice_proto_msgTypes[86]
+	mi := &file_sluice_proto_msgTypes[92]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6584,7 +6967,7 @@ func (x *TopicRecord) String() string {
 func (*TopicRecord) ProtoMessage() {}
 
 func (x *TopicRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[86]
+	mi := &file_sluice_proto_msgTypes[92]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6597,7 +6980,7 @@ func (x *TopicRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TopicRecord.ProtoReflect.Descriptor instead.
 func (*TopicRecord) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{86}
+	return file_sluice_proto_rawDescGZIP(), []int{92}
 }
 
 func (x *TopicRecord) GetName() string {
@@ -6658,7 +7041,7 @@ type ReplicaAssignment struct {
 
 func (x *ReplicaAssignment) Reset() {
 	*x = ReplicaAssignment{}
-	mi := &file_sluice_proto_msgTypes[87]
+	mi := &file_sluice_proto_msgTypes[93]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6670,7 +7053,7 @@ func (x *ReplicaAssignment) String() string {
 func (*ReplicaAssignment) ProtoMessage() {}
 
 func (x *ReplicaAssignment) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[87]
+	mi := &file_sluice_proto_msgTypes[93]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6683,7 +7066,7 @@ func (x *ReplicaAssignment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicaAssignment.ProtoReflect.Descriptor instead.
 func (*ReplicaAssignment) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{87}
+	return file_sluice_proto_rawDescGZIP(), []int{93}
 }
 
 func (x *ReplicaAssignment) GetReplicas() []int32 {
@@ -6712,14 +7095,18 @@ type PartitionState struct {
 	IsrEpochs map[int32]int64 `protobuf:"bytes,9,rep,name=isr_epochs,json=isrEpochs,proto3" json:"isr_epochs,omitempty" protobuf_key:"varint,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
 	// The data directory id each ISR member was in sync with: a member back
 	// on a new directory (a replaced disk) has lost its log.
-	IsrDirs       map[int32]string `protobuf:"bytes,10,rep,name=isr_dirs,json=isrDirs,proto3" json:"isr_dirs,omitempty" protobuf_key:"varint,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	IsrDirs map[int32]string `protobuf:"bytes,10,rep,name=isr_dirs,json=isrDirs,proto3" json:"isr_dirs,omitempty" protobuf_key:"varint,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// During a reassignment, the replicas the move adds and those it takes
+	// away (both in replicas, which lists the target first).
+	AddingReplicas   []int32 `protobuf:"varint,11,rep,packed,name=adding_replicas,json=addingReplicas,proto3" json:"adding_replicas,omitempty"`
+	RemovingReplicas []int32 `protobuf:"varint,12,rep,packed,name=removing_replicas,json=removingReplicas,proto3" json:"removing_replicas,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *PartitionState) Reset() {
 	*x = PartitionState{}
-	mi := &file_sluice_proto_msgTypes[88]
+	mi := &file_sluice_proto_msgTypes[94]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6731,7 +7118,7 @@ func (x *PartitionState) String() string {
 func (*PartitionState) ProtoMessage() {}
 
 func (x *PartitionState) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[88]
+	mi := &file_sluice_proto_msgTypes[94]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6744,7 +7131,7 @@ func (x *PartitionState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PartitionState.ProtoReflect.Descriptor instead.
 func (*PartitionState) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{88}
+	return file_sluice_proto_rawDescGZIP(), []int{94}
 }
 
 func (x *PartitionState) GetTopic() string {
@@ -6817,6 +7204,20 @@ func (x *PartitionState) GetIsrDirs() map[int32]string {
 	return nil
 }
 
+func (x *PartitionState) GetAddingReplicas() []int32 {
+	if x != nil {
+		return x.AddingReplicas
+	}
+	return nil
+}
+
+func (x *PartitionState) GetRemovingReplicas() []int32 {
+	if x != nil {
+		return x.RemovingReplicas
+	}
+	return nil
+}
+
 // TopicDeletion records that a topic was deleted: brokers remove a
 // replica's data only for a recorded deletion (or a new topic id under the
 // same name), never because the metadata lacks the topic.
@@ -6831,7 +7232,7 @@ type TopicDeletion struct {
 
 func (x *TopicDeletion) Reset() {
 	*x = TopicDeletion{}
-	mi := &file_sluice_proto_msgTypes[89]
+	mi := &file_sluice_proto_msgTypes[95]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6843,7 +7244,7 @@ func (x *TopicDeletion) String() string {
 func (*TopicDeletion) ProtoMessage() {}
 
 func (x *TopicDeletion) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[89]
+	mi := &file_sluice_proto_msgTypes[95]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6856,7 +7257,7 @@ func (x *TopicDeletion) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TopicDeletion.ProtoReflect.Descriptor instead.
 func (*TopicDeletion) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{89}
+	return file_sluice_proto_rawDescGZIP(), []int{95}
 }
 
 func (x *TopicDeletion) GetName() string {
@@ -6896,7 +7297,7 @@ type BrokerRegistration struct {
 
 func (x *BrokerRegistration) Reset() {
 	*x = BrokerRegistration{}
-	mi := &file_sluice_proto_msgTypes[90]
+	mi := &file_sluice_proto_msgTypes[96]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6908,7 +7309,7 @@ func (x *BrokerRegistration) String() string {
 func (*BrokerRegistration) ProtoMessage() {}
 
 func (x *BrokerRegistration) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[90]
+	mi := &file_sluice_proto_msgTypes[96]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6921,7 +7322,7 @@ func (x *BrokerRegistration) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BrokerRegistration.ProtoReflect.Descriptor instead.
 func (*BrokerRegistration) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{90}
+	return file_sluice_proto_rawDescGZIP(), []int{96}
 }
 
 func (x *BrokerRegistration) GetId() int32 {
@@ -6977,7 +7378,7 @@ type ClusterSnapshot struct {
 
 func (x *ClusterSnapshot) Reset() {
 	*x = ClusterSnapshot{}
-	mi := &file_sluice_proto_msgTypes[91]
+	mi := &file_sluice_proto_msgTypes[97]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6989,7 +7390,7 @@ func (x *ClusterSnapshot) String() string {
 func (*ClusterSnapshot) ProtoMessage() {}
 
 func (x *ClusterSnapshot) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[91]
+	mi := &file_sluice_proto_msgTypes[97]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7002,7 +7403,7 @@ func (x *ClusterSnapshot) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterSnapshot.ProtoReflect.Descriptor instead.
 func (*ClusterSnapshot) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{91}
+	return file_sluice_proto_rawDescGZIP(), []int{97}
 }
 
 func (x *ClusterSnapshot) GetIndex() uint64 {
@@ -7080,7 +7481,7 @@ type AclBinding struct {
 
 func (x *AclBinding) Reset() {
 	*x = AclBinding{}
-	mi := &file_sluice_proto_msgTypes[92]
+	mi := &file_sluice_proto_msgTypes[98]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7092,7 +7493,7 @@ func (x *AclBinding) String() string {
 func (*AclBinding) ProtoMessage() {}
 
 func (x *AclBinding) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[92]
+	mi := &file_sluice_proto_msgTypes[98]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7105,7 +7506,7 @@ func (x *AclBinding) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AclBinding.ProtoReflect.Descriptor instead.
 func (*AclBinding) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{92}
+	return file_sluice_proto_rawDescGZIP(), []int{98}
 }
 
 func (x *AclBinding) GetResourceType() AclResourceType {
@@ -7170,7 +7571,7 @@ type UserRecord struct {
 
 func (x *UserRecord) Reset() {
 	*x = UserRecord{}
-	mi := &file_sluice_proto_msgTypes[93]
+	mi := &file_sluice_proto_msgTypes[99]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7182,7 +7583,7 @@ func (x *UserRecord) String() string {
 func (*UserRecord) ProtoMessage() {}
 
 func (x *UserRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[93]
+	mi := &file_sluice_proto_msgTypes[99]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7195,7 +7596,7 @@ func (x *UserRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UserRecord.ProtoReflect.Descriptor instead.
 func (*UserRecord) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{93}
+	return file_sluice_proto_rawDescGZIP(), []int{99}
 }
 
 func (x *UserRecord) GetName() string {
@@ -7235,7 +7636,7 @@ type SecurityRecord struct {
 
 func (x *SecurityRecord) Reset() {
 	*x = SecurityRecord{}
-	mi := &file_sluice_proto_msgTypes[94]
+	mi := &file_sluice_proto_msgTypes[100]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7247,7 +7648,7 @@ func (x *SecurityRecord) String() string {
 func (*SecurityRecord) ProtoMessage() {}
 
 func (x *SecurityRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[94]
+	mi := &file_sluice_proto_msgTypes[100]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7260,7 +7661,7 @@ func (x *SecurityRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SecurityRecord.ProtoReflect.Descriptor instead.
 func (*SecurityRecord) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{94}
+	return file_sluice_proto_rawDescGZIP(), []int{100}
 }
 
 func (x *SecurityRecord) GetAcls() []*AclBinding {
@@ -7293,7 +7694,7 @@ type CreateAclsRequest struct {
 
 func (x *CreateAclsRequest) Reset() {
 	*x = CreateAclsRequest{}
-	mi := &file_sluice_proto_msgTypes[95]
+	mi := &file_sluice_proto_msgTypes[101]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7305,7 +7706,7 @@ func (x *CreateAclsRequest) String() string {
 func (*CreateAclsRequest) ProtoMessage() {}
 
 func (x *CreateAclsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[95]
+	mi := &file_sluice_proto_msgTypes[101]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7318,7 +7719,7 @@ func (x *CreateAclsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateAclsRequest.ProtoReflect.Descriptor instead.
 func (*CreateAclsRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{95}
+	return file_sluice_proto_rawDescGZIP(), []int{101}
 }
 
 func (x *CreateAclsRequest) GetAcls() []*AclBinding {
@@ -7340,7 +7741,7 @@ type CreateAclsResponse struct {
 
 func (x *CreateAclsResponse) Reset() {
 	*x = CreateAclsResponse{}
-	mi := &file_sluice_proto_msgTypes[96]
+	mi := &file_sluice_proto_msgTypes[102]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7352,7 +7753,7 @@ func (x *CreateAclsResponse) String() string {
 func (*CreateAclsResponse) ProtoMessage() {}
 
 func (x *CreateAclsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[96]
+	mi := &file_sluice_proto_msgTypes[102]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7365,7 +7766,7 @@ func (x *CreateAclsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateAclsResponse.ProtoReflect.Descriptor instead.
 func (*CreateAclsResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{96}
+	return file_sluice_proto_rawDescGZIP(), []int{102}
 }
 
 func (x *CreateAclsResponse) GetError() ErrorCode {
@@ -7398,7 +7799,7 @@ type DeleteAclsRequest struct {
 
 func (x *DeleteAclsRequest) Reset() {
 	*x = DeleteAclsRequest{}
-	mi := &file_sluice_proto_msgTypes[97]
+	mi := &file_sluice_proto_msgTypes[103]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7410,7 +7811,7 @@ func (x *DeleteAclsRequest) String() string {
 func (*DeleteAclsRequest) ProtoMessage() {}
 
 func (x *DeleteAclsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[97]
+	mi := &file_sluice_proto_msgTypes[103]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7423,7 +7824,7 @@ func (x *DeleteAclsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteAclsRequest.ProtoReflect.Descriptor instead.
 func (*DeleteAclsRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{97}
+	return file_sluice_proto_rawDescGZIP(), []int{103}
 }
 
 func (x *DeleteAclsRequest) GetFilters() []*AclBinding {
@@ -7444,7 +7845,7 @@ type DeleteAclsResponse struct {
 
 func (x *DeleteAclsResponse) Reset() {
 	*x = DeleteAclsResponse{}
-	mi := &file_sluice_proto_msgTypes[98]
+	mi := &file_sluice_proto_msgTypes[104]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7456,7 +7857,7 @@ func (x *DeleteAclsResponse) String() string {
 func (*DeleteAclsResponse) ProtoMessage() {}
 
 func (x *DeleteAclsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[98]
+	mi := &file_sluice_proto_msgTypes[104]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7469,7 +7870,7 @@ func (x *DeleteAclsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteAclsResponse.ProtoReflect.Descriptor instead.
 func (*DeleteAclsResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{98}
+	return file_sluice_proto_rawDescGZIP(), []int{104}
 }
 
 func (x *DeleteAclsResponse) GetError() ErrorCode {
@@ -7502,7 +7903,7 @@ type DescribeAclsRequest struct {
 
 func (x *DescribeAclsRequest) Reset() {
 	*x = DescribeAclsRequest{}
-	mi := &file_sluice_proto_msgTypes[99]
+	mi := &file_sluice_proto_msgTypes[105]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7514,7 +7915,7 @@ func (x *DescribeAclsRequest) String() string {
 func (*DescribeAclsRequest) ProtoMessage() {}
 
 func (x *DescribeAclsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[99]
+	mi := &file_sluice_proto_msgTypes[105]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7527,7 +7928,7 @@ func (x *DescribeAclsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeAclsRequest.ProtoReflect.Descriptor instead.
 func (*DescribeAclsRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{99}
+	return file_sluice_proto_rawDescGZIP(), []int{105}
 }
 
 func (x *DescribeAclsRequest) GetFilter() *AclBinding {
@@ -7548,7 +7949,7 @@ type DescribeAclsResponse struct {
 
 func (x *DescribeAclsResponse) Reset() {
 	*x = DescribeAclsResponse{}
-	mi := &file_sluice_proto_msgTypes[100]
+	mi := &file_sluice_proto_msgTypes[106]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7560,7 +7961,7 @@ func (x *DescribeAclsResponse) String() string {
 func (*DescribeAclsResponse) ProtoMessage() {}
 
 func (x *DescribeAclsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[100]
+	mi := &file_sluice_proto_msgTypes[106]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7573,7 +7974,7 @@ func (x *DescribeAclsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeAclsResponse.ProtoReflect.Descriptor instead.
 func (*DescribeAclsResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{100}
+	return file_sluice_proto_rawDescGZIP(), []int{106}
 }
 
 func (x *DescribeAclsResponse) GetError() ErrorCode {
@@ -7609,7 +8010,7 @@ type CreateUserRequest struct {
 
 func (x *CreateUserRequest) Reset() {
 	*x = CreateUserRequest{}
-	mi := &file_sluice_proto_msgTypes[101]
+	mi := &file_sluice_proto_msgTypes[107]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7621,7 +8022,7 @@ func (x *CreateUserRequest) String() string {
 func (*CreateUserRequest) ProtoMessage() {}
 
 func (x *CreateUserRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[101]
+	mi := &file_sluice_proto_msgTypes[107]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7634,7 +8035,7 @@ func (x *CreateUserRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateUserRequest.ProtoReflect.Descriptor instead.
 func (*CreateUserRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{101}
+	return file_sluice_proto_rawDescGZIP(), []int{107}
 }
 
 func (x *CreateUserRequest) GetName() string {
@@ -7661,7 +8062,7 @@ type CreateUserResponse struct {
 
 func (x *CreateUserResponse) Reset() {
 	*x = CreateUserResponse{}
-	mi := &file_sluice_proto_msgTypes[102]
+	mi := &file_sluice_proto_msgTypes[108]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7673,7 +8074,7 @@ func (x *CreateUserResponse) String() string {
 func (*CreateUserResponse) ProtoMessage() {}
 
 func (x *CreateUserResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[102]
+	mi := &file_sluice_proto_msgTypes[108]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7686,7 +8087,7 @@ func (x *CreateUserResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateUserResponse.ProtoReflect.Descriptor instead.
 func (*CreateUserResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{102}
+	return file_sluice_proto_rawDescGZIP(), []int{108}
 }
 
 func (x *CreateUserResponse) GetError() ErrorCode {
@@ -7712,7 +8113,7 @@ type DeleteUserRequest struct {
 
 func (x *DeleteUserRequest) Reset() {
 	*x = DeleteUserRequest{}
-	mi := &file_sluice_proto_msgTypes[103]
+	mi := &file_sluice_proto_msgTypes[109]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7724,7 +8125,7 @@ func (x *DeleteUserRequest) String() string {
 func (*DeleteUserRequest) ProtoMessage() {}
 
 func (x *DeleteUserRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[103]
+	mi := &file_sluice_proto_msgTypes[109]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7737,7 +8138,7 @@ func (x *DeleteUserRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteUserRequest.ProtoReflect.Descriptor instead.
 func (*DeleteUserRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{103}
+	return file_sluice_proto_rawDescGZIP(), []int{109}
 }
 
 func (x *DeleteUserRequest) GetName() string {
@@ -7757,7 +8158,7 @@ type DeleteUserResponse struct {
 
 func (x *DeleteUserResponse) Reset() {
 	*x = DeleteUserResponse{}
-	mi := &file_sluice_proto_msgTypes[104]
+	mi := &file_sluice_proto_msgTypes[110]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7769,7 +8170,7 @@ func (x *DeleteUserResponse) String() string {
 func (*DeleteUserResponse) ProtoMessage() {}
 
 func (x *DeleteUserResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[104]
+	mi := &file_sluice_proto_msgTypes[110]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7782,7 +8183,7 @@ func (x *DeleteUserResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteUserResponse.ProtoReflect.Descriptor instead.
 func (*DeleteUserResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{104}
+	return file_sluice_proto_rawDescGZIP(), []int{110}
 }
 
 func (x *DeleteUserResponse) GetError() ErrorCode {
@@ -7807,7 +8208,7 @@ type ListUsersRequest struct {
 
 func (x *ListUsersRequest) Reset() {
 	*x = ListUsersRequest{}
-	mi := &file_sluice_proto_msgTypes[105]
+	mi := &file_sluice_proto_msgTypes[111]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7819,7 +8220,7 @@ func (x *ListUsersRequest) String() string {
 func (*ListUsersRequest) ProtoMessage() {}
 
 func (x *ListUsersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[105]
+	mi := &file_sluice_proto_msgTypes[111]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7832,7 +8233,7 @@ func (x *ListUsersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListUsersRequest.ProtoReflect.Descriptor instead.
 func (*ListUsersRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{105}
+	return file_sluice_proto_rawDescGZIP(), []int{111}
 }
 
 // ListUsersResponse lists the token users, without their token hashes.
@@ -7847,7 +8248,7 @@ type ListUsersResponse struct {
 
 func (x *ListUsersResponse) Reset() {
 	*x = ListUsersResponse{}
-	mi := &file_sluice_proto_msgTypes[106]
+	mi := &file_sluice_proto_msgTypes[112]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7859,7 +8260,7 @@ func (x *ListUsersResponse) String() string {
 func (*ListUsersResponse) ProtoMessage() {}
 
 func (x *ListUsersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[106]
+	mi := &file_sluice_proto_msgTypes[112]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7872,7 +8273,7 @@ func (x *ListUsersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListUsersResponse.ProtoReflect.Descriptor instead.
 func (*ListUsersResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{106}
+	return file_sluice_proto_rawDescGZIP(), []int{112}
 }
 
 func (x *ListUsersResponse) GetError() ErrorCode {
@@ -7905,7 +8306,7 @@ type WhoAmIRequest struct {
 
 func (x *WhoAmIRequest) Reset() {
 	*x = WhoAmIRequest{}
-	mi := &file_sluice_proto_msgTypes[107]
+	mi := &file_sluice_proto_msgTypes[113]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7917,7 +8318,7 @@ func (x *WhoAmIRequest) String() string {
 func (*WhoAmIRequest) ProtoMessage() {}
 
 func (x *WhoAmIRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[107]
+	mi := &file_sluice_proto_msgTypes[113]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7930,7 +8331,7 @@ func (x *WhoAmIRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WhoAmIRequest.ProtoReflect.Descriptor instead.
 func (*WhoAmIRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{107}
+	return file_sluice_proto_rawDescGZIP(), []int{113}
 }
 
 type WhoAmIResponse struct {
@@ -7945,7 +8346,7 @@ type WhoAmIResponse struct {
 
 func (x *WhoAmIResponse) Reset() {
 	*x = WhoAmIResponse{}
-	mi := &file_sluice_proto_msgTypes[108]
+	mi := &file_sluice_proto_msgTypes[114]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7957,7 +8358,7 @@ func (x *WhoAmIResponse) String() string {
 func (*WhoAmIResponse) ProtoMessage() {}
 
 func (x *WhoAmIResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[108]
+	mi := &file_sluice_proto_msgTypes[114]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7970,7 +8371,7 @@ func (x *WhoAmIResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WhoAmIResponse.ProtoReflect.Descriptor instead.
 func (*WhoAmIResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{108}
+	return file_sluice_proto_rawDescGZIP(), []int{114}
 }
 
 func (x *WhoAmIResponse) GetPrincipal() string {
@@ -8141,7 +8542,34 @@ const file_sluice_proto_rawDesc = "" +
 	"\x14ElectLeadersResponse\x120\n" +
 	"\aresults\x18\x01 \x03(\v2\x16.sluice.PartitionErrorR\aresults\x12'\n" +
 	"\x05error\x18\x02 \x01(\x0e2\x11.sluice.ErrorCodeR\x05error\x12#\n" +
-	"\rerror_message\x18\x03 \x01(\tR\ferrorMessage\"1\n" +
+	"\rerror_message\x18\x03 \x01(\tR\ferrorMessage\"\x9b\x01\n" +
+	"\"AlterPartitionReassignmentsRequest\x12=\n" +
+	"\n" +
+	"partitions\x18\x01 \x03(\v2\x1d.sluice.PartitionReassignmentR\n" +
+	"partitions\x126\n" +
+	"\x17keep_replication_factor\x18\x02 \x01(\bR\x15keepReplicationFactor\"g\n" +
+	"\x15PartitionReassignment\x12\x14\n" +
+	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x1c\n" +
+	"\tpartition\x18\x02 \x01(\x05R\tpartition\x12\x1a\n" +
+	"\breplicas\x18\x03 \x03(\x05R\breplicas\"\xa5\x01\n" +
+	"#AlterPartitionReassignmentsResponse\x120\n" +
+	"\aresults\x18\x01 \x03(\v2\x16.sluice.PartitionErrorR\aresults\x12'\n" +
+	"\x05error\x18\x02 \x01(\x0e2\x11.sluice.ErrorCodeR\x05error\x12#\n" +
+	"\rerror_message\x18\x03 \x01(\tR\ferrorMessage\"\\\n" +
+	"!ListPartitionReassignmentsRequest\x127\n" +
+	"\n" +
+	"partitions\x18\x01 \x03(\v2\x17.sluice.TopicPartitionsR\n" +
+	"partitions\"\xb5\x01\n" +
+	"\"ListPartitionReassignmentsResponse\x12A\n" +
+	"\rreassignments\x18\x01 \x03(\v2\x1b.sluice.OngoingReassignmentR\rreassignments\x12'\n" +
+	"\x05error\x18\x02 \x01(\x0e2\x11.sluice.ErrorCodeR\x05error\x12#\n" +
+	"\rerror_message\x18\x03 \x01(\tR\ferrorMessage\"\xbb\x01\n" +
+	"\x13OngoingReassignment\x12\x14\n" +
+	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x1c\n" +
+	"\tpartition\x18\x02 \x01(\x05R\tpartition\x12\x1a\n" +
+	"\breplicas\x18\x03 \x03(\x05R\breplicas\x12'\n" +
+	"\x0fadding_replicas\x18\x04 \x03(\x05R\x0eaddingReplicas\x12+\n" +
+	"\x11removing_replicas\x18\x05 \x03(\x05R\x10removingReplicas\"1\n" +
 	"\x17DescribeReplicasRequest\x12\x16\n" +
 	"\x06topics\x18\x01 \x03(\tR\x06topics\"\xc5\x03\n" +
 	"\fReplicaState\x12\x14\n" +
@@ -8374,11 +8802,12 @@ const file_sluice_proto_rawDesc = "" +
 	"\rerror_message\x18\x02 \x01(\tR\ferrorMessage\x126\n" +
 	"\n" +
 	"partitions\x18\x03 \x03(\v2\x16.sluice.PartitionErrorR\n" +
-	"partitions\"m\n" +
+	"partitions\"\x92\x01\n" +
 	"\x0ePartitionError\x12\x14\n" +
 	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x1c\n" +
 	"\tpartition\x18\x02 \x01(\x05R\tpartition\x12'\n" +
-	"\x05error\x18\x03 \x01(\x0e2\x11.sluice.ErrorCodeR\x05error\"\x13\n" +
+	"\x05error\x18\x03 \x01(\x0e2\x11.sluice.ErrorCodeR\x05error\x12#\n" +
+	"\rerror_message\x18\x04 \x01(\tR\ferrorMessage\"\x13\n" +
 	"\x11ListGroupsRequest\"w\n" +
 	"\rGroupOverview\x12\x14\n" +
 	"\x05group\x18\x01 \x01(\tR\x05group\x12\x14\n" +
@@ -8525,7 +8954,7 @@ const file_sluice_proto_rawDesc = "" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"/\n" +
 	"\x11ReplicaAssignment\x12\x1a\n" +
-	"\breplicas\x18\x01 \x03(\x05R\breplicas\"\xf1\x03\n" +
+	"\breplicas\x18\x01 \x03(\x05R\breplicas\"\xc7\x04\n" +
 	"\x0ePartitionState\x12\x14\n" +
 	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x1c\n" +
 	"\tpartition\x18\x02 \x01(\x05R\tpartition\x12\x19\n" +
@@ -8538,7 +8967,9 @@ const file_sluice_proto_rawDesc = "" +
 	"\n" +
 	"isr_epochs\x18\t \x03(\v2%.sluice.PartitionState.IsrEpochsEntryR\tisrEpochs\x12>\n" +
 	"\bisr_dirs\x18\n" +
-	" \x03(\v2#.sluice.PartitionState.IsrDirsEntryR\aisrDirs\x1a<\n" +
+	" \x03(\v2#.sluice.PartitionState.IsrDirsEntryR\aisrDirs\x12'\n" +
+	"\x0fadding_replicas\x18\v \x03(\x05R\x0eaddingReplicas\x12+\n" +
+	"\x11removing_replicas\x18\f \x03(\x05R\x10removingReplicas\x1a<\n" +
 	"\x0eIsrEpochsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\x05R\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\x03R\x05value:\x028\x01\x1a:\n" +
@@ -8628,7 +9059,7 @@ const file_sluice_proto_rawDesc = "" +
 	"authorizer\x18\x02 \x01(\bR\n" +
 	"authorizer\x12\x1d\n" +
 	"\n" +
-	"super_user\x18\x03 \x01(\bR\tsuperUser*\x98\v\n" +
+	"super_user\x18\x03 \x01(\bR\tsuperUser*\xd9\v\n" +
 	"\tErrorCode\x12\b\n" +
 	"\x04NONE\x10\x00\x12!\n" +
 	"\x14UNKNOWN_SERVER_ERROR\x10\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01\x12\x1e\n" +
@@ -8681,7 +9112,9 @@ const file_sluice_proto_rawDesc = "" +
 	"\x1aGROUP_AUTHORIZATION_FAILED\x10\x1e\x12\x1e\n" +
 	"\x1aSASL_AUTHENTICATION_FAILED\x10:\x12\x17\n" +
 	"\x13ELECTION_NOT_NEEDED\x10T\x12\"\n" +
-	"\x1ePREFERRED_LEADER_NOT_AVAILABLE\x10P\x12\x16\n" +
+	"\x1ePREFERRED_LEADER_NOT_AVAILABLE\x10P\x12\x1e\n" +
+	"\x1aINVALID_REPLICA_ASSIGNMENT\x10'\x12\x1f\n" +
+	"\x1bNO_REASSIGNMENT_IN_PROGRESS\x10U\x12\x16\n" +
 	"\x12RESOURCE_NOT_FOUND\x10[\x12\x16\n" +
 	"\x12DUPLICATE_RESOURCE\x10\\\x12\x15\n" +
 	"\x11SECURITY_DISABLED\x106\x12\x1d\n" +
@@ -8733,129 +9166,135 @@ func file_sluice_proto_rawDescGZIP() []byte {
 }
 
 var file_sluice_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_sluice_proto_msgTypes = make([]protoimpl.MessageInfo, 116)
+var file_sluice_proto_msgTypes = make([]protoimpl.MessageInfo, 122)
 var file_sluice_proto_goTypes = []any{
-	(ErrorCode)(0),                       // 0: sluice.ErrorCode
-	(AclResourceType)(0),                 // 1: sluice.AclResourceType
-	(AclOperation)(0),                    // 2: sluice.AclOperation
-	(AclPatternType)(0),                  // 3: sluice.AclPatternType
-	(AclPermission)(0),                   // 4: sluice.AclPermission
-	(*ErrorResponse)(nil),                // 5: sluice.ErrorResponse
-	(*InvalidMessage)(nil),               // 6: sluice.InvalidMessage
-	(*ProduceRequest)(nil),               // 7: sluice.ProduceRequest
-	(*ProduceResponse)(nil),              // 8: sluice.ProduceResponse
-	(*FetchRequest)(nil),                 // 9: sluice.FetchRequest
-	(*FetchResponse)(nil),                // 10: sluice.FetchResponse
-	(*ListOffsetsRequest)(nil),           // 11: sluice.ListOffsetsRequest
-	(*ListOffsetsResponse)(nil),          // 12: sluice.ListOffsetsResponse
-	(*MetadataRequest)(nil),              // 13: sluice.MetadataRequest
-	(*BrokerInfo)(nil),                   // 14: sluice.BrokerInfo
-	(*PartitionMetadata)(nil),            // 15: sluice.PartitionMetadata
-	(*TopicMetadata)(nil),                // 16: sluice.TopicMetadata
-	(*MetadataResponse)(nil),             // 17: sluice.MetadataResponse
-	(*TopicSpec)(nil),                    // 18: sluice.TopicSpec
-	(*CreateTopicsRequest)(nil),          // 19: sluice.CreateTopicsRequest
-	(*TopicResult)(nil),                  // 20: sluice.TopicResult
-	(*CreateTopicsResponse)(nil),         // 21: sluice.CreateTopicsResponse
-	(*DeleteTopicsRequest)(nil),          // 22: sluice.DeleteTopicsRequest
-	(*DeleteTopicsResponse)(nil),         // 23: sluice.DeleteTopicsResponse
-	(*AlterTopicConfigsRequest)(nil),     // 24: sluice.AlterTopicConfigsRequest
-	(*TopicConfigChange)(nil),            // 25: sluice.TopicConfigChange
-	(*AlterTopicConfigsResponse)(nil),    // 26: sluice.AlterTopicConfigsResponse
-	(*CreatePartitionsRequest)(nil),      // 27: sluice.CreatePartitionsRequest
-	(*PartitionCount)(nil),               // 28: sluice.PartitionCount
-	(*CreatePartitionsResponse)(nil),     // 29: sluice.CreatePartitionsResponse
-	(*ElectLeadersRequest)(nil),          // 30: sluice.ElectLeadersRequest
-	(*ElectLeadersResponse)(nil),         // 31: sluice.ElectLeadersResponse
-	(*DescribeReplicasRequest)(nil),      // 32: sluice.DescribeReplicasRequest
-	(*ReplicaState)(nil),                 // 33: sluice.ReplicaState
-	(*DescribeReplicasResponse)(nil),     // 34: sluice.DescribeReplicasResponse
-	(*ReplicaFetchRequest)(nil),          // 35: sluice.ReplicaFetchRequest
-	(*ReplicaFetchResponse)(nil),         // 36: sluice.ReplicaFetchResponse
-	(*OffsetForLeaderEpochRequest)(nil),  // 37: sluice.OffsetForLeaderEpochRequest
-	(*OffsetForLeaderEpochResponse)(nil), // 38: sluice.OffsetForLeaderEpochResponse
-	(*AlterPartitionRequest)(nil),        // 39: sluice.AlterPartitionRequest
-	(*AlterPartitionResponse)(nil),       // 40: sluice.AlterPartitionResponse
-	(*LeaderAndIsrRequest)(nil),          // 41: sluice.LeaderAndIsrRequest
-	(*LeaderAndIsrResponse)(nil),         // 42: sluice.LeaderAndIsrResponse
-	(*ReplicaOfflineRequest)(nil),        // 43: sluice.ReplicaOfflineRequest
-	(*ReplicaOfflineResponse)(nil),       // 44: sluice.ReplicaOfflineResponse
-	(*InitProducerIdRequest)(nil),        // 45: sluice.InitProducerIdRequest
-	(*InitProducerIdResponse)(nil),       // 46: sluice.InitProducerIdResponse
-	(*AllocateProducerIdsRequest)(nil),   // 47: sluice.AllocateProducerIdsRequest
-	(*AllocateProducerIdsResponse)(nil),  // 48: sluice.AllocateProducerIdsResponse
-	(*FindCoordinatorRequest)(nil),       // 49: sluice.FindCoordinatorRequest
-	(*FindCoordinatorResponse)(nil),      // 50: sluice.FindCoordinatorResponse
-	(*TopicPartitions)(nil),              // 51: sluice.TopicPartitions
-	(*JoinGroupRequest)(nil),             // 52: sluice.JoinGroupRequest
-	(*GroupProtocol)(nil),                // 53: sluice.GroupProtocol
-	(*MemberBytes)(nil),                  // 54: sluice.MemberBytes
-	(*JoinGroupResponse)(nil),            // 55: sluice.JoinGroupResponse
-	(*SyncGroupRequest)(nil),             // 56: sluice.SyncGroupRequest
-	(*SyncGroupResponse)(nil),            // 57: sluice.SyncGroupResponse
-	(*HeartbeatRequest)(nil),             // 58: sluice.HeartbeatRequest
-	(*HeartbeatResponse)(nil),            // 59: sluice.HeartbeatResponse
-	(*LeaveGroupRequest)(nil),            // 60: sluice.LeaveGroupRequest
-	(*LeaveGroupResponse)(nil),           // 61: sluice.LeaveGroupResponse
-	(*OffsetCommitEntry)(nil),            // 62: sluice.OffsetCommitEntry
-	(*OffsetCommitRequest)(nil),          // 63: sluice.OffsetCommitRequest
-	(*OffsetCommitResponse)(nil),         // 64: sluice.OffsetCommitResponse
-	(*OffsetFetchRequest)(nil),           // 65: sluice.OffsetFetchRequest
-	(*OffsetFetchResponse)(nil),          // 66: sluice.OffsetFetchResponse
-	(*DeleteGroupRequest)(nil),           // 67: sluice.DeleteGroupRequest
-	(*DeleteGroupResponse)(nil),          // 68: sluice.DeleteGroupResponse
-	(*DeleteOffsetsRequest)(nil),         // 69: sluice.DeleteOffsetsRequest
-	(*DeleteOffsetsResponse)(nil),        // 70: sluice.DeleteOffsetsResponse
-	(*PartitionError)(nil),               // 71: sluice.PartitionError
-	(*ListGroupsRequest)(nil),            // 72: sluice.ListGroupsRequest
-	(*GroupOverview)(nil),                // 73: sluice.GroupOverview
-	(*ListGroupsResponse)(nil),           // 74: sluice.ListGroupsResponse
-	(*DescribeGroupRequest)(nil),         // 75: sluice.DescribeGroupRequest
-	(*MemberDescription)(nil),            // 76: sluice.MemberDescription
-	(*DescribeGroupResponse)(nil),        // 77: sluice.DescribeGroupResponse
-	(*SubscribeRequest)(nil),             // 78: sluice.SubscribeRequest
-	(*SubscribeResponse)(nil),            // 79: sluice.SubscribeResponse
-	(*PushedRecord)(nil),                 // 80: sluice.PushedRecord
-	(*RecordHeader)(nil),                 // 81: sluice.RecordHeader
-	(*PushRecords)(nil),                  // 82: sluice.PushRecords
-	(*PushAssignment)(nil),               // 83: sluice.PushAssignment
-	(*PushCredit)(nil),                   // 84: sluice.PushCredit
-	(*PushAck)(nil),                      // 85: sluice.PushAck
-	(*UnsubscribeRequest)(nil),           // 86: sluice.UnsubscribeRequest
-	(*GroupRecordKey)(nil),               // 87: sluice.GroupRecordKey
-	(*OffsetValue)(nil),                  // 88: sluice.OffsetValue
-	(*GroupMemberRecord)(nil),            // 89: sluice.GroupMemberRecord
-	(*GroupMetadataValue)(nil),           // 90: sluice.GroupMetadataValue
-	(*TopicRecord)(nil),                  // 91: sluice.TopicRecord
-	(*ReplicaAssignment)(nil),            // 92: sluice.ReplicaAssignment
-	(*PartitionState)(nil),               // 93: sluice.PartitionState
-	(*TopicDeletion)(nil),                // 94: sluice.TopicDeletion
-	(*BrokerRegistration)(nil),           // 95: sluice.BrokerRegistration
-	(*ClusterSnapshot)(nil),              // 96: sluice.ClusterSnapshot
-	(*AclBinding)(nil),                   // 97: sluice.AclBinding
-	(*UserRecord)(nil),                   // 98: sluice.UserRecord
-	(*SecurityRecord)(nil),               // 99: sluice.SecurityRecord
-	(*CreateAclsRequest)(nil),            // 100: sluice.CreateAclsRequest
-	(*CreateAclsResponse)(nil),           // 101: sluice.CreateAclsResponse
-	(*DeleteAclsRequest)(nil),            // 102: sluice.DeleteAclsRequest
-	(*DeleteAclsResponse)(nil),           // 103: sluice.DeleteAclsResponse
-	(*DescribeAclsRequest)(nil),          // 104: sluice.DescribeAclsRequest
-	(*DescribeAclsResponse)(nil),         // 105: sluice.DescribeAclsResponse
-	(*CreateUserRequest)(nil),            // 106: sluice.CreateUserRequest
-	(*CreateUserResponse)(nil),           // 107: sluice.CreateUserResponse
-	(*DeleteUserRequest)(nil),            // 108: sluice.DeleteUserRequest
-	(*DeleteUserResponse)(nil),           // 109: sluice.DeleteUserResponse
-	(*ListUsersRequest)(nil),             // 110: sluice.ListUsersRequest
-	(*ListUsersResponse)(nil),            // 111: sluice.ListUsersResponse
-	(*WhoAmIRequest)(nil),                // 112: sluice.WhoAmIRequest
-	(*WhoAmIResponse)(nil),               // 113: sluice.WhoAmIResponse
-	nil,                                  // 114: sluice.TopicMetadata.ConfigsEntry
-	nil,                                  // 115: sluice.TopicSpec.ConfigsEntry
-	nil,                                  // 116: sluice.TopicConfigChange.SetEntry
-	nil,                                  // 117: sluice.AlterPartitionRequest.IsrEpochsEntry
-	nil,                                  // 118: sluice.TopicRecord.ConfigsEntry
-	nil,                                  // 119: sluice.PartitionState.IsrEpochsEntry
-	nil,                                  // 120: sluice.PartitionState.IsrDirsEntry
+	(ErrorCode)(0),                              // 0: sluice.ErrorCode
+	(AclResourceType)(0),                        // 1: sluice.AclResourceType
+	(AclOperation)(0),                           // 2: sluice.AclOperation
+	(AclPatternType)(0),                         // 3: sluice.AclPatternType
+	(AclPermission)(0),                          // 4: sluice.AclPermission
+	(*ErrorResponse)(nil),                       // 5: sluice.ErrorResponse
+	(*InvalidMessage)(nil),                      // 6: sluice.InvalidMessage
+	(*ProduceRequest)(nil),                      // 7: sluice.ProduceRequest
+	(*ProduceResponse)(nil),                     // 8: sluice.ProduceResponse
+	(*FetchRequest)(nil),                        // 9: sluice.FetchRequest
+	(*FetchResponse)(nil),                       // 10: sluice.FetchResponse
+	(*ListOffsetsRequest)(nil),                  // 11: sluice.ListOffsetsRequest
+	(*ListOffsetsResponse)(nil),                 // 12: sluice.ListOffsetsResponse
+	(*MetadataRequest)(nil),                     // 13: sluice.MetadataRequest
+	(*BrokerInfo)(nil),                          // 14: sluice.BrokerInfo
+	(*PartitionMetadata)(nil),                   // 15: sluice.PartitionMetadata
+	(*TopicMetadata)(nil),                       // 16: sluice.TopicMetadata
+	(*MetadataResponse)(nil),                    // 17: sluice.MetadataResponse
+	(*TopicSpec)(nil),                           // 18: sluice.TopicSpec
+	(*CreateTopicsRequest)(nil),                 // 19: sluice.CreateTopicsRequest
+	(*TopicResult)(nil),                         // 20: sluice.TopicResult
+	(*CreateTopicsResponse)(nil),                // 21: sluice.CreateTopicsResponse
+	(*DeleteTopicsRequest)(nil),                 // 22: sluice.DeleteTopicsRequest
+	(*DeleteTopicsResponse)(nil),                // 23: sluice.DeleteTopicsResponse
+	(*AlterTopicConfigsRequest)(nil),            // 24: sluice.AlterTopicConfigsRequest
+	(*TopicConfigChange)(nil),                   // 25: sluice.TopicConfigChange
+	(*AlterTopicConfigsResponse)(nil),           // 26: sluice.AlterTopicConfigsResponse
+	(*CreatePartitionsRequest)(nil),             // 27: sluice.CreatePartitionsRequest
+	(*PartitionCount)(nil),                      // 28: sluice.PartitionCount
+	(*CreatePartitionsResponse)(nil),            // 29: sluice.CreatePartitionsResponse
+	(*ElectLeadersRequest)(nil),                 // 30: sluice.ElectLeadersRequest
+	(*ElectLeadersResponse)(nil),                // 31: sluice.ElectLeadersResponse
+	(*AlterPartitionReassignmentsRequest)(nil),  // 32: sluice.AlterPartitionReassignmentsRequest
+	(*PartitionReassignment)(nil),               // 33: sluice.PartitionReassignment
+	(*AlterPartitionReassignmentsResponse)(nil), // 34: sluice.AlterPartitionReassignmentsResponse
+	(*ListPartitionReassignmentsRequest)(nil),   // 35: sluice.ListPartitionReassignmentsRequest
+	(*ListPartitionReassignmentsResponse)(nil),  // 36: sluice.ListPartitionReassignmentsResponse
+	(*OngoingReassignment)(nil),                 // 37: sluice.OngoingReassignment
+	(*DescribeReplicasRequest)(nil),             // 38: sluice.DescribeReplicasRequest
+	(*ReplicaState)(nil),                        // 39: sluice.ReplicaState
+	(*DescribeReplicasResponse)(nil),            // 40: sluice.DescribeReplicasResponse
+	(*ReplicaFetchRequest)(nil),                 // 41: sluice.ReplicaFetchRequest
+	(*ReplicaFetchResponse)(nil),                // 42: sluice.ReplicaFetchResponse
+	(*OffsetForLeaderEpochRequest)(nil),         // 43: sluice.OffsetForLeaderEpochRequest
+	(*OffsetForLeaderEpochResponse)(nil),        // 44: sluice.OffsetForLeaderEpochResponse
+	(*AlterPartitionRequest)(nil),               // 45: sluice.AlterPartitionRequest
+	(*AlterPartitionResponse)(nil),              // 46: sluice.AlterPartitionResponse
+	(*LeaderAndIsrRequest)(nil),                 // 47: sluice.LeaderAndIsrRequest
+	(*LeaderAndIsrResponse)(nil),                // 48: sluice.LeaderAndIsrResponse
+	(*ReplicaOfflineRequest)(nil),               // 49: sluice.ReplicaOfflineRequest
+	(*ReplicaOfflineResponse)(nil),              // 50: sluice.ReplicaOfflineResponse
+	(*InitProducerIdRequest)(nil),               // 51: sluice.InitProducerIdRequest
+	(*InitProducerIdResponse)(nil),              // 52: sluice.InitProducerIdResponse
+	(*AllocateProducerIdsRequest)(nil),          // 53: sluice.AllocateProducerIdsRequest
+	(*AllocateProducerIdsResponse)(nil),         // 54: sluice.AllocateProducerIdsResponse
+	(*FindCoordinatorRequest)(nil),              // 55: sluice.FindCoordinatorRequest
+	(*FindCoordinatorResponse)(nil),             // 56: sluice.FindCoordinatorResponse
+	(*TopicPartitions)(nil),                     // 57: sluice.TopicPartitions
+	(*JoinGroupRequest)(nil),                    // 58: sluice.JoinGroupRequest
+	(*GroupProtocol)(nil),                       // 59: sluice.GroupProtocol
+	(*MemberBytes)(nil),                         // 60: sluice.MemberBytes
+	(*JoinGroupResponse)(nil),                   // 61: sluice.JoinGroupResponse
+	(*SyncGroupRequest)(nil),                    // 62: sluice.SyncGroupRequest
+	(*SyncGroupResponse)(nil),                   // 63: sluice.SyncGroupResponse
+	(*HeartbeatRequest)(nil),                    // 64: sluice.HeartbeatRequest
+	(*HeartbeatResponse)(nil),                   // 65: sluice.HeartbeatResponse
+	(*LeaveGroupRequest)(nil),                   // 66: sluice.LeaveGroupRequest
+	(*LeaveGroupResponse)(nil),                  // 67: sluice.LeaveGroupResponse
+	(*OffsetCommitEntry)(nil),                   // 68: sluice.OffsetCommitEntry
+	(*OffsetCommitRequest)(nil),                 // 69: sluice.OffsetCommitRequest
+	(*OffsetCommitResponse)(nil),                // 70: sluice.OffsetCommitResponse
+	(*OffsetFetchRequest)(nil),                  // 71: sluice.OffsetFetchRequest
+	(*OffsetFetchResponse)(nil),                 // 72: sluice.OffsetFetchResponse
+	(*DeleteGroupRequest)(nil),                  // 73: sluice.DeleteGroupRequest
+	(*DeleteGroupResponse)(nil),                 // 74: sluice.DeleteGroupResponse
+	(*DeleteOffsetsRequest)(nil),                // 75: sluice.DeleteOffsetsRequest
+	(*DeleteOffsetsResponse)(nil),               // 76: sluice.DeleteOffsetsResponse
+	(*PartitionError)(nil),                      // 77: sluice.PartitionError
+	(*ListGroupsRequest)(nil),                   // 78: sluice.ListGroupsRequest
+	(*GroupOverview)(nil),                       // 79: sluice.GroupOverview
+	(*ListGroupsResponse)(nil),                  // 80: sluice.ListGroupsResponse
+	(*DescribeGroupRequest)(nil),                // 81: sluice.DescribeGroupRequest
+	(*MemberDescription)(nil),                   // 82: sluice.MemberDescription
+	(*DescribeGroupResponse)(nil),               // 83: sluice.DescribeGroupResponse
+	(*SubscribeRequest)(nil),                    // 84: sluice.SubscribeRequest
+	(*SubscribeResponse)(nil),                   // 85: sluice.SubscribeResponse
+	(*PushedRecord)(nil),                        // 86: sluice.PushedRecord
+	(*RecordHeader)(nil),                        // 87: sluice.RecordHeader
+	(*PushRecords)(nil),                         // 88: sluice.PushRecords
+	(*PushAssignment)(nil),                      // 89: sluice.PushAssignment
+	(*PushCredit)(nil),                          // 90: sluice.PushCredit
+	(*PushAck)(nil),                             // 91: sluice.PushAck
+	(*UnsubscribeRequest)(nil),                  // 92: sluice.UnsubscribeRequest
+	(*GroupRecordKey)(nil),                      // 93: sluice.GroupRecordKey
+	(*OffsetValue)(nil),                         // 94: sluice.OffsetValue
+	(*GroupMemberRecord)(nil),                   // 95: sluice.GroupMemberRecord
+	(*GroupMetadataValue)(nil),                  // 96: sluice.GroupMetadataValue
+	(*TopicRecord)(nil),                         // 97: sluice.TopicRecord
+	(*ReplicaAssignment)(nil),                   // 98: sluice.ReplicaAssignment
+	(*PartitionState)(nil),                      // 99: sluice.PartitionState
+	(*TopicDeletion)(nil),                       // 100: sluice.TopicDeletion
+	(*BrokerRegistration)(nil),                  // 101: sluice.BrokerRegistration
+	(*ClusterSnapshot)(nil),                     // 102: sluice.ClusterSnapshot
+	(*AclBinding)(nil),                          // 103: sluice.AclBinding
+	(*UserRecord)(nil),                          // 104: sluice.UserRecord
+	(*SecurityRecord)(nil),                      // 105: sluice.SecurityRecord
+	(*CreateAclsRequest)(nil),                   // 106: sluice.CreateAclsRequest
+	(*CreateAclsResponse)(nil),                  // 107: sluice.CreateAclsResponse
+	(*DeleteAclsRequest)(nil),                   // 108: sluice.DeleteAclsRequest
+	(*DeleteAclsResponse)(nil),                  // 109: sluice.DeleteAclsResponse
+	(*DescribeAclsRequest)(nil),                 // 110: sluice.DescribeAclsRequest
+	(*DescribeAclsResponse)(nil),                // 111: sluice.DescribeAclsResponse
+	(*CreateUserRequest)(nil),                   // 112: sluice.CreateUserRequest
+	(*CreateUserResponse)(nil),                  // 113: sluice.CreateUserResponse
+	(*DeleteUserRequest)(nil),                   // 114: sluice.DeleteUserRequest
+	(*DeleteUserResponse)(nil),                  // 115: sluice.DeleteUserResponse
+	(*ListUsersRequest)(nil),                    // 116: sluice.ListUsersRequest
+	(*ListUsersResponse)(nil),                   // 117: sluice.ListUsersResponse
+	(*WhoAmIRequest)(nil),                       // 118: sluice.WhoAmIRequest
+	(*WhoAmIResponse)(nil),                      // 119: sluice.WhoAmIResponse
+	nil,                                         // 120: sluice.TopicMetadata.ConfigsEntry
+	nil,                                         // 121: sluice.TopicSpec.ConfigsEntry
+	nil,                                         // 122: sluice.TopicConfigChange.SetEntry
+	nil,                                         // 123: sluice.AlterPartitionRequest.IsrEpochsEntry
+	nil,                                         // 124: sluice.TopicRecord.ConfigsEntry
+	nil,                                         // 125: sluice.PartitionState.IsrEpochsEntry
+	nil,                                         // 126: sluice.PartitionState.IsrDirsEntry
 }
 var file_sluice_proto_depIdxs = []int32{
 	0,   // 0: sluice.ErrorResponse.error:type_name -> sluice.ErrorCode
@@ -8866,95 +9305,101 @@ var file_sluice_proto_depIdxs = []int32{
 	0,   // 5: sluice.PartitionMetadata.error:type_name -> sluice.ErrorCode
 	0,   // 6: sluice.TopicMetadata.error:type_name -> sluice.ErrorCode
 	15,  // 7: sluice.TopicMetadata.partitions:type_name -> sluice.PartitionMetadata
-	114, // 8: sluice.TopicMetadata.configs:type_name -> sluice.TopicMetadata.ConfigsEntry
+	120, // 8: sluice.TopicMetadata.configs:type_name -> sluice.TopicMetadata.ConfigsEntry
 	14,  // 9: sluice.MetadataResponse.brokers:type_name -> sluice.BrokerInfo
 	16,  // 10: sluice.MetadataResponse.topics:type_name -> sluice.TopicMetadata
-	115, // 11: sluice.TopicSpec.configs:type_name -> sluice.TopicSpec.ConfigsEntry
+	121, // 11: sluice.TopicSpec.configs:type_name -> sluice.TopicSpec.ConfigsEntry
 	18,  // 12: sluice.CreateTopicsRequest.topics:type_name -> sluice.TopicSpec
 	0,   // 13: sluice.TopicResult.error:type_name -> sluice.ErrorCode
 	20,  // 14: sluice.CreateTopicsResponse.results:type_name -> sluice.TopicResult
 	20,  // 15: sluice.DeleteTopicsResponse.results:type_name -> sluice.TopicResult
 	25,  // 16: sluice.AlterTopicConfigsRequest.topics:type_name -> sluice.TopicConfigChange
-	116, // 17: sluice.TopicConfigChange.set:type_name -> sluice.TopicConfigChange.SetEntry
+	122, // 17: sluice.TopicConfigChange.set:type_name -> sluice.TopicConfigChange.SetEntry
 	20,  // 18: sluice.AlterTopicConfigsResponse.results:type_name -> sluice.TopicResult
 	28,  // 19: sluice.CreatePartitionsRequest.topics:type_name -> sluice.PartitionCount
 	20,  // 20: sluice.CreatePartitionsResponse.results:type_name -> sluice.TopicResult
-	51,  // 21: sluice.ElectLeadersRequest.partitions:type_name -> sluice.TopicPartitions
-	71,  // 22: sluice.ElectLeadersResponse.results:type_name -> sluice.PartitionError
+	57,  // 21: sluice.ElectLeadersRequest.partitions:type_name -> sluice.TopicPartitions
+	77,  // 22: sluice.ElectLeadersResponse.results:type_name -> sluice.PartitionError
 	0,   // 23: sluice.ElectLeadersResponse.error:type_name -> sluice.ErrorCode
-	0,   // 24: sluice.ReplicaState.error:type_name -> sluice.ErrorCode
-	33,  // 25: sluice.DescribeReplicasResponse.replicas:type_name -> sluice.ReplicaState
-	0,   // 26: sluice.ReplicaFetchResponse.error:type_name -> sluice.ErrorCode
-	0,   // 27: sluice.OffsetForLeaderEpochResponse.error:type_name -> sluice.ErrorCode
-	117, // 28: sluice.AlterPartitionRequest.isr_epochs:type_name -> sluice.AlterPartitionRequest.IsrEpochsEntry
-	0,   // 29: sluice.AlterPartitionResponse.error:type_name -> sluice.ErrorCode
-	93,  // 30: sluice.AlterPartitionResponse.state:type_name -> sluice.PartitionState
-	93,  // 31: sluice.LeaderAndIsrRequest.states:type_name -> sluice.PartitionState
-	0,   // 32: sluice.LeaderAndIsrResponse.error:type_name -> sluice.ErrorCode
-	0,   // 33: sluice.ReplicaOfflineResponse.error:type_name -> sluice.ErrorCode
-	0,   // 34: sluice.InitProducerIdResponse.error:type_name -> sluice.ErrorCode
-	0,   // 35: sluice.AllocateProducerIdsResponse.error:type_name -> sluice.ErrorCode
-	0,   // 36: sluice.FindCoordinatorResponse.error:type_name -> sluice.ErrorCode
-	53,  // 37: sluice.JoinGroupRequest.protocols:type_name -> sluice.GroupProtocol
-	0,   // 38: sluice.JoinGroupResponse.error:type_name -> sluice.ErrorCode
-	54,  // 39: sluice.JoinGroupResponse.member_metadata:type_name -> sluice.MemberBytes
-	54,  // 40: sluice.SyncGroupRequest.assignments:type_name -> sluice.MemberBytes
-	0,   // 41: sluice.SyncGroupResponse.error:type_name -> sluice.ErrorCode
-	51,  // 42: sluice.SyncGroupResponse.assignment:type_name -> sluice.TopicPartitions
-	0,   // 43: sluice.HeartbeatResponse.error:type_name -> sluice.ErrorCode
-	0,   // 44: sluice.LeaveGroupResponse.error:type_name -> sluice.ErrorCode
-	0,   // 45: sluice.OffsetCommitEntry.error:type_name -> sluice.ErrorCode
-	62,  // 46: sluice.OffsetCommitRequest.offsets:type_name -> sluice.OffsetCommitEntry
-	0,   // 47: sluice.OffsetCommitResponse.error:type_name -> sluice.ErrorCode
-	51,  // 48: sluice.OffsetFetchRequest.partitions:type_name -> sluice.TopicPartitions
-	0,   // 49: sluice.OffsetFetchResponse.error:type_name -> sluice.ErrorCode
-	62,  // 50: sluice.OffsetFetchResponse.offsets:type_name -> sluice.OffsetCommitEntry
-	0,   // 51: sluice.DeleteGroupResponse.error:type_name -> sluice.ErrorCode
-	51,  // 52: sluice.DeleteOffsetsRequest.partitions:type_name -> sluice.TopicPartitions
-	0,   // 53: sluice.DeleteOffsetsResponse.error:type_name -> sluice.ErrorCode
-	71,  // 54: sluice.DeleteOffsetsResponse.partitions:type_name -> sluice.PartitionError
-	0,   // 55: sluice.PartitionError.error:type_name -> sluice.ErrorCode
-	73,  // 56: sluice.ListGroupsResponse.groups:type_name -> sluice.GroupOverview
-	51,  // 57: sluice.MemberDescription.assignment:type_name -> sluice.TopicPartitions
-	0,   // 58: sluice.DescribeGroupResponse.error:type_name -> sluice.ErrorCode
-	76,  // 59: sluice.DescribeGroupResponse.members:type_name -> sluice.MemberDescription
-	0,   // 60: sluice.SubscribeResponse.error:type_name -> sluice.ErrorCode
-	81,  // 61: sluice.PushedRecord.headers:type_name -> sluice.RecordHeader
-	80,  // 62: sluice.PushRecords.records:type_name -> sluice.PushedRecord
-	51,  // 63: sluice.PushAssignment.assigned:type_name -> sluice.TopicPartitions
-	51,  // 64: sluice.GroupMemberRecord.assignment:type_name -> sluice.TopicPartitions
-	53,  // 65: sluice.GroupMemberRecord.protocols:type_name -> sluice.GroupProtocol
-	89,  // 66: sluice.GroupMetadataValue.members:type_name -> sluice.GroupMemberRecord
-	118, // 67: sluice.TopicRecord.configs:type_name -> sluice.TopicRecord.ConfigsEntry
-	92,  // 68: sluice.TopicRecord.assignment:type_name -> sluice.ReplicaAssignment
-	119, // 69: sluice.PartitionState.isr_epochs:type_name -> sluice.PartitionState.IsrEpochsEntry
-	120, // 70: sluice.PartitionState.isr_dirs:type_name -> sluice.PartitionState.IsrDirsEntry
-	91,  // 71: sluice.ClusterSnapshot.topics:type_name -> sluice.TopicRecord
-	93,  // 72: sluice.ClusterSnapshot.partitions:type_name -> sluice.PartitionState
-	94,  // 73: sluice.ClusterSnapshot.deleted_topics:type_name -> sluice.TopicDeletion
-	1,   // 74: sluice.AclBinding.resource_type:type_name -> sluice.AclResourceType
-	3,   // 75: sluice.AclBinding.pattern_type:type_name -> sluice.AclPatternType
-	2,   // 76: sluice.AclBinding.operation:type_name -> sluice.AclOperation
-	4,   // 77: sluice.AclBinding.permission:type_name -> sluice.AclPermission
-	97,  // 78: sluice.SecurityRecord.acls:type_name -> sluice.AclBinding
-	98,  // 79: sluice.SecurityRecord.users:type_name -> sluice.UserRecord
-	97,  // 80: sluice.CreateAclsRequest.acls:type_name -> sluice.AclBinding
-	0,   // 81: sluice.CreateAclsResponse.error:type_name -> sluice.ErrorCode
-	97,  // 82: sluice.DeleteAclsRequest.filters:type_name -> sluice.AclBinding
-	0,   // 83: sluice.DeleteAclsResponse.error:type_name -> sluice.ErrorCode
-	97,  // 84: sluice.DeleteAclsResponse.deleted:type_name -> sluice.AclBinding
-	97,  // 85: sluice.DescribeAclsRequest.filter:type_name -> sluice.AclBinding
-	0,   // 86: sluice.DescribeAclsResponse.error:type_name -> sluice.ErrorCode
-	97,  // 87: sluice.DescribeAclsResponse.acls:type_name -> sluice.AclBinding
-	0,   // 88: sluice.CreateUserResponse.error:type_name -> sluice.ErrorCode
-	0,   // 89: sluice.DeleteUserResponse.error:type_name -> sluice.ErrorCode
-	0,   // 90: sluice.ListUsersResponse.error:type_name -> sluice.ErrorCode
-	98,  // 91: sluice.ListUsersResponse.users:type_name -> sluice.UserRecord
-	92,  // [92:92] is the sub-list for method output_type
-	92,  // [92:92] is the sub-list for method input_type
-	92,  // [92:92] is the sub-list for extension type_name
-	92,  // [92:92] is the sub-list for extension extendee
-	0,   // [0:92] is the sub-list for field type_name
+	33,  // 24: sluice.AlterPartitionReassignmentsRequest.partitions:type_name -> sluice.PartitionReassignment
+	77,  // 25: sluice.AlterPartitionReassignmentsResponse.results:type_name -> sluice.PartitionError
+	0,   // 26: sluice.AlterPartitionReassignmentsResponse.error:type_name -> sluice.ErrorCode
+	57,  // 27: sluice.ListPartitionReassignmentsRequest.partitions:type_name -> sluice.TopicPartitions
+	37,  // 28: sluice.ListPartitionReassignmentsResponse.reassignments:type_name -> sluice.OngoingReassignment
+	0,   // 29: sluice.ListPartitionReassignmentsResponse.error:type_name -> sluice.ErrorCode
+	0,   // 30: sluice.ReplicaState.error:type_name -> sluice.ErrorCode
+	39,  // 31: sluice.DescribeReplicasResponse.replicas:type_name -> sluice.ReplicaState
+	0,   // 32: sluice.ReplicaFetchResponse.error:type_name -> sluice.ErrorCode
+	0,   // 33: sluice.OffsetForLeaderEpochResponse.error:type_name -> sluice.ErrorCode
+	123, // 34: sluice.AlterPartitionRequest.isr_epochs:type_name -> sluice.AlterPartitionRequest.IsrEpochsEntry
+	0,   // 35: sluice.AlterPartitionResponse.error:type_name -> sluice.ErrorCode
+	99,  // 36: sluice.AlterPartitionResponse.state:type_name -> sluice.PartitionState
+	99,  // 37: sluice.LeaderAndIsrRequest.states:type_name -> sluice.PartitionState
+	0,   // 38: sluice.LeaderAndIsrResponse.error:type_name -> sluice.ErrorCode
+	0,   // 39: sluice.ReplicaOfflineResponse.error:type_name -> sluice.ErrorCode
+	0,   // 40: sluice.InitProducerIdResponse.error:type_name -> sluice.ErrorCode
+	0,   // 41: sluice.AllocateProducerIdsResponse.error:type_name -> sluice.ErrorCode
+	0,   // 42: sluice.FindCoordinatorResponse.error:type_name -> sluice.ErrorCode
+	59,  // 43: sluice.JoinGroupRequest.protocols:type_name -> sluice.GroupProtocol
+	0,   // 44: sluice.JoinGroupResponse.error:type_name -> sluice.ErrorCode
+	60,  // 45: sluice.JoinGroupResponse.member_metadata:type_name -> sluice.MemberBytes
+	60,  // 46: sluice.SyncGroupRequest.assignments:type_name -> sluice.MemberBytes
+	0,   // 47: sluice.SyncGroupResponse.error:type_name -> sluice.ErrorCode
+	57,  // 48: sluice.SyncGroupResponse.assignment:type_name -> sluice.TopicPartitions
+	0,   // 49: sluice.HeartbeatResponse.error:type_name -> sluice.ErrorCode
+	0,   // 50: sluice.LeaveGroupResponse.error:type_name -> sluice.ErrorCode
+	0,   // 51: sluice.OffsetCommitEntry.error:type_name -> sluice.ErrorCode
+	68,  // 52: sluice.OffsetCommitRequest.offsets:type_name -> sluice.OffsetCommitEntry
+	0,   // 53: sluice.OffsetCommitResponse.error:type_name -> sluice.ErrorCode
+	57,  // 54: sluice.OffsetFetchRequest.partitions:type_name -> sluice.TopicPartitions
+	0,   // 55: sluice.OffsetFetchResponse.error:type_name -> sluice.ErrorCode
+	68,  // 56: sluice.OffsetFetchResponse.offsets:type_name -> sluice.OffsetCommitEntry
+	0,   // 57: sluice.DeleteGroupResponse.error:type_name -> sluice.ErrorCode
+	57,  // 58: sluice.DeleteOffsetsRequest.partitions:type_name -> sluice.TopicPartitions
+	0,   // 59: sluice.DeleteOffsetsResponse.error:type_name -> sluice.ErrorCode
+	77,  // 60: sluice.DeleteOffsetsResponse.partitions:type_name -> sluice.PartitionError
+	0,   // 61: sluice.PartitionError.error:type_name -> sluice.ErrorCode
+	79,  // 62: sluice.ListGroupsResponse.groups:type_name -> sluice.GroupOverview
+	57,  // 63: sluice.MemberDescription.assignment:type_name -> sluice.TopicPartitions
+	0,   // 64: sluice.DescribeGroupResponse.error:type_name -> sluice.ErrorCode
+	82,  // 65: sluice.DescribeGroupResponse.members:type_name -> sluice.MemberDescription
+	0,   // 66: sluice.SubscribeResponse.error:type_name -> sluice.ErrorCode
+	87,  // 67: sluice.PushedRecord.headers:type_name -> sluice.RecordHeader
+	86,  // 68: sluice.PushRecords.records:type_name -> sluice.PushedRecord
+	57,  // 69: sluice.PushAssignment.assigned:type_name -> sluice.TopicPartitions
+	57,  // 70: sluice.GroupMemberRecord.assignment:type_name -> sluice.TopicPartitions
+	59,  // 71: sluice.GroupMemberRecord.protocols:type_name -> sluice.GroupProtocol
+	95,  // 72: sluice.GroupMetadataValue.members:type_name -> sluice.GroupMemberRecord
+	124, // 73: sluice.TopicRecord.configs:type_name -> sluice.TopicRecord.ConfigsEntry
+	98,  // 74: sluice.TopicRecord.assignment:type_name -> sluice.ReplicaAssignment
+	125, // 75: sluice.PartitionState.isr_epochs:type_name -> sluice.PartitionState.IsrEpochsEntry
+	126, // 76: sluice.PartitionState.isr_dirs:type_name -> sluice.PartitionState.IsrDirsEntry
+	97,  // 77: sluice.ClusterSnapshot.topics:type_name -> sluice.TopicRecord
+	99,  // 78: sluice.ClusterSnapshot.partitions:type_name -> sluice.PartitionState
+	100, // 79: sluice.ClusterSnapshot.deleted_topics:type_name -> sluice.TopicDeletion
+	1,   // 80: sluice.AclBinding.resource_type:type_name -> sluice.AclResourceType
+	3,   // 81: sluice.AclBinding.pattern_type:type_name -> sluice.AclPatternType
+	2,   // 82: sluice.AclBinding.operation:type_name -> sluice.AclOperation
+	4,   // 83: sluice.AclBinding.permission:type_name -> sluice.AclPermission
+	103, // 84: sluice.SecurityRecord.acls:type_name -> sluice.AclBinding
+	104, // 85: sluice.SecurityRecord.users:type_name -> sluice.UserRecord
+	103, // 86: sluice.CreateAclsRequest.acls:type_name -> sluice.AclBinding
+	0,   // 87: sluice.CreateAclsResponse.error:type_name -> sluice.ErrorCode
+	103, // 88: sluice.DeleteAclsRequest.filters:type_name -> sluice.AclBinding
+	0,   // 89: sluice.DeleteAclsResponse.error:type_name -> sluice.ErrorCode
+	103, // 90: sluice.DeleteAclsResponse.deleted:type_name -> sluice.AclBinding
+	103, // 91: sluice.DescribeAclsRequest.filter:type_name -> sluice.AclBinding
+	0,   // 92: sluice.DescribeAclsResponse.error:type_name -> sluice.ErrorCode
+	103, // 93: sluice.DescribeAclsResponse.acls:type_name -> sluice.AclBinding
+	0,   // 94: sluice.CreateUserResponse.error:type_name -> sluice.ErrorCode
+	0,   // 95: sluice.DeleteUserResponse.error:type_name -> sluice.ErrorCode
+	0,   // 96: sluice.ListUsersResponse.error:type_name -> sluice.ErrorCode
+	104, // 97: sluice.ListUsersResponse.users:type_name -> sluice.UserRecord
+	98,  // [98:98] is the sub-list for method output_type
+	98,  // [98:98] is the sub-list for method input_type
+	98,  // [98:98] is the sub-list for extension type_name
+	98,  // [98:98] is the sub-list for extension extendee
+	0,   // [0:98] is the sub-list for field type_name
 }
 
 func init() { file_sluice_proto_init() }
@@ -8968,7 +9413,7 @@ func file_sluice_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_sluice_proto_rawDesc), len(file_sluice_proto_rawDesc)),
 			NumEnums:      5,
-			NumMessages:   116,
+			NumMessages:   122,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -141,6 +141,14 @@ func plain[M proto.Message](serve func(*brokerActor, actor.Context, M)) func(*br
 	return func(b *brokerActor, ctx actor.Context, m M, _ failFunc) { serve(b, ctx, m) }
 }
 
+// onClusterEntry is the entry of a request that needs op on the cluster,
+// answered fail's way when refused.
+func onClusterEntry[M proto.Message](op messages.AclOperation, fail failFunc, serve func(*brokerActor, actor.Context, M, failFunc)) request {
+	return entry(func(M) failFunc { return fail },
+		func(b *brokerActor, ctx actor.Context, _ M, f failFunc) bool { return b.permit(ctx, f, onCluster(op)) },
+		serve)
+}
+
 var requests = map[reflect.Type]request{
 	// Data: to the partition's replica, with Write or Read on its topic.
 	typeOf[*messages.ProduceRequest](): entry(
@@ -229,16 +237,15 @@ var requests = map[reflect.Type]request{
 	typeOf[*messages.CreatePartitionsRequest](): entry(
 		failTopics(func(r []*messages.TopicResult) proto.Message { return &messages.CreatePartitionsResponse{Results: r} }, actors.CreatePartitionsNames),
 		mayOnTopics(opAlter, actors.CreatePartitionsNames), toController[*messages.CreatePartitionsRequest]),
-	typeOf[*messages.ElectLeadersRequest](): entry(
-		func(*messages.ElectLeadersRequest) failFunc {
-			return func(code messages.ErrorCode, text string) proto.Message {
-				return &messages.ElectLeadersResponse{Error: code, ErrorMessage: text}
-			}
-		},
-		func(b *brokerActor, ctx actor.Context, _ *messages.ElectLeadersRequest, fail failFunc) bool {
-			return b.permit(ctx, fail, onCluster(opAlter))
-		},
-		toController[*messages.ElectLeadersRequest]),
+	typeOf[*messages.ElectLeadersRequest](): onClusterEntry(opAlter, func(code messages.ErrorCode, text string) proto.Message {
+		return &messages.ElectLeadersResponse{Error: code, ErrorMessage: text}
+	}, toController[*messages.ElectLeadersRequest]),
+	typeOf[*messages.AlterPartitionReassignmentsRequest](): onClusterEntry(opAlter, func(code messages.ErrorCode, text string) proto.Message {
+		return &messages.AlterPartitionReassignmentsResponse{Error: code, ErrorMessage: text}
+	}, toController[*messages.AlterPartitionReassignmentsRequest]),
+	typeOf[*messages.ListPartitionReassignmentsRequest](): onClusterEntry(opDescribe, func(code messages.ErrorCode, text string) proto.Message {
+		return &messages.ListPartitionReassignmentsResponse{Error: code, ErrorMessage: text}
+	}, plain((*brokerActor).onListPartitionReassignments)),
 
 	// Groups and producers.
 	typeOf[*messages.FindCoordinatorRequest](): entry(

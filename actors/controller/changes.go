@@ -61,6 +61,10 @@ var changes = map[reflect.Type]change{
 		func(_ *messages.ElectLeadersRequest, code messages.ErrorCode, text string) proto.Message {
 			return &messages.ElectLeadersResponse{Error: code, ErrorMessage: text}
 		}),
+	reflect.TypeFor[*messages.AlterPartitionReassignmentsRequest](): changeEntry((*controllerActor).onAlterPartitionReassignments,
+		func(_ *messages.AlterPartitionReassignmentsRequest, code messages.ErrorCode, text string) proto.Message {
+			return &messages.AlterPartitionReassignmentsResponse{Error: code, ErrorMessage: text}
+		}),
 	reflect.TypeFor[*messages.CreateAclsRequest](): securityEntry[*messages.CreateAclsRequest](),
 	reflect.TypeFor[*messages.DeleteAclsRequest](): securityEntry[*messages.DeleteAclsRequest](),
 	reflect.TypeFor[*messages.CreateUserRequest](): securityEntry[*messages.CreateUserRequest](),

@@ -327,11 +327,9 @@ func (c *controllerActor) overPartitionLimit(topic string, assignment, pending [
 	}
 	hosted := map[int32]int{}
 	if c.snap != nil {
-		for _, t := range c.snap.Topics {
-			for _, a := range t.Assignment {
-				for _, id := range a.Replicas {
-					hosted[id]++
-				}
+		for _, part := range c.snap.Partitions {
+			for _, id := range part.State.Replicas {
+				hosted[id]++
 			}
 		}
 	}
@@ -414,6 +412,16 @@ func (c *controllerActor) knowsLiveBrokers() (messages.ErrorCode, string) {
 	return messages.ErrorCode_NONE, ""
 }
 
+// canPlace says why the controller cannot decide where replicas go or
+// who leads yet (NONE when it can): metadata of another cluster, or no
+// membership yet.
+func (c *controllerActor) canPlace() (messages.ErrorCode, string) {
+	if why := c.trusted(); why != "" {
+		return messages.ErrorCode_INCONSISTENT_CLUSTER_ID, why
+	}
+	return c.knowsLiveBrokers()
+}
+
 // liveRacks maps the live brokers to their racks, for placement.
 func (c *controllerActor) liveRacks() map[int32]string {
 	racks := make(map[int32]string, len(c.live))
@@ -472,13 +480,15 @@ func (c *controllerActor) onReplicaOffline(ctx actor.Context, req *messages.Repl
 
 func toElection(st *messages.PartitionState) election.Partition {
 	return election.Partition{Replicas: st.Replicas, Leader: st.Leader, LeaderEpoch: st.LeaderEpoch,
-		ISR: st.Isr, PartitionEpoch: st.PartitionEpoch, ISREpochs: st.IsrEpochs, ISRDirs: st.IsrDirs}
+		ISR: st.Isr, PartitionEpoch: st.PartitionEpoch, ISREpochs: st.IsrEpochs, ISRDirs: st.IsrDirs,
+		Adding: st.AddingReplicas, Removing: st.RemovingReplicas}
 }
 
 func fromElection(st *messages.PartitionState, p election.Partition) *messages.PartitionState {
 	next := proto.Clone(st).(*messages.PartitionState)
 	next.Leader, next.LeaderEpoch, next.Isr, next.PartitionEpoch = p.Leader, p.LeaderEpoch, p.ISR, p.PartitionEpoch
 	next.IsrEpochs, next.IsrDirs = p.ISREpochs, p.ISRDirs
+	next.Replicas, next.AddingReplicas, next.RemovingReplicas = p.Replicas, p.Adding, p.Removing
 	return next
 }
 
@@ -504,7 +514,14 @@ func (c *controllerActor) electAll(ctx actor.Context) {
 			continue
 		}
 		tc, _ := actors.ParseTopicConfig(c.cfg.DefaultTopic, topic.Configs)
-		next, ok := election.OnLiveBrokers(toElection(part.State), c.liveFor(tp), tc.UncleanLeaderElection)
+		live := c.liveFor(tp)
+		next, ok := election.OnLiveBrokers(toElection(part.State), live, tc.UncleanLeaderElection)
+		// A move whose target caught up before a controller failover
+		// completes here.
+		if done, completed := election.Complete(next, live); completed {
+			next, ok = done, true
+			c.cfg.Logger.Info("partition reassignment completed", "partition", tp, "replicas", done.Replicas)
+		}
 		if !ok {
 			continue
 		}
@@ -622,6 +639,12 @@ func (c *controllerActor) onAlterPartition(ctx actor.Context, req *messages.Alte
 		actors.SendTo(ctx, sender, &messages.AlterPartitionResponse{Error: code, ErrorMessage: rej.Reason, State: part.State})
 		return
 	}
+	// The ISR change that brings a move's last target replica in sync
+	// completes the move in the same write.
+	completed := false
+	if done, ok := election.Complete(next, c.liveFor(tp)); ok {
+		next, completed = done, true
+	}
 	st := fromElection(part.State, next)
 	update := []cluster.PartitionUpdate{{State: st, ExpectVersion: part.Version}}
 	c.besideFor(ctx, true, func(store cluster.MetadataStore, fence cluster.Fence) func(actor.Context) {
@@ -633,6 +656,9 @@ func (c *controllerActor) onAlterPartition(ctx actor.Context, req *messages.Alte
 				return
 			}
 			c.cfg.Logger.Info("committed ISR change", "partition", tp, "isr", st.Isr, "was", part.State.Isr, "partition_epoch", st.PartitionEpoch)
+			if completed {
+				c.cfg.Logger.Info("partition reassignment completed", "partition", tp, "replicas", st.Replicas, "leader", st.Leader)
+			}
 			c.announce(ctx, []*messages.PartitionState{st})
 			actors.SendTo(ctx, sender, &messages.AlterPartitionResponse{State: st})
 		}

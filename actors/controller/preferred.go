@@ -98,11 +98,7 @@ func (c *controllerActor) onElectLeaders(ctx actor.Context, req *messages.ElectL
 	fail := func(code messages.ErrorCode, text string) {
 		actors.SendTo(ctx, sender, &messages.ElectLeadersResponse{Error: code, ErrorMessage: text})
 	}
-	if why := c.trusted(); why != "" {
-		fail(messages.ErrorCode_INCONSISTENT_CLUSTER_ID, why)
-		return
-	}
-	if code, text := c.knowsLiveBrokers(); code != messages.ErrorCode_NONE {
+	if code, text := c.canPlace(); code != messages.ErrorCode_NONE {
 		fail(code, text)
 		return
 	}

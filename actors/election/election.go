@@ -37,6 +37,9 @@ type Partition struct {
 	// ISRDirs is the data directory id each ISR member was in sync with
 	// (missing: not known). A member whose directory changed lost its log.
 	ISRDirs map[int32]string
+	// Adding and Removing are, during a reassignment (reassign.go), the
+	// replicas the move adds and those it takes away; both are in Replicas.
+	Adding, Removing []int32
 }
 
 // Clone returns a deep copy of p.
@@ -45,6 +48,8 @@ func (p Partition) Clone() Partition {
 	p.ISR = slices.Clone(p.ISR)
 	p.ISREpochs = maps.Clone(p.ISREpochs)
 	p.ISRDirs = maps.Clone(p.ISRDirs)
+	p.Adding = slices.Clone(p.Adding)
+	p.Removing = slices.Clone(p.Removing)
 	return p
 }
 
@@ -130,7 +135,8 @@ func OnLiveBrokers(p Partition, live Live, unclean bool) (next Partition, change
 		next.Leader = leader
 		next.ISR = inSync
 		next.ISREpochs, next.ISRDirs = p.withEpochs(inSync, live)
-	} else if leader, ok := first(p.Replicas, isAlive(live)); ok && unclean {
+	} else if leader, ok := first(p.Original(), isAlive(live)); ok && unclean {
+		// Not a replica a move is adding: it may hold nothing yet.
 		next.Leader = leader
 		next.ISR = []int32{leader}
 		next.ISREpochs, next.ISRDirs = current(next.ISR, live)

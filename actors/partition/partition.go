@@ -461,8 +461,10 @@ func (p *partitionActor) onApplyState(ctx actor.Context, msg *ApplyState) {
 	case replica.AwaitDecision, replica.StepDown:
 		p.becomeNone(ctx)
 	case replica.ISRChanged:
-		// The leader's proposal, or the controller dropping a dead follower.
+		// The leader's proposal, the controller dropping a dead follower,
+		// or a reassignment adding or removing replicas.
 		p.cfg.Broker.Metrics.ISRChanged(prevISR, len(st.Isr))
+		p.leader.ReplicasChanged(st.Replicas, time.Now())
 		if p.leader.ISRCommitted(st.Isr, st.IsrEpochs, st.PartitionEpoch) {
 			p.onHWAdvanced(ctx)
 		}

@@ -57,8 +57,8 @@ const (
 	// log may be gone with that run's disk): no role until the controller
 	// decides anew.
 	AwaitDecision
-	// ISRChanged: the leader stays leader; only the ISR changed under the
-	// same leader epoch.
+	// ISRChanged: the leader stays leader; only the ISR or the replica set
+	// changed under the same leader epoch.
 	ISRChanged
 	// Lead: become the leader.
 	Lead
@@ -67,7 +67,8 @@ const (
 	KeepFollowing
 	// Follow: become a follower of Next's leader.
 	Follow
-	// StepDown: no leader; no role.
+	// StepDown: no leader, or this replica is no longer one of the
+	// partition's (moved away, its broker removes it): no role.
 	StepDown
 )
 
@@ -85,6 +86,8 @@ func Decide(c Change) Step {
 	sameEpoch := cur != nil && st.LeaderEpoch == cur.LeaderEpoch
 	leads := st.Leader == c.Self
 	switch {
+	case len(st.Replicas) > 0 && !slices.Contains(st.Replicas, c.Self):
+		return StepDown
 	case !c.HasLog:
 		return Unusable
 	case leads && c.LostRecords && slices.ContainsFunc(st.Isr, func(id int32) bool { return id != c.Self }):

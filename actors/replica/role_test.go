@@ -45,6 +45,15 @@ func TestDecide(t *testing.T) {
 		{"a new leader", func(c *Change) { c.Next = state(3, 4, 6, 3) }, Follow},
 		{"the first state", func(c *Change) { c.Current, c.Role = nil, NoRole; c.Next = state(2, 0, 1, 1, 2) }, Follow},
 		{"no leader", func(c *Change) { c.Next = state(-1, 4, 6) }, StepDown},
+		{"moved away from this broker", func(c *Change) {
+			c.Next = state(2, 3, 6, 2, 3)
+			c.Next.Replicas = []int32{2, 3}
+		}, StepDown},
+		{"the leader's replica set grew", func(c *Change) {
+			c.Current, c.Role = state(1, 4, 6, 1, 2), Leader
+			c.Next = state(1, 4, 7, 1, 2)
+			c.Next.Replicas = []int32{1, 2, 3}
+		}, ISRChanged},
 	} {
 		c := base()
 		tc.edit(&c)

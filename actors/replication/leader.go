@@ -263,6 +263,24 @@ func (l *Leader) ISRCommitted(isr []int32, epochs map[int32]int64, partitionEpoc
 	return l.advanceHW()
 }
 
+// ReplicasChanged applies a replica set the controller changed under this
+// leadership (a reassignment adding or removing replicas): new followers
+// are tracked as caught up at now, like those of a new leadership, and
+// removed ones are forgotten.
+func (l *Leader) ReplicasChanged(replicas []int32, now time.Time) {
+	l.cfg.Replicas = slices.Clone(replicas)
+	for id := range l.followers {
+		if !slices.Contains(replicas, id) {
+			delete(l.followers, id)
+		}
+	}
+	for _, id := range replicas {
+		if _, ok := l.followers[id]; !ok && id != l.cfg.ReplicaID {
+			l.followers[id] = &followerProgress{leo: -1, lastCaughtUp: now, lastFetch: now}
+		}
+	}
+}
+
 // SetMinISR applies a changed min.insync.replicas and reports whether the
 // HW moved (a lower minimum can release it).
 func (l *Leader) SetMinISR(n int) bool {

@@ -317,3 +317,32 @@ func TestLeaderHoldsProposalsBackAfterARefusal(t *testing.T) {
 		t.Fatalf("after the backoff: proposed %v", p)
 	}
 }
+
+// A replica a reassignment adds is tracked from the state that adds it:
+// once it has caught up the leader proposes it for the ISR; a replica the
+// move removes no longer holds the HW back.
+func TestReplicasChangedUnderALeadership(t *testing.T) {
+	l := newTestLeader([]int32{1, 2}, []int32{1, 2}, 1, 10)
+	l.FollowerFetched(2, 10, 0, t0)
+	if _, propose := l.FollowerFetched(3, 10, 0, t0); propose != nil {
+		t.Fatalf("proposed %v for a broker that is not a replica", propose)
+	}
+	l.ReplicasChanged([]int32{1, 2, 3}, t0)
+	if _, propose := l.FollowerFetched(3, 4, 0, t0); propose != nil {
+		t.Fatalf("proposed %v for a replica still catching up", propose)
+	}
+	_, propose := l.FollowerFetched(3, 10, 0, t0)
+	if !slices.Equal(propose, []int32{1, 2, 3}) {
+		t.Fatalf("proposed %v for a caught-up added replica, want [1 2 3]", propose)
+	}
+	l.ISRCommitted([]int32{1, 2, 3}, nil, 1)
+
+	// The move completes without 2: it stops holding the HW back.
+	l.ReplicasChanged([]int32{1, 3}, t0)
+	l.ISRCommitted([]int32{1, 3}, nil, 2)
+	l.Appended(12)
+	l.FollowerFetched(3, 12, 0, t0)
+	if hw := l.HighWatermark(); hw != 12 {
+		t.Fatalf("HW %d after the removed replica left, want 12", hw)
+	}
+}

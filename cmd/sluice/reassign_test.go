@@ -1,0 +1,160 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/sluicemq/sluice/client"
+)
+
+// reassigned reports whether topic-p has exactly target as its replicas,
+// all in sync, and no move in progress.
+func (c *testCluster) reassigned(topic string, p int32, target []int32) bool {
+	pm := c.partitionState(topic, p)
+	if pm == nil || !slices.Equal(pm.Replicas, target) || len(pm.Isr) != len(target) {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	moving, err := c.admin.ListPartitionReassignments(ctx, client.ElectionTarget{Topic: topic, Partitions: []int32{p}})
+	return err == nil && len(moving) == 0
+}
+
+// partitionDirGone reports whether broker id holds no directory of topic-p.
+func (c *testCluster) partitionDirGone(id int32, topic string, p int32) bool {
+	_, err := os.Stat(filepath.Join(c.brokers[id].Data, "topics", fmt.Sprintf("%s-%d", topic, p)))
+	return os.IsNotExist(err)
+}
+
+// Moves under a running acks=all producer: a partition whose leader leaves
+// (the leader moves to a replica that stays), one grown from two replicas
+// to three, both through Sluice's client, and one shrunk to one through
+// the Kafka door with franz-go's kadm. Each move completes with the
+// target in sync, the brokers that left delete their data, and nothing
+// acknowledged is lost or written twice (every replica's log is compared
+// at the end). Moves that cannot be made get Kafka's error codes.
+func TestReassignmentsUnderLoad(t *testing.T) {
+	c := startCluster(t, 3, "--kafka-addr", "127.0.0.1:0")
+	const topic = "moves"
+	c.createTopic(topic, 3, 2, nil)
+	w := startWorkload(t, c, topic, 2)
+	hw := startHWMonitor(c, topic)
+	w.waitAcks(c, 2000)
+
+	targets := map[int32][]int32{}
+	var moves []client.Reassignment
+	for p := int32(0); p < 3; p++ {
+		pm := c.partitionState(topic, p)
+		var missing int32
+		for _, id := range c.ids() {
+			if !slices.Contains(pm.Replicas, id) {
+				missing = id
+			}
+		}
+		var target []int32
+		switch p {
+		case 0: // the leader leaves for the broker without a replica
+			var stays int32
+			for _, id := range pm.Replicas {
+				if id != pm.Leader {
+					stays = id
+				}
+			}
+			target = []int32{missing, stays}
+		case 1: // RF 2 -> 3
+			target = append(slices.Clone(pm.Replicas), missing)
+		case 2: // RF 2 -> 1, without its leader
+			for _, id := range pm.Replicas {
+				if id != pm.Leader {
+					target = []int32{id}
+				}
+			}
+		}
+		t.Logf("partition %d: replicas %v leader %d -> %v", p, pm.Replicas, pm.Leader, target)
+		targets[p] = target
+		moves = append(moves, client.Reassignment{Topic: topic, Partition: p, Replicas: target})
+	}
+	before := map[int32][]int32{}
+	for p := int32(0); p < 3; p++ {
+		before[p] = c.partitionState(topic, p).Replicas
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	results, err := c.admin.AlterPartitionReassignments(ctx, moves[:2]...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range results {
+		if r.Err != nil {
+			t.Fatalf("partition %d: %v", r.Partition, r.Err)
+		}
+	}
+	adm := kadm.NewClient(newKgo(t, strings.Join(kafkaSeeds(t, c), ",")))
+	var req kadm.AlterPartitionAssignmentsReq
+	req.Assign(topic, 2, targets[2])
+	req.Assign(topic, 9, []int32{1})         // no such partition
+	req.Assign(topic+"-none", 0, []int32{1}) // no such topic
+	kres, err := adm.AlterPartitionAssignments(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []struct {
+		p   int32
+		err error
+	}{{2, nil}, {9, kerr.UnknownTopicOrPartition}} {
+		if got := kres[topic][want.p].Err; !errors.Is(got, want.err) {
+			t.Errorf("kadm: partition %d: %v, want %v", want.p, got, want.err)
+		}
+	}
+	if got := kres[topic+"-none"][0].Err; !errors.Is(got, kerr.UnknownTopicOrPartition) {
+		t.Errorf("kadm: a topic that does not exist: %v", got)
+	}
+	for p := int32(0); p < 3; p++ {
+		c.waitFor(fmt.Sprintf("partition %d on %v", p, targets[p]), time.Minute, func() bool { return c.reassigned(topic, p, targets[p]) })
+		for _, id := range before[p] {
+			if !slices.Contains(targets[p], id) {
+				c.waitFor(fmt.Sprintf("broker %d deleting its replica of partition %d", id, p), 30*time.Second,
+					func() bool { return c.partitionDirGone(id, topic, p) })
+			}
+		}
+	}
+	// Moves that cannot be made, each with its code and a reason.
+	var bad kadm.AlterPartitionAssignmentsReq
+	bad.Assign(topic, 0, []int32{1, 7}) // not a live broker
+	bad.Assign(topic, 1, []int32{1, 1}) // a broker twice
+	bad.Assign(topic, 2, []int32{})     // no replicas
+	kres, err = adm.AlterPartitionAssignments(ctx, bad)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for p := int32(0); p < 3; p++ {
+		if r := kres[topic][p]; !errors.Is(r.Err, kerr.InvalidReplicaAssignment) || r.ErrMessage == "" {
+			t.Errorf("kadm: an invalid move of partition %d: %v %q", p, r.Err, r.ErrMessage)
+		}
+	}
+	var cancelNone kadm.AlterPartitionAssignmentsReq
+	cancelNone.CancelAssign(topic, 0)
+	if kres, err = adm.AlterPartitionAssignments(ctx, cancelNone); err != nil || !errors.Is(kres[topic][0].Err, kerr.NoReassignmentInProgress) {
+		t.Errorf("kadm: cancelling a partition that is not moving: %v %v", err, kres[topic][0].Err)
+	}
+	listed, err := adm.ListPartitionReassignments(ctx, kadm.TopicsSet{topic: {0: {}, 1: {}, 2: {}}})
+	if err != nil || len(listed[topic]) != 0 {
+		t.Errorf("kadm lists moves after they completed: %v %v", listed, err)
+	}
+
+	w.waitAcks(c, 2000)
+	rep := c.verify(topic, 3, w, hw)
+	if rep.acked < 4000 {
+		t.Fatalf("only %d records acknowledged", rep.acked)
+	}
+}
