@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -395,5 +396,56 @@ func TestDataOfATopicDeletedWhileDownIsRemoved(t *testing.T) {
 	})
 	if _, err := os.Stat(unknownDir); err != nil {
 		t.Fatalf("a directory with no deletion recorded was removed: %v", err)
+	}
+}
+
+// Requests that reach a replica's mailbox just before its broker removes
+// it (its topic deleted, or the partition moved away) are answered, not
+// dropped: a client waiting on one would otherwise stall for its whole
+// request timeout.
+func TestRequestsQueuedAtARemovedReplicaAreAnswered(t *testing.T) {
+	tb := startTestBroker(t, t.TempDir(), nil)
+	tb.createTopic("going", 1, nil)
+	if r := tb.produce("going", 0, 1, "first"); r.Error != messages.ErrorCode_NONE {
+		t.Fatal(r.Error, r.ErrorMessage)
+	}
+	// Produce requests go on being sent while the deletion is made, so
+	// some are queued at the replica when its broker removes it.
+	batch := makeBatch("queued")
+	var futures []*actor.Future
+	sent := make(chan struct{})
+	stop := make(chan struct{})
+	go func() {
+		defer close(sent)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			futures = append(futures, tb.system.Root.RequestFuture(tb.pid, &messages.ProduceRequest{Topic: "going", Partition: 0, Acks: 1, Records: batch}, 8*time.Second))
+			if len(futures)%64 == 0 {
+				runtime.Gosched()
+			}
+		}
+	}()
+	del := tb.system.Root.RequestFuture(tb.pid, &messages.DeleteTopicsRequest{Names: []string{"going"}}, 8*time.Second)
+	if _, err := del.Result(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the replica removed", func() bool {
+		dirs, _ := filepath.Glob(filepath.Join(tb.dir, "topics", "going-*"))
+		return len(dirs) == 0
+	})
+	close(stop)
+	<-sent
+	n, unanswered := len(futures), 0
+	for _, f := range futures {
+		if _, err := f.Result(); err != nil {
+			unanswered++
+		}
+	}
+	if unanswered > 0 {
+		t.Fatalf("%d of %d produce requests sent before the deletion were never answered", unanswered, n)
 	}
 }

@@ -67,7 +67,13 @@ func (b *brokerActor) onMetadata(ctx actor.Context, snap *cluster.Snapshot) {
 		case deletionRecorded(snap, tp.Topic, r.topicID):
 			b.removeReplica(ctx, tp, true)
 		case ok && part.State.TopicId == r.topicID && !slices.Contains(part.State.Replicas, b.cfg.ID):
-			b.removeReplica(ctx, tp, true) // moved to other brokers
+			// Moved to other brokers: the replica steps down first, so what
+			// is queued for it is answered NOT_LEADER.
+			if newerState(part.State, r.lastState) {
+				r.lastState = part.State
+				b.sendState(ctx, tp, r)
+			}
+			b.removeReplica(ctx, tp, true)
 		case !ok && !b.missing[tp]:
 			b.missing[tp] = true
 			b.cfg.Logger.Warn("the metadata lacks a partition held here, and records no deletion of it: keeping its data",
@@ -298,7 +304,10 @@ func (b *brokerActor) removeReplica(ctx actor.Context, tp cluster.TopicPartition
 		b.syncGroupHost(ctx, tp, nil)
 	}
 	b.removing[tp] = &removal{pid: r.pid, dir: r.dir, deleteData: deleteData}
-	ctx.Stop(r.pid)
+	// A poison pill, not a stop: the requests routed to the replica before
+	// it are answered first (a stop would drop them, leaving their senders
+	// to time out), and nothing is routed to it after.
+	ctx.Poison(r.pid)
 }
 
 // onRemovalStopped goes on with a removal once its actor has stopped: the
