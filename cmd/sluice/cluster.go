@@ -4,33 +4,70 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strconv"
 	"text/tabwriter"
 	"time"
 
 	"github.com/sluicemq/sluice/client"
 )
 
-// runCluster is `sluice cluster info`.
+// runCluster is `sluice cluster info`, and the commands that move
+// partitions between brokers (moves.go).
 func runCluster(args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 || args[0] != "info" {
-		return usageErr("want info")
+	const want = "want info, reassign, reassignments, rebalance or drain"
+	if len(args) == 0 {
+		return usageErr(want)
 	}
-	fs := newFlagSet("cluster info", stdout, stderr)
+	sub := args[0]
+	switch sub {
+	case "info", "reassign", "reassignments", "rebalance", "drain":
+	default:
+		return usageErr("unknown cluster command %q: %s", sub, want)
+	}
+	fs := newFlagSet("cluster "+sub, stdout, stderr)
 	conn := connFlags(fs)
-	timeout := fs.Duration("timeout", 30*time.Second, "give up after this long")
+	timeout := fs.Duration("timeout", 30*time.Second, "give up on each request to the cluster after this long")
 	format := formatFlag(fs)
+	var moves moveFlags
+	var cancelMoves *bool
+	switch sub {
+	case "reassign", "rebalance", "drain":
+		moves = addMoveFlags(fs, format)
+	}
+	if sub == "reassign" {
+		cancelMoves = fs.Bool("cancel", false, "cancel the moves in progress of the partitions named (TOPIC:PARTITION)")
+	}
 	pos, err := parseClientArgs(fs, conn, args[1:])
 	if err != nil {
 		return err
 	}
-	if len(pos) > 0 {
+	switch {
+	case sub == "drain" && len(pos) != 1:
+		return usageErr("want the id of the broker to drain")
+	case sub != "drain" && sub != "reassign" && len(pos) > 0:
 		return usageErr("unexpected argument %q", pos[0])
+	}
+	var drained int64
+	if sub == "drain" {
+		if drained, err = strconv.ParseInt(pos[0], 10, 32); err != nil || drained < 0 {
+			return usageErr("%q: want a broker id", pos[0])
+		}
 	}
 	admin, err := client.NewAdmin(*conn.broker, conn.opt(clientLogger(stderr)))
 	if err != nil {
 		return err
 	}
 	defer admin.Close()
+	switch sub {
+	case "reassign":
+		return reassign(admin, pos, *cancelMoves, moves, *timeout, stdout)
+	case "reassignments":
+		return listReassignments(admin, format, *timeout, stdout)
+	case "rebalance":
+		return rebalance(admin, moves, *timeout, stdout)
+	case "drain":
+		return drain(admin, int32(drained), moves, *timeout, stdout)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
 	info, err := admin.DescribeCluster(ctx)

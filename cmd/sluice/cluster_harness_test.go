@@ -48,6 +48,8 @@ type testCluster struct {
 	name    string
 	brokers map[int32]*brokerProc
 	admin   *client.Admin
+	// extra are the flags every broker of the cluster gets.
+	extra []string
 }
 
 var clusterSeq atomic.Int32
@@ -57,13 +59,9 @@ func startCluster(t *testing.T, n int, extra ...string) *testCluster {
 	t.Helper()
 	c := &testCluster{t: t, consul: consultest.Start(t), brokers: map[int32]*brokerProc{},
 		name: fmt.Sprintf("t%d-%d", os.Getpid(), clusterSeq.Add(1))}
+	c.extra = extra
 	for id := int32(1); id <= int32(n); id++ {
-		args := append([]string{"--consul", c.consul.Addr(), "--cluster", c.name, "--id", fmt.Sprint(id),
-			"--check-ttl", checkTTL, "--replica-lag-time-max", lagTime}, extra...)
-		if testBrokerArgs != nil {
-			args = append(args, testBrokerArgs(id)...)
-		}
-		c.brokers[id] = startBroker(t, args...)
+		c.addBroker(id)
 	}
 	var err error
 	c.admin, err = client.NewAdmin(c.seeds(), sharedOpts(), client.RequestTimeout(5*time.Second))
@@ -75,6 +73,16 @@ func startCluster(t *testing.T, n int, extra ...string) *testCluster {
 		return err == nil && len(md.Brokers) == n && md.ControllerId > 0
 	})
 	return c
+}
+
+// addBroker starts broker id of the cluster, with the flags of the others.
+func (c *testCluster) addBroker(id int32) {
+	args := append([]string{"--consul", c.consul.Addr(), "--cluster", c.name, "--id", fmt.Sprint(id),
+		"--check-ttl", checkTTL, "--replica-lag-time-max", lagTime}, c.extra...)
+	if testBrokerArgs != nil {
+		args = append(args, testBrokerArgs(id)...)
+	}
+	c.brokers[id] = startBroker(c.t, args...)
 }
 
 // seeds lists every broker's address, for clients' bootstrap.
@@ -405,7 +413,8 @@ func (w *workload) waitAcks(c *testCluster, n int) {
 // ---- HW monitor ---------------------------------------------------------------
 
 // hwMonitor samples every replica's HW and records any decrease within one
-// run of a broker process.
+// run of a broker process (while the broker holds the replica: one moved
+// away and back is a new replica).
 type hwMonitor struct {
 	mu         sync.Mutex
 	last       map[string]int64
@@ -436,6 +445,17 @@ func startHWMonitor(c *testCluster, topic string) *hwMonitor {
 					continue
 				}
 				m.mu.Lock()
+				// A replica the broker no longer holds (moved away) starts
+				// afresh if it comes back: its key is forgotten.
+				held := map[string]bool{}
+				for _, rs := range res.(*messages.DescribeReplicasResponse).Replicas {
+					held[fmt.Sprintf("broker %d run %d partition %d", id, run, rs.Partition)] = true
+				}
+				for key := range m.last {
+					if strings.HasPrefix(key, fmt.Sprintf("broker %d run %d partition ", id, run)) && !held[key] {
+						delete(m.last, key)
+					}
+				}
 				for _, rs := range res.(*messages.DescribeReplicasResponse).Replicas {
 					if rs.HighWatermark < 0 {
 						continue // no HW known: the replica has no usable log (yet)

@@ -23,7 +23,7 @@ type helpTopic struct {
 var groups = []helpTopic{
 	{path: "topic", short: "Create, list, describe, change and delete topics"},
 	{path: "group", short: "List, describe and delete consumer groups; reset or delete their offsets"},
-	{path: "cluster", short: "Show the cluster: brokers, controller, metadata store"},
+	{path: "cluster", short: "Show the cluster, move partitions between its brokers"},
 	{path: "acl", short: "Manage ACLs (a cluster with TLS)"},
 	{path: "user", short: "Manage users that authenticate with a token (a cluster with TLS)"},
 	{path: "certs", short: "Write throwaway certificates for trying TLS"},
@@ -100,6 +100,23 @@ var helpTopics = []helpTopic{
 		examples: []string{"sluice group delete-offsets billing --topic orders", "sluice group delete-offsets billing --topic orders --partition 0"}},
 	{path: "cluster info", args: "[flags]", short: "Brokers (id, address, state, version), controller, metadata store",
 		examples: []string{"sluice cluster info", "sluice cluster info --format json"}},
+	{path: "cluster rebalance", args: "[--dry-run] [--no-wait] [flags]", short: "Spread replicas and leaders evenly over the live brokers",
+		long: "Plans the fewest replica moves that leave every live broker within one replica of the others\n" +
+			"(replicas of a partition on as many racks as before), prints the plan, starts the moves and waits\n" +
+			"until they are done, then gives each partition to its new preferred leader. Run it after adding\n" +
+			"a broker. Ctrl-C stops the waiting, not the moves.",
+		examples: []string{"sluice cluster rebalance --dry-run", "sluice cluster rebalance"}},
+	{path: "cluster drain", args: "BROKER [--dry-run] [--no-wait] [flags]", short: "Move every replica off a broker before it is stopped",
+		long: "Moves leadership off the broker first (no data moves), then every replica onto the other live\n" +
+			"brokers, evenly, and says when the broker holds nothing and can be stopped.",
+		examples: []string{"sluice cluster drain 3", "sluice cluster drain 3 --dry-run"}},
+	{path: "cluster reassign", args: "TOPIC:PARTITION=BROKER,BROKER... | --cancel TOPIC:PARTITION... [flags]", short: "Move partitions to the brokers named",
+		long: "The first broker named is the partition's preferred leader. New replicas copy the log from the\n" +
+			"leader while the old ones serve; then the old ones are removed and their brokers delete their copy.\n" +
+			"A different number of brokers changes the partition's replication factor.",
+		examples: []string{"sluice cluster reassign orders:0=1,2,4", "sluice cluster reassign --cancel orders:0"}},
+	{path: "cluster reassignments", args: "[flags]", short: "List the partitions moving between brokers",
+		examples: []string{"sluice cluster reassignments", "sluice cluster reassignments --format json"}},
 	{path: "acl add", args: "--allow-principal P|--deny-principal P --operation OP --topic T|--group G|--cluster [flags]", short: "Add ACL rules",
 		examples: []string{"sluice acl add --allow-principal User:alice --operation read --operation describe --topic orders"}},
 	{path: "acl remove", args: "[filters] [flags]", short: "Remove the ACL rules that match the filters",

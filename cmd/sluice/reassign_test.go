@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -156,5 +157,112 @@ func TestReassignmentsUnderLoad(t *testing.T) {
 	rep := c.verify(topic, 3, w, hw)
 	if rep.acked < 4000 {
 		t.Fatalf("only %d records acknowledged", rep.acked)
+	}
+}
+
+// replicasOn counts the replicas each broker hosts and the partitions it
+// leads, from the metadata.
+func (c *testCluster) replicasOn(topic string) (hosted, led map[int32]int) {
+	hosted, led = map[int32]int{}, map[int32]int{}
+	md, err := c.metadata(topic)
+	if err != nil || len(md.Topics) != 1 {
+		return nil, nil
+	}
+	for _, p := range md.Topics[0].Partitions {
+		for _, id := range p.Replicas {
+			hosted[id]++
+		}
+		led[p.Leader]++
+	}
+	return hosted, led
+}
+
+// Growing a cluster and shrinking it, with the CLI, under a running
+// acks=all producer: after a fourth broker joins, `cluster rebalance`
+// copies a quarter of the replicas onto it (its dry run says so first)
+// and every broker ends with as many; `cluster drain` then empties a
+// broker that leads partitions and says it can be stopped, and it is.
+// Nothing acknowledged is lost or written twice.
+func TestGrowAndDrainWithTheCLI(t *testing.T) {
+	c := startCluster(t, 3)
+	const topic = "grow"
+	c.createTopic(topic, 6, 2, nil)
+	w := startWorkload(t, c, topic, 2)
+	hw := startHWMonitor(c, topic)
+	w.waitAcks(c, 1000)
+
+	c.addBroker(4)
+	c.waitFor("broker 4 registered", time.Minute, func() bool {
+		md, err := c.metadata()
+		return err == nil && len(md.Brokers) == 4
+	})
+	b := c.brokers[1]
+	var plan struct {
+		Moves  []move `json:"moves"`
+		Copies int    `json:"replicas_copied"`
+	}
+	if err := json.Unmarshal([]byte(b.cli("", "cluster", "rebalance", "--dry-run", "--format", "json")), &plan); err != nil {
+		t.Fatal(err)
+	}
+	if plan.Copies != 3 {
+		t.Fatalf("the rebalance plan copies %d replicas, want 3 of 12 (a quarter) onto broker 4: %+v", plan.Copies, plan.Moves)
+	}
+	if hosted, _ := c.replicasOn(topic); hosted[4] != 0 {
+		t.Fatalf("a dry run moved replicas: %v", hosted)
+	}
+	out := b.cli("", "cluster", "rebalance")
+	if !strings.Contains(out, fmt.Sprintf("%d of %d partitions moved", len(plan.Moves), len(plan.Moves))) {
+		t.Fatalf("rebalance said:\n%s", out)
+	}
+	hosted, _ := c.replicasOn(topic)
+	for id := int32(1); id <= 4; id++ {
+		if hosted[id] != 3 {
+			t.Fatalf("after the rebalance brokers host %v replicas, want 3 each\n%s", hosted, out)
+		}
+	}
+	w.waitAcks(c, 1000)
+
+	victim := int32(1)
+	if _, led := c.replicasOn(topic); led[victim] == 0 {
+		t.Fatalf("broker %d leads nothing to move: %v", victim, led)
+	}
+	out = c.brokers[2].cli("", "cluster", "drain", fmt.Sprint(victim))
+	if !strings.Contains(out, fmt.Sprintf("broker %d holds no replicas and leads nothing: it can be stopped", victim)) {
+		t.Fatalf("drain said:\n%s", out)
+	}
+	if hosted, led := c.replicasOn(topic); hosted[victim] != 0 || led[victim] != 0 {
+		t.Fatalf("after the drain broker %d hosts %d replicas and leads %d partitions", victim, hosted[victim], led[victim])
+	}
+	c.waitFor(fmt.Sprintf("broker %d deleting its replicas", victim), 30*time.Second, func() bool {
+		dirs, _ := filepath.Glob(filepath.Join(c.brokers[victim].Data, "topics", topic+"-*"))
+		return len(dirs) == 0
+	})
+	c.brokers[victim].stop()
+	w.waitAcks(c, 1000)
+	c.verify(topic, 6, w, hw)
+}
+
+// The commands that move partitions refuse a malformed command line with
+// exit code 2 and say what they want, before reaching any broker.
+func TestMoveCommandsUsageErrors(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"cluster", "reassign"}, "want at least one TOPIC:PARTITION=BROKER"},
+		{[]string{"cluster", "reassign", "t:x=1"}, `"t:x=1": want TOPIC:PARTITION=BROKER`},
+		{[]string{"cluster", "reassign", "t:0=1,a"}, `"t:0=1,a": want TOPIC:PARTITION=BROKER`},
+		{[]string{"cluster", "reassign", "t:0"}, `"t:0": want TOPIC:PARTITION=BROKER`},
+		{[]string{"cluster", "reassign", "--cancel", "t:0=1"}, `"t:0=1": want TOPIC:PARTITION`},
+		{[]string{"cluster", "drain"}, "want the id of the broker to drain"},
+		{[]string{"cluster", "drain", "x"}, `"x": want a broker id`},
+		{[]string{"cluster", "rebalance", "extra"}, `unexpected argument "extra"`},
+		{[]string{"cluster", "move"}, `unknown command "move"`},
+		{[]string{"topic", "elect-leaders", "t:x"}, `"t:x": want TOPIC or TOPIC:P,P,...`},
+	} {
+		_, stderr, code := runCLI(t, "", append(tc.args, "--broker", "127.0.0.1:1")...)
+		if code != 2 || !strings.Contains(stderr, tc.want) {
+			t.Errorf("%q: exit %d, stderr %q; want 2 and %q", tc.args, code, stderr, tc.want)
+		}
 	}
 }

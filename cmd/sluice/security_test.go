@@ -241,6 +241,9 @@ func TestACLs(t *testing.T) {
 	expect(alice, false, clusterDenied, "", "user", "create", "eve")
 	expect(alice, false, clusterDenied, "", "topic", "elect-leaders", "orders")
 	must(admin, "", "topic", "elect-leaders") // alter on the cluster: the super user may
+	expect(alice, false, clusterDenied, "", "cluster", "reassign", "orders:0=1")
+	expect(alice, false, clusterDenied, "", "cluster", "reassignments")
+	must(admin, "", "cluster", "reassignments")
 	if out := must(alice, "", "topic", "list"); !strings.Contains(out, "payments") || !strings.Contains(out, "orders") {
 		// Read on * lets her describe every topic, payments included.
 		t.Errorf("alice's topic list: %q", out)
