@@ -11,6 +11,7 @@ import (
 	"github.com/sluicemq/sluice/acl"
 	"github.com/sluicemq/sluice/actors/producerstate"
 	"github.com/sluicemq/sluice/internal/budget"
+	"github.com/sluicemq/sluice/internal/throttle"
 	"github.com/sluicemq/sluice/metrics"
 	"github.com/sluicemq/sluice/storage"
 	"github.com/sluicemq/sluice/storage/datadir"
@@ -108,6 +109,10 @@ type BrokerConfig struct {
 	LogPool  *storage.Pool
 	Syncer   *storage.Syncer
 	Closings *storage.Closings
+	// CatchUp limits, across the broker's leaders, the bytes sent to
+	// replicas that a reassignment adds, at the rate the move asked for
+	// (nil: StartBroker creates it).
+	CatchUp *throttle.Bucket
 	// OpenLog opens a partition's log; nil opens a WAL log. Tests use it to
 	// inject faults.
 	OpenLog func(dir string, topic TopicConfig) (storage.Log, error)

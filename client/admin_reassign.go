@@ -17,6 +17,12 @@ type Reassignment struct {
 	Topic     string
 	Partition int32
 	Replicas  []int32
+	// Throttle caps, in bytes per second, what the leader's broker sends
+	// to the replicas this move adds, together with its other throttled
+	// moves (Kafka's leader.replication.throttled.rate for a
+	// reassignment); 0: as fast as they fetch. It ends with the move; a
+	// move asked again with another throttle keeps going at the new one.
+	Throttle int64
 }
 
 // PartitionResult is what a request did to one partition: Err is nil when
@@ -41,7 +47,8 @@ type PartitionResult struct {
 func (a *Admin) AlterPartitionReassignments(ctx context.Context, moves ...Reassignment) ([]PartitionResult, error) {
 	req := &messages.AlterPartitionReassignmentsRequest{}
 	for _, m := range moves {
-		req.Partitions = append(req.Partitions, &messages.PartitionReassignment{Topic: m.Topic, Partition: m.Partition, Replicas: m.Replicas})
+		req.Partitions = append(req.Partitions, &messages.PartitionReassignment{Topic: m.Topic, Partition: m.Partition,
+			Replicas: m.Replicas, ThrottleBytesPerSec: m.Throttle})
 	}
 	r, err := callController(ctx, a, req, func(r *messages.AlterPartitionReassignmentsResponse) (messages.ErrorCode, string) {
 		return r.Error, r.ErrorMessage

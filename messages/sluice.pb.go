@@ -2371,9 +2371,12 @@ type PartitionReassignment struct {
 	Topic     string                 `protobuf:"bytes,1,opt,name=topic,proto3" json:"topic,omitempty"`
 	Partition int32                  `protobuf:"varint,2,opt,name=partition,proto3" json:"partition,omitempty"`
 	// The target replica set, preferred leader first; empty: cancel.
-	Replicas      []int32 `protobuf:"varint,3,rep,packed,name=replicas,proto3" json:"replicas,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Replicas []int32 `protobuf:"varint,3,rep,packed,name=replicas,proto3" json:"replicas,omitempty"`
+	// Bytes per second the leader's broker may send to the replicas the move
+	// adds, all its throttled moves together (0: no limit).
+	ThrottleBytesPerSec int64 `protobuf:"varint,4,opt,name=throttle_bytes_per_sec,json=throttleBytesPerSec,proto3" json:"throttle_bytes_per_sec,omitempty"`
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
 }
 
 func (x *PartitionReassignment) Reset() {
@@ -2425,6 +2428,13 @@ func (x *PartitionReassignment) GetReplicas() []int32 {
 		return x.Replicas
 	}
 	return nil
+}
+
+func (x *PartitionReassignment) GetThrottleBytesPerSec() int64 {
+	if x != nil {
+		return x.ThrottleBytesPerSec
+	}
+	return 0
 }
 
 // AlterPartitionReassignmentsResponse has a result per partition (NONE:
@@ -7100,8 +7110,11 @@ type PartitionState struct {
 	// away (both in replicas, which lists the target first).
 	AddingReplicas   []int32 `protobuf:"varint,11,rep,packed,name=adding_replicas,json=addingReplicas,proto3" json:"adding_replicas,omitempty"`
 	RemovingReplicas []int32 `protobuf:"varint,12,rep,packed,name=removing_replicas,json=removingReplicas,proto3" json:"removing_replicas,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// During a reassignment, the bytes per second the leader's broker may
+	// send in all to the replicas moves add (0: as fast as they fetch).
+	ReassignmentThrottle int64 `protobuf:"varint,13,opt,name=reassignment_throttle,json=reassignmentThrottle,proto3" json:"reassignment_throttle,omitempty"`
+	unknownFields        protoimpl.UnknownFields
+	sizeCache            protoimpl.SizeCache
 }
 
 func (x *PartitionState) Reset() {
@@ -7216,6 +7229,13 @@ func (x *PartitionState) GetRemovingReplicas() []int32 {
 		return x.RemovingReplicas
 	}
 	return nil
+}
+
+func (x *PartitionState) GetReassignmentThrottle() int64 {
+	if x != nil {
+		return x.ReassignmentThrottle
+	}
+	return 0
 }
 
 // TopicDeletion records that a topic was deleted: brokers remove a
@@ -8547,11 +8567,12 @@ const file_sluice_proto_rawDesc = "" +
 	"\n" +
 	"partitions\x18\x01 \x03(\v2\x1d.sluice.PartitionReassignmentR\n" +
 	"partitions\x126\n" +
-	"\x17keep_replication_factor\x18\x02 \x01(\bR\x15keepReplicationFactor\"g\n" +
+	"\x17keep_replication_factor\x18\x02 \x01(\bR\x15keepReplicationFactor\"\x9c\x01\n" +
 	"\x15PartitionReassignment\x12\x14\n" +
 	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x1c\n" +
 	"\tpartition\x18\x02 \x01(\x05R\tpartition\x12\x1a\n" +
-	"\breplicas\x18\x03 \x03(\x05R\breplicas\"\xa5\x01\n" +
+	"\breplicas\x18\x03 \x03(\x05R\breplicas\x123\n" +
+	"\x16throttle_bytes_per_sec\x18\x04 \x01(\x03R\x13throttleBytesPerSec\"\xa5\x01\n" +
 	"#AlterPartitionReassignmentsResponse\x120\n" +
 	"\aresults\x18\x01 \x03(\v2\x16.sluice.PartitionErrorR\aresults\x12'\n" +
 	"\x05error\x18\x02 \x01(\x0e2\x11.sluice.ErrorCodeR\x05error\x12#\n" +
@@ -8954,7 +8975,7 @@ const file_sluice_proto_rawDesc = "" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"/\n" +
 	"\x11ReplicaAssignment\x12\x1a\n" +
-	"\breplicas\x18\x01 \x03(\x05R\breplicas\"\xc7\x04\n" +
+	"\breplicas\x18\x01 \x03(\x05R\breplicas\"\xfc\x04\n" +
 	"\x0ePartitionState\x12\x14\n" +
 	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x1c\n" +
 	"\tpartition\x18\x02 \x01(\x05R\tpartition\x12\x19\n" +
@@ -8969,7 +8990,8 @@ const file_sluice_proto_rawDesc = "" +
 	"\bisr_dirs\x18\n" +
 	" \x03(\v2#.sluice.PartitionState.IsrDirsEntryR\aisrDirs\x12'\n" +
 	"\x0fadding_replicas\x18\v \x03(\x05R\x0eaddingReplicas\x12+\n" +
-	"\x11removing_replicas\x18\f \x03(\x05R\x10removingReplicas\x1a<\n" +
+	"\x11removing_replicas\x18\f \x03(\x05R\x10removingReplicas\x123\n" +
+	"\x15reassignment_throttle\x18\r \x01(\x03R\x14reassignmentThrottle\x1a<\n" +
 	"\x0eIsrEpochsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\x05R\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\x03R\x05value:\x028\x01\x1a:\n" +

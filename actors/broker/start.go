@@ -12,6 +12,7 @@ import (
 	"github.com/sluicemq/sluice/actors"
 	"github.com/sluicemq/sluice/cluster"
 	"github.com/sluicemq/sluice/internal/budget"
+	"github.com/sluicemq/sluice/internal/throttle"
 	"github.com/sluicemq/sluice/storage"
 	"github.com/sluicemq/sluice/storage/datadir"
 	"github.com/sluicemq/sluice/transport"
@@ -105,6 +106,9 @@ func Start(system *actor.ActorSystem, cfg actors.BrokerConfig, backend cluster.B
 	}
 	if c.Closings == nil {
 		c.Closings = storage.NewClosings()
+	}
+	if c.CatchUp == nil {
+		c.CatchUp = &throttle.Bucket{}
 	}
 	if c.Syncer == nil {
 		if c.Syncer, err = storage.NewSyncer(c.DataDir); err != nil {

@@ -489,6 +489,9 @@ func fromElection(st *messages.PartitionState, p election.Partition) *messages.P
 	next.Leader, next.LeaderEpoch, next.Isr, next.PartitionEpoch = p.Leader, p.LeaderEpoch, p.ISR, p.PartitionEpoch
 	next.IsrEpochs, next.IsrDirs = p.ISREpochs, p.ISRDirs
 	next.Replicas, next.AddingReplicas, next.RemovingReplicas = p.Replicas, p.Adding, p.Removing
+	if !p.Reassigning() {
+		next.ReassignmentThrottle = 0 // a move's throttle ends with it
+	}
 	return next
 }
 

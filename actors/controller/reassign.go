@@ -39,6 +39,9 @@ func (c *controllerActor) onAlterPartitionReassignments(ctx actor.Context, req *
 		}
 		seen[tp] = true
 		st, code, why := c.planReassignment(tp, m.Replicas, req.KeepReplicationFactor, pending)
+		if st != nil && len(m.Replicas) > 0 && (len(st.AddingReplicas) > 0 || len(st.RemovingReplicas) > 0) {
+			st.ReassignmentThrottle = max(m.ThrottleBytesPerSec, 0)
+		}
 		if code != messages.ErrorCode_NONE {
 			r.Error, r.ErrorMessage = code, why
 			continue
@@ -50,7 +53,7 @@ func (c *controllerActor) onAlterPartitionReassignments(ctx actor.Context, req *
 		updates = append(updates, cluster.PartitionUpdate{State: st, ExpectVersion: c.snap.Partitions[tp].Version})
 		changed = append(changed, st)
 		c.cfg.Logger.Info("partition reassignment", "partition", tp, "target", m.Replicas, "replicas", st.Replicas,
-			"adding", st.AddingReplicas, "removing", st.RemovingReplicas, "leader", st.Leader)
+			"adding", st.AddingReplicas, "removing", st.RemovingReplicas, "leader", st.Leader, "throttle", st.ReassignmentThrottle)
 	}
 	if len(updates) == 0 {
 		actors.SendTo(ctx, sender, &messages.AlterPartitionReassignmentsResponse{Results: results})

@@ -3,6 +3,7 @@ package partition
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -145,6 +146,14 @@ func (p *partitionActor) readReplicaFetch(req *messages.ReplicaFetchRequest) *me
 	if maxBytes <= 0 || maxBytes > p.cfg.Broker.MaxFetchBytes {
 		maxBytes = p.cfg.Broker.MaxFetchBytes
 	}
+	throttled := p.catchUpRate(req.ReplicaId) > 0
+	if throttled {
+		allowed := p.catchUpAllowed(req.ReplicaId)
+		if allowed <= 0 {
+			return resp // none now: the fetch waits, or is answered empty
+		}
+		maxBytes = min(maxBytes, int(allowed))
+	}
 	batches, err := p.log.Read(req.FetchOffset, maxBytes, p.log.LogEndOffset())
 	if err != nil {
 		code := messages.ErrorCode_STORAGE_ERROR
@@ -158,10 +167,31 @@ func (p *partitionActor) readReplicaFetch(req *messages.ReplicaFetchRequest) *me
 		return p.replicaFetchError(req, code, err.Error())
 	}
 	resp.Batches = batches
+	sent := 0
 	for _, b := range batches {
 		p.cfg.Broker.Metrics.ReplicatedOut(len(b))
+		sent += len(b)
+	}
+	if throttled {
+		p.cfg.Broker.CatchUp.Spend(sent)
 	}
 	return resp
+}
+
+// catchUpRate is the bytes per second the broker may send to follower id
+// in all (0: no limit): the move's throttle when the replica is one a
+// reassignment adds.
+func (p *partitionActor) catchUpRate(id int32) int64 {
+	if p.cfg.Broker.CatchUp == nil || p.state == nil || !slices.Contains(p.state.AddingReplicas, id) {
+		return 0
+	}
+	return p.state.ReassignmentThrottle
+}
+
+// catchUpAllowed is how many bytes follower id may be sent now (<= 0:
+// none), when it is throttled.
+func (p *partitionActor) catchUpAllowed(id int32) int64 {
+	return p.cfg.Broker.CatchUp.Available(p.catchUpRate(id), time.Now())
 }
 
 // serveReplicaFetches answers parked follower fetches that now have data or
@@ -172,6 +202,9 @@ func (p *partitionActor) serveReplicaFetches(ctx actor.Context) {
 	}
 	end, hw := p.log.LogEndOffset(), p.leader.HighWatermark()
 	for id, f := range p.replicaParked {
+		if p.catchUpRate(f.req.ReplicaId) > 0 && p.catchUpAllowed(f.req.ReplicaId) <= 0 {
+			continue // throttled: it waits for its timer
+		}
 		if replica.FollowerFetchNews(f.req.FetchOffset, f.hw, end, hw) {
 			f.timer.Stop()
 			delete(p.replicaParked, id)

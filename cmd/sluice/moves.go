@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"maps"
@@ -100,14 +101,14 @@ func printPlan(w io.Writer, moves []move) {
 
 // startMoves asks the controller for the moves, a chunk at a time; it
 // fails naming every partition whose move was refused.
-func startMoves(ctx context.Context, admin *client.Admin, moves []move) error {
+func startMoves(ctx context.Context, admin *client.Admin, moves []move, throttle int64) error {
 	const chunk = 500
 	var refused []string
 	for len(moves) > 0 {
 		n := min(chunk, len(moves))
 		var req []client.Reassignment
 		for _, m := range moves[:n] {
-			req = append(req, client.Reassignment{Topic: m.Topic, Partition: m.Partition, Replicas: m.To})
+			req = append(req, client.Reassignment{Topic: m.Topic, Partition: m.Partition, Replicas: m.To, Throttle: throttle})
 		}
 		results, err := admin.AlterPartitionReassignments(ctx, req...)
 		if err != nil {
@@ -187,15 +188,16 @@ func movesDone(ctx context.Context, admin *client.Admin, moves []move, timeout t
 // moveFlags are the flags of the commands that move partitions.
 type moveFlags struct {
 	dryRun, noWait *bool
+	throttle       *int64
 	format         *outputFormat
 }
 
-func addMoveFlags(fs interface {
-	Bool(string, bool, string) *bool
-}, format *outputFormat) moveFlags {
+func addMoveFlags(fs *flag.FlagSet, format *outputFormat) moveFlags {
 	return moveFlags{
 		dryRun: fs.Bool("dry-run", false, "print the plan and move nothing"),
 		noWait: fs.Bool("no-wait", false, "return once the moves have started (sluice cluster reassignments follows them)"),
+		throttle: fs.Int64("throttle", 0, "bytes per second each leader's broker may send in all to the replicas the moves add, "+
+			"so producers keep their bandwidth (0: no limit); asked again with another value, moves in progress take it"),
 		format: format,
 	}
 }
@@ -203,6 +205,9 @@ func addMoveFlags(fs interface {
 // carryOut prints a plan, then (unless a dry run) starts it and waits for
 // it. what names the plan in messages.
 func carryOut(admin *client.Admin, l *layout, plan map[placement.Partition][]int32, f moveFlags, timeout time.Duration, what string, stdout io.Writer) error {
+	if *f.throttle < 0 {
+		return usageErr("--throttle %d: want bytes per second, or 0 for no limit", *f.throttle)
+	}
 	moves := movesOf(plan, l.replicas)
 	if f.format.json() {
 		writeJSONLine(stdout, struct {
@@ -224,7 +229,7 @@ func carryOut(admin *client.Admin, l *layout, plan map[placement.Partition][]int
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	if err := startMoves(ctx, admin, moves); err != nil {
+	if err := startMoves(ctx, admin, moves, *f.throttle); err != nil {
 		return err
 	}
 	if *f.noWait {

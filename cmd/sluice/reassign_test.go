@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/sluicemq/sluice/client"
+	"github.com/sluicemq/sluice/messages"
 )
 
 // reassigned reports whether topic-p has exactly target as its replicas,
@@ -265,4 +266,135 @@ func TestMoveCommandsUsageErrors(t *testing.T) {
 			t.Errorf("%q: exit %d, stderr %q; want 2 and %q", tc.args, code, stderr, tc.want)
 		}
 	}
+}
+
+// replicaSize asks broker id for the bytes its replica of topic-p holds
+// (-1: none, or no answer).
+func (c *testCluster) replicaSize(id int32, topic string, p int32) int64 {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	res, err := c.admin.Request(ctx, c.brokers[id].Addr, &messages.DescribeReplicasRequest{Topics: []string{topic}})
+	if err != nil {
+		return -1
+	}
+	for _, rs := range res.(*messages.DescribeReplicasResponse).Replicas {
+		if rs.Partition == p {
+			return rs.SizeBytes
+		}
+	}
+	return -1
+}
+
+// moving lists the moves in progress of topic-0 with the CLI.
+func (c *testCluster) moving(via int32, topic string) []map[string]any {
+	var out []map[string]any
+	for _, line := range strings.Split(strings.TrimSpace(c.brokers[via].cli("", "cluster", "reassignments", "--format", "json")), "\n") {
+		if line == "" {
+			continue
+		}
+		m := map[string]any{}
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			c.t.Fatalf("%q: %v", line, err)
+		}
+		if m["topic"] == topic {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// A throttled move copies no faster than its throttle; it survives a
+// kill -9 of the controller (kept in the metadata store) and is then
+// cancelled, the added replica's data deleted. Moved again, it survives
+// a kill -9 of the partition's leader (the new leader feeds the added
+// replica) and completes. Every record acknowledged with acks=all is read
+// back.
+func TestThrottledMoveSurvivesKillsAndCancels(t *testing.T) {
+	c := startCluster(t, 3)
+	const topic = "slow"
+	c.createTopic(topic, 1, 2, nil)
+	pm := c.partitionState(topic, 0)
+	var added int32
+	for _, id := range c.ids() {
+		if !slices.Contains(pm.Replicas, id) {
+			added = id
+		}
+	}
+	p, err := client.NewProducer(c.seeds(), sharedOpts(), client.Acks(client.AllAcks), client.WithPartitioner(client.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	value := []byte(strings.Repeat("x", 10_000))
+	produce := func(n int) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		for i := 0; i < n; i++ {
+			if _, _, err := p.ProduceSync(ctx, &client.Record{Topic: topic, Value: value}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	produce(400) // about 4 MB
+	size := c.replicaSize(pm.Leader, topic, 0)
+	target := fmt.Sprintf("%s:0=%s", topic, strings.Trim(strings.Join(strings.Fields(fmt.Sprint(append(slices.Clone(pm.Replicas), added))), ","), "[]"))
+	const rate = 256 << 10
+
+	// Throttled: after 3 s the added replica holds at most 4 s of the
+	// rate (the bucket starts with one second's worth) and a batch.
+	started := time.Now()
+	c.brokers[pm.Leader].cli("", "cluster", "reassign", target, "--throttle", fmt.Sprint(rate), "--no-wait")
+	c.waitFor("the added replica copying", 30*time.Second, func() bool { return c.replicaSize(added, topic, 0) > 0 })
+	time.Sleep(3 * time.Second)
+	copied, elapsed := c.replicaSize(added, topic, 0), time.Since(started)
+	if limit := int64(elapsed.Seconds()+1)*rate + 64<<10; copied > limit || copied >= size {
+		t.Fatalf("after %v the added replica holds %d of %d bytes; the throttle allows at most %d", elapsed, copied, size, limit)
+	}
+	t.Logf("throttled to %d B/s: %d of %d bytes copied in %v", rate, copied, size, elapsed.Round(time.Millisecond))
+
+	// The controller dies mid-move: the next one has the move.
+	ctl := c.controller()
+	c.brokers[ctl].kill()
+	c.brokers[ctl].start()
+	via := pm.Replicas[0]
+	if via == ctl {
+		via = pm.Replicas[1]
+	}
+	c.waitFor("the move listed after the controller's kill", time.Minute, func() bool {
+		m := c.moving(via, topic)
+		return len(m) == 1 && fmt.Sprint(m[0]["adding"]) == fmt.Sprintf("[%d]", added)
+	})
+	out := c.brokers[via].cli("", "cluster", "reassign", "--cancel", topic+":0")
+	if !strings.Contains(out, topic+" 0: move cancelled") {
+		t.Fatalf("cancel said %q", out)
+	}
+	c.waitFor("the partition back on its replicas, the added one's data gone", time.Minute, func() bool {
+		st := c.partitionState(topic, 0)
+		return st != nil && len(st.Replicas) == 2 && !slices.Contains(st.Replicas, added) && c.partitionDirGone(added, topic, 0)
+	})
+	produce(50)
+
+	// Moved again; the leader dies mid-move.
+	c.brokers[via].cli("", "cluster", "reassign", target, "--throttle", fmt.Sprint(rate), "--no-wait")
+	c.waitFor("the added replica copying", 30*time.Second, func() bool { return c.replicaSize(added, topic, 0) > 0 })
+	leader := c.leaderOf(topic, 0)
+	c.brokers[leader].kill()
+	produce(50) // to the new leader
+	c.brokers[leader].start()
+	want := append(slices.Clone(pm.Replicas), added)
+	c.waitFor("the move completed after the leader's kill", 2*time.Minute, func() bool {
+		st := c.partitionState(topic, 0)
+		return st != nil && sameMembers(st.Replicas, want) && len(st.Isr) == 3 && len(c.moving(via, topic)) == 0
+	})
+	if got := len(c.consumeAll(topic, 0)); got != 500 {
+		t.Fatalf("read back %d records, want the 500 acknowledged", got)
+	}
+}
+
+func sameMembers(a, b []int32) bool {
+	a, b = slices.Clone(a), slices.Clone(b)
+	slices.Sort(a)
+	slices.Sort(b)
+	return slices.Equal(a, b)
 }
