@@ -47,6 +47,12 @@ type BrokerConfig struct {
 	AutoCreateTopics bool
 	// ReplicaLagTimeMax: a follower that has not caught up for longer leaves the ISR.
 	ReplicaLagTimeMax time.Duration
+	// BrokerSessionTimeout: a live broker that has not answered the
+	// controller's broker's pings for this long is fenced (out of
+	// leadership and the ISRs), and a controller whose broker reaches
+	// fewer than half of the live brokers for this long gives up its lock
+	// (Kafka's broker.session.timeout.ms).
+	BrokerSessionTimeout time.Duration
 	// AutoLeaderRebalance: every LeaderImbalanceCheckInterval the
 	// controller gives leadership back to the preferred replicas (the
 	// first assigned) of every broker that leads fewer of the partitions
@@ -159,6 +165,7 @@ func DefaultBrokerConfig() BrokerConfig {
 		DefaultPartitions:            1,
 		DefaultReplicationFactor:     1,
 		ReplicaLagTimeMax:            30 * time.Second,
+		BrokerSessionTimeout:         9 * time.Second,
 		AutoLeaderRebalance:          true,
 		LeaderImbalanceCheckInterval: 300 * time.Second,
 		LeaderImbalanceRatio:         0.10,
@@ -193,6 +200,8 @@ func (c *BrokerConfig) Validate() error {
 		return fmt.Errorf("default replication factor %d: must be >= 1", c.DefaultReplicationFactor)
 	case c.ReplicaLagTimeMax <= 0:
 		return fmt.Errorf("replica lag time max %v: must be > 0", c.ReplicaLagTimeMax)
+	case c.BrokerSessionTimeout <= 0:
+		return fmt.Errorf("broker session timeout %v: must be > 0", c.BrokerSessionTimeout)
 	case c.LeaderImbalanceCheckInterval <= 0:
 		return fmt.Errorf("leader imbalance check interval %v: must be > 0", c.LeaderImbalanceCheckInterval)
 	case c.LeaderImbalanceRatio < 0 || c.LeaderImbalanceRatio > 1:

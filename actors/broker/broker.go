@@ -15,6 +15,7 @@ import (
 	"github.com/sluicemq/sluice/actors"
 	"github.com/sluicemq/sluice/actors/controller"
 	"github.com/sluicemq/sluice/actors/coordinator"
+	"github.com/sluicemq/sluice/actors/election"
 	"github.com/sluicemq/sluice/actors/partition"
 	"github.com/sluicemq/sluice/cluster"
 	"github.com/sluicemq/sluice/internal/logspace"
@@ -85,6 +86,14 @@ type brokerActor struct {
 	pids producerIDs
 	// authz answers ACL questions from the latest metadata (TLS only).
 	authz *authorizer
+	// reach keeps the peers' answers to pings, pingGen names this
+	// incarnation's ping schedule, fenced are the live brokers the
+	// controller is told are not, and gate tells the campaign goroutine
+	// whether this broker may be the controller (reach.go).
+	reach   *election.Reach
+	pingGen uint64
+	fenced  []int32
+	gate    *leadGate
 }
 
 // brokerShared is what every incarnation of one broker's actor shares.
@@ -171,6 +180,8 @@ func (b *brokerActor) Receive(ctx actor.Context) {
 		b.onLostController(ctx)
 	case *leaderAndIsrChecked:
 		b.onLeaderAndIsrChecked(ctx, msg)
+	case pingTick:
+		b.onPingTick(ctx, msg)
 	case *messages.CreateTopicsResponse:
 		// The controller's answer to an auto-creation or to
 		// ensureOffsetsTopic; clients retry. A topic not created is asked
@@ -216,7 +227,9 @@ func (b *brokerActor) onStarted(ctx actor.Context) {
 	}
 	go watchMetadata(wctx, b.backend, func(s *cluster.Snapshot) { root.Send(self, &metadataUpdated{s}) }, b.cfg, index)
 	go watchBrokers(wctx, b.backend, func(bs []cluster.Broker) { root.Send(self, &brokersUpdated{bs}) }, b.cfg)
-	go campaign(wctx, b.backend, b.cfg.ID, root, self, b.cfg)
+	b.gate = newLeadGate()
+	b.startPings(ctx)
+	go campaign(wctx, b.backend, b.cfg.ID, root, self, b.cfg, b.gate)
 	b.publishMetrics()
 }
 
@@ -263,9 +276,15 @@ func watchBrokers(ctx context.Context, m cluster.Membership, deliver func([]clus
 }
 
 // campaign keeps trying to become controller; while it is, the broker
-// actor hosts the controller actor.
-func campaign(ctx context.Context, lock cluster.ControllerLock, id int32, root *actor.RootContext, broker *actor.PID, cfg *actors.BrokerConfig) {
+// actor hosts the controller actor. While the gate says this broker hears
+// too few of the others it does not campaign, and told to step down it
+// gives the lock up.
+func campaign(ctx context.Context, lock cluster.ControllerLock, id int32, root *actor.RootContext, broker *actor.PID, cfg *actors.BrokerConfig, gate *leadGate) {
 	for ctx.Err() == nil {
+		if !gate.may.Load() {
+			sleepCtx(ctx, 200*time.Millisecond)
+			continue
+		}
 		lead, err := lock.Campaign(ctx, id)
 		if err != nil {
 			if ctx.Err() == nil {
@@ -274,9 +293,21 @@ func campaign(ctx context.Context, lock cluster.ControllerLock, id int32, root *
 			}
 			continue
 		}
+		select {
+		case <-gate.stepDown: // from before this leadership
+		default:
+		}
+		if !gate.may.Load() {
+			_ = lock.Resign(context.Background()) // won while cut off
+			continue
+		}
 		root.Send(broker, &becameController{lead: lead})
 		select {
 		case <-lead.Lost:
+			root.Send(broker, &lostController{})
+		case <-gate.stepDown:
+			cfg.Logger.Warn("giving up the controller's lock: this broker hears fewer than half of the live brokers")
+			_ = lock.Resign(context.Background())
 			root.Send(broker, &lostController{})
 		case <-ctx.Done():
 			_ = lock.Resign(context.Background())
@@ -347,7 +378,7 @@ func (b *brokerActor) onControllerStarted(ctx actor.Context) {
 	if b.controller == nil || !b.controller.Equal(ctx.Sender()) {
 		return
 	}
-	ctx.Send(b.controller, &controller.BrokersUpdated{Brokers: b.liveList()})
+	ctx.Send(b.controller, &controller.BrokersUpdated{Brokers: b.controllerLive()})
 	if b.meta != nil {
 		ctx.Send(b.controller, &controller.MetadataUpdated{Snap: b.meta})
 	}
@@ -368,8 +399,12 @@ func (b *brokerActor) onBrokers(ctx actor.Context, brokers []cluster.Broker) {
 	for _, br := range brokers {
 		b.live[br.ID] = br
 	}
+	if b.reach != nil {
+		b.reach.Live(b.liveIDs(), time.Now())
+		b.fenced = slices.DeleteFunc(b.fenced, func(id int32) bool { _, ok := b.live[id]; return !ok })
+	}
 	if b.controller != nil {
-		ctx.Send(b.controller, &controller.BrokersUpdated{Brokers: brokers})
+		ctx.Send(b.controller, &controller.BrokersUpdated{Brokers: b.controllerLive()})
 	}
 	b.publishMetrics()
 	// Followers need their leader's address, which may have just appeared.

@@ -411,7 +411,6 @@ func TestRequestsQueuedAtARemovedReplicaAreAnswered(t *testing.T) {
 	}
 	// Produce requests go on being sent while the deletion is made, so
 	// some are queued at the replica when its broker removes it.
-	batch := makeBatch("queued")
 	var futures []*actor.Future
 	sent := make(chan struct{})
 	stop := make(chan struct{})
@@ -423,7 +422,9 @@ func TestRequestsQueuedAtARemovedReplicaAreAnswered(t *testing.T) {
 				return
 			default:
 			}
-			futures = append(futures, tb.system.Root.RequestFuture(tb.pid, &messages.ProduceRequest{Topic: "going", Partition: 0, Acks: 1, Records: batch}, 8*time.Second))
+			// A batch each: the replica writes offsets into the bytes it
+			// is given (over the network each request has its own).
+			futures = append(futures, tb.system.Root.RequestFuture(tb.pid, &messages.ProduceRequest{Topic: "going", Partition: 0, Acks: 1, Records: makeBatch("queued")}, 8*time.Second))
 			if len(futures)%64 == 0 {
 				runtime.Gosched()
 			}

@@ -218,6 +218,7 @@ var requests = map[reflect.Type]request{
 		func(code messages.ErrorCode, text string) proto.Message {
 			return &messages.ReplicaOfflineResponse{Error: code, ErrorMessage: text}
 		}),
+	typeOf[*messages.BrokerPingRequest](): entry(nil, nil, plain((*brokerActor).onBrokerPing)),
 	// Checked by onLeaderAndIsr itself (the sender must be the controller).
 	typeOf[*messages.LeaderAndIsrRequest](): entry(nil, nil, plain((*brokerActor).onLeaderAndIsr)),
 

@@ -43,6 +43,8 @@ type Agent struct {
 	ownDir  bool   // dir was made by New and is removed by Close
 	ports   ports
 	logPath string
+	// clientAddrs are the HTTP API's addresses beside 127.0.0.1.
+	clientAddrs []string
 
 	mu     sync.Mutex
 	cmd    *exec.Cmd
@@ -59,13 +61,23 @@ type Options struct {
 	// Dir holds the data directory and the log; default a new temporary
 	// directory, removed by Close.
 	Dir string
+	// ClientAddrs are more addresses the HTTP API listens on, beside
+	// 127.0.0.1 (for processes in other network namespaces).
+	ClientAddrs []string
 }
 
 // Start starts an agent for t, waits until it has a leader, and stops it
 // when t ends; the agent's log is printed if t failed.
 func Start(t testing.TB) *Agent {
 	t.Helper()
-	a, err := New(Options{Dir: t.TempDir()})
+	return StartWith(t, Options{})
+}
+
+// StartWith is Start with options (Dir is t's own).
+func StartWith(t testing.TB, opts Options) *Agent {
+	t.Helper()
+	opts.Dir = t.TempDir()
+	a, err := New(opts)
 	if err != nil {
 		t.Fatalf("consultest: %v", err)
 	}
@@ -88,7 +100,7 @@ func New(opts Options) (*Agent, error) {
 			return nil, err
 		}
 	}
-	a := &Agent{bin: bin, dir: opts.Dir}
+	a := &Agent{bin: bin, dir: opts.Dir, clientAddrs: opts.ClientAddrs}
 	if a.dir == "" {
 		dir, err := os.MkdirTemp("", "consultest-")
 		if err != nil {
@@ -140,6 +152,9 @@ func Binary() (string, error) {
 // Addr is the agent's HTTP API address, host:port.
 func (a *Agent) Addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(a.ports.http)) }
 
+// AddrOn is the agent's HTTP API address on ip, one of Options.ClientAddrs.
+func (a *Agent) AddrOn(ip string) string { return net.JoinHostPort(ip, strconv.Itoa(a.ports.http)) }
+
 // Client returns a consul/api client of the agent.
 func (a *Agent) Client() *api.Client {
 	cfg := api.DefaultConfig()
@@ -155,7 +170,7 @@ func (a *Agent) args() []string {
 	p := a.ports
 	return []string{"agent", "-server", "-bootstrap-expect", "1",
 		"-data-dir", filepath.Join(a.dir, "data"), "-node", fmt.Sprintf("consultest-%d", p.http),
-		"-bind", "127.0.0.1", "-client", "127.0.0.1", "-disable-host-node-id",
+		"-bind", "127.0.0.1", "-client", strings.Join(append([]string{"127.0.0.1"}, a.clientAddrs...), " "), "-disable-host-node-id",
 		"-http-port", strconv.Itoa(p.http), "-server-port", strconv.Itoa(p.server),
 		"-serf-lan-port", strconv.Itoa(p.serfLAN), "-serf-wan-port", strconv.Itoa(p.serfWAN),
 		// Consul 1.14 servers listen on gRPC-TLS 8503 unless told not to,

@@ -39,6 +39,7 @@ func runBroker(args []string, stdout, stderr io.Writer) error {
 	minISR := fs.Int("min-insync-replicas", def.DefaultTopic.MinISR, "default min.insync.replicas")
 	rack := fs.String("rack", "", "where this broker runs (a rack, an availability zone): when every broker names one, a new partition's replicas go to different racks (Kafka's broker.rack)")
 	lag := fs.Duration("replica-lag-time-max", def.ReplicaLagTimeMax, "a follower not caught up for this long leaves the ISR")
+	session := fs.Duration("broker-session-timeout", def.BrokerSessionTimeout, "a broker the controller's broker cannot reach for this long loses its leaderships and leaves the ISRs; a controller that cannot reach half of the brokers for this long hands over")
 	autoRebalance := fs.Bool("auto-leader-rebalance", def.AutoLeaderRebalance, "give leadership back to preferred replicas (the first of each partition's replicas) when a broker leads too few of its own; the controller checks every --leader-imbalance-check-interval")
 	imbalanceCheck := fs.Duration("leader-imbalance-check-interval", def.LeaderImbalanceCheckInterval, "how often the controller looks for brokers that lead too few of the partitions they are preferred for")
 	imbalancePct := fs.Int("leader-imbalance-per-broker-percentage", int(def.LeaderImbalanceRatio*100), "share of a broker's preferred partitions led by others above which their leadership is given back to it")
@@ -116,6 +117,7 @@ func runBroker(args []string, stdout, stderr io.Writer) error {
 	cfg.Rack = *rack
 	cfg.AutoLeaderRebalance = *autoRebalance
 	cfg.LeaderImbalanceCheckInterval = *imbalanceCheck
+	cfg.BrokerSessionTimeout = *session
 	cfg.LeaderImbalanceRatio = float64(*imbalancePct) / 100
 	cfg.RetentionCheckInterval = *retentionCheck
 	cfg.MaxFetchBytes = *maxFetch

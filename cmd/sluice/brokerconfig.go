@@ -42,6 +42,7 @@ var kafkaNames = map[string]string{
 	"log.retention.bytes":                     "retention-bytes",
 	"min.insync.replicas":                     "min-insync-replicas",
 	"replica.lag.time.max.ms":                 "replica-lag-time-max",
+	"broker.session.timeout.ms":               "broker-session-timeout",
 	"broker.rack":                             "rack",
 	"auto.leader.rebalance.enable":            "auto-leader-rebalance",
 	"leader.imbalance.check.interval.seconds": "leader-imbalance-check-interval",

@@ -118,8 +118,10 @@ type brokerProc struct {
 	// openFiles, when set, is the open-files limit (ulimit -n) the process
 	// starts under.
 	openFiles int
-	Addr      string
-	Data      string
+	// netns, when set, is the network namespace the process runs in.
+	netns string
+	Addr  string
+	Data  string
 
 	mu   sync.Mutex
 	cmd  *exec.Cmd
@@ -158,7 +160,13 @@ func startBroker(t *testing.T, extra ...string) *brokerProc {
 // startBrokerEnv is startBroker with extra environment variables.
 func startBrokerEnv(t *testing.T, env []string, extra ...string) *brokerProc {
 	t.Helper()
-	b := &brokerProc{t: t, Data: t.TempDir(), Addr: fmt.Sprintf("127.0.0.1:%d", freePort(t)), logs: &lockedBuffer{}, env: env}
+	return startBrokerAt(t, &brokerProc{t: t, Addr: fmt.Sprintf("127.0.0.1:%d", freePort(t)), env: env}, extra...)
+}
+
+// startBrokerAt starts b (its Addr, env and netns set) with extra flags.
+func startBrokerAt(t *testing.T, b *brokerProc, extra ...string) *brokerProc {
+	t.Helper()
+	b.Data, b.logs = t.TempDir(), &lockedBuffer{}
 	b.args = append([]string{"broker", "--data", b.Data, "--addr", b.Addr}, extra...)
 	if !slices.Contains(extra, "--http") {
 		// Not the default (the broker's port + 1000), which another test's
@@ -184,6 +192,9 @@ func startBrokerEnv(t *testing.T, env []string, extra ...string) *brokerProc {
 func (b *brokerProc) start() {
 	b.t.Helper()
 	cmd := exec.Command(sluiceBin, b.args...)
+	if b.netns != "" {
+		cmd = exec.Command("ip", append([]string{"netns", "exec", b.netns, sluiceBin}, b.args...)...)
+	}
 	if b.openFiles > 0 {
 		cmd = exec.Command("sh", append([]string{"-c", fmt.Sprintf(`ulimit -n %d && exec "$0" "$@"`, b.openFiles), sluiceBin}, b.args...)...)
 	}
