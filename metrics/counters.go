@@ -15,6 +15,7 @@ type counters struct {
 	bytesFetched    *prometheus.CounterVec
 	replicationIn   prometheus.Counter
 	replicationOut  prometheus.Counter
+	reassignmentOut prometheus.Counter
 	elections       prometheus.Counter
 	isrShrinks      prometheus.Counter
 	isrExpands      prometheus.Counter
@@ -46,6 +47,8 @@ func newCounters(r *prometheus.Registry) *counters {
 			Help: "Record batch bytes this broker's followers appended from their leaders."}),
 		replicationOut: prometheus.NewCounter(prometheus.CounterOpts{Name: "sluice_replication_out_bytes_total",
 			Help: "Record batch bytes this broker's leaders served to followers."}),
+		reassignmentOut: prometheus.NewCounter(prometheus.CounterOpts{Name: "sluice_reassignment_out_bytes_total",
+			Help: "Record batch bytes this broker's leaders served to replicas that partition moves add (part of sluice_replication_out_bytes_total)."}),
 		elections: prometheus.NewCounter(prometheus.CounterOpts{Name: "sluice_leader_elections_total",
 			Help: "Partition leaders this broker's controller elected or moved."}),
 		isrShrinks: prometheus.NewCounter(prometheus.CounterOpts{Name: "sluice_isr_shrinks_total",
@@ -82,7 +85,7 @@ func newCounters(r *prometheus.Registry) *counters {
 		c.storeErrors.WithLabelValues(op) // exported at 0 from the start
 	}
 	r.MustRegister(c.duplicates, c.storeErrors)
-	r.MustRegister(c.recordsProduced, c.bytesProduced, c.bytesFetched, c.replicationIn, c.replicationOut, c.elections,
+	r.MustRegister(c.recordsProduced, c.bytesProduced, c.bytesFetched, c.replicationIn, c.replicationOut, c.reassignmentOut, c.elections,
 		c.isrShrinks, c.isrExpands, c.requests, c.requestErrors, c.produceSeconds, c.fsyncSeconds, c.commitBatches,
 		c.mailboxDepth, c.mailboxSeconds, c.kafkaRequests, c.kafkaSeconds)
 	return c
@@ -170,6 +173,13 @@ func (m *Broker) ReplicatedIn(bytes int) {
 func (m *Broker) ReplicatedOut(bytes int) {
 	if m != nil && bytes > 0 {
 		m.c.replicationOut.Add(float64(bytes))
+	}
+}
+
+// ReassignedOut counts bytes a leader served to a replica a move adds.
+func (m *Broker) ReassignedOut(bytes int) {
+	if m != nil && bytes > 0 {
+		m.c.reassignmentOut.Add(float64(bytes))
 	}
 }
 

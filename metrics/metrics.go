@@ -49,8 +49,10 @@ type State struct {
 	BrokerID int32
 	// Controller: this broker is the active controller.
 	Controller bool
-	// LiveBrokers is how many brokers are registered and alive.
-	LiveBrokers int
+	// LiveBrokers is how many brokers are registered and alive;
+	// Unreachable how many of them have not answered this broker's pings
+	// for the broker session timeout.
+	LiveBrokers, Unreachable int
 	// Meta is the latest cluster metadata (nil: none loaded yet).
 	Meta *cluster.Snapshot
 	// MinISR is a topic's min.insync.replicas.

@@ -65,12 +65,16 @@ func TestStateGauges(t *testing.T) {
 		tp, part := ps(x.topic, x.p, x.leader, x.isr, x.replicas)
 		meta.Partitions[tp] = part
 	}
+	// a-1 is moving (3 added); a-3, preferred here, is led by 2.
+	meta.Partitions[cluster.TopicPartition{Topic: "a", Partition: 1}].State.AddingReplicas = []int32{3}
+	tp, part := ps("a", 3, 2, []int32{2, 1}, []int32{1, 2})
+	meta.Partitions[tp] = part
 	replicas := []*atomic.Pointer[messages.ReplicaState]{
 		status(&messages.ReplicaState{Topic: "a", Partition: 0, Leader: true, HighWatermark: 7, LogEndOffset: 9, SizeBytes: 100}),
 		status(&messages.ReplicaState{Topic: "a", Partition: 2, HighWatermark: 3}),
 		status(&messages.ReplicaState{Topic: "b", Partition: 0, Error: messages.ErrorCode_STORAGE_ERROR}),
 	}
-	m.Publish(&State{BrokerID: 1, LiveBrokers: 3, Meta: meta, MinISR: func(string) int { return 2 }, Replicas: replicas})
+	m.Publish(&State{BrokerID: 1, LiveBrokers: 3, Unreachable: 1, Meta: meta, MinISR: func(string) int { return 2 }, Replicas: replicas})
 	want := `
 # HELP sluice_partitions_led Partitions this broker leads.
 # TYPE sluice_partitions_led gauge
@@ -83,7 +87,16 @@ sluice_partitions_under_replicated 1
 sluice_partitions_under_min_isr 1
 # HELP sluice_partitions_followed Partitions this broker hosts a follower replica of.
 # TYPE sluice_partitions_followed gauge
-sluice_partitions_followed 1
+sluice_partitions_followed 2
+# HELP sluice_partitions_reassigning Partitions led by this broker that are moving to another replica set.
+# TYPE sluice_partitions_reassigning gauge
+sluice_partitions_reassigning 1
+# HELP sluice_preferred_leader_imbalance Partitions this broker is the preferred leader of (their first replica) that another broker leads.
+# TYPE sluice_preferred_leader_imbalance gauge
+sluice_preferred_leader_imbalance 1
+# HELP sluice_brokers_unreachable Live brokers this broker has not heard from for the broker session timeout (fenced, on the controller's broker).
+# TYPE sluice_brokers_unreachable gauge
+sluice_brokers_unreachable 1
 # HELP sluice_partitions_offline Partitions without a leader, exported by the active controller (0 elsewhere), so that sum() is the cluster's count.
 # TYPE sluice_partitions_offline gauge
 sluice_partitions_offline 0
@@ -96,7 +109,7 @@ sluice_partition_high_watermark{partition="0",topic="a"} 7
 `
 	if err := testutil.GatherAndCompare(m.Registry, strings.NewReader(want), "sluice_partitions_led", "sluice_partitions_under_replicated",
 		"sluice_partitions_under_min_isr", "sluice_partitions_followed", "sluice_partitions_offline", "sluice_replicas_offline",
-		"sluice_partition_high_watermark"); err != nil {
+		"sluice_partition_high_watermark", "sluice_partitions_reassigning", "sluice_preferred_leader_imbalance", "sluice_brokers_unreachable"); err != nil {
 		t.Fatal(err)
 	}
 	m.Publish(&State{BrokerID: 1, Controller: true, Meta: meta})

@@ -21,6 +21,12 @@ var (
 		"Partitions led by this broker whose ISR is smaller than their replica set.", nil, nil)
 	descUnderMinISR = prometheus.NewDesc("sluice_partitions_under_min_isr",
 		"Partitions led by this broker whose ISR is smaller than min.insync.replicas: acks=all produce fails.", nil, nil)
+	descUnreachable = prometheus.NewDesc("sluice_brokers_unreachable",
+		"Live brokers this broker has not heard from for the broker session timeout (fenced, on the controller's broker).", nil, nil)
+	descReassigning = prometheus.NewDesc("sluice_partitions_reassigning",
+		"Partitions led by this broker that are moving to another replica set.", nil, nil)
+	descImbalance = prometheus.NewDesc("sluice_preferred_leader_imbalance",
+		"Partitions this broker is the preferred leader of (their first replica) that another broker leads.", nil, nil)
 	descLed          = prometheus.NewDesc("sluice_partitions_led", "Partitions this broker leads.", nil, nil)
 	descFollowed     = prometheus.NewDesc("sluice_partitions_followed", "Partitions this broker hosts a follower replica of.", nil, nil)
 	descOfflineLocal = prometheus.NewDesc("sluice_replicas_offline",
@@ -42,7 +48,7 @@ var (
 type stateCollector struct{ m *Broker }
 
 func (c stateCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descBrokers, descTopics, descPartitions, descControllerActive, descOffline,
+	for _, d := range []*prometheus.Desc{descBrokers, descUnreachable, descReassigning, descImbalance, descTopics, descPartitions, descControllerActive, descOffline,
 		descUnderReplicated, descUnderMinISR, descLed, descFollowed, descOfflineLocal, descProducers, descHW, descLogStart, descLogEnd, descSize} {
 		ch <- d
 	}
@@ -56,11 +62,17 @@ func (c stateCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
 	}
-	var offline, under, underMin, led, followed float64
+	var offline, under, underMin, led, followed, moving, imbalance float64
 	for _, p := range s.Meta.Partitions {
 		st := p.State
 		if st == nil {
 			continue
+		}
+		if len(st.Replicas) > 0 && st.Replicas[0] == s.BrokerID && st.Leader != s.BrokerID {
+			imbalance++
+		}
+		if st.Leader == s.BrokerID && len(st.AddingReplicas)+len(st.RemovingReplicas) > 0 {
+			moving++
 		}
 		switch {
 		case st.Leader < 0:
@@ -82,6 +94,9 @@ func (c stateCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 	}
 	gauge(descBrokers, float64(s.LiveBrokers))
+	gauge(descUnreachable, float64(s.Unreachable))
+	gauge(descReassigning, moving)
+	gauge(descImbalance, imbalance)
 	gauge(descTopics, float64(len(s.Meta.Topics)))
 	gauge(descPartitions, float64(len(s.Meta.Partitions)))
 	gauge(descControllerActive, boolValue(s.Controller))

@@ -16,7 +16,7 @@ func (b *brokerActor) publishMetrics() {
 	if b.cfg.Metrics == nil {
 		return
 	}
-	s := &metrics.State{BrokerID: b.cfg.ID, Controller: b.controller != nil, LiveBrokers: len(b.live), Meta: b.meta,
+	s := &metrics.State{BrokerID: b.cfg.ID, Controller: b.controller != nil, LiveBrokers: len(b.live), Unreachable: len(b.fenced), Meta: b.meta,
 		Replicas: make([]*atomic.Pointer[messages.ReplicaState], 0, len(b.replicas))}
 	if meta := b.meta; meta != nil {
 		defaults := b.cfg.DefaultTopic

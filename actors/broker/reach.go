@@ -117,6 +117,7 @@ func (b *brokerActor) checkReach(ctx actor.Context, now time.Time) {
 			"timeout", b.cfg.BrokerSessionTimeout)
 	}
 	b.fenced = fenced
+	b.publishMetrics()
 	if b.controller != nil {
 		ctx.Send(b.controller, &controller.BrokersUpdated{Brokers: b.controllerLive()})
 	}

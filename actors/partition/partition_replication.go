@@ -175,6 +175,9 @@ func (p *partitionActor) readReplicaFetch(req *messages.ReplicaFetchRequest) *me
 	if throttled {
 		p.cfg.Broker.CatchUp.Spend(sent)
 	}
+	if p.state != nil && slices.Contains(p.state.AddingReplicas, req.ReplicaId) {
+		p.cfg.Broker.Metrics.ReassignedOut(sent)
+	}
 	return resp
 }
 
