@@ -189,6 +189,9 @@ func (c *Console) overview(w http.ResponseWriter, r *http.Request) {
 	}
 	var h health
 	topics := 0 // that the visitor may describe
+	// Per broker: replicas hosted, partitions led, partitions it is the
+	// preferred leader of (their first replica).
+	hosts, leads, preferred := map[int32]int{}, map[int32]int{}, map[int32]int{}
 	for _, t := range md.Topics {
 		if !v.may(opDescribe, onTopic, t.Name) {
 			continue
@@ -196,6 +199,13 @@ func (c *Console) overview(w http.ResponseWriter, r *http.Request) {
 		topics++
 		minISR := c.minISR(t.Configs)
 		for _, p := range t.Partitions {
+			for _, id := range p.Replicas {
+				hosts[id]++
+			}
+			leads[p.Leader]++
+			if len(p.Replicas) > 0 {
+				preferred[p.Replicas[0]]++
+			}
 			switch {
 			case p.Leader < 0:
 				h.Offline++
@@ -215,7 +225,28 @@ func (c *Console) overview(w http.ResponseWriter, r *http.Request) {
 			alive++
 		}
 	}
-	c.render(w, v, "overview", map[string]any{"Title": "Overview", "Cluster": info, "Health": h, "Topics": topics, "Alive": alive})
+	var rows []brokerRow
+	for _, b := range info.Brokers {
+		rows = append(rows, brokerRow{BrokerInfo: b, Controller: b.ID == info.ControllerID,
+			Replicas: hosts[b.ID], Leads: leads[b.ID], Preferred: preferred[b.ID]})
+	}
+	// Moves in progress, for a visitor who may describe the cluster.
+	var moves []client.OngoingReassignment
+	if v.may(opDescribe, onCluster, "") {
+		if moves, err = c.cfg.Admin.ListPartitionReassignments(ctx); err != nil {
+			moves = nil
+		}
+	}
+	c.render(w, v, "overview", map[string]any{"Title": "Overview", "Cluster": info, "Health": h, "Topics": topics, "Alive": alive,
+		"Brokers": rows, "Moves": moves})
+}
+
+// brokerRow is one line of the overview's broker table: the broker, and
+// how the partitions the visitor may describe sit on it.
+type brokerRow struct {
+	client.BrokerInfo
+	Controller                 bool
+	Replicas, Leads, Preferred int
 }
 
 // topicRow is one line of the topics page.

@@ -103,11 +103,27 @@ func TestConsolePagesMatchTheCLI(t *testing.T) {
 	if len(brokers) != len(info.Brokers) {
 		t.Fatalf("overview lists %d brokers, cluster info %d", len(brokers), len(info.Brokers))
 	}
+	md, err := c.metadata()
+	if err != nil {
+		t.Fatal(err)
+	}
+	hosts, leads, preferred := map[int32]int{}, map[int32]int{}, map[int32]int{}
+	for _, tm := range md.Topics {
+		for _, p := range tm.Partitions {
+			for _, id := range p.Replicas {
+				hosts[id]++
+			}
+			leads[p.Leader]++
+			preferred[p.Replicas[0]]++
+		}
+	}
 	for i, br := range info.Brokers {
 		row := brokers[i]
 		if row[0] != strconv.Itoa(int(br.ID)) || row[1] != br.Address || row[2] != br.State || row[3] != orDash(br.Rack) || row[4] != br.Version ||
-			(row[5] == "controller") != (br.ID == info.Controller) {
-			t.Errorf("overview broker row %v, cluster info %+v (controller %d)", row, br, info.Controller)
+			(row[5] == "controller") != (br.ID == info.Controller) || row[6] != strconv.Itoa(hosts[br.ID]) ||
+			row[7] != strconv.Itoa(leads[br.ID]) || row[8] != strconv.Itoa(preferred[br.ID]) {
+			t.Errorf("overview broker row %v, cluster info %+v (controller %d), metadata: %d replicas, leads %d, preferred for %d",
+				row, br, info.Controller, hosts[br.ID], leads[br.ID], preferred[br.ID])
 		}
 	}
 	if !strings.Contains(page, fmt.Sprintf(`<b id="online">%d</b>`, info.Partitions)) {

@@ -352,6 +352,11 @@ func TestThrottledMoveSurvivesKillsAndCancels(t *testing.T) {
 		t.Fatalf("after %v the added replica holds %d of %d bytes; the throttle allows at most %d", elapsed, copied, size, limit)
 	}
 	t.Logf("throttled to %d B/s: %d of %d bytes copied in %v", rate, copied, size, elapsed.Round(time.Millisecond))
+	// The console lists the move.
+	moves := tableRows(t, getPage(t, httpAddr(t, c.brokers[pm.Leader]), "/"), "moves-table")
+	if len(moves) != 2 || moves[1][0] != topic || moves[1][3] != fmt.Sprintf("[%d]", added) {
+		t.Fatalf("the console's moves table: %v", moves)
+	}
 
 	// The controller dies mid-move: the next one has the move.
 	ctl := c.controller()
