@@ -68,6 +68,7 @@ func init() {
 		kmsg.ElectLeaders.Int16():               {versionRange{0, 2}, handleElectLeaders},
 		kmsg.AlterPartitionAssignments.Int16():  {versionRange{0, 1}, handleAlterPartitionReassignments},
 		kmsg.ListPartitionReassignments.Int16(): {versionRange{0, 0}, handleListPartitionReassignments},
+		kmsg.DescribeLogDirs.Int16():            {versionRange{0, 4}, handleDescribeLogDirs},
 		kmsg.DescribeConfigs.Int16():            {versionRange{0, 4}, handleDescribeConfigs},
 		kmsg.DescribeCluster.Int16():            {versionRange{0, 1}, handleDescribeCluster},
 		kmsg.FindCoordinator.Int16():            {versionRange{0, 4}, handleFindCoordinator},

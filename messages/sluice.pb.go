@@ -3016,6 +3016,122 @@ func (x *DescribeReplicasResponse) GetReplicas() []*ReplicaState {
 	return nil
 }
 
+// DescribeLogDirsRequest asks one broker for its data directory and the
+// replicas in it (of topics, all when empty): Kafka's DescribeLogDirs.
+// Needs Describe on the cluster.
+type DescribeLogDirsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Topics        []string               `protobuf:"bytes,1,rep,name=topics,proto3" json:"topics,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DescribeLogDirsRequest) Reset() {
+	*x = DescribeLogDirsRequest{}
+	mi := &file_sluice_proto_msgTypes[38]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DescribeLogDirsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DescribeLogDirsRequest) ProtoMessage() {}
+
+func (x *DescribeLogDirsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_sluice_proto_msgTypes[38]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DescribeLogDirsRequest.ProtoReflect.Descriptor instead.
+func (*DescribeLogDirsRequest) Descriptor() ([]byte, []int) {
+	return file_sluice_proto_rawDescGZIP(), []int{38}
+}
+
+func (x *DescribeLogDirsRequest) GetTopics() []string {
+	if x != nil {
+		return x.Topics
+	}
+	return nil
+}
+
+type DescribeLogDirsResponse struct {
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	Error        ErrorCode              `protobuf:"varint,1,opt,name=error,proto3,enum=sluice.ErrorCode" json:"error,omitempty"`
+	ErrorMessage string                 `protobuf:"bytes,2,opt,name=error_message,json=errorMessage,proto3" json:"error_message,omitempty"`
+	// The directory that holds the partitions' logs.
+	LogDir        string          `protobuf:"bytes,3,opt,name=log_dir,json=logDir,proto3" json:"log_dir,omitempty"`
+	Replicas      []*ReplicaState `protobuf:"bytes,4,rep,name=replicas,proto3" json:"replicas,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DescribeLogDirsResponse) Reset() {
+	*x = DescribeLogDirsResponse{}
+	mi := &file_sluice_proto_msgTypes[39]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DescribeLogDirsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DescribeLogDirsResponse) ProtoMessage() {}
+
+func (x *DescribeLogDirsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_sluice_proto_msgTypes[39]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DescribeLogDirsResponse.ProtoReflect.Descriptor instead.
+func (*DescribeLogDirsResponse) Descriptor() ([]byte, []int) {
+	return file_sluice_proto_rawDescGZIP(), []int{39}
+}
+
+func (x *DescribeLogDirsResponse) GetError() ErrorCode {
+	if x != nil {
+		return x.Error
+	}
+	return ErrorCode_NONE
+}
+
+func (x *DescribeLogDirsResponse) GetErrorMessage() string {
+	if x != nil {
+		return x.ErrorMessage
+	}
+	return ""
+}
+
+func (x *DescribeLogDirsResponse) GetLogDir() string {
+	if x != nil {
+		return x.LogDir
+	}
+	return ""
+}
+
+func (x *DescribeLogDirsResponse) GetReplicas() []*ReplicaState {
+	if x != nil {
+		return x.Replicas
+	}
+	return nil
+}
+
 // ReplicaFetchRequest is a follower pulling from its leader. fetch_offset is
 // the follower's LEO: it acknowledges every record below it.
 type ReplicaFetchRequest struct {
@@ -3038,7 +3154,7 @@ type ReplicaFetchRequest struct {
 
 func (x *ReplicaFetchRequest) Reset() {
 	*x = ReplicaFetchRequest{}
-	mi := &file_sluice_proto_msgTypes[38]
+	mi := &file_sluice_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3050,7 +3166,7 @@ func (x *ReplicaFetchRequest) String() string {
 func (*ReplicaFetchRequest) ProtoMessage() {}
 
 func (x *ReplicaFetchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[38]
+	mi := &file_sluice_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3063,7 +3179,7 @@ func (x *ReplicaFetchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicaFetchRequest.ProtoReflect.Descriptor instead.
 func (*ReplicaFetchRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{38}
+	return file_sluice_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *ReplicaFetchRequest) GetTopic() string {
@@ -3140,7 +3256,7 @@ type ReplicaFetchResponse struct {
 
 func (x *ReplicaFetchResponse) Reset() {
 	*x = ReplicaFetchResponse{}
-	mi := &file_sluice_proto_msgTypes[39]
+	mi := &file_sluice_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3152,7 +3268,7 @@ func (x *ReplicaFetchResponse) String() string {
 func (*ReplicaFetchResponse) ProtoMessage() {}
 
 func (x *ReplicaFetchResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[39]
+	mi := &file_sluice_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3165,7 +3281,7 @@ func (x *ReplicaFetchResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicaFetchResponse.ProtoReflect.Descriptor instead.
 func (*ReplicaFetchResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{39}
+	return file_sluice_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *ReplicaFetchResponse) GetTopic() string {
@@ -3246,7 +3362,7 @@ type OffsetForLeaderEpochRequest struct {
 
 func (x *OffsetForLeaderEpochRequest) Reset() {
 	*x = OffsetForLeaderEpochRequest{}
-	mi := &file_sluice_proto_msgTypes[40]
+	mi := &file_sluice_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3258,7 +3374,7 @@ func (x *OffsetForLeaderEpochRequest) String() string {
 func (*OffsetForLeaderEpochRequest) ProtoMessage() {}
 
 func (x *OffsetForLeaderEpochRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[40]
+	mi := &file_sluice_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3271,7 +3387,7 @@ func (x *OffsetForLeaderEpochRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OffsetForLeaderEpochRequest.ProtoReflect.Descriptor instead.
 func (*OffsetForLeaderEpochRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{40}
+	return file_sluice_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *OffsetForLeaderEpochRequest) GetTopic() string {
@@ -3325,7 +3441,7 @@ type OffsetForLeaderEpochResponse struct {
 
 func (x *OffsetForLeaderEpochResponse) Reset() {
 	*x = OffsetForLeaderEpochResponse{}
-	mi := &file_sluice_proto_msgTypes[41]
+	mi := &file_sluice_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3337,7 +3453,7 @@ func (x *OffsetForLeaderEpochResponse) String() string {
 func (*OffsetForLeaderEpochResponse) ProtoMessage() {}
 
 func (x *OffsetForLeaderEpochResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[41]
+	mi := &file_sluice_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3350,7 +3466,7 @@ func (x *OffsetForLeaderEpochResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OffsetForLeaderEpochResponse.ProtoReflect.Descriptor instead.
 func (*OffsetForLeaderEpochResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{41}
+	return file_sluice_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *OffsetForLeaderEpochResponse) GetTopic() string {
@@ -3414,7 +3530,7 @@ type AlterPartitionRequest struct {
 
 func (x *AlterPartitionRequest) Reset() {
 	*x = AlterPartitionRequest{}
-	mi := &file_sluice_proto_msgTypes[42]
+	mi := &file_sluice_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3426,7 +3542,7 @@ func (x *AlterPartitionRequest) String() string {
 func (*AlterPartitionRequest) ProtoMessage() {}
 
 func (x *AlterPartitionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[42]
+	mi := &file_sluice_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3439,7 +3555,7 @@ func (x *AlterPartitionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AlterPartitionRequest.ProtoReflect.Descriptor instead.
 func (*AlterPartitionRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{42}
+	return file_sluice_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *AlterPartitionRequest) GetTopic() string {
@@ -3503,7 +3619,7 @@ type AlterPartitionResponse struct {
 
 func (x *AlterPartitionResponse) Reset() {
 	*x = AlterPartitionResponse{}
-	mi := &file_sluice_proto_msgTypes[43]
+	mi := &file_sluice_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3515,7 +3631,7 @@ func (x *AlterPartitionResponse) String() string {
 func (*AlterPartitionResponse) ProtoMessage() {}
 
 func (x *AlterPartitionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[43]
+	mi := &file_sluice_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3528,7 +3644,7 @@ func (x *AlterPartitionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AlterPartitionResponse.ProtoReflect.Descriptor instead.
 func (*AlterPartitionResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{43}
+	return file_sluice_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *AlterPartitionResponse) GetError() ErrorCode {
@@ -3564,7 +3680,7 @@ type LeaderAndIsrRequest struct {
 
 func (x *LeaderAndIsrRequest) Reset() {
 	*x = LeaderAndIsrRequest{}
-	mi := &file_sluice_proto_msgTypes[44]
+	mi := &file_sluice_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3576,7 +3692,7 @@ func (x *LeaderAndIsrRequest) String() string {
 func (*LeaderAndIsrRequest) ProtoMessage() {}
 
 func (x *LeaderAndIsrRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[44]
+	mi := &file_sluice_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3589,7 +3705,7 @@ func (x *LeaderAndIsrRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaderAndIsrRequest.ProtoReflect.Descriptor instead.
 func (*LeaderAndIsrRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{44}
+	return file_sluice_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *LeaderAndIsrRequest) GetControllerId() int32 {
@@ -3623,7 +3739,7 @@ type LeaderAndIsrResponse struct {
 
 func (x *LeaderAndIsrResponse) Reset() {
 	*x = LeaderAndIsrResponse{}
-	mi := &file_sluice_proto_msgTypes[45]
+	mi := &file_sluice_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3635,7 +3751,7 @@ func (x *LeaderAndIsrResponse) String() string {
 func (*LeaderAndIsrResponse) ProtoMessage() {}
 
 func (x *LeaderAndIsrResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[45]
+	mi := &file_sluice_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3648,7 +3764,7 @@ func (x *LeaderAndIsrResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaderAndIsrResponse.ProtoReflect.Descriptor instead.
 func (*LeaderAndIsrResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{45}
+	return file_sluice_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *LeaderAndIsrResponse) GetError() ErrorCode {
@@ -3683,7 +3799,7 @@ type ReplicaOfflineRequest struct {
 
 func (x *ReplicaOfflineRequest) Reset() {
 	*x = ReplicaOfflineRequest{}
-	mi := &file_sluice_proto_msgTypes[46]
+	mi := &file_sluice_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3695,7 +3811,7 @@ func (x *ReplicaOfflineRequest) String() string {
 func (*ReplicaOfflineRequest) ProtoMessage() {}
 
 func (x *ReplicaOfflineRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[46]
+	mi := &file_sluice_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3708,7 +3824,7 @@ func (x *ReplicaOfflineRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicaOfflineRequest.ProtoReflect.Descriptor instead.
 func (*ReplicaOfflineRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{46}
+	return file_sluice_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *ReplicaOfflineRequest) GetBrokerId() int32 {
@@ -3763,7 +3879,7 @@ type ReplicaOfflineResponse struct {
 
 func (x *ReplicaOfflineResponse) Reset() {
 	*x = ReplicaOfflineResponse{}
-	mi := &file_sluice_proto_msgTypes[47]
+	mi := &file_sluice_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3775,7 +3891,7 @@ func (x *ReplicaOfflineResponse) String() string {
 func (*ReplicaOfflineResponse) ProtoMessage() {}
 
 func (x *ReplicaOfflineResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[47]
+	mi := &file_sluice_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3788,7 +3904,7 @@ func (x *ReplicaOfflineResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicaOfflineResponse.ProtoReflect.Descriptor instead.
 func (*ReplicaOfflineResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{47}
+	return file_sluice_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *ReplicaOfflineResponse) GetError() ErrorCode {
@@ -3824,7 +3940,7 @@ type InitProducerIdRequest struct {
 
 func (x *InitProducerIdRequest) Reset() {
 	*x = InitProducerIdRequest{}
-	mi := &file_sluice_proto_msgTypes[48]
+	mi := &file_sluice_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3836,7 +3952,7 @@ func (x *InitProducerIdRequest) String() string {
 func (*InitProducerIdRequest) ProtoMessage() {}
 
 func (x *InitProducerIdRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[48]
+	mi := &file_sluice_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3849,7 +3965,7 @@ func (x *InitProducerIdRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InitProducerIdRequest.ProtoReflect.Descriptor instead.
 func (*InitProducerIdRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{48}
+	return file_sluice_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *InitProducerIdRequest) GetProducerId() int64 {
@@ -3878,7 +3994,7 @@ type InitProducerIdResponse struct {
 
 func (x *InitProducerIdResponse) Reset() {
 	*x = InitProducerIdResponse{}
-	mi := &file_sluice_proto_msgTypes[49]
+	mi := &file_sluice_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3890,7 +4006,7 @@ func (x *InitProducerIdResponse) String() string {
 func (*InitProducerIdResponse) ProtoMessage() {}
 
 func (x *InitProducerIdResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[49]
+	mi := &file_sluice_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3903,7 +4019,7 @@ func (x *InitProducerIdResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InitProducerIdResponse.ProtoReflect.Descriptor instead.
 func (*InitProducerIdResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{49}
+	return file_sluice_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *InitProducerIdResponse) GetError() ErrorCode {
@@ -3950,7 +4066,7 @@ type AllocateProducerIdsRequest struct {
 
 func (x *AllocateProducerIdsRequest) Reset() {
 	*x = AllocateProducerIdsRequest{}
-	mi := &file_sluice_proto_msgTypes[50]
+	mi := &file_sluice_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3962,7 +4078,7 @@ func (x *AllocateProducerIdsRequest) String() string {
 func (*AllocateProducerIdsRequest) ProtoMessage() {}
 
 func (x *AllocateProducerIdsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[50]
+	mi := &file_sluice_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3975,7 +4091,7 @@ func (x *AllocateProducerIdsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AllocateProducerIdsRequest.ProtoReflect.Descriptor instead.
 func (*AllocateProducerIdsRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{50}
+	return file_sluice_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *AllocateProducerIdsRequest) GetBrokerId() int32 {
@@ -4011,7 +4127,7 @@ type AllocateProducerIdsResponse struct {
 
 func (x *AllocateProducerIdsResponse) Reset() {
 	*x = AllocateProducerIdsResponse{}
-	mi := &file_sluice_proto_msgTypes[51]
+	mi := &file_sluice_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4023,7 +4139,7 @@ func (x *AllocateProducerIdsResponse) String() string {
 func (*AllocateProducerIdsResponse) ProtoMessage() {}
 
 func (x *AllocateProducerIdsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[51]
+	mi := &file_sluice_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4036,7 +4152,7 @@ func (x *AllocateProducerIdsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AllocateProducerIdsResponse.ProtoReflect.Descriptor instead.
 func (*AllocateProducerIdsResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{51}
+	return file_sluice_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *AllocateProducerIdsResponse) GetError() ErrorCode {
@@ -4078,7 +4194,7 @@ type FindCoordinatorRequest struct {
 
 func (x *FindCoordinatorRequest) Reset() {
 	*x = FindCoordinatorRequest{}
-	mi := &file_sluice_proto_msgTypes[52]
+	mi := &file_sluice_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4090,7 +4206,7 @@ func (x *FindCoordinatorRequest) String() string {
 func (*FindCoordinatorRequest) ProtoMessage() {}
 
 func (x *FindCoordinatorRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[52]
+	mi := &file_sluice_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4103,7 +4219,7 @@ func (x *FindCoordinatorRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FindCoordinatorRequest.ProtoReflect.Descriptor instead.
 func (*FindCoordinatorRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{52}
+	return file_sluice_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *FindCoordinatorRequest) GetGroup() string {
@@ -4126,7 +4242,7 @@ type FindCoordinatorResponse struct {
 
 func (x *FindCoordinatorResponse) Reset() {
 	*x = FindCoordinatorResponse{}
-	mi := &file_sluice_proto_msgTypes[53]
+	mi := &file_sluice_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4138,7 +4254,7 @@ func (x *FindCoordinatorResponse) String() string {
 func (*FindCoordinatorResponse) ProtoMessage() {}
 
 func (x *FindCoordinatorResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[53]
+	mi := &file_sluice_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4151,7 +4267,7 @@ func (x *FindCoordinatorResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FindCoordinatorResponse.ProtoReflect.Descriptor instead.
 func (*FindCoordinatorResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{53}
+	return file_sluice_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *FindCoordinatorResponse) GetError() ErrorCode {
@@ -4199,7 +4315,7 @@ type TopicPartitions struct {
 
 func (x *TopicPartitions) Reset() {
 	*x = TopicPartitions{}
-	mi := &file_sluice_proto_msgTypes[54]
+	mi := &file_sluice_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4211,7 +4327,7 @@ func (x *TopicPartitions) String() string {
 func (*TopicPartitions) ProtoMessage() {}
 
 func (x *TopicPartitions) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[54]
+	mi := &file_sluice_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4224,7 +4340,7 @@ func (x *TopicPartitions) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TopicPartitions.ProtoReflect.Descriptor instead.
 func (*TopicPartitions) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{54}
+	return file_sluice_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *TopicPartitions) GetTopic() string {
@@ -4274,7 +4390,7 @@ type JoinGroupRequest struct {
 
 func (x *JoinGroupRequest) Reset() {
 	*x = JoinGroupRequest{}
-	mi := &file_sluice_proto_msgTypes[55]
+	mi := &file_sluice_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4286,7 +4402,7 @@ func (x *JoinGroupRequest) String() string {
 func (*JoinGroupRequest) ProtoMessage() {}
 
 func (x *JoinGroupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[55]
+	mi := &file_sluice_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4299,7 +4415,7 @@ func (x *JoinGroupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinGroupRequest.ProtoReflect.Descriptor instead.
 func (*JoinGroupRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{55}
+	return file_sluice_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *JoinGroupRequest) GetGroup() string {
@@ -4389,7 +4505,7 @@ type GroupProtocol struct {
 
 func (x *GroupProtocol) Reset() {
 	*x = GroupProtocol{}
-	mi := &file_sluice_proto_msgTypes[56]
+	mi := &file_sluice_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4401,7 +4517,7 @@ func (x *GroupProtocol) String() string {
 func (*GroupProtocol) ProtoMessage() {}
 
 func (x *GroupProtocol) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[56]
+	mi := &file_sluice_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4414,7 +4530,7 @@ func (x *GroupProtocol) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GroupProtocol.ProtoReflect.Descriptor instead.
 func (*GroupProtocol) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{56}
+	return file_sluice_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *GroupProtocol) GetName() string {
@@ -4442,7 +4558,7 @@ type MemberBytes struct {
 
 func (x *MemberBytes) Reset() {
 	*x = MemberBytes{}
-	mi := &file_sluice_proto_msgTypes[57]
+	mi := &file_sluice_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4454,7 +4570,7 @@ func (x *MemberBytes) String() string {
 func (*MemberBytes) ProtoMessage() {}
 
 func (x *MemberBytes) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[57]
+	mi := &file_sluice_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4467,7 +4583,7 @@ func (x *MemberBytes) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MemberBytes.ProtoReflect.Descriptor instead.
 func (*MemberBytes) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{57}
+	return file_sluice_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *MemberBytes) GetMemberId() string {
@@ -4503,7 +4619,7 @@ type JoinGroupResponse struct {
 
 func (x *JoinGroupResponse) Reset() {
 	*x = JoinGroupResponse{}
-	mi := &file_sluice_proto_msgTypes[58]
+	mi := &file_sluice_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4515,7 +4631,7 @@ func (x *JoinGroupResponse) String() string {
 func (*JoinGroupResponse) ProtoMessage() {}
 
 func (x *JoinGroupResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[58]
+	mi := &file_sluice_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4528,7 +4644,7 @@ func (x *JoinGroupResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinGroupResponse.ProtoReflect.Descriptor instead.
 func (*JoinGroupResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{58}
+	return file_sluice_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *JoinGroupResponse) GetError() ErrorCode {
@@ -4611,7 +4727,7 @@ type SyncGroupRequest struct {
 
 func (x *SyncGroupRequest) Reset() {
 	*x = SyncGroupRequest{}
-	mi := &file_sluice_proto_msgTypes[59]
+	mi := &file_sluice_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4623,7 +4739,7 @@ func (x *SyncGroupRequest) String() string {
 func (*SyncGroupRequest) ProtoMessage() {}
 
 func (x *SyncGroupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[59]
+	mi := &file_sluice_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4636,7 +4752,7 @@ func (x *SyncGroupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SyncGroupRequest.ProtoReflect.Descriptor instead.
 func (*SyncGroupRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{59}
+	return file_sluice_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *SyncGroupRequest) GetGroup() string {
@@ -4689,7 +4805,7 @@ type SyncGroupResponse struct {
 
 func (x *SyncGroupResponse) Reset() {
 	*x = SyncGroupResponse{}
-	mi := &file_sluice_proto_msgTypes[60]
+	mi := &file_sluice_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4701,7 +4817,7 @@ func (x *SyncGroupResponse) String() string {
 func (*SyncGroupResponse) ProtoMessage() {}
 
 func (x *SyncGroupResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[60]
+	mi := &file_sluice_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4714,7 +4830,7 @@ func (x *SyncGroupResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SyncGroupResponse.ProtoReflect.Descriptor instead.
 func (*SyncGroupResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{60}
+	return file_sluice_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *SyncGroupResponse) GetError() ErrorCode {
@@ -4771,7 +4887,7 @@ type HeartbeatRequest struct {
 
 func (x *HeartbeatRequest) Reset() {
 	*x = HeartbeatRequest{}
-	mi := &file_sluice_proto_msgTypes[61]
+	mi := &file_sluice_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4783,7 +4899,7 @@ func (x *HeartbeatRequest) String() string {
 func (*HeartbeatRequest) ProtoMessage() {}
 
 func (x *HeartbeatRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[61]
+	mi := &file_sluice_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4796,7 +4912,7 @@ func (x *HeartbeatRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeartbeatRequest.ProtoReflect.Descriptor instead.
 func (*HeartbeatRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{61}
+	return file_sluice_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *HeartbeatRequest) GetGroup() string {
@@ -4837,7 +4953,7 @@ type HeartbeatResponse struct {
 
 func (x *HeartbeatResponse) Reset() {
 	*x = HeartbeatResponse{}
-	mi := &file_sluice_proto_msgTypes[62]
+	mi := &file_sluice_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4849,7 +4965,7 @@ func (x *HeartbeatResponse) String() string {
 func (*HeartbeatResponse) ProtoMessage() {}
 
 func (x *HeartbeatResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[62]
+	mi := &file_sluice_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4862,7 +4978,7 @@ func (x *HeartbeatResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeartbeatResponse.ProtoReflect.Descriptor instead.
 func (*HeartbeatResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{62}
+	return file_sluice_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *HeartbeatResponse) GetError() ErrorCode {
@@ -4892,7 +5008,7 @@ type LeaveGroupRequest struct {
 
 func (x *LeaveGroupRequest) Reset() {
 	*x = LeaveGroupRequest{}
-	mi := &file_sluice_proto_msgTypes[63]
+	mi := &file_sluice_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4904,7 +5020,7 @@ func (x *LeaveGroupRequest) String() string {
 func (*LeaveGroupRequest) ProtoMessage() {}
 
 func (x *LeaveGroupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[63]
+	mi := &file_sluice_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4917,7 +5033,7 @@ func (x *LeaveGroupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaveGroupRequest.ProtoReflect.Descriptor instead.
 func (*LeaveGroupRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{63}
+	return file_sluice_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *LeaveGroupRequest) GetGroup() string {
@@ -4951,7 +5067,7 @@ type LeaveGroupResponse struct {
 
 func (x *LeaveGroupResponse) Reset() {
 	*x = LeaveGroupResponse{}
-	mi := &file_sluice_proto_msgTypes[64]
+	mi := &file_sluice_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4963,7 +5079,7 @@ func (x *LeaveGroupResponse) String() string {
 func (*LeaveGroupResponse) ProtoMessage() {}
 
 func (x *LeaveGroupResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[64]
+	mi := &file_sluice_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4976,7 +5092,7 @@ func (x *LeaveGroupResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaveGroupResponse.ProtoReflect.Descriptor instead.
 func (*LeaveGroupResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{64}
+	return file_sluice_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *LeaveGroupResponse) GetError() ErrorCode {
@@ -5009,7 +5125,7 @@ type OffsetCommitEntry struct {
 
 func (x *OffsetCommitEntry) Reset() {
 	*x = OffsetCommitEntry{}
-	mi := &file_sluice_proto_msgTypes[65]
+	mi := &file_sluice_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5021,7 +5137,7 @@ func (x *OffsetCommitEntry) String() string {
 func (*OffsetCommitEntry) ProtoMessage() {}
 
 func (x *OffsetCommitEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[65]
+	mi := &file_sluice_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5034,7 +5150,7 @@ func (x *OffsetCommitEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OffsetCommitEntry.ProtoReflect.Descriptor instead.
 func (*OffsetCommitEntry) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{65}
+	return file_sluice_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *OffsetCommitEntry) GetTopic() string {
@@ -5088,7 +5204,7 @@ type OffsetCommitRequest struct {
 
 func (x *OffsetCommitRequest) Reset() {
 	*x = OffsetCommitRequest{}
-	mi := &file_sluice_proto_msgTypes[66]
+	mi := &file_sluice_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5100,7 +5216,7 @@ func (x *OffsetCommitRequest) String() string {
 func (*OffsetCommitRequest) ProtoMessage() {}
 
 func (x *OffsetCommitRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[66]
+	mi := &file_sluice_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5113,7 +5229,7 @@ func (x *OffsetCommitRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OffsetCommitRequest.ProtoReflect.Descriptor instead.
 func (*OffsetCommitRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{66}
+	return file_sluice_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *OffsetCommitRequest) GetGroup() string {
@@ -5161,7 +5277,7 @@ type OffsetCommitResponse struct {
 
 func (x *OffsetCommitResponse) Reset() {
 	*x = OffsetCommitResponse{}
-	mi := &file_sluice_proto_msgTypes[67]
+	mi := &file_sluice_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5173,7 +5289,7 @@ func (x *OffsetCommitResponse) String() string {
 func (*OffsetCommitResponse) ProtoMessage() {}
 
 func (x *OffsetCommitResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[67]
+	mi := &file_sluice_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5186,7 +5302,7 @@ func (x *OffsetCommitResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OffsetCommitResponse.ProtoReflect.Descriptor instead.
 func (*OffsetCommitResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{67}
+	return file_sluice_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *OffsetCommitResponse) GetError() ErrorCode {
@@ -5214,7 +5330,7 @@ type OffsetFetchRequest struct {
 
 func (x *OffsetFetchRequest) Reset() {
 	*x = OffsetFetchRequest{}
-	mi := &file_sluice_proto_msgTypes[68]
+	mi := &file_sluice_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5226,7 +5342,7 @@ func (x *OffsetFetchRequest) String() string {
 func (*OffsetFetchRequest) ProtoMessage() {}
 
 func (x *OffsetFetchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[68]
+	mi := &file_sluice_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5239,7 +5355,7 @@ func (x *OffsetFetchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OffsetFetchRequest.ProtoReflect.Descriptor instead.
 func (*OffsetFetchRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{68}
+	return file_sluice_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *OffsetFetchRequest) GetGroup() string {
@@ -5267,7 +5383,7 @@ type OffsetFetchResponse struct {
 
 func (x *OffsetFetchResponse) Reset() {
 	*x = OffsetFetchResponse{}
-	mi := &file_sluice_proto_msgTypes[69]
+	mi := &file_sluice_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5279,7 +5395,7 @@ func (x *OffsetFetchResponse) String() string {
 func (*OffsetFetchResponse) ProtoMessage() {}
 
 func (x *OffsetFetchResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[69]
+	mi := &file_sluice_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5292,7 +5408,7 @@ func (x *OffsetFetchResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OffsetFetchResponse.ProtoReflect.Descriptor instead.
 func (*OffsetFetchResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{69}
+	return file_sluice_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *OffsetFetchResponse) GetError() ErrorCode {
@@ -5327,7 +5443,7 @@ type DeleteGroupRequest struct {
 
 func (x *DeleteGroupRequest) Reset() {
 	*x = DeleteGroupRequest{}
-	mi := &file_sluice_proto_msgTypes[70]
+	mi := &file_sluice_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5339,7 +5455,7 @@ func (x *DeleteGroupRequest) String() string {
 func (*DeleteGroupRequest) ProtoMessage() {}
 
 func (x *DeleteGroupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[70]
+	mi := &file_sluice_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5352,7 +5468,7 @@ func (x *DeleteGroupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteGroupRequest.ProtoReflect.Descriptor instead.
 func (*DeleteGroupRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{70}
+	return file_sluice_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *DeleteGroupRequest) GetGroup() string {
@@ -5372,7 +5488,7 @@ type DeleteGroupResponse struct {
 
 func (x *DeleteGroupResponse) Reset() {
 	*x = DeleteGroupResponse{}
-	mi := &file_sluice_proto_msgTypes[71]
+	mi := &file_sluice_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5384,7 +5500,7 @@ func (x *DeleteGroupResponse) String() string {
 func (*DeleteGroupResponse) ProtoMessage() {}
 
 func (x *DeleteGroupResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[71]
+	mi := &file_sluice_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5397,7 +5513,7 @@ func (x *DeleteGroupResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteGroupResponse.ProtoReflect.Descriptor instead.
 func (*DeleteGroupResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{71}
+	return file_sluice_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *DeleteGroupResponse) GetError() ErrorCode {
@@ -5427,7 +5543,7 @@ type DeleteOffsetsRequest struct {
 
 func (x *DeleteOffsetsRequest) Reset() {
 	*x = DeleteOffsetsRequest{}
-	mi := &file_sluice_proto_msgTypes[72]
+	mi := &file_sluice_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5439,7 +5555,7 @@ func (x *DeleteOffsetsRequest) String() string {
 func (*DeleteOffsetsRequest) ProtoMessage() {}
 
 func (x *DeleteOffsetsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[72]
+	mi := &file_sluice_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5452,7 +5568,7 @@ func (x *DeleteOffsetsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteOffsetsRequest.ProtoReflect.Descriptor instead.
 func (*DeleteOffsetsRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{72}
+	return file_sluice_proto_rawDescGZIP(), []int{74}
 }
 
 func (x *DeleteOffsetsRequest) GetGroup() string {
@@ -5481,7 +5597,7 @@ type DeleteOffsetsResponse struct {
 
 func (x *DeleteOffsetsResponse) Reset() {
 	*x = DeleteOffsetsResponse{}
-	mi := &file_sluice_proto_msgTypes[73]
+	mi := &file_sluice_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5493,7 +5609,7 @@ func (x *DeleteOffsetsResponse) String() string {
 func (*DeleteOffsetsResponse) ProtoMessage() {}
 
 func (x *DeleteOffsetsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[73]
+	mi := &file_sluice_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5506,7 +5622,7 @@ func (x *DeleteOffsetsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteOffsetsResponse.ProtoReflect.Descriptor instead.
 func (*DeleteOffsetsResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{73}
+	return file_sluice_proto_rawDescGZIP(), []int{75}
 }
 
 func (x *DeleteOffsetsResponse) GetError() ErrorCode {
@@ -5543,7 +5659,7 @@ type PartitionError struct {
 
 func (x *PartitionError) Reset() {
 	*x = PartitionError{}
-	mi := &file_sluice_proto_msgTypes[74]
+	mi := &file_sluice_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5555,7 +5671,7 @@ func (x *PartitionError) String() string {
 func (*PartitionError) ProtoMessage() {}
 
 func (x *PartitionError) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[74]
+	mi := &file_sluice_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5568,7 +5684,7 @@ func (x *PartitionError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PartitionError.ProtoReflect.Descriptor instead.
 func (*PartitionError) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{74}
+	return file_sluice_proto_rawDescGZIP(), []int{76}
 }
 
 func (x *PartitionError) GetTopic() string {
@@ -5607,7 +5723,7 @@ type ListGroupsRequest struct {
 
 func (x *ListGroupsRequest) Reset() {
 	*x = ListGroupsRequest{}
-	mi := &file_sluice_proto_msgTypes[75]
+	mi := &file_sluice_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5619,7 +5735,7 @@ func (x *ListGroupsRequest) String() string {
 func (*ListGroupsRequest) ProtoMessage() {}
 
 func (x *ListGroupsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[75]
+	mi := &file_sluice_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5632,7 +5748,7 @@ func (x *ListGroupsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListGroupsRequest.ProtoReflect.Descriptor instead.
 func (*ListGroupsRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{75}
+	return file_sluice_proto_rawDescGZIP(), []int{77}
 }
 
 type GroupOverview struct {
@@ -5647,7 +5763,7 @@ type GroupOverview struct {
 
 func (x *GroupOverview) Reset() {
 	*x = GroupOverview{}
-	mi := &file_sluice_proto_msgTypes[76]
+	mi := &file_sluice_proto_msgTypes[78]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5659,7 +5775,7 @@ func (x *GroupOverview) String() string {
 func (*GroupOverview) ProtoMessage() {}
 
 func (x *GroupOverview) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[76]
+	mi := &file_sluice_proto_msgTypes[78]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5672,7 +5788,7 @@ func (x *GroupOverview) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GroupOverview.ProtoReflect.Descriptor instead.
 func (*GroupOverview) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{76}
+	return file_sluice_proto_rawDescGZIP(), []int{78}
 }
 
 func (x *GroupOverview) GetGroup() string {
@@ -5712,7 +5828,7 @@ type ListGroupsResponse struct {
 
 func (x *ListGroupsResponse) Reset() {
 	*x = ListGroupsResponse{}
-	mi := &file_sluice_proto_msgTypes[77]
+	mi := &file_sluice_proto_msgTypes[79]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5724,7 +5840,7 @@ func (x *ListGroupsResponse) String() string {
 func (*ListGroupsResponse) ProtoMessage() {}
 
 func (x *ListGroupsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[77]
+	mi := &file_sluice_proto_msgTypes[79]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5737,7 +5853,7 @@ func (x *ListGroupsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListGroupsResponse.ProtoReflect.Descriptor instead.
 func (*ListGroupsResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{77}
+	return file_sluice_proto_rawDescGZIP(), []int{79}
 }
 
 func (x *ListGroupsResponse) GetGroups() []*GroupOverview {
@@ -5756,7 +5872,7 @@ type DescribeGroupRequest struct {
 
 func (x *DescribeGroupRequest) Reset() {
 	*x = DescribeGroupRequest{}
-	mi := &file_sluice_proto_msgTypes[78]
+	mi := &file_sluice_proto_msgTypes[80]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5768,7 +5884,7 @@ func (x *DescribeGroupRequest) String() string {
 func (*DescribeGroupRequest) ProtoMessage() {}
 
 func (x *DescribeGroupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[78]
+	mi := &file_sluice_proto_msgTypes[80]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5781,7 +5897,7 @@ func (x *DescribeGroupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeGroupRequest.ProtoReflect.Descriptor instead.
 func (*DescribeGroupRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{78}
+	return file_sluice_proto_rawDescGZIP(), []int{80}
 }
 
 func (x *DescribeGroupRequest) GetGroup() string {
@@ -5812,7 +5928,7 @@ type MemberDescription struct {
 
 func (x *MemberDescription) Reset() {
 	*x = MemberDescription{}
-	mi := &file_sluice_proto_msgTypes[79]
+	mi := &file_sluice_proto_msgTypes[81]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5824,7 +5940,7 @@ func (x *MemberDescription) String() string {
 func (*MemberDescription) ProtoMessage() {}
 
 func (x *MemberDescription) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[79]
+	mi := &file_sluice_proto_msgTypes[81]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5837,7 +5953,7 @@ func (x *MemberDescription) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MemberDescription.ProtoReflect.Descriptor instead.
 func (*MemberDescription) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{79}
+	return file_sluice_proto_rawDescGZIP(), []int{81}
 }
 
 func (x *MemberDescription) GetMemberId() string {
@@ -5922,7 +6038,7 @@ type DescribeGroupResponse struct {
 
 func (x *DescribeGroupResponse) Reset() {
 	*x = DescribeGroupResponse{}
-	mi := &file_sluice_proto_msgTypes[80]
+	mi := &file_sluice_proto_msgTypes[82]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5934,7 +6050,7 @@ func (x *DescribeGroupResponse) String() string {
 func (*DescribeGroupResponse) ProtoMessage() {}
 
 func (x *DescribeGroupResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[80]
+	mi := &file_sluice_proto_msgTypes[82]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5947,7 +6063,7 @@ func (x *DescribeGroupResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeGroupResponse.ProtoReflect.Descriptor instead.
 func (*DescribeGroupResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{80}
+	return file_sluice_proto_rawDescGZIP(), []int{82}
 }
 
 func (x *DescribeGroupResponse) GetError() ErrorCode {
@@ -6044,7 +6160,7 @@ type SubscribeRequest struct {
 
 func (x *SubscribeRequest) Reset() {
 	*x = SubscribeRequest{}
-	mi := &file_sluice_proto_msgTypes[81]
+	mi := &file_sluice_proto_msgTypes[83]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6056,7 +6172,7 @@ func (x *SubscribeRequest) String() string {
 func (*SubscribeRequest) ProtoMessage() {}
 
 func (x *SubscribeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[81]
+	mi := &file_sluice_proto_msgTypes[83]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6069,7 +6185,7 @@ func (x *SubscribeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubscribeRequest.ProtoReflect.Descriptor instead.
 func (*SubscribeRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{81}
+	return file_sluice_proto_rawDescGZIP(), []int{83}
 }
 
 func (x *SubscribeRequest) GetGroup() string {
@@ -6139,7 +6255,7 @@ type SubscribeResponse struct {
 
 func (x *SubscribeResponse) Reset() {
 	*x = SubscribeResponse{}
-	mi := &file_sluice_proto_msgTypes[82]
+	mi := &file_sluice_proto_msgTypes[84]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6151,7 +6267,7 @@ func (x *SubscribeResponse) String() string {
 func (*SubscribeResponse) ProtoMessage() {}
 
 func (x *SubscribeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[82]
+	mi := &file_sluice_proto_msgTypes[84]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6164,7 +6280,7 @@ func (x *SubscribeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubscribeResponse.ProtoReflect.Descriptor instead.
 func (*SubscribeResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{82}
+	return file_sluice_proto_rawDescGZIP(), []int{84}
 }
 
 func (x *SubscribeResponse) GetError() ErrorCode {
@@ -6203,7 +6319,7 @@ type PushedRecord struct {
 
 func (x *PushedRecord) Reset() {
 	*x = PushedRecord{}
-	mi := &file_sluice_proto_msgTypes[83]
+	mi := &file_sluice_proto_msgTypes[85]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6215,7 +6331,7 @@ func (x *PushedRecord) String() string {
 func (*PushedRecord) ProtoMessage() {}
 
 func (x *PushedRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[83]
+	mi := &file_sluice_proto_msgTypes[85]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6228,7 +6344,7 @@ func (x *PushedRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PushedRecord.ProtoReflect.Descriptor instead.
 func (*PushedRecord) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{83}
+	return file_sluice_proto_rawDescGZIP(), []int{85}
 }
 
 func (x *PushedRecord) GetTopic() string {
@@ -6292,7 +6408,7 @@ type RecordHeader struct {
 
 func (x *RecordHeader) Reset() {
 	*x = RecordHeader{}
-	mi := &file_sluice_proto_msgTypes[84]
+	mi := &file_sluice_proto_msgTypes[86]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6304,7 +6420,7 @@ func (x *RecordHeader) String() string {
 func (*RecordHeader) ProtoMessage() {}
 
 func (x *RecordHeader) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[84]
+	mi := &file_sluice_proto_msgTypes[86]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6317,7 +6433,7 @@ func (x *RecordHeader) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordHeader.ProtoReflect.Descriptor instead.
 func (*RecordHeader) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{84}
+	return file_sluice_proto_rawDescGZIP(), []int{86}
 }
 
 func (x *RecordHeader) GetKey() []byte {
@@ -6348,7 +6464,7 @@ type PushRecords struct {
 
 func (x *PushRecords) Reset() {
 	*x = PushRecords{}
-	mi := &file_sluice_proto_msgTypes[85]
+	mi := &file_sluice_proto_msgTypes[87]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6360,7 +6476,7 @@ func (x *PushRecords) String() string {
 func (*PushRecords) ProtoMessage() {}
 
 func (x *PushRecords) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[85]
+	mi := &file_sluice_proto_msgTypes[87]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6373,7 +6489,7 @@ func (x *PushRecords) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PushRecords.ProtoReflect.Descriptor instead.
 func (*PushRecords) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{85}
+	return file_sluice_proto_rawDescGZIP(), []int{87}
 }
 
 func (x *PushRecords) GetGroup() string {
@@ -6417,7 +6533,7 @@ type PushAssignment struct {
 
 func (x *PushAssignment) Reset() {
 	*x = PushAssignment{}
-	mi := &file_sluice_proto_msgTypes[86]
+	mi := &file_sluice_proto_msgTypes[88]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6429,7 +6545,7 @@ func (x *PushAssignment) String() string {
 func (*PushAssignment) ProtoMessage() {}
 
 func (x *PushAssignment) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[86]
+	mi := &file_sluice_proto_msgTypes[88]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6442,7 +6558,7 @@ func (x *PushAssignment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PushAssignment.ProtoReflect.Descriptor instead.
 func (*PushAssignment) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{86}
+	return file_sluice_proto_rawDescGZIP(), []int{88}
 }
 
 func (x *PushAssignment) GetGroup() string {
@@ -6486,7 +6602,7 @@ type PushCredit struct {
 
 func (x *PushCredit) Reset() {
 	*x = PushCredit{}
-	mi := &file_sluice_proto_msgTypes[87]
+	mi := &file_sluice_proto_msgTypes[89]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6498,7 +6614,7 @@ func (x *PushCredit) String() string {
 func (*PushCredit) ProtoMessage() {}
 
 func (x *PushCredit) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[87]
+	mi := &file_sluice_proto_msgTypes[89]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6511,7 +6627,7 @@ func (x *PushCredit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PushCredit.ProtoReflect.Descriptor instead.
 func (*PushCredit) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{87}
+	return file_sluice_proto_rawDescGZIP(), []int{89}
 }
 
 func (x *PushCredit) GetGroup() string {
@@ -6556,7 +6672,7 @@ type PushAck struct {
 
 func (x *PushAck) Reset() {
 	*x = PushAck{}
-	mi := &file_sluice_proto_msgTypes[88]
+	mi := &file_sluice_proto_msgTypes[90]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6568,7 +6684,7 @@ func (x *PushAck) String() string {
 func (*PushAck) ProtoMessage() {}
 
 func (x *PushAck) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[88]
+	mi := &file_sluice_proto_msgTypes[90]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6581,7 +6697,7 @@ func (x *PushAck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PushAck.ProtoReflect.Descriptor instead.
 func (*PushAck) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{88}
+	return file_sluice_proto_rawDescGZIP(), []int{90}
 }
 
 func (x *PushAck) GetGroup() string {
@@ -6637,7 +6753,7 @@ type UnsubscribeRequest struct {
 
 func (x *UnsubscribeRequest) Reset() {
 	*x = UnsubscribeRequest{}
-	mi := &file_sluice_proto_msgTypes[89]
+	mi := &file_sluice_proto_msgTypes[91]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6649,7 +6765,7 @@ func (x *UnsubscribeRequest) String() string {
 func (*UnsubscribeRequest) ProtoMessage() {}
 
 func (x *UnsubscribeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[89]
+	mi := &file_sluice_proto_msgTypes[91]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6662,7 +6778,7 @@ func (x *UnsubscribeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UnsubscribeRequest.ProtoReflect.Descriptor instead.
 func (*UnsubscribeRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{89}
+	return file_sluice_proto_rawDescGZIP(), []int{91}
 }
 
 func (x *UnsubscribeRequest) GetGroup() string {
@@ -6693,7 +6809,7 @@ type GroupRecordKey struct {
 
 func (x *GroupRecordKey) Reset() {
 	*x = GroupRecordKey{}
-	mi := &file_sluice_proto_msgTypes[90]
+	mi := &file_sluice_proto_msgTypes[92]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6705,7 +6821,7 @@ func (x *GroupRecordKey) String() string {
 func (*GroupRecordKey) ProtoMessage() {}
 
 func (x *GroupRecordKey) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[90]
+	mi := &file_sluice_proto_msgTypes[92]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6718,7 +6834,7 @@ func (x *GroupRecordKey) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GroupRecordKey.ProtoReflect.Descriptor instead.
 func (*GroupRecordKey) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{90}
+	return file_sluice_proto_rawDescGZIP(), []int{92}
 }
 
 func (x *GroupRecordKey) GetGroup() string {
@@ -6753,7 +6869,7 @@ type OffsetValue struct {
 
 func (x *OffsetValue) Reset() {
 	*x = OffsetValue{}
-	mi := &file_sluice_proto_msgTypes[91]
+	mi := &file_sluice_proto_msgTypes[93]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6765,7 +6881,7 @@ func (x *OffsetValue) String() string {
 func (*OffsetValue) ProtoMessage() {}
 
 func (x *OffsetValue) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[91]
+	mi := &file_sluice_proto_msgTypes[93]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6778,7 +6894,7 @@ func (x *OffsetValue) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OffsetValue.ProtoReflect.Descriptor instead.
 func (*OffsetValue) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{91}
+	return file_sluice_proto_rawDescGZIP(), []int{93}
 }
 
 func (x *OffsetValue) GetOffset() int64 {
@@ -6832,7 +6948,7 @@ type GroupMemberRecord struct {
 
 func (x *GroupMemberRecord) Reset() {
 	*x = GroupMemberRecord{}
-	mi := &file_sluice_proto_msgTypes[92]
+	mi := &file_sluice_proto_msgTypes[94]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6844,7 +6960,7 @@ func (x *GroupMemberRecord) String() string {
 func (*GroupMemberRecord) ProtoMessage() {}
 
 func (x *GroupMemberRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[92]
+	mi := &file_sluice_proto_msgTypes[94]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6857,7 +6973,7 @@ func (x *GroupMemberRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GroupMemberRecord.ProtoReflect.Descriptor instead.
 func (*GroupMemberRecord) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{92}
+	return file_sluice_proto_rawDescGZIP(), []int{94}
 }
 
 func (x *GroupMemberRecord) GetMemberId() string {
@@ -6984,7 +7100,7 @@ type GroupMetadataValue struct {
 
 func (x *GroupMetadataValue) Reset() {
 	*x = GroupMetadataValue{}
-	mi := &file_sluice_proto_msgTypes[93]
+	mi := &file_sluice_proto_msgTypes[95]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6996,7 +7112,7 @@ func (x *GroupMetadataValue) String() string {
 func (*GroupMetadataValue) ProtoMessage() {}
 
 func (x *GroupMetadataValue) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[93]
+	mi := &file_sluice_proto_msgTypes[95]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7009,7 +7125,7 @@ func (x *GroupMetadataValue) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GroupMetadataValue.ProtoReflect.Descriptor instead.
 func (*GroupMetadataValue) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{93}
+	return file_sluice_proto_rawDescGZIP(), []int{95}
 }
 
 func (x *GroupMetadataValue) GetGeneration() int32 {
@@ -7057,7 +7173,7 @@ type TopicRecord struct {
 
 func (x *TopicRecord) Reset() {
 	*x = TopicRecord{}
-	mi := &file_sluice_proto_msgTypes[94]
+	mi := &file_sluice_proto_msgTypes[96]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7069,7 +7185,7 @@ func (x *TopicRecord) String() string {
 func (*TopicRecord) ProtoMessage() {}
 
 func (x *TopicRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[94]
+	mi := &file_sluice_proto_msgTypes[96]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7082,7 +7198,7 @@ func (x *TopicRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TopicRecord.ProtoReflect.Descriptor instead.
 func (*TopicRecord) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{94}
+	return file_sluice_proto_rawDescGZIP(), []int{96}
 }
 
 func (x *TopicRecord) GetName() string {
@@ -7143,7 +7259,7 @@ type ReplicaAssignment struct {
 
 func (x *ReplicaAssignment) Reset() {
 	*x = ReplicaAssignment{}
-	mi := &file_sluice_proto_msgTypes[95]
+	mi := &file_sluice_proto_msgTypes[97]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7155,7 +7271,7 @@ func (x *ReplicaAssignment) String() string {
 func (*ReplicaAssignment) ProtoMessage() {}
 
 func (x *ReplicaAssignment) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[95]
+	mi := &file_sluice_proto_msgTypes[97]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7168,7 +7284,7 @@ func (x *ReplicaAssignment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicaAssignment.ProtoReflect.Descriptor instead.
 func (*ReplicaAssignment) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{95}
+	return file_sluice_proto_rawDescGZIP(), []int{97}
 }
 
 func (x *ReplicaAssignment) GetReplicas() []int32 {
@@ -7211,7 +7327,7 @@ type PartitionState struct {
 
 func (x *PartitionState) Reset() {
 	*x = PartitionState{}
-	mi := &file_sluice_proto_msgTypes[96]
+	mi := &file_sluice_proto_msgTypes[98]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7223,7 +7339,7 @@ func (x *PartitionState) String() string {
 func (*PartitionState) ProtoMessage() {}
 
 func (x *PartitionState) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[96]
+	mi := &file_sluice_proto_msgTypes[98]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7236,7 +7352,7 @@ func (x *PartitionState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PartitionState.ProtoReflect.Descriptor instead.
 func (*PartitionState) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{96}
+	return file_sluice_proto_rawDescGZIP(), []int{98}
 }
 
 func (x *PartitionState) GetTopic() string {
@@ -7344,7 +7460,7 @@ type TopicDeletion struct {
 
 func (x *TopicDeletion) Reset() {
 	*x = TopicDeletion{}
-	mi := &file_sluice_proto_msgTypes[97]
+	mi := &file_sluice_proto_msgTypes[99]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7356,7 +7472,7 @@ func (x *TopicDeletion) String() string {
 func (*TopicDeletion) ProtoMessage() {}
 
 func (x *TopicDeletion) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[97]
+	mi := &file_sluice_proto_msgTypes[99]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7369,7 +7485,7 @@ func (x *TopicDeletion) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TopicDeletion.ProtoReflect.Descriptor instead.
 func (*TopicDeletion) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{97}
+	return file_sluice_proto_rawDescGZIP(), []int{99}
 }
 
 func (x *TopicDeletion) GetName() string {
@@ -7409,7 +7525,7 @@ type BrokerRegistration struct {
 
 func (x *BrokerRegistration) Reset() {
 	*x = BrokerRegistration{}
-	mi := &file_sluice_proto_msgTypes[98]
+	mi := &file_sluice_proto_msgTypes[100]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7421,7 +7537,7 @@ func (x *BrokerRegistration) String() string {
 func (*BrokerRegistration) ProtoMessage() {}
 
 func (x *BrokerRegistration) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[98]
+	mi := &file_sluice_proto_msgTypes[100]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7434,7 +7550,7 @@ func (x *BrokerRegistration) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BrokerRegistration.ProtoReflect.Descriptor instead.
 func (*BrokerRegistration) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{98}
+	return file_sluice_proto_rawDescGZIP(), []int{100}
 }
 
 func (x *BrokerRegistration) GetId() int32 {
@@ -7490,7 +7606,7 @@ type ClusterSnapshot struct {
 
 func (x *ClusterSnapshot) Reset() {
 	*x = ClusterSnapshot{}
-	mi := &file_sluice_proto_msgTypes[99]
+	mi := &file_sluice_proto_msgTypes[101]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7502,7 +7618,7 @@ func (x *ClusterSnapshot) String() string {
 func (*ClusterSnapshot) ProtoMessage() {}
 
 func (x *ClusterSnapshot) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[99]
+	mi := &file_sluice_proto_msgTypes[101]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7515,7 +7631,7 @@ func (x *ClusterSnapshot) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterSnapshot.ProtoReflect.Descriptor instead.
 func (*ClusterSnapshot) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{99}
+	return file_sluice_proto_rawDescGZIP(), []int{101}
 }
 
 func (x *ClusterSnapshot) GetIndex() uint64 {
@@ -7593,7 +7709,7 @@ type AclBinding struct {
 
 func (x *AclBinding) Reset() {
 	*x = AclBinding{}
-	mi := &file_sluice_proto_msgTypes[100]
+	mi := &file_sluice_proto_msgTypes[102]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7605,7 +7721,7 @@ func (x *AclBinding) String() string {
 func (*AclBinding) ProtoMessage() {}
 
 func (x *AclBinding) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[100]
+	mi := &file_sluice_proto_msgTypes[102]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7618,7 +7734,7 @@ func (x *AclBinding) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AclBinding.ProtoReflect.Descriptor instead.
 func (*AclBinding) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{100}
+	return file_sluice_proto_rawDescGZIP(), []int{102}
 }
 
 func (x *AclBinding) GetResourceType() AclResourceType {
@@ -7683,7 +7799,7 @@ type UserRecord struct {
 
 func (x *UserRecord) Reset() {
 	*x = UserRecord{}
-	mi := &file_sluice_proto_msgTypes[101]
+	mi := &file_sluice_proto_msgTypes[103]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7695,7 +7811,7 @@ func (x *UserRecord) String() string {
 func (*UserRecord) ProtoMessage() {}
 
 func (x *UserRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[101]
+	mi := &file_sluice_proto_msgTypes[103]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7708,7 +7824,7 @@ func (x *UserRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UserRecord.ProtoReflect.Descriptor instead.
 func (*UserRecord) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{101}
+	return file_sluice_proto_rawDescGZIP(), []int{103}
 }
 
 func (x *UserRecord) GetName() string {
@@ -7748,7 +7864,7 @@ type SecurityRecord struct {
 
 func (x *SecurityRecord) Reset() {
 	*x = SecurityRecord{}
-	mi := &file_sluice_proto_msgTypes[102]
+	mi := &file_sluice_proto_msgTypes[104]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7760,7 +7876,7 @@ func (x *SecurityRecord) String() string {
 func (*SecurityRecord) ProtoMessage() {}
 
 func (x *SecurityRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[102]
+	mi := &file_sluice_proto_msgTypes[104]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7773,7 +7889,7 @@ func (x *SecurityRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SecurityRecord.ProtoReflect.Descriptor instead.
 func (*SecurityRecord) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{102}
+	return file_sluice_proto_rawDescGZIP(), []int{104}
 }
 
 func (x *SecurityRecord) GetAcls() []*AclBinding {
@@ -7806,7 +7922,7 @@ type CreateAclsRequest struct {
 
 func (x *CreateAclsRequest) Reset() {
 	*x = CreateAclsRequest{}
-	mi := &file_sluice_proto_msgTypes[103]
+	mi := &file_sluice_proto_msgTypes[105]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7818,7 +7934,7 @@ func (x *CreateAclsRequest) String() string {
 func (*CreateAclsRequest) ProtoMessage() {}
 
 func (x *CreateAclsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[103]
+	mi := &file_sluice_proto_msgTypes[105]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7831,7 +7947,7 @@ func (x *CreateAclsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateAclsRequest.ProtoReflect.Descriptor instead.
 func (*CreateAclsRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{103}
+	return file_sluice_proto_rawDescGZIP(), []int{105}
 }
 
 func (x *CreateAclsRequest) GetAcls() []*AclBinding {
@@ -7853,7 +7969,7 @@ type CreateAclsResponse struct {
 
 func (x *CreateAclsResponse) Reset() {
 	*x = CreateAclsResponse{}
-	mi := &file_sluice_proto_msgTypes[104]
+	mi := &file_sluice_proto_msgTypes[106]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7865,7 +7981,7 @@ func (x *CreateAclsResponse) String() string {
 func (*CreateAclsResponse) ProtoMessage() {}
 
 func (x *CreateAclsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[104]
+	mi := &file_sluice_proto_msgTypes[106]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7878,7 +7994,7 @@ func (x *CreateAclsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateAclsResponse.ProtoReflect.Descriptor instead.
 func (*CreateAclsResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{104}
+	return file_sluice_proto_rawDescGZIP(), []int{106}
 }
 
 func (x *CreateAclsResponse) GetError() ErrorCode {
@@ -7911,7 +8027,7 @@ type DeleteAclsRequest struct {
 
 func (x *DeleteAclsRequest) Reset() {
 	*x = DeleteAclsRequest{}
-	mi := &file_sluice_proto_msgTypes[105]
+	mi := &file_sluice_proto_msgTypes[107]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7923,7 +8039,7 @@ func (x *DeleteAclsRequest) String() string {
 func (*DeleteAclsRequest) ProtoMessage() {}
 
 func (x *DeleteAclsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[105]
+	mi := &file_sluice_proto_msgTypes[107]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7936,7 +8052,7 @@ func (x *DeleteAclsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteAclsRequest.ProtoReflect.Descriptor instead.
 func (*DeleteAclsRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{105}
+	return file_sluice_proto_rawDescGZIP(), []int{107}
 }
 
 func (x *DeleteAclsRequest) GetFilters() []*AclBinding {
@@ -7957,7 +8073,7 @@ type DeleteAclsResponse struct {
 
 func (x *DeleteAclsResponse) Reset() {
 	*x = DeleteAclsResponse{}
-	mi := &file_sluice_proto_msgTypes[106]
+	mi := &file_sluice_proto_msgTypes[108]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7969,7 +8085,7 @@ func (x *DeleteAclsResponse) String() string {
 func (*DeleteAclsResponse) ProtoMessage() {}
 
 func (x *DeleteAclsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[106]
+	mi := &file_sluice_proto_msgTypes[108]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7982,7 +8098,7 @@ func (x *DeleteAclsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteAclsResponse.ProtoReflect.Descriptor instead.
 func (*DeleteAclsResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{106}
+	return file_sluice_proto_rawDescGZIP(), []int{108}
 }
 
 func (x *DeleteAclsResponse) GetError() ErrorCode {
@@ -8015,7 +8131,7 @@ type DescribeAclsRequest struct {
 
 func (x *DescribeAclsRequest) Reset() {
 	*x = DescribeAclsRequest{}
-	mi := &file_sluice_proto_msgTypes[107]
+	mi := &file_sluice_proto_msgTypes[109]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8027,7 +8143,7 @@ func (x *DescribeAclsRequest) String() string {
 func (*DescribeAclsRequest) ProtoMessage() {}
 
 func (x *DescribeAclsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[107]
+	mi := &file_sluice_proto_msgTypes[109]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8040,7 +8156,7 @@ func (x *DescribeAclsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeAclsRequest.ProtoReflect.Descriptor instead.
 func (*DescribeAclsRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{107}
+	return file_sluice_proto_rawDescGZIP(), []int{109}
 }
 
 func (x *DescribeAclsRequest) GetFilter() *AclBinding {
@@ -8061,7 +8177,7 @@ type DescribeAclsResponse struct {
 
 func (x *DescribeAclsResponse) Reset() {
 	*x = DescribeAclsResponse{}
-	mi := &file_sluice_proto_msgTypes[108]
+	mi := &file_sluice_proto_msgTypes[110]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8073,7 +8189,7 @@ func (x *DescribeAclsResponse) String() string {
 func (*DescribeAclsResponse) ProtoMessage() {}
 
 func (x *DescribeAclsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[108]
+	mi := &file_sluice_proto_msgTypes[110]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8086,7 +8202,7 @@ func (x *DescribeAclsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeAclsResponse.ProtoReflect.Descriptor instead.
 func (*DescribeAclsResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{108}
+	return file_sluice_proto_rawDescGZIP(), []int{110}
 }
 
 func (x *DescribeAclsResponse) GetError() ErrorCode {
@@ -8122,7 +8238,7 @@ type CreateUserRequest struct {
 
 func (x *CreateUserRequest) Reset() {
 	*x = CreateUserRequest{}
-	mi := &file_sluice_proto_msgTypes[109]
+	mi := &file_sluice_proto_msgTypes[111]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8134,7 +8250,7 @@ func (x *CreateUserRequest) String() string {
 func (*CreateUserRequest) ProtoMessage() {}
 
 func (x *CreateUserRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[109]
+	mi := &file_sluice_proto_msgTypes[111]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8147,7 +8263,7 @@ func (x *CreateUserRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateUserRequest.ProtoReflect.Descriptor instead.
 func (*CreateUserRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{109}
+	return file_sluice_proto_rawDescGZIP(), []int{111}
 }
 
 func (x *CreateUserRequest) GetName() string {
@@ -8174,7 +8290,7 @@ type CreateUserResponse struct {
 
 func (x *CreateUserResponse) Reset() {
 	*x = CreateUserResponse{}
-	mi := &file_sluice_proto_msgTypes[110]
+	mi := &file_sluice_proto_msgTypes[112]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8186,7 +8302,7 @@ func (x *CreateUserResponse) String() string {
 func (*CreateUserResponse) ProtoMessage() {}
 
 func (x *CreateUserResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[110]
+	mi := &file_sluice_proto_msgTypes[112]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8199,7 +8315,7 @@ func (x *CreateUserResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateUserResponse.ProtoReflect.Descriptor instead.
 func (*CreateUserResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{110}
+	return file_sluice_proto_rawDescGZIP(), []int{112}
 }
 
 func (x *CreateUserResponse) GetError() ErrorCode {
@@ -8225,7 +8341,7 @@ type DeleteUserRequest struct {
 
 func (x *DeleteUserRequest) Reset() {
 	*x = DeleteUserRequest{}
-	mi := &file_sluice_proto_msgTypes[111]
+	mi := &file_sluice_proto_msgTypes[113]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8237,7 +8353,7 @@ func (x *DeleteUserRequest) String() string {
 func (*DeleteUserRequest) ProtoMessage() {}
 
 func (x *DeleteUserRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[111]
+	mi := &file_sluice_proto_msgTypes[113]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8250,7 +8366,7 @@ func (x *DeleteUserRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteUserRequest.ProtoReflect.Descriptor instead.
 func (*DeleteUserRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{111}
+	return file_sluice_proto_rawDescGZIP(), []int{113}
 }
 
 func (x *DeleteUserRequest) GetName() string {
@@ -8270,7 +8386,7 @@ type DeleteUserResponse struct {
 
 func (x *DeleteUserResponse) Reset() {
 	*x = DeleteUserResponse{}
-	mi := &file_sluice_proto_msgTypes[112]
+	mi := &file_sluice_proto_msgTypes[114]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8282,7 +8398,7 @@ func (x *DeleteUserResponse) String() string {
 func (*DeleteUserResponse) ProtoMessage() {}
 
 func (x *DeleteUserResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[112]
+	mi := &file_sluice_proto_msgTypes[114]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8295,7 +8411,7 @@ func (x *DeleteUserResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteUserResponse.ProtoReflect.Descriptor instead.
 func (*DeleteUserResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{112}
+	return file_sluice_proto_rawDescGZIP(), []int{114}
 }
 
 func (x *DeleteUserResponse) GetError() ErrorCode {
@@ -8320,7 +8436,7 @@ type ListUsersRequest struct {
 
 func (x *ListUsersRequest) Reset() {
 	*x = ListUsersRequest{}
-	mi := &file_sluice_proto_msgTypes[113]
+	mi := &file_sluice_proto_msgTypes[115]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8332,7 +8448,7 @@ func (x *ListUsersRequest) String() string {
 func (*ListUsersRequest) ProtoMessage() {}
 
 func (x *ListUsersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[113]
+	mi := &file_sluice_proto_msgTypes[115]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8345,7 +8461,7 @@ func (x *ListUsersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListUsersRequest.ProtoReflect.Descriptor instead.
 func (*ListUsersRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{113}
+	return file_sluice_proto_rawDescGZIP(), []int{115}
 }
 
 // ListUsersResponse lists the token users, without their token hashes.
@@ -8360,7 +8476,7 @@ type ListUsersResponse struct {
 
 func (x *ListUsersResponse) Reset() {
 	*x = ListUsersResponse{}
-	mi := &file_sluice_proto_msgTypes[114]
+	mi := &file_sluice_proto_msgTypes[116]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8372,7 +8488,7 @@ func (x *ListUsersResponse) String() string {
 func (*ListUsersResponse) ProtoMessage() {}
 
 func (x *ListUsersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[114]
+	mi := &file_sluice_proto_msgTypes[116]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8385,7 +8501,7 @@ func (x *ListUsersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListUsersResponse.ProtoReflect.Descriptor instead.
 func (*ListUsersResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{114}
+	return file_sluice_proto_rawDescGZIP(), []int{116}
 }
 
 func (x *ListUsersResponse) GetError() ErrorCode {
@@ -8418,7 +8534,7 @@ type WhoAmIRequest struct {
 
 func (x *WhoAmIRequest) Reset() {
 	*x = WhoAmIRequest{}
-	mi := &file_sluice_proto_msgTypes[115]
+	mi := &file_sluice_proto_msgTypes[117]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8430,7 +8546,7 @@ func (x *WhoAmIRequest) String() string {
 func (*WhoAmIRequest) ProtoMessage() {}
 
 func (x *WhoAmIRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[115]
+	mi := &file_sluice_proto_msgTypes[117]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8443,7 +8559,7 @@ func (x *WhoAmIRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WhoAmIRequest.ProtoReflect.Descriptor instead.
 func (*WhoAmIRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{115}
+	return file_sluice_proto_rawDescGZIP(), []int{117}
 }
 
 type WhoAmIResponse struct {
@@ -8458,7 +8574,7 @@ type WhoAmIResponse struct {
 
 func (x *WhoAmIResponse) Reset() {
 	*x = WhoAmIResponse{}
-	mi := &file_sluice_proto_msgTypes[116]
+	mi := &file_sluice_proto_msgTypes[118]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8470,7 +8586,7 @@ func (x *WhoAmIResponse) String() string {
 func (*WhoAmIResponse) ProtoMessage() {}
 
 func (x *WhoAmIResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[116]
+	mi := &file_sluice_proto_msgTypes[118]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8483,7 +8599,7 @@ func (x *WhoAmIResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WhoAmIResponse.ProtoReflect.Descriptor instead.
 func (*WhoAmIResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{116}
+	return file_sluice_proto_rawDescGZIP(), []int{118}
 }
 
 func (x *WhoAmIResponse) GetPrincipal() string {
@@ -8707,7 +8823,14 @@ const file_sluice_proto_rawDesc = "" +
 	"\x0frecords_fetched\x18\r \x01(\x03R\x0erecordsFetched\"i\n" +
 	"\x18DescribeReplicasResponse\x12\x1b\n" +
 	"\tbroker_id\x18\x01 \x01(\x05R\bbrokerId\x120\n" +
-	"\breplicas\x18\x02 \x03(\v2\x14.sluice.ReplicaStateR\breplicas\"\x8e\x02\n" +
+	"\breplicas\x18\x02 \x03(\v2\x14.sluice.ReplicaStateR\breplicas\"0\n" +
+	"\x16DescribeLogDirsRequest\x12\x16\n" +
+	"\x06topics\x18\x01 \x03(\tR\x06topics\"\xb2\x01\n" +
+	"\x17DescribeLogDirsResponse\x12'\n" +
+	"\x05error\x18\x01 \x01(\x0e2\x11.sluice.ErrorCodeR\x05error\x12#\n" +
+	"\rerror_message\x18\x02 \x01(\tR\ferrorMessage\x12\x17\n" +
+	"\alog_dir\x18\x03 \x01(\tR\x06logDir\x120\n" +
+	"\breplicas\x18\x04 \x03(\v2\x14.sluice.ReplicaStateR\breplicas\"\x8e\x02\n" +
 	"\x13ReplicaFetchRequest\x12\x14\n" +
 	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x1c\n" +
 	"\tpartition\x18\x02 \x01(\x05R\tpartition\x12\x1d\n" +
@@ -9284,7 +9407,7 @@ func file_sluice_proto_rawDescGZIP() []byte {
 }
 
 var file_sluice_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_sluice_proto_msgTypes = make([]protoimpl.MessageInfo, 124)
+var file_sluice_proto_msgTypes = make([]protoimpl.MessageInfo, 126)
 var file_sluice_proto_goTypes = []any{
 	(ErrorCode)(0),                              // 0: sluice.ErrorCode
 	(AclResourceType)(0),                        // 1: sluice.AclResourceType
@@ -9329,92 +9452,94 @@ var file_sluice_proto_goTypes = []any{
 	(*DescribeReplicasRequest)(nil),             // 40: sluice.DescribeReplicasRequest
 	(*ReplicaState)(nil),                        // 41: sluice.ReplicaState
 	(*DescribeReplicasResponse)(nil),            // 42: sluice.DescribeReplicasResponse
-	(*ReplicaFetchRequest)(nil),                 // 43: sluice.ReplicaFetchRequest
-	(*ReplicaFetchResponse)(nil),                // 44: sluice.ReplicaFetchResponse
-	(*OffsetForLeaderEpochRequest)(nil),         // 45: sluice.OffsetForLeaderEpochRequest
-	(*OffsetForLeaderEpochResponse)(nil),        // 46: sluice.OffsetForLeaderEpochResponse
-	(*AlterPartitionRequest)(nil),               // 47: sluice.AlterPartitionRequest
-	(*AlterPartitionResponse)(nil),              // 48: sluice.AlterPartitionResponse
-	(*LeaderAndIsrRequest)(nil),                 // 49: sluice.LeaderAndIsrRequest
-	(*LeaderAndIsrResponse)(nil),                // 50: sluice.LeaderAndIsrResponse
-	(*ReplicaOfflineRequest)(nil),               // 51: sluice.ReplicaOfflineRequest
-	(*ReplicaOfflineResponse)(nil),              // 52: sluice.ReplicaOfflineResponse
-	(*InitProducerIdRequest)(nil),               // 53: sluice.InitProducerIdRequest
-	(*InitProducerIdResponse)(nil),              // 54: sluice.InitProducerIdResponse
-	(*AllocateProducerIdsRequest)(nil),          // 55: sluice.AllocateProducerIdsRequest
-	(*AllocateProducerIdsResponse)(nil),         // 56: sluice.AllocateProducerIdsResponse
-	(*FindCoordinatorRequest)(nil),              // 57: sluice.FindCoordinatorRequest
-	(*FindCoordinatorResponse)(nil),             // 58: sluice.FindCoordinatorResponse
-	(*TopicPartitions)(nil),                     // 59: sluice.TopicPartitions
-	(*JoinGroupRequest)(nil),                    // 60: sluice.JoinGroupRequest
-	(*GroupProtocol)(nil),                       // 61: sluice.GroupProtocol
-	(*MemberBytes)(nil),                         // 62: sluice.MemberBytes
-	(*JoinGroupResponse)(nil),                   // 63: sluice.JoinGroupResponse
-	(*SyncGroupRequest)(nil),                    // 64: sluice.SyncGroupRequest
-	(*SyncGroupResponse)(nil),                   // 65: sluice.SyncGroupResponse
-	(*HeartbeatRequest)(nil),                    // 66: sluice.HeartbeatRequest
-	(*HeartbeatResponse)(nil),                   // 67: sluice.HeartbeatResponse
-	(*LeaveGroupRequest)(nil),                   // 68: sluice.LeaveGroupRequest
-	(*LeaveGroupResponse)(nil),                  // 69: sluice.LeaveGroupResponse
-	(*OffsetCommitEntry)(nil),                   // 70: sluice.OffsetCommitEntry
-	(*OffsetCommitRequest)(nil),                 // 71: sluice.OffsetCommitRequest
-	(*OffsetCommitResponse)(nil),                // 72: sluice.OffsetCommitResponse
-	(*OffsetFetchRequest)(nil),                  // 73: sluice.OffsetFetchRequest
-	(*OffsetFetchResponse)(nil),                 // 74: sluice.OffsetFetchResponse
-	(*DeleteGroupRequest)(nil),                  // 75: sluice.DeleteGroupRequest
-	(*DeleteGroupResponse)(nil),                 // 76: sluice.DeleteGroupResponse
-	(*DeleteOffsetsRequest)(nil),                // 77: sluice.DeleteOffsetsRequest
-	(*DeleteOffsetsResponse)(nil),               // 78: sluice.DeleteOffsetsResponse
-	(*PartitionError)(nil),                      // 79: sluice.PartitionError
-	(*ListGroupsRequest)(nil),                   // 80: sluice.ListGroupsRequest
-	(*GroupOverview)(nil),                       // 81: sluice.GroupOverview
-	(*ListGroupsResponse)(nil),                  // 82: sluice.ListGroupsResponse
-	(*DescribeGroupRequest)(nil),                // 83: sluice.DescribeGroupRequest
-	(*MemberDescription)(nil),                   // 84: sluice.MemberDescription
-	(*DescribeGroupResponse)(nil),               // 85: sluice.DescribeGroupResponse
-	(*SubscribeRequest)(nil),                    // 86: sluice.SubscribeRequest
-	(*SubscribeResponse)(nil),                   // 87: sluice.SubscribeResponse
-	(*PushedRecord)(nil),                        // 88: sluice.PushedRecord
-	(*RecordHeader)(nil),                        // 89: sluice.RecordHeader
-	(*PushRecords)(nil),                         // 90: sluice.PushRecords
-	(*PushAssignment)(nil),                      // 91: sluice.PushAssignment
-	(*PushCredit)(nil),                          // 92: sluice.PushCredit
-	(*PushAck)(nil),                             // 93: sluice.PushAck
-	(*UnsubscribeRequest)(nil),                  // 94: sluice.UnsubscribeRequest
-	(*GroupRecordKey)(nil),                      // 95: sluice.GroupRecordKey
-	(*OffsetValue)(nil),                         // 96: sluice.OffsetValue
-	(*GroupMemberRecord)(nil),                   // 97: sluice.GroupMemberRecord
-	(*GroupMetadataValue)(nil),                  // 98: sluice.GroupMetadataValue
-	(*TopicRecord)(nil),                         // 99: sluice.TopicRecord
-	(*ReplicaAssignment)(nil),                   // 100: sluice.ReplicaAssignment
-	(*PartitionState)(nil),                      // 101: sluice.PartitionState
-	(*TopicDeletion)(nil),                       // 102: sluice.TopicDeletion
-	(*BrokerRegistration)(nil),                  // 103: sluice.BrokerRegistration
-	(*ClusterSnapshot)(nil),                     // 104: sluice.ClusterSnapshot
-	(*AclBinding)(nil),                          // 105: sluice.AclBinding
-	(*UserRecord)(nil),                          // 106: sluice.UserRecord
-	(*SecurityRecord)(nil),                      // 107: sluice.SecurityRecord
-	(*CreateAclsRequest)(nil),                   // 108: sluice.CreateAclsRequest
-	(*CreateAclsResponse)(nil),                  // 109: sluice.CreateAclsResponse
-	(*DeleteAclsRequest)(nil),                   // 110: sluice.DeleteAclsRequest
-	(*DeleteAclsResponse)(nil),                  // 111: sluice.DeleteAclsResponse
-	(*DescribeAclsRequest)(nil),                 // 112: sluice.DescribeAclsRequest
-	(*DescribeAclsResponse)(nil),                // 113: sluice.DescribeAclsResponse
-	(*CreateUserRequest)(nil),                   // 114: sluice.CreateUserRequest
-	(*CreateUserResponse)(nil),                  // 115: sluice.CreateUserResponse
-	(*DeleteUserRequest)(nil),                   // 116: sluice.DeleteUserRequest
-	(*DeleteUserResponse)(nil),                  // 117: sluice.DeleteUserResponse
-	(*ListUsersRequest)(nil),                    // 118: sluice.ListUsersRequest
-	(*ListUsersResponse)(nil),                   // 119: sluice.ListUsersResponse
-	(*WhoAmIRequest)(nil),                       // 120: sluice.WhoAmIRequest
-	(*WhoAmIResponse)(nil),                      // 121: sluice.WhoAmIResponse
-	nil,                                         // 122: sluice.TopicMetadata.ConfigsEntry
-	nil,                                         // 123: sluice.TopicSpec.ConfigsEntry
-	nil,                                         // 124: sluice.TopicConfigChange.SetEntry
-	nil,                                         // 125: sluice.AlterPartitionRequest.IsrEpochsEntry
-	nil,                                         // 126: sluice.TopicRecord.ConfigsEntry
-	nil,                                         // 127: sluice.PartitionState.IsrEpochsEntry
-	nil,                                         // 128: sluice.PartitionState.IsrDirsEntry
+	(*DescribeLogDirsRequest)(nil),              // 43: sluice.DescribeLogDirsRequest
+	(*DescribeLogDirsResponse)(nil),             // 44: sluice.DescribeLogDirsResponse
+	(*ReplicaFetchRequest)(nil),                 // 45: sluice.ReplicaFetchRequest
+	(*ReplicaFetchResponse)(nil),                // 46: sluice.ReplicaFetchResponse
+	(*OffsetForLeaderEpochRequest)(nil),         // 47: sluice.OffsetForLeaderEpochRequest
+	(*OffsetForLeaderEpochResponse)(nil),        // 48: sluice.OffsetForLeaderEpochResponse
+	(*AlterPartitionRequest)(nil),               // 49: sluice.AlterPartitionRequest
+	(*AlterPartitionResponse)(nil),              // 50: sluice.AlterPartitionResponse
+	(*LeaderAndIsrRequest)(nil),                 // 51: sluice.LeaderAndIsrRequest
+	(*LeaderAndIsrResponse)(nil),                // 52: sluice.LeaderAndIsrResponse
+	(*ReplicaOfflineRequest)(nil),               // 53: sluice.ReplicaOfflineRequest
+	(*ReplicaOfflineResponse)(nil),              // 54: sluice.ReplicaOfflineResponse
+	(*InitProducerIdRequest)(nil),               // 55: sluice.InitProducerIdRequest
+	(*InitProducerIdResponse)(nil),              // 56: sluice.InitProducerIdResponse
+	(*AllocateProducerIdsRequest)(nil),          // 57: sluice.AllocateProducerIdsRequest
+	(*AllocateProducerIdsResponse)(nil),         // 58: sluice.AllocateProducerIdsResponse
+	(*FindCoordinatorRequest)(nil),              // 59: sluice.FindCoordinatorRequest
+	(*FindCoordinatorResponse)(nil),             // 60: sluice.FindCoordinatorResponse
+	(*TopicPartitions)(nil),                     // 61: sluice.TopicPartitions
+	(*JoinGroupRequest)(nil),                    // 62: sluice.JoinGroupRequest
+	(*GroupProtocol)(nil),                       // 63: sluice.GroupProtocol
+	(*MemberBytes)(nil),                         // 64: sluice.MemberBytes
+	(*JoinGroupResponse)(nil),                   // 65: sluice.JoinGroupResponse
+	(*SyncGroupRequest)(nil),                    // 66: sluice.SyncGroupRequest
+	(*SyncGroupResponse)(nil),                   // 67: sluice.SyncGroupResponse
+	(*HeartbeatRequest)(nil),                    // 68: sluice.HeartbeatRequest
+	(*HeartbeatResponse)(nil),                   // 69: sluice.HeartbeatResponse
+	(*LeaveGroupRequest)(nil),                   // 70: sluice.LeaveGroupRequest
+	(*LeaveGroupResponse)(nil),                  // 71: sluice.LeaveGroupResponse
+	(*OffsetCommitEntry)(nil),                   // 72: sluice.OffsetCommitEntry
+	(*OffsetCommitRequest)(nil),                 // 73: sluice.OffsetCommitRequest
+	(*OffsetCommitResponse)(nil),                // 74: sluice.OffsetCommitResponse
+	(*OffsetFetchRequest)(nil),                  // 75: sluice.OffsetFetchRequest
+	(*OffsetFetchResponse)(nil),                 // 76: sluice.OffsetFetchResponse
+	(*DeleteGroupRequest)(nil),                  // 77: sluice.DeleteGroupRequest
+	(*DeleteGroupResponse)(nil),                 // 78: sluice.DeleteGroupResponse
+	(*DeleteOffsetsRequest)(nil),                // 79: sluice.DeleteOffsetsRequest
+	(*DeleteOffsetsResponse)(nil),               // 80: sluice.DeleteOffsetsResponse
+	(*PartitionError)(nil),                      // 81: sluice.PartitionError
+	(*ListGroupsRequest)(nil),                   // 82: sluice.ListGroupsRequest
+	(*GroupOverview)(nil),                       // 83: sluice.GroupOverview
+	(*ListGroupsResponse)(nil),                  // 84: sluice.ListGroupsResponse
+	(*DescribeGroupRequest)(nil),                // 85: sluice.DescribeGroupRequest
+	(*MemberDescription)(nil),                   // 86: sluice.MemberDescription
+	(*DescribeGroupResponse)(nil),               // 87: sluice.DescribeGroupResponse
+	(*SubscribeRequest)(nil),                    // 88: sluice.SubscribeRequest
+	(*SubscribeResponse)(nil),                   // 89: sluice.SubscribeResponse
+	(*PushedRecord)(nil),                        // 90: sluice.PushedRecord
+	(*RecordHeader)(nil),                        // 91: sluice.RecordHeader
+	(*PushRecords)(nil),                         // 92: sluice.PushRecords
+	(*PushAssignment)(nil),                      // 93: sluice.PushAssignment
+	(*PushCredit)(nil),                          // 94: sluice.PushCredit
+	(*PushAck)(nil),                             // 95: sluice.PushAck
+	(*UnsubscribeRequest)(nil),                  // 96: sluice.UnsubscribeRequest
+	(*GroupRecordKey)(nil),                      // 97: sluice.GroupRecordKey
+	(*OffsetValue)(nil),                         // 98: sluice.OffsetValue
+	(*GroupMemberRecord)(nil),                   // 99: sluice.GroupMemberRecord
+	(*GroupMetadataValue)(nil),                  // 100: sluice.GroupMetadataValue
+	(*TopicRecord)(nil),                         // 101: sluice.TopicRecord
+	(*ReplicaAssignment)(nil),                   // 102: sluice.ReplicaAssignment
+	(*PartitionState)(nil),                      // 103: sluice.PartitionState
+	(*TopicDeletion)(nil),                       // 104: sluice.TopicDeletion
+	(*BrokerRegistration)(nil),                  // 105: sluice.BrokerRegistration
+	(*ClusterSnapshot)(nil),                     // 106: sluice.ClusterSnapshot
+	(*AclBinding)(nil),                          // 107: sluice.AclBinding
+	(*UserRecord)(nil),                          // 108: sluice.UserRecord
+	(*SecurityRecord)(nil),                      // 109: sluice.SecurityRecord
+	(*CreateAclsRequest)(nil),                   // 110: sluice.CreateAclsRequest
+	(*CreateAclsResponse)(nil),                  // 111: sluice.CreateAclsResponse
+	(*DeleteAclsRequest)(nil),                   // 112: sluice.DeleteAclsRequest
+	(*DeleteAclsResponse)(nil),                  // 113: sluice.DeleteAclsResponse
+	(*DescribeAclsRequest)(nil),                 // 114: sluice.DescribeAclsRequest
+	(*DescribeAclsResponse)(nil),                // 115: sluice.DescribeAclsResponse
+	(*CreateUserRequest)(nil),                   // 116: sluice.CreateUserRequest
+	(*CreateUserResponse)(nil),                  // 117: sluice.CreateUserResponse
+	(*DeleteUserRequest)(nil),                   // 118: sluice.DeleteUserRequest
+	(*DeleteUserResponse)(nil),                  // 119: sluice.DeleteUserResponse
+	(*ListUsersRequest)(nil),                    // 120: sluice.ListUsersRequest
+	(*ListUsersResponse)(nil),                   // 121: sluice.ListUsersResponse
+	(*WhoAmIRequest)(nil),                       // 122: sluice.WhoAmIRequest
+	(*WhoAmIResponse)(nil),                      // 123: sluice.WhoAmIResponse
+	nil,                                         // 124: sluice.TopicMetadata.ConfigsEntry
+	nil,                                         // 125: sluice.TopicSpec.ConfigsEntry
+	nil,                                         // 126: sluice.TopicConfigChange.SetEntry
+	nil,                                         // 127: sluice.AlterPartitionRequest.IsrEpochsEntry
+	nil,                                         // 128: sluice.TopicRecord.ConfigsEntry
+	nil,                                         // 129: sluice.PartitionState.IsrEpochsEntry
+	nil,                                         // 130: sluice.PartitionState.IsrDirsEntry
 }
 var file_sluice_proto_depIdxs = []int32{
 	0,   // 0: sluice.ErrorResponse.error:type_name -> sluice.ErrorCode
@@ -9425,101 +9550,103 @@ var file_sluice_proto_depIdxs = []int32{
 	0,   // 5: sluice.PartitionMetadata.error:type_name -> sluice.ErrorCode
 	0,   // 6: sluice.TopicMetadata.error:type_name -> sluice.ErrorCode
 	15,  // 7: sluice.TopicMetadata.partitions:type_name -> sluice.PartitionMetadata
-	122, // 8: sluice.TopicMetadata.configs:type_name -> sluice.TopicMetadata.ConfigsEntry
+	124, // 8: sluice.TopicMetadata.configs:type_name -> sluice.TopicMetadata.ConfigsEntry
 	14,  // 9: sluice.MetadataResponse.brokers:type_name -> sluice.BrokerInfo
 	16,  // 10: sluice.MetadataResponse.topics:type_name -> sluice.TopicMetadata
-	123, // 11: sluice.TopicSpec.configs:type_name -> sluice.TopicSpec.ConfigsEntry
+	125, // 11: sluice.TopicSpec.configs:type_name -> sluice.TopicSpec.ConfigsEntry
 	18,  // 12: sluice.CreateTopicsRequest.topics:type_name -> sluice.TopicSpec
 	0,   // 13: sluice.TopicResult.error:type_name -> sluice.ErrorCode
 	20,  // 14: sluice.CreateTopicsResponse.results:type_name -> sluice.TopicResult
 	20,  // 15: sluice.DeleteTopicsResponse.results:type_name -> sluice.TopicResult
 	25,  // 16: sluice.AlterTopicConfigsRequest.topics:type_name -> sluice.TopicConfigChange
-	124, // 17: sluice.TopicConfigChange.set:type_name -> sluice.TopicConfigChange.SetEntry
+	126, // 17: sluice.TopicConfigChange.set:type_name -> sluice.TopicConfigChange.SetEntry
 	20,  // 18: sluice.AlterTopicConfigsResponse.results:type_name -> sluice.TopicResult
 	28,  // 19: sluice.CreatePartitionsRequest.topics:type_name -> sluice.PartitionCount
 	20,  // 20: sluice.CreatePartitionsResponse.results:type_name -> sluice.TopicResult
-	59,  // 21: sluice.ElectLeadersRequest.partitions:type_name -> sluice.TopicPartitions
-	79,  // 22: sluice.ElectLeadersResponse.results:type_name -> sluice.PartitionError
+	61,  // 21: sluice.ElectLeadersRequest.partitions:type_name -> sluice.TopicPartitions
+	81,  // 22: sluice.ElectLeadersResponse.results:type_name -> sluice.PartitionError
 	0,   // 23: sluice.ElectLeadersResponse.error:type_name -> sluice.ErrorCode
 	35,  // 24: sluice.AlterPartitionReassignmentsRequest.partitions:type_name -> sluice.PartitionReassignment
-	79,  // 25: sluice.AlterPartitionReassignmentsResponse.results:type_name -> sluice.PartitionError
+	81,  // 25: sluice.AlterPartitionReassignmentsResponse.results:type_name -> sluice.PartitionError
 	0,   // 26: sluice.AlterPartitionReassignmentsResponse.error:type_name -> sluice.ErrorCode
-	59,  // 27: sluice.ListPartitionReassignmentsRequest.partitions:type_name -> sluice.TopicPartitions
+	61,  // 27: sluice.ListPartitionReassignmentsRequest.partitions:type_name -> sluice.TopicPartitions
 	39,  // 28: sluice.ListPartitionReassignmentsResponse.reassignments:type_name -> sluice.OngoingReassignment
 	0,   // 29: sluice.ListPartitionReassignmentsResponse.error:type_name -> sluice.ErrorCode
 	0,   // 30: sluice.ReplicaState.error:type_name -> sluice.ErrorCode
 	41,  // 31: sluice.DescribeReplicasResponse.replicas:type_name -> sluice.ReplicaState
-	0,   // 32: sluice.ReplicaFetchResponse.error:type_name -> sluice.ErrorCode
-	0,   // 33: sluice.OffsetForLeaderEpochResponse.error:type_name -> sluice.ErrorCode
-	125, // 34: sluice.AlterPartitionRequest.isr_epochs:type_name -> sluice.AlterPartitionRequest.IsrEpochsEntry
-	0,   // 35: sluice.AlterPartitionResponse.error:type_name -> sluice.ErrorCode
-	101, // 36: sluice.AlterPartitionResponse.state:type_name -> sluice.PartitionState
-	101, // 37: sluice.LeaderAndIsrRequest.states:type_name -> sluice.PartitionState
-	0,   // 38: sluice.LeaderAndIsrResponse.error:type_name -> sluice.ErrorCode
-	0,   // 39: sluice.ReplicaOfflineResponse.error:type_name -> sluice.ErrorCode
-	0,   // 40: sluice.InitProducerIdResponse.error:type_name -> sluice.ErrorCode
-	0,   // 41: sluice.AllocateProducerIdsResponse.error:type_name -> sluice.ErrorCode
-	0,   // 42: sluice.FindCoordinatorResponse.error:type_name -> sluice.ErrorCode
-	61,  // 43: sluice.JoinGroupRequest.protocols:type_name -> sluice.GroupProtocol
-	0,   // 44: sluice.JoinGroupResponse.error:type_name -> sluice.ErrorCode
-	62,  // 45: sluice.JoinGroupResponse.member_metadata:type_name -> sluice.MemberBytes
-	62,  // 46: sluice.SyncGroupRequest.assignments:type_name -> sluice.MemberBytes
-	0,   // 47: sluice.SyncGroupResponse.error:type_name -> sluice.ErrorCode
-	59,  // 48: sluice.SyncGroupResponse.assignment:type_name -> sluice.TopicPartitions
-	0,   // 49: sluice.HeartbeatResponse.error:type_name -> sluice.ErrorCode
-	0,   // 50: sluice.LeaveGroupResponse.error:type_name -> sluice.ErrorCode
-	0,   // 51: sluice.OffsetCommitEntry.error:type_name -> sluice.ErrorCode
-	70,  // 52: sluice.OffsetCommitRequest.offsets:type_name -> sluice.OffsetCommitEntry
-	0,   // 53: sluice.OffsetCommitResponse.error:type_name -> sluice.ErrorCode
-	59,  // 54: sluice.OffsetFetchRequest.partitions:type_name -> sluice.TopicPartitions
-	0,   // 55: sluice.OffsetFetchResponse.error:type_name -> sluice.ErrorCode
-	70,  // 56: sluice.OffsetFetchResponse.offsets:type_name -> sluice.OffsetCommitEntry
-	0,   // 57: sluice.DeleteGroupResponse.error:type_name -> sluice.ErrorCode
-	59,  // 58: sluice.DeleteOffsetsRequest.partitions:type_name -> sluice.TopicPartitions
-	0,   // 59: sluice.DeleteOffsetsResponse.error:type_name -> sluice.ErrorCode
-	79,  // 60: sluice.DeleteOffsetsResponse.partitions:type_name -> sluice.PartitionError
-	0,   // 61: sluice.PartitionError.error:type_name -> sluice.ErrorCode
-	81,  // 62: sluice.ListGroupsResponse.groups:type_name -> sluice.GroupOverview
-	59,  // 63: sluice.MemberDescription.assignment:type_name -> sluice.TopicPartitions
-	0,   // 64: sluice.DescribeGroupResponse.error:type_name -> sluice.ErrorCode
-	84,  // 65: sluice.DescribeGroupResponse.members:type_name -> sluice.MemberDescription
-	0,   // 66: sluice.SubscribeResponse.error:type_name -> sluice.ErrorCode
-	89,  // 67: sluice.PushedRecord.headers:type_name -> sluice.RecordHeader
-	88,  // 68: sluice.PushRecords.records:type_name -> sluice.PushedRecord
-	59,  // 69: sluice.PushAssignment.assigned:type_name -> sluice.TopicPartitions
-	59,  // 70: sluice.GroupMemberRecord.assignment:type_name -> sluice.TopicPartitions
-	61,  // 71: sluice.GroupMemberRecord.protocols:type_name -> sluice.GroupProtocol
-	97,  // 72: sluice.GroupMetadataValue.members:type_name -> sluice.GroupMemberRecord
-	126, // 73: sluice.TopicRecord.configs:type_name -> sluice.TopicRecord.ConfigsEntry
-	100, // 74: sluice.TopicRecord.assignment:type_name -> sluice.ReplicaAssignment
-	127, // 75: sluice.PartitionState.isr_epochs:type_name -> sluice.PartitionState.IsrEpochsEntry
-	128, // 76: sluice.PartitionState.isr_dirs:type_name -> sluice.PartitionState.IsrDirsEntry
-	99,  // 77: sluice.ClusterSnapshot.topics:type_name -> sluice.TopicRecord
-	101, // 78: sluice.ClusterSnapshot.partitions:type_name -> sluice.PartitionState
-	102, // 79: sluice.ClusterSnapshot.deleted_topics:type_name -> sluice.TopicDeletion
-	1,   // 80: sluice.AclBinding.resource_type:type_name -> sluice.AclResourceType
-	3,   // 81: sluice.AclBinding.pattern_type:type_name -> sluice.AclPatternType
-	2,   // 82: sluice.AclBinding.operation:type_name -> sluice.AclOperation
-	4,   // 83: sluice.AclBinding.permission:type_name -> sluice.AclPermission
-	105, // 84: sluice.SecurityRecord.acls:type_name -> sluice.AclBinding
-	106, // 85: sluice.SecurityRecord.users:type_name -> sluice.UserRecord
-	105, // 86: sluice.CreateAclsRequest.acls:type_name -> sluice.AclBinding
-	0,   // 87: sluice.CreateAclsResponse.error:type_name -> sluice.ErrorCode
-	105, // 88: sluice.DeleteAclsRequest.filters:type_name -> sluice.AclBinding
-	0,   // 89: sluice.DeleteAclsResponse.error:type_name -> sluice.ErrorCode
-	105, // 90: sluice.DeleteAclsResponse.deleted:type_name -> sluice.AclBinding
-	105, // 91: sluice.DescribeAclsRequest.filter:type_name -> sluice.AclBinding
-	0,   // 92: sluice.DescribeAclsResponse.error:type_name -> sluice.ErrorCode
-	105, // 93: sluice.DescribeAclsResponse.acls:type_name -> sluice.AclBinding
-	0,   // 94: sluice.CreateUserResponse.error:type_name -> sluice.ErrorCode
-	0,   // 95: sluice.DeleteUserResponse.error:type_name -> sluice.ErrorCode
-	0,   // 96: sluice.ListUsersResponse.error:type_name -> sluice.ErrorCode
-	106, // 97: sluice.ListUsersResponse.users:type_name -> sluice.UserRecord
-	98,  // [98:98] is the sub-list for method output_type
-	98,  // [98:98] is the sub-list for method input_type
-	98,  // [98:98] is the sub-list for extension type_name
-	98,  // [98:98] is the sub-list for extension extendee
-	0,   // [0:98] is the sub-list for field type_name
+	0,   // 32: sluice.DescribeLogDirsResponse.error:type_name -> sluice.ErrorCode
+	41,  // 33: sluice.DescribeLogDirsResponse.replicas:type_name -> sluice.ReplicaState
+	0,   // 34: sluice.ReplicaFetchResponse.error:type_name -> sluice.ErrorCode
+	0,   // 35: sluice.OffsetForLeaderEpochResponse.error:type_name -> sluice.ErrorCode
+	127, // 36: sluice.AlterPartitionRequest.isr_epochs:type_name -> sluice.AlterPartitionRequest.IsrEpochsEntry
+	0,   // 37: sluice.AlterPartitionResponse.error:type_name -> sluice.ErrorCode
+	103, // 38: sluice.AlterPartitionResponse.state:type_name -> sluice.PartitionState
+	103, // 39: sluice.LeaderAndIsrRequest.states:type_name -> sluice.PartitionState
+	0,   // 40: sluice.LeaderAndIsrResponse.error:type_name -> sluice.ErrorCode
+	0,   // 41: sluice.ReplicaOfflineResponse.error:type_name -> sluice.ErrorCode
+	0,   // 42: sluice.InitProducerIdResponse.error:type_name -> sluice.ErrorCode
+	0,   // 43: sluice.AllocateProducerIdsResponse.error:type_name -> sluice.ErrorCode
+	0,   // 44: sluice.FindCoordinatorResponse.error:type_name -> sluice.ErrorCode
+	63,  // 45: sluice.JoinGroupRequest.protocols:type_name -> sluice.GroupProtocol
+	0,   // 46: sluice.JoinGroupResponse.error:type_name -> sluice.ErrorCode
+	64,  // 47: sluice.JoinGroupResponse.member_metadata:type_name -> sluice.MemberBytes
+	64,  // 48: sluice.SyncGroupRequest.assignments:type_name -> sluice.MemberBytes
+	0,   // 49: sluice.SyncGroupResponse.error:type_name -> sluice.ErrorCode
+	61,  // 50: sluice.SyncGroupResponse.assignment:type_name -> sluice.TopicPartitions
+	0,   // 51: sluice.HeartbeatResponse.error:type_name -> sluice.ErrorCode
+	0,   // 52: sluice.LeaveGroupResponse.error:type_name -> sluice.ErrorCode
+	0,   // 53: sluice.OffsetCommitEntry.error:type_name -> sluice.ErrorCode
+	72,  // 54: sluice.OffsetCommitRequest.offsets:type_name -> sluice.OffsetCommitEntry
+	0,   // 55: sluice.OffsetCommitResponse.error:type_name -> sluice.ErrorCode
+	61,  // 56: sluice.OffsetFetchRequest.partitions:type_name -> sluice.TopicPartitions
+	0,   // 57: sluice.OffsetFetchResponse.error:type_name -> sluice.ErrorCode
+	72,  // 58: sluice.OffsetFetchResponse.offsets:type_name -> sluice.OffsetCommitEntry
+	0,   // 59: sluice.DeleteGroupResponse.error:type_name -> sluice.ErrorCode
+	61,  // 60: sluice.DeleteOffsetsRequest.partitions:type_name -> sluice.TopicPartitions
+	0,   // 61: sluice.DeleteOffsetsResponse.error:type_name -> sluice.ErrorCode
+	81,  // 62: sluice.DeleteOffsetsResponse.partitions:type_name -> sluice.PartitionError
+	0,   // 63: sluice.PartitionError.error:type_name -> sluice.ErrorCode
+	83,  // 64: sluice.ListGroupsResponse.groups:type_name -> sluice.GroupOverview
+	61,  // 65: sluice.MemberDescription.assignment:type_name -> sluice.TopicPartitions
+	0,   // 66: sluice.DescribeGroupResponse.error:type_name -> sluice.ErrorCode
+	86,  // 67: sluice.DescribeGroupResponse.members:type_name -> sluice.MemberDescription
+	0,   // 68: sluice.SubscribeResponse.error:type_name -> sluice.ErrorCode
+	91,  // 69: sluice.PushedRecord.headers:type_name -> sluice.RecordHeader
+	90,  // 70: sluice.PushRecords.records:type_name -> sluice.PushedRecord
+	61,  // 71: sluice.PushAssignment.assigned:type_name -> sluice.TopicPartitions
+	61,  // 72: sluice.GroupMemberRecord.assignment:type_name -> sluice.TopicPartitions
+	63,  // 73: sluice.GroupMemberRecord.protocols:type_name -> sluice.GroupProtocol
+	99,  // 74: sluice.GroupMetadataValue.members:type_name -> sluice.GroupMemberRecord
+	128, // 75: sluice.TopicRecord.configs:type_name -> sluice.TopicRecord.ConfigsEntry
+	102, // 76: sluice.TopicRecord.assignment:type_name -> sluice.ReplicaAssignment
+	129, // 77: sluice.PartitionState.isr_epochs:type_name -> sluice.PartitionState.IsrEpochsEntry
+	130, // 78: sluice.PartitionState.isr_dirs:type_name -> sluice.PartitionState.IsrDirsEntry
+	101, // 79: sluice.ClusterSnapshot.topics:type_name -> sluice.TopicRecord
+	103, // 80: sluice.ClusterSnapshot.partitions:type_name -> sluice.PartitionState
+	104, // 81: sluice.ClusterSnapshot.deleted_topics:type_name -> sluice.TopicDeletion
+	1,   // 82: sluice.AclBinding.resource_type:type_name -> sluice.AclResourceType
+	3,   // 83: sluice.AclBinding.pattern_type:type_name -> sluice.AclPatternType
+	2,   // 84: sluice.AclBinding.operation:type_name -> sluice.AclOperation
+	4,   // 85: sluice.AclBinding.permission:type_name -> sluice.AclPermission
+	107, // 86: sluice.SecurityRecord.acls:type_name -> sluice.AclBinding
+	108, // 87: sluice.SecurityRecord.users:type_name -> sluice.UserRecord
+	107, // 88: sluice.CreateAclsRequest.acls:type_name -> sluice.AclBinding
+	0,   // 89: sluice.CreateAclsResponse.error:type_name -> sluice.ErrorCode
+	107, // 90: sluice.DeleteAclsRequest.filters:type_name -> sluice.AclBinding
+	0,   // 91: sluice.DeleteAclsResponse.error:type_name -> sluice.ErrorCode
+	107, // 92: sluice.DeleteAclsResponse.deleted:type_name -> sluice.AclBinding
+	107, // 93: sluice.DescribeAclsRequest.filter:type_name -> sluice.AclBinding
+	0,   // 94: sluice.DescribeAclsResponse.error:type_name -> sluice.ErrorCode
+	107, // 95: sluice.DescribeAclsResponse.acls:type_name -> sluice.AclBinding
+	0,   // 96: sluice.CreateUserResponse.error:type_name -> sluice.ErrorCode
+	0,   // 97: sluice.DeleteUserResponse.error:type_name -> sluice.ErrorCode
+	0,   // 98: sluice.ListUsersResponse.error:type_name -> sluice.ErrorCode
+	108, // 99: sluice.ListUsersResponse.users:type_name -> sluice.UserRecord
+	100, // [100:100] is the sub-list for method output_type
+	100, // [100:100] is the sub-list for method input_type
+	100, // [100:100] is the sub-list for extension type_name
+	100, // [100:100] is the sub-list for extension extendee
+	0,   // [0:100] is the sub-list for field type_name
 }
 
 func init() { file_sluice_proto_init() }
@@ -9533,7 +9660,7 @@ func file_sluice_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_sluice_proto_rawDesc), len(file_sluice_proto_rawDesc)),
 			NumEnums:      5,
-			NumMessages:   124,
+			NumMessages:   126,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -742,26 +743,37 @@ func (b *brokerActor) sendToController(ctx actor.Context, msg proto.Message) {
 }
 
 func (b *brokerActor) onDescribeReplicas(ctx actor.Context, req *messages.DescribeReplicasRequest) {
-	resp := &messages.DescribeReplicasResponse{BrokerId: b.cfg.ID}
+	actors.Respond(ctx, &messages.DescribeReplicasResponse{BrokerId: b.cfg.ID, Replicas: b.replicaStates(ctx, req.Topics)})
+}
+
+// onDescribeLogDirs answers with the data directory and the replicas in it.
+func (b *brokerActor) onDescribeLogDirs(ctx actor.Context, req *messages.DescribeLogDirsRequest) {
+	actors.Respond(ctx, &messages.DescribeLogDirsResponse{LogDir: filepath.Join(b.cfg.DataDir, "topics"), Replicas: b.replicaStates(ctx, req.Topics)})
+}
+
+// replicaStates lists the replicas hosted here of topics (all when none),
+// of the topics the sender may describe, in partition order.
+func (b *brokerActor) replicaStates(ctx actor.Context, topics []string) []*messages.ReplicaState {
+	var out []*messages.ReplicaState
 	for tp, r := range b.replicas {
-		if len(req.Topics) > 0 && !slices.Contains(req.Topics, tp.Topic) || b.may(ctx, onTopic(opDescribe, tp.Topic)) != "" {
+		if len(topics) > 0 && !slices.Contains(topics, tp.Topic) || b.may(ctx, onTopic(opDescribe, tp.Topic)) != "" {
 			continue
 		}
 		if st := r.status.Load(); st != nil {
 			// A copy: the published state is shared and never changed.
 			st = proto.CloneOf(st)
 			st.RecordsFetched = r.fetched.Load()
-			resp.Replicas = append(resp.Replicas, st)
+			out = append(out, st)
 		} else {
-			resp.Replicas = append(resp.Replicas, &messages.ReplicaState{Topic: tp.Topic, Partition: tp.Partition, BrokerId: b.cfg.ID,
+			out = append(out, &messages.ReplicaState{Topic: tp.Topic, Partition: tp.Partition, BrokerId: b.cfg.ID,
 				Error: messages.ErrorCode_LEADER_NOT_AVAILABLE, ErrorMessage: "starting", LogStartOffset: -1, LogEndOffset: -1, HighWatermark: -1})
 		}
 	}
-	slices.SortFunc(resp.Replicas, func(x, y *messages.ReplicaState) int {
+	slices.SortFunc(out, func(x, y *messages.ReplicaState) int {
 		if c := strings.Compare(x.Topic, y.Topic); c != 0 {
 			return c
 		}
 		return int(x.Partition - y.Partition)
 	})
-	actors.Respond(ctx, resp)
+	return out
 }

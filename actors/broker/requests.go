@@ -244,6 +244,9 @@ var requests = map[reflect.Type]request{
 	typeOf[*messages.AlterPartitionReassignmentsRequest](): onClusterEntry(opAlter, func(code messages.ErrorCode, text string) proto.Message {
 		return &messages.AlterPartitionReassignmentsResponse{Error: code, ErrorMessage: text}
 	}, toController[*messages.AlterPartitionReassignmentsRequest]),
+	typeOf[*messages.DescribeLogDirsRequest](): onClusterEntry(opDescribe, func(code messages.ErrorCode, text string) proto.Message {
+		return &messages.DescribeLogDirsResponse{Error: code, ErrorMessage: text}
+	}, plain((*brokerActor).onDescribeLogDirs)),
 	typeOf[*messages.ListPartitionReassignmentsRequest](): onClusterEntry(opDescribe, func(code messages.ErrorCode, text string) proto.Message {
 		return &messages.ListPartitionReassignmentsResponse{Error: code, ErrorMessage: text}
 	}, plain((*brokerActor).onListPartitionReassignments)),

@@ -130,6 +130,23 @@ func TestReassignmentsUnderLoad(t *testing.T) {
 			}
 		}
 	}
+	// Kafka's DescribeLogDirs shows each partition's data where it is now.
+	dirs, err := adm.DescribeAllLogDirs(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for p := int32(0); p < 3; p++ {
+		for _, id := range c.ids() {
+			_, found := dirs[id].Sorted()[0].Topics.Lookup(topic, p)
+			if want := slices.Contains(targets[p], id); found != want {
+				t.Errorf("DescribeLogDirs of broker %d lists partition %d: %v, want %v", id, p, found, want)
+			}
+		}
+	}
+	if d := dirs[1].Sorted()[0]; d.Dir == "" || d.TotalBytes <= 0 || d.UsableBytes <= 0 {
+		t.Errorf("broker 1's log dir: %+v", d)
+	}
+
 	// Moves that cannot be made, each with its code and a reason.
 	var bad kadm.AlterPartitionAssignmentsReq
 	bad.Assign(topic, 0, []int32{1, 7}) // not a live broker
