@@ -131,6 +131,8 @@ func run() error {
 	timeout := fs.Duration("timeout", 40*time.Minute, "stop everything after this long (partitions suite: 25m; tls suite: 20m)")
 	fs.BoolVar(&verbose, "v", false, "log every process started")
 	fs.BoolVar(&timeline, "timeline", false, "log, per latency run, when (in the schedule) acks were slow")
+	moveMiB := fs.Int("move-mib", 1024, "move suite: MiB in the partition moved (quick: 256)")
+	moveThrottle := fs.Int64("move-throttle", 50_000_000, "move suite: the throttle of the second move, bytes per second")
 	pf := addPartitionFlags(fs)
 	tf := addTLSFlags(fs)
 	if err := fs.Parse(os.Args[1:]); err != nil {
@@ -164,8 +166,15 @@ func run() error {
 		if !set["timeout"] {
 			*timeout = 15 * time.Minute
 		}
+	case "move":
+		if !set["timeout"] {
+			*timeout = 15 * time.Minute
+		}
+		if o.Quick && !set["move-mib"] {
+			*moveMiB = 256
+		}
 	default:
-		return fmt.Errorf("-suite: unknown %q (want default, partitions, tls or metrics)", *pf.suite)
+		return fmt.Errorf("-suite: unknown %q (want default, partitions, tls, metrics or move)", *pf.suite)
 	}
 	if o.Quick {
 		def := func(name string, apply func()) {
@@ -299,6 +308,9 @@ func run() error {
 	}
 	if *pf.suite == "metrics" {
 		return runMetrics(ctx, o, root, base, *outDir)
+	}
+	if *pf.suite == "move" {
+		return runMove(ctx, o, *moveMiB, *moveThrottle, root, base, *consulBin, *outDir)
 	}
 
 	rep := &report{Options: o, Started: time.Now(), Command: commandLine()}

@@ -122,7 +122,7 @@ type partFlags struct {
 func addPartitionFlags(fs *flag.FlagSet) *partFlags {
 	f := &partFlags{produceBytes: 1 << 30, rf3ProduceBytes: 512 << 20, memBytes: 4 << 20, rf3MemBytes: 4 << 20,
 		restartBytes: 64 << 10, rf3RestartBytes: 64 << 10, logMemory: 512 << 20}
-	f.suite = fs.String("suite", "default", "\"default\" (disk, Sluice, NATS), \"partitions\" (how Sluice scales with partitions; flags below), \"tls\" (produce with TLS off and on; -tls-* flags) or \"metrics\" (produce with and without a scraper; scrape time with 1,000 partitions)")
+	f.suite = fs.String("suite", "default", "\"default\" (disk, Sluice, NATS), \"partitions\" (how Sluice scales with partitions; flags below), \"tls\" (produce with TLS off and on; -tls-* flags), \"metrics\" (produce with and without a scraper; scrape time with 1,000 partitions) or \"move\" (moving a partition between brokers, with and without a throttle; -move-* flags)")
 	f.deployments = fs.String("deployments", "single,rf3", "partitions suite: single (1 broker, acks=1) and/or rf3 (3 brokers + Consul, RF=3, acks=all)")
 	f.measurements = fs.String("measurements", "produce,memory,restart", "partitions suite: measurements to run")
 	f.runs = fs.Int("partition-runs", 1, "partitions suite: produce runs per partition count (medians and min-max over these)")

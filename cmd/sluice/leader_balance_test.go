@@ -32,14 +32,22 @@ func (c *testCluster) balanced() bool {
 }
 
 // restartABroker stops a broker other than the controller, waits until
-// others lead all its partitions, starts it again and waits until it is
-// back in every ISR; it returns the broker's id.
+// others lead all its partitions and starts it again; it returns the
+// broker's id.
 func (c *testCluster) restartABroker() int32 {
 	c.t.Helper()
 	victim := int32(1)
 	if c.controller() == victim {
 		victim = 2
 	}
+	c.restartBroker(victim)
+	return victim
+}
+
+// restartBroker stops broker victim, waits until others lead all its
+// partitions and starts it again.
+func (c *testCluster) restartBroker(victim int32) {
+	c.t.Helper()
 	c.brokers[victim].stop()
 	c.waitFor(fmt.Sprintf("no partition led by stopped broker %d", victim), time.Minute, func() bool {
 		md, err := c.metadata(balanceTopic)
@@ -54,13 +62,13 @@ func (c *testCluster) restartABroker() int32 {
 		return true
 	})
 	c.brokers[victim].start()
-	return victim
 }
 
-// After a broker restarts, the controller gives it back the leadership of
-// the partitions it is the preferred replica of, once it is in their ISRs
-// again; records produced with acks=all before and after stay readable.
-func TestPreferredLeadersReturnAfterARestart(t *testing.T) {
+// After a rolling restart of every broker (the controller too), the
+// controller gives each broker back the leadership of the partitions it is
+// the preferred replica of, once it is in their ISRs again; records
+// produced with acks=all before, during and after stay readable.
+func TestPreferredLeadersReturnAfterARollingRestart(t *testing.T) {
 	c := startCluster(t, 3, "--leader-imbalance-check-interval", "1s")
 	c.createTopic(balanceTopic, balancePartitions, 3, nil)
 	c.waitFor("every partition led by its preferred replica", 30*time.Second, c.balanced)
@@ -81,17 +89,34 @@ func TestPreferredLeadersReturnAfterARestart(t *testing.T) {
 		}
 	}
 	produce(0)
-	victim := c.restartABroker()
-	produce(120)
-	c.waitFor(fmt.Sprintf("broker %d leading its preferred partitions again", victim), 90*time.Second, c.balanced)
-	produce(240)
+	produced := 120
+	for _, id := range c.ids() {
+		c.restartBroker(id)
+		produce(produced) // with one broker restarted, before it is back in sync
+		produced += 120
+		c.waitFor(fmt.Sprintf("broker %d back in every ISR", id), 90*time.Second, func() bool {
+			md, err := c.metadata(balanceTopic)
+			if err != nil || len(md.Topics) != 1 {
+				return false
+			}
+			for _, p := range md.Topics[0].Partitions {
+				if len(p.Isr) != 3 {
+					return false
+				}
+			}
+			return true
+		})
+	}
+	c.waitFor("every broker leading its preferred partitions again", 90*time.Second, c.balanced)
+	produce(produced)
+	produced += 120
 
 	total := 0
 	for part := int32(0); part < balancePartitions; part++ {
 		total += len(c.consumeAll(balanceTopic, part))
 	}
-	if total != 360 {
-		t.Fatalf("read %d records back, want the 360 acknowledged", total)
+	if total != produced {
+		t.Fatalf("read %d records back, want the %d acknowledged", total, produced)
 	}
 }
 
