@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -50,6 +51,16 @@ type testCluster struct {
 	admin   *client.Admin
 	// extra are the flags every broker of the cluster gets.
 	extra []string
+	// mu guards brokers against addBroker while a monitor goroutine reads
+	// it (brokersNow); the test's own goroutine reads it freely.
+	mu sync.Mutex
+}
+
+// brokersNow is a copy of brokers, for goroutines beside the test's.
+func (c *testCluster) brokersNow() map[int32]*brokerProc {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return maps.Clone(c.brokers)
 }
 
 var clusterSeq atomic.Int32
@@ -82,7 +93,10 @@ func (c *testCluster) addBroker(id int32) {
 	if testBrokerArgs != nil {
 		args = append(args, testBrokerArgs(id)...)
 	}
-	c.brokers[id] = startBroker(c.t, args...)
+	b := startBroker(c.t, args...)
+	c.mu.Lock()
+	c.brokers[id] = b
+	c.mu.Unlock()
 }
 
 // seeds lists every broker's address, for clients' bootstrap.
@@ -433,7 +447,7 @@ func startHWMonitor(c *testCluster, topic string) *hwMonitor {
 				return
 			case <-time.After(100 * time.Millisecond):
 			}
-			for id, b := range c.brokers {
+			for id, b := range c.brokersNow() {
 				run := b.runs.Load()
 				if !b.alive() || b.paused.Load() {
 					continue
