@@ -34,3 +34,34 @@ func TestDescribeClusterBrokersAndController(t *testing.T) {
 		t.Errorf("a broker that does not answer: code %d", resp.ErrorCode)
 	}
 }
+
+// A transactional producer asking for its coordinator hears, at once and
+// for good, that there are no transactions; an unknown coordinator type
+// is INVALID_REQUEST.
+func TestFindCoordinatorOfTransactions(t *testing.T) {
+	_, addr := startServer(t, oneAnswer(testMetadata()), Config{})
+	for _, tc := range []struct {
+		typ  int8
+		code int16
+	}{{coordinatorTypeTransaction, errTransactionalIDAuthorization}, {7, int16(messages.ErrorCode_INVALID_REQUEST)}} {
+		for _, v := range []int16{1, 4} {
+			c := dial(t, addr)
+			req := kmsg.NewPtrFindCoordinatorRequest()
+			req.SetVersion(v)
+			req.CoordinatorType, req.CoordinatorKey, req.CoordinatorKeys = tc.typ, "tx", []string{"tx"}
+			c.send(frameRequest(req, 1))
+			resp := kmsg.NewPtrFindCoordinatorResponse()
+			resp.SetVersion(v)
+			if _, err := c.read(resp); err != nil {
+				t.Fatal(err)
+			}
+			code, msg := resp.ErrorCode, resp.ErrorMessage
+			if v >= 4 {
+				code, msg = resp.Coordinators[0].ErrorCode, resp.Coordinators[0].ErrorMessage
+			}
+			if code != tc.code || msg == nil || *msg == "" {
+				t.Errorf("type %d v%d: code %d message %v, want %d with a reason", tc.typ, v, code, msg, tc.code)
+			}
+		}
+	}
+}

@@ -8,11 +8,18 @@ import (
 
 // FindCoordinator (key 10), v0–4: the broker coordinating a consumer group,
 // at its Kafka address (v4 asks for several groups at once). Transaction
-// coordinators do not exist: there are no transactions.
+// coordinators do not exist: there are no transactions yet, and a
+// transactional producer's question is answered with
+// TRANSACTIONAL_ID_AUTHORIZATION_FAILED, which clients take as final (a
+// retriable code would have them ask for their whole timeout), with a
+// message that says why.
 
 const (
-	errCoordinatorNotAvailable int16 = 15
-	coordinatorTypeGroup       int8  = 0
+	errCoordinatorNotAvailable      int16 = 15
+	errTransactionalIDAuthorization int16 = 53
+	coordinatorTypeGroup            int8  = 0
+	coordinatorTypeTransaction      int8  = 1
+	noTransactions                        = "this cluster does not support transactions yet: there is no transaction coordinator"
 )
 
 func handleFindCoordinator(r *request, h header, kreq kmsg.Request) func() kmsg.Response {
@@ -43,8 +50,10 @@ func handleFindCoordinator(r *request, h header, kreq kmsg.Request) func() kmsg.
 			c := kmsg.NewFindCoordinatorResponseCoordinator()
 			c.Key, c.NodeID = k, -1
 			switch {
+			case req.CoordinatorType == coordinatorTypeTransaction:
+				c.ErrorCode, c.ErrorMessage = errTransactionalIDAuthorization, kmsg.StringPtr(noTransactions)
 			case !groups:
-				c.ErrorCode, c.ErrorMessage = int16(messages.ErrorCode_INVALID_REQUEST), kmsg.StringPtr("only group coordinators exist: there are no transactions")
+				c.ErrorCode, c.ErrorMessage = int16(messages.ErrorCode_INVALID_REQUEST), kmsg.StringPtr("only group coordinators exist")
 			default:
 				res, err := answers[i].Wait()
 				fr, ok := res.(*messages.FindCoordinatorResponse)

@@ -6,7 +6,7 @@ thing that does not hold. Usage: confluent_kafka_check.py HOST:PORT"""
 import sys
 import time
 
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 
@@ -61,6 +61,18 @@ def main():
 
     for t, f in admin.delete_topics([topic]).items():
         f.result(timeout=30)
+
+    # No transactions yet: a transactional producer is told so at once and
+    # for good (a retriable answer would have it ask for its whole timeout).
+    tx = Producer({"bootstrap.servers": bootstrap, "transactional.id": "tx-check"})
+    started = time.time()
+    try:
+        tx.init_transactions(30)
+        fail("init_transactions succeeded without a transaction coordinator")
+    except KafkaException as e:
+        err = e.args[0]
+        if err.code() != KafkaError.TRANSACTIONAL_ID_AUTHORIZATION_FAILED or time.time() - started > 20:
+            fail("init_transactions: %s after %.1f s" % (err, time.time() - started))
     print("OK")
 
 
