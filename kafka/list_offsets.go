@@ -6,10 +6,14 @@ import (
 	"github.com/sluicemq/sluice/messages"
 )
 
-// ListOffsets (key 2), v1–7: per partition, -1 is the high watermark, -2
+// ListOffsets (key 2), v0–7: per partition, -1 is the high watermark, -2
 // the log start, -3 (v7, KIP-734) the record with the largest timestamp
 // below the high watermark, any other value the first offset whose
-// timestamp is at or after it (-1/-1 without error when none is).
+// timestamp is at or after it (-1/-1 without error when none is). v0
+// (sarama before Kafka 0.10.1's protocol, Burrow) answers that offset as
+// its list of old-style offsets, empty when there is none or
+// MaxNumOffsets is 0: Kafka's v0 lists segment starts too, which no
+// client needs to find where to read.
 
 func handleListOffsets(r *request, h header, kreq kmsg.Request) func() kmsg.Response {
 	req := kreq.(*kmsg.ListOffsetsRequest)
@@ -47,6 +51,12 @@ func handleListOffsets(r *request, h header, kreq kmsg.Request) func() kmsg.Resp
 				rp.Offset, rp.Timestamp, rp.LeaderEpoch = lr.Offset, lr.Timestamp, lr.LeaderEpoch
 				if lr.Error != messages.ErrorCode_NONE {
 					rp.Offset, rp.Timestamp, rp.LeaderEpoch = -1, -1, -1
+				}
+			}
+			if h.version == 0 {
+				rp.OldStyleOffsets = []int64{}
+				if rp.ErrorCode == 0 && rp.Offset >= 0 && req.Topics[w.topic].Partitions[w.part].MaxNumOffsets > 0 {
+					rp.OldStyleOffsets = append(rp.OldStyleOffsets, rp.Offset)
 				}
 			}
 		}

@@ -23,7 +23,7 @@ func TestListOffsetsPerPartition(t *testing.T) {
 		}
 		return &messages.ListOffsetsResponse{Topic: lr.Topic, Partition: lr.Partition, Offset: 42, Timestamp: lr.Timestamp, LeaderEpoch: 3}, nil
 	}), Config{})
-	for _, v := range []int16{1, 4, 7} {
+	for _, v := range []int16{0, 1, 4, 7} {
 		asked = nil
 		c := dial(t, addr)
 		req := kmsg.NewPtrListOffsetsRequest()
@@ -32,7 +32,7 @@ func TestListOffsetsPerPartition(t *testing.T) {
 		rt.Topic = "events"
 		for p := int32(0); p < 2; p++ {
 			rp := kmsg.NewListOffsetsRequestTopicPartition()
-			rp.Partition, rp.Timestamp, rp.CurrentLeaderEpoch = p, -1, 3
+			rp.Partition, rp.Timestamp, rp.CurrentLeaderEpoch, rp.MaxNumOffsets = p, -1, 3, 1
 			rt.Partitions = append(rt.Partitions, rp)
 		}
 		req.Topics = []kmsg.ListOffsetsRequestTopic{rt}
@@ -50,6 +50,14 @@ func TestListOffsetsPerPartition(t *testing.T) {
 			t.Fatalf("v%d: the partitions were asked %v", v, asked)
 		}
 		ps := resp.Topics[0].Partitions
+		if v == 0 {
+			// Old-style: the offset as a list, none for an error.
+			if ps[0].ErrorCode != 0 || len(ps[0].OldStyleOffsets) != 1 || ps[0].OldStyleOffsets[0] != 42 ||
+				ps[1].ErrorCode != int16(messages.ErrorCode_NOT_LEADER) || len(ps[1].OldStyleOffsets) != 0 {
+				t.Errorf("v0: %+v", ps)
+			}
+			continue
+		}
 		if ps[0].ErrorCode != 0 || ps[0].Offset != 42 {
 			t.Errorf("v%d partition 0: code %d offset %d", v, ps[0].ErrorCode, ps[0].Offset)
 		}

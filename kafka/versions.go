@@ -59,7 +59,7 @@ func init() {
 		// in the range to turn on LZ4 and throttle times.
 		kmsg.Produce.Int16():                    {versionRange{0, 11}, handleProduce},
 		kmsg.Fetch.Int16():                      {versionRange{0, 12}, handleFetch},
-		kmsg.ListOffsets.Int16():                {versionRange{1, 7}, handleListOffsets},
+		kmsg.ListOffsets.Int16():                {versionRange{0, 7}, handleListOffsets},
 		kmsg.InitProducerID.Int16():             {versionRange{0, 4}, handleInitProducerID},
 		kmsg.OffsetForLeaderEpoch.Int16():       {versionRange{2, 4}, handleOffsetForLeaderEpoch},
 		kmsg.CreateTopics.Int16():               {versionRange{0, 7}, handleCreateTopics},

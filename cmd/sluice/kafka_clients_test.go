@@ -98,6 +98,29 @@ func TestKafkaSarama(t *testing.T) {
 			if err := <-done; err != nil && ctx.Err() == nil {
 				t.Fatal(err)
 			}
+			// The offsets as sarama finds them, and as it did before Kafka
+			// 0.10.1's protocol (ListOffsets v0, which Burrow's sarama sends too).
+			for _, old := range []sarama.KafkaVersion{v.version, sarama.V0_10_0_0} {
+				cfg := sarama.NewConfig()
+				cfg.Version = old
+				cl, err := sarama.NewClient([]string{addr}, cfg)
+				if err != nil {
+					t.Fatal(err)
+				}
+				total := int64(0)
+				for p := int32(0); p < 2; p++ {
+					newest, err := cl.GetOffset(topic, p, sarama.OffsetNewest)
+					oldest, err2 := cl.GetOffset(topic, p, sarama.OffsetOldest)
+					if err != nil || err2 != nil || oldest != 0 {
+						t.Fatalf("protocol of %s: partition %d: newest %d %v, oldest %d %v", old, p, newest, err, oldest, err2)
+					}
+					total += newest
+				}
+				cl.Close()
+				if total != 40 {
+					t.Fatalf("protocol of %s: the newest offsets add up to %d, want 40", old, total)
+				}
+			}
 		})
 	}
 }
