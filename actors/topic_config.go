@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/sluicemq/sluice/messages/topicconfig"
 	"github.com/sluicemq/sluice/storage"
 )
 
@@ -20,8 +21,10 @@ const (
 	ConfigUnclean         = "unclean.leader.election.enable"
 )
 
-// TopicConfigNames are the configuration names a topic may set.
-var TopicConfigNames = []string{ConfigRetentionMs, ConfigRetentionBytes, ConfigSegmentBytes,
+// AppliedTopicConfigs are the topic configurations Sluice acts on; a
+// topic may set every other one Kafka defines (topicconfig), kept and
+// shown, where Sluice can honour its value.
+var AppliedTopicConfigs = []string{ConfigRetentionMs, ConfigRetentionBytes, ConfigSegmentBytes,
 	ConfigMaxMessageBytes, ConfigMinISR, ConfigUnclean}
 
 // TopicConfig is a topic's parsed configuration.
@@ -55,8 +58,9 @@ func DefaultTopicConfig() TopicConfig {
 // transport is sized for it.
 const MaxMessageBytesLimit = 16 << 20
 
-// ParseTopicConfig applies configs over defaults and validates every value.
-// Errors name the key, the value and the allowed range.
+// ParseTopicConfig applies configs over defaults and validates every value,
+// those Sluice keeps without acting on them too (topicconfig.Check).
+// Errors name the key, the value and the allowed range or the reason.
 func ParseTopicConfig(defaults TopicConfig, configs map[string]string) (TopicConfig, error) {
 	c := defaults
 	for _, key := range slices.Sorted(maps.Keys(configs)) {
@@ -83,7 +87,7 @@ func ParseTopicConfig(defaults TopicConfig, configs map[string]string) (TopicCon
 				err = fmt.Errorf("%s=%q: want true or false", key, val)
 			}
 		default:
-			err = fmt.Errorf("unknown topic config %q", key)
+			err = topicconfig.Check(key, val)
 		}
 		if err != nil {
 			return c, err

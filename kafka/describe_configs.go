@@ -1,16 +1,17 @@
 package kafka
 
 import (
+	"cmp"
 	"slices"
-	"strconv"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluicemq/sluice/messages"
+	"github.com/sluicemq/sluice/messages/topicconfig"
 )
 
-// DescribeConfigs (key 32), v0–4: a topic's configuration, each value
-// marked as the topic's own or the broker default.
+// DescribeConfigs (key 32), v0–4: a topic's configuration (topicConfigs),
+// each value with where it comes from.
 
 func handleDescribeConfigs(r *request, h header, kreq kmsg.Request) func() kmsg.Response {
 	req := kreq.(*kmsg.DescribeConfigsRequest)
@@ -24,7 +25,7 @@ func handleDescribeConfigs(r *request, h header, kreq kmsg.Request) func() kmsg.
 	if len(topics) > 0 {
 		answer = r.ask(&messages.MetadataRequest{Topics: topics})
 	}
-	defaults := r.conn.srv.cfg.TopicDefaults
+	cfg := &r.conn.srv.cfg
 	return func() kmsg.Response {
 		resp := kmsg.NewPtrDescribeConfigsResponse()
 		md := &messages.MetadataResponse{}
@@ -48,7 +49,7 @@ func handleDescribeConfigs(r *request, h header, kreq kmsg.Request) func() kmsg.
 					}
 					break
 				}
-				rr.Configs = topicConfigs(defaults, t.Configs, res.ConfigNames, h.version)
+				rr.Configs = topicConfigs(cfg, t.Configs, res.ConfigNames, h.version, req.IncludeSynonyms, req.IncludeDocumentation)
 			case kmsg.ConfigResourceTypeBroker:
 				// Brokers' settings are not exposed through this door.
 			default:
@@ -70,33 +71,52 @@ func findTopic(md *messages.MetadataResponse, name string) *messages.TopicMetada
 	return nil
 }
 
-// topicConfigs lists a topic's effective configuration, sorted by name:
-// its own values, else the broker defaults.
-func topicConfigs(defaults, own map[string]string, names []string, version int16) []kmsg.DescribeConfigsResponseResourceConfig {
-	all := make([]string, 0, len(defaults))
-	for name := range defaults {
-		if len(names) == 0 || slices.Contains(names, name) {
-			all = append(all, name)
-		}
-	}
-	slices.Sort(all)
+// topicConfigs lists a topic's configuration, every name Kafka defines
+// (those asked for when some are), sorted by name: its own value (a
+// dynamic topic config), else the broker's setting (a static broker
+// config, for the ones Sluice applies, when it differs from the built-in
+// default), else the default. v1+ with synonyms lists each level that has
+// a value, the one in force first; v3+ adds the type and, when asked, the
+// documentation.
+func topicConfigs(cfg *Config, own map[string]string, names []string, version int16, synonyms, docs bool) []kmsg.DescribeConfigsResponseResourceConfig {
 	var out []kmsg.DescribeConfigsResponseResourceConfig
-	for _, name := range all {
+	for _, d := range topicconfig.All() {
+		if len(names) > 0 && !slices.Contains(names, d.Name) {
+			continue
+		}
 		c := kmsg.NewDescribeConfigsResponseResourceConfig()
-		c.Name = name
-		value, set := own[name]
-		if !set {
-			value = defaults[name]
+		c.Name = d.Name
+		type level struct {
+			name, value string
+			source      kmsg.ConfigSource
 		}
-		c.Value = kmsg.StringPtr(value)
-		c.IsDefault = !set
-		c.Source = kmsg.ConfigSourceDefaultConfig
-		if set {
-			c.Source = kmsg.ConfigSourceDynamicTopicConfig
+		var levels []level
+		if v, set := own[d.Name]; set {
+			levels = append(levels, level{d.Name, v, kmsg.ConfigSourceDynamicTopicConfig})
 		}
-		c.ConfigType = kmsg.ConfigTypeLong
-		if _, err := strconv.ParseBool(value); err == nil {
-			c.ConfigType = kmsg.ConfigTypeBoolean
+		def := d.Default
+		if d.Applied {
+			if b, ok := cfg.TopicBuiltins[d.Name]; ok {
+				def = b
+			}
+			if v, ok := cfg.TopicDefaults[d.Name]; ok && v != def {
+				levels = append(levels, level{cmp.Or(d.Broker, d.Name), v, kmsg.ConfigSourceStaticBrokerConfig})
+			}
+		}
+		levels = append(levels, level{cmp.Or(d.Broker, d.Name), def, kmsg.ConfigSourceDefaultConfig})
+		c.Value = kmsg.StringPtr(levels[0].value)
+		c.Source = levels[0].source
+		c.IsDefault = c.Source == kmsg.ConfigSourceDefaultConfig
+		if version >= 1 && synonyms {
+			for _, l := range levels {
+				syn := kmsg.NewDescribeConfigsResponseResourceConfigConfigSynonym()
+				syn.Name, syn.Value, syn.Source = l.name, kmsg.StringPtr(l.value), l.source
+				c.ConfigSynonyms = append(c.ConfigSynonyms, syn)
+			}
+		}
+		c.ConfigType = kmsg.ConfigType(d.Type)
+		if docs {
+			c.Documentation = kmsg.StringPtr(d.Doc)
 		}
 		out = append(out, c)
 	}

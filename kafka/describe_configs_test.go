@@ -1,6 +1,8 @@
 package kafka
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -17,7 +19,9 @@ func TestDescribeConfigsSourcesAndErrors(t *testing.T) {
 		{Name: "orders", Configs: map[string]string{"retention.ms": "1000"}, Partitions: []*messages.PartitionMetadata{{Partition: 0}}},
 		{Name: "gone", Error: messages.ErrorCode_UNKNOWN_TOPIC_OR_PARTITION},
 	}}
-	_, addr := startServer(t, oneAnswer(md), Config{TopicDefaults: map[string]string{"retention.ms": "604800000", "max.message.bytes": "1048588"}})
+	_, addr := startServer(t, oneAnswer(md), Config{
+		TopicDefaults: map[string]string{"retention.ms": "604800000", "max.message.bytes": "1048588", "retention.bytes": "100"},
+		TopicBuiltins: map[string]string{"retention.ms": "604800000", "max.message.bytes": "1048588", "retention.bytes": "-1"}})
 	for _, v := range []int16{0, 4} {
 		c := dial(t, addr)
 		req := kmsg.NewPtrDescribeConfigsRequest()
@@ -56,6 +60,14 @@ func TestDescribeConfigsSourcesAndErrors(t *testing.T) {
 		if v >= 1 && (got["retention.ms"].Source != kmsg.ConfigSourceDynamicTopicConfig || got["max.message.bytes"].Source != kmsg.ConfigSourceDefaultConfig) {
 			t.Errorf("v%d sources: %v %v", v, got["retention.ms"].Source, got["max.message.bytes"].Source)
 		}
+		// Set on the broker: a static broker config under its broker name.
+		if r := got["retention.bytes"]; deref(r.Value) != "100" || (v >= 1 && r.Source != kmsg.ConfigSourceStaticBrokerConfig) {
+			t.Errorf("v%d retention.bytes: %q from %v, want the broker's 100", v, deref(r.Value), r.Source)
+		}
+		// Every name Kafka defines, those Sluice does not act on too.
+		if r, ok := got["cleanup.policy"]; !ok || deref(r.Value) != "delete" || len(all.Configs) < 30 {
+			t.Errorf("v%d: %d configs, cleanup.policy %q", v, len(all.Configs), deref(r.Value))
+		}
 		if len(some.Configs) != 1 || some.Configs[0].Name != "max.message.bytes" {
 			t.Errorf("v%d: asked for one name, got %v", v, some.Configs)
 		}
@@ -63,5 +75,45 @@ func TestDescribeConfigsSourcesAndErrors(t *testing.T) {
 			bad.ErrorCode != int16(messages.ErrorCode_INVALID_REQUEST) {
 			t.Errorf("v%d codes: unknown topic %d, broker %d, bad type %d", v, gone.ErrorCode, broker.ErrorCode, bad.ErrorCode)
 		}
+	}
+}
+
+// With synonyms and documentation (v3+), each config lists its levels,
+// the one in force first, its type and a line of documentation.
+func TestDescribeConfigsSynonymsAndDocumentation(t *testing.T) {
+	md := &messages.MetadataResponse{Topics: []*messages.TopicMetadata{
+		{Name: "orders", Configs: map[string]string{"retention.ms": "1000"}, Partitions: []*messages.PartitionMetadata{{Partition: 0}}},
+	}}
+	_, addr := startServer(t, oneAnswer(md), Config{
+		TopicDefaults: map[string]string{"retention.ms": "86400000"},
+		TopicBuiltins: map[string]string{"retention.ms": "604800000"}})
+	c := dial(t, addr)
+	req := kmsg.NewPtrDescribeConfigsRequest()
+	req.SetVersion(4)
+	req.IncludeSynonyms, req.IncludeDocumentation = true, true
+	r := kmsg.NewDescribeConfigsRequestResource()
+	r.ResourceType, r.ResourceName, r.ConfigNames = kmsg.ConfigResourceTypeTopic, "orders", []string{"retention.ms", "cleanup.policy"}
+	req.Resources = append(req.Resources, r)
+	c.send(frameRequest(req, 1))
+	resp := kmsg.NewPtrDescribeConfigsResponse()
+	resp.SetVersion(4)
+	if _, err := c.read(resp); err != nil {
+		t.Fatal(err)
+	}
+	cfgs := resp.Resources[0].Configs
+	if len(cfgs) != 2 || cfgs[0].Name != "cleanup.policy" || cfgs[1].Name != "retention.ms" {
+		t.Fatalf("configs %+v", cfgs)
+	}
+	ret := cfgs[1]
+	var levels []string
+	for _, s := range ret.ConfigSynonyms {
+		levels = append(levels, fmt.Sprintf("%s=%s/%v", s.Name, deref(s.Value), s.Source))
+	}
+	want := "retention.ms=1000/DYNAMIC_TOPIC_CONFIG log.retention.ms=86400000/STATIC_BROKER_CONFIG log.retention.ms=604800000/DEFAULT_CONFIG"
+	if strings.Join(levels, " ") != want || ret.ConfigType != kmsg.ConfigTypeLong || deref(ret.Documentation) == "" {
+		t.Errorf("retention.ms: synonyms %v type %v doc %q; want %s", levels, ret.ConfigType, deref(ret.Documentation), want)
+	}
+	if cp := cfgs[0]; cp.ConfigType != kmsg.ConfigTypeList || cp.Source != kmsg.ConfigSourceDefaultConfig || len(cp.ConfigSynonyms) != 1 {
+		t.Errorf("cleanup.policy: %+v", cp)
 	}
 }

@@ -84,8 +84,9 @@ type Config struct {
 	// asks for.
 	MaxFetchBytes int
 	// TopicDefaults are the broker's topic configuration defaults, by
-	// Kafka name, for DescribeConfigs.
-	TopicDefaults map[string]string
+	// Kafka name, for DescribeConfigs, and TopicBuiltins Sluice's own
+	// (a default that differs was set on the broker).
+	TopicDefaults, TopicBuiltins map[string]string
 	// TLS, when set, makes every connection TLS; the configuration must
 	// require and verify a client certificate, and Principal names the
 	// principal of a verified one. Without TLS every connection is

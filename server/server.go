@@ -374,7 +374,7 @@ func (s *Server) Start(ctx context.Context) (err error) {
 			Budget: inflight, MaxFetchBytes: bcfg.MaxFetchBytes,
 			MaxFrameBytes:  max(bcfg.MaxFetchBytes, actors.MaxMessageBytesLimit) + (64 << 10),
 			MaxConnections: cfg.MaxConnections, MaxConnectionsPerIP: cfg.MaxConnectionsPerIP, IdleTimeout: cfg.IdleTimeout,
-			TopicDefaults: bcfg.DefaultTopic.Values(), Logger: s.logger.With("listener", "kafka"),
+			TopicDefaults: bcfg.DefaultTopic.Values(), TopicBuiltins: actors.DefaultTopicConfig().Values(), Logger: s.logger.With("listener", "kafka"),
 			// With TLS on the broker the Kafka listener is TLS too, with the
 			// same certificates and principals.
 			TLS: node.ServerTLS(), Principal: transport.CertPrincipal, Anonymous: transport.AnonymousPrincipal,

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"maps"
 	"math/rand/v2"
-	"slices"
 
 	"github.com/asynkron/protoactor-go/actor"
 	"google.golang.org/protobuf/proto"
@@ -14,6 +13,7 @@ import (
 	"github.com/sluicemq/sluice/actors/placement"
 	"github.com/sluicemq/sluice/cluster"
 	"github.com/sluicemq/sluice/messages"
+	"github.com/sluicemq/sluice/messages/topicconfig"
 )
 
 // topicChange is one planned change of a topic's record: next replaces
@@ -134,7 +134,7 @@ func (c *controllerActor) planTopicConfig(changes *topicChanges, r *messages.Top
 		}
 		// Deleting a key the topic does not set is allowed (as in Kafka),
 		// but not a key no topic has.
-		if !slices.Contains(actors.TopicConfigNames, k) {
+		if _, known := topicconfig.Lookup(k); !known {
 			return messages.ErrorCode_INVALID_CONFIG, fmt.Sprintf("unknown topic config %q", k)
 		}
 		delete(configs, k)
