@@ -396,6 +396,12 @@ func TestThrottledMoveSurvivesKillsAndCancels(t *testing.T) {
 		return st != nil && len(st.Replicas) == 2 && !slices.Contains(st.Replicas, added) && c.partitionDirGone(added, topic, 0)
 	})
 	produce(50)
+	// The killed controller's broker back in the ISR, so the next kill
+	// leaves an in-sync replica to lead.
+	c.waitFor("both replicas in sync", time.Minute, func() bool {
+		st := c.partitionState(topic, 0)
+		return st != nil && len(st.Isr) == 2
+	})
 
 	// Moved again; the leader dies mid-move.
 	c.brokers[via].cli("", "cluster", "reassign", target, "--throttle", fmt.Sprint(rate), "--no-wait")
