@@ -186,6 +186,8 @@ type loadConfig struct {
 	window   int
 	maxPhase time.Duration // time cap of one produce or consume phase
 	seed     uint64
+	// stop, when not nil, ends a produce phase early once closed.
+	stop <-chan struct{}
 }
 
 // runProduce sends n records of size bytes as fast as the window allows and
@@ -204,7 +206,7 @@ func runProduce(ctx context.Context, t target, topic string, size, n int, cfg lo
 	start := time.Now()
 	sent := 0
 	for sent < n {
-		if sent&1023 == 0 && time.Since(start) > cfg.maxPhase {
+		if sent&1023 == 0 && (time.Since(start) > cfg.maxPhase || stopped(cfg.stop)) {
 			res.Capped = true
 			break
 		}
@@ -230,6 +232,16 @@ func runProduce(ctx context.Context, t target, topic string, size, n int, cfg lo
 		res.Err = fmt.Sprintf("%d records failed; first: %v", res.Failed, e)
 	}
 	return res
+}
+
+// stopped reports whether stop is closed (never, for nil).
+func stopped(stop <-chan struct{}) bool {
+	select {
+	case <-stop:
+		return true
+	default:
+		return false
+	}
 }
 
 // runConsume reads n records from the start of topic and measures records
