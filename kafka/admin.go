@@ -35,6 +35,8 @@ func topicResults(answer Answer) func(topic string) (int16, *string) {
 		list = m.Results
 	case *messages.CreatePartitionsResponse:
 		list = m.Results
+	case *messages.AlterTopicConfigsResponse:
+		list = m.Results
 	}
 	return func(topic string) (int16, *string) {
 		for _, tr := range list {

@@ -84,6 +84,14 @@ func entries(req kmsg.Request) int {
 		for _, t := range r.Topics {
 			n += 1 + len(t.Partitions)
 		}
+	case *kmsg.AlterConfigsRequest:
+		for _, c := range r.Resources {
+			n += 1 + len(c.Configs)
+		}
+	case *kmsg.IncrementalAlterConfigsRequest:
+		for _, c := range r.Resources {
+			n += 1 + len(c.Configs)
+		}
 	case *kmsg.DescribeConfigsRequest:
 		for _, c := range r.Resources {
 			n += 1 + len(c.ConfigNames)

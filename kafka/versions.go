@@ -69,6 +69,8 @@ func init() {
 		kmsg.AlterPartitionAssignments.Int16():  {versionRange{0, 1}, handleAlterPartitionReassignments},
 		kmsg.ListPartitionReassignments.Int16(): {versionRange{0, 0}, handleListPartitionReassignments},
 		kmsg.DescribeLogDirs.Int16():            {versionRange{0, 4}, handleDescribeLogDirs},
+		kmsg.AlterConfigs.Int16():               {versionRange{0, 2}, handleAlterConfigs},
+		kmsg.IncrementalAlterConfigs.Int16():    {versionRange{0, 1}, handleIncrementalAlterConfigs},
 		kmsg.DescribeConfigs.Int16():            {versionRange{0, 4}, handleDescribeConfigs},
 		kmsg.DescribeCluster.Int16():            {versionRange{0, 1}, handleDescribeCluster},
 		kmsg.FindCoordinator.Int16():            {versionRange{0, 4}, handleFindCoordinator},

@@ -1944,10 +1944,18 @@ func (x *AlterTopicConfigsRequest) GetValidateOnly() bool {
 }
 
 type TopicConfigChange struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
-	Set           map[string]string      `protobuf:"bytes,2,rep,name=set,proto3" json:"set,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
-	Delete        []string               `protobuf:"bytes,3,rep,name=delete,proto3" json:"delete,omitempty"`
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Name   string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Set    map[string]string      `protobuf:"bytes,2,rep,name=set,proto3" json:"set,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	Delete []string               `protobuf:"bytes,3,rep,name=delete,proto3" json:"delete,omitempty"`
+	// The topic's whole configuration becomes set (Kafka's AlterConfigs):
+	// keys not in it go back to the broker default.
+	Replace bool `protobuf:"varint,4,opt,name=replace,proto3" json:"replace,omitempty"`
+	// List configs (cleanup.policy, the throttled-replicas lists): items
+	// added to or taken from the current list (the topic's own, else the
+	// default), comma-separated (Kafka's APPEND and SUBTRACT).
+	Append        map[string]string `protobuf:"bytes,5,rep,name=append,proto3" json:"append,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	Subtract      map[string]string `protobuf:"bytes,6,rep,name=subtract,proto3" json:"subtract,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1999,6 +2007,27 @@ func (x *TopicConfigChange) GetSet() map[string]string {
 func (x *TopicConfigChange) GetDelete() []string {
 	if x != nil {
 		return x.Delete
+	}
+	return nil
+}
+
+func (x *TopicConfigChange) GetReplace() bool {
+	if x != nil {
+		return x.Replace
+	}
+	return false
+}
+
+func (x *TopicConfigChange) GetAppend() map[string]string {
+	if x != nil {
+		return x.Append
+	}
+	return nil
+}
+
+func (x *TopicConfigChange) GetSubtract() map[string]string {
+	if x != nil {
+		return x.Subtract
 	}
 	return nil
 }
@@ -8745,12 +8774,21 @@ const file_sluice_proto_rawDesc = "" +
 	"\aresults\x18\x01 \x03(\v2\x13.sluice.TopicResultR\aresults\"r\n" +
 	"\x18AlterTopicConfigsRequest\x121\n" +
 	"\x06topics\x18\x01 \x03(\v2\x19.sluice.TopicConfigChangeR\x06topics\x12#\n" +
-	"\rvalidate_only\x18\x02 \x01(\bR\fvalidateOnly\"\xad\x01\n" +
+	"\rvalidate_only\x18\x02 \x01(\bR\fvalidateOnly\"\xc3\x03\n" +
 	"\x11TopicConfigChange\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x124\n" +
 	"\x03set\x18\x02 \x03(\v2\".sluice.TopicConfigChange.SetEntryR\x03set\x12\x16\n" +
-	"\x06delete\x18\x03 \x03(\tR\x06delete\x1a6\n" +
+	"\x06delete\x18\x03 \x03(\tR\x06delete\x12\x18\n" +
+	"\areplace\x18\x04 \x01(\bR\areplace\x12=\n" +
+	"\x06append\x18\x05 \x03(\v2%.sluice.TopicConfigChange.AppendEntryR\x06append\x12C\n" +
+	"\bsubtract\x18\x06 \x03(\v2'.sluice.TopicConfigChange.SubtractEntryR\bsubtract\x1a6\n" +
 	"\bSetEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a9\n" +
+	"\vAppendEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a;\n" +
+	"\rSubtractEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"J\n" +
 	"\x19AlterTopicConfigsResponse\x12-\n" +
@@ -9407,7 +9445,7 @@ func file_sluice_proto_rawDescGZIP() []byte {
 }
 
 var file_sluice_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_sluice_proto_msgTypes = make([]protoimpl.MessageInfo, 126)
+var file_sluice_proto_msgTypes = make([]protoimpl.MessageInfo, 128)
 var file_sluice_proto_goTypes = []any{
 	(ErrorCode)(0),                              // 0: sluice.ErrorCode
 	(AclResourceType)(0),                        // 1: sluice.AclResourceType
@@ -9536,10 +9574,12 @@ var file_sluice_proto_goTypes = []any{
 	nil,                                         // 124: sluice.TopicMetadata.ConfigsEntry
 	nil,                                         // 125: sluice.TopicSpec.ConfigsEntry
 	nil,                                         // 126: sluice.TopicConfigChange.SetEntry
-	nil,                                         // 127: sluice.AlterPartitionRequest.IsrEpochsEntry
-	nil,                                         // 128: sluice.TopicRecord.ConfigsEntry
-	nil,                                         // 129: sluice.PartitionState.IsrEpochsEntry
-	nil,                                         // 130: sluice.PartitionState.IsrDirsEntry
+	nil,                                         // 127: sluice.TopicConfigChange.AppendEntry
+	nil,                                         // 128: sluice.TopicConfigChange.SubtractEntry
+	nil,                                         // 129: sluice.AlterPartitionRequest.IsrEpochsEntry
+	nil,                                         // 130: sluice.TopicRecord.ConfigsEntry
+	nil,                                         // 131: sluice.PartitionState.IsrEpochsEntry
+	nil,                                         // 132: sluice.PartitionState.IsrDirsEntry
 }
 var file_sluice_proto_depIdxs = []int32{
 	0,   // 0: sluice.ErrorResponse.error:type_name -> sluice.ErrorCode
@@ -9560,93 +9600,95 @@ var file_sluice_proto_depIdxs = []int32{
 	20,  // 15: sluice.DeleteTopicsResponse.results:type_name -> sluice.TopicResult
 	25,  // 16: sluice.AlterTopicConfigsRequest.topics:type_name -> sluice.TopicConfigChange
 	126, // 17: sluice.TopicConfigChange.set:type_name -> sluice.TopicConfigChange.SetEntry
-	20,  // 18: sluice.AlterTopicConfigsResponse.results:type_name -> sluice.TopicResult
-	28,  // 19: sluice.CreatePartitionsRequest.topics:type_name -> sluice.PartitionCount
-	20,  // 20: sluice.CreatePartitionsResponse.results:type_name -> sluice.TopicResult
-	61,  // 21: sluice.ElectLeadersRequest.partitions:type_name -> sluice.TopicPartitions
-	81,  // 22: sluice.ElectLeadersResponse.results:type_name -> sluice.PartitionError
-	0,   // 23: sluice.ElectLeadersResponse.error:type_name -> sluice.ErrorCode
-	35,  // 24: sluice.AlterPartitionReassignmentsRequest.partitions:type_name -> sluice.PartitionReassignment
-	81,  // 25: sluice.AlterPartitionReassignmentsResponse.results:type_name -> sluice.PartitionError
-	0,   // 26: sluice.AlterPartitionReassignmentsResponse.error:type_name -> sluice.ErrorCode
-	61,  // 27: sluice.ListPartitionReassignmentsRequest.partitions:type_name -> sluice.TopicPartitions
-	39,  // 28: sluice.ListPartitionReassignmentsResponse.reassignments:type_name -> sluice.OngoingReassignment
-	0,   // 29: sluice.ListPartitionReassignmentsResponse.error:type_name -> sluice.ErrorCode
-	0,   // 30: sluice.ReplicaState.error:type_name -> sluice.ErrorCode
-	41,  // 31: sluice.DescribeReplicasResponse.replicas:type_name -> sluice.ReplicaState
-	0,   // 32: sluice.DescribeLogDirsResponse.error:type_name -> sluice.ErrorCode
-	41,  // 33: sluice.DescribeLogDirsResponse.replicas:type_name -> sluice.ReplicaState
-	0,   // 34: sluice.ReplicaFetchResponse.error:type_name -> sluice.ErrorCode
-	0,   // 35: sluice.OffsetForLeaderEpochResponse.error:type_name -> sluice.ErrorCode
-	127, // 36: sluice.AlterPartitionRequest.isr_epochs:type_name -> sluice.AlterPartitionRequest.IsrEpochsEntry
-	0,   // 37: sluice.AlterPartitionResponse.error:type_name -> sluice.ErrorCode
-	103, // 38: sluice.AlterPartitionResponse.state:type_name -> sluice.PartitionState
-	103, // 39: sluice.LeaderAndIsrRequest.states:type_name -> sluice.PartitionState
-	0,   // 40: sluice.LeaderAndIsrResponse.error:type_name -> sluice.ErrorCode
-	0,   // 41: sluice.ReplicaOfflineResponse.error:type_name -> sluice.ErrorCode
-	0,   // 42: sluice.InitProducerIdResponse.error:type_name -> sluice.ErrorCode
-	0,   // 43: sluice.AllocateProducerIdsResponse.error:type_name -> sluice.ErrorCode
-	0,   // 44: sluice.FindCoordinatorResponse.error:type_name -> sluice.ErrorCode
-	63,  // 45: sluice.JoinGroupRequest.protocols:type_name -> sluice.GroupProtocol
-	0,   // 46: sluice.JoinGroupResponse.error:type_name -> sluice.ErrorCode
-	64,  // 47: sluice.JoinGroupResponse.member_metadata:type_name -> sluice.MemberBytes
-	64,  // 48: sluice.SyncGroupRequest.assignments:type_name -> sluice.MemberBytes
-	0,   // 49: sluice.SyncGroupResponse.error:type_name -> sluice.ErrorCode
-	61,  // 50: sluice.SyncGroupResponse.assignment:type_name -> sluice.TopicPartitions
-	0,   // 51: sluice.HeartbeatResponse.error:type_name -> sluice.ErrorCode
-	0,   // 52: sluice.LeaveGroupResponse.error:type_name -> sluice.ErrorCode
-	0,   // 53: sluice.OffsetCommitEntry.error:type_name -> sluice.ErrorCode
-	72,  // 54: sluice.OffsetCommitRequest.offsets:type_name -> sluice.OffsetCommitEntry
-	0,   // 55: sluice.OffsetCommitResponse.error:type_name -> sluice.ErrorCode
-	61,  // 56: sluice.OffsetFetchRequest.partitions:type_name -> sluice.TopicPartitions
-	0,   // 57: sluice.OffsetFetchResponse.error:type_name -> sluice.ErrorCode
-	72,  // 58: sluice.OffsetFetchResponse.offsets:type_name -> sluice.OffsetCommitEntry
-	0,   // 59: sluice.DeleteGroupResponse.error:type_name -> sluice.ErrorCode
-	61,  // 60: sluice.DeleteOffsetsRequest.partitions:type_name -> sluice.TopicPartitions
-	0,   // 61: sluice.DeleteOffsetsResponse.error:type_name -> sluice.ErrorCode
-	81,  // 62: sluice.DeleteOffsetsResponse.partitions:type_name -> sluice.PartitionError
-	0,   // 63: sluice.PartitionError.error:type_name -> sluice.ErrorCode
-	83,  // 64: sluice.ListGroupsResponse.groups:type_name -> sluice.GroupOverview
-	61,  // 65: sluice.MemberDescription.assignment:type_name -> sluice.TopicPartitions
-	0,   // 66: sluice.DescribeGroupResponse.error:type_name -> sluice.ErrorCode
-	86,  // 67: sluice.DescribeGroupResponse.members:type_name -> sluice.MemberDescription
-	0,   // 68: sluice.SubscribeResponse.error:type_name -> sluice.ErrorCode
-	91,  // 69: sluice.PushedRecord.headers:type_name -> sluice.RecordHeader
-	90,  // 70: sluice.PushRecords.records:type_name -> sluice.PushedRecord
-	61,  // 71: sluice.PushAssignment.assigned:type_name -> sluice.TopicPartitions
-	61,  // 72: sluice.GroupMemberRecord.assignment:type_name -> sluice.TopicPartitions
-	63,  // 73: sluice.GroupMemberRecord.protocols:type_name -> sluice.GroupProtocol
-	99,  // 74: sluice.GroupMetadataValue.members:type_name -> sluice.GroupMemberRecord
-	128, // 75: sluice.TopicRecord.configs:type_name -> sluice.TopicRecord.ConfigsEntry
-	102, // 76: sluice.TopicRecord.assignment:type_name -> sluice.ReplicaAssignment
-	129, // 77: sluice.PartitionState.isr_epochs:type_name -> sluice.PartitionState.IsrEpochsEntry
-	130, // 78: sluice.PartitionState.isr_dirs:type_name -> sluice.PartitionState.IsrDirsEntry
-	101, // 79: sluice.ClusterSnapshot.topics:type_name -> sluice.TopicRecord
-	103, // 80: sluice.ClusterSnapshot.partitions:type_name -> sluice.PartitionState
-	104, // 81: sluice.ClusterSnapshot.deleted_topics:type_name -> sluice.TopicDeletion
-	1,   // 82: sluice.AclBinding.resource_type:type_name -> sluice.AclResourceType
-	3,   // 83: sluice.AclBinding.pattern_type:type_name -> sluice.AclPatternType
-	2,   // 84: sluice.AclBinding.operation:type_name -> sluice.AclOperation
-	4,   // 85: sluice.AclBinding.permission:type_name -> sluice.AclPermission
-	107, // 86: sluice.SecurityRecord.acls:type_name -> sluice.AclBinding
-	108, // 87: sluice.SecurityRecord.users:type_name -> sluice.UserRecord
-	107, // 88: sluice.CreateAclsRequest.acls:type_name -> sluice.AclBinding
-	0,   // 89: sluice.CreateAclsResponse.error:type_name -> sluice.ErrorCode
-	107, // 90: sluice.DeleteAclsRequest.filters:type_name -> sluice.AclBinding
-	0,   // 91: sluice.DeleteAclsResponse.error:type_name -> sluice.ErrorCode
-	107, // 92: sluice.DeleteAclsResponse.deleted:type_name -> sluice.AclBinding
-	107, // 93: sluice.DescribeAclsRequest.filter:type_name -> sluice.AclBinding
-	0,   // 94: sluice.DescribeAclsResponse.error:type_name -> sluice.ErrorCode
-	107, // 95: sluice.DescribeAclsResponse.acls:type_name -> sluice.AclBinding
-	0,   // 96: sluice.CreateUserResponse.error:type_name -> sluice.ErrorCode
-	0,   // 97: sluice.DeleteUserResponse.error:type_name -> sluice.ErrorCode
-	0,   // 98: sluice.ListUsersResponse.error:type_name -> sluice.ErrorCode
-	108, // 99: sluice.ListUsersResponse.users:type_name -> sluice.UserRecord
-	100, // [100:100] is the sub-list for method output_type
-	100, // [100:100] is the sub-list for method input_type
-	100, // [100:100] is the sub-list for extension type_name
-	100, // [100:100] is the sub-list for extension extendee
-	0,   // [0:100] is the sub-list for field type_name
+	127, // 18: sluice.TopicConfigChange.append:type_name -> sluice.TopicConfigChange.AppendEntry
+	128, // 19: sluice.TopicConfigChange.subtract:type_name -> sluice.TopicConfigChange.SubtractEntry
+	20,  // 20: sluice.AlterTopicConfigsResponse.results:type_name -> sluice.TopicResult
+	28,  // 21: sluice.CreatePartitionsRequest.topics:type_name -> sluice.PartitionCount
+	20,  // 22: sluice.CreatePartitionsResponse.results:type_name -> sluice.TopicResult
+	61,  // 23: sluice.ElectLeadersRequest.partitions:type_name -> sluice.TopicPartitions
+	81,  // 24: sluice.ElectLeadersResponse.results:type_name -> sluice.PartitionError
+	0,   // 25: sluice.ElectLeadersResponse.error:type_name -> sluice.ErrorCode
+	35,  // 26: sluice.AlterPartitionReassignmentsRequest.partitions:type_name -> sluice.PartitionReassignment
+	81,  // 27: sluice.AlterPartitionReassignmentsResponse.results:type_name -> sluice.PartitionError
+	0,   // 28: sluice.AlterPartitionReassignmentsResponse.error:type_name -> sluice.ErrorCode
+	61,  // 29: sluice.ListPartitionReassignmentsRequest.partitions:type_name -> sluice.TopicPartitions
+	39,  // 30: sluice.ListPartitionReassignmentsResponse.reassignments:type_name -> sluice.OngoingReassignment
+	0,   // 31: sluice.ListPartitionReassignmentsResponse.error:type_name -> sluice.ErrorCode
+	0,   // 32: sluice.ReplicaState.error:type_name -> sluice.ErrorCode
+	41,  // 33: sluice.DescribeReplicasResponse.replicas:type_name -> sluice.ReplicaState
+	0,   // 34: sluice.DescribeLogDirsResponse.error:type_name -> sluice.ErrorCode
+	41,  // 35: sluice.DescribeLogDirsResponse.replicas:type_name -> sluice.ReplicaState
+	0,   // 36: sluice.ReplicaFetchResponse.error:type_name -> sluice.ErrorCode
+	0,   // 37: sluice.OffsetForLeaderEpochResponse.error:type_name -> sluice.ErrorCode
+	129, // 38: sluice.AlterPartitionRequest.isr_epochs:type_name -> sluice.AlterPartitionRequest.IsrEpochsEntry
+	0,   // 39: sluice.AlterPartitionResponse.error:type_name -> sluice.ErrorCode
+	103, // 40: sluice.AlterPartitionResponse.state:type_name -> sluice.PartitionState
+	103, // 41: sluice.LeaderAndIsrRequest.states:type_name -> sluice.PartitionState
+	0,   // 42: sluice.LeaderAndIsrResponse.error:type_name -> sluice.ErrorCode
+	0,   // 43: sluice.ReplicaOfflineResponse.error:type_name -> sluice.ErrorCode
+	0,   // 44: sluice.InitProducerIdResponse.error:type_name -> sluice.ErrorCode
+	0,   // 45: sluice.AllocateProducerIdsResponse.error:type_name -> sluice.ErrorCode
+	0,   // 46: sluice.FindCoordinatorResponse.error:type_name -> sluice.ErrorCode
+	63,  // 47: sluice.JoinGroupRequest.protocols:type_name -> sluice.GroupProtocol
+	0,   // 48: sluice.JoinGroupResponse.error:type_name -> sluice.ErrorCode
+	64,  // 49: sluice.JoinGroupResponse.member_metadata:type_name -> sluice.MemberBytes
+	64,  // 50: sluice.SyncGroupRequest.assignments:type_name -> sluice.MemberBytes
+	0,   // 51: sluice.SyncGroupResponse.error:type_name -> sluice.ErrorCode
+	61,  // 52: sluice.SyncGroupResponse.assignment:type_name -> sluice.TopicPartitions
+	0,   // 53: sluice.HeartbeatResponse.error:type_name -> sluice.ErrorCode
+	0,   // 54: sluice.LeaveGroupResponse.error:type_name -> sluice.ErrorCode
+	0,   // 55: sluice.OffsetCommitEntry.error:type_name -> sluice.ErrorCode
+	72,  // 56: sluice.OffsetCommitRequest.offsets:type_name -> sluice.OffsetCommitEntry
+	0,   // 57: sluice.OffsetCommitResponse.error:type_name -> sluice.ErrorCode
+	61,  // 58: sluice.OffsetFetchRequest.partitions:type_name -> sluice.TopicPartitions
+	0,   // 59: sluice.OffsetFetchResponse.error:type_name -> sluice.ErrorCode
+	72,  // 60: sluice.OffsetFetchResponse.offsets:type_name -> sluice.OffsetCommitEntry
+	0,   // 61: sluice.DeleteGroupResponse.error:type_name -> sluice.ErrorCode
+	61,  // 62: sluice.DeleteOffsetsRequest.partitions:type_name -> sluice.TopicPartitions
+	0,   // 63: sluice.DeleteOffsetsResponse.error:type_name -> sluice.ErrorCode
+	81,  // 64: sluice.DeleteOffsetsResponse.partitions:type_name -> sluice.PartitionError
+	0,   // 65: sluice.PartitionError.error:type_name -> sluice.ErrorCode
+	83,  // 66: sluice.ListGroupsResponse.groups:type_name -> sluice.GroupOverview
+	61,  // 67: sluice.MemberDescription.assignment:type_name -> sluice.TopicPartitions
+	0,   // 68: sluice.DescribeGroupResponse.error:type_name -> sluice.ErrorCode
+	86,  // 69: sluice.DescribeGroupResponse.members:type_name -> sluice.MemberDescription
+	0,   // 70: sluice.SubscribeResponse.error:type_name -> sluice.ErrorCode
+	91,  // 71: sluice.PushedRecord.headers:type_name -> sluice.RecordHeader
+	90,  // 72: sluice.PushRecords.records:type_name -> sluice.PushedRecord
+	61,  // 73: sluice.PushAssignment.assigned:type_name -> sluice.TopicPartitions
+	61,  // 74: sluice.GroupMemberRecord.assignment:type_name -> sluice.TopicPartitions
+	63,  // 75: sluice.GroupMemberRecord.protocols:type_name -> sluice.GroupProtocol
+	99,  // 76: sluice.GroupMetadataValue.members:type_name -> sluice.GroupMemberRecord
+	130, // 77: sluice.TopicRecord.configs:type_name -> sluice.TopicRecord.ConfigsEntry
+	102, // 78: sluice.TopicRecord.assignment:type_name -> sluice.ReplicaAssignment
+	131, // 79: sluice.PartitionState.isr_epochs:type_name -> sluice.PartitionState.IsrEpochsEntry
+	132, // 80: sluice.PartitionState.isr_dirs:type_name -> sluice.PartitionState.IsrDirsEntry
+	101, // 81: sluice.ClusterSnapshot.topics:type_name -> sluice.TopicRecord
+	103, // 82: sluice.ClusterSnapshot.partitions:type_name -> sluice.PartitionState
+	104, // 83: sluice.ClusterSnapshot.deleted_topics:type_name -> sluice.TopicDeletion
+	1,   // 84: sluice.AclBinding.resource_type:type_name -> sluice.AclResourceType
+	3,   // 85: sluice.AclBinding.pattern_type:type_name -> sluice.AclPatternType
+	2,   // 86: sluice.AclBinding.operation:type_name -> sluice.AclOperation
+	4,   // 87: sluice.AclBinding.permission:type_name -> sluice.AclPermission
+	107, // 88: sluice.SecurityRecord.acls:type_name -> sluice.AclBinding
+	108, // 89: sluice.SecurityRecord.users:type_name -> sluice.UserRecord
+	107, // 90: sluice.CreateAclsRequest.acls:type_name -> sluice.AclBinding
+	0,   // 91: sluice.CreateAclsResponse.error:type_name -> sluice.ErrorCode
+	107, // 92: sluice.DeleteAclsRequest.filters:type_name -> sluice.AclBinding
+	0,   // 93: sluice.DeleteAclsResponse.error:type_name -> sluice.ErrorCode
+	107, // 94: sluice.DeleteAclsResponse.deleted:type_name -> sluice.AclBinding
+	107, // 95: sluice.DescribeAclsRequest.filter:type_name -> sluice.AclBinding
+	0,   // 96: sluice.DescribeAclsResponse.error:type_name -> sluice.ErrorCode
+	107, // 97: sluice.DescribeAclsResponse.acls:type_name -> sluice.AclBinding
+	0,   // 98: sluice.CreateUserResponse.error:type_name -> sluice.ErrorCode
+	0,   // 99: sluice.DeleteUserResponse.error:type_name -> sluice.ErrorCode
+	0,   // 100: sluice.ListUsersResponse.error:type_name -> sluice.ErrorCode
+	108, // 101: sluice.ListUsersResponse.users:type_name -> sluice.UserRecord
+	102, // [102:102] is the sub-list for method output_type
+	102, // [102:102] is the sub-list for method input_type
+	102, // [102:102] is the sub-list for extension type_name
+	102, // [102:102] is the sub-list for extension extendee
+	0,   // [0:102] is the sub-list for field type_name
 }
 
 func init() { file_sluice_proto_init() }
@@ -9660,7 +9702,7 @@ func file_sluice_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_sluice_proto_rawDesc), len(file_sluice_proto_rawDesc)),
 			NumEnums:      5,
-			NumMessages:   126,
+			NumMessages:   128,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"math/rand/v2"
+	"slices"
 
 	"github.com/asynkron/protoactor-go/actor"
 	"google.golang.org/protobuf/proto"
@@ -125,7 +126,7 @@ func (c *controllerActor) planTopicConfig(changes *topicChanges, r *messages.Top
 		return code, text
 	}
 	configs := maps.Clone(prev.Configs)
-	if configs == nil {
+	if configs == nil || ch.Replace {
 		configs = map[string]string{}
 	}
 	for _, k := range ch.Delete {
@@ -140,6 +141,19 @@ func (c *controllerActor) planTopicConfig(changes *topicChanges, r *messages.Top
 		delete(configs, k)
 	}
 	maps.Copy(configs, ch.Set)
+	for _, edit := range []struct {
+		items    map[string]string
+		subtract bool
+	}{{ch.Append, false}, {ch.Subtract, true}} {
+		for _, k := range slices.Sorted(maps.Keys(edit.items)) {
+			current, set := configs[k]
+			v, err := topicconfig.Edit(k, current, set, edit.items[k], edit.subtract)
+			if err != nil {
+				return messages.ErrorCode_INVALID_CONFIG, err.Error()
+			}
+			configs[k] = v
+		}
+	}
 	if _, err := actors.ParseTopicConfig(c.cfg.DefaultTopic, configs); err != nil {
 		return messages.ErrorCode_INVALID_CONFIG, err.Error()
 	}
@@ -149,7 +163,7 @@ func (c *controllerActor) planTopicConfig(changes *topicChanges, r *messages.Top
 	next := proto.Clone(prev).(*messages.TopicRecord)
 	next.Configs = configs
 	changes.add(&topicChange{result: r, prev: prev, next: next, done: func() {
-		c.cfg.Logger.Info("altered topic config", "topic", ch.Name, "set", ch.Set, "deleted", ch.Delete)
+		c.cfg.Logger.Info("altered topic config", "topic", ch.Name, "configs", configs, "was", prev.Configs)
 	}})
 	return messages.ErrorCode_NONE, ""
 }

@@ -94,6 +94,41 @@ func TestKafkaFranzGo(t *testing.T) {
 	if err := compact["fz-compact"].Err; !errors.Is(err, kerr.InvalidConfig) || !strings.Contains(compact["fz-compact"].ErrMessage, "compaction is not implemented") {
 		t.Errorf("cleanup.policy=compact: %v %q", err, compact["fz-compact"].ErrMessage)
 	}
+	// IncrementalAlterConfigs: set one config, append to a list; then
+	// AlterConfigs replaces the whole configuration.
+	if res, err := adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{
+		{Op: kadm.SetConfig, Name: "retention.ms", Value: kadm.StringPtr("7200000")},
+		{Op: kadm.AppendConfig, Name: "leader.replication.throttled.replicas", Value: kadm.StringPtr("0:0")},
+	}, "fz-defaults"); err != nil || res[0].Err != nil {
+		t.Fatalf("incremental alter: %v %+v", err, res)
+	}
+	own := func() map[string]string {
+		t.Helper()
+		configs, err := adm.DescribeTopicConfigs(ctx, "fz-defaults")
+		if err != nil {
+			t.Fatal(err)
+		}
+		rc, err := configs.On("fz-defaults", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]string{}
+		for _, c := range rc.Configs {
+			if c.Source == kmsg.ConfigSourceDynamicTopicConfig && c.Value != nil {
+				out[c.Key] = *c.Value
+			}
+		}
+		return out
+	}
+	if got := own(); got["retention.ms"] != "7200000" || got["leader.replication.throttled.replicas"] != "0:0" || got["cleanup.policy"] != "delete" {
+		t.Errorf("after the incremental alter: %v", got)
+	}
+	if res, err := adm.AlterTopicConfigsState(ctx, []kadm.AlterConfig{{Name: "retention.ms", Value: kadm.StringPtr("60000")}}, "fz-defaults"); err != nil || res[0].Err != nil {
+		t.Fatalf("alter: %v %+v", err, res)
+	}
+	if got := own(); len(got) != 1 || got["retention.ms"] != "60000" {
+		t.Errorf("after AlterConfigs, which replaces the whole configuration: %v", got)
+	}
 	if _, err := adm.CreatePartitions(ctx, 1, "fz"); err != nil {
 		t.Fatal(err)
 	}

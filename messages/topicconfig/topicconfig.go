@@ -257,3 +257,40 @@ func Check(name, value string) error {
 	}
 	return nil
 }
+
+// Edit appends items to (or, with subtract, takes them from) the list
+// config name whose value is current ("": the topic has none, the default
+// is edited), as Kafka's IncrementalAlterConfigs APPEND and SUBTRACT do.
+// items is comma-separated; the result keeps the current order and adds
+// new items at the end, each once.
+func Edit(name, current string, set bool, items string, subtract bool) (string, error) {
+	d, ok := Lookup(name)
+	switch {
+	case !ok:
+		return "", fmt.Errorf("unknown topic config %q", name)
+	case d.Type != List:
+		return "", fmt.Errorf("%s is not a list: only list configs can be appended to or subtracted from", name)
+	}
+	if !set {
+		current = d.Default
+	}
+	split := func(v string) []string {
+		var out []string
+		for _, item := range strings.Split(v, ",") {
+			if item = strings.TrimSpace(item); item != "" && !slices.Contains(out, item) {
+				out = append(out, item)
+			}
+		}
+		return out
+	}
+	list := split(current)
+	for _, item := range split(items) {
+		switch {
+		case subtract:
+			list = slices.DeleteFunc(list, func(s string) bool { return s == item })
+		case !slices.Contains(list, item):
+			list = append(list, item)
+		}
+	}
+	return strings.Join(list, ","), nil
+}

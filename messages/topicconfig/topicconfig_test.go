@@ -66,3 +66,25 @@ func TestCheck(t *testing.T) {
 		}
 	}
 }
+
+func TestEdit(t *testing.T) {
+	for _, tc := range []struct {
+		name, current string
+		set           bool
+		items         string
+		subtract      bool
+		want, err     string
+	}{
+		{"cleanup.policy", "", false, "compact", false, "delete,compact", ""},
+		{"cleanup.policy", "delete", true, "delete", true, "", ""},
+		{"leader.replication.throttled.replicas", "0:1", true, "1:2, 0:1", false, "0:1,1:2", ""},
+		{"leader.replication.throttled.replicas", "0:1,1:2", true, "0:1", true, "1:2", ""},
+		{"retention.ms", "1", true, "2", false, "", "not a list"},
+		{"colour", "", false, "x", false, "", "unknown"},
+	} {
+		got, err := Edit(tc.name, tc.current, tc.set, tc.items, tc.subtract)
+		if got != tc.want || (err == nil) != (tc.err == "") || (err != nil && !strings.Contains(err.Error(), tc.err)) {
+			t.Errorf("%+v: %q %v", tc, got, err)
+		}
+	}
+}
