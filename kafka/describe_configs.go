@@ -2,7 +2,9 @@ package kafka
 
 import (
 	"cmp"
+	"fmt"
 	"slices"
+	"strconv"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -51,7 +53,12 @@ func handleDescribeConfigs(r *request, h header, kreq kmsg.Request) func() kmsg.
 				}
 				rr.Configs = topicConfigs(cfg, t.Configs, res.ConfigNames, h.version, req.IncludeSynonyms, req.IncludeDocumentation)
 			case kmsg.ConfigResourceTypeBroker:
-				// Brokers' settings are not exposed through this door.
+				if res.ResourceName != "" && res.ResourceName != strconv.Itoa(int(cfg.BrokerID)) {
+					rr.ErrorCode = int16(messages.ErrorCode_INVALID_REQUEST)
+					rr.ErrorMessage = kmsg.StringPtr(fmt.Sprintf("this is broker %d: ask broker %s about its settings", cfg.BrokerID, res.ResourceName))
+					break
+				}
+				rr.Configs = brokerConfigs(cfg.BrokerSettings, res.ConfigNames, h.version, req.IncludeSynonyms)
 			default:
 				rr.ErrorCode = int16(messages.ErrorCode_INVALID_REQUEST)
 				rr.ErrorMessage = kmsg.StringPtr("only topic and broker resources are described")
@@ -117,6 +124,36 @@ func topicConfigs(cfg *Config, own map[string]string, names []string, version in
 		c.ConfigType = kmsg.ConfigType(d.Type)
 		if docs {
 			c.Documentation = kmsg.StringPtr(d.Doc)
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// brokerConfigs lists the broker's settings (those asked for when some
+// are), all read-only: they are read at start.
+func brokerConfigs(settings []BrokerSetting, names []string, version int16, synonyms bool) []kmsg.DescribeConfigsResponseResourceConfig {
+	var out []kmsg.DescribeConfigsResponseResourceConfig
+	for _, st := range settings {
+		if len(names) > 0 && !slices.Contains(names, st.Name) {
+			continue
+		}
+		c := kmsg.NewDescribeConfigsResponseResourceConfig()
+		c.Name, c.Value, c.ReadOnly, c.IsDefault = st.Name, kmsg.StringPtr(st.Value), true, !st.Set
+		c.Source = kmsg.ConfigSourceDefaultConfig
+		if st.Set {
+			c.Source = kmsg.ConfigSourceStaticBrokerConfig
+		}
+		if version >= 1 && synonyms {
+			syn := kmsg.NewDescribeConfigsResponseResourceConfigConfigSynonym()
+			syn.Name, syn.Value, syn.Source = st.Name, c.Value, c.Source
+			c.ConfigSynonyms = append(c.ConfigSynonyms, syn)
+		}
+		c.ConfigType = kmsg.ConfigTypeString
+		if _, err := strconv.ParseBool(st.Value); err == nil {
+			c.ConfigType = kmsg.ConfigTypeBoolean
+		} else if _, err := strconv.ParseInt(st.Value, 10, 64); err == nil {
+			c.ConfigType = kmsg.ConfigTypeLong
 		}
 		out = append(out, c)
 	}

@@ -20,8 +20,10 @@ func TestDescribeConfigsSourcesAndErrors(t *testing.T) {
 		{Name: "gone", Error: messages.ErrorCode_UNKNOWN_TOPIC_OR_PARTITION},
 	}}
 	_, addr := startServer(t, oneAnswer(md), Config{
-		TopicDefaults: map[string]string{"retention.ms": "604800000", "max.message.bytes": "1048588", "retention.bytes": "100"},
-		TopicBuiltins: map[string]string{"retention.ms": "604800000", "max.message.bytes": "1048588", "retention.bytes": "-1"}})
+		TopicDefaults:  map[string]string{"retention.ms": "604800000", "max.message.bytes": "1048588", "retention.bytes": "100"},
+		TopicBuiltins:  map[string]string{"retention.ms": "604800000", "max.message.bytes": "1048588", "retention.bytes": "-1"},
+		BrokerID:       1,
+		BrokerSettings: []BrokerSetting{{Name: "log.retention.ms", Value: "1000", Set: true}, {Name: "num.partitions", Value: "1"}}})
 	for _, v := range []int16{0, 4} {
 		c := dial(t, addr)
 		req := kmsg.NewPtrDescribeConfigsRequest()
@@ -36,13 +38,14 @@ func TestDescribeConfigsSourcesAndErrors(t *testing.T) {
 		add(kmsg.ConfigResourceTypeTopic, "gone")
 		add(kmsg.ConfigResourceTypeBroker, "1")
 		add(kmsg.ConfigResourceType(99), "x")
+		add(kmsg.ConfigResourceTypeBroker, "2")
 		c.send(frameRequest(req, 1))
 		resp := kmsg.NewPtrDescribeConfigsResponse()
 		resp.SetVersion(v)
 		if _, err := c.read(resp); err != nil {
 			t.Fatalf("v%d: %v", v, err)
 		}
-		if len(resp.Resources) != 5 {
+		if len(resp.Resources) != 6 {
 			t.Fatalf("v%d: %d resources", v, len(resp.Resources))
 		}
 		all, some, gone, broker, bad := resp.Resources[0], resp.Resources[1], resp.Resources[2], resp.Resources[3], resp.Resources[4]
@@ -67,6 +70,16 @@ func TestDescribeConfigsSourcesAndErrors(t *testing.T) {
 		// Every name Kafka defines, those Sluice does not act on too.
 		if r, ok := got["cleanup.policy"]; !ok || deref(r.Value) != "delete" || len(all.Configs) < 30 {
 			t.Errorf("v%d: %d configs, cleanup.policy %q", v, len(all.Configs), deref(r.Value))
+		}
+		// The broker's settings, read-only, set or default; another
+		// broker's are its own to tell.
+		if len(broker.Configs) != 2 || broker.Configs[0].Name != "log.retention.ms" || deref(broker.Configs[0].Value) != "1000" ||
+			!broker.Configs[0].ReadOnly || (v >= 1 && (broker.Configs[0].Source != kmsg.ConfigSourceStaticBrokerConfig ||
+			broker.Configs[1].Source != kmsg.ConfigSourceDefaultConfig)) {
+			t.Errorf("v%d broker configs %+v", v, broker.Configs)
+		}
+		if other := resp.Resources[5]; other.ErrorCode != int16(messages.ErrorCode_INVALID_REQUEST) {
+			t.Errorf("v%d another broker: code %d", v, other.ErrorCode)
 		}
 		if len(some.Configs) != 1 || some.Configs[0].Name != "max.message.bytes" {
 			t.Errorf("v%d: asked for one name, got %v", v, some.Configs)

@@ -87,6 +87,10 @@ type Config struct {
 	// Kafka name, for DescribeConfigs, and TopicBuiltins Sluice's own
 	// (a default that differs was set on the broker).
 	TopicDefaults, TopicBuiltins map[string]string
+	// BrokerID and BrokerSettings are this broker's id and settings under
+	// Kafka's names, for DescribeConfigs of the broker.
+	BrokerID       int32
+	BrokerSettings []BrokerSetting
 	// TLS, when set, makes every connection TLS; the configuration must
 	// require and verify a client certificate, and Principal names the
 	// principal of a verified one. Without TLS every connection is
@@ -566,4 +570,11 @@ func (c *conn) write(queue <-chan chan answer, done chan<- struct{}) {
 		}
 		c.release(a.held)
 	}
+}
+
+// BrokerSetting is one broker setting, read at start: its Kafka name, its
+// value in Kafka's units, and whether it was set (else it is the default).
+type BrokerSetting struct {
+	Name, Value string
+	Set         bool
 }

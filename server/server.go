@@ -74,6 +74,9 @@ type Config struct {
 	ConsoleWrite bool
 	// PartitionMetrics exports per-partition series.
 	PartitionMetrics bool
+	// KafkaSettings are the broker's settings under Kafka's names, which
+	// the Kafka listener's DescribeConfigs of the broker lists.
+	KafkaSettings []kafka.BrokerSetting
 
 	// Connection limits of the actor and Kafka listeners (0: the
 	// transport's defaults), and the bytes of requests and answers all
@@ -374,7 +377,8 @@ func (s *Server) Start(ctx context.Context) (err error) {
 			Budget: inflight, MaxFetchBytes: bcfg.MaxFetchBytes,
 			MaxFrameBytes:  max(bcfg.MaxFetchBytes, actors.MaxMessageBytesLimit) + (64 << 10),
 			MaxConnections: cfg.MaxConnections, MaxConnectionsPerIP: cfg.MaxConnectionsPerIP, IdleTimeout: cfg.IdleTimeout,
-			TopicDefaults: bcfg.DefaultTopic.Values(), TopicBuiltins: actors.DefaultTopicConfig().Values(), Logger: s.logger.With("listener", "kafka"),
+			TopicDefaults: bcfg.DefaultTopic.Values(), TopicBuiltins: actors.DefaultTopicConfig().Values(),
+			BrokerID: bcfg.ID, BrokerSettings: cfg.KafkaSettings, Logger: s.logger.With("listener", "kafka"),
 			// With TLS on the broker the Kafka listener is TLS too, with the
 			// same certificates and principals.
 			TLS: node.ServerTLS(), Principal: transport.CertPrincipal, Anonymous: transport.AnonymousPrincipal,

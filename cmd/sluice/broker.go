@@ -151,8 +151,8 @@ func runBroker(args []string, stdout, stderr io.Writer) error {
 		Consul: *consulAddr, Cluster: *clusterName, CheckTTL: *checkTTL,
 		KafkaAddr: *kafkaAddr, KafkaAdvertise: *kafkaAdvertise,
 		HTTPAddr: *httpAddr, HTTPAnonymous: *httpAnonymous, HTTPHosts: httpHosts, ConsoleWrite: *consoleWrite,
-		PartitionMetrics: *partitionMetrics,
-		MaxConnections:   *maxConns, MaxConnectionsPerIP: *maxConnsPerIP, IdleTimeout: *idleConns, MaxInflightBytes: *inflight,
+		PartitionMetrics: *partitionMetrics, KafkaSettings: kafkaSettings(fs, sources),
+		MaxConnections: *maxConns, MaxConnectionsPerIP: *maxConnsPerIP, IdleTimeout: *idleConns, MaxInflightBytes: *inflight,
 		TLSCert: *tlsCert, TLSKey: *tlsKey, TLSCA: *tlsCA,
 		Build:  server.Build{Version: build.Version, Commit: build.Commit, GoVersion: build.GoVersion, Short: build.short()},
 		Logger: logger, DebugTransport: *logLevel == "debug", ClientLogger: clientLogger(stderr)})

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -14,6 +15,8 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/sluicemq/sluice/kafka"
 )
 
 // A broker's settings come from, in rising order: the defaults, the file
@@ -156,6 +159,30 @@ func flagForKey(fs *flag.FlagSet, key string) (f *flag.Flag, unit time.Duration)
 	}
 	name := strings.NewReplacer(".", "-", "_", "-").Replace(strings.ToLower(key))
 	return fs.Lookup(name), 0
+}
+
+// kafkaSettings are the broker's settings under Kafka's names, in Kafka's
+// units (milliseconds or seconds for durations), sorted by name, each
+// marked set when the command line, the environment or --config gave it.
+func kafkaSettings(fs *flag.FlagSet, sources map[string]string) []kafka.BrokerSetting {
+	var out []kafka.BrokerSetting
+	for _, key := range slices.Sorted(maps.Keys(kafkaNames)) {
+		f, unit := flagForKey(fs, key)
+		if f == nil {
+			continue
+		}
+		value := f.Value.String()
+		if g, ok := f.Value.(flag.Getter); ok && unit != 0 {
+			if d, ok := g.Get().(time.Duration); ok {
+				value = strconv.FormatInt(int64(d/unit), 10)
+			}
+		}
+		if f.Name == "super-users" {
+			value = strings.ReplaceAll(value, ",", ";")
+		}
+		out = append(out, kafka.BrokerSetting{Name: key, Value: value, Set: sources[f.Name] != ""})
+	}
+	return out
 }
 
 // durationFlag reports whether f holds a time.Duration.

@@ -35,7 +35,7 @@ func newKgo(t *testing.T, addr string, opts ...kgo.Opt) *kgo.Client {
 // franz-go's admin client manages topics through the Kafka door, and its
 // idempotent producer and consumer move records through it unchanged.
 func TestKafkaFranzGo(t *testing.T) {
-	b := startBroker(t, "--kafka-addr", "127.0.0.1:0")
+	b := startBroker(t, "--kafka-addr", "127.0.0.1:0", "--replica-lag-time-max", "20s")
 	addr := kafkaAddr(t, b)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -94,6 +94,24 @@ func TestKafkaFranzGo(t *testing.T) {
 	if err := compact["fz-compact"].Err; !errors.Is(err, kerr.InvalidConfig) || !strings.Contains(compact["fz-compact"].ErrMessage, "compaction is not implemented") {
 		t.Errorf("cleanup.policy=compact: %v %q", err, compact["fz-compact"].ErrMessage)
 	}
+	// The broker's settings under Kafka's names, in Kafka's units.
+	brokerConfigs, err := adm.DescribeBrokerConfigs(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	settings := map[string]kadm.Config{}
+	for _, rc := range brokerConfigs {
+		for _, c := range rc.Configs {
+			settings[c.Key] = c
+		}
+	}
+	if c := settings["replica.lag.time.max.ms"]; c.Value == nil || *c.Value != "20000" || c.Source != kmsg.ConfigSourceStaticBrokerConfig {
+		t.Errorf("replica.lag.time.max.ms: %+v", c)
+	}
+	if c := settings["min.insync.replicas"]; c.Value == nil || *c.Value != "1" || c.Source != kmsg.ConfigSourceDefaultConfig {
+		t.Errorf("min.insync.replicas: %+v", c)
+	}
+
 	// IncrementalAlterConfigs: set one config, append to a list; then
 	// AlterConfigs replaces the whole configuration.
 	if res, err := adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{
