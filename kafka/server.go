@@ -98,7 +98,13 @@ type Config struct {
 	TLS       *tls.Config
 	Principal func(*x509.Certificate) string
 	Anonymous string
-	Logger    *slog.Logger
+	// SASL makes a connection without a client certificate log in with
+	// SASL PLAIN before anything but ApiVersions, SaslHandshake and
+	// SaslAuthenticate (sasl.go); Login checks a user name and password
+	// and returns the principal.
+	SASL   bool
+	Login  func(user, password string) (principal string, ok bool)
+	Logger *slog.Logger
 	// Metrics counts the requests served, by API (nil: not counted).
 	Metrics *metrics.Broker
 }
@@ -331,6 +337,14 @@ type conn struct {
 	ip          string
 	caller      Caller
 	established bool // its first request has arrived (only its serving goroutine uses it)
+	// loggedIn is set once the connection has its principal (from its
+	// certificate, or a SASL login); mechanism is the one its SASL
+	// handshake chose ("": none yet), failedLogin set when a login was
+	// refused (the connection ends after the answer). Only the serving
+	// goroutine uses them.
+	loggedIn    bool
+	mechanism   string
+	failedLogin bool
 }
 
 // handshake runs the TLS handshake of a connection and takes its
@@ -343,10 +357,14 @@ func (c *conn) handshake() error {
 		return err
 	}
 	certs := tc.ConnectionState().PeerCertificates
+	if len(certs) == 0 && c.srv.cfg.SASL {
+		c.nc = tc // it logs in with SASL
+		return nil
+	}
 	if len(certs) == 0 || c.srv.cfg.Principal == nil || c.srv.cfg.Principal(certs[0]) == "" {
 		return errors.New("no principal in the client certificate")
 	}
-	c.nc, c.caller.Principal = tc, c.srv.cfg.Principal(certs[0])
+	c.nc, c.caller.Principal, c.loggedIn = tc, c.srv.cfg.Principal(certs[0]), true
 	return nil
 }
 
@@ -418,6 +436,13 @@ func (c *conn) serve() {
 				"api", kmsg.NameForKey(h.key), "key", h.key, "version", h.version)
 			return
 		}
+		if c.srv.cfg.SASL && !c.loggedIn && !beforeLogin[h.key] {
+			c.release(held)
+			c.srv.Refused.Add(1)
+			c.srv.logSpaced("kafka connection closed: a request before the SASL login", "remote", c.nc.RemoteAddr().String(),
+				"api", kmsg.NameForKey(h.key))
+			return
+		}
 		req, err := decodeRequest(h, body)
 		if err != nil {
 			c.release(held)
@@ -456,6 +481,9 @@ func (c *conn) serve() {
 			resp.SetVersion(h.version)
 			slot <- c.answer(held, encodeResponse(h.correlationID, resp))
 		}()
+		if c.failedLogin {
+			return // after the refusal is written
+		}
 	}
 }
 

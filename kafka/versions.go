@@ -53,7 +53,10 @@ var apis map[int16]api
 func init() {
 	apis = map[int16]api{
 		kmsg.ApiVersions.Int16(): {versionRange{0, 4}, handleApiVersions},
-		kmsg.Metadata.Int16():    {versionRange{0, 12}, handleMetadata},
+		// Handshake v0 is followed by raw SASL bytes, not requests: v1 only.
+		kmsg.SASLHandshake.Int16():    {versionRange{1, 1}, handleSaslHandshake},
+		kmsg.SASLAuthenticate.Int16(): {versionRange{0, 2}, handleSaslAuthenticate},
+		kmsg.Metadata.Int16():         {versionRange{0, 12}, handleMetadata},
 		// Produce 0-2 and Fetch 0-3 are used only by clients older than
 		// record batches, whose batches are refused; librdkafka needs them
 		// in the range to turn on LZ4 and throttle times.

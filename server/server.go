@@ -74,6 +74,9 @@ type Config struct {
 	ConsoleWrite bool
 	// PartitionMetrics exports per-partition series.
 	PartitionMetrics bool
+	// KafkaSASL makes the Kafka listener take SASL PLAIN logins of token
+	// users (SASL_SSL) from clients without a certificate; it needs TLS.
+	KafkaSASL bool
 	// KafkaSettings are the broker's settings under Kafka's names, which
 	// the Kafka listener's DescribeConfigs of the broker lists.
 	KafkaSettings []kafka.BrokerSetting
@@ -222,6 +225,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.KafkaAdvertise != "" && cfg.KafkaAddr == "" {
 		return nil, configErr("--kafka-advertise needs --kafka-addr")
+	}
+	if cfg.KafkaSASL && (!secure || cfg.KafkaAddr == "") {
+		return nil, configErr("--kafka-sasl needs --kafka-addr and TLS (--tls-cert, --tls-key, --tls-ca): passwords are not sent in clear, and logins name principals for ACLs, which TLS turns on")
 	}
 	host, port, err := transport.ParseAddr(cfg.Addr)
 	if err != nil {
@@ -373,6 +379,16 @@ func (s *Server) Start(ctx context.Context) (err error) {
 		go con.Run(consoleCtx)
 	}
 	if kafkaLn != nil {
+		kafkaTLS := node.ServerTLS()
+		var login func(user, password string) (string, bool)
+		if cfg.KafkaSASL {
+			kafkaTLS = node.SASLServerTLS()
+			login = func(user, password string) (string, bool) {
+				// The password is the user's token.
+				principal, ok := bcfg.Tokens.Authenticate(password)
+				return principal, ok && principal == "User:"+user
+			}
+		}
 		kafkaSrv := kafka.NewServer(kafka.Config{Broker: localBroker{system: node.System, pid: b.PID},
 			Budget: inflight, MaxFetchBytes: bcfg.MaxFetchBytes,
 			MaxFrameBytes:  max(bcfg.MaxFetchBytes, actors.MaxMessageBytesLimit) + (64 << 10),
@@ -381,7 +397,8 @@ func (s *Server) Start(ctx context.Context) (err error) {
 			BrokerID: bcfg.ID, BrokerSettings: cfg.KafkaSettings, Logger: s.logger.With("listener", "kafka"),
 			// With TLS on the broker the Kafka listener is TLS too, with the
 			// same certificates and principals.
-			TLS: node.ServerTLS(), Principal: transport.CertPrincipal, Anonymous: transport.AnonymousPrincipal,
+			TLS: kafkaTLS, Principal: transport.CertPrincipal, Anonymous: transport.AnonymousPrincipal,
+			SASL: cfg.KafkaSASL, Login: login,
 			Metrics: bcfg.Metrics})
 		bcfg.Metrics.Listener("kafka", kafkaSrv.Open, map[string]metrics.Count{"limit": kafkaSrv.Refused.Load})
 		go func() {

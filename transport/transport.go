@@ -130,18 +130,32 @@ func (n *Node) LocalPrincipal() string {
 // (the Kafka listener): the node's own certificate, kept current as it is
 // reloaded, and a client certificate the cluster's CA signed, naming a
 // principal (CertPrincipal of the verified chain's leaf). Nil without TLS.
-func (n *Node) ServerTLS() *tls.Config {
+func (n *Node) ServerTLS() *tls.Config { return n.serverTLS(false) }
+
+// SASLServerTLS is ServerTLS for a listener that also takes SASL logins:
+// a client certificate is optional, and checked as ServerTLS does when
+// one is given.
+func (n *Node) SASLServerTLS() *tls.Config { return n.serverTLS(true) }
+
+func (n *Node) serverTLS(certOptional bool) *tls.Config {
 	if n.tls == nil {
 		return nil
 	}
 	s := n.tls
+	auth := tls.RequireAnyClientCert
+	if certOptional {
+		auth = tls.RequestClientCert
+	}
 	return &tls.Config{
 		MinVersion:     tls.VersionTLS12,
 		GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return s.ownCertificate(), nil },
 		// Verified here rather than by crypto/tls, so that a reloaded CA
 		// applies to new connections at once.
-		ClientAuth: tls.RequireAnyClientCert,
+		ClientAuth: auth,
 		VerifyConnection: func(cs tls.ConnectionState) error {
+			if len(cs.PeerCertificates) == 0 && certOptional {
+				return nil
+			}
 			if len(cs.PeerCertificates) == 0 {
 				return errors.New("a client certificate is required")
 			}

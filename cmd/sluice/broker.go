@@ -79,6 +79,7 @@ func runBroker(args []string, stdout, stderr io.Writer) error {
 	noSync := fs.Bool("unsafe-no-fsync", false, "never fsync partition logs: acknowledged records are lost in a power failure (tests and benchmarks only)")
 	kafkaAddr := fs.String("kafka-addr", "", "host:port of a Kafka protocol listener, for Kafka clients (off by default)")
 	kafkaAdvertise := fs.String("kafka-advertise", "", "host:port Kafka clients reach the Kafka listener at (default: --kafka-addr as bound)")
+	kafkaSASL := fs.Bool("kafka-sasl", false, "the Kafka listener also takes SASL PLAIN logins (SASL_SSL) from clients without a certificate: the user name and, as the password, the token of 'sluice user create'; needs TLS")
 	configFile := fs.String("config", "", "read settings from FILE: YAML (.yaml, .yml) or properties (key=value), with flag names or Kafka's (broker.id, log.dirs, num.partitions, ...); SLUICE_* variables and flags override it")
 	printCfg := fs.Bool("print-config", false, "print the effective settings, each with where it came from, and exit")
 	pos, err := parseArgs(fs, args)
@@ -149,7 +150,7 @@ func runBroker(args []string, stdout, stderr io.Writer) error {
 	build := readBuildInfo()
 	srv, err := server.New(server.Config{Broker: cfg, Addr: *addr, Advertise: *advertise,
 		Consul: *consulAddr, Cluster: *clusterName, CheckTTL: *checkTTL,
-		KafkaAddr: *kafkaAddr, KafkaAdvertise: *kafkaAdvertise,
+		KafkaAddr: *kafkaAddr, KafkaAdvertise: *kafkaAdvertise, KafkaSASL: *kafkaSASL,
 		HTTPAddr: *httpAddr, HTTPAnonymous: *httpAnonymous, HTTPHosts: httpHosts, ConsoleWrite: *consoleWrite,
 		PartitionMetrics: *partitionMetrics, KafkaSettings: kafkaSettings(fs, sources),
 		MaxConnections: *maxConns, MaxConnectionsPerIP: *maxConnsPerIP, IdleTimeout: *idleConns, MaxInflightBytes: *inflight,

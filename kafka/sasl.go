@@ -1,0 +1,98 @@
+package kafka
+
+import (
+	"bytes"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluicemq/sluice/messages"
+)
+
+// SASL logins on the Kafka listener (SASL_SSL): SaslHandshake (key 17,
+// v1: the client then sends SaslAuthenticate requests, not raw bytes) and
+// SaslAuthenticate (key 36, v0–2) with the PLAIN mechanism, whose
+// password is the token `sluice user create` made for the user. Until a
+// connection has logged in (or presented a client certificate) it may
+// send only these and ApiVersions. A refused login is answered
+// SASL_AUTHENTICATION_FAILED after failedLoginDelay, without saying which
+// part was wrong, and the connection is closed; refusals are counted in
+// sluice_kafka_requests_total and logged.
+
+const (
+	mechanismPLAIN = "PLAIN"
+	// failedLoginDelay slows guessing down: one try per delay and
+	// connection (Kafka's connection.failed.authentication.delay.ms).
+	failedLoginDelay = time.Second
+	// errUnsupportedSASLMechanism and errIllegalSASLState are Kafka's.
+	errUnsupportedSASLMechanism int16 = 33
+	errIllegalSASLState         int16 = 34
+)
+
+// beforeLogin are the requests a connection may send before its login.
+var beforeLogin = map[int16]bool{
+	kmsg.ApiVersions.Int16():      true,
+	kmsg.SASLHandshake.Int16():    true,
+	kmsg.SASLAuthenticate.Int16(): true,
+}
+
+func handleSaslHandshake(r *request, h header, kreq kmsg.Request) func() kmsg.Response {
+	req := kreq.(*kmsg.SASLHandshakeRequest)
+	resp := kmsg.NewPtrSASLHandshakeResponse()
+	resp.SupportedMechanisms = []string{mechanismPLAIN}
+	c := r.conn
+	switch {
+	case !c.srv.cfg.SASL:
+		resp.ErrorCode = errIllegalSASLState // no SASL on this listener
+	case c.loggedIn || c.mechanism != "":
+		resp.ErrorCode = errIllegalSASLState
+	case req.Mechanism != mechanismPLAIN:
+		resp.ErrorCode = errUnsupportedSASLMechanism
+	default:
+		c.mechanism = mechanismPLAIN
+	}
+	return func() kmsg.Response { return resp }
+}
+
+func handleSaslAuthenticate(r *request, h header, kreq kmsg.Request) func() kmsg.Response {
+	req := kreq.(*kmsg.SASLAuthenticateRequest)
+	resp := kmsg.NewPtrSASLAuthenticateResponse()
+	c := r.conn
+	if c.loggedIn || c.mechanism != mechanismPLAIN {
+		resp.ErrorCode = errIllegalSASLState
+		resp.ErrorMessage = kmsg.StringPtr("SaslAuthenticate needs a SaslHandshake for PLAIN first, once per connection")
+		c.failedLogin = c.srv.cfg.SASL
+		return func() kmsg.Response { return resp }
+	}
+	user, password, ok := parsePlain(req.SASLAuthBytes)
+	principal := ""
+	if ok && c.srv.cfg.Login != nil {
+		principal, ok = c.srv.cfg.Login(user, password)
+	}
+	if !ok || principal == "" {
+		c.failedLogin = true
+		resp.ErrorCode = int16(messages.ErrorCode_SASL_AUTHENTICATION_FAILED)
+		resp.ErrorMessage = kmsg.StringPtr("authentication failed: wrong user name or password")
+		c.srv.logSpaced("kafka SASL login refused", "remote", c.nc.RemoteAddr().String(), "user", user)
+		return func() kmsg.Response {
+			time.Sleep(failedLoginDelay)
+			return resp
+		}
+	}
+	c.caller.Principal, c.loggedIn = principal, true
+	return func() kmsg.Response { return resp }
+}
+
+// parsePlain splits a PLAIN message (RFC 4616): [authzid] NUL authcid NUL
+// passwd. An authzid other than the user is refused: a user logs in as
+// itself only.
+func parsePlain(b []byte) (user, password string, ok bool) {
+	parts := bytes.Split(b, []byte{0})
+	if len(parts) != 3 || len(parts[1]) == 0 || len(parts[2]) == 0 {
+		return "", "", false
+	}
+	if len(parts[0]) > 0 && !bytes.Equal(parts[0], parts[1]) {
+		return "", "", false
+	}
+	return string(parts[1]), string(parts[2]), true
+}
