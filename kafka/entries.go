@@ -76,6 +76,10 @@ func entries(req kmsg.Request) int {
 				n += 1 + len(p.Replicas)
 			}
 		}
+	case *kmsg.DescribeProducersRequest:
+		for _, t := range r.Topics {
+			n += 1 + len(t.Partitions)
+		}
 	case *kmsg.DescribeLogDirsRequest:
 		for _, t := range r.Topics {
 			n += 1 + len(t.Partitions)

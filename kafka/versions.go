@@ -71,6 +71,7 @@ func init() {
 		kmsg.ElectLeaders.Int16():               {versionRange{0, 2}, handleElectLeaders},
 		kmsg.AlterPartitionAssignments.Int16():  {versionRange{0, 1}, handleAlterPartitionReassignments},
 		kmsg.ListPartitionReassignments.Int16(): {versionRange{0, 0}, handleListPartitionReassignments},
+		kmsg.DescribeProducers.Int16():          {versionRange{0, 0}, handleDescribeProducers},
 		kmsg.DescribeLogDirs.Int16():            {versionRange{0, 4}, handleDescribeLogDirs},
 		kmsg.AlterConfigs.Int16():               {versionRange{0, 2}, handleAlterConfigs},
 		kmsg.IncrementalAlterConfigs.Int16():    {versionRange{0, 1}, handleIncrementalAlterConfigs},

@@ -3045,6 +3045,207 @@ func (x *DescribeReplicasResponse) GetReplicas() []*ReplicaState {
 	return nil
 }
 
+// DescribeProducersRequest asks a partition's leader for the idempotent
+// producers whose sequences it tracks (Kafka's DescribeProducers). Needs
+// Read on the topic.
+type DescribeProducersRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Topic         string                 `protobuf:"bytes,1,opt,name=topic,proto3" json:"topic,omitempty"`
+	Partition     int32                  `protobuf:"varint,2,opt,name=partition,proto3" json:"partition,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DescribeProducersRequest) Reset() {
+	*x = DescribeProducersRequest{}
+	mi := &file_sluice_proto_msgTypes[38]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DescribeProducersRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DescribeProducersRequest) ProtoMessage() {}
+
+func (x *DescribeProducersRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_sluice_proto_msgTypes[38]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DescribeProducersRequest.ProtoReflect.Descriptor instead.
+func (*DescribeProducersRequest) Descriptor() ([]byte, []int) {
+	return file_sluice_proto_rawDescGZIP(), []int{38}
+}
+
+func (x *DescribeProducersRequest) GetTopic() string {
+	if x != nil {
+		return x.Topic
+	}
+	return ""
+}
+
+func (x *DescribeProducersRequest) GetPartition() int32 {
+	if x != nil {
+		return x.Partition
+	}
+	return 0
+}
+
+type DescribeProducersResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Topic         string                 `protobuf:"bytes,1,opt,name=topic,proto3" json:"topic,omitempty"`
+	Partition     int32                  `protobuf:"varint,2,opt,name=partition,proto3" json:"partition,omitempty"`
+	Error         ErrorCode              `protobuf:"varint,3,opt,name=error,proto3,enum=sluice.ErrorCode" json:"error,omitempty"`
+	ErrorMessage  string                 `protobuf:"bytes,4,opt,name=error_message,json=errorMessage,proto3" json:"error_message,omitempty"`
+	Producers     []*ActiveProducer      `protobuf:"bytes,5,rep,name=producers,proto3" json:"producers,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DescribeProducersResponse) Reset() {
+	*x = DescribeProducersResponse{}
+	mi := &file_sluice_proto_msgTypes[39]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DescribeProducersResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DescribeProducersResponse) ProtoMessage() {}
+
+func (x *DescribeProducersResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_sluice_proto_msgTypes[39]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DescribeProducersResponse.ProtoReflect.Descriptor instead.
+func (*DescribeProducersResponse) Descriptor() ([]byte, []int) {
+	return file_sluice_proto_rawDescGZIP(), []int{39}
+}
+
+func (x *DescribeProducersResponse) GetTopic() string {
+	if x != nil {
+		return x.Topic
+	}
+	return ""
+}
+
+func (x *DescribeProducersResponse) GetPartition() int32 {
+	if x != nil {
+		return x.Partition
+	}
+	return 0
+}
+
+func (x *DescribeProducersResponse) GetError() ErrorCode {
+	if x != nil {
+		return x.Error
+	}
+	return ErrorCode_NONE
+}
+
+func (x *DescribeProducersResponse) GetErrorMessage() string {
+	if x != nil {
+		return x.ErrorMessage
+	}
+	return ""
+}
+
+func (x *DescribeProducersResponse) GetProducers() []*ActiveProducer {
+	if x != nil {
+		return x.Producers
+	}
+	return nil
+}
+
+type ActiveProducer struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ProducerId    int64                  `protobuf:"varint,1,opt,name=producer_id,json=producerId,proto3" json:"producer_id,omitempty"`
+	ProducerEpoch int32                  `protobuf:"varint,2,opt,name=producer_epoch,json=producerEpoch,proto3" json:"producer_epoch,omitempty"`
+	// The sequence of the last record appended, and that batch's largest
+	// timestamp (ms).
+	LastSequence  int32 `protobuf:"varint,3,opt,name=last_sequence,json=lastSequence,proto3" json:"last_sequence,omitempty"`
+	LastTimestamp int64 `protobuf:"varint,4,opt,name=last_timestamp,json=lastTimestamp,proto3" json:"last_timestamp,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ActiveProducer) Reset() {
+	*x = ActiveProducer{}
+	mi := &file_sluice_proto_msgTypes[40]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ActiveProducer) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ActiveProducer) ProtoMessage() {}
+
+func (x *ActiveProducer) ProtoReflect() protoreflect.Message {
+	mi := &file_sluice_proto_msgTypes[40]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ActiveProducer.ProtoReflect.Descriptor instead.
+func (*ActiveProducer) Descriptor() ([]byte, []int) {
+	return file_sluice_proto_rawDescGZIP(), []int{40}
+}
+
+func (x *ActiveProducer) GetProducerId() int64 {
+	if x != nil {
+		return x.ProducerId
+	}
+	return 0
+}
+
+func (x *ActiveProducer) GetProducerEpoch() int32 {
+	if x != nil {
+		return x.ProducerEpoch
+	}
+	return 0
+}
+
+func (x *ActiveProducer) GetLastSequence() int32 {
+	if x != nil {
+		return x.LastSequence
+	}
+	return 0
+}
+
+func (x *ActiveProducer) GetLastTimestamp() int64 {
+	if x != nil {
+		return x.LastTimestamp
+	}
+	return 0
+}
+
 // DescribeLogDirsRequest asks one broker for its data directory and the
 // replicas in it (of topics, all when empty): Kafka's DescribeLogDirs.
 // Needs Describe on the cluster.
@@ -3057,7 +3258,7 @@ type DescribeLogDirsRequest struct {
 
 func (x *DescribeLogDirsRequest) Reset() {
 	*x = DescribeLogDirsRequest{}
-	mi := &file_sluice_proto_msgTypes[38]
+	mi := &file_sluice_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3069,7 +3270,7 @@ func (x *DescribeLogDirsRequest) String() string {
 func (*DescribeLogDirsRequest) ProtoMessage() {}
 
 func (x *DescribeLogDirsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[38]
+	mi := &file_sluice_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3082,7 +3283,7 @@ func (x *DescribeLogDirsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeLogDirsRequest.ProtoReflect.Descriptor instead.
 func (*DescribeLogDirsRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{38}
+	return file_sluice_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *DescribeLogDirsRequest) GetTopics() []string {
@@ -3105,7 +3306,7 @@ type DescribeLogDirsResponse struct {
 
 func (x *DescribeLogDirsResponse) Reset() {
 	*x = DescribeLogDirsResponse{}
-	mi := &file_sluice_proto_msgTypes[39]
+	mi := &file_sluice_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3117,7 +3318,7 @@ func (x *DescribeLogDirsResponse) String() string {
 func (*DescribeLogDirsResponse) ProtoMessage() {}
 
 func (x *DescribeLogDirsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[39]
+	mi := &file_sluice_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3130,7 +3331,7 @@ func (x *DescribeLogDirsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeLogDirsResponse.ProtoReflect.Descriptor instead.
 func (*DescribeLogDirsResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{39}
+	return file_sluice_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *DescribeLogDirsResponse) GetError() ErrorCode {
@@ -3183,7 +3384,7 @@ type ReplicaFetchRequest struct {
 
 func (x *ReplicaFetchRequest) Reset() {
 	*x = ReplicaFetchRequest{}
-	mi := &file_sluice_proto_msgTypes[40]
+	mi := &file_sluice_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3195,7 +3396,7 @@ func (x *ReplicaFetchRequest) String() string {
 func (*ReplicaFetchRequest) ProtoMessage() {}
 
 func (x *ReplicaFetchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[40]
+	mi := &file_sluice_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3208,7 +3409,7 @@ func (x *ReplicaFetchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicaFetchRequest.ProtoReflect.Descriptor instead.
 func (*ReplicaFetchRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{40}
+	return file_sluice_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *ReplicaFetchRequest) GetTopic() string {
@@ -3285,7 +3486,7 @@ type ReplicaFetchResponse struct {
 
 func (x *ReplicaFetchResponse) Reset() {
 	*x = ReplicaFetchResponse{}
-	mi := &file_sluice_proto_msgTypes[41]
+	mi := &file_sluice_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3297,7 +3498,7 @@ func (x *ReplicaFetchResponse) String() string {
 func (*ReplicaFetchResponse) ProtoMessage() {}
 
 func (x *ReplicaFetchResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[41]
+	mi := &file_sluice_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3310,7 +3511,7 @@ func (x *ReplicaFetchResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicaFetchResponse.ProtoReflect.Descriptor instead.
 func (*ReplicaFetchResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{41}
+	return file_sluice_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *ReplicaFetchResponse) GetTopic() string {
@@ -3391,7 +3592,7 @@ type OffsetForLeaderEpochRequest struct {
 
 func (x *OffsetForLeaderEpochRequest) Reset() {
 	*x = OffsetForLeaderEpochRequest{}
-	mi := &file_sluice_proto_msgTypes[42]
+	mi := &file_sluice_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3403,7 +3604,7 @@ func (x *OffsetForLeaderEpochRequest) String() string {
 func (*OffsetForLeaderEpochRequest) ProtoMessage() {}
 
 func (x *OffsetForLeaderEpochRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[42]
+	mi := &file_sluice_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3416,7 +3617,7 @@ func (x *OffsetForLeaderEpochRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OffsetForLeaderEpochRequest.ProtoReflect.Descriptor instead.
 func (*OffsetForLeaderEpochRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{42}
+	return file_sluice_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *OffsetForLeaderEpochRequest) GetTopic() string {
@@ -3470,7 +3671,7 @@ type OffsetForLeaderEpochResponse struct {
 
 func (x *OffsetForLeaderEpochResponse) Reset() {
 	*x = OffsetForLeaderEpochResponse{}
-	mi := &file_sluice_proto_msgTypes[43]
+	mi := &file_sluice_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3482,7 +3683,7 @@ func (x *OffsetForLeaderEpochResponse) String() string {
 func (*OffsetForLeaderEpochResponse) ProtoMessage() {}
 
 func (x *OffsetForLeaderEpochResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[43]
+	mi := &file_sluice_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3495,7 +3696,7 @@ func (x *OffsetForLeaderEpochResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OffsetForLeaderEpochResponse.ProtoReflect.Descriptor instead.
 func (*OffsetForLeaderEpochResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{43}
+	return file_sluice_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *OffsetForLeaderEpochResponse) GetTopic() string {
@@ -3559,7 +3760,7 @@ type AlterPartitionRequest struct {
 
 func (x *AlterPartitionRequest) Reset() {
 	*x = AlterPartitionRequest{}
-	mi := &file_sluice_proto_msgTypes[44]
+	mi := &file_sluice_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3571,7 +3772,7 @@ func (x *AlterPartitionRequest) String() string {
 func (*AlterPartitionRequest) ProtoMessage() {}
 
 func (x *AlterPartitionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[44]
+	mi := &file_sluice_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3584,7 +3785,7 @@ func (x *AlterPartitionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AlterPartitionRequest.ProtoReflect.Descriptor instead.
 func (*AlterPartitionRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{44}
+	return file_sluice_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *AlterPartitionRequest) GetTopic() string {
@@ -3648,7 +3849,7 @@ type AlterPartitionResponse struct {
 
 func (x *AlterPartitionResponse) Reset() {
 	*x = AlterPartitionResponse{}
-	mi := &file_sluice_proto_msgTypes[45]
+	mi := &file_sluice_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3660,7 +3861,7 @@ func (x *AlterPartitionResponse) String() string {
 func (*AlterPartitionResponse) ProtoMessage() {}
 
 func (x *AlterPartitionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[45]
+	mi := &file_sluice_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3673,7 +3874,7 @@ func (x *AlterPartitionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AlterPartitionResponse.ProtoReflect.Descriptor instead.
 func (*AlterPartitionResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{45}
+	return file_sluice_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *AlterPartitionResponse) GetError() ErrorCode {
@@ -3709,7 +3910,7 @@ type LeaderAndIsrRequest struct {
 
 func (x *LeaderAndIsrRequest) Reset() {
 	*x = LeaderAndIsrRequest{}
-	mi := &file_sluice_proto_msgTypes[46]
+	mi := &file_sluice_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3721,7 +3922,7 @@ func (x *LeaderAndIsrRequest) String() string {
 func (*LeaderAndIsrRequest) ProtoMessage() {}
 
 func (x *LeaderAndIsrRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[46]
+	mi := &file_sluice_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3734,7 +3935,7 @@ func (x *LeaderAndIsrRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaderAndIsrRequest.ProtoReflect.Descriptor instead.
 func (*LeaderAndIsrRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{46}
+	return file_sluice_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *LeaderAndIsrRequest) GetControllerId() int32 {
@@ -3768,7 +3969,7 @@ type LeaderAndIsrResponse struct {
 
 func (x *LeaderAndIsrResponse) Reset() {
 	*x = LeaderAndIsrResponse{}
-	mi := &file_sluice_proto_msgTypes[47]
+	mi := &file_sluice_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3780,7 +3981,7 @@ func (x *LeaderAndIsrResponse) String() string {
 func (*LeaderAndIsrResponse) ProtoMessage() {}
 
 func (x *LeaderAndIsrResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[47]
+	mi := &file_sluice_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3793,7 +3994,7 @@ func (x *LeaderAndIsrResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaderAndIsrResponse.ProtoReflect.Descriptor instead.
 func (*LeaderAndIsrResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{47}
+	return file_sluice_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *LeaderAndIsrResponse) GetError() ErrorCode {
@@ -3828,7 +4029,7 @@ type ReplicaOfflineRequest struct {
 
 func (x *ReplicaOfflineRequest) Reset() {
 	*x = ReplicaOfflineRequest{}
-	mi := &file_sluice_proto_msgTypes[48]
+	mi := &file_sluice_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3840,7 +4041,7 @@ func (x *ReplicaOfflineRequest) String() string {
 func (*ReplicaOfflineRequest) ProtoMessage() {}
 
 func (x *ReplicaOfflineRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[48]
+	mi := &file_sluice_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3853,7 +4054,7 @@ func (x *ReplicaOfflineRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicaOfflineRequest.ProtoReflect.Descriptor instead.
 func (*ReplicaOfflineRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{48}
+	return file_sluice_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *ReplicaOfflineRequest) GetBrokerId() int32 {
@@ -3908,7 +4109,7 @@ type ReplicaOfflineResponse struct {
 
 func (x *ReplicaOfflineResponse) Reset() {
 	*x = ReplicaOfflineResponse{}
-	mi := &file_sluice_proto_msgTypes[49]
+	mi := &file_sluice_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3920,7 +4121,7 @@ func (x *ReplicaOfflineResponse) String() string {
 func (*ReplicaOfflineResponse) ProtoMessage() {}
 
 func (x *ReplicaOfflineResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[49]
+	mi := &file_sluice_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3933,7 +4134,7 @@ func (x *ReplicaOfflineResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicaOfflineResponse.ProtoReflect.Descriptor instead.
 func (*ReplicaOfflineResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{49}
+	return file_sluice_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *ReplicaOfflineResponse) GetError() ErrorCode {
@@ -3969,7 +4170,7 @@ type InitProducerIdRequest struct {
 
 func (x *InitProducerIdRequest) Reset() {
 	*x = InitProducerIdRequest{}
-	mi := &file_sluice_proto_msgTypes[50]
+	mi := &file_sluice_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3981,7 +4182,7 @@ func (x *InitProducerIdRequest) String() string {
 func (*InitProducerIdRequest) ProtoMessage() {}
 
 func (x *InitProducerIdRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[50]
+	mi := &file_sluice_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3994,7 +4195,7 @@ func (x *InitProducerIdRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InitProducerIdRequest.ProtoReflect.Descriptor instead.
 func (*InitProducerIdRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{50}
+	return file_sluice_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *InitProducerIdRequest) GetProducerId() int64 {
@@ -4023,7 +4224,7 @@ type InitProducerIdResponse struct {
 
 func (x *InitProducerIdResponse) Reset() {
 	*x = InitProducerIdResponse{}
-	mi := &file_sluice_proto_msgTypes[51]
+	mi := &file_sluice_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4035,7 +4236,7 @@ func (x *InitProducerIdResponse) String() string {
 func (*InitProducerIdResponse) ProtoMessage() {}
 
 func (x *InitProducerIdResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[51]
+	mi := &file_sluice_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4048,7 +4249,7 @@ func (x *InitProducerIdResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InitProducerIdResponse.ProtoReflect.Descriptor instead.
 func (*InitProducerIdResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{51}
+	return file_sluice_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *InitProducerIdResponse) GetError() ErrorCode {
@@ -4095,7 +4296,7 @@ type AllocateProducerIdsRequest struct {
 
 func (x *AllocateProducerIdsRequest) Reset() {
 	*x = AllocateProducerIdsRequest{}
-	mi := &file_sluice_proto_msgTypes[52]
+	mi := &file_sluice_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4107,7 +4308,7 @@ func (x *AllocateProducerIdsRequest) String() string {
 func (*AllocateProducerIdsRequest) ProtoMessage() {}
 
 func (x *AllocateProducerIdsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[52]
+	mi := &file_sluice_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4120,7 +4321,7 @@ func (x *AllocateProducerIdsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AllocateProducerIdsRequest.ProtoReflect.Descriptor instead.
 func (*AllocateProducerIdsRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{52}
+	return file_sluice_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *AllocateProducerIdsRequest) GetBrokerId() int32 {
@@ -4156,7 +4357,7 @@ type AllocateProducerIdsResponse struct {
 
 func (x *AllocateProducerIdsResponse) Reset() {
 	*x = AllocateProducerIdsResponse{}
-	mi := &file_sluice_proto_msgTypes[53]
+	mi := &file_sluice_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4168,7 +4369,7 @@ func (x *AllocateProducerIdsResponse) String() string {
 func (*AllocateProducerIdsResponse) ProtoMessage() {}
 
 func (x *AllocateProducerIdsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[53]
+	mi := &file_sluice_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4181,7 +4382,7 @@ func (x *AllocateProducerIdsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AllocateProducerIdsResponse.ProtoReflect.Descriptor instead.
 func (*AllocateProducerIdsResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{53}
+	return file_sluice_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *AllocateProducerIdsResponse) GetError() ErrorCode {
@@ -4223,7 +4424,7 @@ type FindCoordinatorRequest struct {
 
 func (x *FindCoordinatorRequest) Reset() {
 	*x = FindCoordinatorRequest{}
-	mi := &file_sluice_proto_msgTypes[54]
+	mi := &file_sluice_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4235,7 +4436,7 @@ func (x *FindCoordinatorRequest) String() string {
 func (*FindCoordinatorRequest) ProtoMessage() {}
 
 func (x *FindCoordinatorRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[54]
+	mi := &file_sluice_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4248,7 +4449,7 @@ func (x *FindCoordinatorRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FindCoordinatorRequest.ProtoReflect.Descriptor instead.
 func (*FindCoordinatorRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{54}
+	return file_sluice_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *FindCoordinatorRequest) GetGroup() string {
@@ -4271,7 +4472,7 @@ type FindCoordinatorResponse struct {
 
 func (x *FindCoordinatorResponse) Reset() {
 	*x = FindCoordinatorResponse{}
-	mi := &file_sluice_proto_msgTypes[55]
+	mi := &file_sluice_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4283,7 +4484,7 @@ func (x *FindCoordinatorResponse) String() string {
 func (*FindCoordinatorResponse) ProtoMessage() {}
 
 func (x *FindCoordinatorResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[55]
+	mi := &file_sluice_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4296,7 +4497,7 @@ func (x *FindCoordinatorResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FindCoordinatorResponse.ProtoReflect.Descriptor instead.
 func (*FindCoordinatorResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{55}
+	return file_sluice_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *FindCoordinatorResponse) GetError() ErrorCode {
@@ -4344,7 +4545,7 @@ type TopicPartitions struct {
 
 func (x *TopicPartitions) Reset() {
 	*x = TopicPartitions{}
-	mi := &file_sluice_proto_msgTypes[56]
+	mi := &file_sluice_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4356,7 +4557,7 @@ func (x *TopicPartitions) String() string {
 func (*TopicPartitions) ProtoMessage() {}
 
 func (x *TopicPartitions) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[56]
+	mi := &file_sluice_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4369,7 +4570,7 @@ func (x *TopicPartitions) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TopicPartitions.ProtoReflect.Descriptor instead.
 func (*TopicPartitions) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{56}
+	return file_sluice_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *TopicPartitions) GetTopic() string {
@@ -4419,7 +4620,7 @@ type JoinGroupRequest struct {
 
 func (x *JoinGroupRequest) Reset() {
 	*x = JoinGroupRequest{}
-	mi := &file_sluice_proto_msgTypes[57]
+	mi := &file_sluice_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4431,7 +4632,7 @@ func (x *JoinGroupRequest) String() string {
 func (*JoinGroupRequest) ProtoMessage() {}
 
 func (x *JoinGroupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[57]
+	mi := &file_sluice_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4444,7 +4645,7 @@ func (x *JoinGroupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinGroupRequest.ProtoReflect.Descriptor instead.
 func (*JoinGroupRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{57}
+	return file_sluice_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *JoinGroupRequest) GetGroup() string {
@@ -4534,7 +4735,7 @@ type GroupProtocol struct {
 
 func (x *GroupProtocol) Reset() {
 	*x = GroupProtocol{}
-	mi := &file_sluice_proto_msgTypes[58]
+	mi := &file_sluice_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4546,7 +4747,7 @@ func (x *GroupProtocol) String() string {
 func (*GroupProtocol) ProtoMessage() {}
 
 func (x *GroupProtocol) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[58]
+	mi := &file_sluice_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4559,7 +4760,7 @@ func (x *GroupProtocol) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GroupProtocol.ProtoReflect.Descriptor instead.
 func (*GroupProtocol) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{58}
+	return file_sluice_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *GroupProtocol) GetName() string {
@@ -4587,7 +4788,7 @@ type MemberBytes struct {
 
 func (x *MemberBytes) Reset() {
 	*x = MemberBytes{}
-	mi := &file_sluice_proto_msgTypes[59]
+	mi := &file_sluice_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4599,7 +4800,7 @@ func (x *MemberBytes) String() string {
 func (*MemberBytes) ProtoMessage() {}
 
 func (x *MemberBytes) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[59]
+	mi := &file_sluice_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4612,7 +4813,7 @@ func (x *MemberBytes) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MemberBytes.ProtoReflect.Descriptor instead.
 func (*MemberBytes) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{59}
+	return file_sluice_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *MemberBytes) GetMemberId() string {
@@ -4648,7 +4849,7 @@ type JoinGroupResponse struct {
 
 func (x *JoinGroupResponse) Reset() {
 	*x = JoinGroupResponse{}
-	mi := &file_sluice_proto_msgTypes[60]
+	mi := &file_sluice_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4660,7 +4861,7 @@ func (x *JoinGroupResponse) String() string {
 func (*JoinGroupResponse) ProtoMessage() {}
 
 func (x *JoinGroupResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[60]
+	mi := &file_sluice_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4673,7 +4874,7 @@ func (x *JoinGroupResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinGroupResponse.ProtoReflect.Descriptor instead.
 func (*JoinGroupResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{60}
+	return file_sluice_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *JoinGroupResponse) GetError() ErrorCode {
@@ -4756,7 +4957,7 @@ type SyncGroupRequest struct {
 
 func (x *SyncGroupRequest) Reset() {
 	*x = SyncGroupRequest{}
-	mi := &file_sluice_proto_msgTypes[61]
+	mi := &file_sluice_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4768,7 +4969,7 @@ func (x *SyncGroupRequest) String() string {
 func (*SyncGroupRequest) ProtoMessage() {}
 
 func (x *SyncGroupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[61]
+	mi := &file_sluice_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4781,7 +4982,7 @@ func (x *SyncGroupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SyncGroupRequest.ProtoReflect.Descriptor instead.
 func (*SyncGroupRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{61}
+	return file_sluice_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *SyncGroupRequest) GetGroup() string {
@@ -4834,7 +5035,7 @@ type SyncGroupResponse struct {
 
 func (x *SyncGroupResponse) Reset() {
 	*x = SyncGroupResponse{}
-	mi := &file_sluice_proto_msgTypes[62]
+	mi := &file_sluice_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4846,7 +5047,7 @@ func (x *SyncGroupResponse) String() string {
 func (*SyncGroupResponse) ProtoMessage() {}
 
 func (x *SyncGroupResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[62]
+	mi := &file_sluice_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4859,7 +5060,7 @@ func (x *SyncGroupResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SyncGroupResponse.ProtoReflect.Descriptor instead.
 func (*SyncGroupResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{62}
+	return file_sluice_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *SyncGroupResponse) GetError() ErrorCode {
@@ -4916,7 +5117,7 @@ type HeartbeatRequest struct {
 
 func (x *HeartbeatRequest) Reset() {
 	*x = HeartbeatRequest{}
-	mi := &file_sluice_proto_msgTypes[63]
+	mi := &file_sluice_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4928,7 +5129,7 @@ func (x *HeartbeatRequest) String() string {
 func (*HeartbeatRequest) ProtoMessage() {}
 
 func (x *HeartbeatRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[63]
+	mi := &file_sluice_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4941,7 +5142,7 @@ func (x *HeartbeatRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeartbeatRequest.ProtoReflect.Descriptor instead.
 func (*HeartbeatRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{63}
+	return file_sluice_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *HeartbeatRequest) GetGroup() string {
@@ -4982,7 +5183,7 @@ type HeartbeatResponse struct {
 
 func (x *HeartbeatResponse) Reset() {
 	*x = HeartbeatResponse{}
-	mi := &file_sluice_proto_msgTypes[64]
+	mi := &file_sluice_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4994,7 +5195,7 @@ func (x *HeartbeatResponse) String() string {
 func (*HeartbeatResponse) ProtoMessage() {}
 
 func (x *HeartbeatResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[64]
+	mi := &file_sluice_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5007,7 +5208,7 @@ func (x *HeartbeatResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeartbeatResponse.ProtoReflect.Descriptor instead.
 func (*HeartbeatResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{64}
+	return file_sluice_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *HeartbeatResponse) GetError() ErrorCode {
@@ -5037,7 +5238,7 @@ type LeaveGroupRequest struct {
 
 func (x *LeaveGroupRequest) Reset() {
 	*x = LeaveGroupRequest{}
-	mi := &file_sluice_proto_msgTypes[65]
+	mi := &file_sluice_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5049,7 +5250,7 @@ func (x *LeaveGroupRequest) String() string {
 func (*LeaveGroupRequest) ProtoMessage() {}
 
 func (x *LeaveGroupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[65]
+	mi := &file_sluice_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5062,7 +5263,7 @@ func (x *LeaveGroupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaveGroupRequest.ProtoReflect.Descriptor instead.
 func (*LeaveGroupRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{65}
+	return file_sluice_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *LeaveGroupRequest) GetGroup() string {
@@ -5096,7 +5297,7 @@ type LeaveGroupResponse struct {
 
 func (x *LeaveGroupResponse) Reset() {
 	*x = LeaveGroupResponse{}
-	mi := &file_sluice_proto_msgTypes[66]
+	mi := &file_sluice_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5108,7 +5309,7 @@ func (x *LeaveGroupResponse) String() string {
 func (*LeaveGroupResponse) ProtoMessage() {}
 
 func (x *LeaveGroupResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[66]
+	mi := &file_sluice_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5121,7 +5322,7 @@ func (x *LeaveGroupResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaveGroupResponse.ProtoReflect.Descriptor instead.
 func (*LeaveGroupResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{66}
+	return file_sluice_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *LeaveGroupResponse) GetError() ErrorCode {
@@ -5154,7 +5355,7 @@ type OffsetCommitEntry struct {
 
 func (x *OffsetCommitEntry) Reset() {
 	*x = OffsetCommitEntry{}
-	mi := &file_sluice_proto_msgTypes[67]
+	mi := &file_sluice_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5166,7 +5367,7 @@ func (x *OffsetCommitEntry) String() string {
 func (*OffsetCommitEntry) ProtoMessage() {}
 
 func (x *OffsetCommitEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[67]
+	mi := &file_sluice_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5179,7 +5380,7 @@ func (x *OffsetCommitEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OffsetCommitEntry.ProtoReflect.Descriptor instead.
 func (*OffsetCommitEntry) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{67}
+	return file_sluice_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *OffsetCommitEntry) GetTopic() string {
@@ -5233,7 +5434,7 @@ type OffsetCommitRequest struct {
 
 func (x *OffsetCommitRequest) Reset() {
 	*x = OffsetCommitRequest{}
-	mi := &file_sluice_proto_msgTypes[68]
+	mi := &file_sluice_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5245,7 +5446,7 @@ func (x *OffsetCommitRequest) String() string {
 func (*OffsetCommitRequest) ProtoMessage() {}
 
 func (x *OffsetCommitRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[68]
+	mi := &file_sluice_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5258,7 +5459,7 @@ func (x *OffsetCommitRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OffsetCommitRequest.ProtoReflect.Descriptor instead.
 func (*OffsetCommitRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{68}
+	return file_sluice_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *OffsetCommitRequest) GetGroup() string {
@@ -5306,7 +5507,7 @@ type OffsetCommitResponse struct {
 
 func (x *OffsetCommitResponse) Reset() {
 	*x = OffsetCommitResponse{}
-	mi := &file_sluice_proto_msgTypes[69]
+	mi := &file_sluice_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5318,7 +5519,7 @@ func (x *OffsetCommitResponse) String() string {
 func (*OffsetCommitResponse) ProtoMessage() {}
 
 func (x *OffsetCommitResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[69]
+	mi := &file_sluice_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5331,7 +5532,7 @@ func (x *OffsetCommitResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OffsetCommitResponse.ProtoReflect.Descriptor instead.
 func (*OffsetCommitResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{69}
+	return file_sluice_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *OffsetCommitResponse) GetError() ErrorCode {
@@ -5359,7 +5560,7 @@ type OffsetFetchRequest struct {
 
 func (x *OffsetFetchRequest) Reset() {
 	*x = OffsetFetchRequest{}
-	mi := &file_sluice_proto_msgTypes[70]
+	mi := &file_sluice_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5371,7 +5572,7 @@ func (x *OffsetFetchRequest) String() string {
 func (*OffsetFetchRequest) ProtoMessage() {}
 
 func (x *OffsetFetchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[70]
+	mi := &file_sluice_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5384,7 +5585,7 @@ func (x *OffsetFetchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OffsetFetchRequest.ProtoReflect.Descriptor instead.
 func (*OffsetFetchRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{70}
+	return file_sluice_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *OffsetFetchRequest) GetGroup() string {
@@ -5412,7 +5613,7 @@ type OffsetFetchResponse struct {
 
 func (x *OffsetFetchResponse) Reset() {
 	*x = OffsetFetchResponse{}
-	mi := &file_sluice_proto_msgTypes[71]
+	mi := &file_sluice_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5424,7 +5625,7 @@ func (x *OffsetFetchResponse) String() string {
 func (*OffsetFetchResponse) ProtoMessage() {}
 
 func (x *OffsetFetchResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[71]
+	mi := &file_sluice_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5437,7 +5638,7 @@ func (x *OffsetFetchResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OffsetFetchResponse.ProtoReflect.Descriptor instead.
 func (*OffsetFetchResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{71}
+	return file_sluice_proto_rawDescGZIP(), []int{74}
 }
 
 func (x *OffsetFetchResponse) GetError() ErrorCode {
@@ -5472,7 +5673,7 @@ type DeleteGroupRequest struct {
 
 func (x *DeleteGroupRequest) Reset() {
 	*x = DeleteGroupRequest{}
-	mi := &file_sluice_proto_msgTypes[72]
+	mi := &file_sluice_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5484,7 +5685,7 @@ func (x *DeleteGroupRequest) String() string {
 func (*DeleteGroupRequest) ProtoMessage() {}
 
 func (x *DeleteGroupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[72]
+	mi := &file_sluice_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5497,7 +5698,7 @@ func (x *DeleteGroupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteGroupRequest.ProtoReflect.Descriptor instead.
 func (*DeleteGroupRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{72}
+	return file_sluice_proto_rawDescGZIP(), []int{75}
 }
 
 func (x *DeleteGroupRequest) GetGroup() string {
@@ -5517,7 +5718,7 @@ type DeleteGroupResponse struct {
 
 func (x *DeleteGroupResponse) Reset() {
 	*x = DeleteGroupResponse{}
-	mi := &file_sluice_proto_msgTypes[73]
+	mi := &file_sluice_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5529,7 +5730,7 @@ func (x *DeleteGroupResponse) String() string {
 func (*DeleteGroupResponse) ProtoMessage() {}
 
 func (x *DeleteGroupResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[73]
+	mi := &file_sluice_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5542,7 +5743,7 @@ func (x *DeleteGroupResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteGroupResponse.ProtoReflect.Descriptor instead.
 func (*DeleteGroupResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{73}
+	return file_sluice_proto_rawDescGZIP(), []int{76}
 }
 
 func (x *DeleteGroupResponse) GetError() ErrorCode {
@@ -5572,7 +5773,7 @@ type DeleteOffsetsRequest struct {
 
 func (x *DeleteOffsetsRequest) Reset() {
 	*x = DeleteOffsetsRequest{}
-	mi := &file_sluice_proto_msgTypes[74]
+	mi := &file_sluice_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5584,7 +5785,7 @@ func (x *DeleteOffsetsRequest) String() string {
 func (*DeleteOffsetsRequest) ProtoMessage() {}
 
 func (x *DeleteOffsetsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[74]
+	mi := &file_sluice_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5597,7 +5798,7 @@ func (x *DeleteOffsetsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteOffsetsRequest.ProtoReflect.Descriptor instead.
 func (*DeleteOffsetsRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{74}
+	return file_sluice_proto_rawDescGZIP(), []int{77}
 }
 
 func (x *DeleteOffsetsRequest) GetGroup() string {
@@ -5626,7 +5827,7 @@ type DeleteOffsetsResponse struct {
 
 func (x *DeleteOffsetsResponse) Reset() {
 	*x = DeleteOffsetsResponse{}
-	mi := &file_sluice_proto_msgTypes[75]
+	mi := &file_sluice_proto_msgTypes[78]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5638,7 +5839,7 @@ func (x *DeleteOffsetsResponse) String() string {
 func (*DeleteOffsetsResponse) ProtoMessage() {}
 
 func (x *DeleteOffsetsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[75]
+	mi := &file_sluice_proto_msgTypes[78]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5651,7 +5852,7 @@ func (x *DeleteOffsetsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteOffsetsResponse.ProtoReflect.Descriptor instead.
 func (*DeleteOffsetsResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{75}
+	return file_sluice_proto_rawDescGZIP(), []int{78}
 }
 
 func (x *DeleteOffsetsResponse) GetError() ErrorCode {
@@ -5688,7 +5889,7 @@ type PartitionError struct {
 
 func (x *PartitionError) Reset() {
 	*x = PartitionError{}
-	mi := &file_sluice_proto_msgTypes[76]
+	mi := &file_sluice_proto_msgTypes[79]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5700,7 +5901,7 @@ func (x *PartitionError) String() string {
 func (*PartitionError) ProtoMessage() {}
 
 func (x *PartitionError) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[76]
+	mi := &file_sluice_proto_msgTypes[79]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5713,7 +5914,7 @@ func (x *PartitionError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PartitionError.ProtoReflect.Descriptor instead.
 func (*PartitionError) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{76}
+	return file_sluice_proto_rawDescGZIP(), []int{79}
 }
 
 func (x *PartitionError) GetTopic() string {
@@ -5752,7 +5953,7 @@ type ListGroupsRequest struct {
 
 func (x *ListGroupsRequest) Reset() {
 	*x = ListGroupsRequest{}
-	mi := &file_sluice_proto_msgTypes[77]
+	mi := &file_sluice_proto_msgTypes[80]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5764,7 +5965,7 @@ func (x *ListGroupsRequest) String() string {
 func (*ListGroupsRequest) ProtoMessage() {}
 
 func (x *ListGroupsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[77]
+	mi := &file_sluice_proto_msgTypes[80]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5777,7 +5978,7 @@ func (x *ListGroupsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListGroupsRequest.ProtoReflect.Descriptor instead.
 func (*ListGroupsRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{77}
+	return file_sluice_proto_rawDescGZIP(), []int{80}
 }
 
 type GroupOverview struct {
@@ -5792,7 +5993,7 @@ type GroupOverview struct {
 
 func (x *GroupOverview) Reset() {
 	*x = GroupOverview{}
-	mi := &file_sluice_proto_msgTypes[78]
+	mi := &file_sluice_proto_msgTypes[81]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5804,7 +6005,7 @@ func (x *GroupOverview) String() string {
 func (*GroupOverview) ProtoMessage() {}
 
 func (x *GroupOverview) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[78]
+	mi := &file_sluice_proto_msgTypes[81]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5817,7 +6018,7 @@ func (x *GroupOverview) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GroupOverview.ProtoReflect.Descriptor instead.
 func (*GroupOverview) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{78}
+	return file_sluice_proto_rawDescGZIP(), []int{81}
 }
 
 func (x *GroupOverview) GetGroup() string {
@@ -5857,7 +6058,7 @@ type ListGroupsResponse struct {
 
 func (x *ListGroupsResponse) Reset() {
 	*x = ListGroupsResponse{}
-	mi := &file_sluice_proto_msgTypes[79]
+	mi := &file_sluice_proto_msgTypes[82]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5869,7 +6070,7 @@ func (x *ListGroupsResponse) String() string {
 func (*ListGroupsResponse) ProtoMessage() {}
 
 func (x *ListGroupsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[79]
+	mi := &file_sluice_proto_msgTypes[82]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5882,7 +6083,7 @@ func (x *ListGroupsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListGroupsResponse.ProtoReflect.Descriptor instead.
 func (*ListGroupsResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{79}
+	return file_sluice_proto_rawDescGZIP(), []int{82}
 }
 
 func (x *ListGroupsResponse) GetGroups() []*GroupOverview {
@@ -5901,7 +6102,7 @@ type DescribeGroupRequest struct {
 
 func (x *DescribeGroupRequest) Reset() {
 	*x = DescribeGroupRequest{}
-	mi := &file_sluice_proto_msgTypes[80]
+	mi := &file_sluice_proto_msgTypes[83]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5913,7 +6114,7 @@ func (x *DescribeGroupRequest) String() string {
 func (*DescribeGroupRequest) ProtoMessage() {}
 
 func (x *DescribeGroupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[80]
+	mi := &file_sluice_proto_msgTypes[83]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5926,7 +6127,7 @@ func (x *DescribeGroupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeGroupRequest.ProtoReflect.Descriptor instead.
 func (*DescribeGroupRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{80}
+	return file_sluice_proto_rawDescGZIP(), []int{83}
 }
 
 func (x *DescribeGroupRequest) GetGroup() string {
@@ -5957,7 +6158,7 @@ type MemberDescription struct {
 
 func (x *MemberDescription) Reset() {
 	*x = MemberDescription{}
-	mi := &file_sluice_proto_msgTypes[81]
+	mi := &file_sluice_proto_msgTypes[84]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5969,7 +6170,7 @@ func (x *MemberDescription) String() string {
 func (*MemberDescription) ProtoMessage() {}
 
 func (x *MemberDescription) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[81]
+	mi := &file_sluice_proto_msgTypes[84]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5982,7 +6183,7 @@ func (x *MemberDescription) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MemberDescription.ProtoReflect.Descriptor instead.
 func (*MemberDescription) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{81}
+	return file_sluice_proto_rawDescGZIP(), []int{84}
 }
 
 func (x *MemberDescription) GetMemberId() string {
@@ -6067,7 +6268,7 @@ type DescribeGroupResponse struct {
 
 func (x *DescribeGroupResponse) Reset() {
 	*x = DescribeGroupResponse{}
-	mi := &file_sluice_proto_msgTypes[82]
+	mi := &file_sluice_proto_msgTypes[85]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6079,7 +6280,7 @@ func (x *DescribeGroupResponse) String() string {
 func (*DescribeGroupResponse) ProtoMessage() {}
 
 func (x *DescribeGroupResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[82]
+	mi := &file_sluice_proto_msgTypes[85]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6092,7 +6293,7 @@ func (x *DescribeGroupResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeGroupResponse.ProtoReflect.Descriptor instead.
 func (*DescribeGroupResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{82}
+	return file_sluice_proto_rawDescGZIP(), []int{85}
 }
 
 func (x *DescribeGroupResponse) GetError() ErrorCode {
@@ -6189,7 +6390,7 @@ type SubscribeRequest struct {
 
 func (x *SubscribeRequest) Reset() {
 	*x = SubscribeRequest{}
-	mi := &file_sluice_proto_msgTypes[83]
+	mi := &file_sluice_proto_msgTypes[86]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6201,7 +6402,7 @@ func (x *SubscribeRequest) String() string {
 func (*SubscribeRequest) ProtoMessage() {}
 
 func (x *SubscribeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[83]
+	mi := &file_sluice_proto_msgTypes[86]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6214,7 +6415,7 @@ func (x *SubscribeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubscribeRequest.ProtoReflect.Descriptor instead.
 func (*SubscribeRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{83}
+	return file_sluice_proto_rawDescGZIP(), []int{86}
 }
 
 func (x *SubscribeRequest) GetGroup() string {
@@ -6284,7 +6485,7 @@ type SubscribeResponse struct {
 
 func (x *SubscribeResponse) Reset() {
 	*x = SubscribeResponse{}
-	mi := &file_sluice_proto_msgTypes[84]
+	mi := &file_sluice_proto_msgTypes[87]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6296,7 +6497,7 @@ func (x *SubscribeResponse) String() string {
 func (*SubscribeResponse) ProtoMessage() {}
 
 func (x *SubscribeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[84]
+	mi := &file_sluice_proto_msgTypes[87]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6309,7 +6510,7 @@ func (x *SubscribeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubscribeResponse.ProtoReflect.Descriptor instead.
 func (*SubscribeResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{84}
+	return file_sluice_proto_rawDescGZIP(), []int{87}
 }
 
 func (x *SubscribeResponse) GetError() ErrorCode {
@@ -6348,7 +6549,7 @@ type PushedRecord struct {
 
 func (x *PushedRecord) Reset() {
 	*x = PushedRecord{}
-	mi := &file_sluice_proto_msgTypes[85]
+	mi := &file_sluice_proto_msgTypes[88]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6360,7 +6561,7 @@ func (x *PushedRecord) String() string {
 func (*PushedRecord) ProtoMessage() {}
 
 func (x *PushedRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[85]
+	mi := &file_sluice_proto_msgTypes[88]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6373,7 +6574,7 @@ func (x *PushedRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PushedRecord.ProtoReflect.Descriptor instead.
 func (*PushedRecord) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{85}
+	return file_sluice_proto_rawDescGZIP(), []int{88}
 }
 
 func (x *PushedRecord) GetTopic() string {
@@ -6437,7 +6638,7 @@ type RecordHeader struct {
 
 func (x *RecordHeader) Reset() {
 	*x = RecordHeader{}
-	mi := &file_sluice_proto_msgTypes[86]
+	mi := &file_sluice_proto_msgTypes[89]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6449,7 +6650,7 @@ func (x *RecordHeader) String() string {
 func (*RecordHeader) ProtoMessage() {}
 
 func (x *RecordHeader) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[86]
+	mi := &file_sluice_proto_msgTypes[89]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6462,7 +6663,7 @@ func (x *RecordHeader) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordHeader.ProtoReflect.Descriptor instead.
 func (*RecordHeader) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{86}
+	return file_sluice_proto_rawDescGZIP(), []int{89}
 }
 
 func (x *RecordHeader) GetKey() []byte {
@@ -6493,7 +6694,7 @@ type PushRecords struct {
 
 func (x *PushRecords) Reset() {
 	*x = PushRecords{}
-	mi := &file_sluice_proto_msgTypes[87]
+	mi := &file_sluice_proto_msgTypes[90]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6505,7 +6706,7 @@ func (x *PushRecords) String() string {
 func (*PushRecords) ProtoMessage() {}
 
 func (x *PushRecords) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[87]
+	mi := &file_sluice_proto_msgTypes[90]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6518,7 +6719,7 @@ func (x *PushRecords) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PushRecords.ProtoReflect.Descriptor instead.
 func (*PushRecords) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{87}
+	return file_sluice_proto_rawDescGZIP(), []int{90}
 }
 
 func (x *PushRecords) GetGroup() string {
@@ -6562,7 +6763,7 @@ type PushAssignment struct {
 
 func (x *PushAssignment) Reset() {
 	*x = PushAssignment{}
-	mi := &file_sluice_proto_msgTypes[88]
+	mi := &file_sluice_proto_msgTypes[91]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6574,7 +6775,7 @@ func (x *PushAssignment) String() string {
 func (*PushAssignment) ProtoMessage() {}
 
 func (x *PushAssignment) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[88]
+	mi := &file_sluice_proto_msgTypes[91]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6587,7 +6788,7 @@ func (x *PushAssignment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PushAssignment.ProtoReflect.Descriptor instead.
 func (*PushAssignment) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{88}
+	return file_sluice_proto_rawDescGZIP(), []int{91}
 }
 
 func (x *PushAssignment) GetGroup() string {
@@ -6631,7 +6832,7 @@ type PushCredit struct {
 
 func (x *PushCredit) Reset() {
 	*x = PushCredit{}
-	mi := &file_sluice_proto_msgTypes[89]
+	mi := &file_sluice_proto_msgTypes[92]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6643,7 +6844,7 @@ func (x *PushCredit) String() string {
 func (*PushCredit) ProtoMessage() {}
 
 func (x *PushCredit) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[89]
+	mi := &file_sluice_proto_msgTypes[92]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6656,7 +6857,7 @@ func (x *PushCredit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PushCredit.ProtoReflect.Descriptor instead.
 func (*PushCredit) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{89}
+	return file_sluice_proto_rawDescGZIP(), []int{92}
 }
 
 func (x *PushCredit) GetGroup() string {
@@ -6701,7 +6902,7 @@ type PushAck struct {
 
 func (x *PushAck) Reset() {
 	*x = PushAck{}
-	mi := &file_sluice_proto_msgTypes[90]
+	mi := &file_sluice_proto_msgTypes[93]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6713,7 +6914,7 @@ func (x *PushAck) String() string {
 func (*PushAck) ProtoMessage() {}
 
 func (x *PushAck) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[90]
+	mi := &file_sluice_proto_msgTypes[93]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6726,7 +6927,7 @@ func (x *PushAck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PushAck.ProtoReflect.Descriptor instead.
 func (*PushAck) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{90}
+	return file_sluice_proto_rawDescGZIP(), []int{93}
 }
 
 func (x *PushAck) GetGroup() string {
@@ -6782,7 +6983,7 @@ type UnsubscribeRequest struct {
 
 func (x *UnsubscribeRequest) Reset() {
 	*x = UnsubscribeRequest{}
-	mi := &file_sluice_proto_msgTypes[91]
+	mi := &file_sluice_proto_msgTypes[94]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6794,7 +6995,7 @@ func (x *UnsubscribeRequest) String() string {
 func (*UnsubscribeRequest) ProtoMessage() {}
 
 func (x *UnsubscribeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[91]
+	mi := &file_sluice_proto_msgTypes[94]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6807,7 +7008,7 @@ func (x *UnsubscribeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UnsubscribeRequest.ProtoReflect.Descriptor instead.
 func (*UnsubscribeRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{91}
+	return file_sluice_proto_rawDescGZIP(), []int{94}
 }
 
 func (x *UnsubscribeRequest) GetGroup() string {
@@ -6838,7 +7039,7 @@ type GroupRecordKey struct {
 
 func (x *GroupRecordKey) Reset() {
 	*x = GroupRecordKey{}
-	mi := &file_sluice_proto_msgTypes[92]
+	mi := &file_sluice_proto_msgTypes[95]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6850,7 +7051,7 @@ func (x *GroupRecordKey) String() string {
 func (*GroupRecordKey) ProtoMessage() {}
 
 func (x *GroupRecordKey) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[92]
+	mi := &file_sluice_proto_msgTypes[95]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6863,7 +7064,7 @@ func (x *GroupRecordKey) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GroupRecordKey.ProtoReflect.Descriptor instead.
 func (*GroupRecordKey) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{92}
+	return file_sluice_proto_rawDescGZIP(), []int{95}
 }
 
 func (x *GroupRecordKey) GetGroup() string {
@@ -6898,7 +7099,7 @@ type OffsetValue struct {
 
 func (x *OffsetValue) Reset() {
 	*x = OffsetValue{}
-	mi := &file_sluice_proto_msgTypes[93]
+	mi := &file_sluice_proto_msgTypes[96]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6910,7 +7111,7 @@ func (x *OffsetValue) String() string {
 func (*OffsetValue) ProtoMessage() {}
 
 func (x *OffsetValue) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[93]
+	mi := &file_sluice_proto_msgTypes[96]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6923,7 +7124,7 @@ func (x *OffsetValue) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OffsetValue.ProtoReflect.Descriptor instead.
 func (*OffsetValue) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{93}
+	return file_sluice_proto_rawDescGZIP(), []int{96}
 }
 
 func (x *OffsetValue) GetOffset() int64 {
@@ -6977,7 +7178,7 @@ type GroupMemberRecord struct {
 
 func (x *GroupMemberRecord) Reset() {
 	*x = GroupMemberRecord{}
-	mi := &file_sluice_proto_msgTypes[94]
+	mi := &file_sluice_proto_msgTypes[97]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6989,7 +7190,7 @@ func (x *GroupMemberRecord) String() string {
 func (*GroupMemberRecord) ProtoMessage() {}
 
 func (x *GroupMemberRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[94]
+	mi := &file_sluice_proto_msgTypes[97]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7002,7 +7203,7 @@ func (x *GroupMemberRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GroupMemberRecord.ProtoReflect.Descriptor instead.
 func (*GroupMemberRecord) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{94}
+	return file_sluice_proto_rawDescGZIP(), []int{97}
 }
 
 func (x *GroupMemberRecord) GetMemberId() string {
@@ -7129,7 +7330,7 @@ type GroupMetadataValue struct {
 
 func (x *GroupMetadataValue) Reset() {
 	*x = GroupMetadataValue{}
-	mi := &file_sluice_proto_msgTypes[95]
+	mi := &file_sluice_proto_msgTypes[98]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7141,7 +7342,7 @@ func (x *GroupMetadataValue) String() string {
 func (*GroupMetadataValue) ProtoMessage() {}
 
 func (x *GroupMetadataValue) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[95]
+	mi := &file_sluice_proto_msgTypes[98]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7154,7 +7355,7 @@ func (x *GroupMetadataValue) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GroupMetadataValue.ProtoReflect.Descriptor instead.
 func (*GroupMetadataValue) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{95}
+	return file_sluice_proto_rawDescGZIP(), []int{98}
 }
 
 func (x *GroupMetadataValue) GetGeneration() int32 {
@@ -7202,7 +7403,7 @@ type TopicRecord struct {
 
 func (x *TopicRecord) Reset() {
 	*x = TopicRecord{}
-	mi := &file_sluice_proto_msgTypes[96]
+	mi := &file_sluice_proto_msgTypes[99]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7214,7 +7415,7 @@ func (x *TopicRecord) String() string {
 func (*TopicRecord) ProtoMessage() {}
 
 func (x *TopicRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[96]
+	mi := &file_sluice_proto_msgTypes[99]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7227,7 +7428,7 @@ func (x *TopicRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TopicRecord.ProtoReflect.Descriptor instead.
 func (*TopicRecord) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{96}
+	return file_sluice_proto_rawDescGZIP(), []int{99}
 }
 
 func (x *TopicRecord) GetName() string {
@@ -7288,7 +7489,7 @@ type ReplicaAssignment struct {
 
 func (x *ReplicaAssignment) Reset() {
 	*x = ReplicaAssignment{}
-	mi := &file_sluice_proto_msgTypes[97]
+	mi := &file_sluice_proto_msgTypes[100]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7300,7 +7501,7 @@ func (x *ReplicaAssignment) String() string {
 func (*ReplicaAssignment) ProtoMessage() {}
 
 func (x *ReplicaAssignment) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[97]
+	mi := &file_sluice_proto_msgTypes[100]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7313,7 +7514,7 @@ func (x *ReplicaAssignment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicaAssignment.ProtoReflect.Descriptor instead.
 func (*ReplicaAssignment) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{97}
+	return file_sluice_proto_rawDescGZIP(), []int{100}
 }
 
 func (x *ReplicaAssignment) GetReplicas() []int32 {
@@ -7356,7 +7557,7 @@ type PartitionState struct {
 
 func (x *PartitionState) Reset() {
 	*x = PartitionState{}
-	mi := &file_sluice_proto_msgTypes[98]
+	mi := &file_sluice_proto_msgTypes[101]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7368,7 +7569,7 @@ func (x *PartitionState) String() string {
 func (*PartitionState) ProtoMessage() {}
 
 func (x *PartitionState) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[98]
+	mi := &file_sluice_proto_msgTypes[101]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7381,7 +7582,7 @@ func (x *PartitionState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PartitionState.ProtoReflect.Descriptor instead.
 func (*PartitionState) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{98}
+	return file_sluice_proto_rawDescGZIP(), []int{101}
 }
 
 func (x *PartitionState) GetTopic() string {
@@ -7489,7 +7690,7 @@ type TopicDeletion struct {
 
 func (x *TopicDeletion) Reset() {
 	*x = TopicDeletion{}
-	mi := &file_sluice_proto_msgTypes[99]
+	mi := &file_sluice_proto_msgTypes[102]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7501,7 +7702,7 @@ func (x *TopicDeletion) String() string {
 func (*TopicDeletion) ProtoMessage() {}
 
 func (x *TopicDeletion) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[99]
+	mi := &file_sluice_proto_msgTypes[102]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7514,7 +7715,7 @@ func (x *TopicDeletion) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TopicDeletion.ProtoReflect.Descriptor instead.
 func (*TopicDeletion) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{99}
+	return file_sluice_proto_rawDescGZIP(), []int{102}
 }
 
 func (x *TopicDeletion) GetName() string {
@@ -7554,7 +7755,7 @@ type BrokerRegistration struct {
 
 func (x *BrokerRegistration) Reset() {
 	*x = BrokerRegistration{}
-	mi := &file_sluice_proto_msgTypes[100]
+	mi := &file_sluice_proto_msgTypes[103]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7566,7 +7767,7 @@ func (x *BrokerRegistration) String() string {
 func (*BrokerRegistration) ProtoMessage() {}
 
 func (x *BrokerRegistration) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[100]
+	mi := &file_sluice_proto_msgTypes[103]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7579,7 +7780,7 @@ func (x *BrokerRegistration) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BrokerRegistration.ProtoReflect.Descriptor instead.
 func (*BrokerRegistration) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{100}
+	return file_sluice_proto_rawDescGZIP(), []int{103}
 }
 
 func (x *BrokerRegistration) GetId() int32 {
@@ -7635,7 +7836,7 @@ type ClusterSnapshot struct {
 
 func (x *ClusterSnapshot) Reset() {
 	*x = ClusterSnapshot{}
-	mi := &file_sluice_proto_msgTypes[101]
+	mi := &file_sluice_proto_msgTypes[104]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7647,7 +7848,7 @@ func (x *ClusterSnapshot) String() string {
 func (*ClusterSnapshot) ProtoMessage() {}
 
 func (x *ClusterSnapshot) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[101]
+	mi := &file_sluice_proto_msgTypes[104]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7660,7 +7861,7 @@ func (x *ClusterSnapshot) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterSnapshot.ProtoReflect.Descriptor instead.
 func (*ClusterSnapshot) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{101}
+	return file_sluice_proto_rawDescGZIP(), []int{104}
 }
 
 func (x *ClusterSnapshot) GetIndex() uint64 {
@@ -7738,7 +7939,7 @@ type AclBinding struct {
 
 func (x *AclBinding) Reset() {
 	*x = AclBinding{}
-	mi := &file_sluice_proto_msgTypes[102]
+	mi := &file_sluice_proto_msgTypes[105]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7750,7 +7951,7 @@ func (x *AclBinding) String() string {
 func (*AclBinding) ProtoMessage() {}
 
 func (x *AclBinding) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[102]
+	mi := &file_sluice_proto_msgTypes[105]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7763,7 +7964,7 @@ func (x *AclBinding) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AclBinding.ProtoReflect.Descriptor instead.
 func (*AclBinding) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{102}
+	return file_sluice_proto_rawDescGZIP(), []int{105}
 }
 
 func (x *AclBinding) GetResourceType() AclResourceType {
@@ -7828,7 +8029,7 @@ type UserRecord struct {
 
 func (x *UserRecord) Reset() {
 	*x = UserRecord{}
-	mi := &file_sluice_proto_msgTypes[103]
+	mi := &file_sluice_proto_msgTypes[106]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7840,7 +8041,7 @@ func (x *UserRecord) String() string {
 func (*UserRecord) ProtoMessage() {}
 
 func (x *UserRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[103]
+	mi := &file_sluice_proto_msgTypes[106]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7853,7 +8054,7 @@ func (x *UserRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UserRecord.ProtoReflect.Descriptor instead.
 func (*UserRecord) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{103}
+	return file_sluice_proto_rawDescGZIP(), []int{106}
 }
 
 func (x *UserRecord) GetName() string {
@@ -7893,7 +8094,7 @@ type SecurityRecord struct {
 
 func (x *SecurityRecord) Reset() {
 	*x = SecurityRecord{}
-	mi := &file_sluice_proto_msgTypes[104]
+	mi := &file_sluice_proto_msgTypes[107]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7905,7 +8106,7 @@ func (x *SecurityRecord) String() string {
 func (*SecurityRecord) ProtoMessage() {}
 
 func (x *SecurityRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[104]
+	mi := &file_sluice_proto_msgTypes[107]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7918,7 +8119,7 @@ func (x *SecurityRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SecurityRecord.ProtoReflect.Descriptor instead.
 func (*SecurityRecord) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{104}
+	return file_sluice_proto_rawDescGZIP(), []int{107}
 }
 
 func (x *SecurityRecord) GetAcls() []*AclBinding {
@@ -7951,7 +8152,7 @@ type CreateAclsRequest struct {
 
 func (x *CreateAclsRequest) Reset() {
 	*x = CreateAclsRequest{}
-	mi := &file_sluice_proto_msgTypes[105]
+	mi := &file_sluice_proto_msgTypes[108]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7963,7 +8164,7 @@ func (x *CreateAclsRequest) String() string {
 func (*CreateAclsRequest) ProtoMessage() {}
 
 func (x *CreateAclsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[105]
+	mi := &file_sluice_proto_msgTypes[108]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7976,7 +8177,7 @@ func (x *CreateAclsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateAclsRequest.ProtoReflect.Descriptor instead.
 func (*CreateAclsRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{105}
+	return file_sluice_proto_rawDescGZIP(), []int{108}
 }
 
 func (x *CreateAclsRequest) GetAcls() []*AclBinding {
@@ -7998,7 +8199,7 @@ type CreateAclsResponse struct {
 
 func (x *CreateAclsResponse) Reset() {
 	*x = CreateAclsResponse{}
-	mi := &file_sluice_proto_msgTypes[106]
+	mi := &file_sluice_proto_msgTypes[109]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8010,7 +8211,7 @@ func (x *CreateAclsResponse) String() string {
 func (*CreateAclsResponse) ProtoMessage() {}
 
 func (x *CreateAclsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[106]
+	mi := &file_sluice_proto_msgTypes[109]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8023,7 +8224,7 @@ func (x *CreateAclsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateAclsResponse.ProtoReflect.Descriptor instead.
 func (*CreateAclsResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{106}
+	return file_sluice_proto_rawDescGZIP(), []int{109}
 }
 
 func (x *CreateAclsResponse) GetError() ErrorCode {
@@ -8056,7 +8257,7 @@ type DeleteAclsRequest struct {
 
 func (x *DeleteAclsRequest) Reset() {
 	*x = DeleteAclsRequest{}
-	mi := &file_sluice_proto_msgTypes[107]
+	mi := &file_sluice_proto_msgTypes[110]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8068,7 +8269,7 @@ func (x *DeleteAclsRequest) String() string {
 func (*DeleteAclsRequest) ProtoMessage() {}
 
 func (x *DeleteAclsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[107]
+	mi := &file_sluice_proto_msgTypes[110]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8081,7 +8282,7 @@ func (x *DeleteAclsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteAclsRequest.ProtoReflect.Descriptor instead.
 func (*DeleteAclsRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{107}
+	return file_sluice_proto_rawDescGZIP(), []int{110}
 }
 
 func (x *DeleteAclsRequest) GetFilters() []*AclBinding {
@@ -8102,7 +8303,7 @@ type DeleteAclsResponse struct {
 
 func (x *DeleteAclsResponse) Reset() {
 	*x = DeleteAclsResponse{}
-	mi := &file_sluice_proto_msgTypes[108]
+	mi := &file_sluice_proto_msgTypes[111]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8114,7 +8315,7 @@ func (x *DeleteAclsResponse) String() string {
 func (*DeleteAclsResponse) ProtoMessage() {}
 
 func (x *DeleteAclsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[108]
+	mi := &file_sluice_proto_msgTypes[111]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8127,7 +8328,7 @@ func (x *DeleteAclsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteAclsResponse.ProtoReflect.Descriptor instead.
 func (*DeleteAclsResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{108}
+	return file_sluice_proto_rawDescGZIP(), []int{111}
 }
 
 func (x *DeleteAclsResponse) GetError() ErrorCode {
@@ -8160,7 +8361,7 @@ type DescribeAclsRequest struct {
 
 func (x *DescribeAclsRequest) Reset() {
 	*x = DescribeAclsRequest{}
-	mi := &file_sluice_proto_msgTypes[109]
+	mi := &file_sluice_proto_msgTypes[112]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8172,7 +8373,7 @@ func (x *DescribeAclsRequest) String() string {
 func (*DescribeAclsRequest) ProtoMessage() {}
 
 func (x *DescribeAclsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[109]
+	mi := &file_sluice_proto_msgTypes[112]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8185,7 +8386,7 @@ func (x *DescribeAclsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeAclsRequest.ProtoReflect.Descriptor instead.
 func (*DescribeAclsRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{109}
+	return file_sluice_proto_rawDescGZIP(), []int{112}
 }
 
 func (x *DescribeAclsRequest) GetFilter() *AclBinding {
@@ -8206,7 +8407,7 @@ type DescribeAclsResponse struct {
 
 func (x *DescribeAclsResponse) Reset() {
 	*x = DescribeAclsResponse{}
-	mi := &file_sluice_proto_msgTypes[110]
+	mi := &file_sluice_proto_msgTypes[113]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8218,7 +8419,7 @@ func (x *DescribeAclsResponse) String() string {
 func (*DescribeAclsResponse) ProtoMessage() {}
 
 func (x *DescribeAclsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[110]
+	mi := &file_sluice_proto_msgTypes[113]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8231,7 +8432,7 @@ func (x *DescribeAclsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeAclsResponse.ProtoReflect.Descriptor instead.
 func (*DescribeAclsResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{110}
+	return file_sluice_proto_rawDescGZIP(), []int{113}
 }
 
 func (x *DescribeAclsResponse) GetError() ErrorCode {
@@ -8267,7 +8468,7 @@ type CreateUserRequest struct {
 
 func (x *CreateUserRequest) Reset() {
 	*x = CreateUserRequest{}
-	mi := &file_sluice_proto_msgTypes[111]
+	mi := &file_sluice_proto_msgTypes[114]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8279,7 +8480,7 @@ func (x *CreateUserRequest) String() string {
 func (*CreateUserRequest) ProtoMessage() {}
 
 func (x *CreateUserRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[111]
+	mi := &file_sluice_proto_msgTypes[114]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8292,7 +8493,7 @@ func (x *CreateUserRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateUserRequest.ProtoReflect.Descriptor instead.
 func (*CreateUserRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{111}
+	return file_sluice_proto_rawDescGZIP(), []int{114}
 }
 
 func (x *CreateUserRequest) GetName() string {
@@ -8319,7 +8520,7 @@ type CreateUserResponse struct {
 
 func (x *CreateUserResponse) Reset() {
 	*x = CreateUserResponse{}
-	mi := &file_sluice_proto_msgTypes[112]
+	mi := &file_sluice_proto_msgTypes[115]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8331,7 +8532,7 @@ func (x *CreateUserResponse) String() string {
 func (*CreateUserResponse) ProtoMessage() {}
 
 func (x *CreateUserResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[112]
+	mi := &file_sluice_proto_msgTypes[115]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8344,7 +8545,7 @@ func (x *CreateUserResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateUserResponse.ProtoReflect.Descriptor instead.
 func (*CreateUserResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{112}
+	return file_sluice_proto_rawDescGZIP(), []int{115}
 }
 
 func (x *CreateUserResponse) GetError() ErrorCode {
@@ -8370,7 +8571,7 @@ type DeleteUserRequest struct {
 
 func (x *DeleteUserRequest) Reset() {
 	*x = DeleteUserRequest{}
-	mi := &file_sluice_proto_msgTypes[113]
+	mi := &file_sluice_proto_msgTypes[116]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8382,7 +8583,7 @@ func (x *DeleteUserRequest) String() string {
 func (*DeleteUserRequest) ProtoMessage() {}
 
 func (x *DeleteUserRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[113]
+	mi := &file_sluice_proto_msgTypes[116]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8395,7 +8596,7 @@ func (x *DeleteUserRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteUserRequest.ProtoReflect.Descriptor instead.
 func (*DeleteUserRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{113}
+	return file_sluice_proto_rawDescGZIP(), []int{116}
 }
 
 func (x *DeleteUserRequest) GetName() string {
@@ -8415,7 +8616,7 @@ type DeleteUserResponse struct {
 
 func (x *DeleteUserResponse) Reset() {
 	*x = DeleteUserResponse{}
-	mi := &file_sluice_proto_msgTypes[114]
+	mi := &file_sluice_proto_msgTypes[117]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8427,7 +8628,7 @@ func (x *DeleteUserResponse) String() string {
 func (*DeleteUserResponse) ProtoMessage() {}
 
 func (x *DeleteUserResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[114]
+	mi := &file_sluice_proto_msgTypes[117]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8440,7 +8641,7 @@ func (x *DeleteUserResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteUserResponse.ProtoReflect.Descriptor instead.
 func (*DeleteUserResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{114}
+	return file_sluice_proto_rawDescGZIP(), []int{117}
 }
 
 func (x *DeleteUserResponse) GetError() ErrorCode {
@@ -8465,7 +8666,7 @@ type ListUsersRequest struct {
 
 func (x *ListUsersRequest) Reset() {
 	*x = ListUsersRequest{}
-	mi := &file_sluice_proto_msgTypes[115]
+	mi := &file_sluice_proto_msgTypes[118]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8477,7 +8678,7 @@ func (x *ListUsersRequest) String() string {
 func (*ListUsersRequest) ProtoMessage() {}
 
 func (x *ListUsersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[115]
+	mi := &file_sluice_proto_msgTypes[118]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8490,7 +8691,7 @@ func (x *ListUsersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListUsersRequest.ProtoReflect.Descriptor instead.
 func (*ListUsersRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{115}
+	return file_sluice_proto_rawDescGZIP(), []int{118}
 }
 
 // ListUsersResponse lists the token users, without their token hashes.
@@ -8505,7 +8706,7 @@ type ListUsersResponse struct {
 
 func (x *ListUsersResponse) Reset() {
 	*x = ListUsersResponse{}
-	mi := &file_sluice_proto_msgTypes[116]
+	mi := &file_sluice_proto_msgTypes[119]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8517,7 +8718,7 @@ func (x *ListUsersResponse) String() string {
 func (*ListUsersResponse) ProtoMessage() {}
 
 func (x *ListUsersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[116]
+	mi := &file_sluice_proto_msgTypes[119]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8530,7 +8731,7 @@ func (x *ListUsersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListUsersResponse.ProtoReflect.Descriptor instead.
 func (*ListUsersResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{116}
+	return file_sluice_proto_rawDescGZIP(), []int{119}
 }
 
 func (x *ListUsersResponse) GetError() ErrorCode {
@@ -8563,7 +8764,7 @@ type WhoAmIRequest struct {
 
 func (x *WhoAmIRequest) Reset() {
 	*x = WhoAmIRequest{}
-	mi := &file_sluice_proto_msgTypes[117]
+	mi := &file_sluice_proto_msgTypes[120]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8575,7 +8776,7 @@ func (x *WhoAmIRequest) String() string {
 func (*WhoAmIRequest) ProtoMessage() {}
 
 func (x *WhoAmIRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[117]
+	mi := &file_sluice_proto_msgTypes[120]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8588,7 +8789,7 @@ func (x *WhoAmIRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WhoAmIRequest.ProtoReflect.Descriptor instead.
 func (*WhoAmIRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{117}
+	return file_sluice_proto_rawDescGZIP(), []int{120}
 }
 
 type WhoAmIResponse struct {
@@ -8603,7 +8804,7 @@ type WhoAmIResponse struct {
 
 func (x *WhoAmIResponse) Reset() {
 	*x = WhoAmIResponse{}
-	mi := &file_sluice_proto_msgTypes[118]
+	mi := &file_sluice_proto_msgTypes[121]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8615,7 +8816,7 @@ func (x *WhoAmIResponse) String() string {
 func (*WhoAmIResponse) ProtoMessage() {}
 
 func (x *WhoAmIResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[118]
+	mi := &file_sluice_proto_msgTypes[121]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8628,7 +8829,7 @@ func (x *WhoAmIResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WhoAmIResponse.ProtoReflect.Descriptor instead.
 func (*WhoAmIResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{118}
+	return file_sluice_proto_rawDescGZIP(), []int{121}
 }
 
 func (x *WhoAmIResponse) GetPrincipal() string {
@@ -8861,7 +9062,22 @@ const file_sluice_proto_rawDesc = "" +
 	"\x0frecords_fetched\x18\r \x01(\x03R\x0erecordsFetched\"i\n" +
 	"\x18DescribeReplicasResponse\x12\x1b\n" +
 	"\tbroker_id\x18\x01 \x01(\x05R\bbrokerId\x120\n" +
-	"\breplicas\x18\x02 \x03(\v2\x14.sluice.ReplicaStateR\breplicas\"0\n" +
+	"\breplicas\x18\x02 \x03(\v2\x14.sluice.ReplicaStateR\breplicas\"N\n" +
+	"\x18DescribeProducersRequest\x12\x14\n" +
+	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x1c\n" +
+	"\tpartition\x18\x02 \x01(\x05R\tpartition\"\xd3\x01\n" +
+	"\x19DescribeProducersResponse\x12\x14\n" +
+	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x1c\n" +
+	"\tpartition\x18\x02 \x01(\x05R\tpartition\x12'\n" +
+	"\x05error\x18\x03 \x01(\x0e2\x11.sluice.ErrorCodeR\x05error\x12#\n" +
+	"\rerror_message\x18\x04 \x01(\tR\ferrorMessage\x124\n" +
+	"\tproducers\x18\x05 \x03(\v2\x16.sluice.ActiveProducerR\tproducers\"\xa4\x01\n" +
+	"\x0eActiveProducer\x12\x1f\n" +
+	"\vproducer_id\x18\x01 \x01(\x03R\n" +
+	"producerId\x12%\n" +
+	"\x0eproducer_epoch\x18\x02 \x01(\x05R\rproducerEpoch\x12#\n" +
+	"\rlast_sequence\x18\x03 \x01(\x05R\flastSequence\x12%\n" +
+	"\x0elast_timestamp\x18\x04 \x01(\x03R\rlastTimestamp\"0\n" +
 	"\x16DescribeLogDirsRequest\x12\x16\n" +
 	"\x06topics\x18\x01 \x03(\tR\x06topics\"\xb2\x01\n" +
 	"\x17DescribeLogDirsResponse\x12'\n" +
@@ -9445,7 +9661,7 @@ func file_sluice_proto_rawDescGZIP() []byte {
 }
 
 var file_sluice_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_sluice_proto_msgTypes = make([]protoimpl.MessageInfo, 128)
+var file_sluice_proto_msgTypes = make([]protoimpl.MessageInfo, 131)
 var file_sluice_proto_goTypes = []any{
 	(ErrorCode)(0),                              // 0: sluice.ErrorCode
 	(AclResourceType)(0),                        // 1: sluice.AclResourceType
@@ -9490,96 +9706,99 @@ var file_sluice_proto_goTypes = []any{
 	(*DescribeReplicasRequest)(nil),             // 40: sluice.DescribeReplicasRequest
 	(*ReplicaState)(nil),                        // 41: sluice.ReplicaState
 	(*DescribeReplicasResponse)(nil),            // 42: sluice.DescribeReplicasResponse
-	(*DescribeLogDirsRequest)(nil),              // 43: sluice.DescribeLogDirsRequest
-	(*DescribeLogDirsResponse)(nil),             // 44: sluice.DescribeLogDirsResponse
-	(*ReplicaFetchRequest)(nil),                 // 45: sluice.ReplicaFetchRequest
-	(*ReplicaFetchResponse)(nil),                // 46: sluice.ReplicaFetchResponse
-	(*OffsetForLeaderEpochRequest)(nil),         // 47: sluice.OffsetForLeaderEpochRequest
-	(*OffsetForLeaderEpochResponse)(nil),        // 48: sluice.OffsetForLeaderEpochResponse
-	(*AlterPartitionRequest)(nil),               // 49: sluice.AlterPartitionRequest
-	(*AlterPartitionResponse)(nil),              // 50: sluice.AlterPartitionResponse
-	(*LeaderAndIsrRequest)(nil),                 // 51: sluice.LeaderAndIsrRequest
-	(*LeaderAndIsrResponse)(nil),                // 52: sluice.LeaderAndIsrResponse
-	(*ReplicaOfflineRequest)(nil),               // 53: sluice.ReplicaOfflineRequest
-	(*ReplicaOfflineResponse)(nil),              // 54: sluice.ReplicaOfflineResponse
-	(*InitProducerIdRequest)(nil),               // 55: sluice.InitProducerIdRequest
-	(*InitProducerIdResponse)(nil),              // 56: sluice.InitProducerIdResponse
-	(*AllocateProducerIdsRequest)(nil),          // 57: sluice.AllocateProducerIdsRequest
-	(*AllocateProducerIdsResponse)(nil),         // 58: sluice.AllocateProducerIdsResponse
-	(*FindCoordinatorRequest)(nil),              // 59: sluice.FindCoordinatorRequest
-	(*FindCoordinatorResponse)(nil),             // 60: sluice.FindCoordinatorResponse
-	(*TopicPartitions)(nil),                     // 61: sluice.TopicPartitions
-	(*JoinGroupRequest)(nil),                    // 62: sluice.JoinGroupRequest
-	(*GroupProtocol)(nil),                       // 63: sluice.GroupProtocol
-	(*MemberBytes)(nil),                         // 64: sluice.MemberBytes
-	(*JoinGroupResponse)(nil),                   // 65: sluice.JoinGroupResponse
-	(*SyncGroupRequest)(nil),                    // 66: sluice.SyncGroupRequest
-	(*SyncGroupResponse)(nil),                   // 67: sluice.SyncGroupResponse
-	(*HeartbeatRequest)(nil),                    // 68: sluice.HeartbeatRequest
-	(*HeartbeatResponse)(nil),                   // 69: sluice.HeartbeatResponse
-	(*LeaveGroupRequest)(nil),                   // 70: sluice.LeaveGroupRequest
-	(*LeaveGroupResponse)(nil),                  // 71: sluice.LeaveGroupResponse
-	(*OffsetCommitEntry)(nil),                   // 72: sluice.OffsetCommitEntry
-	(*OffsetCommitRequest)(nil),                 // 73: sluice.OffsetCommitRequest
-	(*OffsetCommitResponse)(nil),                // 74: sluice.OffsetCommitResponse
-	(*OffsetFetchRequest)(nil),                  // 75: sluice.OffsetFetchRequest
-	(*OffsetFetchResponse)(nil),                 // 76: sluice.OffsetFetchResponse
-	(*DeleteGroupRequest)(nil),                  // 77: sluice.DeleteGroupRequest
-	(*DeleteGroupResponse)(nil),                 // 78: sluice.DeleteGroupResponse
-	(*DeleteOffsetsRequest)(nil),                // 79: sluice.DeleteOffsetsRequest
-	(*DeleteOffsetsResponse)(nil),               // 80: sluice.DeleteOffsetsResponse
-	(*PartitionError)(nil),                      // 81: sluice.PartitionError
-	(*ListGroupsRequest)(nil),                   // 82: sluice.ListGroupsRequest
-	(*GroupOverview)(nil),                       // 83: sluice.GroupOverview
-	(*ListGroupsResponse)(nil),                  // 84: sluice.ListGroupsResponse
-	(*DescribeGroupRequest)(nil),                // 85: sluice.DescribeGroupRequest
-	(*MemberDescription)(nil),                   // 86: sluice.MemberDescription
-	(*DescribeGroupResponse)(nil),               // 87: sluice.DescribeGroupResponse
-	(*SubscribeRequest)(nil),                    // 88: sluice.SubscribeRequest
-	(*SubscribeResponse)(nil),                   // 89: sluice.SubscribeResponse
-	(*PushedRecord)(nil),                        // 90: sluice.PushedRecord
-	(*RecordHeader)(nil),                        // 91: sluice.RecordHeader
-	(*PushRecords)(nil),                         // 92: sluice.PushRecords
-	(*PushAssignment)(nil),                      // 93: sluice.PushAssignment
-	(*PushCredit)(nil),                          // 94: sluice.PushCredit
-	(*PushAck)(nil),                             // 95: sluice.PushAck
-	(*UnsubscribeRequest)(nil),                  // 96: sluice.UnsubscribeRequest
-	(*GroupRecordKey)(nil),                      // 97: sluice.GroupRecordKey
-	(*OffsetValue)(nil),                         // 98: sluice.OffsetValue
-	(*GroupMemberRecord)(nil),                   // 99: sluice.GroupMemberRecord
-	(*GroupMetadataValue)(nil),                  // 100: sluice.GroupMetadataValue
-	(*TopicRecord)(nil),                         // 101: sluice.TopicRecord
-	(*ReplicaAssignment)(nil),                   // 102: sluice.ReplicaAssignment
-	(*PartitionState)(nil),                      // 103: sluice.PartitionState
-	(*TopicDeletion)(nil),                       // 104: sluice.TopicDeletion
-	(*BrokerRegistration)(nil),                  // 105: sluice.BrokerRegistration
-	(*ClusterSnapshot)(nil),                     // 106: sluice.ClusterSnapshot
-	(*AclBinding)(nil),                          // 107: sluice.AclBinding
-	(*UserRecord)(nil),                          // 108: sluice.UserRecord
-	(*SecurityRecord)(nil),                      // 109: sluice.SecurityRecord
-	(*CreateAclsRequest)(nil),                   // 110: sluice.CreateAclsRequest
-	(*CreateAclsResponse)(nil),                  // 111: sluice.CreateAclsResponse
-	(*DeleteAclsRequest)(nil),                   // 112: sluice.DeleteAclsRequest
-	(*DeleteAclsResponse)(nil),                  // 113: sluice.DeleteAclsResponse
-	(*DescribeAclsRequest)(nil),                 // 114: sluice.DescribeAclsRequest
-	(*DescribeAclsResponse)(nil),                // 115: sluice.DescribeAclsResponse
-	(*CreateUserRequest)(nil),                   // 116: sluice.CreateUserRequest
-	(*CreateUserResponse)(nil),                  // 117: sluice.CreateUserResponse
-	(*DeleteUserRequest)(nil),                   // 118: sluice.DeleteUserRequest
-	(*DeleteUserResponse)(nil),                  // 119: sluice.DeleteUserResponse
-	(*ListUsersRequest)(nil),                    // 120: sluice.ListUsersRequest
-	(*ListUsersResponse)(nil),                   // 121: sluice.ListUsersResponse
-	(*WhoAmIRequest)(nil),                       // 122: sluice.WhoAmIRequest
-	(*WhoAmIResponse)(nil),                      // 123: sluice.WhoAmIResponse
-	nil,                                         // 124: sluice.TopicMetadata.ConfigsEntry
-	nil,                                         // 125: sluice.TopicSpec.ConfigsEntry
-	nil,                                         // 126: sluice.TopicConfigChange.SetEntry
-	nil,                                         // 127: sluice.TopicConfigChange.AppendEntry
-	nil,                                         // 128: sluice.TopicConfigChange.SubtractEntry
-	nil,                                         // 129: sluice.AlterPartitionRequest.IsrEpochsEntry
-	nil,                                         // 130: sluice.TopicRecord.ConfigsEntry
-	nil,                                         // 131: sluice.PartitionState.IsrEpochsEntry
-	nil,                                         // 132: sluice.PartitionState.IsrDirsEntry
+	(*DescribeProducersRequest)(nil),            // 43: sluice.DescribeProducersRequest
+	(*DescribeProducersResponse)(nil),           // 44: sluice.DescribeProducersResponse
+	(*ActiveProducer)(nil),                      // 45: sluice.ActiveProducer
+	(*DescribeLogDirsRequest)(nil),              // 46: sluice.DescribeLogDirsRequest
+	(*DescribeLogDirsResponse)(nil),             // 47: sluice.DescribeLogDirsResponse
+	(*ReplicaFetchRequest)(nil),                 // 48: sluice.ReplicaFetchRequest
+	(*ReplicaFetchResponse)(nil),                // 49: sluice.ReplicaFetchResponse
+	(*OffsetForLeaderEpochRequest)(nil),         // 50: sluice.OffsetForLeaderEpochRequest
+	(*OffsetForLeaderEpochResponse)(nil),        // 51: sluice.OffsetForLeaderEpochResponse
+	(*AlterPartitionRequest)(nil),               // 52: sluice.AlterPartitionRequest
+	(*AlterPartitionResponse)(nil),              // 53: sluice.AlterPartitionResponse
+	(*LeaderAndIsrRequest)(nil),                 // 54: sluice.LeaderAndIsrRequest
+	(*LeaderAndIsrResponse)(nil),                // 55: sluice.LeaderAndIsrResponse
+	(*ReplicaOfflineRequest)(nil),               // 56: sluice.ReplicaOfflineRequest
+	(*ReplicaOfflineResponse)(nil),              // 57: sluice.ReplicaOfflineResponse
+	(*InitProducerIdRequest)(nil),               // 58: sluice.InitProducerIdRequest
+	(*InitProducerIdResponse)(nil),              // 59: sluice.InitProducerIdResponse
+	(*AllocateProducerIdsRequest)(nil),          // 60: sluice.AllocateProducerIdsRequest
+	(*AllocateProducerIdsResponse)(nil),         // 61: sluice.AllocateProducerIdsResponse
+	(*FindCoordinatorRequest)(nil),              // 62: sluice.FindCoordinatorRequest
+	(*FindCoordinatorResponse)(nil),             // 63: sluice.FindCoordinatorResponse
+	(*TopicPartitions)(nil),                     // 64: sluice.TopicPartitions
+	(*JoinGroupRequest)(nil),                    // 65: sluice.JoinGroupRequest
+	(*GroupProtocol)(nil),                       // 66: sluice.GroupProtocol
+	(*MemberBytes)(nil),                         // 67: sluice.MemberBytes
+	(*JoinGroupResponse)(nil),                   // 68: sluice.JoinGroupResponse
+	(*SyncGroupRequest)(nil),                    // 69: sluice.SyncGroupRequest
+	(*SyncGroupResponse)(nil),                   // 70: sluice.SyncGroupResponse
+	(*HeartbeatRequest)(nil),                    // 71: sluice.HeartbeatRequest
+	(*HeartbeatResponse)(nil),                   // 72: sluice.HeartbeatResponse
+	(*LeaveGroupRequest)(nil),                   // 73: sluice.LeaveGroupRequest
+	(*LeaveGroupResponse)(nil),                  // 74: sluice.LeaveGroupResponse
+	(*OffsetCommitEntry)(nil),                   // 75: sluice.OffsetCommitEntry
+	(*OffsetCommitRequest)(nil),                 // 76: sluice.OffsetCommitRequest
+	(*OffsetCommitResponse)(nil),                // 77: sluice.OffsetCommitResponse
+	(*OffsetFetchRequest)(nil),                  // 78: sluice.OffsetFetchRequest
+	(*OffsetFetchResponse)(nil),                 // 79: sluice.OffsetFetchResponse
+	(*DeleteGroupRequest)(nil),                  // 80: sluice.DeleteGroupRequest
+	(*DeleteGroupResponse)(nil),                 // 81: sluice.DeleteGroupResponse
+	(*DeleteOffsetsRequest)(nil),                // 82: sluice.DeleteOffsetsRequest
+	(*DeleteOffsetsResponse)(nil),               // 83: sluice.DeleteOffsetsResponse
+	(*PartitionError)(nil),                      // 84: sluice.PartitionError
+	(*ListGroupsRequest)(nil),                   // 85: sluice.ListGroupsRequest
+	(*GroupOverview)(nil),                       // 86: sluice.GroupOverview
+	(*ListGroupsResponse)(nil),                  // 87: sluice.ListGroupsResponse
+	(*DescribeGroupRequest)(nil),                // 88: sluice.DescribeGroupRequest
+	(*MemberDescription)(nil),                   // 89: sluice.MemberDescription
+	(*DescribeGroupResponse)(nil),               // 90: sluice.DescribeGroupResponse
+	(*SubscribeRequest)(nil),                    // 91: sluice.SubscribeRequest
+	(*SubscribeResponse)(nil),                   // 92: sluice.SubscribeResponse
+	(*PushedRecord)(nil),                        // 93: sluice.PushedRecord
+	(*RecordHeader)(nil),                        // 94: sluice.RecordHeader
+	(*PushRecords)(nil),                         // 95: sluice.PushRecords
+	(*PushAssignment)(nil),                      // 96: sluice.PushAssignment
+	(*PushCredit)(nil),                          // 97: sluice.PushCredit
+	(*PushAck)(nil),                             // 98: sluice.PushAck
+	(*UnsubscribeRequest)(nil),                  // 99: sluice.UnsubscribeRequest
+	(*GroupRecordKey)(nil),                      // 100: sluice.GroupRecordKey
+	(*OffsetValue)(nil),                         // 101: sluice.OffsetValue
+	(*GroupMemberRecord)(nil),                   // 102: sluice.GroupMemberRecord
+	(*GroupMetadataValue)(nil),                  // 103: sluice.GroupMetadataValue
+	(*TopicRecord)(nil),                         // 104: sluice.TopicRecord
+	(*ReplicaAssignment)(nil),                   // 105: sluice.ReplicaAssignment
+	(*PartitionState)(nil),                      // 106: sluice.PartitionState
+	(*TopicDeletion)(nil),                       // 107: sluice.TopicDeletion
+	(*BrokerRegistration)(nil),                  // 108: sluice.BrokerRegistration
+	(*ClusterSnapshot)(nil),                     // 109: sluice.ClusterSnapshot
+	(*AclBinding)(nil),                          // 110: sluice.AclBinding
+	(*UserRecord)(nil),                          // 111: sluice.UserRecord
+	(*SecurityRecord)(nil),                      // 112: sluice.SecurityRecord
+	(*CreateAclsRequest)(nil),                   // 113: sluice.CreateAclsRequest
+	(*CreateAclsResponse)(nil),                  // 114: sluice.CreateAclsResponse
+	(*DeleteAclsRequest)(nil),                   // 115: sluice.DeleteAclsRequest
+	(*DeleteAclsResponse)(nil),                  // 116: sluice.DeleteAclsResponse
+	(*DescribeAclsRequest)(nil),                 // 117: sluice.DescribeAclsRequest
+	(*DescribeAclsResponse)(nil),                // 118: sluice.DescribeAclsResponse
+	(*CreateUserRequest)(nil),                   // 119: sluice.CreateUserRequest
+	(*CreateUserResponse)(nil),                  // 120: sluice.CreateUserResponse
+	(*DeleteUserRequest)(nil),                   // 121: sluice.DeleteUserRequest
+	(*DeleteUserResponse)(nil),                  // 122: sluice.DeleteUserResponse
+	(*ListUsersRequest)(nil),                    // 123: sluice.ListUsersRequest
+	(*ListUsersResponse)(nil),                   // 124: sluice.ListUsersResponse
+	(*WhoAmIRequest)(nil),                       // 125: sluice.WhoAmIRequest
+	(*WhoAmIResponse)(nil),                      // 126: sluice.WhoAmIResponse
+	nil,                                         // 127: sluice.TopicMetadata.ConfigsEntry
+	nil,                                         // 128: sluice.TopicSpec.ConfigsEntry
+	nil,                                         // 129: sluice.TopicConfigChange.SetEntry
+	nil,                                         // 130: sluice.TopicConfigChange.AppendEntry
+	nil,                                         // 131: sluice.TopicConfigChange.SubtractEntry
+	nil,                                         // 132: sluice.AlterPartitionRequest.IsrEpochsEntry
+	nil,                                         // 133: sluice.TopicRecord.ConfigsEntry
+	nil,                                         // 134: sluice.PartitionState.IsrEpochsEntry
+	nil,                                         // 135: sluice.PartitionState.IsrDirsEntry
 }
 var file_sluice_proto_depIdxs = []int32{
 	0,   // 0: sluice.ErrorResponse.error:type_name -> sluice.ErrorCode
@@ -9590,105 +9809,107 @@ var file_sluice_proto_depIdxs = []int32{
 	0,   // 5: sluice.PartitionMetadata.error:type_name -> sluice.ErrorCode
 	0,   // 6: sluice.TopicMetadata.error:type_name -> sluice.ErrorCode
 	15,  // 7: sluice.TopicMetadata.partitions:type_name -> sluice.PartitionMetadata
-	124, // 8: sluice.TopicMetadata.configs:type_name -> sluice.TopicMetadata.ConfigsEntry
+	127, // 8: sluice.TopicMetadata.configs:type_name -> sluice.TopicMetadata.ConfigsEntry
 	14,  // 9: sluice.MetadataResponse.brokers:type_name -> sluice.BrokerInfo
 	16,  // 10: sluice.MetadataResponse.topics:type_name -> sluice.TopicMetadata
-	125, // 11: sluice.TopicSpec.configs:type_name -> sluice.TopicSpec.ConfigsEntry
+	128, // 11: sluice.TopicSpec.configs:type_name -> sluice.TopicSpec.ConfigsEntry
 	18,  // 12: sluice.CreateTopicsRequest.topics:type_name -> sluice.TopicSpec
 	0,   // 13: sluice.TopicResult.error:type_name -> sluice.ErrorCode
 	20,  // 14: sluice.CreateTopicsResponse.results:type_name -> sluice.TopicResult
 	20,  // 15: sluice.DeleteTopicsResponse.results:type_name -> sluice.TopicResult
 	25,  // 16: sluice.AlterTopicConfigsRequest.topics:type_name -> sluice.TopicConfigChange
-	126, // 17: sluice.TopicConfigChange.set:type_name -> sluice.TopicConfigChange.SetEntry
-	127, // 18: sluice.TopicConfigChange.append:type_name -> sluice.TopicConfigChange.AppendEntry
-	128, // 19: sluice.TopicConfigChange.subtract:type_name -> sluice.TopicConfigChange.SubtractEntry
+	129, // 17: sluice.TopicConfigChange.set:type_name -> sluice.TopicConfigChange.SetEntry
+	130, // 18: sluice.TopicConfigChange.append:type_name -> sluice.TopicConfigChange.AppendEntry
+	131, // 19: sluice.TopicConfigChange.subtract:type_name -> sluice.TopicConfigChange.SubtractEntry
 	20,  // 20: sluice.AlterTopicConfigsResponse.results:type_name -> sluice.TopicResult
 	28,  // 21: sluice.CreatePartitionsRequest.topics:type_name -> sluice.PartitionCount
 	20,  // 22: sluice.CreatePartitionsResponse.results:type_name -> sluice.TopicResult
-	61,  // 23: sluice.ElectLeadersRequest.partitions:type_name -> sluice.TopicPartitions
-	81,  // 24: sluice.ElectLeadersResponse.results:type_name -> sluice.PartitionError
+	64,  // 23: sluice.ElectLeadersRequest.partitions:type_name -> sluice.TopicPartitions
+	84,  // 24: sluice.ElectLeadersResponse.results:type_name -> sluice.PartitionError
 	0,   // 25: sluice.ElectLeadersResponse.error:type_name -> sluice.ErrorCode
 	35,  // 26: sluice.AlterPartitionReassignmentsRequest.partitions:type_name -> sluice.PartitionReassignment
-	81,  // 27: sluice.AlterPartitionReassignmentsResponse.results:type_name -> sluice.PartitionError
+	84,  // 27: sluice.AlterPartitionReassignmentsResponse.results:type_name -> sluice.PartitionError
 	0,   // 28: sluice.AlterPartitionReassignmentsResponse.error:type_name -> sluice.ErrorCode
-	61,  // 29: sluice.ListPartitionReassignmentsRequest.partitions:type_name -> sluice.TopicPartitions
+	64,  // 29: sluice.ListPartitionReassignmentsRequest.partitions:type_name -> sluice.TopicPartitions
 	39,  // 30: sluice.ListPartitionReassignmentsResponse.reassignments:type_name -> sluice.OngoingReassignment
 	0,   // 31: sluice.ListPartitionReassignmentsResponse.error:type_name -> sluice.ErrorCode
 	0,   // 32: sluice.ReplicaState.error:type_name -> sluice.ErrorCode
 	41,  // 33: sluice.DescribeReplicasResponse.replicas:type_name -> sluice.ReplicaState
-	0,   // 34: sluice.DescribeLogDirsResponse.error:type_name -> sluice.ErrorCode
-	41,  // 35: sluice.DescribeLogDirsResponse.replicas:type_name -> sluice.ReplicaState
-	0,   // 36: sluice.ReplicaFetchResponse.error:type_name -> sluice.ErrorCode
-	0,   // 37: sluice.OffsetForLeaderEpochResponse.error:type_name -> sluice.ErrorCode
-	129, // 38: sluice.AlterPartitionRequest.isr_epochs:type_name -> sluice.AlterPartitionRequest.IsrEpochsEntry
-	0,   // 39: sluice.AlterPartitionResponse.error:type_name -> sluice.ErrorCode
-	103, // 40: sluice.AlterPartitionResponse.state:type_name -> sluice.PartitionState
-	103, // 41: sluice.LeaderAndIsrRequest.states:type_name -> sluice.PartitionState
-	0,   // 42: sluice.LeaderAndIsrResponse.error:type_name -> sluice.ErrorCode
-	0,   // 43: sluice.ReplicaOfflineResponse.error:type_name -> sluice.ErrorCode
-	0,   // 44: sluice.InitProducerIdResponse.error:type_name -> sluice.ErrorCode
-	0,   // 45: sluice.AllocateProducerIdsResponse.error:type_name -> sluice.ErrorCode
-	0,   // 46: sluice.FindCoordinatorResponse.error:type_name -> sluice.ErrorCode
-	63,  // 47: sluice.JoinGroupRequest.protocols:type_name -> sluice.GroupProtocol
-	0,   // 48: sluice.JoinGroupResponse.error:type_name -> sluice.ErrorCode
-	64,  // 49: sluice.JoinGroupResponse.member_metadata:type_name -> sluice.MemberBytes
-	64,  // 50: sluice.SyncGroupRequest.assignments:type_name -> sluice.MemberBytes
-	0,   // 51: sluice.SyncGroupResponse.error:type_name -> sluice.ErrorCode
-	61,  // 52: sluice.SyncGroupResponse.assignment:type_name -> sluice.TopicPartitions
-	0,   // 53: sluice.HeartbeatResponse.error:type_name -> sluice.ErrorCode
-	0,   // 54: sluice.LeaveGroupResponse.error:type_name -> sluice.ErrorCode
-	0,   // 55: sluice.OffsetCommitEntry.error:type_name -> sluice.ErrorCode
-	72,  // 56: sluice.OffsetCommitRequest.offsets:type_name -> sluice.OffsetCommitEntry
-	0,   // 57: sluice.OffsetCommitResponse.error:type_name -> sluice.ErrorCode
-	61,  // 58: sluice.OffsetFetchRequest.partitions:type_name -> sluice.TopicPartitions
-	0,   // 59: sluice.OffsetFetchResponse.error:type_name -> sluice.ErrorCode
-	72,  // 60: sluice.OffsetFetchResponse.offsets:type_name -> sluice.OffsetCommitEntry
-	0,   // 61: sluice.DeleteGroupResponse.error:type_name -> sluice.ErrorCode
-	61,  // 62: sluice.DeleteOffsetsRequest.partitions:type_name -> sluice.TopicPartitions
-	0,   // 63: sluice.DeleteOffsetsResponse.error:type_name -> sluice.ErrorCode
-	81,  // 64: sluice.DeleteOffsetsResponse.partitions:type_name -> sluice.PartitionError
-	0,   // 65: sluice.PartitionError.error:type_name -> sluice.ErrorCode
-	83,  // 66: sluice.ListGroupsResponse.groups:type_name -> sluice.GroupOverview
-	61,  // 67: sluice.MemberDescription.assignment:type_name -> sluice.TopicPartitions
-	0,   // 68: sluice.DescribeGroupResponse.error:type_name -> sluice.ErrorCode
-	86,  // 69: sluice.DescribeGroupResponse.members:type_name -> sluice.MemberDescription
-	0,   // 70: sluice.SubscribeResponse.error:type_name -> sluice.ErrorCode
-	91,  // 71: sluice.PushedRecord.headers:type_name -> sluice.RecordHeader
-	90,  // 72: sluice.PushRecords.records:type_name -> sluice.PushedRecord
-	61,  // 73: sluice.PushAssignment.assigned:type_name -> sluice.TopicPartitions
-	61,  // 74: sluice.GroupMemberRecord.assignment:type_name -> sluice.TopicPartitions
-	63,  // 75: sluice.GroupMemberRecord.protocols:type_name -> sluice.GroupProtocol
-	99,  // 76: sluice.GroupMetadataValue.members:type_name -> sluice.GroupMemberRecord
-	130, // 77: sluice.TopicRecord.configs:type_name -> sluice.TopicRecord.ConfigsEntry
-	102, // 78: sluice.TopicRecord.assignment:type_name -> sluice.ReplicaAssignment
-	131, // 79: sluice.PartitionState.isr_epochs:type_name -> sluice.PartitionState.IsrEpochsEntry
-	132, // 80: sluice.PartitionState.isr_dirs:type_name -> sluice.PartitionState.IsrDirsEntry
-	101, // 81: sluice.ClusterSnapshot.topics:type_name -> sluice.TopicRecord
-	103, // 82: sluice.ClusterSnapshot.partitions:type_name -> sluice.PartitionState
-	104, // 83: sluice.ClusterSnapshot.deleted_topics:type_name -> sluice.TopicDeletion
-	1,   // 84: sluice.AclBinding.resource_type:type_name -> sluice.AclResourceType
-	3,   // 85: sluice.AclBinding.pattern_type:type_name -> sluice.AclPatternType
-	2,   // 86: sluice.AclBinding.operation:type_name -> sluice.AclOperation
-	4,   // 87: sluice.AclBinding.permission:type_name -> sluice.AclPermission
-	107, // 88: sluice.SecurityRecord.acls:type_name -> sluice.AclBinding
-	108, // 89: sluice.SecurityRecord.users:type_name -> sluice.UserRecord
-	107, // 90: sluice.CreateAclsRequest.acls:type_name -> sluice.AclBinding
-	0,   // 91: sluice.CreateAclsResponse.error:type_name -> sluice.ErrorCode
-	107, // 92: sluice.DeleteAclsRequest.filters:type_name -> sluice.AclBinding
-	0,   // 93: sluice.DeleteAclsResponse.error:type_name -> sluice.ErrorCode
-	107, // 94: sluice.DeleteAclsResponse.deleted:type_name -> sluice.AclBinding
-	107, // 95: sluice.DescribeAclsRequest.filter:type_name -> sluice.AclBinding
-	0,   // 96: sluice.DescribeAclsResponse.error:type_name -> sluice.ErrorCode
-	107, // 97: sluice.DescribeAclsResponse.acls:type_name -> sluice.AclBinding
-	0,   // 98: sluice.CreateUserResponse.error:type_name -> sluice.ErrorCode
-	0,   // 99: sluice.DeleteUserResponse.error:type_name -> sluice.ErrorCode
-	0,   // 100: sluice.ListUsersResponse.error:type_name -> sluice.ErrorCode
-	108, // 101: sluice.ListUsersResponse.users:type_name -> sluice.UserRecord
-	102, // [102:102] is the sub-list for method output_type
-	102, // [102:102] is the sub-list for method input_type
-	102, // [102:102] is the sub-list for extension type_name
-	102, // [102:102] is the sub-list for extension extendee
-	0,   // [0:102] is the sub-list for field type_name
+	0,   // 34: sluice.DescribeProducersResponse.error:type_name -> sluice.ErrorCode
+	45,  // 35: sluice.DescribeProducersResponse.producers:type_name -> sluice.ActiveProducer
+	0,   // 36: sluice.DescribeLogDirsResponse.error:type_name -> sluice.ErrorCode
+	41,  // 37: sluice.DescribeLogDirsResponse.replicas:type_name -> sluice.ReplicaState
+	0,   // 38: sluice.ReplicaFetchResponse.error:type_name -> sluice.ErrorCode
+	0,   // 39: sluice.OffsetForLeaderEpochResponse.error:type_name -> sluice.ErrorCode
+	132, // 40: sluice.AlterPartitionRequest.isr_epochs:type_name -> sluice.AlterPartitionRequest.IsrEpochsEntry
+	0,   // 41: sluice.AlterPartitionResponse.error:type_name -> sluice.ErrorCode
+	106, // 42: sluice.AlterPartitionResponse.state:type_name -> sluice.PartitionState
+	106, // 43: sluice.LeaderAndIsrRequest.states:type_name -> sluice.PartitionState
+	0,   // 44: sluice.LeaderAndIsrResponse.error:type_name -> sluice.ErrorCode
+	0,   // 45: sluice.ReplicaOfflineResponse.error:type_name -> sluice.ErrorCode
+	0,   // 46: sluice.InitProducerIdResponse.error:type_name -> sluice.ErrorCode
+	0,   // 47: sluice.AllocateProducerIdsResponse.error:type_name -> sluice.ErrorCode
+	0,   // 48: sluice.FindCoordinatorResponse.error:type_name -> sluice.ErrorCode
+	66,  // 49: sluice.JoinGroupRequest.protocols:type_name -> sluice.GroupProtocol
+	0,   // 50: sluice.JoinGroupResponse.error:type_name -> sluice.ErrorCode
+	67,  // 51: sluice.JoinGroupResponse.member_metadata:type_name -> sluice.MemberBytes
+	67,  // 52: sluice.SyncGroupRequest.assignments:type_name -> sluice.MemberBytes
+	0,   // 53: sluice.SyncGroupResponse.error:type_name -> sluice.ErrorCode
+	64,  // 54: sluice.SyncGroupResponse.assignment:type_name -> sluice.TopicPartitions
+	0,   // 55: sluice.HeartbeatResponse.error:type_name -> sluice.ErrorCode
+	0,   // 56: sluice.LeaveGroupResponse.error:type_name -> sluice.ErrorCode
+	0,   // 57: sluice.OffsetCommitEntry.error:type_name -> sluice.ErrorCode
+	75,  // 58: sluice.OffsetCommitRequest.offsets:type_name -> sluice.OffsetCommitEntry
+	0,   // 59: sluice.OffsetCommitResponse.error:type_name -> sluice.ErrorCode
+	64,  // 60: sluice.OffsetFetchRequest.partitions:type_name -> sluice.TopicPartitions
+	0,   // 61: sluice.OffsetFetchResponse.error:type_name -> sluice.ErrorCode
+	75,  // 62: sluice.OffsetFetchResponse.offsets:type_name -> sluice.OffsetCommitEntry
+	0,   // 63: sluice.DeleteGroupResponse.error:type_name -> sluice.ErrorCode
+	64,  // 64: sluice.DeleteOffsetsRequest.partitions:type_name -> sluice.TopicPartitions
+	0,   // 65: sluice.DeleteOffsetsResponse.error:type_name -> sluice.ErrorCode
+	84,  // 66: sluice.DeleteOffsetsResponse.partitions:type_name -> sluice.PartitionError
+	0,   // 67: sluice.PartitionError.error:type_name -> sluice.ErrorCode
+	86,  // 68: sluice.ListGroupsResponse.groups:type_name -> sluice.GroupOverview
+	64,  // 69: sluice.MemberDescription.assignment:type_name -> sluice.TopicPartitions
+	0,   // 70: sluice.DescribeGroupResponse.error:type_name -> sluice.ErrorCode
+	89,  // 71: sluice.DescribeGroupResponse.members:type_name -> sluice.MemberDescription
+	0,   // 72: sluice.SubscribeResponse.error:type_name -> sluice.ErrorCode
+	94,  // 73: sluice.PushedRecord.headers:type_name -> sluice.RecordHeader
+	93,  // 74: sluice.PushRecords.records:type_name -> sluice.PushedRecord
+	64,  // 75: sluice.PushAssignment.assigned:type_name -> sluice.TopicPartitions
+	64,  // 76: sluice.GroupMemberRecord.assignment:type_name -> sluice.TopicPartitions
+	66,  // 77: sluice.GroupMemberRecord.protocols:type_name -> sluice.GroupProtocol
+	102, // 78: sluice.GroupMetadataValue.members:type_name -> sluice.GroupMemberRecord
+	133, // 79: sluice.TopicRecord.configs:type_name -> sluice.TopicRecord.ConfigsEntry
+	105, // 80: sluice.TopicRecord.assignment:type_name -> sluice.ReplicaAssignment
+	134, // 81: sluice.PartitionState.isr_epochs:type_name -> sluice.PartitionState.IsrEpochsEntry
+	135, // 82: sluice.PartitionState.isr_dirs:type_name -> sluice.PartitionState.IsrDirsEntry
+	104, // 83: sluice.ClusterSnapshot.topics:type_name -> sluice.TopicRecord
+	106, // 84: sluice.ClusterSnapshot.partitions:type_name -> sluice.PartitionState
+	107, // 85: sluice.ClusterSnapshot.deleted_topics:type_name -> sluice.TopicDeletion
+	1,   // 86: sluice.AclBinding.resource_type:type_name -> sluice.AclResourceType
+	3,   // 87: sluice.AclBinding.pattern_type:type_name -> sluice.AclPatternType
+	2,   // 88: sluice.AclBinding.operation:type_name -> sluice.AclOperation
+	4,   // 89: sluice.AclBinding.permission:type_name -> sluice.AclPermission
+	110, // 90: sluice.SecurityRecord.acls:type_name -> sluice.AclBinding
+	111, // 91: sluice.SecurityRecord.users:type_name -> sluice.UserRecord
+	110, // 92: sluice.CreateAclsRequest.acls:type_name -> sluice.AclBinding
+	0,   // 93: sluice.CreateAclsResponse.error:type_name -> sluice.ErrorCode
+	110, // 94: sluice.DeleteAclsRequest.filters:type_name -> sluice.AclBinding
+	0,   // 95: sluice.DeleteAclsResponse.error:type_name -> sluice.ErrorCode
+	110, // 96: sluice.DeleteAclsResponse.deleted:type_name -> sluice.AclBinding
+	110, // 97: sluice.DescribeAclsRequest.filter:type_name -> sluice.AclBinding
+	0,   // 98: sluice.DescribeAclsResponse.error:type_name -> sluice.ErrorCode
+	110, // 99: sluice.DescribeAclsResponse.acls:type_name -> sluice.AclBinding
+	0,   // 100: sluice.CreateUserResponse.error:type_name -> sluice.ErrorCode
+	0,   // 101: sluice.DeleteUserResponse.error:type_name -> sluice.ErrorCode
+	0,   // 102: sluice.ListUsersResponse.error:type_name -> sluice.ErrorCode
+	111, // 103: sluice.ListUsersResponse.users:type_name -> sluice.UserRecord
+	104, // [104:104] is the sub-list for method output_type
+	104, // [104:104] is the sub-list for method input_type
+	104, // [104:104] is the sub-list for extension type_name
+	104, // [104:104] is the sub-list for extension extendee
+	0,   // [0:104] is the sub-list for field type_name
 }
 
 func init() { file_sluice_proto_init() }
@@ -9702,7 +9923,7 @@ func file_sluice_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_sluice_proto_rawDesc), len(file_sluice_proto_rawDesc)),
 			NumEnums:      5,
-			NumMessages:   128,
+			NumMessages:   131,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -184,6 +184,14 @@ var requests = map[reflect.Type]request{
 		},
 		mayOnTopic[*messages.ListOffsetsRequest](opRead), toReplica[*messages.ListOffsetsRequest]),
 
+	typeOf[*messages.DescribeProducersRequest](): entry(
+		func(m *messages.DescribeProducersRequest) failFunc {
+			return func(code messages.ErrorCode, text string) proto.Message {
+				return &messages.DescribeProducersResponse{Topic: m.Topic, Partition: m.Partition, Error: code, ErrorMessage: text}
+			}
+		},
+		mayOnTopic[*messages.DescribeProducersRequest](opRead), toReplica[*messages.DescribeProducersRequest]),
+
 	// Replication: from the broker the request names.
 	typeOf[*messages.ReplicaFetchRequest](): entry(
 		func(m *messages.ReplicaFetchRequest) failFunc {

@@ -241,6 +241,8 @@ func (p *partitionActor) handle(ctx actor.Context) {
 		p.onReplicaFetchExpired(ctx, msg.id)
 	case *messages.OffsetForLeaderEpochRequest:
 		p.onOffsetForLeaderEpoch(ctx, msg)
+	case *messages.DescribeProducersRequest:
+		p.onDescribeProducers(ctx, msg)
 	case followerStep:
 		p.onFollowerStep(ctx, msg)
 	case leaderSynced:

@@ -385,3 +385,23 @@ func (p *partitionActor) respondProduce(ctx actor.Context, sender *actor.PID, re
 	}
 	actors.SendTo(ctx, sender, &messages.ProduceResponse{Topic: req.Topic, Partition: req.Partition, Error: code, ErrorMessage: msg, BaseOffset: -1})
 }
+
+// onDescribeProducers lists, on the leader, the idempotent producers whose
+// sequences the partition tracks.
+func (p *partitionActor) onDescribeProducers(ctx actor.Context, req *messages.DescribeProducersRequest) {
+	resp := &messages.DescribeProducersResponse{Topic: req.Topic, Partition: req.Partition}
+	if code, msg := p.unavailable(); code != messages.ErrorCode_NONE {
+		resp.Error, resp.ErrorMessage = code, msg
+		actors.Respond(ctx, resp)
+		return
+	}
+	for _, ps := range p.producers.Snapshot() {
+		if len(ps.Batches) == 0 {
+			continue
+		}
+		last := ps.Batches[len(ps.Batches)-1]
+		resp.Producers = append(resp.Producers, &messages.ActiveProducer{ProducerId: ps.ProducerID, ProducerEpoch: int32(ps.Epoch),
+			LastSequence: last.LastSequence, LastTimestamp: last.MaxTimestamp})
+	}
+	actors.Respond(ctx, resp)
+}

@@ -171,6 +171,25 @@ func TestKafkaFranzGo(t *testing.T) {
 			t.Fatalf("record %s: producer id %d, offset %d", r.Key, r.ProducerID, r.Offset)
 		}
 	}
+	// DescribeProducers: the producer, with its last sequence, on every
+	// partition it wrote to.
+	perPartition := map[int32]int{}
+	asked := kadm.TopicsSet{}
+	for _, r := range records {
+		perPartition[r.Partition]++
+		asked.Add("fz", r.Partition)
+	}
+	described, err := adm.DescribeProducers(ctx, asked)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for part, count := range perPartition {
+		dp := described["fz"].Partitions[part]
+		ap, ok := dp.ActiveProducers[records[0].ProducerID]
+		if dp.Err != nil || !ok || ap.LastSequence != int32(count-1) || ap.ProducerEpoch != records[0].ProducerEpoch || ap.LastTimestamp <= 0 {
+			t.Errorf("partition %d (%d records): %+v %v", part, count, dp.ActiveProducers, dp.Err)
+		}
+	}
 
 	c := newKgo(t, addr, kgo.ConsumeTopics("fz"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	seen := map[string]bool{}
