@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"bytes"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -15,15 +16,20 @@ import (
 // password is the token `sluice user create` made for the user. Until a
 // connection has logged in (or presented a client certificate) it may
 // send only these and ApiVersions. A refused login is answered
-// SASL_AUTHENTICATION_FAILED after failedLoginDelay, without saying which
-// part was wrong, and the connection is closed; refusals are counted in
-// sluice_kafka_requests_total and logged.
+// SASL_AUTHENTICATION_FAILED after a delay, without saying which part was
+// wrong, and the connection is closed; refusals are counted in
+// sluice_kafka_requests_total and logged. The delay grows with the
+// refusals of the same source address in the last minute (failedLoginDelay
+// each, at most maxLoginDelay), so a guesser opening many connections is
+// slowed as one opening them in turn.
 
 const (
 	mechanismPLAIN = "PLAIN"
-	// failedLoginDelay slows guessing down: one try per delay and
-	// connection (Kafka's connection.failed.authentication.delay.ms).
+	// failedLoginDelay slows guessing down (Kafka's
+	// connection.failed.authentication.delay.ms), growing per source up
+	// to maxLoginDelay.
 	failedLoginDelay = time.Second
+	maxLoginDelay    = 10 * time.Second
 	// errUnsupportedSASLMechanism and errIllegalSASLState are Kafka's.
 	errUnsupportedSASLMechanism int16 = 33
 	errIllegalSASLState         int16 = 34
@@ -73,9 +79,11 @@ func handleSaslAuthenticate(r *request, h header, kreq kmsg.Request) func() kmsg
 		c.failedLogin = true
 		resp.ErrorCode = int16(messages.ErrorCode_SASL_AUTHENTICATION_FAILED)
 		resp.ErrorMessage = kmsg.StringPtr("authentication failed: wrong user name or password")
-		c.srv.logSpaced("kafka SASL login refused", "remote", c.nc.RemoteAddr().String(), "user", user)
+		delay, recent := c.srv.failedLogins.failed(c.ip, time.Now())
+		c.srv.logSpaced("kafka SASL login refused", "remote", c.nc.RemoteAddr().String(), "user", user,
+			"refusals_from_address_last_minute", recent, "delay", delay)
 		return func() kmsg.Response {
-			time.Sleep(failedLoginDelay)
+			time.Sleep(delay)
 			return resp
 		}
 	}
@@ -95,4 +103,45 @@ func parsePlain(b []byte) (user, password string, ok bool) {
 		return "", "", false
 	}
 	return string(parts[1]), string(parts[2]), true
+}
+
+// loginFailures counts refused logins per source address over the last
+// minute; it holds at most maxLoginSources addresses (stale ones go first).
+type loginFailures struct {
+	mu      sync.Mutex
+	sources map[string]*loginSource
+}
+
+type loginSource struct {
+	n    int
+	last time.Time
+}
+
+const maxLoginSources = 4096
+
+// failed records a refused login from ip at now and returns the delay its
+// answer waits and the refusals from ip in the last minute.
+func (f *loginFailures) failed(ip string, now time.Time) (time.Duration, int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.sources == nil {
+		f.sources = map[string]*loginSource{}
+	}
+	if len(f.sources) >= maxLoginSources {
+		for k, s := range f.sources {
+			if now.Sub(s.last) > time.Minute {
+				delete(f.sources, k)
+			}
+		}
+	}
+	s := f.sources[ip]
+	if s == nil || now.Sub(s.last) > time.Minute {
+		s = &loginSource{}
+		if len(f.sources) < maxLoginSources {
+			f.sources[ip] = s
+		}
+	}
+	s.n++
+	s.last = now
+	return min(time.Duration(s.n)*failedLoginDelay, maxLoginDelay), s.n
 }

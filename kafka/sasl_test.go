@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -96,5 +97,26 @@ func TestSASLLogin(t *testing.T) {
 	}
 	if err := metadata(bad); err == nil {
 		t.Error("the connection went on after a refused login")
+	}
+}
+
+// Refusals from one address in the last minute lengthen the next one's
+// delay, up to a bound; another address, or a minute later, starts again.
+func TestLoginFailuresSlowASource(t *testing.T) {
+	var f loginFailures
+	t0 := time.Unix(1_700_000_000, 0)
+	var delays []time.Duration
+	for i := range 12 {
+		d, _ := f.failed("10.0.0.1", t0.Add(time.Duration(i)*time.Second))
+		delays = append(delays, d)
+	}
+	if delays[0] != failedLoginDelay || delays[1] != 2*failedLoginDelay || delays[11] != maxLoginDelay {
+		t.Errorf("delays %v", delays)
+	}
+	if d, n := f.failed("10.0.0.2", t0); d != failedLoginDelay || n != 1 {
+		t.Errorf("another address: %v %d", d, n)
+	}
+	if d, _ := f.failed("10.0.0.1", t0.Add(2*time.Minute)); d != failedLoginDelay {
+		t.Errorf("a minute later: %v", d)
 	}
 }

@@ -181,6 +181,8 @@ type Server struct {
 	// Refused counts connections closed at once by a limit.
 	Refused atomic.Int64
 	spaced  sync.Map // by message: *logspace.Every
+	// failedLogins slows SASL guessing down per source address (sasl.go).
+	failedLogins loginFailures
 }
 
 // NewServer returns a listener with cfg; Serve starts it.
