@@ -361,6 +361,7 @@ func (b *brokerActor) onBecameController(ctx actor.Context, lead *cluster.Leader
 // spawnController starts the controller actor for a won leadership.
 func (b *brokerActor) spawnController(ctx actor.Context, lead *cluster.Leadership) {
 	b.pendingController = nil
+	b.renewSessions()
 	props := controller.Props(b.cfg, b.backend, lead)
 	b.lead = lead
 	pid, err := ctx.SpawnNamed(props, "controller")

@@ -27,9 +27,11 @@ import (
 // up the lock, and does not campaign until it hears enough again, so the
 // brokers it cannot reach elect one they can.
 
+// pingTimeout is longer than pingInterval: a slow answer (a busy broker
+// actor, a loaded machine) still counts, as long as it comes.
 const (
 	pingInterval = time.Second
-	pingTimeout  = time.Second
+	pingTimeout  = 3 * time.Second
 )
 
 // pingTick is the broker's ping schedule; gen names the broker actor
@@ -142,4 +144,13 @@ func (b *brokerActor) liveIDs() []int32 {
 func (b *brokerActor) controllerLive() []cluster.Broker {
 	out := b.liveList()
 	return slices.DeleteFunc(out, func(br cluster.Broker) bool { return slices.Contains(b.fenced, br.ID) })
+}
+
+// renewSessions gives every live broker a full session from now, when this
+// broker becomes the controller (election.Reach.Renew).
+func (b *brokerActor) renewSessions() {
+	if b.reach != nil {
+		b.reach.Renew(time.Now())
+	}
+	b.fenced = nil
 }

@@ -38,6 +38,16 @@ func (r *Reach) Live(ids []int32, now time.Time) {
 	}
 }
 
+// Renew counts every live broker as heard from at now: a broker that
+// becomes the controller gives each one a full session before fencing it,
+// as a new Kafka controller does, so a takeover under load does not fence
+// brokers on answers its broker missed before.
+func (r *Reach) Renew(now time.Time) {
+	for id := range r.heard {
+		r.heard[id] = now
+	}
+}
+
 // Answered records an answer from live broker id at now.
 func (r *Reach) Answered(id int32, now time.Time) {
 	if last, ok := r.heard[id]; ok && now.After(last) {

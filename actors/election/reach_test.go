@@ -34,6 +34,11 @@ func TestReach(t *testing.T) {
 	if got := r.Unreachable(1, at.Add(time.Second)); !slices.Equal(got, []int32{2}) {
 		t.Fatalf("unreachable %v, want [2]", got)
 	}
+	// Renewed (a new controller): a full session for everyone.
+	r.Renew(at.Add(5 * time.Second))
+	if got := r.Unreachable(1, at.Add(7*time.Second)); len(got) != 0 {
+		t.Fatalf("unreachable %v right after a renewal", got)
+	}
 	// A single broker always may lead.
 	alone := NewReach(time.Second)
 	alone.Live([]int32{7}, t0)
