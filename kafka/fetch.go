@@ -19,9 +19,8 @@ import (
 // is kept whole even above the limits (KIP-74), later ones only within
 // them. If the records read come to less than MinBytes, a second round
 // parks a fetch on every partition for MaxWait and answers as soon as one
-// has records (Kafka's long poll). Sessions are not kept: the answer's
-// session id is always 0, which clients take as a full fetch each time
-// (KIP-227), and a request naming a session gets FETCH_SESSION_ID_NOT_FOUND.
+// has records (Kafka's long poll). From v7, fetches may keep a session
+// (fetch_session.go).
 
 const errFetchSessionNotFound int16 = 70
 
@@ -48,9 +47,43 @@ func (p fetchPart) request(maxBytes int32) *messages.FetchRequest {
 func handleFetch(r *request, h header, kreq kmsg.Request) func() kmsg.Response {
 	req := kreq.(*kmsg.FetchRequest)
 	resp := kmsg.NewPtrFetchResponse()
-	if h.version >= 7 && req.SessionID != 0 {
-		resp.ErrorCode = errFetchSessionNotFound
-		return func() kmsg.Response { return resp }
+	var session *fetchSession
+	incremental := false
+	if h.version >= 7 {
+		sessions := &r.conn.srv.fetchSessions
+		switch {
+		case req.SessionEpoch == -1: // no session, and close the one named
+			if req.SessionID != 0 {
+				sessions.remove(req.SessionID)
+			}
+		case req.SessionEpoch == 0: // a full fetch that opens a session
+			if req.SessionID != 0 {
+				sessions.remove(req.SessionID)
+			}
+			session = sessions.open()
+		default:
+			if session = sessions.get(req.SessionID); session == nil {
+				resp.ErrorCode = errFetchSessionNotFound
+				return func() kmsg.Response { return resp }
+			}
+			incremental = true
+		}
+	}
+	if session != nil {
+		session.mu.Lock()
+		if incremental && req.SessionEpoch != session.epoch {
+			resp.ErrorCode = errInvalidFetchSessionEpoch
+			session.mu.Unlock()
+			return func() kmsg.Response { return resp }
+		}
+		session.update(req, h.version)
+		if incremental {
+			session.epoch++
+		}
+		req = session.asRequest(req)
+		resp.SessionID = session.id
+		// Held until the answer is trimmed: a fetch of the session sent
+		// before this one's answer waits.
 	}
 	maxBytes := int32(r.conn.srv.cfg.MaxFetchBytes)
 	if h.version >= 3 && req.MaxBytes > 0 {
@@ -58,6 +91,10 @@ func handleFetch(r *request, h header, kreq kmsg.Request) func() kmsg.Response {
 	}
 	parts := fetchParts(resp, req, h.version)
 	return func() kmsg.Response {
+		if session != nil {
+			defer session.mu.Unlock()
+			defer session.trim(resp, incremental)
+		}
 		got := readParts(r, resp, parts, maxBytes)
 		if got >= int(max(req.MinBytes, 1)) || req.MaxWaitMillis <= 0 {
 			return resp

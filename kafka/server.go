@@ -98,6 +98,9 @@ type Config struct {
 	TLS       *tls.Config
 	Principal func(*x509.Certificate) string
 	Anonymous string
+	// FetchSessions is how many incremental fetch sessions the listener
+	// keeps (0: DefaultFetchSessions; negative: none).
+	FetchSessions int
 	// SASL makes a connection without a client certificate log in with
 	// SASL PLAIN before anything but ApiVersions, SaslHandshake and
 	// SaslAuthenticate (sasl.go); Login checks a user name and password
@@ -183,14 +186,20 @@ type Server struct {
 	spaced  sync.Map // by message: *logspace.Every
 	// failedLogins slows SASL guessing down per source address (sasl.go).
 	failedLogins loginFailures
+	// fetchSessions are the incremental fetch sessions (fetch_session.go).
+	fetchSessions fetchSessions
 }
 
 // NewServer returns a listener with cfg; Serve starts it.
 func NewServer(cfg Config) *Server {
 	cfg.defaults()
 	stopped, stop := context.WithCancel(context.Background())
+	sessions := cfg.FetchSessions
+	if sessions == 0 {
+		sessions = DefaultFetchSessions
+	}
 	return &Server{cfg: cfg, stopped: stopped, stop: stop, conns: map[*conn]struct{}{}, perIP: map[string]int{},
-		pendingPerIP: map[string]int{}}
+		pendingPerIP: map[string]int{}, fetchSessions: fetchSessions{max: sessions}}
 }
 
 // Open is how many connections the listener holds now.
