@@ -80,6 +80,16 @@ func handleFetch(r *request, h header, kreq kmsg.Request) func() kmsg.Response {
 		if incremental {
 			session.epoch++
 		}
+		sessions := &r.conn.srv.fetchSessions
+		over := len(session.parts) > r.conn.srv.cfg.MaxRequestEntries
+		if over || !sessions.resized(session, len(session.parts)) {
+			// Too big to keep, or evicted meanwhile: the client starts
+			// over with a full fetch.
+			sessions.remove(session.id)
+			session.mu.Unlock()
+			resp.ErrorCode = errFetchSessionNotFound
+			return func() kmsg.Response { return resp }
+		}
 		req = session.asRequest(req)
 		resp.SessionID = session.id
 		// Held until the answer is trimmed: a fetch of the session sent

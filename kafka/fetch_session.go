@@ -24,6 +24,13 @@ import (
 // DefaultFetchSessions is Kafka's default cache size.
 const DefaultFetchSessions = 1000
 
+// maxSessionParts bounds the partitions all sessions of a listener hold
+// (about 100 bytes each): a hostile client adding partitions to sessions
+// evicts the sessions used least recently instead of growing the cache.
+// One session holds at most the entries of one request
+// (Config.MaxRequestEntries); more closes it.
+const maxSessionParts = 200_000
+
 const (
 	errInvalidFetchSessionEpoch int16 = 71
 	errFetchSessionCacheFull    int16 = 72
@@ -51,13 +58,55 @@ type fetchSession struct {
 	epoch    int32 // the epoch the next fetch must carry
 	parts    []*sessionPart
 	lastUsed time.Time
+	// size is len(parts) as the cache counts it (under the cache's mu).
+	size int
 }
 
 // fetchSessions is a listener's session cache.
 type fetchSessions struct {
-	mu   sync.Mutex
-	max  int
-	byID map[int32]*fetchSession
+	mu       sync.Mutex
+	max      int
+	maxParts int // 0: maxSessionParts
+	byID     map[int32]*fetchSession
+	// parts counts the partitions the sessions hold (their size as last
+	// reported by resized).
+	parts int
+}
+
+// resized records that s now holds n partitions and evicts the sessions
+// used least recently while the cache holds more than its bound; it
+// reports whether s is still cached.
+func (c *fetchSessions) resized(s *fetchSession, n int) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.byID[s.id] != s {
+		return false
+	}
+	c.parts += n - s.size
+	s.size = n
+	limit := c.maxParts
+	if limit <= 0 {
+		limit = maxSessionParts
+	}
+	for c.parts > limit {
+		var oldest *fetchSession
+		for _, o := range c.byID {
+			if o != s && (oldest == nil || o.lastUsed.Before(oldest.lastUsed)) {
+				oldest = o
+			}
+		}
+		if oldest == nil {
+			break
+		}
+		c.evictLocked(oldest)
+	}
+	return true
+}
+
+// evictLocked drops s from the cache (c.mu held).
+func (c *fetchSessions) evictLocked(s *fetchSession) {
+	delete(c.byID, s.id)
+	c.parts -= s.size
 }
 
 func (c *fetchSessions) get(id int32) *fetchSession {
@@ -72,7 +121,9 @@ func (c *fetchSessions) get(id int32) *fetchSession {
 
 func (c *fetchSessions) remove(id int32) {
 	c.mu.Lock()
-	delete(c.byID, id)
+	if s := c.byID[id]; s != nil {
+		c.evictLocked(s)
+	}
 	c.mu.Unlock()
 }
 
@@ -94,7 +145,7 @@ func (c *fetchSessions) open() *fetchSession {
 				oldest = s
 			}
 		}
-		delete(c.byID, oldest.id)
+		c.evictLocked(oldest)
 	}
 	s := &fetchSession{epoch: 1, lastUsed: time.Now()}
 	for s.id == 0 || c.byID[s.id] != nil {

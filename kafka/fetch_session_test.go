@@ -107,3 +107,60 @@ func TestFetchSessions(t *testing.T) {
 		t.Errorf("the kept session: code %d", r.ErrorCode)
 	}
 }
+
+// The cache is bounded in partitions: a session with more than a
+// request's entries is closed, and sessions over the cache's total are
+// evicted, the least recently used first, never the one being served.
+func TestFetchSessionsBounded(t *testing.T) {
+	c := &fetchSessions{max: 10, maxParts: 5}
+	a := c.open()
+	if !c.resized(a, 3) {
+		t.Fatal("a dropped")
+	}
+	b := c.open()
+	if !c.resized(b, 3) { // 6 > 5: a goes
+		t.Fatal("b dropped")
+	}
+	if c.get(a.id) != nil || c.get(b.id) == nil || c.parts != 3 {
+		t.Fatalf("after b grew: a %v, b %v, parts %d", c.get(a.id), c.get(b.id), c.parts)
+	}
+	if !c.resized(b, 9) || c.parts != 9 {
+		t.Fatalf("b alone over the bound: parts %d", c.parts) // nothing else to evict
+	}
+	c.remove(b.id)
+	if c.parts != 0 || len(c.byID) != 0 {
+		t.Fatalf("after removing b: parts %d, %d sessions", c.parts, len(c.byID))
+	}
+
+	// Through the listener: a session grown past a request's entries is
+	// closed.
+	_, addr := startServer(t, oneAnswer(&messages.FetchResponse{}), Config{MaxRequestEntries: 3})
+	cl := dial(t, addr)
+	fetch := func(id, epoch int32, parts ...int32) *kmsg.FetchResponse {
+		req := kmsg.NewPtrFetchRequest()
+		req.SetVersion(12)
+		req.SessionID, req.SessionEpoch = id, epoch
+		rt := kmsg.NewFetchRequestTopic()
+		rt.Topic = "t"
+		for _, p := range parts {
+			rp := kmsg.NewFetchRequestTopicPartition()
+			rp.Partition = p
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		req.Topics = append(req.Topics, rt)
+		cl.send(frameRequest(req, epoch+1))
+		resp := kmsg.NewPtrFetchResponse()
+		resp.SetVersion(12)
+		if _, err := cl.read(resp); err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	id := fetch(0, 0, 0, 1, 2).SessionID
+	if r := fetch(id, 1, 3, 4); r.ErrorCode != errFetchSessionNotFound {
+		t.Fatalf("a session of 5 partitions with a limit of 3: code %d", r.ErrorCode)
+	}
+	if r := fetch(id, 2); r.ErrorCode != errFetchSessionNotFound {
+		t.Fatalf("the closed session: code %d", r.ErrorCode)
+	}
+}
