@@ -259,14 +259,20 @@ func freeAddr() (string, error) {
 }
 
 func writeMetricsOutputs(r *metricsReport, outDir string) error {
+	return writeSuiteSection(outDir, "results-metrics.json", r, metricsMarkers, r.markdown(), "metrics")
+}
+
+// writeSuiteSection writes a suite's report as JSON to outDir/jsonName and
+// puts its markdown section (between markers) into outDir/RESULTS.md.
+func writeSuiteSection(outDir, jsonName string, report any, markers mdSection, md, what string) error {
 	if err := os.MkdirAll(outDir, 0o755); err != nil {
 		return err
 	}
-	b, err := json.MarshalIndent(r, "", "  ")
+	b, err := json.MarshalIndent(report, "", "  ")
 	if err != nil {
 		return err
 	}
-	jsonPath := filepath.Join(outDir, "results-metrics.json")
+	jsonPath := filepath.Join(outDir, jsonName)
 	if err := os.WriteFile(jsonPath, append(b, '\n'), 0o644); err != nil {
 		return err
 	}
@@ -277,10 +283,10 @@ func writeMetricsOutputs(r *metricsReport, outDir string) error {
 	} else if err != nil {
 		return err
 	}
-	if err := os.WriteFile(mdPath, []byte(metricsMarkers.splice(string(old), r.markdown())), 0o644); err != nil {
+	if err := os.WriteFile(mdPath, []byte(markers.splice(string(old), md)), 0o644); err != nil {
 		return err
 	}
-	logf("wrote the metrics section of %s, and %s", mdPath, jsonPath)
+	logf("wrote the %s section of %s, and %s", what, mdPath, jsonPath)
 	return nil
 }
 

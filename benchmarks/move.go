@@ -11,10 +11,7 @@ package main
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -193,29 +190,7 @@ func moveAndWait(ctx context.Context, admin *client.Admin, topic string, replica
 }
 
 func writeMoveOutputs(r *moveReport, outDir string) error {
-	if err := os.MkdirAll(outDir, 0o755); err != nil {
-		return err
-	}
-	b, err := json.MarshalIndent(r, "", "  ")
-	if err != nil {
-		return err
-	}
-	jsonPath := filepath.Join(outDir, "results-move.json")
-	if err := os.WriteFile(jsonPath, append(b, '\n'), 0o644); err != nil {
-		return err
-	}
-	mdPath := filepath.Join(outDir, "RESULTS.md")
-	old, err := os.ReadFile(mdPath)
-	if errors.Is(err, fs.ErrNotExist) {
-		old = []byte("# Sluice benchmark results\n")
-	} else if err != nil {
-		return err
-	}
-	if err := os.WriteFile(mdPath, []byte(moveMarkers.splice(string(old), r.markdown())), 0o644); err != nil {
-		return err
-	}
-	logf("wrote the move section of %s, and %s", mdPath, jsonPath)
-	return nil
+	return writeSuiteSection(outDir, "results-move.json", r, moveMarkers, r.markdown(), "move")
 }
 
 func (r *moveReport) markdown() string {

@@ -678,16 +678,25 @@ func grepLines(text, sub string) string {
 // replicaLEO asks broker id directly (no Consul involved) for the LEO of
 // its replica of topic-p; -1 if it does not answer.
 func (c *testCluster) replicaLEO(id int32, topic string, p int32) int64 {
+	if rs := c.replicaState(id, topic, p); rs != nil {
+		return rs.LogEndOffset
+	}
+	return -1
+}
+
+// replicaState asks broker id for the state of its replica of topic-p
+// (nil: none, or no answer).
+func (c *testCluster) replicaState(id int32, topic string, p int32) *messages.ReplicaState {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	res, err := c.admin.Request(ctx, c.brokers[id].Addr, &messages.DescribeReplicasRequest{Topics: []string{topic}})
 	if err != nil {
-		return -1
+		return nil
 	}
 	for _, rs := range res.(*messages.DescribeReplicasResponse).Replicas {
 		if rs.Partition == p {
-			return rs.LogEndOffset
+			return rs
 		}
 	}
-	return -1
+	return nil
 }

@@ -16,7 +16,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/sluicemq/sluice/client"
-	"github.com/sluicemq/sluice/messages"
 )
 
 // reassigned reports whether topic-p has exactly target as its replicas,
@@ -288,16 +287,8 @@ func TestMoveCommandsUsageErrors(t *testing.T) {
 // replicaSize asks broker id for the bytes its replica of topic-p holds
 // (-1: none, or no answer).
 func (c *testCluster) replicaSize(id int32, topic string, p int32) int64 {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	res, err := c.admin.Request(ctx, c.brokers[id].Addr, &messages.DescribeReplicasRequest{Topics: []string{topic}})
-	if err != nil {
-		return -1
-	}
-	for _, rs := range res.(*messages.DescribeReplicasResponse).Replicas {
-		if rs.Partition == p {
-			return rs.SizeBytes
-		}
+	if rs := c.replicaState(id, topic, p); rs != nil {
+		return rs.SizeBytes
 	}
 	return -1
 }
