@@ -17,33 +17,42 @@ import (
 
 const brokerConfigsStatic = "broker settings are read at start (flags or --config) and cannot be changed at run time yet"
 
-// configChanges is what an alter request asks of each resource.
+// configChanges is what an alter request asks of each resource: the topic
+// changes for the controller, and the resources refused here.
 type configChanges struct {
-	req  *messages.AlterTopicConfigsRequest
-	errs map[int]kmsg.ConfigResourceType // refused here: the resource's index, for its type
+	req     *messages.AlterTopicConfigsRequest
+	refused map[int]refusal // by the resource's index
 }
 
+type refusal struct {
+	code int16
+	why  string
+}
+
+// refuse answers resource i (not a topic) here: a broker's settings are
+// static, other types are not changed.
 func (c *configChanges) refuse(i int, typ kmsg.ConfigResourceType) {
-	if c.errs == nil {
-		c.errs = map[int]kmsg.ConfigResourceType{}
+	if c.refused == nil {
+		c.refused = map[int]refusal{}
 	}
-	c.errs[i] = typ
+	r := refusal{int16(messages.ErrorCode_INVALID_REQUEST), "only topic configurations can be changed"}
+	if typ == kmsg.ConfigResourceTypeBroker {
+		r = refusal{int16(messages.ErrorCode_INVALID_CONFIG), brokerConfigsStatic}
+	}
+	c.refused[i] = r
 }
 
 // finish sends the topic changes (if any) and returns how to answer
-// resource i of type typ named name.
-func (c *configChanges) finish(r *request) func(i int, typ kmsg.ConfigResourceType, name string) (int16, *string) {
+// resource i named name.
+func (c *configChanges) finish(r *request) func(i int, name string) (int16, *string) {
 	var answer Answer
 	if len(c.req.Topics) > 0 {
 		answer = r.ask(c.req)
 	}
 	var results func(string) (int16, *string)
-	return func(i int, typ kmsg.ConfigResourceType, name string) (int16, *string) {
-		switch {
-		case c.errs[i] == kmsg.ConfigResourceTypeBroker:
-			return int16(messages.ErrorCode_INVALID_CONFIG), kmsg.StringPtr(brokerConfigsStatic)
-		case c.errs[i] != 0:
-			return int16(messages.ErrorCode_INVALID_REQUEST), kmsg.StringPtr("only topic configurations can be changed")
+	return func(i int, name string) (int16, *string) {
+		if ref, ok := c.refused[i]; ok {
+			return ref.code, kmsg.StringPtr(ref.why)
 		}
 		if results == nil {
 			results = topicResults(answer)
@@ -74,7 +83,7 @@ func handleAlterConfigs(r *request, h header, kreq kmsg.Request) func() kmsg.Res
 		for i, res := range req.Resources {
 			rr := kmsg.NewAlterConfigsResponseResource()
 			rr.ResourceType, rr.ResourceName = res.ResourceType, res.ResourceName
-			rr.ErrorCode, rr.ErrorMessage = answerOf(i, res.ResourceType, res.ResourceName)
+			rr.ErrorCode, rr.ErrorMessage = answerOf(i, res.ResourceName)
 			resp.Resources = append(resp.Resources, rr)
 		}
 		return resp
@@ -126,7 +135,7 @@ func handleIncrementalAlterConfigs(r *request, h header, kreq kmsg.Request) func
 			if why := bad[i]; why != "" {
 				rr.ErrorCode, rr.ErrorMessage = int16(messages.ErrorCode_INVALID_REQUEST), kmsg.StringPtr(why)
 			} else {
-				rr.ErrorCode, rr.ErrorMessage = answerOf(i, res.ResourceType, res.ResourceName)
+				rr.ErrorCode, rr.ErrorMessage = answerOf(i, res.ResourceName)
 			}
 			resp.Resources = append(resp.Resources, rr)
 		}

@@ -51,7 +51,7 @@ func TestAlterConfigs(t *testing.T) {
 		for _, res := range []struct {
 			typ  kmsg.ConfigResourceType
 			name string
-		}{{kmsg.ConfigResourceTypeTopic, "orders"}, {kmsg.ConfigResourceTypeTopic, "bad"}, {kmsg.ConfigResourceTypeBroker, "1"}, {9, "x"}} {
+		}{{kmsg.ConfigResourceTypeTopic, "orders"}, {kmsg.ConfigResourceTypeTopic, "bad"}, {kmsg.ConfigResourceTypeBroker, "1"}, {9, "x"}, {0, "y"}} {
 			r := kmsg.NewAlterConfigsRequestResource()
 			r.ResourceType, r.ResourceName = res.typ, res.name
 			cfg := kmsg.NewAlterConfigsRequestResourceConfig()
@@ -69,7 +69,8 @@ func TestAlterConfigs(t *testing.T) {
 		for _, r := range resp.Resources {
 			codes = append(codes, r.ErrorCode)
 		}
-		want := []int16{0, int16(messages.ErrorCode_INVALID_CONFIG), int16(messages.ErrorCode_INVALID_CONFIG), int16(messages.ErrorCode_INVALID_REQUEST)}
+		want := []int16{0, int16(messages.ErrorCode_INVALID_CONFIG), int16(messages.ErrorCode_INVALID_CONFIG),
+			int16(messages.ErrorCode_INVALID_REQUEST), int16(messages.ErrorCode_INVALID_REQUEST)}
 		if !slices.Equal(codes, want) || deref(resp.Resources[2].ErrorMessage) != brokerConfigsStatic {
 			t.Errorf("v%d codes %v, want %v; broker: %q", v, codes, want, deref(resp.Resources[2].ErrorMessage))
 		}
