@@ -120,3 +120,17 @@ func TestLoginFailuresSlowASource(t *testing.T) {
 		t.Errorf("a minute later: %v", d)
 	}
 }
+
+// Any bytes a client sends as a PLAIN login are parsed without a panic,
+// and what is accepted names a user and a password.
+func FuzzParsePlain(f *testing.F) {
+	for _, s := range []string{"\x00alice\x00secret", "a\x00a\x00p", "", "\x00\x00", "x\x00y\x00z\x00w"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		user, pass, ok := parsePlain(b)
+		if ok && (user == "" || pass == "") {
+			t.Fatalf("%q accepted as %q / %q", b, user, pass)
+		}
+	})
+}

@@ -149,6 +149,8 @@ func TestBrokerRefusesBadMemoryLimits(t *testing.T) {
 		{"--rack", strings.Repeat("r", 256), "at most 255"},
 		{"--leader-imbalance-check-interval", "0s", "leader imbalance check interval 0s: must be > 0"},
 		{"--leader-imbalance-per-broker-percentage", "150", "leader imbalance ratio 1.5: want 0 to 1"},
+		{"--broker-session-timeout", "0s", "broker session timeout 0s: must be > 0"},
+		{"--kafka-sasl", "--kafka-addr=127.0.0.1:0", "--kafka-sasl needs --kafka-addr and TLS"}, // no TLS
 	} {
 		_, stderr, code := runCLI(t, "", "broker", "--data", t.TempDir(), "--addr", "127.0.0.1:0", c.flag, c.value)
 		if code != 2 || !strings.Contains(stderr, c.want) {

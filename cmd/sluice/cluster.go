@@ -47,6 +47,11 @@ func runCluster(args []string, stdout, stderr io.Writer) error {
 	case sub != "drain" && sub != "reassign" && len(pos) > 0:
 		return usageErr("unexpected argument %q", pos[0])
 	}
+	if moves.throttle != nil {
+		if err := moves.check(); err != nil {
+			return err
+		}
+	}
 	var drained int64
 	if sub == "drain" {
 		if drained, err = strconv.ParseInt(pos[0], 10, 32); err != nil || drained < 0 {

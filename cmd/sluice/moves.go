@@ -192,6 +192,14 @@ type moveFlags struct {
 	format         *outputFormat
 }
 
+// check refuses flags that cannot work, before any broker is asked.
+func (f moveFlags) check() error {
+	if *f.throttle < 0 {
+		return usageErr("--throttle %d: want bytes per second, or 0 for no limit", *f.throttle)
+	}
+	return nil
+}
+
 func addMoveFlags(fs *flag.FlagSet, format *outputFormat) moveFlags {
 	return moveFlags{
 		dryRun: fs.Bool("dry-run", false, "print the plan and move nothing"),
@@ -205,9 +213,6 @@ func addMoveFlags(fs *flag.FlagSet, format *outputFormat) moveFlags {
 // carryOut prints a plan, then (unless a dry run) starts it and waits for
 // it. what names the plan in messages.
 func carryOut(admin *client.Admin, l *layout, plan map[placement.Partition][]int32, f moveFlags, timeout time.Duration, what string, stdout io.Writer) error {
-	if *f.throttle < 0 {
-		return usageErr("--throttle %d: want bytes per second, or 0 for no limit", *f.throttle)
-	}
 	moves := movesOf(plan, l.replicas)
 	if f.format.json() {
 		writeJSONLine(stdout, struct {

@@ -274,6 +274,8 @@ func TestMoveCommandsUsageErrors(t *testing.T) {
 		{[]string{"cluster", "drain"}, "want the id of the broker to drain"},
 		{[]string{"cluster", "drain", "x"}, `"x": want a broker id`},
 		{[]string{"cluster", "rebalance", "extra"}, `unexpected argument "extra"`},
+		{[]string{"cluster", "rebalance", "--throttle", "-1"}, "--throttle -1: want bytes per second"},
+		{[]string{"cluster", "reassign", "t:0=1", "--throttle", "-5"}, "--throttle -5: want bytes per second"},
 		{[]string{"cluster", "move"}, `unknown command "move"`},
 		{[]string{"topic", "elect-leaders", "t:x"}, `"t:x": want TOPIC or TOPIC:P,P,...`},
 	} {

@@ -88,3 +88,26 @@ func TestEdit(t *testing.T) {
 		}
 	}
 }
+
+// Any name and value a client sends are checked, and list edits made,
+// without a panic; an edit's result of a list config is a list of its
+// items, each once.
+func FuzzCheckAndEdit(f *testing.F) {
+	f.Add("cleanup.policy", "delete", "compact", false)
+	f.Add("leader.replication.throttled.replicas", "0:1", "0:1,2:3", true)
+	f.Add("retention.ms", "-1", "", false)
+	f.Fuzz(func(t *testing.T, name, value, items string, subtract bool) {
+		_ = Check(name, value)
+		out, err := Edit(name, value, true, items, subtract)
+		if err != nil {
+			return
+		}
+		seen := map[string]bool{}
+		for _, item := range strings.Split(out, ",") {
+			if out != "" && (item == "" || seen[item]) {
+				t.Fatalf("Edit(%q, %q, %q) = %q", name, value, items, out)
+			}
+			seen[item] = true
+		}
+	})
+}
