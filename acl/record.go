@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/sluicemq/sluice/messages"
+	"google.golang.org/protobuf/proto"
 )
 
 // The functions that change a SecurityRecord return a new record and never
@@ -87,19 +88,12 @@ func keyOf(b *messages.AclBinding) bindingKey {
 	return bindingKey{b.ResourceType, b.ResourceName, b.PatternType, b.Principal, b.Host, b.Operation, b.Permission}
 }
 
-// cloneRecord deep-copies rec with its users sorted by name.
+// cloneRecord deep-copies rec (every field: the producer id key and the
+// users' passwords too) with its users sorted by name.
 func cloneRecord(rec *messages.SecurityRecord) *messages.SecurityRecord {
-	next := &messages.SecurityRecord{
-		Acls:  make([]*messages.AclBinding, 0, len(rec.GetAcls())),
-		Users: make([]*messages.UserRecord, 0, len(rec.GetUsers())),
-	}
-	for _, b := range rec.GetAcls() {
-		next.Acls = append(next.Acls, clone(b))
-	}
-	for _, u := range rec.GetUsers() {
-		next.Users = append(next.Users, &messages.UserRecord{
-			Name: u.GetName(), TokenSha256: u.GetTokenSha256(), CreatedUnixMs: u.GetCreatedUnixMs(),
-		})
+	next := &messages.SecurityRecord{}
+	if rec != nil {
+		next = proto.Clone(rec).(*messages.SecurityRecord)
 	}
 	slices.SortStableFunc(next.Users, func(a, b *messages.UserRecord) int { return strings.Compare(a.Name, b.Name) })
 	return next

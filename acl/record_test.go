@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"google.golang.org/protobuf/proto"
 
@@ -141,5 +142,26 @@ func TestListACLs(t *testing.T) {
 	}
 	if got := ListACLs(nil, nil); len(got) != 0 {
 		t.Errorf("ListACLs(nil) = %v", got)
+	}
+}
+
+// Every change of the record keeps what it does not change: the producer
+// id key (which binds every producer id issued) and users' passwords.
+func TestChangesKeepTheRestOfTheRecord(t *testing.T) {
+	rec, _ := WithProducerIDKey(nil)
+	key := string(rec.ProducerIdKey)
+	rec, _ = AlterScram(rec, []*messages.ScramUpsertion{{Name: "bob",
+		Credential: ScramCredentialOf(ScramSHA256, 4096, []byte("salt"), []byte("salted password"))}}, nil, time.Now())
+	next, _, err := AddACLs(rec, acls("User:bob ALLOW READ topic:t literal"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	next, _, _ = RemoveACLs(next, acls("User:bob ALLOW READ topic:t literal"))
+	next, _ = AddUser(next, "carol", HashToken("sluice_c"), time.Now())
+	if string(next.ProducerIdKey) != key {
+		t.Error("the producer id key was lost")
+	}
+	if c := ScramCredentials(next)[ScramKey{"bob", ScramSHA256}]; c == nil || len(c.StoredKey) != 32 {
+		t.Errorf("bob's password was lost: %v", c)
 	}
 }

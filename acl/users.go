@@ -45,9 +45,10 @@ func userNameChar(c rune) bool {
 }
 
 // AddUser returns rec with a new token user name whose token hashes to
-// tokenSHA256 (64 lowercase hex), created at now. A name already taken
-// gives ErrUserExists; a hash another user already has is refused too,
-// since a token must name exactly one user.
+// tokenSHA256 (64 lowercase hex), created at now; a user with passwords
+// only gets the token. A user with a token already gives ErrUserExists; a
+// hash another user already has is refused too, since a token must name
+// exactly one user.
 func AddUser(rec *messages.SecurityRecord, name, tokenSHA256 string, now time.Time) (*messages.SecurityRecord, error) {
 	if err := ValidUserName(name); err != nil {
 		return nil, err
@@ -55,15 +56,25 @@ func AddUser(rec *messages.SecurityRecord, name, tokenSHA256 string, now time.Ti
 	if err := validTokenHash(tokenSHA256); err != nil {
 		return nil, err
 	}
-	for _, u := range rec.GetUsers() {
-		if u.GetName() == name {
+	existing := -1
+	for i, u := range rec.GetUsers() {
+		if u.GetName() == name && u.GetTokenSha256() != "" {
 			return nil, fmt.Errorf("%w: %q", ErrUserExists, name)
+		}
+		if u.GetName() == name {
+			existing = i
 		}
 		if u.GetTokenSha256() == tokenSHA256 {
 			return nil, errors.New("another user already has this token; make a new token")
 		}
 	}
 	next := cloneRecord(rec)
+	if existing >= 0 {
+		u := cloneUser(next.Users[existing])
+		u.TokenSha256 = tokenSHA256
+		next.Users[existing] = u
+		return next, nil
+	}
 	i, _ := slices.BinarySearchFunc(next.Users, name, func(u *messages.UserRecord, n string) int { return strings.Compare(u.Name, n) })
 	next.Users = slices.Insert(next.Users, i, &messages.UserRecord{
 		Name: name, TokenSha256: tokenSHA256, CreatedUnixMs: now.UnixMilli(),
@@ -71,7 +82,8 @@ func AddUser(rec *messages.SecurityRecord, name, tokenSHA256 string, now time.Ti
 	return next, nil
 }
 
-// DeleteUser returns rec without the user name, or ErrUserNotFound. The
+// DeleteUser returns rec without the user name (its token and passwords),
+// or ErrUserNotFound. The
 // user's ACLs stay, as in Kafka: they are bindings of a principal, not of
 // an account.
 func DeleteUser(rec *messages.SecurityRecord, name string) (*messages.SecurityRecord, error) {
@@ -88,7 +100,9 @@ func DeleteUser(rec *messages.SecurityRecord, name string) (*messages.SecurityRe
 func TokenUsers(rec *messages.SecurityRecord) map[string]string {
 	out := make(map[string]string, len(rec.GetUsers()))
 	for _, u := range rec.GetUsers() {
-		out[u.GetTokenSha256()] = u.GetName()
+		if u.GetTokenSha256() != "" {
+			out[u.GetTokenSha256()] = u.GetName()
+		}
 	}
 	return out
 }

@@ -146,13 +146,24 @@ func (a *Admin) DeleteUser(ctx context.Context, name string) error {
 	return resp.Error.Err(resp.ErrorMessage)
 }
 
-// User is a token user.
+// User is a user of the cluster: one with a token, passwords, or both.
 type User struct {
 	Name    string
 	Created time.Time
+	// Token is set when the user has a token.
+	Token bool
+	// Passwords are the SCRAM mechanisms the user has a password of, and
+	// their iterations.
+	Passwords []Password
 }
 
-// ListUsers lists the token users, as the cluster stores them.
+// Password is one of a user's SCRAM passwords, without its keys.
+type Password struct {
+	Mechanism  string // SCRAM-SHA-256 or SCRAM-SHA-512
+	Iterations int
+}
+
+// ListUsers lists the users, as the cluster stores them.
 func (a *Admin) ListUsers(ctx context.Context) ([]User, error) {
 	resp, err := callAnyAs[*messages.ListUsersResponse](ctx, a, &messages.ListUsersRequest{})
 	if err != nil {
@@ -163,7 +174,97 @@ func (a *Admin) ListUsers(ctx context.Context) ([]User, error) {
 	}
 	users := make([]User, len(resp.Users))
 	for i, u := range resp.Users {
-		users[i] = User{Name: u.Name, Created: time.UnixMilli(u.CreatedUnixMs).UTC()}
+		users[i] = User{Name: u.Name, Created: time.UnixMilli(u.CreatedUnixMs).UTC(), Token: u.HasToken}
+		for _, c := range u.Scram {
+			users[i].Passwords = append(users[i].Passwords, Password{Mechanism: acl.ScramMechanismName(c.Mechanism), Iterations: int(c.Iterations)})
+		}
 	}
 	return users, nil
+}
+
+// PasswordOpt configures SetPassword.
+type PasswordOpt func(*passwordOptions)
+
+type passwordOptions struct {
+	mechanisms []string
+	iterations int
+}
+
+// DefaultPasswordIterations is how many times SetPassword salts a password
+// unless PasswordIterations says otherwise.
+const DefaultPasswordIterations = 8192
+
+// PasswordMechanisms sets the password of these SCRAM mechanisms only
+// (SCRAM-SHA-256, SCRAM-SHA-512); by default both.
+func PasswordMechanisms(names ...string) PasswordOpt {
+	return func(o *passwordOptions) { o.mechanisms = names }
+}
+
+// PasswordIterations salts the password n times (4,096 to 16,384; by
+// default DefaultPasswordIterations): what each login costs the client.
+func PasswordIterations(n int) PasswordOpt { return func(o *passwordOptions) { o.iterations = n } }
+
+// SetPassword sets the password user name logs in with over SASL SCRAM
+// on the Kafka listener, creating the user if it has no token. The
+// password is salted here: the cluster keeps only keys derived from the
+// salted password, and never sees the password itself.
+func (a *Admin) SetPassword(ctx context.Context, name, password string, opts ...PasswordOpt) error {
+	o := passwordOptions{mechanisms: []string{"SCRAM-SHA-256", "SCRAM-SHA-512"}, iterations: DefaultPasswordIterations}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if err := acl.ValidUserName(name); err != nil {
+		return err
+	}
+	if password == "" {
+		return errors.New("the password is empty")
+	}
+	if o.iterations < acl.MinScramIterations || o.iterations > acl.MaxScramIterations {
+		return fmt.Errorf("%d iterations: want %d to %d", o.iterations, acl.MinScramIterations, acl.MaxScramIterations)
+	}
+	req := &messages.AlterScramCredentialsRequest{}
+	for _, m := range o.mechanisms {
+		mech, ok := acl.ScramMechanismOf(m)
+		if !ok {
+			return fmt.Errorf("unknown mechanism %q: want SCRAM-SHA-256 or SCRAM-SHA-512", m)
+		}
+		salt, err := acl.NewScramSalt()
+		if err != nil {
+			return err
+		}
+		salted, err := acl.SaltPassword(mech, password, salt, o.iterations)
+		if err != nil {
+			return err
+		}
+		req.Upsertions = append(req.Upsertions, &messages.ScramUpsertion{Name: name,
+			Credential: acl.ScramCredentialOf(mech, int32(o.iterations), salt, salted)})
+	}
+	return a.alterScram(ctx, req)
+}
+
+// DeletePassword removes user name's password of a SCRAM mechanism; a
+// user left with neither password nor token is removed.
+func (a *Admin) DeletePassword(ctx context.Context, name, mechanism string) error {
+	mech, ok := acl.ScramMechanismOf(mechanism)
+	if !ok {
+		return fmt.Errorf("unknown mechanism %q: want SCRAM-SHA-256 or SCRAM-SHA-512", mechanism)
+	}
+	return a.alterScram(ctx, &messages.AlterScramCredentialsRequest{
+		Deletions: []*messages.ScramDeletion{{Name: name, Mechanism: mech}}})
+}
+
+func (a *Admin) alterScram(ctx context.Context, req *messages.AlterScramCredentialsRequest) error {
+	resp, err := callAnyAs[*messages.AlterScramCredentialsResponse](ctx, a, req)
+	if err != nil {
+		return err
+	}
+	if err := resp.Error.Err(resp.ErrorMessage); err != nil {
+		return err
+	}
+	for _, r := range resp.Results {
+		if err := r.Error.Err(r.ErrorMessage); err != nil {
+			return err
+		}
+	}
+	return nil
 }

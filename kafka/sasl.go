@@ -2,18 +2,22 @@ package kafka
 
 import (
 	"bytes"
+	"slices"
 	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/sluicemq/sluice/acl"
 	"github.com/sluicemq/sluice/messages"
 )
 
 // SASL logins on the Kafka listener (SASL_SSL): SaslHandshake (key 17,
 // v1: the client then sends SaslAuthenticate requests, not raw bytes) and
-// SaslAuthenticate (key 36, v0–2) with the PLAIN mechanism, whose
-// password is the token `sluice user create` made for the user. Until a
+// SaslAuthenticate (key 36, v0–2) with PLAIN, whose password is the token
+// `sluice user create` made for the user, or SCRAM-SHA-256/512 with a
+// password `sluice user password` or AlterUserScramCredentials set
+// (scram.go). Until a
 // connection has logged in (or presented a client certificate) it may
 // send only these and ApiVersions. A refused login is answered
 // SASL_AUTHENTICATION_FAILED after a delay, without saying which part was
@@ -30,6 +34,9 @@ const (
 	// to maxLoginDelay.
 	failedLoginDelay = time.Second
 	maxLoginDelay    = 10 * time.Second
+	// maxLoginFrameBytes bounds a frame before the login (Kafka's
+	// sasl.server.max.receive.size).
+	maxLoginFrameBytes = 512 << 10
 	// errUnsupportedSASLMechanism and errIllegalSASLState are Kafka's.
 	errUnsupportedSASLMechanism int16 = 33
 	errIllegalSASLState         int16 = 34
@@ -45,29 +52,56 @@ var beforeLogin = map[int16]bool{
 func handleSaslHandshake(r *request, h header, kreq kmsg.Request) func() kmsg.Response {
 	req := kreq.(*kmsg.SASLHandshakeRequest)
 	resp := kmsg.NewPtrSASLHandshakeResponse()
-	resp.SupportedMechanisms = []string{mechanismPLAIN}
 	c := r.conn
+	resp.SupportedMechanisms = c.srv.mechanisms()
 	switch {
+	case h.version == 0:
+		// v0 would be followed by raw SASL bytes, which this listener
+		// does not read; clients since Kafka 1.0 send v1.
+		resp.ErrorCode = errUnsupportedVersion
 	case !c.srv.cfg.SASL:
 		resp.ErrorCode = errIllegalSASLState // no SASL on this listener
 	case c.loggedIn || c.mechanism != "":
 		resp.ErrorCode = errIllegalSASLState
-	case req.Mechanism != mechanismPLAIN:
+	case !slices.Contains(resp.SupportedMechanisms, req.Mechanism):
 		resp.ErrorCode = errUnsupportedSASLMechanism
 	default:
-		c.mechanism = mechanismPLAIN
+		c.mechanism = req.Mechanism
+		if mech, ok := acl.ScramMechanismOf(req.Mechanism); ok {
+			c.scram = newScramLogin(mech, c.srv.scramSecret, c.srv.cfg.Scram)
+		}
 	}
 	return func() kmsg.Response { return resp }
+}
+
+// mechanisms are the SASL mechanisms the listener offers.
+func (s *Server) mechanisms() []string {
+	m := []string{mechanismPLAIN}
+	if s.cfg.Scram != nil {
+		m = append(m, acl.ScramMechanismName(acl.ScramSHA256), acl.ScramMechanismName(acl.ScramSHA512))
+	}
+	return m
 }
 
 func handleSaslAuthenticate(r *request, h header, kreq kmsg.Request) func() kmsg.Response {
 	req := kreq.(*kmsg.SASLAuthenticateRequest)
 	resp := kmsg.NewPtrSASLAuthenticateResponse()
 	c := r.conn
-	if c.loggedIn || c.mechanism != mechanismPLAIN {
+	if c.loggedIn || c.mechanism == "" {
 		resp.ErrorCode = errIllegalSASLState
-		resp.ErrorMessage = kmsg.StringPtr("SaslAuthenticate needs a SaslHandshake for PLAIN first, once per connection")
+		resp.ErrorMessage = kmsg.StringPtr("SaslAuthenticate needs a SaslHandshake first, once per connection")
 		c.failedLogin = c.srv.cfg.SASL
+		return func() kmsg.Response { return resp }
+	}
+	if c.scram != nil {
+		reply, done, err := c.scram.next(req.SASLAuthBytes)
+		switch {
+		case err != nil:
+			return c.refuseLogin(resp, c.scram.user, err.Error())
+		case done:
+			c.caller.Principal, c.loggedIn = "User:"+c.scram.user, true
+		}
+		resp.SASLAuthBytes = reply
 		return func() kmsg.Response { return resp }
 	}
 	user, password, ok := parsePlain(req.SASLAuthBytes)
@@ -76,19 +110,26 @@ func handleSaslAuthenticate(r *request, h header, kreq kmsg.Request) func() kmsg
 		principal, ok = c.srv.cfg.Login(user, password)
 	}
 	if !ok || principal == "" {
-		c.failedLogin = true
-		resp.ErrorCode = int16(messages.ErrorCode_SASL_AUTHENTICATION_FAILED)
-		resp.ErrorMessage = kmsg.StringPtr("authentication failed: wrong user name or password")
-		delay, recent := c.srv.failedLogins.failed(c.ip, time.Now())
-		c.srv.logSpaced("kafka SASL login refused", "remote", c.nc.RemoteAddr().String(), "user", user,
-			"refusals_from_address_last_minute", recent, "delay", delay)
-		return func() kmsg.Response {
-			time.Sleep(delay)
-			return resp
-		}
+		return c.refuseLogin(resp, user, "wrong user name or token")
 	}
 	c.caller.Principal, c.loggedIn = principal, true
 	return func() kmsg.Response { return resp }
+}
+
+// refuseLogin answers a refused login after the delay of its source,
+// logs it and has the connection closed after the answer. The client is
+// told only that the login failed; why is for the log.
+func (c *conn) refuseLogin(resp *kmsg.SASLAuthenticateResponse, user, why string) func() kmsg.Response {
+	c.failedLogin = true
+	resp.ErrorCode = int16(messages.ErrorCode_SASL_AUTHENTICATION_FAILED)
+	resp.ErrorMessage = kmsg.StringPtr("authentication failed: wrong user name or password")
+	delay, recent := c.srv.failedLogins.failed(c.ip, time.Now())
+	c.srv.logSpaced("kafka SASL login refused", "remote", c.nc.RemoteAddr().String(), "mechanism", c.mechanism, "user", user,
+		"reason", why, "refusals_from_address_last_minute", recent, "delay", delay)
+	return func() kmsg.Response {
+		time.Sleep(delay)
+		return resp
+	}
 }
 
 // parsePlain splits a PLAIN message (RFC 4616): [authzid] NUL authcid NUL

@@ -1,6 +1,9 @@
 package kafka
 
 import (
+	"errors"
+	"io"
+	"strings"
 	"testing"
 	"time"
 
@@ -34,7 +37,9 @@ func TestParsePlain(t *testing.T) {
 // SASL_AUTHENTICATION_FAILED and closes the connection.
 func TestSASLLogin(t *testing.T) {
 	md := testMetadata()
-	_, addr := startServer(t, oneAnswer(md), Config{SASL: true, Login: func(user, password string) (string, bool) {
+	// FrameTimeout: a frame's body is waited for longer than the test
+	// waits for an answer.
+	_, addr := startServer(t, oneAnswer(md), Config{SASL: true, FrameTimeout: time.Minute, Login: func(user, password string) (string, bool) {
 		return "User:" + user, user == "alice" && password == "sluice_ok"
 	}})
 	handshake := func(c *client, mechanism string) int16 {
@@ -76,6 +81,13 @@ func TestSASLLogin(t *testing.T) {
 	if err := metadata(dial(t, addr)); err == nil {
 		t.Error("metadata answered before the login")
 	}
+	v0 := kmsg.NewPtrSASLHandshakeRequest()
+	v0.Mechanism = "PLAIN" // v0: raw SASL bytes would follow
+	c0 := dial(t, addr)
+	c0.send(frameRequest(v0, 1))
+	if resp := kmsg.NewPtrSASLHandshakeResponse(); func() error { _, err := c0.read(resp); return err }() != nil || resp.ErrorCode != errUnsupportedVersion {
+		t.Errorf("a v0 handshake: %+v", resp)
+	}
 	if c := dial(t, addr); handshake(c, "SCRAM-SHA-256") != errUnsupportedSASLMechanism {
 		t.Error("an unsupported mechanism was taken")
 	}
@@ -97,6 +109,31 @@ func TestSASLLogin(t *testing.T) {
 	}
 	if err := metadata(bad); err == nil {
 		t.Error("the connection went on after a refused login")
+	}
+
+	// Before the login a frame may not be larger than a login needs: a
+	// stranger cannot make the listener wait for (and hold) megabytes. The
+	// size of a 600 KB frame (under the listener's frame limit) closes the
+	// connection at once, without waiting for its body; after the login
+	// the frame is served.
+	big := kmsg.NewPtrMetadataRequest()
+	big.SetVersion(9)
+	for range 20 {
+		big.Topics = append(big.Topics, kmsg.MetadataRequestTopic{Topic: kmsg.StringPtr(strings.Repeat("t", 30000))})
+	}
+	stranger := dial(t, addr)
+	stranger.send(frameRequest(big, 4)[:4]) // the size only
+	if _, err := stranger.read(kmsg.NewPtrMetadataResponse()); !errors.Is(err, io.EOF) {
+		t.Errorf("the size of a 600 KB frame before the login: %v, want the connection closed", err)
+	}
+	member := dial(t, addr)
+	handshake(member, "PLAIN")
+	login(member, "\x00alice\x00sluice_ok")
+	member.send(frameRequest(big, 4))
+	resp := kmsg.NewPtrMetadataResponse()
+	resp.SetVersion(9)
+	if _, err := member.read(resp); err != nil {
+		t.Errorf("a 600 KB frame after the login: %v", err)
 	}
 }
 

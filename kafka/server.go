@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
@@ -105,8 +106,11 @@ type Config struct {
 	// SASL PLAIN before anything but ApiVersions, SaslHandshake and
 	// SaslAuthenticate (sasl.go); Login checks a user name and password
 	// and returns the principal.
-	SASL   bool
-	Login  func(user, password string) (principal string, ok bool)
+	SASL  bool
+	Login func(user, password string) (principal string, ok bool)
+	// Scram, when set, offers SCRAM-SHA-256 and SCRAM-SHA-512 too: it
+	// returns a user's password credential of a mechanism.
+	Scram  func(user string, mechanism int32) (*messages.ScramCredential, bool)
 	Logger *slog.Logger
 	// Metrics counts the requests served, by API (nil: not counted).
 	Metrics *metrics.Broker
@@ -186,6 +190,8 @@ type Server struct {
 	spaced  sync.Map // by message: *logspace.Every
 	// failedLogins slows SASL guessing down per source address (sasl.go).
 	failedLogins loginFailures
+	// scramSecret makes the salts shown for users without a password.
+	scramSecret []byte
 	// fetchSessions are the incremental fetch sessions (fetch_session.go).
 	fetchSessions fetchSessions
 }
@@ -198,8 +204,10 @@ func NewServer(cfg Config) *Server {
 	if sessions == 0 {
 		sessions = DefaultFetchSessions
 	}
+	secret := make([]byte, 32)
+	rand.Read(secret) // never fails (crypto/rand panics rather)
 	return &Server{cfg: cfg, stopped: stopped, stop: stop, conns: map[*conn]struct{}{}, perIP: map[string]int{},
-		pendingPerIP: map[string]int{}, fetchSessions: fetchSessions{max: sessions}}
+		pendingPerIP: map[string]int{}, fetchSessions: fetchSessions{max: sessions}, scramSecret: secret}
 }
 
 // Open is how many connections the listener holds now.
@@ -355,6 +363,7 @@ type conn struct {
 	// goroutine uses them.
 	loggedIn    bool
 	mechanism   string
+	scram       *scramLogin // the SCRAM conversation, when mechanism is SCRAM
 	failedLogin bool
 }
 
@@ -511,7 +520,11 @@ func (c *conn) readFrame(firstBy time.Time) (frame []byte, held int64, err error
 	if err := c.nc.SetReadDeadline(deadline); err != nil {
 		return nil, 0, err
 	}
-	n, err := readSize(c.nc, c.srv.cfg.MaxFrameBytes)
+	limit := c.srv.cfg.MaxFrameBytes
+	if c.srv.cfg.SASL && !c.loggedIn {
+		limit = min(limit, maxLoginFrameBytes) // a stranger's frames stay small
+	}
+	n, err := readSize(c.nc, limit)
 	if err != nil {
 		return nil, 0, err
 	}

@@ -105,6 +105,12 @@ const (
 	ErrorCode_NO_REASSIGNMENT_IN_PROGRESS ErrorCode = 85
 	// The named user or ACL does not exist.
 	ErrorCode_RESOURCE_NOT_FOUND ErrorCode = 91
+	// A SASL mechanism the broker does not offer (SCRAM-SHA-256 and
+	// SCRAM-SHA-512 hold passwords).
+	ErrorCode_UNSUPPORTED_SASL_MECHANISM ErrorCode = 33
+	// A password credential that cannot be kept: iterations outside
+	// 4,096..16,384, an empty salt or salted password, a bad user name.
+	ErrorCode_UNACCEPTABLE_CREDENTIAL ErrorCode = 93
 	// A user with this name already exists.
 	ErrorCode_DUPLICATE_RESOURCE ErrorCode = 92
 	// ACLs and users are managed only on a broker that runs with TLS (and so
@@ -172,6 +178,8 @@ var (
 		39:   "INVALID_REPLICA_ASSIGNMENT",
 		85:   "NO_REASSIGNMENT_IN_PROGRESS",
 		91:   "RESOURCE_NOT_FOUND",
+		33:   "UNSUPPORTED_SASL_MECHANISM",
+		93:   "UNACCEPTABLE_CREDENTIAL",
 		92:   "DUPLICATE_RESOURCE",
 		54:   "SECURITY_DISABLED",
 		12:   "OFFSET_METADATA_TOO_LARGE",
@@ -231,6 +239,8 @@ var (
 		"INVALID_REPLICA_ASSIGNMENT":       39,
 		"NO_REASSIGNMENT_IN_PROGRESS":      85,
 		"RESOURCE_NOT_FOUND":               91,
+		"UNSUPPORTED_SASL_MECHANISM":       33,
+		"UNACCEPTABLE_CREDENTIAL":          93,
 		"DUPLICATE_RESOURCE":               92,
 		"SECURITY_DISABLED":                54,
 		"OFFSET_METADATA_TOO_LARGE":        12,
@@ -8019,10 +8029,16 @@ func (x *AclBinding) GetPermission() AclPermission {
 // UserRecord is a user who authenticates with a bearer token. Only the
 // token's SHA-256 is stored.
 type UserRecord struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
-	TokenSha256   string                 `protobuf:"bytes,2,opt,name=token_sha256,json=tokenSha256,proto3" json:"token_sha256,omitempty"`
-	CreatedUnixMs int64                  `protobuf:"varint,3,opt,name=created_unix_ms,json=createdUnixMs,proto3" json:"created_unix_ms,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// The SHA-256 of the user's token; empty for a user with passwords only.
+	TokenSha256   string `protobuf:"bytes,2,opt,name=token_sha256,json=tokenSha256,proto3" json:"token_sha256,omitempty"`
+	CreatedUnixMs int64  `protobuf:"varint,3,opt,name=created_unix_ms,json=createdUnixMs,proto3" json:"created_unix_ms,omitempty"`
+	// The user's passwords, one per SCRAM mechanism, sorted by mechanism.
+	Scram []*ScramCredential `protobuf:"bytes,4,rep,name=scram,proto3" json:"scram,omitempty"`
+	// Set in ListUsers answers, which carry no token hash, for a user with
+	// a token; never stored.
+	HasToken      bool `protobuf:"varint,5,opt,name=has_token,json=hasToken,proto3" json:"has_token,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -8078,6 +8094,382 @@ func (x *UserRecord) GetCreatedUnixMs() int64 {
 	return 0
 }
 
+func (x *UserRecord) GetScram() []*ScramCredential {
+	if x != nil {
+		return x.Scram
+	}
+	return nil
+}
+
+func (x *UserRecord) GetHasToken() bool {
+	if x != nil {
+		return x.HasToken
+	}
+	return false
+}
+
+// ScramCredential is a password as SCRAM (RFC 5802) keeps it: never the
+// password or the salted password, only what verifies a client's proof
+// (stored_key) and proves the server knows it (server_key). ListUsers
+// answers carry only mechanism and iterations.
+type ScramCredential struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Kafka's numbering: 1 SCRAM-SHA-256, 2 SCRAM-SHA-512.
+	Mechanism     int32  `protobuf:"varint,1,opt,name=mechanism,proto3" json:"mechanism,omitempty"`
+	Iterations    int32  `protobuf:"varint,2,opt,name=iterations,proto3" json:"iterations,omitempty"`
+	Salt          []byte `protobuf:"bytes,3,opt,name=salt,proto3" json:"salt,omitempty"`
+	StoredKey     []byte `protobuf:"bytes,4,opt,name=stored_key,json=storedKey,proto3" json:"stored_key,omitempty"`
+	ServerKey     []byte `protobuf:"bytes,5,opt,name=server_key,json=serverKey,proto3" json:"server_key,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ScramCredential) Reset() {
+	*x = ScramCredential{}
+	mi := &file_sluice_proto_msgTypes[107]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ScramCredential) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ScramCredential) ProtoMessage() {}
+
+func (x *ScramCredential) ProtoReflect() protoreflect.Message {
+	mi := &file_sluice_proto_msgTypes[107]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ScramCredential.ProtoReflect.Descriptor instead.
+func (*ScramCredential) Descriptor() ([]byte, []int) {
+	return file_sluice_proto_rawDescGZIP(), []int{107}
+}
+
+func (x *ScramCredential) GetMechanism() int32 {
+	if x != nil {
+		return x.Mechanism
+	}
+	return 0
+}
+
+func (x *ScramCredential) GetIterations() int32 {
+	if x != nil {
+		return x.Iterations
+	}
+	return 0
+}
+
+func (x *ScramCredential) GetSalt() []byte {
+	if x != nil {
+		return x.Salt
+	}
+	return nil
+}
+
+func (x *ScramCredential) GetStoredKey() []byte {
+	if x != nil {
+		return x.StoredKey
+	}
+	return nil
+}
+
+func (x *ScramCredential) GetServerKey() []byte {
+	if x != nil {
+		return x.ServerKey
+	}
+	return nil
+}
+
+// AlterScramCredentialsRequest sets and removes users' passwords
+// (Kafka's AlterUserScramCredentials); a user named twice in one request
+// is refused. Setting a password of a user that does not exist creates it.
+type AlterScramCredentialsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Upsertions    []*ScramUpsertion      `protobuf:"bytes,1,rep,name=upsertions,proto3" json:"upsertions,omitempty"`
+	Deletions     []*ScramDeletion       `protobuf:"bytes,2,rep,name=deletions,proto3" json:"deletions,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AlterScramCredentialsRequest) Reset() {
+	*x = AlterScramCredentialsRequest{}
+	mi := &file_sluice_proto_msgTypes[108]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AlterScramCredentialsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AlterScramCredentialsRequest) ProtoMessage() {}
+
+func (x *AlterScramCredentialsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_sluice_proto_msgTypes[108]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AlterScramCredentialsRequest.ProtoReflect.Descriptor instead.
+func (*AlterScramCredentialsRequest) Descriptor() ([]byte, []int) {
+	return file_sluice_proto_rawDescGZIP(), []int{108}
+}
+
+func (x *AlterScramCredentialsRequest) GetUpsertions() []*ScramUpsertion {
+	if x != nil {
+		return x.Upsertions
+	}
+	return nil
+}
+
+func (x *AlterScramCredentialsRequest) GetDeletions() []*ScramDeletion {
+	if x != nil {
+		return x.Deletions
+	}
+	return nil
+}
+
+type ScramUpsertion struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Credential    *ScramCredential       `protobuf:"bytes,2,opt,name=credential,proto3" json:"credential,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ScramUpsertion) Reset() {
+	*x = ScramUpsertion{}
+	mi := &file_sluice_proto_msgTypes[109]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ScramUpsertion) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ScramUpsertion) ProtoMessage() {}
+
+func (x *ScramUpsertion) ProtoReflect() protoreflect.Message {
+	mi := &file_sluice_proto_msgTypes[109]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ScramUpsertion.ProtoReflect.Descriptor instead.
+func (*ScramUpsertion) Descriptor() ([]byte, []int) {
+	return file_sluice_proto_rawDescGZIP(), []int{109}
+}
+
+func (x *ScramUpsertion) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *ScramUpsertion) GetCredential() *ScramCredential {
+	if x != nil {
+		return x.Credential
+	}
+	return nil
+}
+
+type ScramDeletion struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Mechanism     int32                  `protobuf:"varint,2,opt,name=mechanism,proto3" json:"mechanism,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ScramDeletion) Reset() {
+	*x = ScramDeletion{}
+	mi := &file_sluice_proto_msgTypes[110]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ScramDeletion) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ScramDeletion) ProtoMessage() {}
+
+func (x *ScramDeletion) ProtoReflect() protoreflect.Message {
+	mi := &file_sluice_proto_msgTypes[110]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ScramDeletion.ProtoReflect.Descriptor instead.
+func (*ScramDeletion) Descriptor() ([]byte, []int) {
+	return file_sluice_proto_rawDescGZIP(), []int{110}
+}
+
+func (x *ScramDeletion) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *ScramDeletion) GetMechanism() int32 {
+	if x != nil {
+		return x.Mechanism
+	}
+	return 0
+}
+
+// AlterScramCredentialsResponse has one result per user named, in the
+// order first named; error is set when the whole request failed.
+type AlterScramCredentialsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Error         ErrorCode              `protobuf:"varint,1,opt,name=error,proto3,enum=sluice.ErrorCode" json:"error,omitempty"`
+	ErrorMessage  string                 `protobuf:"bytes,2,opt,name=error_message,json=errorMessage,proto3" json:"error_message,omitempty"`
+	Results       []*UserResult          `protobuf:"bytes,3,rep,name=results,proto3" json:"results,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AlterScramCredentialsResponse) Reset() {
+	*x = AlterScramCredentialsResponse{}
+	mi := &file_sluice_proto_msgTypes[111]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AlterScramCredentialsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AlterScramCredentialsResponse) ProtoMessage() {}
+
+func (x *AlterScramCredentialsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_sluice_proto_msgTypes[111]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AlterScramCredentialsResponse.ProtoReflect.Descriptor instead.
+func (*AlterScramCredentialsResponse) Descriptor() ([]byte, []int) {
+	return file_sluice_proto_rawDescGZIP(), []int{111}
+}
+
+func (x *AlterScramCredentialsResponse) GetError() ErrorCode {
+	if x != nil {
+		return x.Error
+	}
+	return ErrorCode_NONE
+}
+
+func (x *AlterScramCredentialsResponse) GetErrorMessage() string {
+	if x != nil {
+		return x.ErrorMessage
+	}
+	return ""
+}
+
+func (x *AlterScramCredentialsResponse) GetResults() []*UserResult {
+	if x != nil {
+		return x.Results
+	}
+	return nil
+}
+
+type UserResult struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Error         ErrorCode              `protobuf:"varint,2,opt,name=error,proto3,enum=sluice.ErrorCode" json:"error,omitempty"`
+	ErrorMessage  string                 `protobuf:"bytes,3,opt,name=error_message,json=errorMessage,proto3" json:"error_message,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UserResult) Reset() {
+	*x = UserResult{}
+	mi := &file_sluice_proto_msgTypes[112]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UserResult) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UserResult) ProtoMessage() {}
+
+func (x *UserResult) ProtoReflect() protoreflect.Message {
+	mi := &file_sluice_proto_msgTypes[112]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UserResult.ProtoReflect.Descriptor instead.
+func (*UserResult) Descriptor() ([]byte, []int) {
+	return file_sluice_proto_rawDescGZIP(), []int{112}
+}
+
+func (x *UserResult) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *UserResult) GetError() ErrorCode {
+	if x != nil {
+		return x.Error
+	}
+	return ErrorCode_NONE
+}
+
+func (x *UserResult) GetErrorMessage() string {
+	if x != nil {
+		return x.ErrorMessage
+	}
+	return ""
+}
+
 // SecurityRecord is the cluster's ACLs and token users, stored as one value
 // in the metadata store and changed by the controller with check-and-set.
 type SecurityRecord struct {
@@ -8094,7 +8486,7 @@ type SecurityRecord struct {
 
 func (x *SecurityRecord) Reset() {
 	*x = SecurityRecord{}
-	mi := &file_sluice_proto_msgTypes[107]
+	mi := &file_sluice_proto_msgTypes[113]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8106,7 +8498,7 @@ func (x *SecurityRecord) String() string {
 func (*SecurityRecord) ProtoMessage() {}
 
 func (x *SecurityRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[107]
+	mi := &file_sluice_proto_msgTypes[113]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8119,7 +8511,7 @@ func (x *SecurityRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SecurityRecord.ProtoReflect.Descriptor instead.
 func (*SecurityRecord) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{107}
+	return file_sluice_proto_rawDescGZIP(), []int{113}
 }
 
 func (x *SecurityRecord) GetAcls() []*AclBinding {
@@ -8152,7 +8544,7 @@ type CreateAclsRequest struct {
 
 func (x *CreateAclsRequest) Reset() {
 	*x = CreateAclsRequest{}
-	mi := &file_sluice_proto_msgTypes[108]
+	mi := &file_sluice_proto_msgTypes[114]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8164,7 +8556,7 @@ func (x *CreateAclsRequest) String() string {
 func (*CreateAclsRequest) ProtoMessage() {}
 
 func (x *CreateAclsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[108]
+	mi := &file_sluice_proto_msgTypes[114]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8177,7 +8569,7 @@ func (x *CreateAclsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateAclsRequest.ProtoReflect.Descriptor instead.
 func (*CreateAclsRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{108}
+	return file_sluice_proto_rawDescGZIP(), []int{114}
 }
 
 func (x *CreateAclsRequest) GetAcls() []*AclBinding {
@@ -8199,7 +8591,7 @@ type CreateAclsResponse struct {
 
 func (x *CreateAclsResponse) Reset() {
 	*x = CreateAclsResponse{}
-	mi := &file_sluice_proto_msgTypes[109]
+	mi := &file_sluice_proto_msgTypes[115]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8211,7 +8603,7 @@ func (x *CreateAclsResponse) String() string {
 func (*CreateAclsResponse) ProtoMessage() {}
 
 func (x *CreateAclsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[109]
+	mi := &file_sluice_proto_msgTypes[115]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8224,7 +8616,7 @@ func (x *CreateAclsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateAclsResponse.ProtoReflect.Descriptor instead.
 func (*CreateAclsResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{109}
+	return file_sluice_proto_rawDescGZIP(), []int{115}
 }
 
 func (x *CreateAclsResponse) GetError() ErrorCode {
@@ -8257,7 +8649,7 @@ type DeleteAclsRequest struct {
 
 func (x *DeleteAclsRequest) Reset() {
 	*x = DeleteAclsRequest{}
-	mi := &file_sluice_proto_msgTypes[110]
+	mi := &file_sluice_proto_msgTypes[116]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8269,7 +8661,7 @@ func (x *DeleteAclsRequest) String() string {
 func (*DeleteAclsRequest) ProtoMessage() {}
 
 func (x *DeleteAclsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[110]
+	mi := &file_sluice_proto_msgTypes[116]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8282,7 +8674,7 @@ func (x *DeleteAclsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteAclsRequest.ProtoReflect.Descriptor instead.
 func (*DeleteAclsRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{110}
+	return file_sluice_proto_rawDescGZIP(), []int{116}
 }
 
 func (x *DeleteAclsRequest) GetFilters() []*AclBinding {
@@ -8303,7 +8695,7 @@ type DeleteAclsResponse struct {
 
 func (x *DeleteAclsResponse) Reset() {
 	*x = DeleteAclsResponse{}
-	mi := &file_sluice_proto_msgTypes[111]
+	mi := &file_sluice_proto_msgTypes[117]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8315,7 +8707,7 @@ func (x *DeleteAclsResponse) String() string {
 func (*DeleteAclsResponse) ProtoMessage() {}
 
 func (x *DeleteAclsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[111]
+	mi := &file_sluice_proto_msgTypes[117]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8328,7 +8720,7 @@ func (x *DeleteAclsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteAclsResponse.ProtoReflect.Descriptor instead.
 func (*DeleteAclsResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{111}
+	return file_sluice_proto_rawDescGZIP(), []int{117}
 }
 
 func (x *DeleteAclsResponse) GetError() ErrorCode {
@@ -8361,7 +8753,7 @@ type DescribeAclsRequest struct {
 
 func (x *DescribeAclsRequest) Reset() {
 	*x = DescribeAclsRequest{}
-	mi := &file_sluice_proto_msgTypes[112]
+	mi := &file_sluice_proto_msgTypes[118]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8373,7 +8765,7 @@ func (x *DescribeAclsRequest) String() string {
 func (*DescribeAclsRequest) ProtoMessage() {}
 
 func (x *DescribeAclsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[112]
+	mi := &file_sluice_proto_msgTypes[118]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8386,7 +8778,7 @@ func (x *DescribeAclsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeAclsRequest.ProtoReflect.Descriptor instead.
 func (*DescribeAclsRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{112}
+	return file_sluice_proto_rawDescGZIP(), []int{118}
 }
 
 func (x *DescribeAclsRequest) GetFilter() *AclBinding {
@@ -8407,7 +8799,7 @@ type DescribeAclsResponse struct {
 
 func (x *DescribeAclsResponse) Reset() {
 	*x = DescribeAclsResponse{}
-	mi := &file_sluice_proto_msgTypes[113]
+	mi := &file_sluice_proto_msgTypes[119]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8419,7 +8811,7 @@ func (x *DescribeAclsResponse) String() string {
 func (*DescribeAclsResponse) ProtoMessage() {}
 
 func (x *DescribeAclsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[113]
+	mi := &file_sluice_proto_msgTypes[119]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8432,7 +8824,7 @@ func (x *DescribeAclsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeAclsResponse.ProtoReflect.Descriptor instead.
 func (*DescribeAclsResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{113}
+	return file_sluice_proto_rawDescGZIP(), []int{119}
 }
 
 func (x *DescribeAclsResponse) GetError() ErrorCode {
@@ -8468,7 +8860,7 @@ type CreateUserRequest struct {
 
 func (x *CreateUserRequest) Reset() {
 	*x = CreateUserRequest{}
-	mi := &file_sluice_proto_msgTypes[114]
+	mi := &file_sluice_proto_msgTypes[120]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8480,7 +8872,7 @@ func (x *CreateUserRequest) String() string {
 func (*CreateUserRequest) ProtoMessage() {}
 
 func (x *CreateUserRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[114]
+	mi := &file_sluice_proto_msgTypes[120]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8493,7 +8885,7 @@ func (x *CreateUserRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateUserRequest.ProtoReflect.Descriptor instead.
 func (*CreateUserRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{114}
+	return file_sluice_proto_rawDescGZIP(), []int{120}
 }
 
 func (x *CreateUserRequest) GetName() string {
@@ -8520,7 +8912,7 @@ type CreateUserResponse struct {
 
 func (x *CreateUserResponse) Reset() {
 	*x = CreateUserResponse{}
-	mi := &file_sluice_proto_msgTypes[115]
+	mi := &file_sluice_proto_msgTypes[121]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8532,7 +8924,7 @@ func (x *CreateUserResponse) String() string {
 func (*CreateUserResponse) ProtoMessage() {}
 
 func (x *CreateUserResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[115]
+	mi := &file_sluice_proto_msgTypes[121]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8545,7 +8937,7 @@ func (x *CreateUserResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateUserResponse.ProtoReflect.Descriptor instead.
 func (*CreateUserResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{115}
+	return file_sluice_proto_rawDescGZIP(), []int{121}
 }
 
 func (x *CreateUserResponse) GetError() ErrorCode {
@@ -8571,7 +8963,7 @@ type DeleteUserRequest struct {
 
 func (x *DeleteUserRequest) Reset() {
 	*x = DeleteUserRequest{}
-	mi := &file_sluice_proto_msgTypes[116]
+	mi := &file_sluice_proto_msgTypes[122]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8583,7 +8975,7 @@ func (x *DeleteUserRequest) String() string {
 func (*DeleteUserRequest) ProtoMessage() {}
 
 func (x *DeleteUserRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[116]
+	mi := &file_sluice_proto_msgTypes[122]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8596,7 +8988,7 @@ func (x *DeleteUserRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteUserRequest.ProtoReflect.Descriptor instead.
 func (*DeleteUserRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{116}
+	return file_sluice_proto_rawDescGZIP(), []int{122}
 }
 
 func (x *DeleteUserRequest) GetName() string {
@@ -8616,7 +9008,7 @@ type DeleteUserResponse struct {
 
 func (x *DeleteUserResponse) Reset() {
 	*x = DeleteUserResponse{}
-	mi := &file_sluice_proto_msgTypes[117]
+	mi := &file_sluice_proto_msgTypes[123]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8628,7 +9020,7 @@ func (x *DeleteUserResponse) String() string {
 func (*DeleteUserResponse) ProtoMessage() {}
 
 func (x *DeleteUserResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[117]
+	mi := &file_sluice_proto_msgTypes[123]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8641,7 +9033,7 @@ func (x *DeleteUserResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteUserResponse.ProtoReflect.Descriptor instead.
 func (*DeleteUserResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{117}
+	return file_sluice_proto_rawDescGZIP(), []int{123}
 }
 
 func (x *DeleteUserResponse) GetError() ErrorCode {
@@ -8666,7 +9058,7 @@ type ListUsersRequest struct {
 
 func (x *ListUsersRequest) Reset() {
 	*x = ListUsersRequest{}
-	mi := &file_sluice_proto_msgTypes[118]
+	mi := &file_sluice_proto_msgTypes[124]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8678,7 +9070,7 @@ func (x *ListUsersRequest) String() string {
 func (*ListUsersRequest) ProtoMessage() {}
 
 func (x *ListUsersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[118]
+	mi := &file_sluice_proto_msgTypes[124]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8691,7 +9083,7 @@ func (x *ListUsersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListUsersRequest.ProtoReflect.Descriptor instead.
 func (*ListUsersRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{118}
+	return file_sluice_proto_rawDescGZIP(), []int{124}
 }
 
 // ListUsersResponse lists the token users, without their token hashes.
@@ -8706,7 +9098,7 @@ type ListUsersResponse struct {
 
 func (x *ListUsersResponse) Reset() {
 	*x = ListUsersResponse{}
-	mi := &file_sluice_proto_msgTypes[119]
+	mi := &file_sluice_proto_msgTypes[125]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8718,7 +9110,7 @@ func (x *ListUsersResponse) String() string {
 func (*ListUsersResponse) ProtoMessage() {}
 
 func (x *ListUsersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[119]
+	mi := &file_sluice_proto_msgTypes[125]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8731,7 +9123,7 @@ func (x *ListUsersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListUsersResponse.ProtoReflect.Descriptor instead.
 func (*ListUsersResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{119}
+	return file_sluice_proto_rawDescGZIP(), []int{125}
 }
 
 func (x *ListUsersResponse) GetError() ErrorCode {
@@ -8764,7 +9156,7 @@ type WhoAmIRequest struct {
 
 func (x *WhoAmIRequest) Reset() {
 	*x = WhoAmIRequest{}
-	mi := &file_sluice_proto_msgTypes[120]
+	mi := &file_sluice_proto_msgTypes[126]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8776,7 +9168,7 @@ func (x *WhoAmIRequest) String() string {
 func (*WhoAmIRequest) ProtoMessage() {}
 
 func (x *WhoAmIRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[120]
+	mi := &file_sluice_proto_msgTypes[126]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8789,7 +9181,7 @@ func (x *WhoAmIRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WhoAmIRequest.ProtoReflect.Descriptor instead.
 func (*WhoAmIRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{120}
+	return file_sluice_proto_rawDescGZIP(), []int{126}
 }
 
 type WhoAmIResponse struct {
@@ -8804,7 +9196,7 @@ type WhoAmIResponse struct {
 
 func (x *WhoAmIResponse) Reset() {
 	*x = WhoAmIResponse{}
-	mi := &file_sluice_proto_msgTypes[121]
+	mi := &file_sluice_proto_msgTypes[127]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8816,7 +9208,7 @@ func (x *WhoAmIResponse) String() string {
 func (*WhoAmIResponse) ProtoMessage() {}
 
 func (x *WhoAmIResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[121]
+	mi := &file_sluice_proto_msgTypes[127]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8829,7 +9221,7 @@ func (x *WhoAmIResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WhoAmIResponse.ProtoReflect.Descriptor instead.
 func (*WhoAmIResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{121}
+	return file_sluice_proto_rawDescGZIP(), []int{127}
 }
 
 func (x *WhoAmIResponse) GetPrincipal() string {
@@ -9503,12 +9895,46 @@ const file_sluice_proto_rawDesc = "" +
 	"\toperation\x18\x06 \x01(\x0e2\x14.sluice.AclOperationR\toperation\x125\n" +
 	"\n" +
 	"permission\x18\a \x01(\x0e2\x15.sluice.AclPermissionR\n" +
-	"permission\"k\n" +
+	"permission\"\xb7\x01\n" +
 	"\n" +
 	"UserRecord\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12!\n" +
 	"\ftoken_sha256\x18\x02 \x01(\tR\vtokenSha256\x12&\n" +
-	"\x0fcreated_unix_ms\x18\x03 \x01(\x03R\rcreatedUnixMs\"\x8a\x01\n" +
+	"\x0fcreated_unix_ms\x18\x03 \x01(\x03R\rcreatedUnixMs\x12-\n" +
+	"\x05scram\x18\x04 \x03(\v2\x17.sluice.ScramCredentialR\x05scram\x12\x1b\n" +
+	"\thas_token\x18\x05 \x01(\bR\bhasToken\"\xa1\x01\n" +
+	"\x0fScramCredential\x12\x1c\n" +
+	"\tmechanism\x18\x01 \x01(\x05R\tmechanism\x12\x1e\n" +
+	"\n" +
+	"iterations\x18\x02 \x01(\x05R\n" +
+	"iterations\x12\x12\n" +
+	"\x04salt\x18\x03 \x01(\fR\x04salt\x12\x1d\n" +
+	"\n" +
+	"stored_key\x18\x04 \x01(\fR\tstoredKey\x12\x1d\n" +
+	"\n" +
+	"server_key\x18\x05 \x01(\fR\tserverKey\"\x8b\x01\n" +
+	"\x1cAlterScramCredentialsRequest\x126\n" +
+	"\n" +
+	"upsertions\x18\x01 \x03(\v2\x16.sluice.ScramUpsertionR\n" +
+	"upsertions\x123\n" +
+	"\tdeletions\x18\x02 \x03(\v2\x15.sluice.ScramDeletionR\tdeletions\"]\n" +
+	"\x0eScramUpsertion\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x127\n" +
+	"\n" +
+	"credential\x18\x02 \x01(\v2\x17.sluice.ScramCredentialR\n" +
+	"credential\"A\n" +
+	"\rScramDeletion\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1c\n" +
+	"\tmechanism\x18\x02 \x01(\x05R\tmechanism\"\x9b\x01\n" +
+	"\x1dAlterScramCredentialsResponse\x12'\n" +
+	"\x05error\x18\x01 \x01(\x0e2\x11.sluice.ErrorCodeR\x05error\x12#\n" +
+	"\rerror_message\x18\x02 \x01(\tR\ferrorMessage\x12,\n" +
+	"\aresults\x18\x03 \x03(\v2\x12.sluice.UserResultR\aresults\"n\n" +
+	"\n" +
+	"UserResult\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12'\n" +
+	"\x05error\x18\x02 \x01(\x0e2\x11.sluice.ErrorCodeR\x05error\x12#\n" +
+	"\rerror_message\x18\x03 \x01(\tR\ferrorMessage\"\x8a\x01\n" +
 	"\x0eSecurityRecord\x12&\n" +
 	"\x04acls\x18\x01 \x03(\v2\x12.sluice.AclBindingR\x04acls\x12(\n" +
 	"\x05users\x18\x02 \x03(\v2\x12.sluice.UserRecordR\x05users\x12&\n" +
@@ -9554,7 +9980,7 @@ const file_sluice_proto_rawDesc = "" +
 	"authorizer\x18\x02 \x01(\bR\n" +
 	"authorizer\x12\x1d\n" +
 	"\n" +
-	"super_user\x18\x03 \x01(\bR\tsuperUser*\xd9\v\n" +
+	"super_user\x18\x03 \x01(\bR\tsuperUser*\x96\f\n" +
 	"\tErrorCode\x12\b\n" +
 	"\x04NONE\x10\x00\x12!\n" +
 	"\x14UNKNOWN_SERVER_ERROR\x10\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01\x12\x1e\n" +
@@ -9610,7 +10036,9 @@ const file_sluice_proto_rawDesc = "" +
 	"\x1ePREFERRED_LEADER_NOT_AVAILABLE\x10P\x12\x1e\n" +
 	"\x1aINVALID_REPLICA_ASSIGNMENT\x10'\x12\x1f\n" +
 	"\x1bNO_REASSIGNMENT_IN_PROGRESS\x10U\x12\x16\n" +
-	"\x12RESOURCE_NOT_FOUND\x10[\x12\x16\n" +
+	"\x12RESOURCE_NOT_FOUND\x10[\x12\x1e\n" +
+	"\x1aUNSUPPORTED_SASL_MECHANISM\x10!\x12\x1b\n" +
+	"\x17UNACCEPTABLE_CREDENTIAL\x10]\x12\x16\n" +
 	"\x12DUPLICATE_RESOURCE\x10\\\x12\x15\n" +
 	"\x11SECURITY_DISABLED\x106\x12\x1d\n" +
 	"\x19OFFSET_METADATA_TOO_LARGE\x10\f\x12\x1a\n" +
@@ -9661,7 +10089,7 @@ func file_sluice_proto_rawDescGZIP() []byte {
 }
 
 var file_sluice_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_sluice_proto_msgTypes = make([]protoimpl.MessageInfo, 131)
+var file_sluice_proto_msgTypes = make([]protoimpl.MessageInfo, 137)
 var file_sluice_proto_goTypes = []any{
 	(ErrorCode)(0),                              // 0: sluice.ErrorCode
 	(AclResourceType)(0),                        // 1: sluice.AclResourceType
@@ -9775,30 +10203,36 @@ var file_sluice_proto_goTypes = []any{
 	(*ClusterSnapshot)(nil),                     // 109: sluice.ClusterSnapshot
 	(*AclBinding)(nil),                          // 110: sluice.AclBinding
 	(*UserRecord)(nil),                          // 111: sluice.UserRecord
-	(*SecurityRecord)(nil),                      // 112: sluice.SecurityRecord
-	(*CreateAclsRequest)(nil),                   // 113: sluice.CreateAclsRequest
-	(*CreateAclsResponse)(nil),                  // 114: sluice.CreateAclsResponse
-	(*DeleteAclsRequest)(nil),                   // 115: sluice.DeleteAclsRequest
-	(*DeleteAclsResponse)(nil),                  // 116: sluice.DeleteAclsResponse
-	(*DescribeAclsRequest)(nil),                 // 117: sluice.DescribeAclsRequest
-	(*DescribeAclsResponse)(nil),                // 118: sluice.DescribeAclsResponse
-	(*CreateUserRequest)(nil),                   // 119: sluice.CreateUserRequest
-	(*CreateUserResponse)(nil),                  // 120: sluice.CreateUserResponse
-	(*DeleteUserRequest)(nil),                   // 121: sluice.DeleteUserRequest
-	(*DeleteUserResponse)(nil),                  // 122: sluice.DeleteUserResponse
-	(*ListUsersRequest)(nil),                    // 123: sluice.ListUsersRequest
-	(*ListUsersResponse)(nil),                   // 124: sluice.ListUsersResponse
-	(*WhoAmIRequest)(nil),                       // 125: sluice.WhoAmIRequest
-	(*WhoAmIResponse)(nil),                      // 126: sluice.WhoAmIResponse
-	nil,                                         // 127: sluice.TopicMetadata.ConfigsEntry
-	nil,                                         // 128: sluice.TopicSpec.ConfigsEntry
-	nil,                                         // 129: sluice.TopicConfigChange.SetEntry
-	nil,                                         // 130: sluice.TopicConfigChange.AppendEntry
-	nil,                                         // 131: sluice.TopicConfigChange.SubtractEntry
-	nil,                                         // 132: sluice.AlterPartitionRequest.IsrEpochsEntry
-	nil,                                         // 133: sluice.TopicRecord.ConfigsEntry
-	nil,                                         // 134: sluice.PartitionState.IsrEpochsEntry
-	nil,                                         // 135: sluice.PartitionState.IsrDirsEntry
+	(*ScramCredential)(nil),                     // 112: sluice.ScramCredential
+	(*AlterScramCredentialsRequest)(nil),        // 113: sluice.AlterScramCredentialsRequest
+	(*ScramUpsertion)(nil),                      // 114: sluice.ScramUpsertion
+	(*ScramDeletion)(nil),                       // 115: sluice.ScramDeletion
+	(*AlterScramCredentialsResponse)(nil),       // 116: sluice.AlterScramCredentialsResponse
+	(*UserResult)(nil),                          // 117: sluice.UserResult
+	(*SecurityRecord)(nil),                      // 118: sluice.SecurityRecord
+	(*CreateAclsRequest)(nil),                   // 119: sluice.CreateAclsRequest
+	(*CreateAclsResponse)(nil),                  // 120: sluice.CreateAclsResponse
+	(*DeleteAclsRequest)(nil),                   // 121: sluice.DeleteAclsRequest
+	(*DeleteAclsResponse)(nil),                  // 122: sluice.DeleteAclsResponse
+	(*DescribeAclsRequest)(nil),                 // 123: sluice.DescribeAclsRequest
+	(*DescribeAclsResponse)(nil),                // 124: sluice.DescribeAclsResponse
+	(*CreateUserRequest)(nil),                   // 125: sluice.CreateUserRequest
+	(*CreateUserResponse)(nil),                  // 126: sluice.CreateUserResponse
+	(*DeleteUserRequest)(nil),                   // 127: sluice.DeleteUserRequest
+	(*DeleteUserResponse)(nil),                  // 128: sluice.DeleteUserResponse
+	(*ListUsersRequest)(nil),                    // 129: sluice.ListUsersRequest
+	(*ListUsersResponse)(nil),                   // 130: sluice.ListUsersResponse
+	(*WhoAmIRequest)(nil),                       // 131: sluice.WhoAmIRequest
+	(*WhoAmIResponse)(nil),                      // 132: sluice.WhoAmIResponse
+	nil,                                         // 133: sluice.TopicMetadata.ConfigsEntry
+	nil,                                         // 134: sluice.TopicSpec.ConfigsEntry
+	nil,                                         // 135: sluice.TopicConfigChange.SetEntry
+	nil,                                         // 136: sluice.TopicConfigChange.AppendEntry
+	nil,                                         // 137: sluice.TopicConfigChange.SubtractEntry
+	nil,                                         // 138: sluice.AlterPartitionRequest.IsrEpochsEntry
+	nil,                                         // 139: sluice.TopicRecord.ConfigsEntry
+	nil,                                         // 140: sluice.PartitionState.IsrEpochsEntry
+	nil,                                         // 141: sluice.PartitionState.IsrDirsEntry
 }
 var file_sluice_proto_depIdxs = []int32{
 	0,   // 0: sluice.ErrorResponse.error:type_name -> sluice.ErrorCode
@@ -9809,18 +10243,18 @@ var file_sluice_proto_depIdxs = []int32{
 	0,   // 5: sluice.PartitionMetadata.error:type_name -> sluice.ErrorCode
 	0,   // 6: sluice.TopicMetadata.error:type_name -> sluice.ErrorCode
 	15,  // 7: sluice.TopicMetadata.partitions:type_name -> sluice.PartitionMetadata
-	127, // 8: sluice.TopicMetadata.configs:type_name -> sluice.TopicMetadata.ConfigsEntry
+	133, // 8: sluice.TopicMetadata.configs:type_name -> sluice.TopicMetadata.ConfigsEntry
 	14,  // 9: sluice.MetadataResponse.brokers:type_name -> sluice.BrokerInfo
 	16,  // 10: sluice.MetadataResponse.topics:type_name -> sluice.TopicMetadata
-	128, // 11: sluice.TopicSpec.configs:type_name -> sluice.TopicSpec.ConfigsEntry
+	134, // 11: sluice.TopicSpec.configs:type_name -> sluice.TopicSpec.ConfigsEntry
 	18,  // 12: sluice.CreateTopicsRequest.topics:type_name -> sluice.TopicSpec
 	0,   // 13: sluice.TopicResult.error:type_name -> sluice.ErrorCode
 	20,  // 14: sluice.CreateTopicsResponse.results:type_name -> sluice.TopicResult
 	20,  // 15: sluice.DeleteTopicsResponse.results:type_name -> sluice.TopicResult
 	25,  // 16: sluice.AlterTopicConfigsRequest.topics:type_name -> sluice.TopicConfigChange
-	129, // 17: sluice.TopicConfigChange.set:type_name -> sluice.TopicConfigChange.SetEntry
-	130, // 18: sluice.TopicConfigChange.append:type_name -> sluice.TopicConfigChange.AppendEntry
-	131, // 19: sluice.TopicConfigChange.subtract:type_name -> sluice.TopicConfigChange.SubtractEntry
+	135, // 17: sluice.TopicConfigChange.set:type_name -> sluice.TopicConfigChange.SetEntry
+	136, // 18: sluice.TopicConfigChange.append:type_name -> sluice.TopicConfigChange.AppendEntry
+	137, // 19: sluice.TopicConfigChange.subtract:type_name -> sluice.TopicConfigChange.SubtractEntry
 	20,  // 20: sluice.AlterTopicConfigsResponse.results:type_name -> sluice.TopicResult
 	28,  // 21: sluice.CreatePartitionsRequest.topics:type_name -> sluice.PartitionCount
 	20,  // 22: sluice.CreatePartitionsResponse.results:type_name -> sluice.TopicResult
@@ -9841,7 +10275,7 @@ var file_sluice_proto_depIdxs = []int32{
 	41,  // 37: sluice.DescribeLogDirsResponse.replicas:type_name -> sluice.ReplicaState
 	0,   // 38: sluice.ReplicaFetchResponse.error:type_name -> sluice.ErrorCode
 	0,   // 39: sluice.OffsetForLeaderEpochResponse.error:type_name -> sluice.ErrorCode
-	132, // 40: sluice.AlterPartitionRequest.isr_epochs:type_name -> sluice.AlterPartitionRequest.IsrEpochsEntry
+	138, // 40: sluice.AlterPartitionRequest.isr_epochs:type_name -> sluice.AlterPartitionRequest.IsrEpochsEntry
 	0,   // 41: sluice.AlterPartitionResponse.error:type_name -> sluice.ErrorCode
 	106, // 42: sluice.AlterPartitionResponse.state:type_name -> sluice.PartitionState
 	106, // 43: sluice.LeaderAndIsrRequest.states:type_name -> sluice.PartitionState
@@ -9880,10 +10314,10 @@ var file_sluice_proto_depIdxs = []int32{
 	64,  // 76: sluice.GroupMemberRecord.assignment:type_name -> sluice.TopicPartitions
 	66,  // 77: sluice.GroupMemberRecord.protocols:type_name -> sluice.GroupProtocol
 	102, // 78: sluice.GroupMetadataValue.members:type_name -> sluice.GroupMemberRecord
-	133, // 79: sluice.TopicRecord.configs:type_name -> sluice.TopicRecord.ConfigsEntry
+	139, // 79: sluice.TopicRecord.configs:type_name -> sluice.TopicRecord.ConfigsEntry
 	105, // 80: sluice.TopicRecord.assignment:type_name -> sluice.ReplicaAssignment
-	134, // 81: sluice.PartitionState.isr_epochs:type_name -> sluice.PartitionState.IsrEpochsEntry
-	135, // 82: sluice.PartitionState.isr_dirs:type_name -> sluice.PartitionState.IsrDirsEntry
+	140, // 81: sluice.PartitionState.isr_epochs:type_name -> sluice.PartitionState.IsrEpochsEntry
+	141, // 82: sluice.PartitionState.isr_dirs:type_name -> sluice.PartitionState.IsrDirsEntry
 	104, // 83: sluice.ClusterSnapshot.topics:type_name -> sluice.TopicRecord
 	106, // 84: sluice.ClusterSnapshot.partitions:type_name -> sluice.PartitionState
 	107, // 85: sluice.ClusterSnapshot.deleted_topics:type_name -> sluice.TopicDeletion
@@ -9891,25 +10325,32 @@ var file_sluice_proto_depIdxs = []int32{
 	3,   // 87: sluice.AclBinding.pattern_type:type_name -> sluice.AclPatternType
 	2,   // 88: sluice.AclBinding.operation:type_name -> sluice.AclOperation
 	4,   // 89: sluice.AclBinding.permission:type_name -> sluice.AclPermission
-	110, // 90: sluice.SecurityRecord.acls:type_name -> sluice.AclBinding
-	111, // 91: sluice.SecurityRecord.users:type_name -> sluice.UserRecord
-	110, // 92: sluice.CreateAclsRequest.acls:type_name -> sluice.AclBinding
-	0,   // 93: sluice.CreateAclsResponse.error:type_name -> sluice.ErrorCode
-	110, // 94: sluice.DeleteAclsRequest.filters:type_name -> sluice.AclBinding
-	0,   // 95: sluice.DeleteAclsResponse.error:type_name -> sluice.ErrorCode
-	110, // 96: sluice.DeleteAclsResponse.deleted:type_name -> sluice.AclBinding
-	110, // 97: sluice.DescribeAclsRequest.filter:type_name -> sluice.AclBinding
-	0,   // 98: sluice.DescribeAclsResponse.error:type_name -> sluice.ErrorCode
-	110, // 99: sluice.DescribeAclsResponse.acls:type_name -> sluice.AclBinding
-	0,   // 100: sluice.CreateUserResponse.error:type_name -> sluice.ErrorCode
-	0,   // 101: sluice.DeleteUserResponse.error:type_name -> sluice.ErrorCode
-	0,   // 102: sluice.ListUsersResponse.error:type_name -> sluice.ErrorCode
-	111, // 103: sluice.ListUsersResponse.users:type_name -> sluice.UserRecord
-	104, // [104:104] is the sub-list for method output_type
-	104, // [104:104] is the sub-list for method input_type
-	104, // [104:104] is the sub-list for extension type_name
-	104, // [104:104] is the sub-list for extension extendee
-	0,   // [0:104] is the sub-list for field type_name
+	112, // 90: sluice.UserRecord.scram:type_name -> sluice.ScramCredential
+	114, // 91: sluice.AlterScramCredentialsRequest.upsertions:type_name -> sluice.ScramUpsertion
+	115, // 92: sluice.AlterScramCredentialsRequest.deletions:type_name -> sluice.ScramDeletion
+	112, // 93: sluice.ScramUpsertion.credential:type_name -> sluice.ScramCredential
+	0,   // 94: sluice.AlterScramCredentialsResponse.error:type_name -> sluice.ErrorCode
+	117, // 95: sluice.AlterScramCredentialsResponse.results:type_name -> sluice.UserResult
+	0,   // 96: sluice.UserResult.error:type_name -> sluice.ErrorCode
+	110, // 97: sluice.SecurityRecord.acls:type_name -> sluice.AclBinding
+	111, // 98: sluice.SecurityRecord.users:type_name -> sluice.UserRecord
+	110, // 99: sluice.CreateAclsRequest.acls:type_name -> sluice.AclBinding
+	0,   // 100: sluice.CreateAclsResponse.error:type_name -> sluice.ErrorCode
+	110, // 101: sluice.DeleteAclsRequest.filters:type_name -> sluice.AclBinding
+	0,   // 102: sluice.DeleteAclsResponse.error:type_name -> sluice.ErrorCode
+	110, // 103: sluice.DeleteAclsResponse.deleted:type_name -> sluice.AclBinding
+	110, // 104: sluice.DescribeAclsRequest.filter:type_name -> sluice.AclBinding
+	0,   // 105: sluice.DescribeAclsResponse.error:type_name -> sluice.ErrorCode
+	110, // 106: sluice.DescribeAclsResponse.acls:type_name -> sluice.AclBinding
+	0,   // 107: sluice.CreateUserResponse.error:type_name -> sluice.ErrorCode
+	0,   // 108: sluice.DeleteUserResponse.error:type_name -> sluice.ErrorCode
+	0,   // 109: sluice.ListUsersResponse.error:type_name -> sluice.ErrorCode
+	111, // 110: sluice.ListUsersResponse.users:type_name -> sluice.UserRecord
+	111, // [111:111] is the sub-list for method output_type
+	111, // [111:111] is the sub-list for method input_type
+	111, // [111:111] is the sub-list for extension type_name
+	111, // [111:111] is the sub-list for extension extendee
+	0,   // [0:111] is the sub-list for field type_name
 }
 
 func init() { file_sluice_proto_init() }
@@ -9923,7 +10364,7 @@ func file_sluice_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_sluice_proto_rawDesc), len(file_sluice_proto_rawDesc)),
 			NumEnums:      5,
-			NumMessages:   131,
+			NumMessages:   137,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -34,6 +34,7 @@ import (
 	"github.com/sluicemq/sluice/console"
 	"github.com/sluicemq/sluice/internal/budget"
 	"github.com/sluicemq/sluice/kafka"
+	"github.com/sluicemq/sluice/messages"
 	"github.com/sluicemq/sluice/metrics"
 	"github.com/sluicemq/sluice/storage/datadir"
 	"github.com/sluicemq/sluice/transport"
@@ -381,7 +382,9 @@ func (s *Server) Start(ctx context.Context) (err error) {
 	if kafkaLn != nil {
 		kafkaTLS := node.ServerTLS()
 		var login func(user, password string) (string, bool)
+		var scram func(user string, mechanism int32) (*messages.ScramCredential, bool)
 		if cfg.KafkaSASL {
+			scram = bcfg.Tokens.Scram
 			kafkaTLS = node.SASLServerTLS()
 			login = func(user, password string) (string, bool) {
 				// The password is the user's token.
@@ -398,7 +401,7 @@ func (s *Server) Start(ctx context.Context) (err error) {
 			// With TLS on the broker the Kafka listener is TLS too, with the
 			// same certificates and principals.
 			TLS: kafkaTLS, Principal: transport.CertPrincipal, Anonymous: transport.AnonymousPrincipal,
-			SASL: cfg.KafkaSASL, Login: login,
+			SASL: cfg.KafkaSASL, Login: login, Scram: scram,
 			Metrics: bcfg.Metrics})
 		bcfg.Metrics.Listener("kafka", kafkaSrv.Open, map[string]metrics.Count{"limit": kafkaSrv.Refused.Load})
 		go func() {

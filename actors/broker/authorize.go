@@ -81,7 +81,7 @@ func (b *brokerActor) onSecurity(snap *cluster.Snapshot) {
 		b.cfg.ACLs.Store(b.authz.acl)
 	}
 	if b.cfg.Tokens != nil {
-		b.cfg.Tokens.Set(acl.TokenUsers(snap.Security))
+		b.cfg.Tokens.Set(snap.Security)
 	}
 }
 
@@ -253,7 +253,12 @@ func (b *brokerActor) listUsers(ctx actor.Context) {
 	resp := &messages.ListUsersResponse{}
 	if b.meta.Security != nil {
 		for _, u := range b.meta.Security.Users {
-			resp.Users = append(resp.Users, &messages.UserRecord{Name: u.Name, CreatedUnixMs: u.CreatedUnixMs})
+			info := &messages.UserRecord{Name: u.Name, CreatedUnixMs: u.CreatedUnixMs, HasToken: u.TokenSha256 != ""}
+			for _, c := range u.Scram {
+				// Only which passwords exist: no salt, no keys.
+				info.Scram = append(info.Scram, &messages.ScramCredential{Mechanism: c.Mechanism, Iterations: c.Iterations})
+			}
+			resp.Users = append(resp.Users, info)
 		}
 	}
 	actors.Respond(ctx, resp)

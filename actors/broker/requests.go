@@ -304,6 +304,9 @@ var requests = map[reflect.Type]request{
 	typeOf[*messages.DeleteUserRequest](): securityChange[*messages.DeleteUserRequest](func(c messages.ErrorCode, t string) proto.Message {
 		return &messages.DeleteUserResponse{Error: c, ErrorMessage: t}
 	}),
+	typeOf[*messages.AlterScramCredentialsRequest](): securityChange[*messages.AlterScramCredentialsRequest](func(c messages.ErrorCode, t string) proto.Message {
+		return &messages.AlterScramCredentialsResponse{Error: c, ErrorMessage: t}
+	}),
 	typeOf[*messages.DescribeAclsRequest](): securityRead(func(c messages.ErrorCode, t string) proto.Message {
 		return &messages.DescribeAclsResponse{Error: c, ErrorMessage: t}
 	}, (*brokerActor).describeACLs),

@@ -65,10 +65,11 @@ var changes = map[reflect.Type]change{
 		func(_ *messages.AlterPartitionReassignmentsRequest, code messages.ErrorCode, text string) proto.Message {
 			return &messages.AlterPartitionReassignmentsResponse{Error: code, ErrorMessage: text}
 		}),
-	reflect.TypeFor[*messages.CreateAclsRequest](): securityEntry[*messages.CreateAclsRequest](),
-	reflect.TypeFor[*messages.DeleteAclsRequest](): securityEntry[*messages.DeleteAclsRequest](),
-	reflect.TypeFor[*messages.CreateUserRequest](): securityEntry[*messages.CreateUserRequest](),
-	reflect.TypeFor[*messages.DeleteUserRequest](): securityEntry[*messages.DeleteUserRequest](),
+	reflect.TypeFor[*messages.CreateAclsRequest]():            securityEntry[*messages.CreateAclsRequest](),
+	reflect.TypeFor[*messages.DeleteAclsRequest]():            securityEntry[*messages.DeleteAclsRequest](),
+	reflect.TypeFor[*messages.CreateUserRequest]():            securityEntry[*messages.CreateUserRequest](),
+	reflect.TypeFor[*messages.DeleteUserRequest]():            securityEntry[*messages.DeleteUserRequest](),
+	reflect.TypeFor[*messages.AlterScramCredentialsRequest](): securityEntry[*messages.AlterScramCredentialsRequest](),
 }
 
 // admitted serves a request a broker sends about itself only when it

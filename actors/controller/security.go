@@ -68,6 +68,18 @@ func changeOf(msg proto.Message, now time.Time) securityChange {
 				return &messages.DeleteUserResponse{Error: c, ErrorMessage: t}
 			},
 		}
+	case *messages.AlterScramCredentialsRequest:
+		var results []*messages.UserResult
+		return securityChange{
+			apply: func(rec *messages.SecurityRecord) (next *messages.SecurityRecord, err error) {
+				next, results = acl.AlterScram(rec, m.Upsertions, m.Deletions, now)
+				return next, nil
+			},
+			ok: func() proto.Message { return &messages.AlterScramCredentialsResponse{Results: results} },
+			fail: func(c messages.ErrorCode, t string) proto.Message {
+				return &messages.AlterScramCredentialsResponse{Error: c, ErrorMessage: t}
+			},
+		}
 	}
 	panic(fmt.Sprintf("not a security change: %T", msg))
 }

@@ -4,8 +4,11 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -13,7 +16,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/sasl"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
 )
 
 // With --kafka-sasl a Kafka client without a certificate logs in with
@@ -41,13 +47,7 @@ func TestKafkaSASLPlain(t *testing.T) {
 	lines := strings.Split(strings.TrimSpace(run("user", "create", "alice")), "\n")
 	token := strings.TrimSpace(lines[len(lines)-1])
 
-	pem, err := os.ReadFile(certs.file("ca.crt"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM(pem)
-	serverOnly := kgo.DialTLSConfig(&tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12})
+	serverOnly := serverOnlyTLS(t, certs)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 
@@ -75,6 +75,11 @@ func TestKafkaSASLPlain(t *testing.T) {
 			t.Errorf("%s: %v after %v", name, err, time.Since(start))
 		}
 	}
+	// librdkafka logs in with PLAIN too.
+	if md := kcatList(t, needTool(t, "kcat"), addr, "-X", "security.protocol=SASL_SSL", "-X", "sasl.mechanisms=PLAIN",
+		"-X", "sasl.username=alice", "-X", "sasl.password="+token, "-X", "ssl.ca.location="+certs.file("ca.crt")); len(md.Brokers) != 1 {
+		t.Errorf("kcat with PLAIN: %+v", md)
+	}
 	// No login and no certificate: nothing is served.
 	anon := newKgo(t, addr, serverOnly, kgo.RetryTimeout(2*time.Second))
 	if _, err := kadm.NewClient(anon).ListTopics(ctx); err == nil {
@@ -91,4 +96,164 @@ func TestKafkaSASLPlain(t *testing.T) {
 	if topics, err := kadm.NewClient(adm).ListTopics(ctx); err != nil || !topics.Has("payments") {
 		t.Errorf("the admin's certificate: %v %v", topics.Names(), err)
 	}
+}
+
+// SASL SCRAM over TLS: `sluice user password` and kadm's
+// AlterUserSCRAMCredentials set passwords (only derived keys are stored),
+// DescribeUserSCRAMCredentials and `sluice user list` show them;
+// franz-go, kcat and confluent-kafka (Python) log in with SCRAM-SHA-256
+// and SCRAM-SHA-512; a wrong password, a removed one and a user without
+// one are SASL_AUTHENTICATION_FAILED.
+func TestKafkaSASLScram(t *testing.T) {
+	certs := makeTestCerts(t)
+	b := startBroker(t, append([]string{"--id", "1", "--kafka-addr", "127.0.0.1:0", "--kafka-sasl"}, certs.brokerFlags(1)...)...)
+	addr := kafkaAddr(t, b)
+	admin := append([]string{"--broker", b.Addr}, certs.as("user-admin", "ca")...)
+	run := func(stdin string, args ...string) string {
+		t.Helper()
+		out, errOut, code := runCLI(t, stdin, append(args, admin...)...)
+		if code != 0 {
+			t.Fatalf("sluice %v: %s%s", args, out, errOut)
+		}
+		return out
+	}
+	run("", "topic", "create", "orders")
+	for _, user := range []string{"alice", "bob"} {
+		run("", "acl", "add", "--allow-principal", "User:"+user, "--operation", "write,read,describe", "--topic", "orders")
+	}
+	run("wonderland\n", "user", "password", "alice")
+	if _, errOut, code := runCLI(t, "x\n", append([]string{"user", "password", "alice", "--iterations", "100"}, admin...)...); code != 2 || !strings.Contains(errOut, "4096") {
+		t.Errorf("100 iterations: exit %d: %s", code, errOut)
+	}
+
+	serverOnly := serverOnlyTLS(t, certs)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	produce := func(mech sasl.Mechanism) error {
+		cl := newKgo(t, addr, serverOnly, kgo.SASL(mech), kgo.ProducerBatchCompression(kgo.NoCompression()),
+			kgo.RecordRetries(2), kgo.RetryTimeout(3*time.Second))
+		defer cl.Close()
+		return cl.ProduceSync(ctx, &kgo.Record{Topic: "orders", Value: []byte("by " + mech.Name())}).FirstErr()
+	}
+	// login asks once, without retries: each refusal is one refusal.
+	login := func(mech sasl.Mechanism) error {
+		cl := newKgo(t, addr, serverOnly, kgo.SASL(mech), kgo.RequestRetries(0), kgo.RetryTimeout(time.Second))
+		defer cl.Close()
+		_, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, cl)
+		return err
+	}
+	alice := scram.Auth{User: "alice", Pass: "wonderland"}
+	eventually(t, 20*time.Second, func() string { // the password and the ACL reach the broker
+		if err := produce(alice.AsSha512Mechanism()); err != nil {
+			return "alice with SCRAM-SHA-512: " + err.Error()
+		}
+		return ""
+	})
+	if err := produce(alice.AsSha256Mechanism()); err != nil {
+		t.Errorf("alice with SCRAM-SHA-256: %v", err)
+	}
+
+	// kadm, with the admin's certificate, sets bob's password and lists both.
+	admClient := newKgo(t, addr, kafkaTLS(t, certs, "user-admin", "ca"))
+	adm := kadm.NewClient(admClient)
+	altered, err := adm.AlterUserSCRAMs(ctx, nil, []kadm.UpsertSCRAM{{User: "bob", Mechanism: kadm.ScramSha512, Iterations: 4096, Password: "builder"}})
+	if err != nil || altered.AllFailed() || altered["bob"].Err != nil {
+		t.Fatalf("kadm AlterUserSCRAMs: %v %v", altered, err)
+	}
+	// kadm refuses too few iterations itself: the request, sent raw.
+	few := kmsg.NewPtrAlterUserSCRAMCredentialsRequest()
+	few.Upsertions = append(few.Upsertions, kmsg.AlterUserSCRAMCredentialsRequestUpsertion{Name: "carol", Mechanism: 1, Iterations: 100,
+		Salt: []byte("salt"), SaltedPassword: make([]byte, 32)})
+	if resp, err := few.RequestWith(ctx, admClient); err != nil || len(resp.Results) != 1 || resp.Results[0].ErrorCode != kerr.UnacceptableCredential.Code {
+		t.Errorf("100 iterations: %+v %v", resp, err)
+	}
+	bob := scram.Auth{User: "bob", Pass: "builder"}
+	eventually(t, 20*time.Second, func() string {
+		if err := produce(bob.AsSha512Mechanism()); err != nil {
+			return "bob with SCRAM-SHA-512: " + err.Error()
+		}
+		return ""
+	})
+	described, err := adm.DescribeUserSCRAMs(ctx)
+	if err != nil || len(described["alice"].CredInfos) != 2 || len(described["bob"].CredInfos) != 1 || described["bob"].CredInfos[0].Iterations != 4096 {
+		t.Errorf("kadm DescribeUserSCRAMs: %+v %v", described, err)
+	}
+
+	// librdkafka: kcat and confluent-kafka log in with SCRAM-SHA-512 over TLS.
+	kcat := needTool(t, "kcat")
+	rdkafka := []string{"-X", "security.protocol=SASL_SSL", "-X", "sasl.mechanisms=SCRAM-SHA-512", "-X", "sasl.username=alice",
+		"-X", "sasl.password=wonderland", "-X", "ssl.ca.location=" + certs.file("ca.crt")}
+	if md := kcatList(t, kcat, addr, rdkafka...); len(md.Topics) == 0 {
+		t.Errorf("kcat with SCRAM-SHA-512 listed no topics")
+	}
+	if err := exec.Command("/usr/bin/python3", "-c", "import confluent_kafka").Run(); err == nil {
+		script := `
+import sys, confluent_kafka
+p = confluent_kafka.Producer({"bootstrap.servers": sys.argv[1], "security.protocol": "SASL_SSL", "sasl.mechanisms": "SCRAM-SHA-512",
+    "sasl.username": "bob", "sasl.password": "builder", "ssl.ca.location": sys.argv[2]})
+done = []
+p.produce("orders", b"by confluent-kafka", on_delivery=lambda err, msg: done.append(err))
+p.flush(30)
+print("OK" if done == [None] else "FAILED %r" % done)
+`
+		if out, err := exec.Command("/usr/bin/python3", "-c", script, addr, certs.file("ca.crt")).CombinedOutput(); err != nil || !strings.Contains(string(out), "OK") {
+			t.Errorf("confluent-kafka with SCRAM-SHA-512: %v\n%s", err, out)
+		}
+	} else if os.Getenv("SLUICE_REQUIRE_TOOLS") != "" {
+		t.Errorf("python3-confluent-kafka is not installed: %v", err)
+	}
+
+	run("", "user", "password", "alice", "--delete", "--mechanism", "SCRAM-SHA-256")
+	eventually(t, 20*time.Second, func() string {
+		if err := login(alice.AsSha256Mechanism()); !errors.Is(err, kerr.SaslAuthenticationFailed) {
+			return fmt.Sprintf("alice's removed SCRAM-SHA-256 password: %v", err)
+		}
+		return ""
+	})
+	type listedUser struct {
+		Name      string
+		Token     bool
+		Passwords []struct{ Mechanism string }
+	}
+	var listed []listedUser
+	for _, line := range strings.Split(strings.TrimSpace(run("", "user", "list", "--format", "json")), "\n") {
+		var u listedUser
+		if err := json.Unmarshal([]byte(line), &u); err != nil {
+			t.Fatal(err)
+		}
+		listed = append(listed, u)
+	}
+	if len(listed) != 2 || listed[0].Name != "alice" || listed[0].Token || len(listed[0].Passwords) != 1 ||
+		listed[0].Passwords[0].Mechanism != "SCRAM-SHA-512" || listed[1].Name != "bob" {
+		t.Errorf("user list: %+v", listed)
+	}
+
+	// Wrong and missing passwords (last: each refusal lengthens the next one's delay).
+	for name, mech := range map[string]sasl.Mechanism{
+		"a wrong password":        scram.Auth{User: "alice", Pass: "wrong"}.AsSha512Mechanism(),
+		"bob's password as alice": scram.Auth{User: "alice", Pass: "builder"}.AsSha512Mechanism(),
+		"a user without one":      scram.Auth{User: "ghost", Pass: "wonderland"}.AsSha512Mechanism(),
+	} {
+		if err := login(mech); !errors.Is(err, kerr.SaslAuthenticationFailed) {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	if out, err := exec.Command(kcat, "-L", "-b", addr, "-m", "15", "-X", "security.protocol=SASL_SSL",
+		"-X", "sasl.mechanisms=SCRAM-SHA-512", "-X", "sasl.username=alice", "-X", "sasl.password=wrong",
+		"-X", "ssl.ca.location="+certs.file("ca.crt")).CombinedOutput(); err == nil || !strings.Contains(string(out), "uthentication") {
+		t.Errorf("kcat with a wrong password: %v\n%s", err, out)
+	}
+}
+
+// serverOnlyTLS is TLS that checks the broker's certificate and presents
+// none: a client that logs in with SASL.
+func serverOnlyTLS(t *testing.T, certs testCerts) kgo.Opt {
+	t.Helper()
+	pem, err := os.ReadFile(certs.file("ca.crt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(pem)
+	return kgo.DialTLSConfig(&tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12})
 }

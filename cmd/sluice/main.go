@@ -60,7 +60,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	case "acl":
 		err = runACL(args[1:], stdout, stderr)
 	case "user":
-		err = runUser(args[1:], stdout, stderr)
+		err = runUser(args[1:], stdin, stdout, stderr)
 	case "dev-cluster":
 		err = runDevCluster(args[1:], stdout, stderr)
 	case "certs":

@@ -10,6 +10,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/sluicemq/sluice/acl"
 	"github.com/sluicemq/sluice/client"
 )
 
@@ -233,10 +234,10 @@ func runACL(args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
-// runUser is `sluice user create|delete|list|whoami`.
-func runUser(args []string, stdout, stderr io.Writer) error {
+// runUser is `sluice user create|password|delete|list|whoami`.
+func runUser(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		return usageErr("want create, delete, list or whoami")
+		return usageErr("want create, password, delete, list or whoami")
 	}
 	sub, args := args[0], args[1:]
 	fs := newFlagSet("user "+sub, stdout, stderr)
@@ -246,14 +247,22 @@ func runUser(args []string, stdout, stderr io.Writer) error {
 	if sub == "list" {
 		format = formatFlag(fs)
 	}
+	var mechanisms *string
+	var iterations *int
+	var deletePassword *bool
+	if sub == "password" {
+		mechanisms = fs.String("mechanism", "SCRAM-SHA-256,SCRAM-SHA-512", "the SCRAM mechanisms to set (or with --delete, remove) the password of, comma-separated")
+		iterations = fs.Int("iterations", client.DefaultPasswordIterations, "how many times the password is salted (4096 to 16384)")
+		deletePassword = fs.Bool("delete", false, "remove the password instead of setting it")
+	}
 	pos, err := parseClientArgs(fs, conn, args)
 	if err != nil {
 		return err
 	}
-	needName := sub == "create" || sub == "delete"
+	needName := sub == "create" || sub == "delete" || sub == "password"
 	switch {
-	case sub != "create" && sub != "delete" && sub != "list" && sub != "whoami":
-		return usageErr("unknown subcommand %q: want create, delete, list or whoami", sub)
+	case sub != "create" && sub != "delete" && sub != "list" && sub != "whoami" && sub != "password":
+		return usageErr("unknown subcommand %q: want create, password, delete, list or whoami", sub)
 	case needName && len(pos) != 1:
 		return usageErr("want exactly one user name")
 	case !needName && len(pos) != 0:
@@ -274,6 +283,8 @@ func runUser(args []string, stdout, stderr io.Writer) error {
 		}
 		fmt.Fprintf(stdout, "created user %s (principal User:%s). Its token, shown only now:\n%s\n", pos[0], pos[0], token)
 		fmt.Fprintf(stderr, "use it with --token or SLUICE_TOKEN (with --tls-ca), and grant rights with 'sluice acl add --allow-principal User:%s ...'\n", pos[0])
+	case "password":
+		return setPassword(ctx, admin, pos[0], strings.Split(*mechanisms, ","), *iterations, *deletePassword, stdin, stdout, stderr)
 	case "delete":
 		if err := admin.DeleteUser(ctx, pos[0]); err != nil {
 			return err
@@ -286,14 +297,29 @@ func runUser(args []string, stdout, stderr io.Writer) error {
 		}
 		if format.json() {
 			for _, u := range users {
-				writeJSONLine(stdout, userJSON{Name: u.Name, Created: u.Created.Format(time.RFC3339)})
+				j := userJSON{Name: u.Name, Created: u.Created.Format(time.RFC3339), Token: u.Token, Passwords: []passwordJSON{}}
+				for _, p := range u.Passwords {
+					j.Passwords = append(j.Passwords, passwordJSON{Mechanism: p.Mechanism, Iterations: p.Iterations})
+				}
+				writeJSONLine(stdout, j)
 			}
 			return nil
 		}
 		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "USER\tCREATED")
+		fmt.Fprintln(tw, "USER\tCREATED\tTOKEN\tPASSWORDS")
 		for _, u := range users {
-			fmt.Fprintf(tw, "%s\t%s\n", u.Name, u.Created.Format(time.RFC3339))
+			token, passwords := "no", "-"
+			if u.Token {
+				token = "yes"
+			}
+			for i, p := range u.Passwords {
+				if i == 0 {
+					passwords = p.Mechanism
+				} else {
+					passwords += "," + p.Mechanism
+				}
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", u.Name, u.Created.Format(time.RFC3339), token, passwords)
 		}
 		return tw.Flush()
 	case "whoami":
@@ -316,6 +342,47 @@ type aclJSON struct {
 }
 
 type userJSON struct {
-	Name    string `json:"name"`
-	Created string `json:"created"`
+	Name      string         `json:"name"`
+	Created   string         `json:"created"`
+	Token     bool           `json:"token"`
+	Passwords []passwordJSON `json:"passwords"`
+}
+
+type passwordJSON struct {
+	Mechanism  string `json:"mechanism"`
+	Iterations int    `json:"iterations"`
+}
+
+// setPassword is `sluice user password NAME`: sets (or removes) the
+// user's SCRAM passwords, for logins on the Kafka listener.
+func setPassword(ctx context.Context, admin *client.Admin, name string, mechanisms []string, iterations int, remove bool,
+	stdin io.Reader, stdout, stderr io.Writer) error {
+	for _, m := range mechanisms {
+		if _, ok := acl.ScramMechanismOf(m); !ok {
+			return usageErr("unknown --mechanism %q: want SCRAM-SHA-256 or SCRAM-SHA-512", m)
+		}
+	}
+	if remove {
+		for _, m := range mechanisms {
+			if err := admin.DeletePassword(ctx, name, m); err != nil {
+				return err
+			}
+			fmt.Fprintf(stdout, "removed the %s password of %s\n", strings.ToUpper(m), name)
+		}
+		return nil
+	}
+	if iterations < acl.MinScramIterations || iterations > acl.MaxScramIterations {
+		return usageErr("--iterations %d: want %d to %d", iterations, acl.MinScramIterations, acl.MaxScramIterations)
+	}
+	password, err := readPassword(stdin, stderr, "password for "+name+": ")
+	if err != nil {
+		return err
+	}
+	if err := admin.SetPassword(ctx, name, password, client.PasswordMechanisms(mechanisms...), client.PasswordIterations(iterations)); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "set the %s password of %s (principal User:%s)\n", strings.Join(mechanisms, " and "), name, name)
+	fmt.Fprintf(stderr, "log in on the Kafka listener (--kafka-sasl) with sasl.mechanism=%s, and grant rights with 'sluice acl add --allow-principal User:%s ...'\n",
+		mechanisms[len(mechanisms)-1], name)
+	return nil
 }
