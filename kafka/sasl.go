@@ -61,6 +61,12 @@ func handleSaslHandshake(r *request, h header, kreq kmsg.Request) func() kmsg.Re
 		resp.ErrorCode = errUnsupportedVersion
 	case !c.srv.cfg.SASL:
 		resp.ErrorCode = errIllegalSASLState // no SASL on this listener
+	case c.loggedIn && c.canRelogin(req.Mechanism):
+		c.relogin = true
+		c.scram = nil
+		if mech, ok := acl.ScramMechanismOf(req.Mechanism); ok {
+			c.scram = newScramLogin(mech, c.srv.scramSecret, c.srv.cfg.Scram)
+		}
 	case c.loggedIn || c.mechanism != "":
 		resp.ErrorCode = errIllegalSASLState
 	case !slices.Contains(resp.SupportedMechanisms, req.Mechanism):
@@ -74,9 +80,20 @@ func handleSaslHandshake(r *request, h header, kreq kmsg.Request) func() kmsg.Re
 	return func() kmsg.Response { return resp }
 }
 
+// canRelogin reports whether a logged-in connection may log in again
+// with mechanism (KIP-368): when sessions expire, it logged in with SASL,
+// is not logging in again already, and keeps its mechanism, as Kafka
+// requires.
+func (c *conn) canRelogin(mechanism string) bool {
+	return c.srv.cfg.SessionLifetime > 0 && c.mechanism != "" && !c.relogin && mechanism == c.mechanism
+}
+
 // mechanisms are the SASL mechanisms the listener offers.
 func (s *Server) mechanisms() []string {
-	m := []string{mechanismPLAIN}
+	var m []string
+	if s.cfg.Login != nil {
+		m = append(m, mechanismPLAIN)
+	}
 	if s.cfg.Scram != nil {
 		m = append(m, acl.ScramMechanismName(acl.ScramSHA256), acl.ScramMechanismName(acl.ScramSHA512))
 	}
@@ -87,9 +104,9 @@ func handleSaslAuthenticate(r *request, h header, kreq kmsg.Request) func() kmsg
 	req := kreq.(*kmsg.SASLAuthenticateRequest)
 	resp := kmsg.NewPtrSASLAuthenticateResponse()
 	c := r.conn
-	if c.loggedIn || c.mechanism == "" {
+	if (c.loggedIn && !c.relogin) || c.mechanism == "" {
 		resp.ErrorCode = errIllegalSASLState
-		resp.ErrorMessage = kmsg.StringPtr("SaslAuthenticate needs a SaslHandshake first, once per connection")
+		resp.ErrorMessage = kmsg.StringPtr("SaslAuthenticate needs a SaslHandshake first")
 		c.failedLogin = c.srv.cfg.SASL
 		return func() kmsg.Response { return resp }
 	}
@@ -99,7 +116,9 @@ func handleSaslAuthenticate(r *request, h header, kreq kmsg.Request) func() kmsg
 		case err != nil:
 			return c.refuseLogin(resp, c.scram.user, err.Error())
 		case done:
-			c.caller.Principal, c.loggedIn = "User:"+c.scram.user, true
+			if refused := c.loggedInAs("User:"+c.scram.user, h, resp); refused != nil {
+				return refused
+			}
 		}
 		resp.SASLAuthBytes = reply
 		return func() kmsg.Response { return resp }
@@ -112,8 +131,31 @@ func handleSaslAuthenticate(r *request, h header, kreq kmsg.Request) func() kmsg
 	if !ok || principal == "" {
 		return c.refuseLogin(resp, user, "wrong user name or token")
 	}
-	c.caller.Principal, c.loggedIn = principal, true
+	if refused := c.loggedInAs(principal, h, resp); refused != nil {
+		return refused
+	}
 	return func() kmsg.Response { return resp }
+}
+
+// loggedInAs completes a login as principal: the connection's session
+// lasts SessionLifetime from now, which the answer (v1+) tells the client
+// so that it logs in again in time. A login again may not change the
+// principal (as in Kafka): that is refused, and returned.
+func (c *conn) loggedInAs(principal string, h header, resp *kmsg.SASLAuthenticateResponse) (refused func() kmsg.Response) {
+	if c.relogin && principal != c.caller.Principal {
+		return c.refuseLogin(resp, principal, "a login again as another principal than "+c.caller.Principal)
+	}
+	if !c.loggedIn {
+		c.caller.Principal, c.loggedIn = principal, true
+	}
+	c.relogin = false
+	if lifetime := c.srv.cfg.SessionLifetime; lifetime > 0 {
+		c.sessionEnds = time.Now().Add(lifetime)
+		if h.version >= 1 {
+			resp.SessionLifetimeMillis = lifetime.Milliseconds()
+		}
+	}
+	return nil
 }
 
 // refuseLogin answers a refused login after the delay of its source,

@@ -171,3 +171,94 @@ func FuzzParsePlain(f *testing.F) {
 		}
 	})
 }
+
+// A session ends SessionLifetime after its login: a request after that
+// closes the connection, unless the client logged in again with the same
+// mechanism as the same principal. A login again as someone else is
+// refused and closes the connection; a connection that logged in with a
+// certificate, or a listener without lifetimes, has no login again.
+func TestSASLSessionLifetime(t *testing.T) {
+	lifetime := time.Second
+	_, addr := startServer(t, oneAnswer(testMetadata()), Config{SASL: true, SessionLifetime: lifetime,
+		Login: func(user, password string) (string, bool) { return "User:" + user, password == "sluice_ok" }})
+	handshake := func(c *client, mechanism string) int16 {
+		t.Helper()
+		req := kmsg.NewPtrSASLHandshakeRequest()
+		req.SetVersion(1)
+		req.Mechanism = mechanism
+		c.send(frameRequest(req, 1))
+		resp := kmsg.NewPtrSASLHandshakeResponse()
+		resp.SetVersion(1)
+		if _, err := c.read(resp); err != nil {
+			t.Fatal(err)
+		}
+		return resp.ErrorCode
+	}
+	login := func(c *client, auth string) *kmsg.SASLAuthenticateResponse {
+		t.Helper()
+		req := kmsg.NewPtrSASLAuthenticateRequest()
+		req.SetVersion(2)
+		req.SASLAuthBytes = []byte(auth)
+		c.send(frameRequest(req, 2))
+		resp := kmsg.NewPtrSASLAuthenticateResponse()
+		resp.SetVersion(2)
+		if _, err := c.read(resp); err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	metadata := func(c *client) error {
+		req := kmsg.NewPtrMetadataRequest()
+		req.SetVersion(9)
+		c.send(frameRequest(req, 3))
+		resp := kmsg.NewPtrMetadataResponse()
+		resp.SetVersion(9)
+		_, err := c.read(resp)
+		return err
+	}
+
+	c := dial(t, addr)
+	handshake(c, "PLAIN")
+	if resp := login(c, "\x00alice\x00sluice_ok"); resp.ErrorCode != 0 || resp.SessionLifetimeMillis != lifetime.Milliseconds() {
+		t.Fatalf("login: code %d, lifetime %d ms", resp.ErrorCode, resp.SessionLifetimeMillis)
+	}
+	for range 3 { // log in again before each end: the connection lives on
+		if err := metadata(c); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(lifetime / 2)
+		if code := handshake(c, "PLAIN"); code != 0 {
+			t.Fatalf("handshake again: %d", code)
+		}
+		if resp := login(c, "\x00alice\x00sluice_ok"); resp.ErrorCode != 0 {
+			t.Fatalf("login again: %d", resp.ErrorCode)
+		}
+	}
+	time.Sleep(lifetime + 50*time.Millisecond) // past the session's end
+	if err := metadata(c); err == nil {
+		t.Error("a request after the session ended was answered")
+	}
+
+	other := dial(t, addr)
+	handshake(other, "PLAIN")
+	login(other, "\x00alice\x00sluice_ok")
+	handshake(other, "PLAIN")
+	if resp := login(other, "\x00bob\x00sluice_ok"); resp.ErrorCode != int16(messages.ErrorCode_SASL_AUTHENTICATION_FAILED) {
+		t.Errorf("a login again as bob: code %d", resp.ErrorCode)
+	}
+	if err := metadata(other); err == nil {
+		t.Error("the connection went on after a login again as another principal")
+	}
+
+	// Without lifetimes there is no login again.
+	_, forever := startServer(t, oneAnswer(testMetadata()), Config{SASL: true,
+		Login: func(user, password string) (string, bool) { return "User:" + user, true }})
+	f := dial(t, forever)
+	handshake(f, "PLAIN")
+	if resp := login(f, "\x00alice\x00x"); resp.SessionLifetimeMillis != 0 {
+		t.Errorf("a lifetime of %d ms without one configured", resp.SessionLifetimeMillis)
+	}
+	if code := handshake(f, "PLAIN"); code != errIllegalSASLState {
+		t.Errorf("a second handshake without lifetimes: %d", code)
+	}
+}

@@ -7,7 +7,9 @@ import (
 	"crypto/subtle"
 	"encoding/base64"
 	"errors"
+	"net"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -201,4 +203,44 @@ func FuzzScramLogin(f *testing.F) {
 			t.Fatalf("logged in with %q then %q", first, final)
 		}
 	})
+}
+
+// With a session lifetime (KIP-368) the login's answer says how long the
+// session lasts and franz-go logs in again on the same connection before
+// it ends: requests over several lifetimes all succeed on one connection,
+// with a login for each lifetime.
+func TestSASLSessionsAreRenewedByFranzGo(t *testing.T) {
+	lookup := passwords(t, 4096, map[string]string{"alice": "wonderland"})
+	var logins atomic.Int32
+	counted := func(user string, mech int32) (*messages.ScramCredential, bool) {
+		logins.Add(1)
+		return lookup(user, mech)
+	}
+	_, addr := startServer(t, oneAnswer(testMetadata()), Config{SASL: true, Scram: counted, SessionLifetime: 2 * time.Second})
+	var connects atomic.Int32
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.SASL(scram.Auth{User: "alice", Pass: "wonderland"}.AsSha256Mechanism()),
+		kgo.WithHooks(connectHook{&connects}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	seed := cl.SeedBrokers()[0]
+	for start := time.Now(); time.Since(start) < 5*time.Second; time.Sleep(100 * time.Millisecond) {
+		if _, err := seed.Request(ctx, kmsg.NewPtrMetadataRequest()); err != nil {
+			t.Fatalf("after %v: %v", time.Since(start), err)
+		}
+	}
+	if connects.Load() != 1 || logins.Load() < 3 {
+		t.Errorf("%d connections, %d logins: want one connection logged in again", connects.Load(), logins.Load())
+	}
+}
+
+type connectHook struct{ n *atomic.Int32 }
+
+func (h connectHook) OnBrokerConnect(_ kgo.BrokerMetadata, _ time.Duration, _ net.Conn, err error) {
+	if err == nil {
+		h.n.Add(1)
+	}
 }

@@ -109,9 +109,16 @@ type Config struct {
 	SASL  bool
 	Login func(user, password string) (principal string, ok bool)
 	// Scram, when set, offers SCRAM-SHA-256 and SCRAM-SHA-512 too: it
-	// returns a user's password credential of a mechanism.
-	Scram  func(user string, mechanism int32) (*messages.ScramCredential, bool)
-	Logger *slog.Logger
+	// returns a user's password credential of a mechanism. PLAIN is
+	// offered only when Login is set.
+	Scram func(user string, mechanism int32) (*messages.ScramCredential, bool)
+	// SessionLifetime, when positive, ends a SASL login's session that
+	// long after it (Kafka's connections.max.reauth.ms, KIP-368): the
+	// client must log in again on the connection before then, or the
+	// connection is closed at its next request. A password removed or
+	// changed so stops working on open connections too.
+	SessionLifetime time.Duration
+	Logger          *slog.Logger
 	// Metrics counts the requests served, by API (nil: not counted).
 	Metrics *metrics.Broker
 }
@@ -365,6 +372,10 @@ type conn struct {
 	mechanism   string
 	scram       *scramLogin // the SCRAM conversation, when mechanism is SCRAM
 	failedLogin bool
+	// relogin is set while a logged-in connection logs in again;
+	// sessionEnds is when its SASL session ends (zero: never).
+	relogin     bool
+	sessionEnds time.Time
 }
 
 // handshake runs the TLS handshake of a connection and takes its
@@ -454,6 +465,12 @@ func (c *conn) serve() {
 			c.release(held)
 			c.srv.logSpaced("kafka connection closed: unsupported request", "remote", c.nc.RemoteAddr().String(),
 				"api", kmsg.NameForKey(h.key), "key", h.key, "version", h.version)
+			return
+		}
+		if !c.sessionEnds.IsZero() && !beforeLogin[h.key] && time.Now().After(c.sessionEnds) {
+			c.release(held)
+			c.srv.logSpaced("kafka connection closed: its SASL session ended without a login again", "remote", c.nc.RemoteAddr().String(),
+				"principal", c.caller.Principal, "api", kmsg.NameForKey(h.key))
 			return
 		}
 		if c.srv.cfg.SASL && !c.loggedIn && !beforeLogin[h.key] {

@@ -75,9 +75,16 @@ type Config struct {
 	ConsoleWrite bool
 	// PartitionMetrics exports per-partition series.
 	PartitionMetrics bool
-	// KafkaSASL makes the Kafka listener take SASL PLAIN logins of token
-	// users (SASL_SSL) from clients without a certificate; it needs TLS.
-	KafkaSASL bool
+	// KafkaSASL makes the Kafka listener take SASL logins (SASL_SSL) from
+	// clients without a certificate: SCRAM with users' passwords, PLAIN
+	// with their tokens; it needs TLS. KafkaSASLPlaintext makes the
+	// listener plaintext, every connection logging in with SCRAM
+	// (SASL_PLAINTEXT): PLAIN is not offered, as it would send a token,
+	// which works on every listener, in clear. KafkaSessionLifetime ends
+	// each login's session that long after it (KIP-368; 0: never).
+	KafkaSASL            bool
+	KafkaSASLPlaintext   bool
+	KafkaSessionLifetime time.Duration
 	// KafkaSettings are the broker's settings under Kafka's names, which
 	// the Kafka listener's DescribeConfigs of the broker lists.
 	KafkaSettings []kafka.BrokerSetting
@@ -228,7 +235,10 @@ func New(cfg Config) (*Server, error) {
 		return nil, configErr("--kafka-advertise needs --kafka-addr")
 	}
 	if cfg.KafkaSASL && (!secure || cfg.KafkaAddr == "") {
-		return nil, configErr("--kafka-sasl needs --kafka-addr and TLS (--tls-cert, --tls-key, --tls-ca): passwords are not sent in clear, and logins name principals for ACLs, which TLS turns on")
+		return nil, configErr("--kafka-sasl needs --kafka-addr and TLS (--tls-cert, --tls-key, --tls-ca): logins name principals for ACLs, which TLS turns on")
+	}
+	if (cfg.KafkaSASLPlaintext || cfg.KafkaSessionLifetime > 0) && !cfg.KafkaSASL {
+		return nil, configErr("SASL_PLAINTEXT and --kafka-sasl-session-lifetime need SASL on the Kafka listener (--kafka-sasl)")
 	}
 	host, port, err := transport.ParseAddr(cfg.Addr)
 	if err != nil {
@@ -383,7 +393,10 @@ func (s *Server) Start(ctx context.Context) (err error) {
 		kafkaTLS := node.ServerTLS()
 		var login func(user, password string) (string, bool)
 		var scram func(user string, mechanism int32) (*messages.ScramCredential, bool)
-		if cfg.KafkaSASL {
+		switch {
+		case cfg.KafkaSASLPlaintext:
+			scram, kafkaTLS = bcfg.Tokens.Scram, nil
+		case cfg.KafkaSASL:
 			scram = bcfg.Tokens.Scram
 			kafkaTLS = node.SASLServerTLS()
 			login = func(user, password string) (string, bool) {
@@ -401,7 +414,7 @@ func (s *Server) Start(ctx context.Context) (err error) {
 			// With TLS on the broker the Kafka listener is TLS too, with the
 			// same certificates and principals.
 			TLS: kafkaTLS, Principal: transport.CertPrincipal, Anonymous: transport.AnonymousPrincipal,
-			SASL: cfg.KafkaSASL, Login: login, Scram: scram,
+			SASL: cfg.KafkaSASL, Login: login, Scram: scram, SessionLifetime: cfg.KafkaSessionLifetime,
 			Metrics: bcfg.Metrics})
 		bcfg.Metrics.Listener("kafka", kafkaSrv.Open, map[string]metrics.Count{"limit": kafkaSrv.Refused.Load})
 		go func() {

@@ -79,7 +79,9 @@ func runBroker(args []string, stdout, stderr io.Writer) error {
 	noSync := fs.Bool("unsafe-no-fsync", false, "never fsync partition logs: acknowledged records are lost in a power failure (tests and benchmarks only)")
 	kafkaAddr := fs.String("kafka-addr", "", "host:port of a Kafka protocol listener, for Kafka clients (off by default)")
 	kafkaAdvertise := fs.String("kafka-advertise", "", "host:port Kafka clients reach the Kafka listener at (default: --kafka-addr as bound)")
-	kafkaSASL := fs.Bool("kafka-sasl", false, "the Kafka listener also takes SASL PLAIN logins (SASL_SSL) from clients without a certificate: the user name and, as the password, the token of 'sluice user create'; needs TLS")
+	kafkaSASL := fs.Bool("kafka-sasl", false, "the Kafka listener also takes SASL logins over TLS (SASL_SSL) from clients without a certificate: SCRAM-SHA-256/512 with the password of 'sluice user password', PLAIN with the token of 'sluice user create'; needs TLS")
+	kafkaProtocol := fs.String("kafka-security-protocol", "", "the Kafka listener's security protocol: SSL (mutual TLS, the default with TLS), SASL_SSL (as --kafka-sasl) or SASL_PLAINTEXT (SCRAM logins without TLS: the cluster still runs with TLS)")
+	kafkaSessionLifetime := fs.Duration("kafka-sasl-session-lifetime", 0, "a SASL login on the Kafka listener lasts this long; clients log in again on the connection before then (KIP-368), or are disconnected, so a removed password stops working on open connections too (0: forever)")
 	configFile := fs.String("config", "", "read settings from FILE: YAML (.yaml, .yml) or properties (key=value), with flag names or Kafka's (broker.id, log.dirs, num.partitions, ...); SLUICE_* variables and flags override it")
 	printCfg := fs.Bool("print-config", false, "print the effective settings, each with where it came from, and exit")
 	pos, err := parseArgs(fs, args)
@@ -147,10 +149,24 @@ func runBroker(args []string, stdout, stderr io.Writer) error {
 	if *inflight < 1<<20 {
 		return usageErr("--max-inflight-bytes %d: at least 1 MiB (1048576)", *inflight)
 	}
+	plaintextSASL := false
+	switch strings.ToUpper(*kafkaProtocol) {
+	case "", "SSL":
+	case "SASL_SSL":
+		*kafkaSASL = true
+	case "SASL_PLAINTEXT":
+		*kafkaSASL, plaintextSASL = true, true
+	default:
+		return usageErr("--kafka-security-protocol %q: want SSL, SASL_SSL or SASL_PLAINTEXT", *kafkaProtocol)
+	}
+	if *kafkaSessionLifetime < 0 {
+		return usageErr("--kafka-sasl-session-lifetime %v: want 0 (forever) or more", *kafkaSessionLifetime)
+	}
 	build := readBuildInfo()
 	srv, err := server.New(server.Config{Broker: cfg, Addr: *addr, Advertise: *advertise,
 		Consul: *consulAddr, Cluster: *clusterName, CheckTTL: *checkTTL,
 		KafkaAddr: *kafkaAddr, KafkaAdvertise: *kafkaAdvertise, KafkaSASL: *kafkaSASL,
+		KafkaSASLPlaintext: plaintextSASL, KafkaSessionLifetime: *kafkaSessionLifetime,
 		HTTPAddr: *httpAddr, HTTPAnonymous: *httpAnonymous, HTTPHosts: httpHosts, ConsoleWrite: *consoleWrite,
 		PartitionMetrics: *partitionMetrics, KafkaSettings: kafkaSettings(fs, sources),
 		MaxConnections: *maxConns, MaxConnectionsPerIP: *maxConnsPerIP, IdleTimeout: *idleConns, MaxInflightBytes: *inflight,

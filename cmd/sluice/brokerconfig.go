@@ -61,6 +61,7 @@ var kafkaNames = map[string]string{
 	"max.connections":                         "max-connections",
 	"max.connections.per.ip":                  "max-connections-per-ip",
 	"connections.max.idle.ms":                 "connections-max-idle",
+	"connections.max.reauth.ms":               "kafka-sasl-session-lifetime",
 	"queued.max.request.bytes":                "max-inflight-bytes",
 	"super.users":                             "super-users",
 }

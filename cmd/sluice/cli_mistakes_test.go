@@ -151,6 +151,10 @@ func TestBrokerRefusesBadMemoryLimits(t *testing.T) {
 		{"--leader-imbalance-per-broker-percentage", "150", "leader imbalance ratio 1.5: want 0 to 1"},
 		{"--broker-session-timeout", "0s", "broker session timeout 0s: must be > 0"},
 		{"--kafka-sasl", "--kafka-addr=127.0.0.1:0", "--kafka-sasl needs --kafka-addr and TLS"}, // no TLS
+		{"--kafka-security-protocol", "PLAINTEXT", "want SSL, SASL_SSL or SASL_PLAINTEXT"},
+		{"--kafka-security-protocol", "SASL_PLAINTEXT", "--kafka-sasl needs --kafka-addr and TLS"}, // no TLS
+		{"--kafka-sasl-session-lifetime", "-1s", "want 0 (forever) or more"},
+		{"--kafka-sasl-session-lifetime", "1h", "need SASL on the Kafka listener"},
 	} {
 		_, stderr, code := runCLI(t, "", "broker", "--data", t.TempDir(), "--addr", "127.0.0.1:0", c.flag, c.value)
 		if code != 2 || !strings.Contains(stderr, c.want) {

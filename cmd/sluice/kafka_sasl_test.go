@@ -7,9 +7,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -256,4 +259,90 @@ func serverOnlyTLS(t *testing.T, certs testCerts) kgo.Opt {
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM(pem)
 	return kgo.DialTLSConfig(&tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12})
+}
+
+// SASL_PLAINTEXT with session lifetimes (KIP-368): clients log in with
+// SCRAM without TLS (PLAIN is not offered: it would send a token in
+// clear), log in again on their connection before each session ends, and
+// a removed password stops an open connection at its next login.
+func TestKafkaSASLPlaintextSessions(t *testing.T) {
+	certs := makeTestCerts(t)
+	b := startBroker(t, append([]string{"--id", "1", "--kafka-addr", "127.0.0.1:0", "--kafka-security-protocol", "SASL_PLAINTEXT",
+		"--kafka-sasl-session-lifetime", "2s"}, certs.brokerFlags(1)...)...)
+	addr := kafkaAddr(t, b)
+	admin := append([]string{"--broker", b.Addr}, certs.as("user-admin", "ca")...)
+	for _, args := range [][]string{
+		{"topic", "create", "orders"},
+		{"acl", "add", "--allow-principal", "User:alice", "--operation", "write,read,describe", "--topic", "orders"},
+		{"user", "password", "alice", "--mechanism", "SCRAM-SHA-256"},
+	} {
+		if out, errOut, code := runCLI(t, "wonderland\n", append(args, admin...)...); code != 0 {
+			t.Fatalf("sluice %v: %s%s", args, out, errOut)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var connects atomic.Int32
+	alice := newKgo(t, addr, kgo.SASL(scram.Auth{User: "alice", Pass: "wonderland"}.AsSha256Mechanism()),
+		kgo.ProducerBatchCompression(kgo.NoCompression()), kgo.RecordRetries(1), kgo.RetryTimeout(3*time.Second),
+		kgo.WithHooks(kafkaConnectHook{&connects}))
+	produce := func(i int) error {
+		return alice.ProduceSync(ctx, &kgo.Record{Topic: "orders", Value: []byte(strconv.Itoa(i))}).FirstErr()
+	}
+	eventually(t, 20*time.Second, func() string { // the password and the ACL reach the broker
+		if err := produce(0); err != nil {
+			return "alice: " + err.Error()
+		}
+		return ""
+	})
+	// Three session lifetimes of producing: logins again keep the
+	// connections (one to bootstrap, one to the broker as itself).
+	before := connects.Load()
+	for i, start := 1, time.Now(); time.Since(start) < 6*time.Second; i++ {
+		if err := produce(i); err != nil {
+			t.Fatalf("record %d, %v after the first: %v", i, time.Since(start), err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if n := connects.Load(); n != before {
+		t.Errorf("%d new connections over three session lifetimes: sessions were not renewed in place", n-before)
+	}
+	if logs := b.logs.String(); strings.Contains(logs, "its SASL session ended") {
+		t.Error("a connection was closed for its session's end")
+	}
+
+	// PLAIN is not offered in clear; librdkafka logs in with SCRAM.
+	plainCl := newKgo(t, addr, kgo.SASL(plain.Auth{User: "alice", Pass: "sluice_x"}.AsMechanism()), kgo.RequestRetries(0), kgo.RetryTimeout(time.Second))
+	if _, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, plainCl); !errors.Is(err, kerr.UnsupportedSaslMechanism) {
+		t.Errorf("PLAIN over plaintext: %v", err)
+	}
+	if md := kcatList(t, needTool(t, "kcat"), addr, "-X", "security.protocol=SASL_PLAINTEXT", "-X", "sasl.mechanisms=SCRAM-SHA-256",
+		"-X", "sasl.username=alice", "-X", "sasl.password=wonderland"); len(md.Brokers) != 1 {
+		t.Errorf("kcat over SASL_PLAINTEXT: %+v", md)
+	}
+
+	// The password removed: the open connection fails at its next login.
+	if out, errOut, code := runCLI(t, "", append([]string{"user", "password", "alice", "--delete", "--mechanism", "SCRAM-SHA-256"}, admin...)...); code != 0 {
+		t.Fatalf("removing the password: %s%s", out, errOut)
+	}
+	removed := time.Now()
+	for i := 0; ; i++ {
+		err := produce(1000 + i)
+		if errors.Is(err, kerr.SaslAuthenticationFailed) {
+			break
+		}
+		if time.Since(removed) > 20*time.Second {
+			t.Fatalf("alice still produces %v after her password was removed: %v", time.Since(removed), err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Logf("the open connection's login failed %v after the password was removed", time.Since(removed).Round(time.Millisecond))
+}
+
+type kafkaConnectHook struct{ n *atomic.Int32 }
+
+func (h kafkaConnectHook) OnBrokerConnect(_ kgo.BrokerMetadata, _ time.Duration, _ net.Conn, err error) {
+	if err == nil {
+		h.n.Add(1)
+	}
 }
