@@ -136,6 +136,9 @@ type BrokerConfig struct {
 	// the metadata is loaded), for readers in this process that answer
 	// other listeners' visitors: the HTTP listener and the web console.
 	ACLs *atomic.Pointer[acl.Authorizer]
+	// Quotas, when set, holds the cluster's client quotas (nil: none),
+	// for the Kafka listener to enforce.
+	Quotas *atomic.Pointer[acl.Quotas]
 	// ProducerIDs issues and checks producer ids bound to principals (on
 	// a Secure broker), with the key of the metadata's security record;
 	// Start makes one when nil.

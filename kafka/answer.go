@@ -1,6 +1,10 @@
 package kafka
 
-import "github.com/sluicemq/sluice/messages"
+import (
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluicemq/sluice/messages"
+)
 
 // Each handler asks the broker actor and waits for an answer of one type;
 // these turn what came instead into the Kafka error code to answer with.
@@ -37,4 +41,25 @@ func errorCodeOf(res any) int16 {
 		return kafkaCode(er.Error)
 	}
 	return errUnknownServerError
+}
+
+// answered is an answer with a top-level error code and text.
+type answered interface {
+	GetError() messages.ErrorCode
+	GetErrorMessage() string
+}
+
+// answerWithError waits for answer as a T and returns it with the Kafka
+// code of the whole request (the failed ask's, else the answer's own) and
+// its text (nil: none).
+func answerWithError[T answered](answer Answer) (T, int16, *string) {
+	m, code := answerAs[T](answer)
+	if code != 0 {
+		return m, code, nil
+	}
+	var text *string
+	if m.GetErrorMessage() != "" {
+		text = kmsg.StringPtr(m.GetErrorMessage())
+	}
+	return m, kafkaCode(m.GetError()), text
 }

@@ -19,15 +19,9 @@ func handleDescribeUserSCRAMCredentials(r *request, h header, kreq kmsg.Request)
 	answer := r.ask(&messages.ListUsersRequest{})
 	return func() kmsg.Response {
 		resp := kmsg.NewPtrDescribeUserSCRAMCredentialsResponse()
-		m, code := answerAs[*messages.ListUsersResponse](answer)
-		if code == 0 {
-			code = kafkaCode(m.Error)
-		}
+		m, code, text := answerWithError[*messages.ListUsersResponse](answer)
 		if code != 0 {
-			resp.ErrorCode = code
-			if m.GetErrorMessage() != "" {
-				resp.ErrorMessage = kmsg.StringPtr(m.GetErrorMessage())
-			}
+			resp.ErrorCode, resp.ErrorMessage = code, text
 			return resp
 		}
 		creds := map[string][]kmsg.DescribeUserSCRAMCredentialsResponseResultCredentialInfo{}
@@ -91,11 +85,7 @@ func handleAlterUserSCRAMCredentials(r *request, h header, kreq kmsg.Request) fu
 	answer := r.ask(alter)
 	return func() kmsg.Response {
 		resp := kmsg.NewPtrAlterUserSCRAMCredentialsResponse()
-		m, code := answerAs[*messages.AlterScramCredentialsResponse](answer)
-		text := m.GetErrorMessage()
-		if code == 0 {
-			code = kafkaCode(m.Error)
-		}
+		m, code, text := answerWithError[*messages.AlterScramCredentialsResponse](answer)
 		if code != 0 {
 			// The whole request failed: every user named says so.
 			seen := map[string]bool{}
@@ -109,22 +99,23 @@ func handleAlterUserSCRAMCredentials(r *request, h header, kreq kmsg.Request) fu
 		}
 		seen := map[string]bool{}
 		for _, res := range m.Results {
-			resp.Results = appendUserResult(resp.Results, seen, res.Name, kafkaCode(res.Error), res.ErrorMessage)
+			var text *string
+			if res.ErrorMessage != "" {
+				text = kmsg.StringPtr(res.ErrorMessage)
+			}
+			resp.Results = appendUserResult(resp.Results, seen, res.Name, kafkaCode(res.Error), text)
 		}
 		return resp
 	}
 }
 
 // appendUserResult adds one user's result, once per user.
-func appendUserResult(out []kmsg.AlterUserSCRAMCredentialsResponseResult, seen map[string]bool, user string, code int16, text string) []kmsg.AlterUserSCRAMCredentialsResponseResult {
+func appendUserResult(out []kmsg.AlterUserSCRAMCredentialsResponseResult, seen map[string]bool, user string, code int16, text *string) []kmsg.AlterUserSCRAMCredentialsResponseResult {
 	if seen[user] {
 		return out
 	}
 	seen[user] = true
 	res := kmsg.NewAlterUserSCRAMCredentialsResponseResult()
-	res.User, res.ErrorCode = user, code
-	if text != "" {
-		res.ErrorMessage = kmsg.StringPtr(text)
-	}
+	res.User, res.ErrorCode, res.ErrorMessage = user, code, text
 	return append(out, res)
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/sluicemq/sluice/acl"
 	"github.com/sluicemq/sluice/internal/budget"
 	"github.com/sluicemq/sluice/internal/logspace"
 	"github.com/sluicemq/sluice/messages"
@@ -118,7 +119,10 @@ type Config struct {
 	// connection is closed at its next request. A password removed or
 	// changed so stops working on open connections too.
 	SessionLifetime time.Duration
-	Logger          *slog.Logger
+	// Quotas returns the cluster's client quotas now (nil: none), which
+	// the listener enforces on produced and fetched bytes (quotas.go).
+	Quotas func() *acl.Quotas
+	Logger *slog.Logger
 	// Metrics counts the requests served, by API (nil: not counted).
 	Metrics *metrics.Broker
 }
@@ -199,6 +203,8 @@ type Server struct {
 	failedLogins loginFailures
 	// scramSecret makes the salts shown for users without a password.
 	scramSecret []byte
+	// quotaBuckets count clients' bytes against their quotas.
+	quotaBuckets quotaBuckets
 	// fetchSessions are the incremental fetch sessions (fetch_session.go).
 	fetchSessions fetchSessions
 }
@@ -376,6 +382,9 @@ type conn struct {
 	// sessionEnds is when its SASL session ends (zero: never).
 	relogin     bool
 	sessionEnds time.Time
+	// mutedUntil (Unix nanoseconds) is when a client over its quota may
+	// send its next request: the reader waits until then.
+	mutedUntil atomic.Int64
 }
 
 // handshake runs the TLS handshake of a connection and takes its
@@ -425,6 +434,9 @@ func (c *conn) serve() {
 	// handshake): until it has, the connection is pending.
 	firstBy := time.Now().Add(c.srv.cfg.FirstRequestTimeout)
 	for {
+		if !c.waitMuted() {
+			return
+		}
 		frame, held, err := c.readFrame(firstBy)
 		if err == nil && !c.established {
 			if why := c.srv.establish(c); why != "" {
@@ -444,6 +456,11 @@ func (c *conn) serve() {
 			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && !errors.Is(err, context.Canceled) {
 				c.srv.logSpaced("kafka connection closed", "remote", c.nc.RemoteAddr().String(), "reason", err.Error())
 			}
+			return
+		}
+		// A throttle given while the frame was read holds it too.
+		if !c.waitMuted() {
+			c.release(held)
 			return
 		}
 		h, body, err := parseHeader(frame)
@@ -505,6 +522,7 @@ func (c *conn) serve() {
 		finish := a.handle(&request{conn: c, ctx: ctx}, h, req)
 		go func() {
 			resp := finish()
+			c.enforceQuota(h, req, resp)
 			code := responseError(resp)
 			c.srv.cfg.Metrics.KafkaRequest(kmsg.NameForKey(h.key), code, time.Since(arrived))
 			if refusals[code] {

@@ -76,6 +76,8 @@ func init() {
 		kmsg.DescribeProducers.Int16():            {versionRange{0, 0}, handleDescribeProducers},
 		kmsg.DescribeLogDirs.Int16():              {versionRange{0, 4}, handleDescribeLogDirs},
 		kmsg.DescribeUserSCRAMCredentials.Int16(): {versionRange{0, 0}, handleDescribeUserSCRAMCredentials},
+		kmsg.DescribeClientQuotas.Int16():         {versionRange{0, 1}, handleDescribeClientQuotas},
+		kmsg.AlterClientQuotas.Int16():            {versionRange{0, 1}, handleAlterClientQuotas},
 		kmsg.AlterUserSCRAMCredentials.Int16():    {versionRange{0, 0}, handleAlterUserSCRAMCredentials},
 		kmsg.AlterConfigs.Int16():                 {versionRange{0, 2}, handleAlterConfigs},
 		kmsg.IncrementalAlterConfigs.Int16():      {versionRange{0, 1}, handleIncrementalAlterConfigs},

@@ -8480,6 +8480,8 @@ type SecurityRecord struct {
 	// (acl.ProducerIDs); written by the controller before the first block
 	// of producer ids.
 	ProducerIdKey []byte `protobuf:"bytes,3,opt,name=producer_id_key,json=producerIdKey,proto3" json:"producer_id_key,omitempty"`
+	// Client quotas (Kafka's user and client-id quotas), sorted by entity.
+	Quotas        []*ClientQuota `protobuf:"bytes,4,rep,name=quotas,proto3" json:"quotas,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -8535,6 +8537,564 @@ func (x *SecurityRecord) GetProducerIdKey() []byte {
 	return nil
 }
 
+func (x *SecurityRecord) GetQuotas() []*ClientQuota {
+	if x != nil {
+		return x.Quotas
+	}
+	return nil
+}
+
+// ClientQuota is the quotas of one entity: a user, a client id, or a user
+// and a client id, each named or the default of its type.
+type ClientQuota struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// At most one of each type, sorted by type ("client-id" before "user").
+	Entity []*QuotaEntity `protobuf:"bytes,1,rep,name=entity,proto3" json:"entity,omitempty"`
+	// Sorted by key.
+	Values        []*QuotaValue `protobuf:"bytes,2,rep,name=values,proto3" json:"values,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ClientQuota) Reset() {
+	*x = ClientQuota{}
+	mi := &file_sluice_proto_msgTypes[114]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ClientQuota) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ClientQuota) ProtoMessage() {}
+
+func (x *ClientQuota) ProtoReflect() protoreflect.Message {
+	mi := &file_sluice_proto_msgTypes[114]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ClientQuota.ProtoReflect.Descriptor instead.
+func (*ClientQuota) Descriptor() ([]byte, []int) {
+	return file_sluice_proto_rawDescGZIP(), []int{114}
+}
+
+func (x *ClientQuota) GetEntity() []*QuotaEntity {
+	if x != nil {
+		return x.Entity
+	}
+	return nil
+}
+
+func (x *ClientQuota) GetValues() []*QuotaValue {
+	if x != nil {
+		return x.Values
+	}
+	return nil
+}
+
+type QuotaEntity struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// "user" or "client-id".
+	Type string `protobuf:"bytes,1,opt,name=type,proto3" json:"type,omitempty"`
+	// The name; empty with is_default.
+	Name string `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	// The default entity of the type: every user (or client id) that has
+	// no quota of its own.
+	IsDefault     bool `protobuf:"varint,3,opt,name=is_default,json=isDefault,proto3" json:"is_default,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *QuotaEntity) Reset() {
+	*x = QuotaEntity{}
+	mi := &file_sluice_proto_msgTypes[115]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *QuotaEntity) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*QuotaEntity) ProtoMessage() {}
+
+func (x *QuotaEntity) ProtoReflect() protoreflect.Message {
+	mi := &file_sluice_proto_msgTypes[115]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use QuotaEntity.ProtoReflect.Descriptor instead.
+func (*QuotaEntity) Descriptor() ([]byte, []int) {
+	return file_sluice_proto_rawDescGZIP(), []int{115}
+}
+
+func (x *QuotaEntity) GetType() string {
+	if x != nil {
+		return x.Type
+	}
+	return ""
+}
+
+func (x *QuotaEntity) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *QuotaEntity) GetIsDefault() bool {
+	if x != nil {
+		return x.IsDefault
+	}
+	return false
+}
+
+type QuotaValue struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// producer_byte_rate or consumer_byte_rate (bytes per second).
+	Key           string  `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
+	Value         float64 `protobuf:"fixed64,2,opt,name=value,proto3" json:"value,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *QuotaValue) Reset() {
+	*x = QuotaValue{}
+	mi := &file_sluice_proto_msgTypes[116]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *QuotaValue) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*QuotaValue) ProtoMessage() {}
+
+func (x *QuotaValue) ProtoReflect() protoreflect.Message {
+	mi := &file_sluice_proto_msgTypes[116]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use QuotaValue.ProtoReflect.Descriptor instead.
+func (*QuotaValue) Descriptor() ([]byte, []int) {
+	return file_sluice_proto_rawDescGZIP(), []int{116}
+}
+
+func (x *QuotaValue) GetKey() string {
+	if x != nil {
+		return x.Key
+	}
+	return ""
+}
+
+func (x *QuotaValue) GetValue() float64 {
+	if x != nil {
+		return x.Value
+	}
+	return 0
+}
+
+// AlterClientQuotasRequest sets and removes quotas, one result per entry
+// (Kafka's AlterClientQuotas); validate_only checks without storing.
+type AlterClientQuotasRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Entries       []*QuotaAlteration     `protobuf:"bytes,1,rep,name=entries,proto3" json:"entries,omitempty"`
+	ValidateOnly  bool                   `protobuf:"varint,2,opt,name=validate_only,json=validateOnly,proto3" json:"validate_only,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AlterClientQuotasRequest) Reset() {
+	*x = AlterClientQuotasRequest{}
+	mi := &file_sluice_proto_msgTypes[117]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AlterClientQuotasRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AlterClientQuotasRequest) ProtoMessage() {}
+
+func (x *AlterClientQuotasRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_sluice_proto_msgTypes[117]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AlterClientQuotasRequest.ProtoReflect.Descriptor instead.
+func (*AlterClientQuotasRequest) Descriptor() ([]byte, []int) {
+	return file_sluice_proto_rawDescGZIP(), []int{117}
+}
+
+func (x *AlterClientQuotasRequest) GetEntries() []*QuotaAlteration {
+	if x != nil {
+		return x.Entries
+	}
+	return nil
+}
+
+func (x *AlterClientQuotasRequest) GetValidateOnly() bool {
+	if x != nil {
+		return x.ValidateOnly
+	}
+	return false
+}
+
+type QuotaAlteration struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Entity        []*QuotaEntity         `protobuf:"bytes,1,rep,name=entity,proto3" json:"entity,omitempty"`
+	Ops           []*QuotaOp             `protobuf:"bytes,2,rep,name=ops,proto3" json:"ops,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *QuotaAlteration) Reset() {
+	*x = QuotaAlteration{}
+	mi := &file_sluice_proto_msgTypes[118]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *QuotaAlteration) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*QuotaAlteration) ProtoMessage() {}
+
+func (x *QuotaAlteration) ProtoReflect() protoreflect.Message {
+	mi := &file_sluice_proto_msgTypes[118]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use QuotaAlteration.ProtoReflect.Descriptor instead.
+func (*QuotaAlteration) Descriptor() ([]byte, []int) {
+	return file_sluice_proto_rawDescGZIP(), []int{118}
+}
+
+func (x *QuotaAlteration) GetEntity() []*QuotaEntity {
+	if x != nil {
+		return x.Entity
+	}
+	return nil
+}
+
+func (x *QuotaAlteration) GetOps() []*QuotaOp {
+	if x != nil {
+		return x.Ops
+	}
+	return nil
+}
+
+type QuotaOp struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Key   string                 `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
+	Value float64                `protobuf:"fixed64,2,opt,name=value,proto3" json:"value,omitempty"`
+	// Remove the key's quota (value is ignored).
+	Remove        bool `protobuf:"varint,3,opt,name=remove,proto3" json:"remove,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *QuotaOp) Reset() {
+	*x = QuotaOp{}
+	mi := &file_sluice_proto_msgTypes[119]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *QuotaOp) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*QuotaOp) ProtoMessage() {}
+
+func (x *QuotaOp) ProtoReflect() protoreflect.Message {
+	mi := &file_sluice_proto_msgTypes[119]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use QuotaOp.ProtoReflect.Descriptor instead.
+func (*QuotaOp) Descriptor() ([]byte, []int) {
+	return file_sluice_proto_rawDescGZIP(), []int{119}
+}
+
+func (x *QuotaOp) GetKey() string {
+	if x != nil {
+		return x.Key
+	}
+	return ""
+}
+
+func (x *QuotaOp) GetValue() float64 {
+	if x != nil {
+		return x.Value
+	}
+	return 0
+}
+
+func (x *QuotaOp) GetRemove() bool {
+	if x != nil {
+		return x.Remove
+	}
+	return false
+}
+
+type AlterClientQuotasResponse struct {
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	Error        ErrorCode              `protobuf:"varint,1,opt,name=error,proto3,enum=sluice.ErrorCode" json:"error,omitempty"`
+	ErrorMessage string                 `protobuf:"bytes,2,opt,name=error_message,json=errorMessage,proto3" json:"error_message,omitempty"`
+	// One per entry, in order.
+	Results       []*QuotaResult `protobuf:"bytes,3,rep,name=results,proto3" json:"results,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AlterClientQuotasResponse) Reset() {
+	*x = AlterClientQuotasResponse{}
+	mi := &file_sluice_proto_msgTypes[120]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AlterClientQuotasResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AlterClientQuotasResponse) ProtoMessage() {}
+
+func (x *AlterClientQuotasResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_sluice_proto_msgTypes[120]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AlterClientQuotasResponse.ProtoReflect.Descriptor instead.
+func (*AlterClientQuotasResponse) Descriptor() ([]byte, []int) {
+	return file_sluice_proto_rawDescGZIP(), []int{120}
+}
+
+func (x *AlterClientQuotasResponse) GetError() ErrorCode {
+	if x != nil {
+		return x.Error
+	}
+	return ErrorCode_NONE
+}
+
+func (x *AlterClientQuotasResponse) GetErrorMessage() string {
+	if x != nil {
+		return x.ErrorMessage
+	}
+	return ""
+}
+
+func (x *AlterClientQuotasResponse) GetResults() []*QuotaResult {
+	if x != nil {
+		return x.Results
+	}
+	return nil
+}
+
+type QuotaResult struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Error         ErrorCode              `protobuf:"varint,1,opt,name=error,proto3,enum=sluice.ErrorCode" json:"error,omitempty"`
+	ErrorMessage  string                 `protobuf:"bytes,2,opt,name=error_message,json=errorMessage,proto3" json:"error_message,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *QuotaResult) Reset() {
+	*x = QuotaResult{}
+	mi := &file_sluice_proto_msgTypes[121]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *QuotaResult) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*QuotaResult) ProtoMessage() {}
+
+func (x *QuotaResult) ProtoReflect() protoreflect.Message {
+	mi := &file_sluice_proto_msgTypes[121]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use QuotaResult.ProtoReflect.Descriptor instead.
+func (*QuotaResult) Descriptor() ([]byte, []int) {
+	return file_sluice_proto_rawDescGZIP(), []int{121}
+}
+
+func (x *QuotaResult) GetError() ErrorCode {
+	if x != nil {
+		return x.Error
+	}
+	return ErrorCode_NONE
+}
+
+func (x *QuotaResult) GetErrorMessage() string {
+	if x != nil {
+		return x.ErrorMessage
+	}
+	return ""
+}
+
+// ListClientQuotasRequest asks for every client quota (Describe on the
+// cluster).
+type ListClientQuotasRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListClientQuotasRequest) Reset() {
+	*x = ListClientQuotasRequest{}
+	mi := &file_sluice_proto_msgTypes[122]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListClientQuotasRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListClientQuotasRequest) ProtoMessage() {}
+
+func (x *ListClientQuotasRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_sluice_proto_msgTypes[122]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListClientQuotasRequest.ProtoReflect.Descriptor instead.
+func (*ListClientQuotasRequest) Descriptor() ([]byte, []int) {
+	return file_sluice_proto_rawDescGZIP(), []int{122}
+}
+
+type ListClientQuotasResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Error         ErrorCode              `protobuf:"varint,1,opt,name=error,proto3,enum=sluice.ErrorCode" json:"error,omitempty"`
+	ErrorMessage  string                 `protobuf:"bytes,2,opt,name=error_message,json=errorMessage,proto3" json:"error_message,omitempty"`
+	Quotas        []*ClientQuota         `protobuf:"bytes,3,rep,name=quotas,proto3" json:"quotas,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListClientQuotasResponse) Reset() {
+	*x = ListClientQuotasResponse{}
+	mi := &file_sluice_proto_msgTypes[123]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListClientQuotasResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListClientQuotasResponse) ProtoMessage() {}
+
+func (x *ListClientQuotasResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_sluice_proto_msgTypes[123]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListClientQuotasResponse.ProtoReflect.Descriptor instead.
+func (*ListClientQuotasResponse) Descriptor() ([]byte, []int) {
+	return file_sluice_proto_rawDescGZIP(), []int{123}
+}
+
+func (x *ListClientQuotasResponse) GetError() ErrorCode {
+	if x != nil {
+		return x.Error
+	}
+	return ErrorCode_NONE
+}
+
+func (x *ListClientQuotasResponse) GetErrorMessage() string {
+	if x != nil {
+		return x.ErrorMessage
+	}
+	return ""
+}
+
+func (x *ListClientQuotasResponse) GetQuotas() []*ClientQuota {
+	if x != nil {
+		return x.Quotas
+	}
+	return nil
+}
+
 type CreateAclsRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Acls          []*AclBinding          `protobuf:"bytes,1,rep,name=acls,proto3" json:"acls,omitempty"`
@@ -8544,7 +9104,7 @@ type CreateAclsRequest struct {
 
 func (x *CreateAclsRequest) Reset() {
 	*x = CreateAclsRequest{}
-	mi := &file_sluice_proto_msgTypes[114]
+	mi := &file_sluice_proto_msgTypes[124]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8556,7 +9116,7 @@ func (x *CreateAclsRequest) String() string {
 func (*CreateAclsRequest) ProtoMessage() {}
 
 func (x *CreateAclsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[114]
+	mi := &file_sluice_proto_msgTypes[124]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8569,7 +9129,7 @@ func (x *CreateAclsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateAclsRequest.ProtoReflect.Descriptor instead.
 func (*CreateAclsRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{114}
+	return file_sluice_proto_rawDescGZIP(), []int{124}
 }
 
 func (x *CreateAclsRequest) GetAcls() []*AclBinding {
@@ -8591,7 +9151,7 @@ type CreateAclsResponse struct {
 
 func (x *CreateAclsResponse) Reset() {
 	*x = CreateAclsResponse{}
-	mi := &file_sluice_proto_msgTypes[115]
+	mi := &file_sluice_proto_msgTypes[125]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8603,7 +9163,7 @@ func (x *CreateAclsResponse) String() string {
 func (*CreateAclsResponse) ProtoMessage() {}
 
 func (x *CreateAclsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[115]
+	mi := &file_sluice_proto_msgTypes[125]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8616,7 +9176,7 @@ func (x *CreateAclsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateAclsResponse.ProtoReflect.Descriptor instead.
 func (*CreateAclsResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{115}
+	return file_sluice_proto_rawDescGZIP(), []int{125}
 }
 
 func (x *CreateAclsResponse) GetError() ErrorCode {
@@ -8649,7 +9209,7 @@ type DeleteAclsRequest struct {
 
 func (x *DeleteAclsRequest) Reset() {
 	*x = DeleteAclsRequest{}
-	mi := &file_sluice_proto_msgTypes[116]
+	mi := &file_sluice_proto_msgTypes[126]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8661,7 +9221,7 @@ func (x *DeleteAclsRequest) String() string {
 func (*DeleteAclsRequest) ProtoMessage() {}
 
 func (x *DeleteAclsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[116]
+	mi := &file_sluice_proto_msgTypes[126]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8674,7 +9234,7 @@ func (x *DeleteAclsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteAclsRequest.ProtoReflect.Descriptor instead.
 func (*DeleteAclsRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{116}
+	return file_sluice_proto_rawDescGZIP(), []int{126}
 }
 
 func (x *DeleteAclsRequest) GetFilters() []*AclBinding {
@@ -8695,7 +9255,7 @@ type DeleteAclsResponse struct {
 
 func (x *DeleteAclsResponse) Reset() {
 	*x = DeleteAclsResponse{}
-	mi := &file_sluice_proto_msgTypes[117]
+	mi := &file_sluice_proto_msgTypes[127]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8707,7 +9267,7 @@ func (x *DeleteAclsResponse) String() string {
 func (*DeleteAclsResponse) ProtoMessage() {}
 
 func (x *DeleteAclsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[117]
+	mi := &file_sluice_proto_msgTypes[127]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8720,7 +9280,7 @@ func (x *DeleteAclsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteAclsResponse.ProtoReflect.Descriptor instead.
 func (*DeleteAclsResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{117}
+	return file_sluice_proto_rawDescGZIP(), []int{127}
 }
 
 func (x *DeleteAclsResponse) GetError() ErrorCode {
@@ -8753,7 +9313,7 @@ type DescribeAclsRequest struct {
 
 func (x *DescribeAclsRequest) Reset() {
 	*x = DescribeAclsRequest{}
-	mi := &file_sluice_proto_msgTypes[118]
+	mi := &file_sluice_proto_msgTypes[128]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8765,7 +9325,7 @@ func (x *DescribeAclsRequest) String() string {
 func (*DescribeAclsRequest) ProtoMessage() {}
 
 func (x *DescribeAclsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[118]
+	mi := &file_sluice_proto_msgTypes[128]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8778,7 +9338,7 @@ func (x *DescribeAclsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeAclsRequest.ProtoReflect.Descriptor instead.
 func (*DescribeAclsRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{118}
+	return file_sluice_proto_rawDescGZIP(), []int{128}
 }
 
 func (x *DescribeAclsRequest) GetFilter() *AclBinding {
@@ -8799,7 +9359,7 @@ type DescribeAclsResponse struct {
 
 func (x *DescribeAclsResponse) Reset() {
 	*x = DescribeAclsResponse{}
-	mi := &file_sluice_proto_msgTypes[119]
+	mi := &file_sluice_proto_msgTypes[129]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8811,7 +9371,7 @@ func (x *DescribeAclsResponse) String() string {
 func (*DescribeAclsResponse) ProtoMessage() {}
 
 func (x *DescribeAclsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[119]
+	mi := &file_sluice_proto_msgTypes[129]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8824,7 +9384,7 @@ func (x *DescribeAclsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeAclsResponse.ProtoReflect.Descriptor instead.
 func (*DescribeAclsResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{119}
+	return file_sluice_proto_rawDescGZIP(), []int{129}
 }
 
 func (x *DescribeAclsResponse) GetError() ErrorCode {
@@ -8860,7 +9420,7 @@ type CreateUserRequest struct {
 
 func (x *CreateUserRequest) Reset() {
 	*x = CreateUserRequest{}
-	mi := &file_sluice_proto_msgTypes[120]
+	mi := &file_sluice_proto_msgTypes[130]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8872,7 +9432,7 @@ func (x *CreateUserRequest) String() string {
 func (*CreateUserRequest) ProtoMessage() {}
 
 func (x *CreateUserRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[120]
+	mi := &file_sluice_proto_msgTypes[130]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8885,7 +9445,7 @@ func (x *CreateUserRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateUserRequest.ProtoReflect.Descriptor instead.
 func (*CreateUserRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{120}
+	return file_sluice_proto_rawDescGZIP(), []int{130}
 }
 
 func (x *CreateUserRequest) GetName() string {
@@ -8912,7 +9472,7 @@ type CreateUserResponse struct {
 
 func (x *CreateUserResponse) Reset() {
 	*x = CreateUserResponse{}
-	mi := &file_sluice_proto_msgTypes[121]
+	mi := &file_sluice_proto_msgTypes[131]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8924,7 +9484,7 @@ func (x *CreateUserResponse) String() string {
 func (*CreateUserResponse) ProtoMessage() {}
 
 func (x *CreateUserResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[121]
+	mi := &file_sluice_proto_msgTypes[131]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8937,7 +9497,7 @@ func (x *CreateUserResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateUserResponse.ProtoReflect.Descriptor instead.
 func (*CreateUserResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{121}
+	return file_sluice_proto_rawDescGZIP(), []int{131}
 }
 
 func (x *CreateUserResponse) GetError() ErrorCode {
@@ -8963,7 +9523,7 @@ type DeleteUserRequest struct {
 
 func (x *DeleteUserRequest) Reset() {
 	*x = DeleteUserRequest{}
-	mi := &file_sluice_proto_msgTypes[122]
+	mi := &file_sluice_proto_msgTypes[132]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8975,7 +9535,7 @@ func (x *DeleteUserRequest) String() string {
 func (*DeleteUserRequest) ProtoMessage() {}
 
 func (x *DeleteUserRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[122]
+	mi := &file_sluice_proto_msgTypes[132]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8988,7 +9548,7 @@ func (x *DeleteUserRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteUserRequest.ProtoReflect.Descriptor instead.
 func (*DeleteUserRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{122}
+	return file_sluice_proto_rawDescGZIP(), []int{132}
 }
 
 func (x *DeleteUserRequest) GetName() string {
@@ -9008,7 +9568,7 @@ type DeleteUserResponse struct {
 
 func (x *DeleteUserResponse) Reset() {
 	*x = DeleteUserResponse{}
-	mi := &file_sluice_proto_msgTypes[123]
+	mi := &file_sluice_proto_msgTypes[133]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9020,7 +9580,7 @@ func (x *DeleteUserResponse) String() string {
 func (*DeleteUserResponse) ProtoMessage() {}
 
 func (x *DeleteUserResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[123]
+	mi := &file_sluice_proto_msgTypes[133]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9033,7 +9593,7 @@ func (x *DeleteUserResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteUserResponse.ProtoReflect.Descriptor instead.
 func (*DeleteUserResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{123}
+	return file_sluice_proto_rawDescGZIP(), []int{133}
 }
 
 func (x *DeleteUserResponse) GetError() ErrorCode {
@@ -9058,7 +9618,7 @@ type ListUsersRequest struct {
 
 func (x *ListUsersRequest) Reset() {
 	*x = ListUsersRequest{}
-	mi := &file_sluice_proto_msgTypes[124]
+	mi := &file_sluice_proto_msgTypes[134]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9070,7 +9630,7 @@ func (x *ListUsersRequest) String() string {
 func (*ListUsersRequest) ProtoMessage() {}
 
 func (x *ListUsersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[124]
+	mi := &file_sluice_proto_msgTypes[134]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9083,7 +9643,7 @@ func (x *ListUsersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListUsersRequest.ProtoReflect.Descriptor instead.
 func (*ListUsersRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{124}
+	return file_sluice_proto_rawDescGZIP(), []int{134}
 }
 
 // ListUsersResponse lists the token users, without their token hashes.
@@ -9098,7 +9658,7 @@ type ListUsersResponse struct {
 
 func (x *ListUsersResponse) Reset() {
 	*x = ListUsersResponse{}
-	mi := &file_sluice_proto_msgTypes[125]
+	mi := &file_sluice_proto_msgTypes[135]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9110,7 +9670,7 @@ func (x *ListUsersResponse) String() string {
 func (*ListUsersResponse) ProtoMessage() {}
 
 func (x *ListUsersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[125]
+	mi := &file_sluice_proto_msgTypes[135]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9123,7 +9683,7 @@ func (x *ListUsersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListUsersResponse.ProtoReflect.Descriptor instead.
 func (*ListUsersResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{125}
+	return file_sluice_proto_rawDescGZIP(), []int{135}
 }
 
 func (x *ListUsersResponse) GetError() ErrorCode {
@@ -9156,7 +9716,7 @@ type WhoAmIRequest struct {
 
 func (x *WhoAmIRequest) Reset() {
 	*x = WhoAmIRequest{}
-	mi := &file_sluice_proto_msgTypes[126]
+	mi := &file_sluice_proto_msgTypes[136]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9168,7 +9728,7 @@ func (x *WhoAmIRequest) String() string {
 func (*WhoAmIRequest) ProtoMessage() {}
 
 func (x *WhoAmIRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[126]
+	mi := &file_sluice_proto_msgTypes[136]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9181,7 +9741,7 @@ func (x *WhoAmIRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WhoAmIRequest.ProtoReflect.Descriptor instead.
 func (*WhoAmIRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{126}
+	return file_sluice_proto_rawDescGZIP(), []int{136}
 }
 
 type WhoAmIResponse struct {
@@ -9196,7 +9756,7 @@ type WhoAmIResponse struct {
 
 func (x *WhoAmIResponse) Reset() {
 	*x = WhoAmIResponse{}
-	mi := &file_sluice_proto_msgTypes[127]
+	mi := &file_sluice_proto_msgTypes[137]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9208,7 +9768,7 @@ func (x *WhoAmIResponse) String() string {
 func (*WhoAmIResponse) ProtoMessage() {}
 
 func (x *WhoAmIResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[127]
+	mi := &file_sluice_proto_msgTypes[137]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9221,7 +9781,7 @@ func (x *WhoAmIResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WhoAmIResponse.ProtoReflect.Descriptor instead.
 func (*WhoAmIResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{127}
+	return file_sluice_proto_rawDescGZIP(), []int{137}
 }
 
 func (x *WhoAmIResponse) GetPrincipal() string {
@@ -9934,11 +10494,46 @@ const file_sluice_proto_rawDesc = "" +
 	"UserResult\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12'\n" +
 	"\x05error\x18\x02 \x01(\x0e2\x11.sluice.ErrorCodeR\x05error\x12#\n" +
-	"\rerror_message\x18\x03 \x01(\tR\ferrorMessage\"\x8a\x01\n" +
+	"\rerror_message\x18\x03 \x01(\tR\ferrorMessage\"\xb7\x01\n" +
 	"\x0eSecurityRecord\x12&\n" +
 	"\x04acls\x18\x01 \x03(\v2\x12.sluice.AclBindingR\x04acls\x12(\n" +
 	"\x05users\x18\x02 \x03(\v2\x12.sluice.UserRecordR\x05users\x12&\n" +
-	"\x0fproducer_id_key\x18\x03 \x01(\fR\rproducerIdKey\";\n" +
+	"\x0fproducer_id_key\x18\x03 \x01(\fR\rproducerIdKey\x12+\n" +
+	"\x06quotas\x18\x04 \x03(\v2\x13.sluice.ClientQuotaR\x06quotas\"f\n" +
+	"\vClientQuota\x12+\n" +
+	"\x06entity\x18\x01 \x03(\v2\x13.sluice.QuotaEntityR\x06entity\x12*\n" +
+	"\x06values\x18\x02 \x03(\v2\x12.sluice.QuotaValueR\x06values\"T\n" +
+	"\vQuotaEntity\x12\x12\n" +
+	"\x04type\x18\x01 \x01(\tR\x04type\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\x12\x1d\n" +
+	"\n" +
+	"is_default\x18\x03 \x01(\bR\tisDefault\"4\n" +
+	"\n" +
+	"QuotaValue\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\x01R\x05value\"r\n" +
+	"\x18AlterClientQuotasRequest\x121\n" +
+	"\aentries\x18\x01 \x03(\v2\x17.sluice.QuotaAlterationR\aentries\x12#\n" +
+	"\rvalidate_only\x18\x02 \x01(\bR\fvalidateOnly\"a\n" +
+	"\x0fQuotaAlteration\x12+\n" +
+	"\x06entity\x18\x01 \x03(\v2\x13.sluice.QuotaEntityR\x06entity\x12!\n" +
+	"\x03ops\x18\x02 \x03(\v2\x0f.sluice.QuotaOpR\x03ops\"I\n" +
+	"\aQuotaOp\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\x01R\x05value\x12\x16\n" +
+	"\x06remove\x18\x03 \x01(\bR\x06remove\"\x98\x01\n" +
+	"\x19AlterClientQuotasResponse\x12'\n" +
+	"\x05error\x18\x01 \x01(\x0e2\x11.sluice.ErrorCodeR\x05error\x12#\n" +
+	"\rerror_message\x18\x02 \x01(\tR\ferrorMessage\x12-\n" +
+	"\aresults\x18\x03 \x03(\v2\x13.sluice.QuotaResultR\aresults\"[\n" +
+	"\vQuotaResult\x12'\n" +
+	"\x05error\x18\x01 \x01(\x0e2\x11.sluice.ErrorCodeR\x05error\x12#\n" +
+	"\rerror_message\x18\x02 \x01(\tR\ferrorMessage\"\x19\n" +
+	"\x17ListClientQuotasRequest\"\x95\x01\n" +
+	"\x18ListClientQuotasResponse\x12'\n" +
+	"\x05error\x18\x01 \x01(\x0e2\x11.sluice.ErrorCodeR\x05error\x12#\n" +
+	"\rerror_message\x18\x02 \x01(\tR\ferrorMessage\x12+\n" +
+	"\x06quotas\x18\x03 \x03(\v2\x13.sluice.ClientQuotaR\x06quotas\";\n" +
 	"\x11CreateAclsRequest\x12&\n" +
 	"\x04acls\x18\x01 \x03(\v2\x12.sluice.AclBindingR\x04acls\"|\n" +
 	"\x12CreateAclsResponse\x12'\n" +
@@ -10089,7 +10684,7 @@ func file_sluice_proto_rawDescGZIP() []byte {
 }
 
 var file_sluice_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_sluice_proto_msgTypes = make([]protoimpl.MessageInfo, 137)
+var file_sluice_proto_msgTypes = make([]protoimpl.MessageInfo, 147)
 var file_sluice_proto_goTypes = []any{
 	(ErrorCode)(0),                              // 0: sluice.ErrorCode
 	(AclResourceType)(0),                        // 1: sluice.AclResourceType
@@ -10210,29 +10805,39 @@ var file_sluice_proto_goTypes = []any{
 	(*AlterScramCredentialsResponse)(nil),       // 116: sluice.AlterScramCredentialsResponse
 	(*UserResult)(nil),                          // 117: sluice.UserResult
 	(*SecurityRecord)(nil),                      // 118: sluice.SecurityRecord
-	(*CreateAclsRequest)(nil),                   // 119: sluice.CreateAclsRequest
-	(*CreateAclsResponse)(nil),                  // 120: sluice.CreateAclsResponse
-	(*DeleteAclsRequest)(nil),                   // 121: sluice.DeleteAclsRequest
-	(*DeleteAclsResponse)(nil),                  // 122: sluice.DeleteAclsResponse
-	(*DescribeAclsRequest)(nil),                 // 123: sluice.DescribeAclsRequest
-	(*DescribeAclsResponse)(nil),                // 124: sluice.DescribeAclsResponse
-	(*CreateUserRequest)(nil),                   // 125: sluice.CreateUserRequest
-	(*CreateUserResponse)(nil),                  // 126: sluice.CreateUserResponse
-	(*DeleteUserRequest)(nil),                   // 127: sluice.DeleteUserRequest
-	(*DeleteUserResponse)(nil),                  // 128: sluice.DeleteUserResponse
-	(*ListUsersRequest)(nil),                    // 129: sluice.ListUsersRequest
-	(*ListUsersResponse)(nil),                   // 130: sluice.ListUsersResponse
-	(*WhoAmIRequest)(nil),                       // 131: sluice.WhoAmIRequest
-	(*WhoAmIResponse)(nil),                      // 132: sluice.WhoAmIResponse
-	nil,                                         // 133: sluice.TopicMetadata.ConfigsEntry
-	nil,                                         // 134: sluice.TopicSpec.ConfigsEntry
-	nil,                                         // 135: sluice.TopicConfigChange.SetEntry
-	nil,                                         // 136: sluice.TopicConfigChange.AppendEntry
-	nil,                                         // 137: sluice.TopicConfigChange.SubtractEntry
-	nil,                                         // 138: sluice.AlterPartitionRequest.IsrEpochsEntry
-	nil,                                         // 139: sluice.TopicRecord.ConfigsEntry
-	nil,                                         // 140: sluice.PartitionState.IsrEpochsEntry
-	nil,                                         // 141: sluice.PartitionState.IsrDirsEntry
+	(*ClientQuota)(nil),                         // 119: sluice.ClientQuota
+	(*QuotaEntity)(nil),                         // 120: sluice.QuotaEntity
+	(*QuotaValue)(nil),                          // 121: sluice.QuotaValue
+	(*AlterClientQuotasRequest)(nil),            // 122: sluice.AlterClientQuotasRequest
+	(*QuotaAlteration)(nil),                     // 123: sluice.QuotaAlteration
+	(*QuotaOp)(nil),                             // 124: sluice.QuotaOp
+	(*AlterClientQuotasResponse)(nil),           // 125: sluice.AlterClientQuotasResponse
+	(*QuotaResult)(nil),                         // 126: sluice.QuotaResult
+	(*ListClientQuotasRequest)(nil),             // 127: sluice.ListClientQuotasRequest
+	(*ListClientQuotasResponse)(nil),            // 128: sluice.ListClientQuotasResponse
+	(*CreateAclsRequest)(nil),                   // 129: sluice.CreateAclsRequest
+	(*CreateAclsResponse)(nil),                  // 130: sluice.CreateAclsResponse
+	(*DeleteAclsRequest)(nil),                   // 131: sluice.DeleteAclsRequest
+	(*DeleteAclsResponse)(nil),                  // 132: sluice.DeleteAclsResponse
+	(*DescribeAclsRequest)(nil),                 // 133: sluice.DescribeAclsRequest
+	(*DescribeAclsResponse)(nil),                // 134: sluice.DescribeAclsResponse
+	(*CreateUserRequest)(nil),                   // 135: sluice.CreateUserRequest
+	(*CreateUserResponse)(nil),                  // 136: sluice.CreateUserResponse
+	(*DeleteUserRequest)(nil),                   // 137: sluice.DeleteUserRequest
+	(*DeleteUserResponse)(nil),                  // 138: sluice.DeleteUserResponse
+	(*ListUsersRequest)(nil),                    // 139: sluice.ListUsersRequest
+	(*ListUsersResponse)(nil),                   // 140: sluice.ListUsersResponse
+	(*WhoAmIRequest)(nil),                       // 141: sluice.WhoAmIRequest
+	(*WhoAmIResponse)(nil),                      // 142: sluice.WhoAmIResponse
+	nil,                                         // 143: sluice.TopicMetadata.ConfigsEntry
+	nil,                                         // 144: sluice.TopicSpec.ConfigsEntry
+	nil,                                         // 145: sluice.TopicConfigChange.SetEntry
+	nil,                                         // 146: sluice.TopicConfigChange.AppendEntry
+	nil,                                         // 147: sluice.TopicConfigChange.SubtractEntry
+	nil,                                         // 148: sluice.AlterPartitionRequest.IsrEpochsEntry
+	nil,                                         // 149: sluice.TopicRecord.ConfigsEntry
+	nil,                                         // 150: sluice.PartitionState.IsrEpochsEntry
+	nil,                                         // 151: sluice.PartitionState.IsrDirsEntry
 }
 var file_sluice_proto_depIdxs = []int32{
 	0,   // 0: sluice.ErrorResponse.error:type_name -> sluice.ErrorCode
@@ -10243,18 +10848,18 @@ var file_sluice_proto_depIdxs = []int32{
 	0,   // 5: sluice.PartitionMetadata.error:type_name -> sluice.ErrorCode
 	0,   // 6: sluice.TopicMetadata.error:type_name -> sluice.ErrorCode
 	15,  // 7: sluice.TopicMetadata.partitions:type_name -> sluice.PartitionMetadata
-	133, // 8: sluice.TopicMetadata.configs:type_name -> sluice.TopicMetadata.ConfigsEntry
+	143, // 8: sluice.TopicMetadata.configs:type_name -> sluice.TopicMetadata.ConfigsEntry
 	14,  // 9: sluice.MetadataResponse.brokers:type_name -> sluice.BrokerInfo
 	16,  // 10: sluice.MetadataResponse.topics:type_name -> sluice.TopicMetadata
-	134, // 11: sluice.TopicSpec.configs:type_name -> sluice.TopicSpec.ConfigsEntry
+	144, // 11: sluice.TopicSpec.configs:type_name -> sluice.TopicSpec.ConfigsEntry
 	18,  // 12: sluice.CreateTopicsRequest.topics:type_name -> sluice.TopicSpec
 	0,   // 13: sluice.TopicResult.error:type_name -> sluice.ErrorCode
 	20,  // 14: sluice.CreateTopicsResponse.results:type_name -> sluice.TopicResult
 	20,  // 15: sluice.DeleteTopicsResponse.results:type_name -> sluice.TopicResult
 	25,  // 16: sluice.AlterTopicConfigsRequest.topics:type_name -> sluice.TopicConfigChange
-	135, // 17: sluice.TopicConfigChange.set:type_name -> sluice.TopicConfigChange.SetEntry
-	136, // 18: sluice.TopicConfigChange.append:type_name -> sluice.TopicConfigChange.AppendEntry
-	137, // 19: sluice.TopicConfigChange.subtract:type_name -> sluice.TopicConfigChange.SubtractEntry
+	145, // 17: sluice.TopicConfigChange.set:type_name -> sluice.TopicConfigChange.SetEntry
+	146, // 18: sluice.TopicConfigChange.append:type_name -> sluice.TopicConfigChange.AppendEntry
+	147, // 19: sluice.TopicConfigChange.subtract:type_name -> sluice.TopicConfigChange.SubtractEntry
 	20,  // 20: sluice.AlterTopicConfigsResponse.results:type_name -> sluice.TopicResult
 	28,  // 21: sluice.CreatePartitionsRequest.topics:type_name -> sluice.PartitionCount
 	20,  // 22: sluice.CreatePartitionsResponse.results:type_name -> sluice.TopicResult
@@ -10275,7 +10880,7 @@ var file_sluice_proto_depIdxs = []int32{
 	41,  // 37: sluice.DescribeLogDirsResponse.replicas:type_name -> sluice.ReplicaState
 	0,   // 38: sluice.ReplicaFetchResponse.error:type_name -> sluice.ErrorCode
 	0,   // 39: sluice.OffsetForLeaderEpochResponse.error:type_name -> sluice.ErrorCode
-	138, // 40: sluice.AlterPartitionRequest.isr_epochs:type_name -> sluice.AlterPartitionRequest.IsrEpochsEntry
+	148, // 40: sluice.AlterPartitionRequest.isr_epochs:type_name -> sluice.AlterPartitionRequest.IsrEpochsEntry
 	0,   // 41: sluice.AlterPartitionResponse.error:type_name -> sluice.ErrorCode
 	106, // 42: sluice.AlterPartitionResponse.state:type_name -> sluice.PartitionState
 	106, // 43: sluice.LeaderAndIsrRequest.states:type_name -> sluice.PartitionState
@@ -10314,10 +10919,10 @@ var file_sluice_proto_depIdxs = []int32{
 	64,  // 76: sluice.GroupMemberRecord.assignment:type_name -> sluice.TopicPartitions
 	66,  // 77: sluice.GroupMemberRecord.protocols:type_name -> sluice.GroupProtocol
 	102, // 78: sluice.GroupMetadataValue.members:type_name -> sluice.GroupMemberRecord
-	139, // 79: sluice.TopicRecord.configs:type_name -> sluice.TopicRecord.ConfigsEntry
+	149, // 79: sluice.TopicRecord.configs:type_name -> sluice.TopicRecord.ConfigsEntry
 	105, // 80: sluice.TopicRecord.assignment:type_name -> sluice.ReplicaAssignment
-	140, // 81: sluice.PartitionState.isr_epochs:type_name -> sluice.PartitionState.IsrEpochsEntry
-	141, // 82: sluice.PartitionState.isr_dirs:type_name -> sluice.PartitionState.IsrDirsEntry
+	150, // 81: sluice.PartitionState.isr_epochs:type_name -> sluice.PartitionState.IsrEpochsEntry
+	151, // 82: sluice.PartitionState.isr_dirs:type_name -> sluice.PartitionState.IsrDirsEntry
 	104, // 83: sluice.ClusterSnapshot.topics:type_name -> sluice.TopicRecord
 	106, // 84: sluice.ClusterSnapshot.partitions:type_name -> sluice.PartitionState
 	107, // 85: sluice.ClusterSnapshot.deleted_topics:type_name -> sluice.TopicDeletion
@@ -10334,23 +10939,34 @@ var file_sluice_proto_depIdxs = []int32{
 	0,   // 96: sluice.UserResult.error:type_name -> sluice.ErrorCode
 	110, // 97: sluice.SecurityRecord.acls:type_name -> sluice.AclBinding
 	111, // 98: sluice.SecurityRecord.users:type_name -> sluice.UserRecord
-	110, // 99: sluice.CreateAclsRequest.acls:type_name -> sluice.AclBinding
-	0,   // 100: sluice.CreateAclsResponse.error:type_name -> sluice.ErrorCode
-	110, // 101: sluice.DeleteAclsRequest.filters:type_name -> sluice.AclBinding
-	0,   // 102: sluice.DeleteAclsResponse.error:type_name -> sluice.ErrorCode
-	110, // 103: sluice.DeleteAclsResponse.deleted:type_name -> sluice.AclBinding
-	110, // 104: sluice.DescribeAclsRequest.filter:type_name -> sluice.AclBinding
-	0,   // 105: sluice.DescribeAclsResponse.error:type_name -> sluice.ErrorCode
-	110, // 106: sluice.DescribeAclsResponse.acls:type_name -> sluice.AclBinding
-	0,   // 107: sluice.CreateUserResponse.error:type_name -> sluice.ErrorCode
-	0,   // 108: sluice.DeleteUserResponse.error:type_name -> sluice.ErrorCode
-	0,   // 109: sluice.ListUsersResponse.error:type_name -> sluice.ErrorCode
-	111, // 110: sluice.ListUsersResponse.users:type_name -> sluice.UserRecord
-	111, // [111:111] is the sub-list for method output_type
-	111, // [111:111] is the sub-list for method input_type
-	111, // [111:111] is the sub-list for extension type_name
-	111, // [111:111] is the sub-list for extension extendee
-	0,   // [0:111] is the sub-list for field type_name
+	119, // 99: sluice.SecurityRecord.quotas:type_name -> sluice.ClientQuota
+	120, // 100: sluice.ClientQuota.entity:type_name -> sluice.QuotaEntity
+	121, // 101: sluice.ClientQuota.values:type_name -> sluice.QuotaValue
+	123, // 102: sluice.AlterClientQuotasRequest.entries:type_name -> sluice.QuotaAlteration
+	120, // 103: sluice.QuotaAlteration.entity:type_name -> sluice.QuotaEntity
+	124, // 104: sluice.QuotaAlteration.ops:type_name -> sluice.QuotaOp
+	0,   // 105: sluice.AlterClientQuotasResponse.error:type_name -> sluice.ErrorCode
+	126, // 106: sluice.AlterClientQuotasResponse.results:type_name -> sluice.QuotaResult
+	0,   // 107: sluice.QuotaResult.error:type_name -> sluice.ErrorCode
+	0,   // 108: sluice.ListClientQuotasResponse.error:type_name -> sluice.ErrorCode
+	119, // 109: sluice.ListClientQuotasResponse.quotas:type_name -> sluice.ClientQuota
+	110, // 110: sluice.CreateAclsRequest.acls:type_name -> sluice.AclBinding
+	0,   // 111: sluice.CreateAclsResponse.error:type_name -> sluice.ErrorCode
+	110, // 112: sluice.DeleteAclsRequest.filters:type_name -> sluice.AclBinding
+	0,   // 113: sluice.DeleteAclsResponse.error:type_name -> sluice.ErrorCode
+	110, // 114: sluice.DeleteAclsResponse.deleted:type_name -> sluice.AclBinding
+	110, // 115: sluice.DescribeAclsRequest.filter:type_name -> sluice.AclBinding
+	0,   // 116: sluice.DescribeAclsResponse.error:type_name -> sluice.ErrorCode
+	110, // 117: sluice.DescribeAclsResponse.acls:type_name -> sluice.AclBinding
+	0,   // 118: sluice.CreateUserResponse.error:type_name -> sluice.ErrorCode
+	0,   // 119: sluice.DeleteUserResponse.error:type_name -> sluice.ErrorCode
+	0,   // 120: sluice.ListUsersResponse.error:type_name -> sluice.ErrorCode
+	111, // 121: sluice.ListUsersResponse.users:type_name -> sluice.UserRecord
+	122, // [122:122] is the sub-list for method output_type
+	122, // [122:122] is the sub-list for method input_type
+	122, // [122:122] is the sub-list for extension type_name
+	122, // [122:122] is the sub-list for extension extendee
+	0,   // [0:122] is the sub-list for field type_name
 }
 
 func init() { file_sluice_proto_init() }
@@ -10364,7 +10980,7 @@ func file_sluice_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_sluice_proto_rawDesc), len(file_sluice_proto_rawDesc)),
 			NumEnums:      5,
-			NumMessages:   137,
+			NumMessages:   147,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -30,6 +30,7 @@ type counters struct {
 	kafkaSeconds    *prometheus.HistogramVec
 	duplicates      prometheus.Counter
 	storeErrors     *prometheus.CounterVec
+	throttleSeconds *prometheus.CounterVec
 }
 
 // latencyBuckets reach from 100 µs to about 26 s.
@@ -84,7 +85,12 @@ func newCounters(r *prometheus.Registry) *counters {
 	for _, op := range []string{"metadata watch", "broker watch", "controller write"} {
 		c.storeErrors.WithLabelValues(op) // exported at 0 from the start
 	}
-	r.MustRegister(c.duplicates, c.storeErrors)
+	c.throttleSeconds = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sluice_kafka_throttle_seconds_total",
+		Help: "Time Kafka clients over a client quota were throttled for, by quota (producer_byte_rate, consumer_byte_rate)."}, []string{"quota"})
+	for _, q := range []string{"producer_byte_rate", "consumer_byte_rate"} {
+		c.throttleSeconds.WithLabelValues(q)
+	}
+	r.MustRegister(c.duplicates, c.storeErrors, c.throttleSeconds)
 	r.MustRegister(c.recordsProduced, c.bytesProduced, c.bytesFetched, c.replicationIn, c.replicationOut, c.reassignmentOut, c.elections,
 		c.isrShrinks, c.isrExpands, c.requests, c.requestErrors, c.produceSeconds, c.fsyncSeconds, c.commitBatches,
 		c.mailboxDepth, c.mailboxSeconds, c.kafkaRequests, c.kafkaSeconds)
@@ -209,6 +215,14 @@ func (m *Broker) KafkaRequest(api string, code int16, d time.Duration) {
 	}
 	m.c.kafkaRequests.WithLabelValues(api, messages.ErrorCode(code).String()).Inc()
 	m.c.kafkaSeconds.WithLabelValues(api).Observe(d.Seconds())
+}
+
+// KafkaThrottle counts a throttle of d given to a Kafka client over
+// quota.
+func (m *Broker) KafkaThrottle(quota string, d time.Duration) {
+	if m != nil {
+		m.c.throttleSeconds.WithLabelValues(quota).Add(d.Seconds())
+	}
 }
 
 // Duplicate counts a retried idempotent batch answered without a write.

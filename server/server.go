@@ -22,10 +22,12 @@ import (
 	"net/http"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/sluicemq/sluice/acl"
 	"github.com/sluicemq/sluice/actors"
 	"github.com/sluicemq/sluice/actors/broker"
 	"github.com/sluicemq/sluice/client"
@@ -309,6 +311,7 @@ func (s *Server) Start(ctx context.Context) (err error) {
 	// visitor's ACLs.
 	httpAuth := &httpAccess{anonymous: cfg.HTTPAnonymous}
 	bcfg.ACLs = &httpAuth.acls
+	bcfg.Quotas = &atomic.Pointer[acl.Quotas]{}
 	var httpMux *http.ServeMux
 	if httpLn != nil {
 		guard := func(h http.Handler) http.Handler { return h }
@@ -415,6 +418,7 @@ func (s *Server) Start(ctx context.Context) (err error) {
 			// same certificates and principals.
 			TLS: kafkaTLS, Principal: transport.CertPrincipal, Anonymous: transport.AnonymousPrincipal,
 			SASL: cfg.KafkaSASL, Login: login, Scram: scram, SessionLifetime: cfg.KafkaSessionLifetime,
+			Quotas:  bcfg.Quotas.Load,
 			Metrics: bcfg.Metrics})
 		bcfg.Metrics.Listener("kafka", kafkaSrv.Open, map[string]metrics.Count{"limit": kafkaSrv.Refused.Load})
 		go func() {

@@ -24,6 +24,7 @@ const (
 	opAlter           = messages.AclOperation_ACL_OPERATION_ALTER
 	opDescribe        = messages.AclOperation_ACL_OPERATION_DESCRIBE
 	opAlterConfigs    = messages.AclOperation_ACL_OPERATION_ALTER_CONFIGS
+	opDescribeConfigs = messages.AclOperation_ACL_OPERATION_DESCRIBE_CONFIGS
 	opIdempotentWrite = messages.AclOperation_ACL_OPERATION_IDEMPOTENT_WRITE
 )
 
@@ -83,6 +84,31 @@ func (b *brokerActor) onSecurity(snap *cluster.Snapshot) {
 	if b.cfg.Tokens != nil {
 		b.cfg.Tokens.Set(snap.Security)
 	}
+	if b.cfg.Quotas != nil {
+		b.cfg.Quotas.Store(acl.QuotasOf(snap.Security))
+	}
+}
+
+// onAlterClientQuotas checks a quota change here when it only validates,
+// and has the controller make it otherwise.
+func (b *brokerActor) onAlterClientQuotas(ctx actor.Context, m *messages.AlterClientQuotasRequest, fail failFunc) {
+	switch {
+	case !m.ValidateOnly:
+		b.forwardToController(ctx, fail)
+	case b.meta == nil:
+		actors.Respond(ctx, fail(messages.ErrorCode_LEADER_NOT_AVAILABLE, "broker is starting"))
+	default:
+		_, results := acl.AlterQuotas(b.meta.Security, m.Entries)
+		actors.Respond(ctx, &messages.AlterClientQuotasResponse{Results: results})
+	}
+}
+
+func (b *brokerActor) onListClientQuotas(ctx actor.Context, _ *messages.ListClientQuotasRequest, fail failFunc) {
+	if b.meta == nil {
+		actors.Respond(ctx, fail(messages.ErrorCode_LEADER_NOT_AVAILABLE, "broker is starting"))
+		return
+	}
+	actors.Respond(ctx, &messages.ListClientQuotasResponse{Quotas: b.meta.Security.GetQuotas()})
 }
 
 // checked returns the principal whose ACLs the current message is subject

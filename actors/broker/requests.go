@@ -252,6 +252,12 @@ var requests = map[reflect.Type]request{
 	typeOf[*messages.AlterPartitionReassignmentsRequest](): onClusterEntry(opAlter, func(code messages.ErrorCode, text string) proto.Message {
 		return &messages.AlterPartitionReassignmentsResponse{Error: code, ErrorMessage: text}
 	}, toController[*messages.AlterPartitionReassignmentsRequest]),
+	typeOf[*messages.AlterClientQuotasRequest](): onClusterEntry(opAlterConfigs, func(code messages.ErrorCode, text string) proto.Message {
+		return &messages.AlterClientQuotasResponse{Error: code, ErrorMessage: text}
+	}, (*brokerActor).onAlterClientQuotas),
+	typeOf[*messages.ListClientQuotasRequest](): onClusterEntry(opDescribeConfigs, func(code messages.ErrorCode, text string) proto.Message {
+		return &messages.ListClientQuotasResponse{Error: code, ErrorMessage: text}
+	}, (*brokerActor).onListClientQuotas),
 	typeOf[*messages.DescribeLogDirsRequest](): onClusterEntry(opDescribe, func(code messages.ErrorCode, text string) proto.Message {
 		return &messages.DescribeLogDirsResponse{Error: code, ErrorMessage: text}
 	}, plain((*brokerActor).onDescribeLogDirs)),

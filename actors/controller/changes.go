@@ -70,6 +70,7 @@ var changes = map[reflect.Type]change{
 	reflect.TypeFor[*messages.CreateUserRequest]():            securityEntry[*messages.CreateUserRequest](),
 	reflect.TypeFor[*messages.DeleteUserRequest]():            securityEntry[*messages.DeleteUserRequest](),
 	reflect.TypeFor[*messages.AlterScramCredentialsRequest](): securityEntry[*messages.AlterScramCredentialsRequest](),
+	reflect.TypeFor[*messages.AlterClientQuotasRequest]():     securityEntry[*messages.AlterClientQuotasRequest](),
 }
 
 // admitted serves a request a broker sends about itself only when it

@@ -80,6 +80,18 @@ func changeOf(msg proto.Message, now time.Time) securityChange {
 				return &messages.AlterScramCredentialsResponse{Error: c, ErrorMessage: t}
 			},
 		}
+	case *messages.AlterClientQuotasRequest:
+		var results []*messages.QuotaResult
+		return securityChange{
+			apply: func(rec *messages.SecurityRecord) (next *messages.SecurityRecord, err error) {
+				next, results = acl.AlterQuotas(rec, m.Entries)
+				return next, nil
+			},
+			ok: func() proto.Message { return &messages.AlterClientQuotasResponse{Results: results} },
+			fail: func(c messages.ErrorCode, t string) proto.Message {
+				return &messages.AlterClientQuotasResponse{Error: c, ErrorMessage: t}
+			},
+		}
 	}
 	panic(fmt.Sprintf("not a security change: %T", msg))
 }

@@ -45,3 +45,21 @@ func (b *Bucket) Spend(n int) {
 	b.tokens -= float64(n)
 	b.mu.Unlock()
 }
+
+// Take spends n bytes sent at rate (bytes per second) and returns how
+// long the sender should wait before sending more: until the bucket is
+// out of debt (0: it is not). Quotas use it to throttle a client after
+// the fact, as Kafka does.
+func (b *Bucket) Take(n int, rate int64, now time.Time) time.Duration {
+	if rate <= 0 {
+		return 0
+	}
+	b.Available(rate, now)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.tokens -= float64(n)
+	if b.tokens >= 0 {
+		return 0
+	}
+	return time.Duration(-b.tokens / b.rate * float64(time.Second))
+}

@@ -40,3 +40,29 @@ func TestBucketKeepsToItsRate(t *testing.T) {
 		t.Fatalf("rate 0 offers %d", got)
 	}
 }
+
+// Take throttles a sender for the time its debt takes to pay off; a
+// sender that waits as told sends at the rate.
+func TestTakeThrottlesToTheRate(t *testing.T) {
+	var b Bucket
+	t0 := time.Unix(1_700_000_000, 0)
+	if d := b.Take(500, 1000, t0); d != 0 {
+		t.Fatalf("within the first second's worth: throttled %v", d)
+	}
+	if d := b.Take(1500, 1000, t0); d != time.Second {
+		t.Fatalf("1000 bytes in debt at 1000/s: throttled %v, want 1s", d)
+	}
+	// A sender that always waits as told, for 60 s of simulated time.
+	var c Bucket
+	now, sent := t0, 0
+	for now.Before(t0.Add(60 * time.Second)) {
+		sent += 4000
+		now = now.Add(c.Take(4000, 1000, now) + time.Millisecond)
+	}
+	if rate := float64(sent) / 60; rate < 950 || rate > 1150 {
+		t.Fatalf("%.0f bytes/s at a quota of 1000", rate)
+	}
+	if d := c.Take(100, 0, now); d != 0 {
+		t.Fatalf("rate 0 throttles %v", d)
+	}
+}
