@@ -12,6 +12,8 @@ import (
 	"github.com/sluicemq/sluice/actors/producerstate"
 	"github.com/sluicemq/sluice/internal/budget"
 	"github.com/sluicemq/sluice/internal/throttle"
+	"github.com/sluicemq/sluice/messages"
+	"github.com/sluicemq/sluice/messages/brokerconfig"
 	"github.com/sluicemq/sluice/metrics"
 	"github.com/sluicemq/sluice/storage"
 	"github.com/sluicemq/sluice/storage/datadir"
@@ -139,6 +141,9 @@ type BrokerConfig struct {
 	// Quotas, when set, holds the cluster's client quotas (nil: none),
 	// for the Kafka listener to enforce.
 	Quotas *atomic.Pointer[acl.Quotas]
+	// DynamicConfigs, when set, holds the dynamic broker settings in force
+	// for this broker (messages/brokerconfig), for the listeners.
+	DynamicConfigs *atomic.Pointer[brokerconfig.Values]
 	// ProducerIDs issues and checks producer ids bound to principals (on
 	// a Secure broker), with the key of the metadata's security record;
 	// Start makes one when nil.
@@ -241,4 +246,13 @@ func (c *BrokerConfig) Validate() error {
 		return fmt.Errorf("logger: must be set")
 	}
 	return nil
+}
+
+// BrokerConfigChange is the change an AlterBrokerConfigsRequest asks for.
+func BrokerConfigChange(m *messages.AlterBrokerConfigsRequest) brokerconfig.Change {
+	ch := brokerconfig.Change{BrokerID: m.BrokerId, Set: map[string]string{}, Delete: m.Delete, Replace: m.Replace}
+	for _, v := range m.Set {
+		ch.Set[v.Name] = v.Value
+	}
+	return ch
 }

@@ -1,27 +1,31 @@
 package kafka
 
 import (
+	"fmt"
+	"strconv"
+
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluicemq/sluice/messages"
+	"github.com/sluicemq/sluice/messages/brokerconfig"
 )
 
 // AlterConfigs (key 33), v0–2, and IncrementalAlterConfigs (key 44),
 // v0–1: topic configuration changes, checked and applied by the
 // controller as the other door's (every topic config Kafka defines,
-// messages/topicconfig). AlterConfigs replaces a topic's whole
-// configuration; IncrementalAlterConfigs sets, deletes, and appends to or
-// subtracts from list configs. Broker settings are given at start (flags
-// or --config) and cannot be changed at run time yet: a broker resource
-// gets INVALID_CONFIG saying so.
-
-const brokerConfigsStatic = "broker settings are read at start (flags or --config) and cannot be changed at run time yet"
+// messages/topicconfig), and changes of brokers' dynamic settings
+// (messages/brokerconfig; resource name "" is the cluster default, else a
+// broker id). AlterConfigs replaces a resource's whole configuration;
+// IncrementalAlterConfigs sets, deletes, and appends to or subtracts from
+// list configs.
 
 // configChanges is what an alter request asks of each resource: the topic
-// changes for the controller, and the resources refused here.
+// changes and the broker changes for the controller, and the resources
+// refused here.
 type configChanges struct {
 	req     *messages.AlterTopicConfigsRequest
-	refused map[int]refusal // by the resource's index
+	brokers map[int]*messages.AlterBrokerConfigsRequest // by the resource's index
+	refused map[int]refusal                             // by the resource's index
 }
 
 type refusal struct {
@@ -29,30 +33,55 @@ type refusal struct {
 	why  string
 }
 
-// refuse answers resource i (not a topic) here: a broker's settings are
-// static, other types are not changed.
-func (c *configChanges) refuse(i int, typ kmsg.ConfigResourceType) {
+func (c *configChanges) refuseWith(i int, code messages.ErrorCode, why string) {
 	if c.refused == nil {
 		c.refused = map[int]refusal{}
 	}
-	r := refusal{int16(messages.ErrorCode_INVALID_REQUEST), "only topic configurations can be changed"}
-	if typ == kmsg.ConfigResourceTypeBroker {
-		r = refusal{int16(messages.ErrorCode_INVALID_CONFIG), brokerConfigsStatic}
-	}
-	c.refused[i] = r
+	c.refused[i] = refusal{int16(code), why}
 }
 
-// finish sends the topic changes (if any) and returns how to answer
-// resource i named name.
+// refuse answers resource i (neither a topic nor a broker) here.
+func (c *configChanges) refuse(i int) {
+	c.refuseWith(i, messages.ErrorCode_INVALID_REQUEST, "only topic and broker configurations can be changed")
+}
+
+// broker adds the change of broker resource i named name: a broker's id,
+// or "" for the cluster default.
+func (c *configChanges) broker(i int, name string, ch *messages.AlterBrokerConfigsRequest) {
+	ch.BrokerId = brokerconfig.ClusterDefault
+	if name != "" {
+		id, err := strconv.ParseInt(name, 10, 32)
+		if err != nil || id < 0 {
+			c.refuseWith(i, messages.ErrorCode_INVALID_REQUEST, fmt.Sprintf("broker resource %q: want a broker id, or \"\" for the cluster default", name))
+			return
+		}
+		ch.BrokerId = int32(id)
+	}
+	if c.brokers == nil {
+		c.brokers = map[int]*messages.AlterBrokerConfigsRequest{}
+	}
+	c.brokers[i] = ch
+}
+
+// finish sends the changes (if any) and returns how to answer resource i
+// named name.
 func (c *configChanges) finish(r *request) func(i int, name string) (int16, *string) {
 	var answer Answer
 	if len(c.req.Topics) > 0 {
 		answer = r.ask(c.req)
 	}
+	brokerAnswers := map[int]Answer{}
+	for i, ch := range c.brokers {
+		brokerAnswers[i] = r.ask(ch)
+	}
 	var results func(string) (int16, *string)
 	return func(i int, name string) (int16, *string) {
 		if ref, ok := c.refused[i]; ok {
 			return ref.code, kmsg.StringPtr(ref.why)
+		}
+		if a, ok := brokerAnswers[i]; ok {
+			_, code, text := answerWithError[*messages.AlterBrokerConfigsResponse](a)
+			return code, text
 		}
 		if results == nil {
 			results = topicResults(answer)
@@ -65,8 +94,18 @@ func handleAlterConfigs(r *request, h header, kreq kmsg.Request) func() kmsg.Res
 	req := kreq.(*kmsg.AlterConfigsRequest)
 	c := &configChanges{req: &messages.AlterTopicConfigsRequest{ValidateOnly: req.ValidateOnly}}
 	for i, res := range req.Resources {
+		if res.ResourceType == kmsg.ConfigResourceTypeBroker {
+			ch := &messages.AlterBrokerConfigsRequest{Replace: true, ValidateOnly: req.ValidateOnly}
+			for _, cfg := range res.Configs {
+				if cfg.Value != nil {
+					ch.Set = append(ch.Set, &messages.ConfigValue{Name: cfg.Name, Value: *cfg.Value})
+				}
+			}
+			c.broker(i, res.ResourceName, ch)
+			continue
+		}
 		if res.ResourceType != kmsg.ConfigResourceTypeTopic {
-			c.refuse(i, res.ResourceType)
+			c.refuse(i)
 			continue
 		}
 		ch := &messages.TopicConfigChange{Name: res.ResourceName, Replace: true, Set: map[string]string{}}
@@ -95,8 +134,16 @@ func handleIncrementalAlterConfigs(r *request, h header, kreq kmsg.Request) func
 	c := &configChanges{req: &messages.AlterTopicConfigsRequest{ValidateOnly: req.ValidateOnly}}
 	bad := map[int]string{} // refused for its ops: why
 	for i, res := range req.Resources {
+		if res.ResourceType == kmsg.ConfigResourceTypeBroker {
+			if ch, why := brokerChange(res.Configs, req.ValidateOnly); why != "" {
+				bad[i] = why
+			} else {
+				c.broker(i, res.ResourceName, ch)
+			}
+			continue
+		}
 		if res.ResourceType != kmsg.ConfigResourceTypeTopic {
-			c.refuse(i, res.ResourceType)
+			c.refuse(i)
 			continue
 		}
 		ch := &messages.TopicConfigChange{Name: res.ResourceName, Set: map[string]string{},
@@ -141,4 +188,23 @@ func handleIncrementalAlterConfigs(r *request, h header, kreq kmsg.Request) func
 		}
 		return resp
 	}
+}
+
+// brokerChange is an IncrementalAlterConfigs of a broker resource as a
+// change of its dynamic settings; why says what is wrong with it.
+func brokerChange(configs []kmsg.IncrementalAlterConfigsRequestResourceConfig, validateOnly bool) (*messages.AlterBrokerConfigsRequest, string) {
+	ch := &messages.AlterBrokerConfigsRequest{ValidateOnly: validateOnly}
+	for _, cfg := range configs {
+		switch {
+		case cfg.Op == kmsg.IncrementalAlterConfigOpSet && cfg.Value != nil:
+			ch.Set = append(ch.Set, &messages.ConfigValue{Name: cfg.Name, Value: *cfg.Value})
+		case cfg.Op == kmsg.IncrementalAlterConfigOpSet:
+			return nil, "SET of " + cfg.Name + " without a value"
+		case cfg.Op == kmsg.IncrementalAlterConfigOpDelete:
+			ch.Delete = append(ch.Delete, cfg.Name)
+		default:
+			return nil, "APPEND and SUBTRACT of " + cfg.Name + ": no dynamic broker setting is a list"
+		}
+	}
+	return ch, ""
 }

@@ -35,6 +35,7 @@ func handleCreateTopics(r *request, h header, kreq kmsg.Request) func() kmsg.Res
 	}
 	return func() kmsg.Response {
 		results := topicResults(answer)
+		created := createdCounts(answer)
 		for _, t := range req.Topics {
 			rt := kmsg.NewCreateTopicsResponseTopic()
 			rt.Topic, rt.NumPartitions, rt.ReplicationFactor = t.Topic, -1, -1
@@ -44,10 +45,32 @@ func handleCreateTopics(r *request, h header, kreq kmsg.Request) func() kmsg.Res
 				rt.ErrorCode, rt.ErrorMessage = results(t.Topic)
 				if rt.ErrorCode == 0 && h.version >= 5 {
 					rt.NumPartitions, rt.ReplicationFactor = t.NumPartitions, t.ReplicationFactor
+					if c, ok := created[t.Topic]; ok {
+						rt.NumPartitions, rt.ReplicationFactor = c.Partitions, int16(c.ReplicationFactor)
+					}
 				}
 			}
 			resp.Topics = append(resp.Topics, rt)
 		}
 		return resp
 	}
+}
+
+// createdCounts maps each topic the answer created to its result, which
+// holds its partitions and replication factor.
+func createdCounts(answer Answer) map[string]*messages.TopicResult {
+	out := map[string]*messages.TopicResult{}
+	if answer == nil {
+		return out
+	}
+	if res, err := answer.Wait(); err == nil {
+		if m, ok := res.(*messages.CreateTopicsResponse); ok {
+			for _, r := range m.Results {
+				if r.Partitions > 0 {
+					out[r.Name] = r
+				}
+			}
+		}
+	}
+	return out
 }

@@ -3,12 +3,14 @@ package kafka
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluicemq/sluice/messages"
+	"github.com/sluicemq/sluice/messages/brokerconfig"
 	"github.com/sluicemq/sluice/messages/topicconfig"
 )
 
@@ -53,12 +55,19 @@ func handleDescribeConfigs(r *request, h header, kreq kmsg.Request) func() kmsg.
 				}
 				rr.Configs = topicConfigs(cfg, t.Configs, res.ConfigNames, h.version, req.IncludeSynonyms, req.IncludeDocumentation)
 			case kmsg.ConfigResourceTypeBroker:
-				if res.ResourceName != "" && res.ResourceName != strconv.Itoa(int(cfg.BrokerID)) {
+				dynamic := r.conn.srv.dynamicConfigs()
+				if dynamic == nil {
+					dynamic = &brokerconfig.Values{}
+				}
+				switch res.ResourceName {
+				case "":
+					rr.Configs = clusterDefaultConfigs(dynamic.Cluster, res.ConfigNames, h.version, req.IncludeSynonyms)
+				case strconv.Itoa(int(cfg.BrokerID)):
+					rr.Configs = brokerConfigs(cfg.BrokerSettings, *dynamic, res.ConfigNames, h.version, req.IncludeSynonyms)
+				default:
 					rr.ErrorCode = int16(messages.ErrorCode_INVALID_REQUEST)
 					rr.ErrorMessage = kmsg.StringPtr(fmt.Sprintf("this is broker %d: ask broker %s about its settings", cfg.BrokerID, res.ResourceName))
-					break
 				}
-				rr.Configs = brokerConfigs(cfg.BrokerSettings, res.ConfigNames, h.version, req.IncludeSynonyms)
 			default:
 				rr.ErrorCode = int16(messages.ErrorCode_INVALID_REQUEST)
 				rr.ErrorMessage = kmsg.StringPtr("only topic and broker resources are described")
@@ -131,31 +140,75 @@ func topicConfigs(cfg *Config, own map[string]string, names []string, version in
 }
 
 // brokerConfigs lists the broker's settings (those asked for when some
-// are), all read-only: they are read at start.
-func brokerConfigs(settings []BrokerSetting, names []string, version int16, synonyms bool) []kmsg.DescribeConfigsResponseResourceConfig {
+// are): a dynamic value in force (the broker's own, else the cluster
+// default) over the one read at start. Only the dynamic ones
+// (messages/brokerconfig) are not read-only.
+func brokerConfigs(settings []BrokerSetting, dynamic brokerconfig.Values, names []string, version int16, synonyms bool) []kmsg.DescribeConfigsResponseResourceConfig {
 	var out []kmsg.DescribeConfigsResponseResourceConfig
 	for _, st := range settings {
 		if len(names) > 0 && !slices.Contains(names, st.Name) {
 			continue
 		}
-		c := kmsg.NewDescribeConfigsResponseResourceConfig()
-		c.Name, c.Value, c.ReadOnly, c.IsDefault = st.Name, kmsg.StringPtr(st.Value), true, !st.Set
-		c.Source = kmsg.ConfigSourceDefaultConfig
+		type level struct {
+			value  string
+			source kmsg.ConfigSource
+		}
+		var levels []level
+		if v, ok := dynamic.Broker[st.Name]; ok {
+			levels = append(levels, level{v, kmsg.ConfigSourceDynamicBrokerConfig})
+		}
+		if v, ok := dynamic.Cluster[st.Name]; ok {
+			levels = append(levels, level{v, kmsg.ConfigSourceDynamicDefaultBrokerConfig})
+		}
 		if st.Set {
-			c.Source = kmsg.ConfigSourceStaticBrokerConfig
+			levels = append(levels, level{st.Value, kmsg.ConfigSourceStaticBrokerConfig})
+		} else {
+			levels = append(levels, level{st.Value, kmsg.ConfigSourceDefaultConfig})
 		}
+		c := kmsg.NewDescribeConfigsResponseResourceConfig()
+		c.Name, c.Value, c.Source = st.Name, kmsg.StringPtr(levels[0].value), levels[0].source
+		c.ReadOnly, c.IsDefault = !brokerconfig.IsDynamic(st.Name), c.Source == kmsg.ConfigSourceDefaultConfig
 		if version >= 1 && synonyms {
-			syn := kmsg.NewDescribeConfigsResponseResourceConfigConfigSynonym()
-			syn.Name, syn.Value, syn.Source = st.Name, c.Value, c.Source
-			c.ConfigSynonyms = append(c.ConfigSynonyms, syn)
+			for _, l := range levels {
+				syn := kmsg.NewDescribeConfigsResponseResourceConfigConfigSynonym()
+				syn.Name, syn.Value, syn.Source = st.Name, kmsg.StringPtr(l.value), l.source
+				c.ConfigSynonyms = append(c.ConfigSynonyms, syn)
+			}
 		}
-		c.ConfigType = kmsg.ConfigTypeString
-		if _, err := strconv.ParseBool(st.Value); err == nil {
-			c.ConfigType = kmsg.ConfigTypeBoolean
-		} else if _, err := strconv.ParseInt(st.Value, 10, 64); err == nil {
-			c.ConfigType = kmsg.ConfigTypeLong
-		}
+		c.ConfigType = settingType(st.Value)
 		out = append(out, c)
 	}
 	return out
+}
+
+// clusterDefaultConfigs lists the cluster's default dynamic settings, as
+// Kafka describes the broker resource "".
+func clusterDefaultConfigs(values map[string]string, names []string, version int16, synonyms bool) []kmsg.DescribeConfigsResponseResourceConfig {
+	var out []kmsg.DescribeConfigsResponseResourceConfig
+	for _, name := range slices.Sorted(maps.Keys(values)) {
+		if len(names) > 0 && !slices.Contains(names, name) {
+			continue
+		}
+		c := kmsg.NewDescribeConfigsResponseResourceConfig()
+		c.Name, c.Value, c.Source = name, kmsg.StringPtr(values[name]), kmsg.ConfigSourceDynamicDefaultBrokerConfig
+		if version >= 1 && synonyms {
+			syn := kmsg.NewDescribeConfigsResponseResourceConfigConfigSynonym()
+			syn.Name, syn.Value, syn.Source = name, c.Value, c.Source
+			c.ConfigSynonyms = append(c.ConfigSynonyms, syn)
+		}
+		c.ConfigType = settingType(values[name])
+		out = append(out, c)
+	}
+	return out
+}
+
+// settingType guesses a broker setting's type from its value.
+func settingType(value string) kmsg.ConfigType {
+	if value == "true" || value == "false" {
+		return kmsg.ConfigTypeBoolean
+	}
+	if _, err := strconv.ParseInt(value, 10, 64); err == nil {
+		return kmsg.ConfigTypeLong
+	}
+	return kmsg.ConfigTypeString
 }

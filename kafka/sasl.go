@@ -85,7 +85,7 @@ func handleSaslHandshake(r *request, h header, kreq kmsg.Request) func() kmsg.Re
 // is not logging in again already, and keeps its mechanism, as Kafka
 // requires.
 func (c *conn) canRelogin(mechanism string) bool {
-	return c.srv.cfg.SessionLifetime > 0 && c.mechanism != "" && !c.relogin && mechanism == c.mechanism
+	return c.srv.sessionLifetime() > 0 && c.mechanism != "" && !c.relogin && mechanism == c.mechanism
 }
 
 // mechanisms are the SASL mechanisms the listener offers.
@@ -149,7 +149,7 @@ func (c *conn) loggedInAs(principal string, h header, resp *kmsg.SASLAuthenticat
 		c.caller.Principal, c.loggedIn = principal, true
 	}
 	c.relogin = false
-	if lifetime := c.srv.cfg.SessionLifetime; lifetime > 0 {
+	if lifetime := c.srv.sessionLifetime(); lifetime > 0 {
 		c.sessionEnds = time.Now().Add(lifetime)
 		if h.version >= 1 {
 			resp.SessionLifetimeMillis = lifetime.Milliseconds()

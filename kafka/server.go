@@ -22,6 +22,7 @@ import (
 	"github.com/sluicemq/sluice/internal/budget"
 	"github.com/sluicemq/sluice/internal/logspace"
 	"github.com/sluicemq/sluice/messages"
+	"github.com/sluicemq/sluice/messages/brokerconfig"
 	"github.com/sluicemq/sluice/metrics"
 )
 
@@ -122,7 +123,11 @@ type Config struct {
 	// Quotas returns the cluster's client quotas now (nil: none), which
 	// the listener enforces on produced and fetched bytes (quotas.go).
 	Quotas func() *acl.Quotas
-	Logger *slog.Logger
+	// DynamicConfigs returns the dynamic broker settings in force for this
+	// broker (nil: none yet): connections.max.reauth.ms overrides
+	// SessionLifetime, and DescribeConfigs shows them.
+	DynamicConfigs func() *brokerconfig.Values
+	Logger         *slog.Logger
 	// Metrics counts the requests served, by API (nil: not counted).
 	Metrics *metrics.Broker
 }
@@ -664,4 +669,23 @@ func (c *conn) write(queue <-chan chan answer, done chan<- struct{}) {
 type BrokerSetting struct {
 	Name, Value string
 	Set         bool
+}
+
+// dynamicConfigs is the dynamic broker settings in force (nil: none).
+func (s *Server) dynamicConfigs() *brokerconfig.Values {
+	if s.cfg.DynamicConfigs == nil {
+		return nil
+	}
+	return s.cfg.DynamicConfigs()
+}
+
+// sessionLifetime is how long a SASL login lasts now: the dynamic
+// connections.max.reauth.ms, else SessionLifetime.
+func (s *Server) sessionLifetime() time.Duration {
+	if v := s.dynamicConfigs(); v != nil {
+		if ms := v.Int(brokerconfig.ConnectionsMaxReauthMs, -1); ms >= 0 {
+			return time.Duration(ms) * time.Millisecond
+		}
+	}
+	return s.cfg.SessionLifetime
 }

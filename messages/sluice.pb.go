@@ -1707,12 +1707,16 @@ func (x *CreateTopicsRequest) GetValidateOnly() bool {
 }
 
 type TopicResult struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
-	Error         ErrorCode              `protobuf:"varint,2,opt,name=error,proto3,enum=sluice.ErrorCode" json:"error,omitempty"`
-	ErrorMessage  string                 `protobuf:"bytes,3,opt,name=error_message,json=errorMessage,proto3" json:"error_message,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	Name         string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Error        ErrorCode              `protobuf:"varint,2,opt,name=error,proto3,enum=sluice.ErrorCode" json:"error,omitempty"`
+	ErrorMessage string                 `protobuf:"bytes,3,opt,name=error_message,json=errorMessage,proto3" json:"error_message,omitempty"`
+	// A topic created: its partitions and replication factor (the broker's
+	// defaults where the request gave none).
+	Partitions        int32 `protobuf:"varint,4,opt,name=partitions,proto3" json:"partitions,omitempty"`
+	ReplicationFactor int32 `protobuf:"varint,5,opt,name=replication_factor,json=replicationFactor,proto3" json:"replication_factor,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *TopicResult) Reset() {
@@ -1764,6 +1768,20 @@ func (x *TopicResult) GetErrorMessage() string {
 		return x.ErrorMessage
 	}
 	return ""
+}
+
+func (x *TopicResult) GetPartitions() int32 {
+	if x != nil {
+		return x.Partitions
+	}
+	return 0
+}
+
+func (x *TopicResult) GetReplicationFactor() int32 {
+	if x != nil {
+		return x.ReplicationFactor
+	}
+	return 0
 }
 
 type CreateTopicsResponse struct {
@@ -8481,7 +8499,9 @@ type SecurityRecord struct {
 	// of producer ids.
 	ProducerIdKey []byte `protobuf:"bytes,3,opt,name=producer_id_key,json=producerIdKey,proto3" json:"producer_id_key,omitempty"`
 	// Client quotas (Kafka's user and client-id quotas), sorted by entity.
-	Quotas        []*ClientQuota `protobuf:"bytes,4,rep,name=quotas,proto3" json:"quotas,omitempty"`
+	Quotas []*ClientQuota `protobuf:"bytes,4,rep,name=quotas,proto3" json:"quotas,omitempty"`
+	// Dynamic broker settings (messages/brokerconfig), sorted by broker id.
+	BrokerConfigs []*BrokerConfigOverride `protobuf:"bytes,5,rep,name=broker_configs,json=brokerConfigs,proto3" json:"broker_configs,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -8544,6 +8564,251 @@ func (x *SecurityRecord) GetQuotas() []*ClientQuota {
 	return nil
 }
 
+func (x *SecurityRecord) GetBrokerConfigs() []*BrokerConfigOverride {
+	if x != nil {
+		return x.BrokerConfigs
+	}
+	return nil
+}
+
+// BrokerConfigOverride is the dynamic settings of one broker, or the
+// cluster's default ones (broker_id -1), under Kafka's names.
+type BrokerConfigOverride struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	BrokerId int32                  `protobuf:"varint,1,opt,name=broker_id,json=brokerId,proto3" json:"broker_id,omitempty"`
+	// Sorted by name.
+	Values        []*ConfigValue `protobuf:"bytes,2,rep,name=values,proto3" json:"values,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BrokerConfigOverride) Reset() {
+	*x = BrokerConfigOverride{}
+	mi := &file_sluice_proto_msgTypes[114]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BrokerConfigOverride) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BrokerConfigOverride) ProtoMessage() {}
+
+func (x *BrokerConfigOverride) ProtoReflect() protoreflect.Message {
+	mi := &file_sluice_proto_msgTypes[114]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BrokerConfigOverride.ProtoReflect.Descriptor instead.
+func (*BrokerConfigOverride) Descriptor() ([]byte, []int) {
+	return file_sluice_proto_rawDescGZIP(), []int{114}
+}
+
+func (x *BrokerConfigOverride) GetBrokerId() int32 {
+	if x != nil {
+		return x.BrokerId
+	}
+	return 0
+}
+
+func (x *BrokerConfigOverride) GetValues() []*ConfigValue {
+	if x != nil {
+		return x.Values
+	}
+	return nil
+}
+
+type ConfigValue struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Value         string                 `protobuf:"bytes,2,opt,name=value,proto3" json:"value,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ConfigValue) Reset() {
+	*x = ConfigValue{}
+	mi := &file_sluice_proto_msgTypes[115]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ConfigValue) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ConfigValue) ProtoMessage() {}
+
+func (x *ConfigValue) ProtoReflect() protoreflect.Message {
+	mi := &file_sluice_proto_msgTypes[115]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ConfigValue.ProtoReflect.Descriptor instead.
+func (*ConfigValue) Descriptor() ([]byte, []int) {
+	return file_sluice_proto_rawDescGZIP(), []int{115}
+}
+
+func (x *ConfigValue) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *ConfigValue) GetValue() string {
+	if x != nil {
+		return x.Value
+	}
+	return ""
+}
+
+// AlterBrokerConfigsRequest changes a broker's dynamic settings (or the
+// cluster default ones, broker_id -1): set, delete, or replace all with
+// set. validate_only checks without storing.
+type AlterBrokerConfigsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	BrokerId      int32                  `protobuf:"varint,1,opt,name=broker_id,json=brokerId,proto3" json:"broker_id,omitempty"`
+	Set           []*ConfigValue         `protobuf:"bytes,2,rep,name=set,proto3" json:"set,omitempty"`
+	Delete        []string               `protobuf:"bytes,3,rep,name=delete,proto3" json:"delete,omitempty"`
+	Replace       bool                   `protobuf:"varint,4,opt,name=replace,proto3" json:"replace,omitempty"`
+	ValidateOnly  bool                   `protobuf:"varint,5,opt,name=validate_only,json=validateOnly,proto3" json:"validate_only,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AlterBrokerConfigsRequest) Reset() {
+	*x = AlterBrokerConfigsRequest{}
+	mi := &file_sluice_proto_msgTypes[116]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AlterBrokerConfigsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AlterBrokerConfigsRequest) ProtoMessage() {}
+
+func (x *AlterBrokerConfigsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_sluice_proto_msgTypes[116]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AlterBrokerConfigsRequest.ProtoReflect.Descriptor instead.
+func (*AlterBrokerConfigsRequest) Descriptor() ([]byte, []int) {
+	return file_sluice_proto_rawDescGZIP(), []int{116}
+}
+
+func (x *AlterBrokerConfigsRequest) GetBrokerId() int32 {
+	if x != nil {
+		return x.BrokerId
+	}
+	return 0
+}
+
+func (x *AlterBrokerConfigsRequest) GetSet() []*ConfigValue {
+	if x != nil {
+		return x.Set
+	}
+	return nil
+}
+
+func (x *AlterBrokerConfigsRequest) GetDelete() []string {
+	if x != nil {
+		return x.Delete
+	}
+	return nil
+}
+
+func (x *AlterBrokerConfigsRequest) GetReplace() bool {
+	if x != nil {
+		return x.Replace
+	}
+	return false
+}
+
+func (x *AlterBrokerConfigsRequest) GetValidateOnly() bool {
+	if x != nil {
+		return x.ValidateOnly
+	}
+	return false
+}
+
+type AlterBrokerConfigsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Error         ErrorCode              `protobuf:"varint,1,opt,name=error,proto3,enum=sluice.ErrorCode" json:"error,omitempty"`
+	ErrorMessage  string                 `protobuf:"bytes,2,opt,name=error_message,json=errorMessage,proto3" json:"error_message,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AlterBrokerConfigsResponse) Reset() {
+	*x = AlterBrokerConfigsResponse{}
+	mi := &file_sluice_proto_msgTypes[117]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AlterBrokerConfigsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AlterBrokerConfigsResponse) ProtoMessage() {}
+
+func (x *AlterBrokerConfigsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_sluice_proto_msgTypes[117]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AlterBrokerConfigsResponse.ProtoReflect.Descriptor instead.
+func (*AlterBrokerConfigsResponse) Descriptor() ([]byte, []int) {
+	return file_sluice_proto_rawDescGZIP(), []int{117}
+}
+
+func (x *AlterBrokerConfigsResponse) GetError() ErrorCode {
+	if x != nil {
+		return x.Error
+	}
+	return ErrorCode_NONE
+}
+
+func (x *AlterBrokerConfigsResponse) GetErrorMessage() string {
+	if x != nil {
+		return x.ErrorMessage
+	}
+	return ""
+}
+
 // ClientQuota is the quotas of one entity: a user, a client id, or a user
 // and a client id, each named or the default of its type.
 type ClientQuota struct {
@@ -8558,7 +8823,7 @@ type ClientQuota struct {
 
 func (x *ClientQuota) Reset() {
 	*x = ClientQuota{}
-	mi := &file_sluice_proto_msgTypes[114]
+	mi := &file_sluice_proto_msgTypes[118]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8570,7 +8835,7 @@ func (x *ClientQuota) String() string {
 func (*ClientQuota) ProtoMessage() {}
 
 func (x *ClientQuota) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[114]
+	mi := &file_sluice_proto_msgTypes[118]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8583,7 +8848,7 @@ func (x *ClientQuota) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClientQuota.ProtoReflect.Descriptor instead.
 func (*ClientQuota) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{114}
+	return file_sluice_proto_rawDescGZIP(), []int{118}
 }
 
 func (x *ClientQuota) GetEntity() []*QuotaEntity {
@@ -8615,7 +8880,7 @@ type QuotaEntity struct {
 
 func (x *QuotaEntity) Reset() {
 	*x = QuotaEntity{}
-	mi := &file_sluice_proto_msgTypes[115]
+	mi := &file_sluice_proto_msgTypes[119]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8627,7 +8892,7 @@ func (x *QuotaEntity) String() string {
 func (*QuotaEntity) ProtoMessage() {}
 
 func (x *QuotaEntity) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[115]
+	mi := &file_sluice_proto_msgTypes[119]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8640,7 +8905,7 @@ func (x *QuotaEntity) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QuotaEntity.ProtoReflect.Descriptor instead.
 func (*QuotaEntity) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{115}
+	return file_sluice_proto_rawDescGZIP(), []int{119}
 }
 
 func (x *QuotaEntity) GetType() string {
@@ -8675,7 +8940,7 @@ type QuotaValue struct {
 
 func (x *QuotaValue) Reset() {
 	*x = QuotaValue{}
-	mi := &file_sluice_proto_msgTypes[116]
+	mi := &file_sluice_proto_msgTypes[120]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8687,7 +8952,7 @@ func (x *QuotaValue) String() string {
 func (*QuotaValue) ProtoMessage() {}
 
 func (x *QuotaValue) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[116]
+	mi := &file_sluice_proto_msgTypes[120]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8700,7 +8965,7 @@ func (x *QuotaValue) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QuotaValue.ProtoReflect.Descriptor instead.
 func (*QuotaValue) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{116}
+	return file_sluice_proto_rawDescGZIP(), []int{120}
 }
 
 func (x *QuotaValue) GetKey() string {
@@ -8729,7 +8994,7 @@ type AlterClientQuotasRequest struct {
 
 func (x *AlterClientQuotasRequest) Reset() {
 	*x = AlterClientQuotasRequest{}
-	mi := &file_sluice_proto_msgTypes[117]
+	mi := &file_sluice_proto_msgTypes[121]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8741,7 +9006,7 @@ func (x *AlterClientQuotasRequest) String() string {
 func (*AlterClientQuotasRequest) ProtoMessage() {}
 
 func (x *AlterClientQuotasRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[117]
+	mi := &file_sluice_proto_msgTypes[121]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8754,7 +9019,7 @@ func (x *AlterClientQuotasRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AlterClientQuotasRequest.ProtoReflect.Descriptor instead.
 func (*AlterClientQuotasRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{117}
+	return file_sluice_proto_rawDescGZIP(), []int{121}
 }
 
 func (x *AlterClientQuotasRequest) GetEntries() []*QuotaAlteration {
@@ -8781,7 +9046,7 @@ type QuotaAlteration struct {
 
 func (x *QuotaAlteration) Reset() {
 	*x = QuotaAlteration{}
-	mi := &file_sluice_proto_msgTypes[118]
+	mi := &file_sluice_proto_msgTypes[122]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8793,7 +9058,7 @@ func (x *QuotaAlteration) String() string {
 func (*QuotaAlteration) ProtoMessage() {}
 
 func (x *QuotaAlteration) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[118]
+	mi := &file_sluice_proto_msgTypes[122]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8806,7 +9071,7 @@ func (x *QuotaAlteration) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QuotaAlteration.ProtoReflect.Descriptor instead.
 func (*QuotaAlteration) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{118}
+	return file_sluice_proto_rawDescGZIP(), []int{122}
 }
 
 func (x *QuotaAlteration) GetEntity() []*QuotaEntity {
@@ -8835,7 +9100,7 @@ type QuotaOp struct {
 
 func (x *QuotaOp) Reset() {
 	*x = QuotaOp{}
-	mi := &file_sluice_proto_msgTypes[119]
+	mi := &file_sluice_proto_msgTypes[123]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8847,7 +9112,7 @@ func (x *QuotaOp) String() string {
 func (*QuotaOp) ProtoMessage() {}
 
 func (x *QuotaOp) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[119]
+	mi := &file_sluice_proto_msgTypes[123]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8860,7 +9125,7 @@ func (x *QuotaOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QuotaOp.ProtoReflect.Descriptor instead.
 func (*QuotaOp) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{119}
+	return file_sluice_proto_rawDescGZIP(), []int{123}
 }
 
 func (x *QuotaOp) GetKey() string {
@@ -8896,7 +9161,7 @@ type AlterClientQuotasResponse struct {
 
 func (x *AlterClientQuotasResponse) Reset() {
 	*x = AlterClientQuotasResponse{}
-	mi := &file_sluice_proto_msgTypes[120]
+	mi := &file_sluice_proto_msgTypes[124]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8908,7 +9173,7 @@ func (x *AlterClientQuotasResponse) String() string {
 func (*AlterClientQuotasResponse) ProtoMessage() {}
 
 func (x *AlterClientQuotasResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[120]
+	mi := &file_sluice_proto_msgTypes[124]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8921,7 +9186,7 @@ func (x *AlterClientQuotasResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AlterClientQuotasResponse.ProtoReflect.Descriptor instead.
 func (*AlterClientQuotasResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{120}
+	return file_sluice_proto_rawDescGZIP(), []int{124}
 }
 
 func (x *AlterClientQuotasResponse) GetError() ErrorCode {
@@ -8955,7 +9220,7 @@ type QuotaResult struct {
 
 func (x *QuotaResult) Reset() {
 	*x = QuotaResult{}
-	mi := &file_sluice_proto_msgTypes[121]
+	mi := &file_sluice_proto_msgTypes[125]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8967,7 +9232,7 @@ func (x *QuotaResult) String() string {
 func (*QuotaResult) ProtoMessage() {}
 
 func (x *QuotaResult) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[121]
+	mi := &file_sluice_proto_msgTypes[125]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8980,7 +9245,7 @@ func (x *QuotaResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QuotaResult.ProtoReflect.Descriptor instead.
 func (*QuotaResult) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{121}
+	return file_sluice_proto_rawDescGZIP(), []int{125}
 }
 
 func (x *QuotaResult) GetError() ErrorCode {
@@ -9007,7 +9272,7 @@ type ListClientQuotasRequest struct {
 
 func (x *ListClientQuotasRequest) Reset() {
 	*x = ListClientQuotasRequest{}
-	mi := &file_sluice_proto_msgTypes[122]
+	mi := &file_sluice_proto_msgTypes[126]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9019,7 +9284,7 @@ func (x *ListClientQuotasRequest) String() string {
 func (*ListClientQuotasRequest) ProtoMessage() {}
 
 func (x *ListClientQuotasRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[122]
+	mi := &file_sluice_proto_msgTypes[126]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9032,7 +9297,7 @@ func (x *ListClientQuotasRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListClientQuotasRequest.ProtoReflect.Descriptor instead.
 func (*ListClientQuotasRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{122}
+	return file_sluice_proto_rawDescGZIP(), []int{126}
 }
 
 type ListClientQuotasResponse struct {
@@ -9046,7 +9311,7 @@ type ListClientQuotasResponse struct {
 
 func (x *ListClientQuotasResponse) Reset() {
 	*x = ListClientQuotasResponse{}
-	mi := &file_sluice_proto_msgTypes[123]
+	mi := &file_sluice_proto_msgTypes[127]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9058,7 +9323,7 @@ func (x *ListClientQuotasResponse) String() string {
 func (*ListClientQuotasResponse) ProtoMessage() {}
 
 func (x *ListClientQuotasResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[123]
+	mi := &file_sluice_proto_msgTypes[127]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9071,7 +9336,7 @@ func (x *ListClientQuotasResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListClientQuotasResponse.ProtoReflect.Descriptor instead.
 func (*ListClientQuotasResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{123}
+	return file_sluice_proto_rawDescGZIP(), []int{127}
 }
 
 func (x *ListClientQuotasResponse) GetError() ErrorCode {
@@ -9104,7 +9369,7 @@ type CreateAclsRequest struct {
 
 func (x *CreateAclsRequest) Reset() {
 	*x = CreateAclsRequest{}
-	mi := &file_sluice_proto_msgTypes[124]
+	mi := &file_sluice_proto_msgTypes[128]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9116,7 +9381,7 @@ func (x *CreateAclsRequest) String() string {
 func (*CreateAclsRequest) ProtoMessage() {}
 
 func (x *CreateAclsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[124]
+	mi := &file_sluice_proto_msgTypes[128]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9129,7 +9394,7 @@ func (x *CreateAclsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateAclsRequest.ProtoReflect.Descriptor instead.
 func (*CreateAclsRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{124}
+	return file_sluice_proto_rawDescGZIP(), []int{128}
 }
 
 func (x *CreateAclsRequest) GetAcls() []*AclBinding {
@@ -9151,7 +9416,7 @@ type CreateAclsResponse struct {
 
 func (x *CreateAclsResponse) Reset() {
 	*x = CreateAclsResponse{}
-	mi := &file_sluice_proto_msgTypes[125]
+	mi := &file_sluice_proto_msgTypes[129]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9163,7 +9428,7 @@ func (x *CreateAclsResponse) String() string {
 func (*CreateAclsResponse) ProtoMessage() {}
 
 func (x *CreateAclsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[125]
+	mi := &file_sluice_proto_msgTypes[129]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9176,7 +9441,7 @@ func (x *CreateAclsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateAclsResponse.ProtoReflect.Descriptor instead.
 func (*CreateAclsResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{125}
+	return file_sluice_proto_rawDescGZIP(), []int{129}
 }
 
 func (x *CreateAclsResponse) GetError() ErrorCode {
@@ -9209,7 +9474,7 @@ type DeleteAclsRequest struct {
 
 func (x *DeleteAclsRequest) Reset() {
 	*x = DeleteAclsRequest{}
-	mi := &file_sluice_proto_msgTypes[126]
+	mi := &file_sluice_proto_msgTypes[130]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9221,7 +9486,7 @@ func (x *DeleteAclsRequest) String() string {
 func (*DeleteAclsRequest) ProtoMessage() {}
 
 func (x *DeleteAclsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[126]
+	mi := &file_sluice_proto_msgTypes[130]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9234,7 +9499,7 @@ func (x *DeleteAclsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteAclsRequest.ProtoReflect.Descriptor instead.
 func (*DeleteAclsRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{126}
+	return file_sluice_proto_rawDescGZIP(), []int{130}
 }
 
 func (x *DeleteAclsRequest) GetFilters() []*AclBinding {
@@ -9255,7 +9520,7 @@ type DeleteAclsResponse struct {
 
 func (x *DeleteAclsResponse) Reset() {
 	*x = DeleteAclsResponse{}
-	mi := &file_sluice_proto_msgTypes[127]
+	mi := &file_sluice_proto_msgTypes[131]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9267,7 +9532,7 @@ func (x *DeleteAclsResponse) String() string {
 func (*DeleteAclsResponse) ProtoMessage() {}
 
 func (x *DeleteAclsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[127]
+	mi := &file_sluice_proto_msgTypes[131]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9280,7 +9545,7 @@ func (x *DeleteAclsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteAclsResponse.ProtoReflect.Descriptor instead.
 func (*DeleteAclsResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{127}
+	return file_sluice_proto_rawDescGZIP(), []int{131}
 }
 
 func (x *DeleteAclsResponse) GetError() ErrorCode {
@@ -9313,7 +9578,7 @@ type DescribeAclsRequest struct {
 
 func (x *DescribeAclsRequest) Reset() {
 	*x = DescribeAclsRequest{}
-	mi := &file_sluice_proto_msgTypes[128]
+	mi := &file_sluice_proto_msgTypes[132]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9325,7 +9590,7 @@ func (x *DescribeAclsRequest) String() string {
 func (*DescribeAclsRequest) ProtoMessage() {}
 
 func (x *DescribeAclsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[128]
+	mi := &file_sluice_proto_msgTypes[132]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9338,7 +9603,7 @@ func (x *DescribeAclsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeAclsRequest.ProtoReflect.Descriptor instead.
 func (*DescribeAclsRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{128}
+	return file_sluice_proto_rawDescGZIP(), []int{132}
 }
 
 func (x *DescribeAclsRequest) GetFilter() *AclBinding {
@@ -9359,7 +9624,7 @@ type DescribeAclsResponse struct {
 
 func (x *DescribeAclsResponse) Reset() {
 	*x = DescribeAclsResponse{}
-	mi := &file_sluice_proto_msgTypes[129]
+	mi := &file_sluice_proto_msgTypes[133]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9371,7 +9636,7 @@ func (x *DescribeAclsResponse) String() string {
 func (*DescribeAclsResponse) ProtoMessage() {}
 
 func (x *DescribeAclsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[129]
+	mi := &file_sluice_proto_msgTypes[133]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9384,7 +9649,7 @@ func (x *DescribeAclsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeAclsResponse.ProtoReflect.Descriptor instead.
 func (*DescribeAclsResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{129}
+	return file_sluice_proto_rawDescGZIP(), []int{133}
 }
 
 func (x *DescribeAclsResponse) GetError() ErrorCode {
@@ -9420,7 +9685,7 @@ type CreateUserRequest struct {
 
 func (x *CreateUserRequest) Reset() {
 	*x = CreateUserRequest{}
-	mi := &file_sluice_proto_msgTypes[130]
+	mi := &file_sluice_proto_msgTypes[134]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9432,7 +9697,7 @@ func (x *CreateUserRequest) String() string {
 func (*CreateUserRequest) ProtoMessage() {}
 
 func (x *CreateUserRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[130]
+	mi := &file_sluice_proto_msgTypes[134]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9445,7 +9710,7 @@ func (x *CreateUserRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateUserRequest.ProtoReflect.Descriptor instead.
 func (*CreateUserRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{130}
+	return file_sluice_proto_rawDescGZIP(), []int{134}
 }
 
 func (x *CreateUserRequest) GetName() string {
@@ -9472,7 +9737,7 @@ type CreateUserResponse struct {
 
 func (x *CreateUserResponse) Reset() {
 	*x = CreateUserResponse{}
-	mi := &file_sluice_proto_msgTypes[131]
+	mi := &file_sluice_proto_msgTypes[135]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9484,7 +9749,7 @@ func (x *CreateUserResponse) String() string {
 func (*CreateUserResponse) ProtoMessage() {}
 
 func (x *CreateUserResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[131]
+	mi := &file_sluice_proto_msgTypes[135]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9497,7 +9762,7 @@ func (x *CreateUserResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateUserResponse.ProtoReflect.Descriptor instead.
 func (*CreateUserResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{131}
+	return file_sluice_proto_rawDescGZIP(), []int{135}
 }
 
 func (x *CreateUserResponse) GetError() ErrorCode {
@@ -9523,7 +9788,7 @@ type DeleteUserRequest struct {
 
 func (x *DeleteUserRequest) Reset() {
 	*x = DeleteUserRequest{}
-	mi := &file_sluice_proto_msgTypes[132]
+	mi := &file_sluice_proto_msgTypes[136]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9535,7 +9800,7 @@ func (x *DeleteUserRequest) String() string {
 func (*DeleteUserRequest) ProtoMessage() {}
 
 func (x *DeleteUserRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[132]
+	mi := &file_sluice_proto_msgTypes[136]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9548,7 +9813,7 @@ func (x *DeleteUserRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteUserRequest.ProtoReflect.Descriptor instead.
 func (*DeleteUserRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{132}
+	return file_sluice_proto_rawDescGZIP(), []int{136}
 }
 
 func (x *DeleteUserRequest) GetName() string {
@@ -9568,7 +9833,7 @@ type DeleteUserResponse struct {
 
 func (x *DeleteUserResponse) Reset() {
 	*x = DeleteUserResponse{}
-	mi := &file_sluice_proto_msgTypes[133]
+	mi := &file_sluice_proto_msgTypes[137]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9580,7 +9845,7 @@ func (x *DeleteUserResponse) String() string {
 func (*DeleteUserResponse) ProtoMessage() {}
 
 func (x *DeleteUserResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[133]
+	mi := &file_sluice_proto_msgTypes[137]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9593,7 +9858,7 @@ func (x *DeleteUserResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteUserResponse.ProtoReflect.Descriptor instead.
 func (*DeleteUserResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{133}
+	return file_sluice_proto_rawDescGZIP(), []int{137}
 }
 
 func (x *DeleteUserResponse) GetError() ErrorCode {
@@ -9618,7 +9883,7 @@ type ListUsersRequest struct {
 
 func (x *ListUsersRequest) Reset() {
 	*x = ListUsersRequest{}
-	mi := &file_sluice_proto_msgTypes[134]
+	mi := &file_sluice_proto_msgTypes[138]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9630,7 +9895,7 @@ func (x *ListUsersRequest) String() string {
 func (*ListUsersRequest) ProtoMessage() {}
 
 func (x *ListUsersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[134]
+	mi := &file_sluice_proto_msgTypes[138]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9643,7 +9908,7 @@ func (x *ListUsersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListUsersRequest.ProtoReflect.Descriptor instead.
 func (*ListUsersRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{134}
+	return file_sluice_proto_rawDescGZIP(), []int{138}
 }
 
 // ListUsersResponse lists the token users, without their token hashes.
@@ -9658,7 +9923,7 @@ type ListUsersResponse struct {
 
 func (x *ListUsersResponse) Reset() {
 	*x = ListUsersResponse{}
-	mi := &file_sluice_proto_msgTypes[135]
+	mi := &file_sluice_proto_msgTypes[139]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9670,7 +9935,7 @@ func (x *ListUsersResponse) String() string {
 func (*ListUsersResponse) ProtoMessage() {}
 
 func (x *ListUsersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[135]
+	mi := &file_sluice_proto_msgTypes[139]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9683,7 +9948,7 @@ func (x *ListUsersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListUsersResponse.ProtoReflect.Descriptor instead.
 func (*ListUsersResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{135}
+	return file_sluice_proto_rawDescGZIP(), []int{139}
 }
 
 func (x *ListUsersResponse) GetError() ErrorCode {
@@ -9716,7 +9981,7 @@ type WhoAmIRequest struct {
 
 func (x *WhoAmIRequest) Reset() {
 	*x = WhoAmIRequest{}
-	mi := &file_sluice_proto_msgTypes[136]
+	mi := &file_sluice_proto_msgTypes[140]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9728,7 +9993,7 @@ func (x *WhoAmIRequest) String() string {
 func (*WhoAmIRequest) ProtoMessage() {}
 
 func (x *WhoAmIRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[136]
+	mi := &file_sluice_proto_msgTypes[140]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9741,7 +10006,7 @@ func (x *WhoAmIRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WhoAmIRequest.ProtoReflect.Descriptor instead.
 func (*WhoAmIRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{136}
+	return file_sluice_proto_rawDescGZIP(), []int{140}
 }
 
 type WhoAmIResponse struct {
@@ -9756,7 +10021,7 @@ type WhoAmIResponse struct {
 
 func (x *WhoAmIResponse) Reset() {
 	*x = WhoAmIResponse{}
-	mi := &file_sluice_proto_msgTypes[137]
+	mi := &file_sluice_proto_msgTypes[141]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9768,7 +10033,7 @@ func (x *WhoAmIResponse) String() string {
 func (*WhoAmIResponse) ProtoMessage() {}
 
 func (x *WhoAmIResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[137]
+	mi := &file_sluice_proto_msgTypes[141]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9781,7 +10046,7 @@ func (x *WhoAmIResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WhoAmIResponse.ProtoReflect.Descriptor instead.
 func (*WhoAmIResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{137}
+	return file_sluice_proto_rawDescGZIP(), []int{141}
 }
 
 func (x *WhoAmIResponse) GetPrincipal() string {
@@ -9914,11 +10179,15 @@ const file_sluice_proto_rawDesc = "" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"e\n" +
 	"\x13CreateTopicsRequest\x12)\n" +
 	"\x06topics\x18\x01 \x03(\v2\x11.sluice.TopicSpecR\x06topics\x12#\n" +
-	"\rvalidate_only\x18\x02 \x01(\bR\fvalidateOnly\"o\n" +
+	"\rvalidate_only\x18\x02 \x01(\bR\fvalidateOnly\"\xbe\x01\n" +
 	"\vTopicResult\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12'\n" +
 	"\x05error\x18\x02 \x01(\x0e2\x11.sluice.ErrorCodeR\x05error\x12#\n" +
-	"\rerror_message\x18\x03 \x01(\tR\ferrorMessage\"E\n" +
+	"\rerror_message\x18\x03 \x01(\tR\ferrorMessage\x12\x1e\n" +
+	"\n" +
+	"partitions\x18\x04 \x01(\x05R\n" +
+	"partitions\x12-\n" +
+	"\x12replication_factor\x18\x05 \x01(\x05R\x11replicationFactor\"E\n" +
 	"\x14CreateTopicsResponse\x12-\n" +
 	"\aresults\x18\x01 \x03(\v2\x13.sluice.TopicResultR\aresults\"+\n" +
 	"\x13DeleteTopicsRequest\x12\x14\n" +
@@ -10494,12 +10763,28 @@ const file_sluice_proto_rawDesc = "" +
 	"UserResult\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12'\n" +
 	"\x05error\x18\x02 \x01(\x0e2\x11.sluice.ErrorCodeR\x05error\x12#\n" +
-	"\rerror_message\x18\x03 \x01(\tR\ferrorMessage\"\xb7\x01\n" +
+	"\rerror_message\x18\x03 \x01(\tR\ferrorMessage\"\xfc\x01\n" +
 	"\x0eSecurityRecord\x12&\n" +
 	"\x04acls\x18\x01 \x03(\v2\x12.sluice.AclBindingR\x04acls\x12(\n" +
 	"\x05users\x18\x02 \x03(\v2\x12.sluice.UserRecordR\x05users\x12&\n" +
 	"\x0fproducer_id_key\x18\x03 \x01(\fR\rproducerIdKey\x12+\n" +
-	"\x06quotas\x18\x04 \x03(\v2\x13.sluice.ClientQuotaR\x06quotas\"f\n" +
+	"\x06quotas\x18\x04 \x03(\v2\x13.sluice.ClientQuotaR\x06quotas\x12C\n" +
+	"\x0ebroker_configs\x18\x05 \x03(\v2\x1c.sluice.BrokerConfigOverrideR\rbrokerConfigs\"`\n" +
+	"\x14BrokerConfigOverride\x12\x1b\n" +
+	"\tbroker_id\x18\x01 \x01(\x05R\bbrokerId\x12+\n" +
+	"\x06values\x18\x02 \x03(\v2\x13.sluice.ConfigValueR\x06values\"7\n" +
+	"\vConfigValue\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value\"\xb6\x01\n" +
+	"\x19AlterBrokerConfigsRequest\x12\x1b\n" +
+	"\tbroker_id\x18\x01 \x01(\x05R\bbrokerId\x12%\n" +
+	"\x03set\x18\x02 \x03(\v2\x13.sluice.ConfigValueR\x03set\x12\x16\n" +
+	"\x06delete\x18\x03 \x03(\tR\x06delete\x12\x18\n" +
+	"\areplace\x18\x04 \x01(\bR\areplace\x12#\n" +
+	"\rvalidate_only\x18\x05 \x01(\bR\fvalidateOnly\"j\n" +
+	"\x1aAlterBrokerConfigsResponse\x12'\n" +
+	"\x05error\x18\x01 \x01(\x0e2\x11.sluice.ErrorCodeR\x05error\x12#\n" +
+	"\rerror_message\x18\x02 \x01(\tR\ferrorMessage\"f\n" +
 	"\vClientQuota\x12+\n" +
 	"\x06entity\x18\x01 \x03(\v2\x13.sluice.QuotaEntityR\x06entity\x12*\n" +
 	"\x06values\x18\x02 \x03(\v2\x12.sluice.QuotaValueR\x06values\"T\n" +
@@ -10684,7 +10969,7 @@ func file_sluice_proto_rawDescGZIP() []byte {
 }
 
 var file_sluice_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_sluice_proto_msgTypes = make([]protoimpl.MessageInfo, 147)
+var file_sluice_proto_msgTypes = make([]protoimpl.MessageInfo, 151)
 var file_sluice_proto_goTypes = []any{
 	(ErrorCode)(0),                              // 0: sluice.ErrorCode
 	(AclResourceType)(0),                        // 1: sluice.AclResourceType
@@ -10805,39 +11090,43 @@ var file_sluice_proto_goTypes = []any{
 	(*AlterScramCredentialsResponse)(nil),       // 116: sluice.AlterScramCredentialsResponse
 	(*UserResult)(nil),                          // 117: sluice.UserResult
 	(*SecurityRecord)(nil),                      // 118: sluice.SecurityRecord
-	(*ClientQuota)(nil),                         // 119: sluice.ClientQuota
-	(*QuotaEntity)(nil),                         // 120: sluice.QuotaEntity
-	(*QuotaValue)(nil),                          // 121: sluice.QuotaValue
-	(*AlterClientQuotasRequest)(nil),            // 122: sluice.AlterClientQuotasRequest
-	(*QuotaAlteration)(nil),                     // 123: sluice.QuotaAlteration
-	(*QuotaOp)(nil),                             // 124: sluice.QuotaOp
-	(*AlterClientQuotasResponse)(nil),           // 125: sluice.AlterClientQuotasResponse
-	(*QuotaResult)(nil),                         // 126: sluice.QuotaResult
-	(*ListClientQuotasRequest)(nil),             // 127: sluice.ListClientQuotasRequest
-	(*ListClientQuotasResponse)(nil),            // 128: sluice.ListClientQuotasResponse
-	(*CreateAclsRequest)(nil),                   // 129: sluice.CreateAclsRequest
-	(*CreateAclsResponse)(nil),                  // 130: sluice.CreateAclsResponse
-	(*DeleteAclsRequest)(nil),                   // 131: sluice.DeleteAclsRequest
-	(*DeleteAclsResponse)(nil),                  // 132: sluice.DeleteAclsResponse
-	(*DescribeAclsRequest)(nil),                 // 133: sluice.DescribeAclsRequest
-	(*DescribeAclsResponse)(nil),                // 134: sluice.DescribeAclsResponse
-	(*CreateUserRequest)(nil),                   // 135: sluice.CreateUserRequest
-	(*CreateUserResponse)(nil),                  // 136: sluice.CreateUserResponse
-	(*DeleteUserRequest)(nil),                   // 137: sluice.DeleteUserRequest
-	(*DeleteUserResponse)(nil),                  // 138: sluice.DeleteUserResponse
-	(*ListUsersRequest)(nil),                    // 139: sluice.ListUsersRequest
-	(*ListUsersResponse)(nil),                   // 140: sluice.ListUsersResponse
-	(*WhoAmIRequest)(nil),                       // 141: sluice.WhoAmIRequest
-	(*WhoAmIResponse)(nil),                      // 142: sluice.WhoAmIResponse
-	nil,                                         // 143: sluice.TopicMetadata.ConfigsEntry
-	nil,                                         // 144: sluice.TopicSpec.ConfigsEntry
-	nil,                                         // 145: sluice.TopicConfigChange.SetEntry
-	nil,                                         // 146: sluice.TopicConfigChange.AppendEntry
-	nil,                                         // 147: sluice.TopicConfigChange.SubtractEntry
-	nil,                                         // 148: sluice.AlterPartitionRequest.IsrEpochsEntry
-	nil,                                         // 149: sluice.TopicRecord.ConfigsEntry
-	nil,                                         // 150: sluice.PartitionState.IsrEpochsEntry
-	nil,                                         // 151: sluice.PartitionState.IsrDirsEntry
+	(*BrokerConfigOverride)(nil),                // 119: sluice.BrokerConfigOverride
+	(*ConfigValue)(nil),                         // 120: sluice.ConfigValue
+	(*AlterBrokerConfigsRequest)(nil),           // 121: sluice.AlterBrokerConfigsRequest
+	(*AlterBrokerConfigsResponse)(nil),          // 122: sluice.AlterBrokerConfigsResponse
+	(*ClientQuota)(nil),                         // 123: sluice.ClientQuota
+	(*QuotaEntity)(nil),                         // 124: sluice.QuotaEntity
+	(*QuotaValue)(nil),                          // 125: sluice.QuotaValue
+	(*AlterClientQuotasRequest)(nil),            // 126: sluice.AlterClientQuotasRequest
+	(*QuotaAlteration)(nil),                     // 127: sluice.QuotaAlteration
+	(*QuotaOp)(nil),                             // 128: sluice.QuotaOp
+	(*AlterClientQuotasResponse)(nil),           // 129: sluice.AlterClientQuotasResponse
+	(*QuotaResult)(nil),                         // 130: sluice.QuotaResult
+	(*ListClientQuotasRequest)(nil),             // 131: sluice.ListClientQuotasRequest
+	(*ListClientQuotasResponse)(nil),            // 132: sluice.ListClientQuotasResponse
+	(*CreateAclsRequest)(nil),                   // 133: sluice.CreateAclsRequest
+	(*CreateAclsResponse)(nil),                  // 134: sluice.CreateAclsResponse
+	(*DeleteAclsRequest)(nil),                   // 135: sluice.DeleteAclsRequest
+	(*DeleteAclsResponse)(nil),                  // 136: sluice.DeleteAclsResponse
+	(*DescribeAclsRequest)(nil),                 // 137: sluice.DescribeAclsRequest
+	(*DescribeAclsResponse)(nil),                // 138: sluice.DescribeAclsResponse
+	(*CreateUserRequest)(nil),                   // 139: sluice.CreateUserRequest
+	(*CreateUserResponse)(nil),                  // 140: sluice.CreateUserResponse
+	(*DeleteUserRequest)(nil),                   // 141: sluice.DeleteUserRequest
+	(*DeleteUserResponse)(nil),                  // 142: sluice.DeleteUserResponse
+	(*ListUsersRequest)(nil),                    // 143: sluice.ListUsersRequest
+	(*ListUsersResponse)(nil),                   // 144: sluice.ListUsersResponse
+	(*WhoAmIRequest)(nil),                       // 145: sluice.WhoAmIRequest
+	(*WhoAmIResponse)(nil),                      // 146: sluice.WhoAmIResponse
+	nil,                                         // 147: sluice.TopicMetadata.ConfigsEntry
+	nil,                                         // 148: sluice.TopicSpec.ConfigsEntry
+	nil,                                         // 149: sluice.TopicConfigChange.SetEntry
+	nil,                                         // 150: sluice.TopicConfigChange.AppendEntry
+	nil,                                         // 151: sluice.TopicConfigChange.SubtractEntry
+	nil,                                         // 152: sluice.AlterPartitionRequest.IsrEpochsEntry
+	nil,                                         // 153: sluice.TopicRecord.ConfigsEntry
+	nil,                                         // 154: sluice.PartitionState.IsrEpochsEntry
+	nil,                                         // 155: sluice.PartitionState.IsrDirsEntry
 }
 var file_sluice_proto_depIdxs = []int32{
 	0,   // 0: sluice.ErrorResponse.error:type_name -> sluice.ErrorCode
@@ -10848,18 +11137,18 @@ var file_sluice_proto_depIdxs = []int32{
 	0,   // 5: sluice.PartitionMetadata.error:type_name -> sluice.ErrorCode
 	0,   // 6: sluice.TopicMetadata.error:type_name -> sluice.ErrorCode
 	15,  // 7: sluice.TopicMetadata.partitions:type_name -> sluice.PartitionMetadata
-	143, // 8: sluice.TopicMetadata.configs:type_name -> sluice.TopicMetadata.ConfigsEntry
+	147, // 8: sluice.TopicMetadata.configs:type_name -> sluice.TopicMetadata.ConfigsEntry
 	14,  // 9: sluice.MetadataResponse.brokers:type_name -> sluice.BrokerInfo
 	16,  // 10: sluice.MetadataResponse.topics:type_name -> sluice.TopicMetadata
-	144, // 11: sluice.TopicSpec.configs:type_name -> sluice.TopicSpec.ConfigsEntry
+	148, // 11: sluice.TopicSpec.configs:type_name -> sluice.TopicSpec.ConfigsEntry
 	18,  // 12: sluice.CreateTopicsRequest.topics:type_name -> sluice.TopicSpec
 	0,   // 13: sluice.TopicResult.error:type_name -> sluice.ErrorCode
 	20,  // 14: sluice.CreateTopicsResponse.results:type_name -> sluice.TopicResult
 	20,  // 15: sluice.DeleteTopicsResponse.results:type_name -> sluice.TopicResult
 	25,  // 16: sluice.AlterTopicConfigsRequest.topics:type_name -> sluice.TopicConfigChange
-	145, // 17: sluice.TopicConfigChange.set:type_name -> sluice.TopicConfigChange.SetEntry
-	146, // 18: sluice.TopicConfigChange.append:type_name -> sluice.TopicConfigChange.AppendEntry
-	147, // 19: sluice.TopicConfigChange.subtract:type_name -> sluice.TopicConfigChange.SubtractEntry
+	149, // 17: sluice.TopicConfigChange.set:type_name -> sluice.TopicConfigChange.SetEntry
+	150, // 18: sluice.TopicConfigChange.append:type_name -> sluice.TopicConfigChange.AppendEntry
+	151, // 19: sluice.TopicConfigChange.subtract:type_name -> sluice.TopicConfigChange.SubtractEntry
 	20,  // 20: sluice.AlterTopicConfigsResponse.results:type_name -> sluice.TopicResult
 	28,  // 21: sluice.CreatePartitionsRequest.topics:type_name -> sluice.PartitionCount
 	20,  // 22: sluice.CreatePartitionsResponse.results:type_name -> sluice.TopicResult
@@ -10880,7 +11169,7 @@ var file_sluice_proto_depIdxs = []int32{
 	41,  // 37: sluice.DescribeLogDirsResponse.replicas:type_name -> sluice.ReplicaState
 	0,   // 38: sluice.ReplicaFetchResponse.error:type_name -> sluice.ErrorCode
 	0,   // 39: sluice.OffsetForLeaderEpochResponse.error:type_name -> sluice.ErrorCode
-	148, // 40: sluice.AlterPartitionRequest.isr_epochs:type_name -> sluice.AlterPartitionRequest.IsrEpochsEntry
+	152, // 40: sluice.AlterPartitionRequest.isr_epochs:type_name -> sluice.AlterPartitionRequest.IsrEpochsEntry
 	0,   // 41: sluice.AlterPartitionResponse.error:type_name -> sluice.ErrorCode
 	106, // 42: sluice.AlterPartitionResponse.state:type_name -> sluice.PartitionState
 	106, // 43: sluice.LeaderAndIsrRequest.states:type_name -> sluice.PartitionState
@@ -10919,10 +11208,10 @@ var file_sluice_proto_depIdxs = []int32{
 	64,  // 76: sluice.GroupMemberRecord.assignment:type_name -> sluice.TopicPartitions
 	66,  // 77: sluice.GroupMemberRecord.protocols:type_name -> sluice.GroupProtocol
 	102, // 78: sluice.GroupMetadataValue.members:type_name -> sluice.GroupMemberRecord
-	149, // 79: sluice.TopicRecord.configs:type_name -> sluice.TopicRecord.ConfigsEntry
+	153, // 79: sluice.TopicRecord.configs:type_name -> sluice.TopicRecord.ConfigsEntry
 	105, // 80: sluice.TopicRecord.assignment:type_name -> sluice.ReplicaAssignment
-	150, // 81: sluice.PartitionState.isr_epochs:type_name -> sluice.PartitionState.IsrEpochsEntry
-	151, // 82: sluice.PartitionState.isr_dirs:type_name -> sluice.PartitionState.IsrDirsEntry
+	154, // 81: sluice.PartitionState.isr_epochs:type_name -> sluice.PartitionState.IsrEpochsEntry
+	155, // 82: sluice.PartitionState.isr_dirs:type_name -> sluice.PartitionState.IsrDirsEntry
 	104, // 83: sluice.ClusterSnapshot.topics:type_name -> sluice.TopicRecord
 	106, // 84: sluice.ClusterSnapshot.partitions:type_name -> sluice.PartitionState
 	107, // 85: sluice.ClusterSnapshot.deleted_topics:type_name -> sluice.TopicDeletion
@@ -10939,34 +11228,38 @@ var file_sluice_proto_depIdxs = []int32{
 	0,   // 96: sluice.UserResult.error:type_name -> sluice.ErrorCode
 	110, // 97: sluice.SecurityRecord.acls:type_name -> sluice.AclBinding
 	111, // 98: sluice.SecurityRecord.users:type_name -> sluice.UserRecord
-	119, // 99: sluice.SecurityRecord.quotas:type_name -> sluice.ClientQuota
-	120, // 100: sluice.ClientQuota.entity:type_name -> sluice.QuotaEntity
-	121, // 101: sluice.ClientQuota.values:type_name -> sluice.QuotaValue
-	123, // 102: sluice.AlterClientQuotasRequest.entries:type_name -> sluice.QuotaAlteration
-	120, // 103: sluice.QuotaAlteration.entity:type_name -> sluice.QuotaEntity
-	124, // 104: sluice.QuotaAlteration.ops:type_name -> sluice.QuotaOp
-	0,   // 105: sluice.AlterClientQuotasResponse.error:type_name -> sluice.ErrorCode
-	126, // 106: sluice.AlterClientQuotasResponse.results:type_name -> sluice.QuotaResult
-	0,   // 107: sluice.QuotaResult.error:type_name -> sluice.ErrorCode
-	0,   // 108: sluice.ListClientQuotasResponse.error:type_name -> sluice.ErrorCode
-	119, // 109: sluice.ListClientQuotasResponse.quotas:type_name -> sluice.ClientQuota
-	110, // 110: sluice.CreateAclsRequest.acls:type_name -> sluice.AclBinding
-	0,   // 111: sluice.CreateAclsResponse.error:type_name -> sluice.ErrorCode
-	110, // 112: sluice.DeleteAclsRequest.filters:type_name -> sluice.AclBinding
-	0,   // 113: sluice.DeleteAclsResponse.error:type_name -> sluice.ErrorCode
-	110, // 114: sluice.DeleteAclsResponse.deleted:type_name -> sluice.AclBinding
-	110, // 115: sluice.DescribeAclsRequest.filter:type_name -> sluice.AclBinding
-	0,   // 116: sluice.DescribeAclsResponse.error:type_name -> sluice.ErrorCode
-	110, // 117: sluice.DescribeAclsResponse.acls:type_name -> sluice.AclBinding
-	0,   // 118: sluice.CreateUserResponse.error:type_name -> sluice.ErrorCode
-	0,   // 119: sluice.DeleteUserResponse.error:type_name -> sluice.ErrorCode
-	0,   // 120: sluice.ListUsersResponse.error:type_name -> sluice.ErrorCode
-	111, // 121: sluice.ListUsersResponse.users:type_name -> sluice.UserRecord
-	122, // [122:122] is the sub-list for method output_type
-	122, // [122:122] is the sub-list for method input_type
-	122, // [122:122] is the sub-list for extension type_name
-	122, // [122:122] is the sub-list for extension extendee
-	0,   // [0:122] is the sub-list for field type_name
+	123, // 99: sluice.SecurityRecord.quotas:type_name -> sluice.ClientQuota
+	119, // 100: sluice.SecurityRecord.broker_configs:type_name -> sluice.BrokerConfigOverride
+	120, // 101: sluice.BrokerConfigOverride.values:type_name -> sluice.ConfigValue
+	120, // 102: sluice.AlterBrokerConfigsRequest.set:type_name -> sluice.ConfigValue
+	0,   // 103: sluice.AlterBrokerConfigsResponse.error:type_name -> sluice.ErrorCode
+	124, // 104: sluice.ClientQuota.entity:type_name -> sluice.QuotaEntity
+	125, // 105: sluice.ClientQuota.values:type_name -> sluice.QuotaValue
+	127, // 106: sluice.AlterClientQuotasRequest.entries:type_name -> sluice.QuotaAlteration
+	124, // 107: sluice.QuotaAlteration.entity:type_name -> sluice.QuotaEntity
+	128, // 108: sluice.QuotaAlteration.ops:type_name -> sluice.QuotaOp
+	0,   // 109: sluice.AlterClientQuotasResponse.error:type_name -> sluice.ErrorCode
+	130, // 110: sluice.AlterClientQuotasResponse.results:type_name -> sluice.QuotaResult
+	0,   // 111: sluice.QuotaResult.error:type_name -> sluice.ErrorCode
+	0,   // 112: sluice.ListClientQuotasResponse.error:type_name -> sluice.ErrorCode
+	123, // 113: sluice.ListClientQuotasResponse.quotas:type_name -> sluice.ClientQuota
+	110, // 114: sluice.CreateAclsRequest.acls:type_name -> sluice.AclBinding
+	0,   // 115: sluice.CreateAclsResponse.error:type_name -> sluice.ErrorCode
+	110, // 116: sluice.DeleteAclsRequest.filters:type_name -> sluice.AclBinding
+	0,   // 117: sluice.DeleteAclsResponse.error:type_name -> sluice.ErrorCode
+	110, // 118: sluice.DeleteAclsResponse.deleted:type_name -> sluice.AclBinding
+	110, // 119: sluice.DescribeAclsRequest.filter:type_name -> sluice.AclBinding
+	0,   // 120: sluice.DescribeAclsResponse.error:type_name -> sluice.ErrorCode
+	110, // 121: sluice.DescribeAclsResponse.acls:type_name -> sluice.AclBinding
+	0,   // 122: sluice.CreateUserResponse.error:type_name -> sluice.ErrorCode
+	0,   // 123: sluice.DeleteUserResponse.error:type_name -> sluice.ErrorCode
+	0,   // 124: sluice.ListUsersResponse.error:type_name -> sluice.ErrorCode
+	111, // 125: sluice.ListUsersResponse.users:type_name -> sluice.UserRecord
+	126, // [126:126] is the sub-list for method output_type
+	126, // [126:126] is the sub-list for method input_type
+	126, // [126:126] is the sub-list for extension type_name
+	126, // [126:126] is the sub-list for extension extendee
+	0,   // [0:126] is the sub-list for field type_name
 }
 
 func init() { file_sluice_proto_init() }
@@ -10980,7 +11273,7 @@ func file_sluice_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_sluice_proto_rawDesc), len(file_sluice_proto_rawDesc)),
 			NumEnums:      5,
-			NumMessages:   147,
+			NumMessages:   151,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -37,6 +37,7 @@ import (
 	"github.com/sluicemq/sluice/internal/budget"
 	"github.com/sluicemq/sluice/kafka"
 	"github.com/sluicemq/sluice/messages"
+	"github.com/sluicemq/sluice/messages/brokerconfig"
 	"github.com/sluicemq/sluice/metrics"
 	"github.com/sluicemq/sluice/storage/datadir"
 	"github.com/sluicemq/sluice/transport"
@@ -312,6 +313,7 @@ func (s *Server) Start(ctx context.Context) (err error) {
 	httpAuth := &httpAccess{anonymous: cfg.HTTPAnonymous}
 	bcfg.ACLs = &httpAuth.acls
 	bcfg.Quotas = &atomic.Pointer[acl.Quotas]{}
+	bcfg.DynamicConfigs = &atomic.Pointer[brokerconfig.Values]{}
 	var httpMux *http.ServeMux
 	if httpLn != nil {
 		guard := func(h http.Handler) http.Handler { return h }
@@ -418,7 +420,7 @@ func (s *Server) Start(ctx context.Context) (err error) {
 			// same certificates and principals.
 			TLS: kafkaTLS, Principal: transport.CertPrincipal, Anonymous: transport.AnonymousPrincipal,
 			SASL: cfg.KafkaSASL, Login: login, Scram: scram, SessionLifetime: cfg.KafkaSessionLifetime,
-			Quotas:  bcfg.Quotas.Load,
+			Quotas: bcfg.Quotas.Load, DynamicConfigs: bcfg.DynamicConfigs.Load,
 			Metrics: bcfg.Metrics})
 		bcfg.Metrics.Listener("kafka", kafkaSrv.Open, map[string]metrics.Count{"limit": kafkaSrv.Refused.Load})
 		go func() {

@@ -12,6 +12,7 @@ import (
 	"github.com/sluicemq/sluice/actors/coordinator"
 	"github.com/sluicemq/sluice/cluster"
 	"github.com/sluicemq/sluice/messages"
+	"github.com/sluicemq/sluice/messages/brokerconfig"
 	"github.com/sluicemq/sluice/transport"
 )
 
@@ -87,20 +88,48 @@ func (b *brokerActor) onSecurity(snap *cluster.Snapshot) {
 	if b.cfg.Quotas != nil {
 		b.cfg.Quotas.Store(acl.QuotasOf(snap.Security))
 	}
+	if b.cfg.DynamicConfigs != nil {
+		v := brokerconfig.For(snap.Security, b.cfg.ID)
+		b.cfg.DynamicConfigs.Store(&v)
+	}
 }
 
-// onAlterClientQuotas checks a quota change here when it only validates,
-// and has the controller make it otherwise.
-func (b *brokerActor) onAlterClientQuotas(ctx actor.Context, m *messages.AlterClientQuotasRequest, fail failFunc) {
+// dynamicConfigs is the dynamic broker settings in force for this broker.
+func (b *brokerActor) dynamicConfigs() brokerconfig.Values {
+	if b.meta == nil {
+		return brokerconfig.For(nil, b.cfg.ID)
+	}
+	return brokerconfig.For(b.meta.Security, b.cfg.ID)
+}
+
+// validateHere answers a change that only validates with check's answer
+// over this broker's security record, and has the controller make any
+// other change.
+func (b *brokerActor) validateHere(ctx actor.Context, validateOnly bool, fail failFunc, check func(*messages.SecurityRecord) proto.Message) {
 	switch {
-	case !m.ValidateOnly:
+	case !validateOnly:
 		b.forwardToController(ctx, fail)
 	case b.meta == nil:
 		actors.Respond(ctx, fail(messages.ErrorCode_LEADER_NOT_AVAILABLE, "broker is starting"))
 	default:
-		_, results := acl.AlterQuotas(b.meta.Security, m.Entries)
-		actors.Respond(ctx, &messages.AlterClientQuotasResponse{Results: results})
+		actors.Respond(ctx, check(b.meta.Security))
 	}
+}
+
+func (b *brokerActor) onAlterBrokerConfigs(ctx actor.Context, m *messages.AlterBrokerConfigsRequest, fail failFunc) {
+	b.validateHere(ctx, m.ValidateOnly, fail, func(rec *messages.SecurityRecord) proto.Message {
+		if _, err := brokerconfig.Apply(rec, actors.BrokerConfigChange(m)); err != nil {
+			return fail(messages.ErrorCode_INVALID_CONFIG, err.Error())
+		}
+		return &messages.AlterBrokerConfigsResponse{}
+	})
+}
+
+func (b *brokerActor) onAlterClientQuotas(ctx actor.Context, m *messages.AlterClientQuotasRequest, fail failFunc) {
+	b.validateHere(ctx, m.ValidateOnly, fail, func(rec *messages.SecurityRecord) proto.Message {
+		_, results := acl.AlterQuotas(rec, m.Entries)
+		return &messages.AlterClientQuotasResponse{Results: results}
+	})
 }
 
 func (b *brokerActor) onListClientQuotas(ctx actor.Context, _ *messages.ListClientQuotasRequest, fail failFunc) {

@@ -21,6 +21,7 @@ import (
 	"github.com/sluicemq/sluice/cluster"
 	"github.com/sluicemq/sluice/internal/logspace"
 	"github.com/sluicemq/sluice/messages"
+	"github.com/sluicemq/sluice/messages/brokerconfig"
 	"github.com/sluicemq/sluice/transport"
 )
 
@@ -686,7 +687,7 @@ func (b *brokerActor) onMetadataRequest(ctx actor.Context, req *messages.Metadat
 		t, ok := b.meta.Topics[name]
 		if !ok {
 			tm := &messages.TopicMetadata{Name: name, Error: messages.ErrorCode_UNKNOWN_TOPIC_OR_PARTITION, ErrorMessage: fmt.Sprintf("topic %q does not exist", name)}
-			if req.AllowAutoTopicCreation && b.cfg.AutoCreateTopics && b.mayCreate(ctx, name) {
+			if req.AllowAutoTopicCreation && b.dynamicConfigs().Bool(brokerconfig.AutoCreateTopics, b.cfg.AutoCreateTopics) && b.mayCreate(ctx, name) {
 				controller, none := b.controllerPID()
 				if controller == nil {
 					// Nobody to ask: nothing is recorded as asked for, and

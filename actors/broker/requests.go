@@ -252,6 +252,9 @@ var requests = map[reflect.Type]request{
 	typeOf[*messages.AlterPartitionReassignmentsRequest](): onClusterEntry(opAlter, func(code messages.ErrorCode, text string) proto.Message {
 		return &messages.AlterPartitionReassignmentsResponse{Error: code, ErrorMessage: text}
 	}, toController[*messages.AlterPartitionReassignmentsRequest]),
+	typeOf[*messages.AlterBrokerConfigsRequest](): onClusterEntry(opAlterConfigs, func(code messages.ErrorCode, text string) proto.Message {
+		return &messages.AlterBrokerConfigsResponse{Error: code, ErrorMessage: text}
+	}, (*brokerActor).onAlterBrokerConfigs),
 	typeOf[*messages.AlterClientQuotasRequest](): onClusterEntry(opAlterConfigs, func(code messages.ErrorCode, text string) proto.Message {
 		return &messages.AlterClientQuotasResponse{Error: code, ErrorMessage: text}
 	}, (*brokerActor).onAlterClientQuotas),

@@ -71,6 +71,7 @@ var changes = map[reflect.Type]change{
 	reflect.TypeFor[*messages.DeleteUserRequest]():            securityEntry[*messages.DeleteUserRequest](),
 	reflect.TypeFor[*messages.AlterScramCredentialsRequest](): securityEntry[*messages.AlterScramCredentialsRequest](),
 	reflect.TypeFor[*messages.AlterClientQuotasRequest]():     securityEntry[*messages.AlterClientQuotasRequest](),
+	reflect.TypeFor[*messages.AlterBrokerConfigsRequest]():    securityEntry[*messages.AlterBrokerConfigsRequest](),
 }
 
 // admitted serves a request a broker sends about itself only when it

@@ -18,6 +18,7 @@ import (
 	"github.com/sluicemq/sluice/actors/placement"
 	"github.com/sluicemq/sluice/cluster"
 	"github.com/sluicemq/sluice/messages"
+	"github.com/sluicemq/sluice/messages/brokerconfig"
 	"github.com/sluicemq/sluice/transport"
 )
 
@@ -200,11 +201,13 @@ func (c *controllerActor) onCreateTopics(ctx actor.Context, req *messages.Create
 		default:
 			cr, code, text = c.planTopic(spec, req.ValidateOnly, planned)
 		}
+		result := &messages.TopicResult{Name: spec.Name, Error: code, ErrorMessage: text}
 		if cr != nil {
 			cr.result = len(resp.Results)
 			planned = append(planned, cr)
+			result.Partitions, result.ReplicationFactor = cr.topic.Partitions, cr.topic.ReplicationFactor
 		}
-		resp.Results = append(resp.Results, &messages.TopicResult{Name: spec.Name, Error: code, ErrorMessage: text})
+		resp.Results = append(resp.Results, result)
 	}
 	if len(planned) == 0 {
 		actors.SendTo(ctx, sender, resp)
@@ -237,6 +240,15 @@ func (c *controllerActor) onCreateTopics(ctx actor.Context, req *messages.Create
 	})
 }
 
+// dynamicConfigs is the dynamic broker settings in force for the
+// controller's broker.
+func (c *controllerActor) dynamicConfigs() brokerconfig.Values {
+	if c.snap == nil {
+		return brokerconfig.For(nil, c.cfg.ID)
+	}
+	return brokerconfig.For(c.snap.Security, c.cfg.ID)
+}
+
 // planTopic validates a topic to create and places its partitions (nil
 // for a valid one with validateOnly). The partitions of planned, created
 // by the same request, count toward the brokers' partition limit.
@@ -245,15 +257,16 @@ func (c *controllerActor) planTopic(spec *messages.TopicSpec, validateOnly bool,
 		return nil, messages.ErrorCode_INVALID_TOPIC, err.Error()
 	}
 	partitions := int(spec.Partitions)
+	dynamic := c.dynamicConfigs()
 	if partitions == 0 {
-		partitions = c.cfg.DefaultPartitions
+		partitions = dynamic.Int(brokerconfig.NumPartitions, c.cfg.DefaultPartitions)
 	}
 	if partitions < 1 || partitions > MaxPartitions {
 		return nil, messages.ErrorCode_INVALID_PARTITIONS, fmt.Sprintf("partitions %d: want 1 to %d", spec.Partitions, MaxPartitions)
 	}
 	rf := int(spec.ReplicationFactor)
 	if rf == 0 {
-		rf = c.cfg.DefaultReplicationFactor
+		rf = dynamic.Int(brokerconfig.DefaultReplication, c.cfg.DefaultReplicationFactor)
 	}
 	if rf < 1 {
 		return nil, messages.ErrorCode_INVALID_REPLICATION_FACTOR, fmt.Sprintf("replication factor %d: must be >= 1", spec.ReplicationFactor)

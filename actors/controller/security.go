@@ -12,6 +12,7 @@ import (
 	"github.com/sluicemq/sluice/actors"
 	"github.com/sluicemq/sluice/cluster"
 	"github.com/sluicemq/sluice/messages"
+	"github.com/sluicemq/sluice/messages/brokerconfig"
 )
 
 // securityChange is one ACL or user request as a pure change of the
@@ -78,6 +79,16 @@ func changeOf(msg proto.Message, now time.Time) securityChange {
 			ok: func() proto.Message { return &messages.AlterScramCredentialsResponse{Results: results} },
 			fail: func(c messages.ErrorCode, t string) proto.Message {
 				return &messages.AlterScramCredentialsResponse{Error: c, ErrorMessage: t}
+			},
+		}
+	case *messages.AlterBrokerConfigsRequest:
+		return securityChange{
+			apply: func(rec *messages.SecurityRecord) (*messages.SecurityRecord, error) {
+				return brokerconfig.Apply(rec, actors.BrokerConfigChange(m))
+			},
+			ok: func() proto.Message { return &messages.AlterBrokerConfigsResponse{} },
+			fail: func(c messages.ErrorCode, t string) proto.Message {
+				return &messages.AlterBrokerConfigsResponse{Error: c, ErrorMessage: t}
 			},
 		}
 	case *messages.AlterClientQuotasRequest:
@@ -159,6 +170,8 @@ func changeSecurity(store cluster.MetadataStore, fence cluster.Fence, snap *clus
 			return ch.fail(messages.ErrorCode_DUPLICATE_RESOURCE, err.Error()), nil
 		case errors.Is(err, acl.ErrUserNotFound):
 			return ch.fail(messages.ErrorCode_RESOURCE_NOT_FOUND, err.Error()), nil
+		case errors.Is(err, brokerconfig.ErrInvalid):
+			return ch.fail(messages.ErrorCode_INVALID_CONFIG, err.Error()), nil
 		case err != nil:
 			return ch.fail(messages.ErrorCode_INVALID_REQUEST, err.Error()), nil
 		}
