@@ -125,7 +125,9 @@ func TestKafkaSarama(t *testing.T) {
 	}
 }
 
-// confluent-kafka for Python (Debian's, on librdkafka) runs its admin,
+// confluent-kafka for Python (Debian's, on librdkafka) runs its admin
+// (topics created with Kafka's default configs set explicitly, topic and
+// broker configs described and altered, a static broker setting refused),
 // idempotent lz4 producer, group consumer, commits and group listing
 // against the Kafka door.
 func TestKafkaConfluentPython(t *testing.T) {
