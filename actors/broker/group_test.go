@@ -7,9 +7,11 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/sluicemq/sluice/actors"
 	"github.com/sluicemq/sluice/messages"
+	"github.com/sluicemq/sluice/messages/record"
 )
 
 // askUntil repeats a group request while the coordinator is not ready.
@@ -197,5 +199,69 @@ func TestGroupMetadataBudget(t *testing.T) {
 	}
 	if r := res.(*messages.JoinGroupResponse); r.Error != messages.ErrorCode_NONE {
 		t.Fatalf("a join after a member left: %v %s", r.Error, r.ErrorMessage)
+	}
+}
+
+// Groups written in the protobuf record format of earlier releases are
+// read on load and written again in Kafka's format, once: their offsets
+// and members survive, and Kafka's tools find them in __consumer_offsets.
+func TestLegacyGroupRecordsAreMigrated(t *testing.T) {
+	dir := t.TempDir()
+	tweak := func(c *actors.BrokerConfig) { c.OffsetsPartitions = 2 }
+	tb := startTestBroker(t, dir, tweak)
+	tb.createTopic("events", 1, nil)
+	// The offsets topic exists once a group asks for its coordinator.
+	tb.askGroup(&messages.FindCoordinatorRequest{Group: "old"}, func(r any) messages.ErrorCode {
+		return r.(*messages.FindCoordinatorResponse).Error
+	})
+	part := actors.GroupPartition("old", 2)
+	marshal := func(m proto.Message) []byte { b, _ := proto.Marshal(m); return b }
+	var b record.Builder
+	b.Reset(record.NoProducer)
+	b.Append(1, marshal(&messages.GroupRecordKey{Group: "old", Topic: "events", Partition: 0}), marshal(&messages.OffsetValue{Offset: 17, Metadata: "m"}), nil)
+	b.Append(1, marshal(&messages.GroupRecordKey{Group: "old"}), marshal(&messages.GroupMetadataValue{Generation: 4, Assignor: "range"}), nil)
+	produced := tb.ask(&messages.ProduceRequest{Topic: actors.OffsetsTopic, Partition: part, Acks: -1, TimeoutMs: 5000,
+		Records: append([]byte(nil), b.Finish()...)}).(*messages.ProduceResponse)
+	if produced.Error != messages.ErrorCode_NONE {
+		t.Fatalf("writing legacy records: %v", produced)
+	}
+	tb.stop()
+
+	// kafkaRecords counts the records of the group's partition in Kafka's
+	// format (a key whose first byte is not protobuf's 0x0a).
+	kafkaRecords := func(tb *testBroker) int {
+		fetched := tb.ask(&messages.FetchRequest{Topic: actors.OffsetsTopic, Partition: part, MaxBytes: 1 << 20,
+			CurrentLeaderEpoch: -1, Isolation: actors.IsolationLogEnd}).(*messages.FetchResponse)
+		n := 0
+		for _, batch := range fetched.Batches {
+			it := record.Records(batch)
+			for {
+				r, ok, err := it.Next()
+				if err != nil || !ok {
+					break
+				}
+				if len(r.Key) > 0 && r.Key[0] != 0x0a {
+					n++
+				}
+			}
+		}
+		return n
+	}
+	for restart := range 2 {
+		tb2 := startTestBroker(t, dir, tweak)
+		fetched := tb2.askGroup(&messages.OffsetFetchRequest{Group: "old"}, func(r any) messages.ErrorCode {
+			return r.(*messages.OffsetFetchResponse).Error
+		}).(*messages.OffsetFetchResponse)
+		if len(fetched.Offsets) != 1 || fetched.Offsets[0].Offset != 17 || fetched.Offsets[0].Metadata != "m" {
+			t.Fatalf("restart %d: offsets %v", restart, fetched)
+		}
+		deadline := time.Now().Add(10 * time.Second)
+		for kafkaRecords(tb2) < 2 && time.Now().Before(deadline) {
+			time.Sleep(20 * time.Millisecond)
+		}
+		if n := kafkaRecords(tb2); n != 2 {
+			t.Fatalf("restart %d: %d records in Kafka's format, want the offset and the metadata once", restart, n)
+		}
+		tb2.stop()
 	}
 }

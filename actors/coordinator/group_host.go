@@ -1,7 +1,11 @@
 package coordinator
 
 import (
+	"cmp"
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -31,6 +35,9 @@ type HostConfig struct {
 type loadedGroup struct {
 	meta    *messages.GroupMetadataValue
 	offsets map[cluster.TopicPartition]*messages.OffsetValue
+	// legacy holds the keys whose current value was read in the protobuf
+	// format of earlier releases (a zero TopicPartition: the metadata).
+	legacy map[cluster.TopicPartition]bool
 }
 
 type (
@@ -160,11 +167,20 @@ func (h *groupHost) apply(r groupRecord) {
 		g = &loadedGroup{offsets: map[cluster.TopicPartition]*messages.OffsetValue{}}
 		h.groups[r.Key.Group] = g
 	}
+	tp := cluster.TopicPartition{Topic: r.Key.Topic, Partition: r.Key.Partition}
+	switch {
+	case r.Legacy && !r.Deleted:
+		if g.legacy == nil {
+			g.legacy = map[cluster.TopicPartition]bool{}
+		}
+		g.legacy[tp] = true
+	default:
+		delete(g.legacy, tp)
+	}
 	if r.Key.Topic == "" {
 		g.meta = r.Metadata // nil when deleted
 		return
 	}
-	tp := cluster.TopicPartition{Topic: r.Key.Topic, Partition: r.Key.Partition}
 	if r.Deleted {
 		delete(g.offsets, tp)
 	} else {
@@ -178,6 +194,9 @@ func (h *groupHost) finishLoad(ctx actor.Context) {
 	h.loaded = true
 	h.cfg.Broker.Logger.Info("coordinating groups", "partition", fmt.Sprintf("%s-%d", actors.OffsetsTopic, h.cfg.Partition),
 		"groups", len(h.groups), "records_to", h.next, "took", time.Since(h.started).Round(time.Millisecond))
+	// Before any coordinator runs (whose writes must come after), so that
+	// a rewritten value never lands after a newer one.
+	h.migrateLegacy(ctx)
 	for name, g := range h.groups {
 		if g.meta != nil && len(g.meta.Members) > 0 {
 			h.coordinator(ctx, name)
@@ -227,4 +246,52 @@ func (h *groupHost) publish() {
 		}
 	}
 	h.cfg.Overview.Store(&list)
+}
+
+// migrateLegacyBatch bounds the records of one rewrite batch.
+const migrateLegacyBatch = 500
+
+// migrateLegacy writes again, in Kafka's format, the current values of
+// the loaded groups that were last written in the protobuf format of
+// earlier releases, so that Kafka's tools see every group's offsets. It
+// runs once per load, before any coordinator of the partition writes; a
+// write that fails leaves the old records, which the next load reads and
+// migrates again.
+func (h *groupHost) migrateLegacy(ctx actor.Context) {
+	var recs []groupRecord
+	groups := 0
+	for name, g := range h.groups {
+		if len(g.legacy) == 0 {
+			continue
+		}
+		groups++
+		if g.meta != nil {
+			recs = append(recs, groupRecord{Key: &messages.GroupRecordKey{Group: name}, Metadata: g.meta})
+		}
+		for _, tp := range slices.SortedFunc(maps.Keys(g.offsets), func(a, b cluster.TopicPartition) int {
+			return cmp.Or(strings.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
+		}) {
+			recs = append(recs, groupRecord{Key: &messages.GroupRecordKey{Group: name, Topic: tp.Topic, Partition: tp.Partition},
+				Offset: g.offsets[tp]})
+		}
+		g.legacy = nil
+	}
+	if len(recs) == 0 {
+		return
+	}
+	h.cfg.Broker.Logger.Info("rewriting groups in Kafka's record format", "partition", h.cfg.Partition, "groups", groups, "records", len(recs))
+	for start := 0; start < len(recs); start += migrateLegacyBatch {
+		chunk := recs[start:min(start+migrateLegacyBatch, len(recs))]
+		req := &messages.ProduceRequest{Topic: actors.OffsetsTopic, Partition: h.cfg.Partition, Acks: -1,
+			TimeoutMs: 10000, Records: encodeGroupRecords(chunk)}
+		reply.Ask(ctx, h.cfg.BrokerPID, req, 15*time.Second, func(res any, err error) {
+			if resp, ok := res.(*messages.ProduceResponse); err == nil && (!ok || resp.Error != messages.ErrorCode_NONE) {
+				err = fmt.Errorf("answer %v", res)
+			}
+			if err != nil {
+				h.cfg.Broker.Logger.Warn("rewriting groups in Kafka's record format failed; the next load tries again",
+					"partition", h.cfg.Partition, "error", err)
+			}
+		})
+	}
 }

@@ -94,8 +94,9 @@ func TestKafkaFranzGo(t *testing.T) {
 	if err := compact["fz-compact"].Err; !errors.Is(err, kerr.InvalidConfig) || !strings.Contains(compact["fz-compact"].ErrMessage, "compaction is not implemented") {
 		t.Errorf("cleanup.policy=compact: %v %q", err, compact["fz-compact"].ErrMessage)
 	}
-	// The broker's settings under Kafka's names, in Kafka's units.
-	brokerConfigs, err := adm.DescribeBrokerConfigs(ctx)
+	// The broker's settings under Kafka's names, in Kafka's units (broker
+	// 0; no broker named asks for the cluster's dynamic defaults).
+	brokerConfigs, err := adm.DescribeBrokerConfigs(ctx, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
