@@ -412,18 +412,12 @@ func (w *WALLog) Write(batches ...[]byte) error {
 	for i, b := range batches {
 		wb.Write(next+uint64(i), b)
 	}
+	w.journalCycles(next, batches)
 	if err := w.wal.WriteBatch(wb); err != nil {
 		return w.fail(fmt.Errorf("append: %w", err))
 	}
 	w.tailWritten = true
-	lastBefore := len(w.segs) - 1
 	cycled := w.noteAppend(next, batches)
-	if cycled {
-		// wal fsyncs a segment in full before it starts the next one.
-		for _, idx := range w.segs[lastBefore : len(w.segs)-1] {
-			syncjournal.SyncedFile(filepath.Join(w.dir, segmentName(idx)))
-		}
-	}
 	for _, h := range hdrs {
 		w.x.push(h)
 	}
@@ -504,22 +498,54 @@ func entrySize(n int) int {
 	return size
 }
 
-// noteAppend mirrors wal.writeBatch's segment cycling (v1.2.1) so that segs
-// matches the files without listing the directory: a new segment starts
-// before the batch if the tail is already over the target size, and after
-// every entry that brings it to the target size. It reports whether a new
-// segment file was created.
-func (w *WALLog) noteAppend(next uint64, batches [][]byte) bool {
-	size, cycled := w.segBytes, false
-	if w.tail > size {
-		w.segs, w.tail, cycled = append(w.segs, next), 0, true
+// cycles mirrors wal.writeBatch's segment cycling (v1.2.1) for appending
+// batches from WAL index next: a new segment starts before the batch if the
+// tail is already over the target size, and after every entry that brings
+// it to the target size. It calls cycle with the size of each segment
+// finished and the first index of the one started, and returns the size of
+// the tail after.
+func (w *WALLog) cycles(next uint64, batches [][]byte, cycle func(size int, start uint64)) int {
+	tail, size := w.tail, w.segBytes
+	if tail > size {
+		cycle(tail, next)
+		tail = 0
 	}
 	for i, b := range batches {
-		if w.tail += entrySize(len(b)); w.tail >= size {
-			w.segs, w.tail, cycled = append(w.segs, next+uint64(i)+1), 0, true
+		if tail += entrySize(len(b)); tail >= size {
+			cycle(tail, next+uint64(i)+1)
+			tail = 0
 		}
 	}
+	return tail
+}
+
+// noteAppend follows the cycling of an append so that segs matches the
+// files without listing the directory. It reports whether a new segment
+// file was created.
+func (w *WALLog) noteAppend(next uint64, batches [][]byte) bool {
+	cycled := false
+	w.tail = w.cycles(next, batches, func(_ int, start uint64) {
+		w.segs, cycled = append(w.segs, start), true
+	})
 	return cycled
+}
+
+// journalCycles records, before wal writes batches, every segment the write
+// will finish as durable in full once the next one exists: wal fsyncs a
+// segment before it creates the next, inside WriteBatch, and a record made
+// after it returned would leave a kill in between with the new segment on
+// disk and the finished one cut short by the simulated power loss, a gap
+// no real crash leaves.
+func (w *WALLog) journalCycles(next uint64, batches [][]byte) {
+	if !syncjournal.Enabled() {
+		return
+	}
+	seg := w.segs[len(w.segs)-1]
+	w.cycles(next, batches, func(size int, start uint64) {
+		syncjournal.SyncedBeforeCreate(filepath.Join(w.dir, segmentName(seg)), int64(size),
+			filepath.Join(w.dir, segmentName(start)))
+		seg = start
+	})
 }
 
 // segment returns the position in segs of the segment holding WAL index i.

@@ -76,6 +76,32 @@ func Synced(path string, info os.FileInfo, size int64) {
 	fmt.Fprintf(j.f, "%d\t%d\t%s\n", size, inode(info), abs)
 }
 
+// SyncedBeforeCreate records, ahead of time, that the file at path will be
+// durable up to size bytes once a file exists at next, for a call that
+// fsyncs path and then creates next (wal finishing a segment and starting
+// the next): a record made after such a call, as Synced is, would leave the
+// journal behind the disk if a kill came in between. PowerLoss applies it
+// only if next exists. It names no inode: it holds for whatever file is at
+// path then, which the caller never writes again once next exists.
+func SyncedBeforeCreate(path string, size int64, next string) {
+	j := active.Load()
+	if j == nil {
+		return
+	}
+	abs, err1 := filepath.Abs(path)
+	nextAbs, err2 := filepath.Abs(next)
+	if err1 != nil || err2 != nil {
+		return
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	fmt.Fprintf(j.f, "%d\t%s%q\t%s\n", size, oncePrefix, nextAbs, abs)
+}
+
+// oncePrefix marks the second field of a SyncedBeforeCreate record, where
+// a Synced record has the inode.
+const oncePrefix = "once "
+
 // SyncedFile records the file at path as durable at its current size.
 func SyncedFile(path string) {
 	if active.Load() == nil {
@@ -103,16 +129,22 @@ type Loss struct {
 }
 
 // PowerLoss truncates every regular file under root to the largest size
-// the journal at journalPath recorded for it (the same path and inode), or
-// to nothing when it never recorded it. Records may come out of order (an
-// fsync running beside the writer ends after a later one). Files wal renames into place only after their own fsync
-// (NAME.START, NAME.END) are left alone.
+// the journal at journalPath recorded for it (the same path and inode, or
+// a SyncedBeforeCreate record whose next file exists), or to nothing when
+// it never recorded it. Records may come out of order (an fsync running
+// beside the writer ends after a later one). Files wal renames into place
+// only after their own fsync (NAME.START, NAME.END) are left alone.
 func PowerLoss(root, journalPath string) (Loss, error) {
 	type file struct {
 		path string
 		ino  uint64
 	}
+	type once struct {
+		size int64
+		next string
+	}
 	durable := map[file]int64{}
+	onces := map[string][]once{} // SyncedBeforeCreate records by path
 	f, err := os.Open(journalPath)
 	if err != nil && !os.IsNotExist(err) {
 		return Loss{}, err
@@ -125,6 +157,12 @@ func PowerLoss(root, journalPath string) (Loss, error) {
 				continue // a line torn by the kill
 			}
 			n, err1 := strconv.ParseInt(fields[0], 10, 64)
+			if q, ok := strings.CutPrefix(fields[1], oncePrefix); ok {
+				if next, err := strconv.Unquote(q); err == nil && err1 == nil {
+					onces[fields[2]] = append(onces[fields[2]], once{n, next})
+				}
+				continue
+			}
 			ino, err2 := strconv.ParseUint(fields[1], 10, 64)
 			if err1 != nil || err2 != nil {
 				continue
@@ -151,6 +189,11 @@ func PowerLoss(root, journalPath string) (Loss, error) {
 			return err
 		}
 		keep := durable[file{path, inode(info)}]
+		for _, o := range onces[path] {
+			if _, err := os.Lstat(o.next); err == nil {
+				keep = max(keep, o.size)
+			}
+		}
 		if info.Size() <= keep {
 			return nil
 		}

@@ -36,3 +36,29 @@ func TestPowerLossKeepsOnlyWhatWasSynced(t *testing.T) {
 		t.Fatalf("loss %+v", loss)
 	}
 }
+
+// A record made before the fact counts only once its next file exists.
+func TestSyncedBeforeCreateNeedsTheNextFile(t *testing.T) {
+	root := t.TempDir()
+	journal := filepath.Join(t.TempDir(), "journal")
+	if err := Enable(journal); err != nil {
+		t.Fatal(err)
+	}
+	defer active.Store(nil)
+	done, pending := filepath.Join(root, "1"), filepath.Join(root, "2")
+	SyncedBeforeCreate(done, 4, filepath.Join(root, "1.next"))
+	SyncedBeforeCreate(pending, 4, filepath.Join(root, "2.next"))
+	for _, p := range []string{done, pending} {
+		os.WriteFile(p, []byte("full and more"), 0o644)
+	}
+	os.WriteFile(filepath.Join(root, "1.next"), nil, 0o644)
+	if _, err := PowerLoss(root, journal); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(done); string(got) != "full" {
+		t.Fatalf("file whose next exists holds %q", got)
+	}
+	if got, _ := os.ReadFile(pending); len(got) != 0 {
+		t.Fatalf("file whose next does not exist holds %q", got)
+	}
+}
