@@ -3,6 +3,7 @@ package kafka
 import (
 	"bytes"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -28,7 +29,8 @@ import (
 // slowed as one opening them in turn.
 
 const (
-	mechanismPLAIN = "PLAIN"
+	mechanismPLAIN       = "PLAIN"
+	mechanismOAuthBearer = "OAUTHBEARER"
 	// failedLoginDelay slows guessing down (Kafka's
 	// connection.failed.authentication.delay.ms), growing per source up
 	// to maxLoginDelay.
@@ -81,11 +83,11 @@ func handleSaslHandshake(r *request, h header, kreq kmsg.Request) func() kmsg.Re
 }
 
 // canRelogin reports whether a logged-in connection may log in again
-// with mechanism (KIP-368): when sessions expire, it logged in with SASL,
+// with mechanism (KIP-368): when its session ends, it logged in with SASL,
 // is not logging in again already, and keeps its mechanism, as Kafka
 // requires.
 func (c *conn) canRelogin(mechanism string) bool {
-	return c.srv.sessionLifetime() > 0 && c.mechanism != "" && !c.relogin && mechanism == c.mechanism
+	return !c.sessionEnds.IsZero() && c.mechanism != "" && !c.relogin && mechanism == c.mechanism
 }
 
 // mechanisms are the SASL mechanisms the listener offers.
@@ -93,6 +95,9 @@ func (s *Server) mechanisms() []string {
 	var m []string
 	if s.cfg.Login != nil {
 		m = append(m, mechanismPLAIN)
+	}
+	if s.cfg.OAuth != nil {
+		m = append(m, mechanismOAuthBearer)
 	}
 	if s.cfg.Scram != nil {
 		m = append(m, acl.ScramMechanismName(acl.ScramSHA256), acl.ScramMechanismName(acl.ScramSHA512))
@@ -116,11 +121,28 @@ func handleSaslAuthenticate(r *request, h header, kreq kmsg.Request) func() kmsg
 		case err != nil:
 			return c.refuseLogin(resp, c.scram.user, err.Error())
 		case done:
-			if refused := c.loggedInAs("User:"+c.scram.user, h, resp); refused != nil {
+			if refused := c.loggedInAs("User:"+c.scram.user, time.Time{}, h, resp); refused != nil {
 				return refused
 			}
 		}
 		resp.SASLAuthBytes = reply
+		return func() kmsg.Response { return resp }
+	}
+	if c.mechanism == mechanismOAuthBearer {
+		token, authzid, ok := parseOAuthBearer(req.SASLAuthBytes)
+		if !ok {
+			return c.refuseLogin(resp, "", "not an OAUTHBEARER client response (RFC 7628)")
+		}
+		principal, expires, err := c.srv.cfg.OAuth(token)
+		switch {
+		case err != nil:
+			return c.refuseLogin(resp, authzid, err.Error())
+		case authzid != "" && "User:"+authzid != principal:
+			return c.refuseLogin(resp, authzid, "the authorization id is not the token's subject")
+		}
+		if refused := c.loggedInAs(principal, expires, h, resp); refused != nil {
+			return refused
+		}
 		return func() kmsg.Response { return resp }
 	}
 	user, password, ok := parsePlain(req.SASLAuthBytes)
@@ -131,17 +153,18 @@ func handleSaslAuthenticate(r *request, h header, kreq kmsg.Request) func() kmsg
 	if !ok || principal == "" {
 		return c.refuseLogin(resp, user, "wrong user name or token")
 	}
-	if refused := c.loggedInAs(principal, h, resp); refused != nil {
+	if refused := c.loggedInAs(principal, time.Time{}, h, resp); refused != nil {
 		return refused
 	}
 	return func() kmsg.Response { return resp }
 }
 
-// loggedInAs completes a login as principal: the connection's session
-// lasts SessionLifetime from now, which the answer (v1+) tells the client
-// so that it logs in again in time. A login again may not change the
-// principal (as in Kafka): that is refused, and returned.
-func (c *conn) loggedInAs(principal string, h header, resp *kmsg.SASLAuthenticateResponse) (refused func() kmsg.Response) {
+// loggedInAs completes a login as principal whose credential is good
+// until credentialEnds (zero: no end): the session ends at the first of
+// that and SessionLifetime from now, which the answer (v1+) tells the
+// client so that it logs in again in time. A login again may not change
+// the principal (as in Kafka): that is refused, and returned.
+func (c *conn) loggedInAs(principal string, credentialEnds time.Time, h header, resp *kmsg.SASLAuthenticateResponse) (refused func() kmsg.Response) {
 	if c.relogin && principal != c.caller.Principal {
 		return c.refuseLogin(resp, principal, "a login again as another principal than "+c.caller.Principal)
 	}
@@ -149,11 +172,14 @@ func (c *conn) loggedInAs(principal string, h header, resp *kmsg.SASLAuthenticat
 		c.caller.Principal, c.loggedIn = principal, true
 	}
 	c.relogin = false
-	if lifetime := c.srv.sessionLifetime(); lifetime > 0 {
-		c.sessionEnds = time.Now().Add(lifetime)
-		if h.version >= 1 {
-			resp.SessionLifetimeMillis = lifetime.Milliseconds()
-		}
+	now := time.Now()
+	ends := credentialEnds
+	if lifetime := c.srv.sessionLifetime(); lifetime > 0 && (ends.IsZero() || now.Add(lifetime).Before(ends)) {
+		ends = now.Add(lifetime)
+	}
+	c.sessionEnds = ends
+	if !ends.IsZero() && h.version >= 1 {
+		resp.SessionLifetimeMillis = max(ends.Sub(now).Milliseconds(), 1)
 	}
 	return nil
 }
@@ -227,4 +253,29 @@ func (f *loginFailures) failed(ip string, now time.Time) (time.Duration, int) {
 	s.n++
 	s.last = now
 	return min(time.Duration(s.n)*failedLoginDelay, maxLoginDelay), s.n
+}
+
+// parseOAuthBearer reads an OAUTHBEARER client response (RFC 7628 3.1):
+// gs2-header %x01 *(key=value %x01) %x01, with auth=Bearer TOKEN among the
+// pairs; authzid is the gs2 header's a= (empty: none).
+func parseOAuthBearer(b []byte) (token, authzid string, ok bool) {
+	s := string(b)
+	flag, rest, found := strings.Cut(s, ",")
+	if !found || (flag != "n" && flag != "y") {
+		return "", "", false
+	}
+	az, rest, found := strings.Cut(rest, ",")
+	if !found || (az != "" && !strings.HasPrefix(az, "a=")) || !strings.HasPrefix(rest, "\x01") || !strings.HasSuffix(rest, "\x01\x01") {
+		return "", "", false
+	}
+	for _, kv := range strings.Split(strings.TrimSuffix(strings.TrimPrefix(rest, "\x01"), "\x01\x01"), "\x01") {
+		if v, isAuth := strings.CutPrefix(kv, "auth="); isAuth {
+			scheme, t, found := strings.Cut(v, " ")
+			if !found || !strings.EqualFold(scheme, "Bearer") || t == "" {
+				return "", "", false
+			}
+			token = t
+		}
+	}
+	return token, strings.TrimPrefix(az, "a="), token != ""
 }

@@ -1,13 +1,18 @@
 package kafka
 
 import (
+	"context"
 	"errors"
 	"io"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/sasl/oauth"
 
 	"github.com/sluicemq/sluice/messages"
 )
@@ -261,4 +266,77 @@ func TestSASLSessionLifetime(t *testing.T) {
 	if code := handshake(f, "PLAIN"); code != errIllegalSASLState {
 		t.Errorf("a second handshake without lifetimes: %d", code)
 	}
+}
+
+func TestParseOAuthBearer(t *testing.T) {
+	for _, c := range []struct {
+		in             string
+		token, authzid string
+		ok             bool
+	}{
+		{"n,,\x01auth=Bearer abc.def.ghi\x01\x01", "abc.def.ghi", "", true},
+		{"n,a=alice,\x01auth=Bearer t\x01host=h\x01port=1\x01\x01", "t", "alice", true},
+		{"y,,\x01k=v\x01auth=bearer t\x01\x01", "t", "", true},
+		{"n,,\x01auth=Bearer \x01\x01", "", "", false},
+		{"n,,\x01auth=Basic abc\x01\x01", "", "", false},
+		{"n,,\x01host=h\x01\x01", "", "", false},
+		{"p=x,,\x01auth=Bearer t\x01\x01", "", "", false},
+		{"n,,auth=Bearer t", "", "", false},
+		{"", "", "", false},
+	} {
+		token, authzid, ok := parseOAuthBearer([]byte(c.in))
+		if token != c.token || authzid != c.authzid || ok != c.ok {
+			t.Errorf("%q: %q %q %v", c.in, token, authzid, ok)
+		}
+	}
+}
+
+// franz-go logs in with OAUTHBEARER; the session lasts until the token
+// expires (the answer says so, and the client logs in again with a fresh
+// token); a refused token is SASL_AUTHENTICATION_FAILED.
+func TestSASLOAuthBearer(t *testing.T) {
+	var logins atomic.Int32
+	_, addr := startServer(t, oneAnswer(testMetadata()), Config{SASL: true, OAuth: func(token string) (string, time.Time, error) {
+		logins.Add(1)
+		if token != "good" {
+			return "", time.Time{}, errors.New("no")
+		}
+		return "User:alice", time.Now().Add(2 * time.Second), nil
+	}})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.SASL(oauth.Auth{Token: "good"}.AsMechanism()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	seed := cl.SeedBrokers()[0]
+	for start := time.Now(); time.Since(start) < 4*time.Second; time.Sleep(100 * time.Millisecond) {
+		if _, err := seed.Request(ctx, kmsg.NewPtrMetadataRequest()); err != nil {
+			t.Fatalf("after %v: %v", time.Since(start), err)
+		}
+	}
+	if n := logins.Load(); n < 3 {
+		t.Errorf("%d logins over two token lifetimes", n)
+	}
+	bad, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.SASL(oauth.Auth{Token: "forged"}.AsMechanism()), kgo.RequestRetries(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bad.Close()
+	if _, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, bad); !errors.Is(err, kerr.SaslAuthenticationFailed) {
+		t.Errorf("a refused token: %v", err)
+	}
+}
+
+// Any bytes a client sends as an OAUTHBEARER response are parsed without
+// a panic, and what is accepted has a token.
+func FuzzParseOAuthBearer(f *testing.F) {
+	f.Add([]byte("n,,\x01auth=Bearer t\x01\x01"))
+	f.Add([]byte("n,a=x,\x01auth=Bearer t\x01k=v\x01\x01"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if token, _, ok := parseOAuthBearer(b); ok && token == "" {
+			t.Fatalf("%q accepted without a token", b)
+		}
+	})
 }

@@ -114,6 +114,9 @@ type Config struct {
 	// returns a user's password credential of a mechanism. PLAIN is
 	// offered only when Login is set.
 	Scram func(user string, mechanism int32) (*messages.ScramCredential, bool)
+	// OAuth, when set, offers OAUTHBEARER too: it checks a token and
+	// returns its principal and when it expires.
+	OAuth func(token string) (principal string, expires time.Time, err error)
 	// SessionLifetime, when positive, ends a SASL login's session that
 	// long after it (Kafka's connections.max.reauth.ms, KIP-368): the
 	// client must log in again on the connection before then, or the

@@ -88,6 +88,10 @@ type Config struct {
 	KafkaSASL            bool
 	KafkaSASLPlaintext   bool
 	KafkaSessionLifetime time.Duration
+	// KafkaOAuthJWKS, when set, makes the SASL listener take OAUTHBEARER
+	// logins with JWTs signed by a key of this JWKS file (and, when set,
+	// of issuer KafkaOAuthIssuer for audience KafkaOAuthAudience).
+	KafkaOAuthJWKS, KafkaOAuthIssuer, KafkaOAuthAudience string
 	// KafkaSettings are the broker's settings under Kafka's names, which
 	// the Kafka listener's DescribeConfigs of the broker lists.
 	KafkaSettings []kafka.BrokerSetting
@@ -150,6 +154,8 @@ type Server struct {
 	secure bool
 	host   string
 	port   int
+	// oauth checks OAUTHBEARER tokens on the Kafka listener (nil: none).
+	oauth *acl.OAuthVerifier
 
 	node      *transport.Node
 	broker    *broker.Broker
@@ -240,14 +246,21 @@ func New(cfg Config) (*Server, error) {
 	if cfg.KafkaSASL && (!secure || cfg.KafkaAddr == "") {
 		return nil, configErr("--kafka-sasl needs --kafka-addr and TLS (--tls-cert, --tls-key, --tls-ca): logins name principals for ACLs, which TLS turns on")
 	}
-	if (cfg.KafkaSASLPlaintext || cfg.KafkaSessionLifetime > 0) && !cfg.KafkaSASL {
-		return nil, configErr("SASL_PLAINTEXT and --kafka-sasl-session-lifetime need SASL on the Kafka listener (--kafka-sasl)")
+	if (cfg.KafkaSASLPlaintext || cfg.KafkaSessionLifetime > 0 || cfg.KafkaOAuthJWKS != "") && !cfg.KafkaSASL {
+		return nil, configErr("SASL_PLAINTEXT, --kafka-sasl-session-lifetime and --kafka-oauth-jwks need SASL on the Kafka listener (--kafka-sasl)")
+	}
+	var oauth *acl.OAuthVerifier
+	if cfg.KafkaOAuthJWKS != "" {
+		var err error
+		if oauth, err = acl.NewOAuthVerifier(cfg.KafkaOAuthJWKS, cfg.KafkaOAuthIssuer, cfg.KafkaOAuthAudience); err != nil {
+			return nil, configErr("--kafka-oauth-jwks: %v", err)
+		}
 	}
 	host, port, err := transport.ParseAddr(cfg.Addr)
 	if err != nil {
 		return nil, configErr("--addr: %v", err)
 	}
-	return &Server{cfg: cfg, logger: cfg.Logger, secure: secure, host: host, port: port}, nil
+	return &Server{cfg: cfg, logger: cfg.Logger, secure: secure, host: host, port: port, oauth: oauth}, nil
 }
 
 // Start binds the listeners, opens the data directory and the cluster
@@ -398,6 +411,13 @@ func (s *Server) Start(ctx context.Context) (err error) {
 		kafkaTLS := node.ServerTLS()
 		var login func(user, password string) (string, bool)
 		var scram func(user string, mechanism int32) (*messages.ScramCredential, bool)
+		var oauthLogin func(token string) (string, time.Time, error)
+		if s.oauth != nil {
+			oauthLogin = func(token string) (string, time.Time, error) {
+				sub, expires, err := s.oauth.Verify(token, time.Now())
+				return "User:" + sub, expires, err
+			}
+		}
 		switch {
 		case cfg.KafkaSASLPlaintext:
 			scram, kafkaTLS = bcfg.Tokens.Scram, nil
@@ -419,7 +439,7 @@ func (s *Server) Start(ctx context.Context) (err error) {
 			// With TLS on the broker the Kafka listener is TLS too, with the
 			// same certificates and principals.
 			TLS: kafkaTLS, Principal: transport.CertPrincipal, Anonymous: transport.AnonymousPrincipal,
-			SASL: cfg.KafkaSASL, Login: login, Scram: scram, SessionLifetime: cfg.KafkaSessionLifetime,
+			SASL: cfg.KafkaSASL, Login: login, Scram: scram, SessionLifetime: cfg.KafkaSessionLifetime, OAuth: oauthLogin,
 			Quotas: bcfg.Quotas.Load, DynamicConfigs: bcfg.DynamicConfigs.Load,
 			Metrics: bcfg.Metrics})
 		bcfg.Metrics.Listener("kafka", kafkaSrv.Open, map[string]metrics.Count{"limit": kafkaSrv.Refused.Load})

@@ -81,6 +81,9 @@ func runBroker(args []string, stdout, stderr io.Writer) error {
 	kafkaAdvertise := fs.String("kafka-advertise", "", "host:port Kafka clients reach the Kafka listener at (default: --kafka-addr as bound)")
 	kafkaSASL := fs.Bool("kafka-sasl", false, "the Kafka listener also takes SASL logins over TLS (SASL_SSL) from clients without a certificate: SCRAM-SHA-256/512 with the password of 'sluice user password', PLAIN with the token of 'sluice user create'; needs TLS")
 	kafkaProtocol := fs.String("kafka-security-protocol", "", "the Kafka listener's security protocol: SSL (mutual TLS, the default with TLS), SASL_SSL (as --kafka-sasl) or SASL_PLAINTEXT (SCRAM logins without TLS: the cluster still runs with TLS)")
+	kafkaOAuthJWKS := fs.String("kafka-oauth-jwks", "", "the Kafka listener also takes SASL OAUTHBEARER logins with JWTs signed by a key of this JWKS file (read again when it changes); the token's sub claim names the principal User:SUB; needs SASL")
+	kafkaOAuthIssuer := fs.String("kafka-oauth-issuer", "", "with --kafka-oauth-jwks: the iss claim tokens must have")
+	kafkaOAuthAudience := fs.String("kafka-oauth-audience", "", "with --kafka-oauth-jwks: the audience tokens must name")
 	kafkaSessionLifetime := fs.Duration("kafka-sasl-session-lifetime", 0, "a SASL login on the Kafka listener lasts this long; clients log in again on the connection before then (KIP-368), or are disconnected, so a removed password stops working on open connections too (0: forever)")
 	configFile := fs.String("config", "", "read settings from FILE: YAML (.yaml, .yml) or properties (key=value), with flag names or Kafka's (broker.id, log.dirs, num.partitions, ...); SLUICE_* variables and flags override it")
 	printCfg := fs.Bool("print-config", false, "print the effective settings, each with where it came from, and exit")
@@ -167,6 +170,7 @@ func runBroker(args []string, stdout, stderr io.Writer) error {
 		Consul: *consulAddr, Cluster: *clusterName, CheckTTL: *checkTTL,
 		KafkaAddr: *kafkaAddr, KafkaAdvertise: *kafkaAdvertise, KafkaSASL: *kafkaSASL,
 		KafkaSASLPlaintext: plaintextSASL, KafkaSessionLifetime: *kafkaSessionLifetime,
+		KafkaOAuthJWKS: *kafkaOAuthJWKS, KafkaOAuthIssuer: *kafkaOAuthIssuer, KafkaOAuthAudience: *kafkaOAuthAudience,
 		HTTPAddr: *httpAddr, HTTPAnonymous: *httpAnonymous, HTTPHosts: httpHosts, ConsoleWrite: *consoleWrite,
 		PartitionMetrics: *partitionMetrics, KafkaSettings: kafkaSettings(fs, sources),
 		MaxConnections: *maxConns, MaxConnectionsPerIP: *maxConnsPerIP, IdleTimeout: *idleConns, MaxInflightBytes: *inflight,

@@ -62,6 +62,9 @@ var kafkaNames = map[string]string{
 	"max.connections.per.ip":                  "max-connections-per-ip",
 	"connections.max.idle.ms":                 "connections-max-idle",
 	"connections.max.reauth.ms":               "kafka-sasl-session-lifetime",
+	"sasl.oauthbearer.jwks.endpoint.url":      "kafka-oauth-jwks",
+	"sasl.oauthbearer.expected.issuer":        "kafka-oauth-issuer",
+	"sasl.oauthbearer.expected.audience":      "kafka-oauth-audience",
 	"queued.max.request.bytes":                "max-inflight-bytes",
 	"super.users":                             "super-users",
 }

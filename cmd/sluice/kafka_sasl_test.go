@@ -2,14 +2,21 @@ package main
 
 import (
 	"context"
+	"crypto"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/big"
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -21,6 +28,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/sasl"
+	"github.com/twmb/franz-go/pkg/sasl/oauth"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 )
@@ -344,5 +352,92 @@ type kafkaConnectHook struct{ n *atomic.Int32 }
 func (h kafkaConnectHook) OnBrokerConnect(_ kgo.BrokerMetadata, _ time.Duration, _ net.Conn, err error) {
 	if err == nil {
 		h.n.Add(1)
+	}
+}
+
+// OAUTHBEARER with --kafka-oauth-jwks: a JWT signed by the identity
+// provider's key logs in as User:SUB and the ACLs of that principal apply;
+// a token of another key, an expired one or one for another audience is
+// SASL_AUTHENTICATION_FAILED. A JWKS file that cannot be read stops the
+// broker at start.
+func TestKafkaOAuthBearer(t *testing.T) {
+	idp, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	enc := base64.RawURLEncoding.EncodeToString
+	jwks, _ := json.Marshal(map[string]any{"keys": []map[string]string{
+		{"kty": "RSA", "kid": "idp-1", "use": "sig", "n": enc(idp.N.Bytes()), "e": enc(big.NewInt(int64(idp.E)).Bytes())}}})
+	jwksFile := filepath.Join(t.TempDir(), "jwks.json")
+	if err := os.WriteFile(jwksFile, jwks, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sign := func(key *rsa.PrivateKey, claims map[string]any) string {
+		header, _ := json.Marshal(map[string]string{"alg": "RS256", "kid": "idp-1", "typ": "JWT"})
+		body, _ := json.Marshal(claims)
+		signed := enc(header) + "." + enc(body)
+		digest := sha256.Sum256([]byte(signed))
+		sig, err := rsa.SignPKCS1v15(rand.Reader, key, crypto.SHA256, digest[:])
+		if err != nil {
+			t.Fatal(err)
+		}
+		return signed + "." + enc(sig)
+	}
+
+	certs := makeTestCerts(t)
+	if _, errOut, code := runCLI(t, "", append([]string{"broker", "--id", "1", "--data", t.TempDir(), "--addr", "127.0.0.1:0", "--kafka-addr", "127.0.0.1:0",
+		"--kafka-security-protocol", "SASL_PLAINTEXT", "--kafka-oauth-jwks", filepath.Join(t.TempDir(), "missing.json")}, certs.brokerFlags(1)...)...); code != 2 ||
+		!strings.Contains(errOut, "--kafka-oauth-jwks") {
+		t.Errorf("a missing JWKS file: exit %d: %s", code, errOut)
+	}
+	b := startBroker(t, append([]string{"--id", "1", "--kafka-addr", "127.0.0.1:0", "--kafka-security-protocol", "SASL_PLAINTEXT",
+		"--kafka-oauth-jwks", jwksFile, "--kafka-oauth-audience", "sluice"}, certs.brokerFlags(1)...)...)
+	addr := kafkaAddr(t, b)
+	for _, args := range [][]string{
+		{"topic", "create", "orders"},
+		{"topic", "create", "payments"},
+		{"acl", "add", "--allow-principal", "User:alice", "--operation", "write,describe", "--topic", "orders"},
+	} {
+		if out, errOut, code := runCLI(t, "", append(args, append([]string{"--broker", b.Addr}, certs.as("user-admin", "ca")...)...)...); code != 0 {
+			t.Fatalf("sluice %v: %s%s", args, out, errOut)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	claims := func(edit func(map[string]any)) map[string]any {
+		c := map[string]any{"sub": "alice", "aud": "sluice", "exp": time.Now().Add(time.Hour).Unix()}
+		if edit != nil {
+			edit(c)
+		}
+		return c
+	}
+	produce := func(token, topic string) error {
+		cl := newKgo(t, addr, kgo.SASL(oauth.Auth{Token: token}.AsMechanism()), kgo.RecordRetries(1), kgo.RetryTimeout(3*time.Second))
+		defer cl.Close()
+		return cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Value: []byte("v")}).FirstErr()
+	}
+	alice := sign(idp, claims(nil))
+	eventually(t, 20*time.Second, func() string { // the ACL reaches the broker
+		if err := produce(alice, "orders"); err != nil {
+			return "alice writing orders: " + err.Error()
+		}
+		return ""
+	})
+	if err := produce(alice, "payments"); !errors.Is(err, kerr.TopicAuthorizationFailed) {
+		t.Errorf("alice writing payments: %v", err)
+	}
+	forger, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, token := range map[string]string{
+		"another key":      sign(forger, claims(nil)),
+		"expired":          sign(idp, claims(func(c map[string]any) { c["exp"] = time.Now().Add(-time.Hour).Unix() })),
+		"another audience": sign(idp, claims(func(c map[string]any) { c["aud"] = "kafka" })),
+	} {
+		cl := newKgo(t, addr, kgo.SASL(oauth.Auth{Token: token}.AsMechanism()), kgo.RequestRetries(0), kgo.RetryTimeout(time.Second))
+		if _, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, cl); !errors.Is(err, kerr.SaslAuthenticationFailed) {
+			t.Errorf("%s: %v", name, err)
+		}
 	}
 }
