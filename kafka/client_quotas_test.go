@@ -1,6 +1,7 @@
 package kafka
 
 import (
+	"strconv"
 	"testing"
 	"time"
 
@@ -115,5 +116,23 @@ func TestQuotaThrottlesAndMutes(t *testing.T) {
 	}
 	if _, third := produce(3); third.Sub(answered) < time.Duration(second.ThrottleMillis)*time.Millisecond*9/10 {
 		t.Errorf("the next request was answered %v after a throttle of %d ms", third.Sub(answered), second.ThrottleMillis)
+	}
+}
+
+// The buckets kept are bounded: a client id beyond the bound takes the
+// place of an idle one (or of any), and is throttled like the others.
+func TestQuotaBucketsAreBounded(t *testing.T) {
+	var q quotaBuckets
+	now := time.Unix(1_700_000_000, 0)
+	for i := range maxQuotaBuckets {
+		q.bucket(acl.QuotaBucket{Key: acl.ProducerByteRate, ClientID: strconv.Itoa(i)}, now).Take(10, 100, now)
+	}
+	later := now.Add(time.Second)
+	newcomer := acl.QuotaBucket{Key: acl.ProducerByteRate, ClientID: "newcomer"}
+	if d := q.bucket(newcomer, later).Take(150, 100, later); d <= 0 {
+		t.Fatalf("the newcomer over its quota was not throttled: %v", d)
+	}
+	if d := q.bucket(newcomer, later).Take(10, 100, later); d <= 0 || len(q.buckets) > maxQuotaBuckets {
+		t.Errorf("the newcomer's bucket was not kept (%v) or the buckets grew to %d", d, len(q.buckets))
 	}
 }

@@ -20,7 +20,7 @@ import (
 
 const (
 	// maxQuotaBuckets bounds the buckets kept (one per user and client id
-	// under a default quota): full ones are dropped first.
+	// under a default quota): idle ones are dropped first.
 	maxQuotaBuckets = 10_000
 	// maxThrottle caps one throttle; a bigger debt stays in the bucket
 	// and throttles the next request.
@@ -34,7 +34,7 @@ type quotaBuckets struct {
 
 // bucket returns the bucket of k, making it (and dropping idle ones when
 // there are too many) if needed.
-func (q *quotaBuckets) bucket(k acl.QuotaBucket, rate int64, now time.Time) *throttle.Bucket {
+func (q *quotaBuckets) bucket(k acl.QuotaBucket, now time.Time) *throttle.Bucket {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if b, ok := q.buckets[k]; ok {
@@ -44,16 +44,22 @@ func (q *quotaBuckets) bucket(k acl.QuotaBucket, rate int64, now time.Time) *thr
 		q.buckets = map[acl.QuotaBucket]*throttle.Bucket{}
 	}
 	if len(q.buckets) >= maxQuotaBuckets {
+		// Forget the buckets idle longer than any throttle (their clients
+		// are gone), else one at random: every client keeps a bucket.
 		for key, b := range q.buckets {
-			if b.Available(rate, now) >= rate { // full: forgetting it changes nothing
+			if b.Idle(now) > maxThrottle {
 				delete(q.buckets, key)
 			}
 		}
+		for key := range q.buckets {
+			if len(q.buckets) < maxQuotaBuckets {
+				break
+			}
+			delete(q.buckets, key)
+		}
 	}
 	b := &throttle.Bucket{}
-	if len(q.buckets) < maxQuotaBuckets {
-		q.buckets[k] = b
-	}
+	q.buckets[k] = b
 	return b
 }
 
@@ -101,7 +107,7 @@ func (c *conn) enforceQuota(h header, req kmsg.Request, resp kmsg.Response) {
 		return
 	}
 	now := time.Now()
-	wait := min(c.srv.quotaBuckets.bucket(bucket, int64(rate), now).Take(n, int64(rate), now), maxThrottle)
+	wait := min(c.srv.quotaBuckets.bucket(bucket, now).Take(n, int64(rate), now), maxThrottle)
 	if wait <= 0 {
 		return
 	}

@@ -63,3 +63,10 @@ func (b *Bucket) Take(n int, rate int64, now time.Time) time.Duration {
 	}
 	return time.Duration(-b.tokens / b.rate * float64(time.Second))
 }
+
+// Idle is how long the bucket has not been used at now.
+func (b *Bucket) Idle(now time.Time) time.Duration {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return now.Sub(b.last)
+}
