@@ -12,19 +12,17 @@ import (
 	"errors"
 	"fmt"
 	"math/big"
-	"os"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 	"unicode"
 )
 
 // OAUTHBEARER logins (RFC 7628) carry a JWT (RFC 7519) that an identity
-// provider signed: OAuthVerifier checks its signature against the keys of
-// a JWKS file (RFC 7517, read again when it changes), its expiry, and the
-// issuer and audience when they are configured. The token's subject names
-// the principal, User:SUBJECT, as Kafka's default validator does.
+// provider signed: VerifyJWT checks its signature against the keys of a
+// JWKS document (RFC 7517), its expiry, and the issuer and audience when
+// they are configured. The token's subject names the principal,
+// User:SUBJECT, as Kafka's default validator does.
 
 // oauthClockSkew is the leeway on exp and nbf (Kafka's
 // sasl.oauthbearer.clock.skew.seconds).
@@ -32,54 +30,6 @@ const oauthClockSkew = 30 * time.Second
 
 // ErrOAuthToken wraps every refused token.
 var ErrOAuthToken = errors.New("OAUTHBEARER token refused")
-
-// OAuthVerifier checks OAUTHBEARER tokens. Safe for concurrent use.
-type OAuthVerifier struct {
-	path             string
-	issuer, audience string
-
-	mu      sync.Mutex
-	modTime time.Time
-	keys    map[string]crypto.PublicKey // by key id ("" for a key without one)
-}
-
-// NewOAuthVerifier reads the JWKS file at path (or file:// URL); issuer
-// and audience, when not empty, must match the tokens' iss and aud.
-func NewOAuthVerifier(path, issuer, audience string) (*OAuthVerifier, error) {
-	if rest, ok := strings.CutPrefix(path, "file://"); ok {
-		path = rest // Kafka's sasl.oauthbearer.jwks.endpoint.url of a file
-	} else if strings.Contains(path, "://") {
-		return nil, fmt.Errorf("JWKS %q: only a local file is read (a path or a file:// URL)", path)
-	}
-	v := &OAuthVerifier{path: path, issuer: issuer, audience: audience}
-	if err := v.reload(); err != nil {
-		return nil, err
-	}
-	return v, nil
-}
-
-// reload reads the JWKS file again if it changed since the last read.
-func (v *OAuthVerifier) reload() error {
-	st, err := os.Stat(v.path)
-	if err != nil {
-		return fmt.Errorf("JWKS file: %w", err)
-	}
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	if st.ModTime().Equal(v.modTime) && v.keys != nil {
-		return nil
-	}
-	data, err := os.ReadFile(v.path)
-	if err != nil {
-		return fmt.Errorf("JWKS file: %w", err)
-	}
-	keys, err := ParseJWKS(data)
-	if err != nil {
-		return fmt.Errorf("JWKS file %s: %w", v.path, err)
-	}
-	v.keys, v.modTime = keys, st.ModTime()
-	return nil
-}
 
 // ParseJWKS reads the RSA and EC (P-256, P-384) public keys of a JWKS
 // document, by key id; other key types are skipped.
@@ -137,18 +87,10 @@ func b64int(s string) (*big.Int, error) {
 	return new(big.Int).SetBytes(b), nil
 }
 
-// Verify checks token at now and returns its subject and expiry.
-func (v *OAuthVerifier) Verify(token string, now time.Time) (subject string, expires time.Time, err error) {
-	if err := v.reload(); err != nil {
-		return "", time.Time{}, err
-	}
-	v.mu.Lock()
-	keys := v.keys
-	v.mu.Unlock()
-	return verifyJWT(token, keys, v.issuer, v.audience, now)
-}
-
-func verifyJWT(token string, keys map[string]crypto.PublicKey, issuer, audience string, now time.Time) (string, time.Time, error) {
+// VerifyJWT checks token at now against keys (by key id, as ParseJWKS
+// returns them) and, when not empty, issuer and audience; it returns the
+// token's subject and expiry.
+func VerifyJWT(token string, keys map[string]crypto.PublicKey, issuer, audience string, now time.Time) (string, time.Time, error) {
 	refuse := func(format string, args ...any) (string, time.Time, error) {
 		return "", time.Time{}, fmt.Errorf("%w: %s", ErrOAuthToken, fmt.Sprintf(format, args...))
 	}

@@ -155,7 +155,7 @@ type Server struct {
 	host   string
 	port   int
 	// oauth checks OAUTHBEARER tokens on the Kafka listener (nil: none).
-	oauth *acl.OAuthVerifier
+	oauth *jwksFile
 
 	node      *transport.Node
 	broker    *broker.Broker
@@ -249,10 +249,10 @@ func New(cfg Config) (*Server, error) {
 	if (cfg.KafkaSASLPlaintext || cfg.KafkaSessionLifetime > 0 || cfg.KafkaOAuthJWKS != "") && !cfg.KafkaSASL {
 		return nil, configErr("SASL_PLAINTEXT, --kafka-sasl-session-lifetime and --kafka-oauth-jwks need SASL on the Kafka listener (--kafka-sasl)")
 	}
-	var oauth *acl.OAuthVerifier
+	var oauth *jwksFile
 	if cfg.KafkaOAuthJWKS != "" {
 		var err error
-		if oauth, err = acl.NewOAuthVerifier(cfg.KafkaOAuthJWKS, cfg.KafkaOAuthIssuer, cfg.KafkaOAuthAudience); err != nil {
+		if oauth, err = newJWKSFile(cfg.KafkaOAuthJWKS, cfg.KafkaOAuthIssuer, cfg.KafkaOAuthAudience); err != nil {
 			return nil, configErr("--kafka-oauth-jwks: %v", err)
 		}
 	}
@@ -413,10 +413,7 @@ func (s *Server) Start(ctx context.Context) (err error) {
 		var scram func(user string, mechanism int32) (*messages.ScramCredential, bool)
 		var oauthLogin func(token string) (string, time.Time, error)
 		if s.oauth != nil {
-			oauthLogin = func(token string) (string, time.Time, error) {
-				sub, expires, err := s.oauth.Verify(token, time.Now())
-				return "User:" + sub, expires, err
-			}
+			oauthLogin = s.oauth.verify
 		}
 		switch {
 		case cfg.KafkaSASLPlaintext:
