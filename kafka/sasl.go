@@ -192,6 +192,7 @@ func (c *conn) refuseLogin(resp *kmsg.SASLAuthenticateResponse, user, why string
 	resp.ErrorCode = int16(messages.ErrorCode_SASL_AUTHENTICATION_FAILED)
 	resp.ErrorMessage = kmsg.StringPtr("authentication failed: wrong user name or password")
 	delay, recent := c.srv.failedLogins.failed(c.ip, time.Now())
+	c.srv.cfg.Metrics.KafkaLoginFailed(c.mechanism)
 	c.srv.logSpaced("kafka SASL login refused", "remote", c.nc.RemoteAddr().String(), "mechanism", c.mechanism, "user", user,
 		"reason", why, "refusals_from_address_last_minute", recent, "delay", delay)
 	return func() kmsg.Response {

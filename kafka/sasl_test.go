@@ -9,12 +9,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/sasl/oauth"
 
 	"github.com/sluicemq/sluice/messages"
+	"github.com/sluicemq/sluice/metrics"
 )
 
 func TestParsePlain(t *testing.T) {
@@ -44,7 +46,8 @@ func TestSASLLogin(t *testing.T) {
 	md := testMetadata()
 	// FrameTimeout: a frame's body is waited for longer than the test
 	// waits for an answer.
-	_, addr := startServer(t, oneAnswer(md), Config{SASL: true, FrameTimeout: time.Minute, Login: func(user, password string) (string, bool) {
+	m := metrics.New(metrics.Build{}, metrics.Options{})
+	_, addr := startServer(t, oneAnswer(md), Config{SASL: true, FrameTimeout: time.Minute, Metrics: m, Login: func(user, password string) (string, bool) {
 		return "User:" + user, user == "alice" && password == "sluice_ok"
 	}})
 	handshake := func(c *client, mechanism string) int16 {
@@ -114,6 +117,13 @@ func TestSASLLogin(t *testing.T) {
 	}
 	if err := metadata(bad); err == nil {
 		t.Error("the connection went on after a refused login")
+	}
+	if err := testutil.GatherAndCompare(m.Registry, strings.NewReader(`
+# HELP sluice_kafka_login_failures_total SASL logins refused on the Kafka listener, by mechanism (each is logged with its source address and that address's refusals in the last minute).
+# TYPE sluice_kafka_login_failures_total counter
+sluice_kafka_login_failures_total{mechanism="PLAIN"} 1
+`), "sluice_kafka_login_failures_total"); err != nil {
+		t.Error(err)
 	}
 
 	// Before the login a frame may not be larger than a login needs: a

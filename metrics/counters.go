@@ -31,6 +31,7 @@ type counters struct {
 	duplicates      prometheus.Counter
 	storeErrors     *prometheus.CounterVec
 	throttleSeconds *prometheus.CounterVec
+	loginFailures   *prometheus.CounterVec
 }
 
 // latencyBuckets reach from 100 µs to about 26 s.
@@ -90,7 +91,10 @@ func newCounters(r *prometheus.Registry) *counters {
 	for _, q := range []string{"producer_byte_rate", "consumer_byte_rate"} {
 		c.throttleSeconds.WithLabelValues(q)
 	}
-	r.MustRegister(c.duplicates, c.storeErrors, c.throttleSeconds)
+	c.loginFailures = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sluice_kafka_login_failures_total",
+		Help: "SASL logins refused on the Kafka listener, by mechanism (each is logged with its source address and that address's refusals in the last minute)."},
+		[]string{"mechanism"})
+	r.MustRegister(c.duplicates, c.storeErrors, c.throttleSeconds, c.loginFailures)
 	r.MustRegister(c.recordsProduced, c.bytesProduced, c.bytesFetched, c.replicationIn, c.replicationOut, c.reassignmentOut, c.elections,
 		c.isrShrinks, c.isrExpands, c.requests, c.requestErrors, c.produceSeconds, c.fsyncSeconds, c.commitBatches,
 		c.mailboxDepth, c.mailboxSeconds, c.kafkaRequests, c.kafkaSeconds)
@@ -222,6 +226,13 @@ func (m *Broker) KafkaRequest(api string, code int16, d time.Duration) {
 func (m *Broker) KafkaThrottle(quota string, d time.Duration) {
 	if m != nil {
 		m.c.throttleSeconds.WithLabelValues(quota).Add(d.Seconds())
+	}
+}
+
+// KafkaLoginFailed counts a refused SASL login of mechanism.
+func (m *Broker) KafkaLoginFailed(mechanism string) {
+	if m != nil {
+		m.c.loginFailures.WithLabelValues(mechanism).Inc()
 	}
 }
 
