@@ -84,6 +84,11 @@ type WALLog struct {
 	scanned   int   // segments read by OpenWAL (the others came from the snapshot)
 	failed    error // sticky: set when wal's state may no longer match ours
 	closed    bool
+	// walTruncated is a test seam: when set, it runs as soon as wal has
+	// truncated the log, and an error stops the truncation there, as a
+	// kill would (wal has no step after its rename that a test could make
+	// fail).
+	walTruncated func() error
 
 	// Guarded by the pool's lock.
 	poolElem  *list.Element
@@ -271,7 +276,7 @@ func (w *WALLog) closeWAL() error {
 	}
 	err := w.wal.Close()
 	if err == nil {
-		w.journalSegment(true) // wal fsync'd the tail before closing it
+		w.journalTail() // wal fsync'd the tail before closing it
 	}
 	w.wal, w.cachedSeg, w.cachedBytes, w.tailWritten = nil, 0, 0, false
 	if w.opts.Pool != nil {
@@ -293,17 +298,13 @@ func (w *WALLog) unregister() {
 	}
 }
 
-// journalSegment records a segment wal rewrote and fsync'd as durable in
-// full: the last one (last) or the first one.
-func (w *WALLog) journalSegment(last bool) {
+// journalTail records the last segment, which wal fsync'd, as durable in
+// full.
+func (w *WALLog) journalTail() {
 	if !syncjournal.Enabled() || len(w.segs) == 0 {
 		return
 	}
-	idx := w.segs[0]
-	if last {
-		idx = w.segs[len(w.segs)-1]
-	}
-	syncjournal.SyncedFile(filepath.Join(w.dir, segmentName(idx)))
+	syncjournal.SyncedFile(filepath.Join(w.dir, segmentName(w.segs[len(w.segs)-1])))
 }
 
 // usable returns the error every call gets after Close or a failure.

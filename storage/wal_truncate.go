@@ -2,7 +2,11 @@ package storage
 
 import (
 	"fmt"
+	"path/filepath"
 	"time"
+
+	"github.com/sluicemq/sluice/storage/syncjournal"
+	"github.com/tidwall/wal"
 )
 
 // Removing records from a WAL log: truncation at the end, deletion and
@@ -35,20 +39,27 @@ func (w *WALLog) TruncateTo(offset int64) error {
 			return err // nothing changed yet
 		}
 	}
-	if err := w.wal.TruncateBack(w.first + uint64(n) - 1); err != nil {
-		return w.fail(fmt.Errorf("truncate: %w", err))
-	}
-	defer w.journalSegment(true) // wal rewrote the new last segment, fsync'd, and renamed it
 	// wal keeps the segments up to the one holding the new last entry (the
 	// first segment when empty), that one holding entries up to it.
-	s := 0
+	s, tail := 0, 0
 	if n > 0 {
 		s = w.segment(w.first + uint64(n) - 1)
 	}
-	w.segs, w.tail = w.segs[:s+1], 0
 	for i := int(w.segs[s] - w.first); i < n; i++ {
-		w.tail += entrySize(int(w.x.batches[i].size))
+		tail += entrySize(int(w.x.batches[i].size))
 	}
+	if err := w.journalRewrite(w.segs[s], ".END", tail); err != nil {
+		return err // nothing changed yet
+	}
+	if err := w.wal.TruncateBack(w.first + uint64(n) - 1); err != nil {
+		return w.fail(fmt.Errorf("truncate: %w", err))
+	}
+	if w.walTruncated != nil {
+		if err := w.walTruncated(); err != nil {
+			return w.fail(fmt.Errorf("truncate: %w", err))
+		}
+	}
+	w.segs, w.tail = w.segs[:s+1], tail
 	w.x.truncate(n)
 	if err := w.syncDir(); err != nil {
 		return w.fail(fmt.Errorf("truncate: %w", err))
@@ -125,8 +136,22 @@ func (w *WALLog) dropFront(n int) error {
 	// At a segment's first index wal deletes the older segment files, but it
 	// also rewrites that segment as a copy (NAME.START) before renaming it.
 	idx := w.first + uint64(n)
+	size := 0 // wal keeps the rest of the segment holding idx
+	if !all {
+		for _, bi := range w.x.batches[n:w.segmentEnd(n)] {
+			size += entrySize(int(bi.size))
+		}
+	}
+	if err := w.journalRewrite(idx, ".START", size); err != nil {
+		return err // nothing changed yet
+	}
 	if err := w.wal.TruncateFront(idx); err != nil {
 		return w.fail(fmt.Errorf("delete: %w", err))
+	}
+	if w.walTruncated != nil {
+		if err := w.walTruncated(); err != nil {
+			return w.fail(fmt.Errorf("delete: %w", err))
+		}
 	}
 	if all {
 		w.segs, w.tail = []uint64{idx}, 0 // one empty segment named after the next index
@@ -135,9 +160,23 @@ func (w *WALLog) dropFront(n int) error {
 	}
 	w.first = idx
 	w.x.dropFront(n)
-	w.journalSegment(false) // wal rewrote the new first segment, fsync'd, and renamed it
 	if err := w.syncDir(); err != nil {
 		return w.fail(fmt.Errorf("delete: %w", err))
 	}
 	return nil
+}
+
+// journalRewrite records in the sync journal, before wal rewrites the
+// segment named after WAL index seg, that the new file will be durable to
+// size once it is in place: wal writes it as NAME+suffix+".TEMP" (opening
+// the file created here with O_TRUNC, so the inode recorded is the one it
+// writes), fsyncs it, and renames it to NAME+suffix and then to NAME, all
+// inside the call. Recorded once the call returned, a kill in between left
+// the journal behind the disk, and the simulated power loss emptied the
+// rewritten segment: entries before a TruncateTo's cut were lost, and a
+// DeleteBefore that kept only the last segment left an empty log at
+// offset 0.
+func (w *WALLog) journalRewrite(seg uint64, suffix string, size int) error {
+	name := filepath.Join(w.dir, segmentName(seg))
+	return syncjournal.SyncedBeforeRename(name+suffix+".TEMP", name, int64(size), wal.DefaultOptions.FilePerms)
 }

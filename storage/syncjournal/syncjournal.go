@@ -98,6 +98,35 @@ func SyncedBeforeCreate(path string, size int64, next string) {
 	fmt.Fprintf(j.f, "%d\t%s%q\t%s\n", size, oncePrefix, nextAbs, abs)
 }
 
+// SyncedBeforeRename records, ahead of time, that the file about to be
+// written at tmp will be durable up to size bytes at path, for a call that
+// writes tmp, fsyncs it and only then renames it to path (through other
+// names or not: wal rewriting a segment as NAME.END.TEMP, NAME.END, NAME):
+// a record made after such a call, as Synced is, would leave the journal
+// behind the disk if a kill came in between, and PowerLoss would empty the
+// file in place. It creates tmp with perm (or empties it) and records it by
+// its inode, so the record counts only once that very file is at path,
+// which it reaches only after its fsync; the caller's writer must open
+// tmp as it is (O_TRUNC), not remove it and create another.
+func SyncedBeforeRename(tmp, path string, size int64, perm os.FileMode) error {
+	if active.Load() == nil {
+		return nil
+	}
+	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, perm)
+	if err != nil {
+		return err
+	}
+	info, err := f.Stat()
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	Synced(path, info, size)
+	return nil
+}
+
 // oncePrefix marks the second field of a SyncedBeforeCreate record, where
 // a Synced record has the inode.
 const oncePrefix = "once "

@@ -62,3 +62,56 @@ func TestSyncedBeforeCreateNeedsTheNextFile(t *testing.T) {
 		t.Fatalf("file whose next does not exist holds %q", got)
 	}
 }
+
+// A record made before a rewrite counts for the rewritten file once it is
+// in place, and neither for the file it replaces nor for the one at tmp.
+func TestSyncedBeforeRenameCountsOnlyForTheRenamedFile(t *testing.T) {
+	root := t.TempDir()
+	journal := filepath.Join(t.TempDir(), "journal")
+	if err := Enable(journal); err != nil {
+		t.Fatal(err)
+	}
+	defer active.Store(nil)
+	path, tmp := filepath.Join(root, "seg"), filepath.Join(root, "seg.END.TEMP")
+	os.WriteFile(path, []byte("old, never synced"), 0o644)
+	if err := SyncedBeforeRename(tmp, path, 3, 0o640); err != nil {
+		t.Fatal(err)
+	}
+	// Before the rename: the old file and the one being written.
+	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_RDWR|os.O_TRUNC, 0o640)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString("new")
+	f.Close()
+	before := t.TempDir()
+	for _, p := range []string{path, tmp} {
+		data, _ := os.ReadFile(p)
+		os.WriteFile(filepath.Join(before, filepath.Base(p)), data, 0o644)
+	}
+	if _, err := PowerLoss(root, journal); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{path, tmp} {
+		if got, _ := os.ReadFile(p); len(got) != 0 {
+			t.Fatalf("%s holds %q before the rename", filepath.Base(p), got)
+		}
+	}
+	// After it, with bytes appended and never synced.
+	for _, p := range []string{path, tmp} {
+		data, _ := os.ReadFile(filepath.Join(before, filepath.Base(p)))
+		os.WriteFile(p, data, 0o644)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		t.Fatal(err)
+	}
+	f, _ = os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	f.WriteString(" and more")
+	f.Close()
+	if _, err := PowerLoss(root, journal); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(path); string(got) != "new" {
+		t.Fatalf("renamed file holds %q", got)
+	}
+}
