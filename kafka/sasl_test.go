@@ -50,43 +50,8 @@ func TestSASLLogin(t *testing.T) {
 	_, addr := startServer(t, oneAnswer(md), Config{SASL: true, FrameTimeout: time.Minute, Metrics: m, Login: func(user, password string) (string, bool) {
 		return "User:" + user, user == "alice" && password == "sluice_ok"
 	}})
-	handshake := func(c *client, mechanism string) int16 {
-		t.Helper()
-		req := kmsg.NewPtrSASLHandshakeRequest()
-		req.SetVersion(1)
-		req.Mechanism = mechanism
-		c.send(frameRequest(req, 1))
-		resp := kmsg.NewPtrSASLHandshakeResponse()
-		resp.SetVersion(1)
-		if _, err := c.read(resp); err != nil {
-			t.Fatal(err)
-		}
-		return resp.ErrorCode
-	}
-	login := func(c *client, auth string) int16 {
-		t.Helper()
-		req := kmsg.NewPtrSASLAuthenticateRequest()
-		req.SetVersion(2)
-		req.SASLAuthBytes = []byte(auth)
-		c.send(frameRequest(req, 2))
-		resp := kmsg.NewPtrSASLAuthenticateResponse()
-		resp.SetVersion(2)
-		if _, err := c.read(resp); err != nil {
-			t.Fatal(err)
-		}
-		return resp.ErrorCode
-	}
-	metadata := func(c *client) error {
-		req := kmsg.NewPtrMetadataRequest()
-		req.SetVersion(9)
-		c.send(frameRequest(req, 3))
-		resp := kmsg.NewPtrMetadataResponse()
-		resp.SetVersion(9)
-		_, err := c.read(resp)
-		return err
-	}
 
-	if err := metadata(dial(t, addr)); err == nil {
+	if err := metadataOn(dial(t, addr)); err == nil {
 		t.Error("metadata answered before the login")
 	}
 	v0 := kmsg.NewPtrSASLHandshakeRequest()
@@ -96,26 +61,26 @@ func TestSASLLogin(t *testing.T) {
 	if resp := kmsg.NewPtrSASLHandshakeResponse(); func() error { _, err := c0.read(resp); return err }() != nil || resp.ErrorCode != errUnsupportedVersion {
 		t.Errorf("a v0 handshake: %+v", resp)
 	}
-	if c := dial(t, addr); handshake(c, "SCRAM-SHA-256") != errUnsupportedSASLMechanism {
+	if c := dial(t, addr); saslHandshake(t, c, "SCRAM-SHA-256") != errUnsupportedSASLMechanism {
 		t.Error("an unsupported mechanism was taken")
 	}
 	c := dial(t, addr)
-	if code := handshake(c, "PLAIN"); code != 0 {
+	if code := saslHandshake(t, c, "PLAIN"); code != 0 {
 		t.Fatalf("handshake: %d", code)
 	}
-	if code := login(c, "\x00alice\x00sluice_ok"); code != 0 {
+	if code := saslLogin(t, c, "\x00alice\x00sluice_ok").ErrorCode; code != 0 {
 		t.Fatalf("login: %d", code)
 	}
-	if err := metadata(c); err != nil {
+	if err := metadataOn(c); err != nil {
 		t.Errorf("metadata after the login: %v", err)
 	}
 
 	bad := dial(t, addr)
-	handshake(bad, "PLAIN")
-	if code := login(bad, "\x00alice\x00sluice_wrong"); code != int16(messages.ErrorCode_SASL_AUTHENTICATION_FAILED) {
+	saslHandshake(t, bad, "PLAIN")
+	if code := saslLogin(t, bad, "\x00alice\x00sluice_wrong").ErrorCode; code != int16(messages.ErrorCode_SASL_AUTHENTICATION_FAILED) {
 		t.Errorf("a wrong password: code %d", code)
 	}
-	if err := metadata(bad); err == nil {
+	if err := metadataOn(bad); err == nil {
 		t.Error("the connection went on after a refused login")
 	}
 	if err := testutil.GatherAndCompare(m.Registry, strings.NewReader(`
@@ -142,8 +107,8 @@ sluice_kafka_login_failures_total{mechanism="PLAIN"} 1
 		t.Errorf("the size of a 600 KB frame before the login: %v, want the connection closed", err)
 	}
 	member := dial(t, addr)
-	handshake(member, "PLAIN")
-	login(member, "\x00alice\x00sluice_ok")
+	saslHandshake(t, member, "PLAIN")
+	saslLogin(t, member, "\x00alice\x00sluice_ok")
 	member.send(frameRequest(big, 4))
 	resp := kmsg.NewPtrMetadataResponse()
 	resp.SetVersion(9)
@@ -196,72 +161,37 @@ func TestSASLSessionLifetime(t *testing.T) {
 	lifetime := time.Second
 	_, addr := startServer(t, oneAnswer(testMetadata()), Config{SASL: true, SessionLifetime: lifetime,
 		Login: func(user, password string) (string, bool) { return "User:" + user, password == "sluice_ok" }})
-	handshake := func(c *client, mechanism string) int16 {
-		t.Helper()
-		req := kmsg.NewPtrSASLHandshakeRequest()
-		req.SetVersion(1)
-		req.Mechanism = mechanism
-		c.send(frameRequest(req, 1))
-		resp := kmsg.NewPtrSASLHandshakeResponse()
-		resp.SetVersion(1)
-		if _, err := c.read(resp); err != nil {
-			t.Fatal(err)
-		}
-		return resp.ErrorCode
-	}
-	login := func(c *client, auth string) *kmsg.SASLAuthenticateResponse {
-		t.Helper()
-		req := kmsg.NewPtrSASLAuthenticateRequest()
-		req.SetVersion(2)
-		req.SASLAuthBytes = []byte(auth)
-		c.send(frameRequest(req, 2))
-		resp := kmsg.NewPtrSASLAuthenticateResponse()
-		resp.SetVersion(2)
-		if _, err := c.read(resp); err != nil {
-			t.Fatal(err)
-		}
-		return resp
-	}
-	metadata := func(c *client) error {
-		req := kmsg.NewPtrMetadataRequest()
-		req.SetVersion(9)
-		c.send(frameRequest(req, 3))
-		resp := kmsg.NewPtrMetadataResponse()
-		resp.SetVersion(9)
-		_, err := c.read(resp)
-		return err
-	}
 
 	c := dial(t, addr)
-	handshake(c, "PLAIN")
-	if resp := login(c, "\x00alice\x00sluice_ok"); resp.ErrorCode != 0 || resp.SessionLifetimeMillis != lifetime.Milliseconds() {
+	saslHandshake(t, c, "PLAIN")
+	if resp := saslLogin(t, c, "\x00alice\x00sluice_ok"); resp.ErrorCode != 0 || resp.SessionLifetimeMillis != lifetime.Milliseconds() {
 		t.Fatalf("login: code %d, lifetime %d ms", resp.ErrorCode, resp.SessionLifetimeMillis)
 	}
 	for range 3 { // log in again before each end: the connection lives on
-		if err := metadata(c); err != nil {
+		if err := metadataOn(c); err != nil {
 			t.Fatal(err)
 		}
 		time.Sleep(lifetime / 2)
-		if code := handshake(c, "PLAIN"); code != 0 {
+		if code := saslHandshake(t, c, "PLAIN"); code != 0 {
 			t.Fatalf("handshake again: %d", code)
 		}
-		if resp := login(c, "\x00alice\x00sluice_ok"); resp.ErrorCode != 0 {
+		if resp := saslLogin(t, c, "\x00alice\x00sluice_ok"); resp.ErrorCode != 0 {
 			t.Fatalf("login again: %d", resp.ErrorCode)
 		}
 	}
 	time.Sleep(lifetime + 50*time.Millisecond) // past the session's end
-	if err := metadata(c); err == nil {
+	if err := metadataOn(c); err == nil {
 		t.Error("a request after the session ended was answered")
 	}
 
 	other := dial(t, addr)
-	handshake(other, "PLAIN")
-	login(other, "\x00alice\x00sluice_ok")
-	handshake(other, "PLAIN")
-	if resp := login(other, "\x00bob\x00sluice_ok"); resp.ErrorCode != int16(messages.ErrorCode_SASL_AUTHENTICATION_FAILED) {
+	saslHandshake(t, other, "PLAIN")
+	saslLogin(t, other, "\x00alice\x00sluice_ok")
+	saslHandshake(t, other, "PLAIN")
+	if resp := saslLogin(t, other, "\x00bob\x00sluice_ok"); resp.ErrorCode != int16(messages.ErrorCode_SASL_AUTHENTICATION_FAILED) {
 		t.Errorf("a login again as bob: code %d", resp.ErrorCode)
 	}
-	if err := metadata(other); err == nil {
+	if err := metadataOn(other); err == nil {
 		t.Error("the connection went on after a login again as another principal")
 	}
 
@@ -269,11 +199,11 @@ func TestSASLSessionLifetime(t *testing.T) {
 	_, forever := startServer(t, oneAnswer(testMetadata()), Config{SASL: true,
 		Login: func(user, password string) (string, bool) { return "User:" + user, true }})
 	f := dial(t, forever)
-	handshake(f, "PLAIN")
-	if resp := login(f, "\x00alice\x00x"); resp.SessionLifetimeMillis != 0 {
+	saslHandshake(t, f, "PLAIN")
+	if resp := saslLogin(t, f, "\x00alice\x00x"); resp.SessionLifetimeMillis != 0 {
 		t.Errorf("a lifetime of %d ms without one configured", resp.SessionLifetimeMillis)
 	}
-	if code := handshake(f, "PLAIN"); code != errIllegalSASLState {
+	if code := saslHandshake(t, f, "PLAIN"); code != errIllegalSASLState {
 		t.Errorf("a second handshake without lifetimes: %d", code)
 	}
 }
@@ -349,4 +279,46 @@ func FuzzParseOAuthBearer(f *testing.F) {
 			t.Fatalf("%q accepted without a token", b)
 		}
 	})
+}
+
+// saslHandshake sends a SaslHandshake v1 for mechanism and returns its code.
+func saslHandshake(t *testing.T, c *client, mechanism string) int16 {
+	t.Helper()
+	req := kmsg.NewPtrSASLHandshakeRequest()
+	req.SetVersion(1)
+	req.Mechanism = mechanism
+	c.send(frameRequest(req, 1))
+	resp := kmsg.NewPtrSASLHandshakeResponse()
+	resp.SetVersion(1)
+	if _, err := c.read(resp); err != nil {
+		t.Fatal(err)
+	}
+	return resp.ErrorCode
+}
+
+// saslLogin sends a SaslAuthenticate v2 with auth and returns the answer.
+func saslLogin(t *testing.T, c *client, auth string) *kmsg.SASLAuthenticateResponse {
+	t.Helper()
+	req := kmsg.NewPtrSASLAuthenticateRequest()
+	req.SetVersion(2)
+	req.SASLAuthBytes = []byte(auth)
+	c.send(frameRequest(req, 2))
+	resp := kmsg.NewPtrSASLAuthenticateResponse()
+	resp.SetVersion(2)
+	if _, err := c.read(resp); err != nil {
+		t.Fatal(err)
+	}
+	return resp
+}
+
+// metadataOn sends a Metadata v9 and reads its answer (an error: the
+// connection was closed).
+func metadataOn(c *client) error {
+	req := kmsg.NewPtrMetadataRequest()
+	req.SetVersion(9)
+	c.send(frameRequest(req, 3))
+	resp := kmsg.NewPtrMetadataResponse()
+	resp.SetVersion(9)
+	_, err := c.read(resp)
+	return err
 }
