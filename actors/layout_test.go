@@ -14,7 +14,7 @@ import (
 func TestPurePackagesDoNoIO(t *testing.T) {
 	forbidden := []string{"github.com/asynkron/protoactor-go", "github.com/sluicemq/sluice/storage",
 		"github.com/hashicorp/consul", "github.com/sluicemq/sluice/cluster", "net", "os", "google.golang.org/grpc"}
-	for _, dir := range []string{"replication", "replica", "election", "placement", "groups", "producerstate", "../acl"} {
+	for _, dir := range []string{"replication", "replica", "election", "placement", "groups", "consumergroup", "producerstate", "../acl"} {
 		for f, path := range importsOf(t, dir) {
 			for _, bad := range forbidden {
 				if path == bad || strings.HasPrefix(path, bad+"/") {
