@@ -86,6 +86,11 @@ type BrokerConfig struct {
 	GroupMaxSessionTimeout time.Duration
 	// GroupMaxSize bounds a group's members (Kafka's group.max.size).
 	GroupMaxSize int
+	// GroupConsumerSessionTimeout and GroupConsumerHeartbeatInterval are
+	// the session timeout and heartbeat interval of members of Kafka's
+	// consumer protocol (KIP-848), which the coordinator sets, not they.
+	GroupConsumerSessionTimeout    time.Duration
+	GroupConsumerHeartbeatInterval time.Duration
 	// GroupMetadataMaxBytes bounds what the members of all groups this
 	// broker coordinates carry (topics, protocols and their metadata); one
 	// principal may hold a quarter. GroupMetadata counts it (Start makes
@@ -168,30 +173,32 @@ const DefaultLogMemoryBytes = 512 << 20
 // DefaultBrokerConfig returns a configuration with Kafka-like defaults.
 func DefaultBrokerConfig() BrokerConfig {
 	return BrokerConfig{
-		DataDir:                      "sluice-data",
-		DefaultTopic:                 DefaultTopicConfig(),
-		DefaultPartitions:            1,
-		DefaultReplicationFactor:     1,
-		ReplicaLagTimeMax:            30 * time.Second,
-		BrokerSessionTimeout:         9 * time.Second,
-		AutoLeaderRebalance:          true,
-		LeaderImbalanceCheckInterval: 300 * time.Second,
-		LeaderImbalanceRatio:         0.10,
-		RetentionCheckInterval:       5 * time.Minute,
-		HWCheckpointInterval:         5 * time.Second,
-		MaxFetchBytes:                8 << 20,
-		MaxFetchWaitMs:               30000,
-		OffsetsPartitions:            16,
-		OffsetsReplicationFactor:     3,
-		GroupInitialRebalanceDelay:   300 * time.Millisecond,
-		GroupMinSessionTimeout:       time.Second,
-		GroupMaxSessionTimeout:       5 * time.Minute,
-		GroupMaxSize:                 1000,
-		GroupMetadataMaxBytes:        256 << 20,
-		ProducerIDExpiration:         producerstate.DefaultProducerIDExpiration,
-		LogMemoryBytes:               DefaultLogMemoryBytes,
-		LogIdleTime:                  storage.DefaultIdleAfter,
-		Logger:                       slog.Default(),
+		DataDir:                        "sluice-data",
+		DefaultTopic:                   DefaultTopicConfig(),
+		DefaultPartitions:              1,
+		DefaultReplicationFactor:       1,
+		ReplicaLagTimeMax:              30 * time.Second,
+		BrokerSessionTimeout:           9 * time.Second,
+		AutoLeaderRebalance:            true,
+		LeaderImbalanceCheckInterval:   300 * time.Second,
+		LeaderImbalanceRatio:           0.10,
+		RetentionCheckInterval:         5 * time.Minute,
+		HWCheckpointInterval:           5 * time.Second,
+		MaxFetchBytes:                  8 << 20,
+		MaxFetchWaitMs:                 30000,
+		OffsetsPartitions:              16,
+		OffsetsReplicationFactor:       3,
+		GroupInitialRebalanceDelay:     300 * time.Millisecond,
+		GroupMinSessionTimeout:         time.Second,
+		GroupMaxSessionTimeout:         5 * time.Minute,
+		GroupMaxSize:                   1000,
+		GroupConsumerSessionTimeout:    45 * time.Second,
+		GroupConsumerHeartbeatInterval: 5 * time.Second,
+		GroupMetadataMaxBytes:          256 << 20,
+		ProducerIDExpiration:           producerstate.DefaultProducerIDExpiration,
+		LogMemoryBytes:                 DefaultLogMemoryBytes,
+		LogIdleTime:                    storage.DefaultIdleAfter,
+		Logger:                         slog.Default(),
 	}
 }
 
@@ -232,6 +239,9 @@ func (c *BrokerConfig) Validate() error {
 		return fmt.Errorf("group metadata max bytes %d: must be at least 4 MiB (4194304)", c.GroupMetadataMaxBytes)
 	case c.GroupMinSessionTimeout <= 0 || c.GroupMaxSessionTimeout < c.GroupMinSessionTimeout:
 		return fmt.Errorf("group session timeout bounds [%v, %v]: want 0 < min <= max", c.GroupMinSessionTimeout, c.GroupMaxSessionTimeout)
+	case c.GroupConsumerHeartbeatInterval <= 0 || c.GroupConsumerSessionTimeout <= c.GroupConsumerHeartbeatInterval:
+		return fmt.Errorf("consumer group heartbeat interval %v and session timeout %v: want 0 < interval < session timeout",
+			c.GroupConsumerHeartbeatInterval, c.GroupConsumerSessionTimeout)
 	case c.GroupInitialRebalanceDelay < 0:
 		return fmt.Errorf("group initial rebalance delay %v: must be >= 0", c.GroupInitialRebalanceDelay)
 	case c.ProducerIDExpiration <= 0:

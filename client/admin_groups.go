@@ -1,6 +1,7 @@
 package client
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -43,11 +44,15 @@ func (a *Admin) FindCoordinator(ctx context.Context, group string) (string, erro
 type GroupListing struct {
 	Group string
 	// State is the group's state: Empty, PreparingRebalance,
-	// CompletingRebalance, Stable or Dead.
+	// CompletingRebalance, Stable or Dead; a group of Kafka's consumer
+	// protocol is Empty, Reconciling or Stable.
 	State   string
 	Members int32
 	// Coordinator is the broker that coordinates the group.
 	Coordinator int32
+	// GroupType is "classic", or "consumer" for a group of Kafka's consumer
+	// protocol (KIP-848).
+	GroupType string
 }
 
 // ListGroups lists every group of the cluster, sorted by name, asking every
@@ -65,7 +70,8 @@ func (a *Admin) ListGroups(ctx context.Context) ([]GroupListing, error) {
 		}
 		if resp, ok := res.(*messages.ListGroupsResponse); ok {
 			for _, g := range resp.Groups {
-				out = append(out, GroupListing{Group: g.Group, State: g.State, Members: g.Members, Coordinator: g.Coordinator})
+				out = append(out, GroupListing{Group: g.Group, State: g.State, Members: g.Members, Coordinator: g.Coordinator,
+					GroupType: cmp.Or(g.GroupType, "classic")})
 			}
 		}
 	}

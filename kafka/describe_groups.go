@@ -7,7 +7,8 @@ import (
 )
 
 // DescribeGroups (key 15), v0–5: state, assignor and members, with each
-// member's subscription and assignment in Kafka's consumer encoding.
+// member's subscription and assignment in Kafka's consumer encoding. A
+// group of the consumer protocol (KIP-848) is Dead here, as in Kafka.
 
 func handleDescribeGroups(r *request, h header, kreq kmsg.Request) func() kmsg.Response {
 	req := kreq.(*kmsg.DescribeGroupsRequest)
@@ -28,6 +29,10 @@ func handleDescribeGroups(r *request, h header, kreq kmsg.Request) func() kmsg.R
 				rg.State = "Dead" // as Kafka describes a group it does not know
 			case dr.Error != messages.ErrorCode_NONE:
 				rg.ErrorCode, rg.ErrorMessage = kafkaCode(dr.Error), kmsg.StringPtr(dr.ErrorMessage)
+			case dr.GroupType == "consumer":
+				// Not a classic group: Kafka describes it as one it does not
+				// know; ConsumerGroupDescribe shows it.
+				rg.State = "Dead"
 			default:
 				rg.State, rg.ProtocolType, rg.Protocol = dr.State, consumerProtocol, dr.Assignor
 				if dr.State == "Dead" {

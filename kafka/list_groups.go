@@ -9,7 +9,9 @@ import (
 	"github.com/sluicemq/sluice/messages"
 )
 
-// ListGroups (key 16), v0–4: the groups this broker coordinates.
+// ListGroups (key 16), v0–5: the groups this broker coordinates, with
+// their state (v4+, filtered by StatesFilter) and type (v5+: "classic" or
+// "consumer" for Kafka's consumer protocol, filtered by TypesFilter).
 
 func handleListGroups(r *request, h header, kreq kmsg.Request) func() kmsg.Response {
 	req := kreq.(*kmsg.ListGroupsRequest)
@@ -23,11 +25,19 @@ func handleListGroups(r *request, h header, kreq kmsg.Request) func() kmsg.Respo
 			return resp
 		}
 		for _, g := range lr.Groups {
-			if len(req.StatesFilter) > 0 && !containsFold(req.StatesFilter, g.State) {
+			state, kind := g.State, g.GroupType
+			if kind == "" {
+				kind = "classic"
+			}
+			if kind == "consumer" {
+				state = kafkaGroupState(state)
+			}
+			if len(req.StatesFilter) > 0 && !containsFold(req.StatesFilter, state) ||
+				len(req.TypesFilter) > 0 && !containsFold(req.TypesFilter, kind) {
 				continue
 			}
 			lg := kmsg.NewListGroupsResponseGroup()
-			lg.Group, lg.ProtocolType, lg.GroupState = g.Group, consumerProtocol, g.State
+			lg.Group, lg.ProtocolType, lg.GroupState, lg.GroupType = g.Group, consumerProtocol, state, kind
 			resp.Groups = append(resp.Groups, lg)
 		}
 		return resp

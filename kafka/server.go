@@ -535,7 +535,7 @@ func (c *conn) serve() {
 			c.srv.cfg.Metrics.KafkaRequest(kmsg.NameForKey(h.key), code, time.Since(arrived))
 			if refusals[code] {
 				c.srv.logSpaced("kafka request refused", "principal", c.caller.Principal, "remote", c.nc.RemoteAddr().String(),
-					"api", kmsg.NameForKey(h.key), "error", messages.ErrorCode(code).String())
+					"api", kmsg.NameForKey(h.key), "error", messages.ErrorCode(code).String(), "reason", responseMessage(resp))
 			}
 			if resp == nil {
 				slot <- c.answer(held, nil)
@@ -606,6 +606,19 @@ func (c *conn) release(n int64) { c.srv.cfg.Budget.Release(c.ip, n) }
 // first of a topic, partition or other entry, so that a request refused
 // for one partition is counted under that error (0: none; nil: an acks=0
 // produce).
+// responseMessage is the top-level error message of a response, if it
+// has one.
+func responseMessage(resp kmsg.Response) string {
+	if resp == nil {
+		return ""
+	}
+	f := reflect.ValueOf(resp).Elem().FieldByName("ErrorMessage")
+	if f.IsValid() && f.Kind() == reflect.Pointer && !f.IsNil() && f.Elem().Kind() == reflect.String {
+		return f.Elem().String()
+	}
+	return ""
+}
+
 func responseError(resp kmsg.Response) int16 {
 	if resp == nil {
 		return 0

@@ -86,7 +86,7 @@ func init() {
 		kmsg.FindCoordinator.Int16():              {versionRange{0, 4}, handleFindCoordinator},
 		kmsg.OffsetCommit.Int16():                 {versionRange{0, 9}, handleOffsetCommit},
 		kmsg.OffsetFetch.Int16():                  {versionRange{1, 9}, handleOffsetFetch},
-		kmsg.ListGroups.Int16():                   {versionRange{0, 4}, handleListGroups},
+		kmsg.ListGroups.Int16():                   {versionRange{0, 5}, handleListGroups},
 		kmsg.DescribeGroups.Int16():               {versionRange{0, 5}, handleDescribeGroups},
 		kmsg.DeleteGroups.Int16():                 {versionRange{0, 2}, handleDeleteGroups},
 		kmsg.OffsetDelete.Int16():                 {versionRange{0, 0}, handleOffsetDelete},
@@ -94,6 +94,8 @@ func init() {
 		kmsg.SyncGroup.Int16():                    {versionRange{0, 5}, handleSyncGroup},
 		kmsg.Heartbeat.Int16():                    {versionRange{0, 4}, handleHeartbeat},
 		kmsg.LeaveGroup.Int16():                   {versionRange{0, 4}, handleLeaveGroup},
+		kmsg.ConsumerGroupHeartbeat.Int16():       {versionRange{0, 1}, handleConsumerGroupHeartbeat},
+		kmsg.ConsumerGroupDescribe.Int16():        {versionRange{0, 1}, handleConsumerGroupDescribe},
 	}
 }
 

@@ -67,6 +67,11 @@ var errorTable = map[ErrorCode]ErrorInfo{
 	ErrorCode_SECURITY_DISABLED:                {Retriable: false, Description: "ACLs and users need a broker running with TLS"},
 	ErrorCode_OFFSET_METADATA_TOO_LARGE:        {Retriable: false, Description: "an offset commit's metadata is longer than 4,096 bytes"},
 	ErrorCode_GROUP_MAX_SIZE_REACHED:           {Retriable: false, Description: "the group has as many members as it may (--group-max-size)"},
+	ErrorCode_FENCED_MEMBER_EPOCH:              {Retriable: false, Description: "the member's epoch is not the group's view of it; it must rejoin"},
+	ErrorCode_UNRELEASED_INSTANCE_ID:           {Retriable: false, Description: "the instance id is held by a member that has not left"},
+	ErrorCode_UNSUPPORTED_ASSIGNOR:             {Retriable: false, Description: "the coordinator has no such server assignor (uniform, range)"},
+	ErrorCode_STALE_MEMBER_EPOCH:               {Retriable: false, Description: "the member has left that epoch and did not hold the partition then"},
+	ErrorCode_INVALID_REGULAR_EXPRESSION:       {Retriable: false, Description: "the subscription's regular expression does not compile"},
 }
 
 // Info returns the table entry of c.

@@ -120,6 +120,18 @@ const (
 	ErrorCode_OFFSET_METADATA_TOO_LARGE ErrorCode = 12
 	// The group has as many members as it may (group.max.size).
 	ErrorCode_GROUP_MAX_SIZE_REACHED ErrorCode = 81
+	// A consumer group heartbeat at an epoch the member is not at: it must
+	// give up its partitions and rejoin with epoch 0.
+	ErrorCode_FENCED_MEMBER_EPOCH ErrorCode = 110
+	// A static member's instance id is held by a member that has not left.
+	ErrorCode_UNRELEASED_INSTANCE_ID ErrorCode = 111
+	// A server assignor the coordinator does not have ("uniform", "range").
+	ErrorCode_UNSUPPORTED_ASSIGNOR ErrorCode = 112
+	// An offset commit from an epoch the member has left, for a partition it
+	// did not hold then.
+	ErrorCode_STALE_MEMBER_EPOCH ErrorCode = 113
+	// A subscription's regular expression does not compile.
+	ErrorCode_INVALID_REGULAR_EXPRESSION ErrorCode = 128
 )
 
 // Enum value maps for ErrorCode.
@@ -184,6 +196,11 @@ var (
 		54:   "SECURITY_DISABLED",
 		12:   "OFFSET_METADATA_TOO_LARGE",
 		81:   "GROUP_MAX_SIZE_REACHED",
+		110:  "FENCED_MEMBER_EPOCH",
+		111:  "UNRELEASED_INSTANCE_ID",
+		112:  "UNSUPPORTED_ASSIGNOR",
+		113:  "STALE_MEMBER_EPOCH",
+		128:  "INVALID_REGULAR_EXPRESSION",
 	}
 	ErrorCode_value = map[string]int32{
 		"NONE":                             0,
@@ -245,6 +262,11 @@ var (
 		"SECURITY_DISABLED":                54,
 		"OFFSET_METADATA_TOO_LARGE":        12,
 		"GROUP_MAX_SIZE_REACHED":           81,
+		"FENCED_MEMBER_EPOCH":              110,
+		"UNRELEASED_INSTANCE_ID":           111,
+		"UNSUPPORTED_ASSIGNOR":             112,
+		"STALE_MEMBER_EPOCH":               113,
+		"INVALID_REGULAR_EXPRESSION":       128,
 	}
 )
 
@@ -5253,6 +5275,316 @@ func (x *HeartbeatResponse) GetErrorMessage() string {
 	return ""
 }
 
+// ConsumerGroupHeartbeatRequest is a member of a group of Kafka's consumer
+// protocol (KIP-848): it joins (member_epoch 0), leaves (-1; -2 for a
+// static member keeping its place) or reports at its epoch what it owns,
+// and gets the partitions the coordinator assigns it. Fields with a
+// "_set" flag (and rebalance_timeout_ms -1) are unchanged when unset.
+type ConsumerGroupHeartbeatRequest struct {
+	state              protoimpl.MessageState `protogen:"open.v1"`
+	Group              string                 `protobuf:"bytes,1,opt,name=group,proto3" json:"group,omitempty"`
+	MemberId           string                 `protobuf:"bytes,2,opt,name=member_id,json=memberId,proto3" json:"member_id,omitempty"`
+	MemberEpoch        int32                  `protobuf:"varint,3,opt,name=member_epoch,json=memberEpoch,proto3" json:"member_epoch,omitempty"`
+	InstanceId         string                 `protobuf:"bytes,4,opt,name=instance_id,json=instanceId,proto3" json:"instance_id,omitempty"`
+	RackId             string                 `protobuf:"bytes,5,opt,name=rack_id,json=rackId,proto3" json:"rack_id,omitempty"`
+	RebalanceTimeoutMs int32                  `protobuf:"varint,6,opt,name=rebalance_timeout_ms,json=rebalanceTimeoutMs,proto3" json:"rebalance_timeout_ms,omitempty"`
+	Topics             []string               `protobuf:"bytes,7,rep,name=topics,proto3" json:"topics,omitempty"`
+	TopicsSet          bool                   `protobuf:"varint,8,opt,name=topics_set,json=topicsSet,proto3" json:"topics_set,omitempty"`
+	Regex              string                 `protobuf:"bytes,9,opt,name=regex,proto3" json:"regex,omitempty"`
+	RegexSet           bool                   `protobuf:"varint,10,opt,name=regex_set,json=regexSet,proto3" json:"regex_set,omitempty"`
+	// "uniform" or "range" ("": unchanged, or the coordinator's default).
+	Assignor      string               `protobuf:"bytes,11,opt,name=assignor,proto3" json:"assignor,omitempty"`
+	Owned         []*TopicIdPartitions `protobuf:"bytes,12,rep,name=owned,proto3" json:"owned,omitempty"`
+	OwnedSet      bool                 `protobuf:"varint,13,opt,name=owned_set,json=ownedSet,proto3" json:"owned_set,omitempty"`
+	ClientId      string               `protobuf:"bytes,14,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
+	ClientHost    string               `protobuf:"bytes,15,opt,name=client_host,json=clientHost,proto3" json:"client_host,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ConsumerGroupHeartbeatRequest) Reset() {
+	*x = ConsumerGroupHeartbeatRequest{}
+	mi := &file_sluice_proto_msgTypes[68]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ConsumerGroupHeartbeatRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ConsumerGroupHeartbeatRequest) ProtoMessage() {}
+
+func (x *ConsumerGroupHeartbeatRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_sluice_proto_msgTypes[68]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ConsumerGroupHeartbeatRequest.ProtoReflect.Descriptor instead.
+func (*ConsumerGroupHeartbeatRequest) Descriptor() ([]byte, []int) {
+	return file_sluice_proto_rawDescGZIP(), []int{68}
+}
+
+func (x *ConsumerGroupHeartbeatRequest) GetGroup() string {
+	if x != nil {
+		return x.Group
+	}
+	return ""
+}
+
+func (x *ConsumerGroupHeartbeatRequest) GetMemberId() string {
+	if x != nil {
+		return x.MemberId
+	}
+	return ""
+}
+
+func (x *ConsumerGroupHeartbeatRequest) GetMemberEpoch() int32 {
+	if x != nil {
+		return x.MemberEpoch
+	}
+	return 0
+}
+
+func (x *ConsumerGroupHeartbeatRequest) GetInstanceId() string {
+	if x != nil {
+		return x.InstanceId
+	}
+	return ""
+}
+
+func (x *ConsumerGroupHeartbeatRequest) GetRackId() string {
+	if x != nil {
+		return x.RackId
+	}
+	return ""
+}
+
+func (x *ConsumerGroupHeartbeatRequest) GetRebalanceTimeoutMs() int32 {
+	if x != nil {
+		return x.RebalanceTimeoutMs
+	}
+	return 0
+}
+
+func (x *ConsumerGroupHeartbeatRequest) GetTopics() []string {
+	if x != nil {
+		return x.Topics
+	}
+	return nil
+}
+
+func (x *ConsumerGroupHeartbeatRequest) GetTopicsSet() bool {
+	if x != nil {
+		return x.TopicsSet
+	}
+	return false
+}
+
+func (x *ConsumerGroupHeartbeatRequest) GetRegex() string {
+	if x != nil {
+		return x.Regex
+	}
+	return ""
+}
+
+func (x *ConsumerGroupHeartbeatRequest) GetRegexSet() bool {
+	if x != nil {
+		return x.RegexSet
+	}
+	return false
+}
+
+func (x *ConsumerGroupHeartbeatRequest) GetAssignor() string {
+	if x != nil {
+		return x.Assignor
+	}
+	return ""
+}
+
+func (x *ConsumerGroupHeartbeatRequest) GetOwned() []*TopicIdPartitions {
+	if x != nil {
+		return x.Owned
+	}
+	return nil
+}
+
+func (x *ConsumerGroupHeartbeatRequest) GetOwnedSet() bool {
+	if x != nil {
+		return x.OwnedSet
+	}
+	return false
+}
+
+func (x *ConsumerGroupHeartbeatRequest) GetClientId() string {
+	if x != nil {
+		return x.ClientId
+	}
+	return ""
+}
+
+func (x *ConsumerGroupHeartbeatRequest) GetClientHost() string {
+	if x != nil {
+		return x.ClientHost
+	}
+	return ""
+}
+
+// TopicIdPartitions names partitions by topic id (hex), as Kafka's
+// consumer protocol does.
+type TopicIdPartitions struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	TopicId       string                 `protobuf:"bytes,1,opt,name=topic_id,json=topicId,proto3" json:"topic_id,omitempty"`
+	Partitions    []int32                `protobuf:"varint,2,rep,packed,name=partitions,proto3" json:"partitions,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TopicIdPartitions) Reset() {
+	*x = TopicIdPartitions{}
+	mi := &file_sluice_proto_msgTypes[69]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TopicIdPartitions) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TopicIdPartitions) ProtoMessage() {}
+
+func (x *TopicIdPartitions) ProtoReflect() protoreflect.Message {
+	mi := &file_sluice_proto_msgTypes[69]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TopicIdPartitions.ProtoReflect.Descriptor instead.
+func (*TopicIdPartitions) Descriptor() ([]byte, []int) {
+	return file_sluice_proto_rawDescGZIP(), []int{69}
+}
+
+func (x *TopicIdPartitions) GetTopicId() string {
+	if x != nil {
+		return x.TopicId
+	}
+	return ""
+}
+
+func (x *TopicIdPartitions) GetPartitions() []int32 {
+	if x != nil {
+		return x.Partitions
+	}
+	return nil
+}
+
+type ConsumerGroupHeartbeatResponse struct {
+	state               protoimpl.MessageState `protogen:"open.v1"`
+	Error               ErrorCode              `protobuf:"varint,1,opt,name=error,proto3,enum=sluice.ErrorCode" json:"error,omitempty"`
+	ErrorMessage        string                 `protobuf:"bytes,2,opt,name=error_message,json=errorMessage,proto3" json:"error_message,omitempty"`
+	MemberId            string                 `protobuf:"bytes,3,opt,name=member_id,json=memberId,proto3" json:"member_id,omitempty"`
+	MemberEpoch         int32                  `protobuf:"varint,4,opt,name=member_epoch,json=memberEpoch,proto3" json:"member_epoch,omitempty"`
+	HeartbeatIntervalMs int32                  `protobuf:"varint,5,opt,name=heartbeat_interval_ms,json=heartbeatIntervalMs,proto3" json:"heartbeat_interval_ms,omitempty"`
+	// The member's partitions, when has_assignment: they changed, or the
+	// request carried everything.
+	Assignment    []*TopicIdPartitions `protobuf:"bytes,6,rep,name=assignment,proto3" json:"assignment,omitempty"`
+	HasAssignment bool                 `protobuf:"varint,7,opt,name=has_assignment,json=hasAssignment,proto3" json:"has_assignment,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ConsumerGroupHeartbeatResponse) Reset() {
+	*x = ConsumerGroupHeartbeatResponse{}
+	mi := &file_sluice_proto_msgTypes[70]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ConsumerGroupHeartbeatResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ConsumerGroupHeartbeatResponse) ProtoMessage() {}
+
+func (x *ConsumerGroupHeartbeatResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_sluice_proto_msgTypes[70]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ConsumerGroupHeartbeatResponse.ProtoReflect.Descriptor instead.
+func (*ConsumerGroupHeartbeatResponse) Descriptor() ([]byte, []int) {
+	return file_sluice_proto_rawDescGZIP(), []int{70}
+}
+
+func (x *ConsumerGroupHeartbeatResponse) GetError() ErrorCode {
+	if x != nil {
+		return x.Error
+	}
+	return ErrorCode_NONE
+}
+
+func (x *ConsumerGroupHeartbeatResponse) GetErrorMessage() string {
+	if x != nil {
+		return x.ErrorMessage
+	}
+	return ""
+}
+
+func (x *ConsumerGroupHeartbeatResponse) GetMemberId() string {
+	if x != nil {
+		return x.MemberId
+	}
+	return ""
+}
+
+func (x *ConsumerGroupHeartbeatResponse) GetMemberEpoch() int32 {
+	if x != nil {
+		return x.MemberEpoch
+	}
+	return 0
+}
+
+func (x *ConsumerGroupHeartbeatResponse) GetHeartbeatIntervalMs() int32 {
+	if x != nil {
+		return x.HeartbeatIntervalMs
+	}
+	return 0
+}
+
+func (x *ConsumerGroupHeartbeatResponse) GetAssignment() []*TopicIdPartitions {
+	if x != nil {
+		return x.Assignment
+	}
+	return nil
+}
+
+func (x *ConsumerGroupHeartbeatResponse) GetHasAssignment() bool {
+	if x != nil {
+		return x.HasAssignment
+	}
+	return false
+}
+
 // LeaveGroupRequest removes a member at once. A static member leaves by
 // its instance_id (member_id may then be empty).
 type LeaveGroupRequest struct {
@@ -5266,7 +5598,7 @@ type LeaveGroupRequest struct {
 
 func (x *LeaveGroupRequest) Reset() {
 	*x = LeaveGroupRequest{}
-	mi := &file_sluice_proto_msgTypes[68]
+	mi := &file_sluice_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5278,7 +5610,7 @@ func (x *LeaveGroupRequest) String() string {
 func (*LeaveGroupRequest) ProtoMessage() {}
 
 func (x *LeaveGroupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[68]
+	mi := &file_sluice_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5291,7 +5623,7 @@ func (x *LeaveGroupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaveGroupRequest.ProtoReflect.Descriptor instead.
 func (*LeaveGroupRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{68}
+	return file_sluice_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *LeaveGroupRequest) GetGroup() string {
@@ -5325,7 +5657,7 @@ type LeaveGroupResponse struct {
 
 func (x *LeaveGroupResponse) Reset() {
 	*x = LeaveGroupResponse{}
-	mi := &file_sluice_proto_msgTypes[69]
+	mi := &file_sluice_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5337,7 +5669,7 @@ func (x *LeaveGroupResponse) String() string {
 func (*LeaveGroupResponse) ProtoMessage() {}
 
 func (x *LeaveGroupResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[69]
+	mi := &file_sluice_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5350,7 +5682,7 @@ func (x *LeaveGroupResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaveGroupResponse.ProtoReflect.Descriptor instead.
 func (*LeaveGroupResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{69}
+	return file_sluice_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *LeaveGroupResponse) GetError() ErrorCode {
@@ -5383,7 +5715,7 @@ type OffsetCommitEntry struct {
 
 func (x *OffsetCommitEntry) Reset() {
 	*x = OffsetCommitEntry{}
-	mi := &file_sluice_proto_msgTypes[70]
+	mi := &file_sluice_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5395,7 +5727,7 @@ func (x *OffsetCommitEntry) String() string {
 func (*OffsetCommitEntry) ProtoMessage() {}
 
 func (x *OffsetCommitEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[70]
+	mi := &file_sluice_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5408,7 +5740,7 @@ func (x *OffsetCommitEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OffsetCommitEntry.ProtoReflect.Descriptor instead.
 func (*OffsetCommitEntry) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{70}
+	return file_sluice_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *OffsetCommitEntry) GetTopic() string {
@@ -5462,7 +5794,7 @@ type OffsetCommitRequest struct {
 
 func (x *OffsetCommitRequest) Reset() {
 	*x = OffsetCommitRequest{}
-	mi := &file_sluice_proto_msgTypes[71]
+	mi := &file_sluice_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5474,7 +5806,7 @@ func (x *OffsetCommitRequest) String() string {
 func (*OffsetCommitRequest) ProtoMessage() {}
 
 func (x *OffsetCommitRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[71]
+	mi := &file_sluice_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5487,7 +5819,7 @@ func (x *OffsetCommitRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OffsetCommitRequest.ProtoReflect.Descriptor instead.
 func (*OffsetCommitRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{71}
+	return file_sluice_proto_rawDescGZIP(), []int{74}
 }
 
 func (x *OffsetCommitRequest) GetGroup() string {
@@ -5535,7 +5867,7 @@ type OffsetCommitResponse struct {
 
 func (x *OffsetCommitResponse) Reset() {
 	*x = OffsetCommitResponse{}
-	mi := &file_sluice_proto_msgTypes[72]
+	mi := &file_sluice_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5547,7 +5879,7 @@ func (x *OffsetCommitResponse) String() string {
 func (*OffsetCommitResponse) ProtoMessage() {}
 
 func (x *OffsetCommitResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[72]
+	mi := &file_sluice_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5560,7 +5892,7 @@ func (x *OffsetCommitResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OffsetCommitResponse.ProtoReflect.Descriptor instead.
 func (*OffsetCommitResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{72}
+	return file_sluice_proto_rawDescGZIP(), []int{75}
 }
 
 func (x *OffsetCommitResponse) GetError() ErrorCode {
@@ -5588,7 +5920,7 @@ type OffsetFetchRequest struct {
 
 func (x *OffsetFetchRequest) Reset() {
 	*x = OffsetFetchRequest{}
-	mi := &file_sluice_proto_msgTypes[73]
+	mi := &file_sluice_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5600,7 +5932,7 @@ func (x *OffsetFetchRequest) String() string {
 func (*OffsetFetchRequest) ProtoMessage() {}
 
 func (x *OffsetFetchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[73]
+	mi := &file_sluice_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5613,7 +5945,7 @@ func (x *OffsetFetchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OffsetFetchRequest.ProtoReflect.Descriptor instead.
 func (*OffsetFetchRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{73}
+	return file_sluice_proto_rawDescGZIP(), []int{76}
 }
 
 func (x *OffsetFetchRequest) GetGroup() string {
@@ -5641,7 +5973,7 @@ type OffsetFetchResponse struct {
 
 func (x *OffsetFetchResponse) Reset() {
 	*x = OffsetFetchResponse{}
-	mi := &file_sluice_proto_msgTypes[74]
+	mi := &file_sluice_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5653,7 +5985,7 @@ func (x *OffsetFetchResponse) String() string {
 func (*OffsetFetchResponse) ProtoMessage() {}
 
 func (x *OffsetFetchResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[74]
+	mi := &file_sluice_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5666,7 +5998,7 @@ func (x *OffsetFetchResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OffsetFetchResponse.ProtoReflect.Descriptor instead.
 func (*OffsetFetchResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{74}
+	return file_sluice_proto_rawDescGZIP(), []int{77}
 }
 
 func (x *OffsetFetchResponse) GetError() ErrorCode {
@@ -5701,7 +6033,7 @@ type DeleteGroupRequest struct {
 
 func (x *DeleteGroupRequest) Reset() {
 	*x = DeleteGroupRequest{}
-	mi := &file_sluice_proto_msgTypes[75]
+	mi := &file_sluice_proto_msgTypes[78]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5713,7 +6045,7 @@ func (x *DeleteGroupRequest) String() string {
 func (*DeleteGroupRequest) ProtoMessage() {}
 
 func (x *DeleteGroupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[75]
+	mi := &file_sluice_proto_msgTypes[78]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5726,7 +6058,7 @@ func (x *DeleteGroupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteGroupRequest.ProtoReflect.Descriptor instead.
 func (*DeleteGroupRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{75}
+	return file_sluice_proto_rawDescGZIP(), []int{78}
 }
 
 func (x *DeleteGroupRequest) GetGroup() string {
@@ -5746,7 +6078,7 @@ type DeleteGroupResponse struct {
 
 func (x *DeleteGroupResponse) Reset() {
 	*x = DeleteGroupResponse{}
-	mi := &file_sluice_proto_msgTypes[76]
+	mi := &file_sluice_proto_msgTypes[79]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5758,7 +6090,7 @@ func (x *DeleteGroupResponse) String() string {
 func (*DeleteGroupResponse) ProtoMessage() {}
 
 func (x *DeleteGroupResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[76]
+	mi := &file_sluice_proto_msgTypes[79]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5771,7 +6103,7 @@ func (x *DeleteGroupResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteGroupResponse.ProtoReflect.Descriptor instead.
 func (*DeleteGroupResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{76}
+	return file_sluice_proto_rawDescGZIP(), []int{79}
 }
 
 func (x *DeleteGroupResponse) GetError() ErrorCode {
@@ -5801,7 +6133,7 @@ type DeleteOffsetsRequest struct {
 
 func (x *DeleteOffsetsRequest) Reset() {
 	*x = DeleteOffsetsRequest{}
-	mi := &file_sluice_proto_msgTypes[77]
+	mi := &file_sluice_proto_msgTypes[80]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5813,7 +6145,7 @@ func (x *DeleteOffsetsRequest) String() string {
 func (*DeleteOffsetsRequest) ProtoMessage() {}
 
 func (x *DeleteOffsetsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[77]
+	mi := &file_sluice_proto_msgTypes[80]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5826,7 +6158,7 @@ func (x *DeleteOffsetsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteOffsetsRequest.ProtoReflect.Descriptor instead.
 func (*DeleteOffsetsRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{77}
+	return file_sluice_proto_rawDescGZIP(), []int{80}
 }
 
 func (x *DeleteOffsetsRequest) GetGroup() string {
@@ -5855,7 +6187,7 @@ type DeleteOffsetsResponse struct {
 
 func (x *DeleteOffsetsResponse) Reset() {
 	*x = DeleteOffsetsResponse{}
-	mi := &file_sluice_proto_msgTypes[78]
+	mi := &file_sluice_proto_msgTypes[81]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5867,7 +6199,7 @@ func (x *DeleteOffsetsResponse) String() string {
 func (*DeleteOffsetsResponse) ProtoMessage() {}
 
 func (x *DeleteOffsetsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[78]
+	mi := &file_sluice_proto_msgTypes[81]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5880,7 +6212,7 @@ func (x *DeleteOffsetsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteOffsetsResponse.ProtoReflect.Descriptor instead.
 func (*DeleteOffsetsResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{78}
+	return file_sluice_proto_rawDescGZIP(), []int{81}
 }
 
 func (x *DeleteOffsetsResponse) GetError() ErrorCode {
@@ -5917,7 +6249,7 @@ type PartitionError struct {
 
 func (x *PartitionError) Reset() {
 	*x = PartitionError{}
-	mi := &file_sluice_proto_msgTypes[79]
+	mi := &file_sluice_proto_msgTypes[82]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5929,7 +6261,7 @@ func (x *PartitionError) String() string {
 func (*PartitionError) ProtoMessage() {}
 
 func (x *PartitionError) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[79]
+	mi := &file_sluice_proto_msgTypes[82]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5942,7 +6274,7 @@ func (x *PartitionError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PartitionError.ProtoReflect.Descriptor instead.
 func (*PartitionError) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{79}
+	return file_sluice_proto_rawDescGZIP(), []int{82}
 }
 
 func (x *PartitionError) GetTopic() string {
@@ -5981,7 +6313,7 @@ type ListGroupsRequest struct {
 
 func (x *ListGroupsRequest) Reset() {
 	*x = ListGroupsRequest{}
-	mi := &file_sluice_proto_msgTypes[80]
+	mi := &file_sluice_proto_msgTypes[83]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5993,7 +6325,7 @@ func (x *ListGroupsRequest) String() string {
 func (*ListGroupsRequest) ProtoMessage() {}
 
 func (x *ListGroupsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[80]
+	mi := &file_sluice_proto_msgTypes[83]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6006,22 +6338,24 @@ func (x *ListGroupsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListGroupsRequest.ProtoReflect.Descriptor instead.
 func (*ListGroupsRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{80}
+	return file_sluice_proto_rawDescGZIP(), []int{83}
 }
 
 type GroupOverview struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Group         string                 `protobuf:"bytes,1,opt,name=group,proto3" json:"group,omitempty"`
-	State         string                 `protobuf:"bytes,2,opt,name=state,proto3" json:"state,omitempty"`
-	Members       int32                  `protobuf:"varint,3,opt,name=members,proto3" json:"members,omitempty"`
-	Coordinator   int32                  `protobuf:"varint,4,opt,name=coordinator,proto3" json:"coordinator,omitempty"`
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	Group       string                 `protobuf:"bytes,1,opt,name=group,proto3" json:"group,omitempty"`
+	State       string                 `protobuf:"bytes,2,opt,name=state,proto3" json:"state,omitempty"`
+	Members     int32                  `protobuf:"varint,3,opt,name=members,proto3" json:"members,omitempty"`
+	Coordinator int32                  `protobuf:"varint,4,opt,name=coordinator,proto3" json:"coordinator,omitempty"`
+	// "classic" or "consumer" (KIP-848).
+	GroupType     string `protobuf:"bytes,5,opt,name=group_type,json=groupType,proto3" json:"group_type,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *GroupOverview) Reset() {
 	*x = GroupOverview{}
-	mi := &file_sluice_proto_msgTypes[81]
+	mi := &file_sluice_proto_msgTypes[84]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6033,7 +6367,7 @@ func (x *GroupOverview) String() string {
 func (*GroupOverview) ProtoMessage() {}
 
 func (x *GroupOverview) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[81]
+	mi := &file_sluice_proto_msgTypes[84]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6046,7 +6380,7 @@ func (x *GroupOverview) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GroupOverview.ProtoReflect.Descriptor instead.
 func (*GroupOverview) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{81}
+	return file_sluice_proto_rawDescGZIP(), []int{84}
 }
 
 func (x *GroupOverview) GetGroup() string {
@@ -6077,6 +6411,13 @@ func (x *GroupOverview) GetCoordinator() int32 {
 	return 0
 }
 
+func (x *GroupOverview) GetGroupType() string {
+	if x != nil {
+		return x.GroupType
+	}
+	return ""
+}
+
 type ListGroupsResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Groups        []*GroupOverview       `protobuf:"bytes,1,rep,name=groups,proto3" json:"groups,omitempty"`
@@ -6086,7 +6427,7 @@ type ListGroupsResponse struct {
 
 func (x *ListGroupsResponse) Reset() {
 	*x = ListGroupsResponse{}
-	mi := &file_sluice_proto_msgTypes[82]
+	mi := &file_sluice_proto_msgTypes[85]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6098,7 +6439,7 @@ func (x *ListGroupsResponse) String() string {
 func (*ListGroupsResponse) ProtoMessage() {}
 
 func (x *ListGroupsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[82]
+	mi := &file_sluice_proto_msgTypes[85]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6111,7 +6452,7 @@ func (x *ListGroupsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListGroupsResponse.ProtoReflect.Descriptor instead.
 func (*ListGroupsResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{82}
+	return file_sluice_proto_rawDescGZIP(), []int{85}
 }
 
 func (x *ListGroupsResponse) GetGroups() []*GroupOverview {
@@ -6130,7 +6471,7 @@ type DescribeGroupRequest struct {
 
 func (x *DescribeGroupRequest) Reset() {
 	*x = DescribeGroupRequest{}
-	mi := &file_sluice_proto_msgTypes[83]
+	mi := &file_sluice_proto_msgTypes[86]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6142,7 +6483,7 @@ func (x *DescribeGroupRequest) String() string {
 func (*DescribeGroupRequest) ProtoMessage() {}
 
 func (x *DescribeGroupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[83]
+	mi := &file_sluice_proto_msgTypes[86]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6155,7 +6496,7 @@ func (x *DescribeGroupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeGroupRequest.ProtoReflect.Descriptor instead.
 func (*DescribeGroupRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{83}
+	return file_sluice_proto_rawDescGZIP(), []int{86}
 }
 
 func (x *DescribeGroupRequest) GetGroup() string {
@@ -6179,14 +6520,23 @@ type MemberDescription struct {
 	ProtocolMetadata []byte `protobuf:"bytes,7,opt,name=protocol_metadata,json=protocolMetadata,proto3" json:"protocol_metadata,omitempty"`
 	RelayAssignment  []byte `protobuf:"bytes,8,opt,name=relay_assignment,json=relayAssignment,proto3" json:"relay_assignment,omitempty"`
 	// A static member's group instance id.
-	InstanceId    string `protobuf:"bytes,9,opt,name=instance_id,json=instanceId,proto3" json:"instance_id,omitempty"`
+	InstanceId string `protobuf:"bytes,9,opt,name=instance_id,json=instanceId,proto3" json:"instance_id,omitempty"`
+	// Members of consumer-protocol groups (KIP-848): the member's epoch, its
+	// target, subscription expression, rack, address and reconciliation
+	// state; assignment is what it holds.
+	MemberEpoch   int32              `protobuf:"varint,10,opt,name=member_epoch,json=memberEpoch,proto3" json:"member_epoch,omitempty"`
+	Target        []*TopicPartitions `protobuf:"bytes,11,rep,name=target,proto3" json:"target,omitempty"`
+	Regex         string             `protobuf:"bytes,12,opt,name=regex,proto3" json:"regex,omitempty"`
+	RackId        string             `protobuf:"bytes,13,opt,name=rack_id,json=rackId,proto3" json:"rack_id,omitempty"`
+	ClientHost    string             `protobuf:"bytes,14,opt,name=client_host,json=clientHost,proto3" json:"client_host,omitempty"`
+	MemberState   string             `protobuf:"bytes,15,opt,name=member_state,json=memberState,proto3" json:"member_state,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *MemberDescription) Reset() {
 	*x = MemberDescription{}
-	mi := &file_sluice_proto_msgTypes[84]
+	mi := &file_sluice_proto_msgTypes[87]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6198,7 +6548,7 @@ func (x *MemberDescription) String() string {
 func (*MemberDescription) ProtoMessage() {}
 
 func (x *MemberDescription) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[84]
+	mi := &file_sluice_proto_msgTypes[87]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6211,7 +6561,7 @@ func (x *MemberDescription) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MemberDescription.ProtoReflect.Descriptor instead.
 func (*MemberDescription) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{84}
+	return file_sluice_proto_rawDescGZIP(), []int{87}
 }
 
 func (x *MemberDescription) GetMemberId() string {
@@ -6277,6 +6627,48 @@ func (x *MemberDescription) GetInstanceId() string {
 	return ""
 }
 
+func (x *MemberDescription) GetMemberEpoch() int32 {
+	if x != nil {
+		return x.MemberEpoch
+	}
+	return 0
+}
+
+func (x *MemberDescription) GetTarget() []*TopicPartitions {
+	if x != nil {
+		return x.Target
+	}
+	return nil
+}
+
+func (x *MemberDescription) GetRegex() string {
+	if x != nil {
+		return x.Regex
+	}
+	return ""
+}
+
+func (x *MemberDescription) GetRackId() string {
+	if x != nil {
+		return x.RackId
+	}
+	return ""
+}
+
+func (x *MemberDescription) GetClientHost() string {
+	if x != nil {
+		return x.ClientHost
+	}
+	return ""
+}
+
+func (x *MemberDescription) GetMemberState() string {
+	if x != nil {
+		return x.MemberState
+	}
+	return ""
+}
+
 type DescribeGroupResponse struct {
 	state        protoimpl.MessageState `protogen:"open.v1"`
 	Error        ErrorCode              `protobuf:"varint,1,opt,name=error,proto3,enum=sluice.ErrorCode" json:"error,omitempty"`
@@ -6289,14 +6681,18 @@ type DescribeGroupResponse struct {
 	Members      []*MemberDescription   `protobuf:"bytes,8,rep,name=members,proto3" json:"members,omitempty"`
 	Coordinator  int32                  `protobuf:"varint,9,opt,name=coordinator,proto3" json:"coordinator,omitempty"`
 	// Relay groups: the members' protocol type ("consumer").
-	ProtocolType  string `protobuf:"bytes,10,opt,name=protocol_type,json=protocolType,proto3" json:"protocol_type,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	ProtocolType string `protobuf:"bytes,10,opt,name=protocol_type,json=protocolType,proto3" json:"protocol_type,omitempty"`
+	// "classic", or "consumer" for a group of Kafka's consumer protocol
+	// (KIP-848), whose generation is the group epoch.
+	GroupType       string `protobuf:"bytes,11,opt,name=group_type,json=groupType,proto3" json:"group_type,omitempty"`
+	AssignmentEpoch int32  `protobuf:"varint,12,opt,name=assignment_epoch,json=assignmentEpoch,proto3" json:"assignment_epoch,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *DescribeGroupResponse) Reset() {
 	*x = DescribeGroupResponse{}
-	mi := &file_sluice_proto_msgTypes[85]
+	mi := &file_sluice_proto_msgTypes[88]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6308,7 +6704,7 @@ func (x *DescribeGroupResponse) String() string {
 func (*DescribeGroupResponse) ProtoMessage() {}
 
 func (x *DescribeGroupResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[85]
+	mi := &file_sluice_proto_msgTypes[88]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6321,7 +6717,7 @@ func (x *DescribeGroupResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeGroupResponse.ProtoReflect.Descriptor instead.
 func (*DescribeGroupResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{85}
+	return file_sluice_proto_rawDescGZIP(), []int{88}
 }
 
 func (x *DescribeGroupResponse) GetError() ErrorCode {
@@ -6394,6 +6790,20 @@ func (x *DescribeGroupResponse) GetProtocolType() string {
 	return ""
 }
 
+func (x *DescribeGroupResponse) GetGroupType() string {
+	if x != nil {
+		return x.GroupType
+	}
+	return ""
+}
+
+func (x *DescribeGroupResponse) GetAssignmentEpoch() int32 {
+	if x != nil {
+		return x.AssignmentEpoch
+	}
+	return 0
+}
+
 // SubscribeRequest registers an application actor as a member of a group:
 // the broker fetches the member's partitions and pushes records to it,
 // never more than the credit the actor has granted.
@@ -6418,7 +6828,7 @@ type SubscribeRequest struct {
 
 func (x *SubscribeRequest) Reset() {
 	*x = SubscribeRequest{}
-	mi := &file_sluice_proto_msgTypes[86]
+	mi := &file_sluice_proto_msgTypes[89]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6430,7 +6840,7 @@ func (x *SubscribeRequest) String() string {
 func (*SubscribeRequest) ProtoMessage() {}
 
 func (x *SubscribeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[86]
+	mi := &file_sluice_proto_msgTypes[89]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6443,7 +6853,7 @@ func (x *SubscribeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubscribeRequest.ProtoReflect.Descriptor instead.
 func (*SubscribeRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{86}
+	return file_sluice_proto_rawDescGZIP(), []int{89}
 }
 
 func (x *SubscribeRequest) GetGroup() string {
@@ -6513,7 +6923,7 @@ type SubscribeResponse struct {
 
 func (x *SubscribeResponse) Reset() {
 	*x = SubscribeResponse{}
-	mi := &file_sluice_proto_msgTypes[87]
+	mi := &file_sluice_proto_msgTypes[90]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6525,7 +6935,7 @@ func (x *SubscribeResponse) String() string {
 func (*SubscribeResponse) ProtoMessage() {}
 
 func (x *SubscribeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[87]
+	mi := &file_sluice_proto_msgTypes[90]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6538,7 +6948,7 @@ func (x *SubscribeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubscribeResponse.ProtoReflect.Descriptor instead.
 func (*SubscribeResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{87}
+	return file_sluice_proto_rawDescGZIP(), []int{90}
 }
 
 func (x *SubscribeResponse) GetError() ErrorCode {
@@ -6577,7 +6987,7 @@ type PushedRecord struct {
 
 func (x *PushedRecord) Reset() {
 	*x = PushedRecord{}
-	mi := &file_sluice_proto_msgTypes[88]
+	mi := &file_sluice_proto_msgTypes[91]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6589,7 +6999,7 @@ func (x *PushedRecord) String() string {
 func (*PushedRecord) ProtoMessage() {}
 
 func (x *PushedRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[88]
+	mi := &file_sluice_proto_msgTypes[91]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6602,7 +7012,7 @@ func (x *PushedRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PushedRecord.ProtoReflect.Descriptor instead.
 func (*PushedRecord) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{88}
+	return file_sluice_proto_rawDescGZIP(), []int{91}
 }
 
 func (x *PushedRecord) GetTopic() string {
@@ -6666,7 +7076,7 @@ type RecordHeader struct {
 
 func (x *RecordHeader) Reset() {
 	*x = RecordHeader{}
-	mi := &file_sluice_proto_msgTypes[89]
+	mi := &file_sluice_proto_msgTypes[92]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6678,7 +7088,7 @@ func (x *RecordHeader) String() string {
 func (*RecordHeader) ProtoMessage() {}
 
 func (x *RecordHeader) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[89]
+	mi := &file_sluice_proto_msgTypes[92]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6691,7 +7101,7 @@ func (x *RecordHeader) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordHeader.ProtoReflect.Descriptor instead.
 func (*RecordHeader) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{89}
+	return file_sluice_proto_rawDescGZIP(), []int{92}
 }
 
 func (x *RecordHeader) GetKey() []byte {
@@ -6722,7 +7132,7 @@ type PushRecords struct {
 
 func (x *PushRecords) Reset() {
 	*x = PushRecords{}
-	mi := &file_sluice_proto_msgTypes[90]
+	mi := &file_sluice_proto_msgTypes[93]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6734,7 +7144,7 @@ func (x *PushRecords) String() string {
 func (*PushRecords) ProtoMessage() {}
 
 func (x *PushRecords) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[90]
+	mi := &file_sluice_proto_msgTypes[93]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6747,7 +7157,7 @@ func (x *PushRecords) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PushRecords.ProtoReflect.Descriptor instead.
 func (*PushRecords) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{90}
+	return file_sluice_proto_rawDescGZIP(), []int{93}
 }
 
 func (x *PushRecords) GetGroup() string {
@@ -6791,7 +7201,7 @@ type PushAssignment struct {
 
 func (x *PushAssignment) Reset() {
 	*x = PushAssignment{}
-	mi := &file_sluice_proto_msgTypes[91]
+	mi := &file_sluice_proto_msgTypes[94]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6803,7 +7213,7 @@ func (x *PushAssignment) String() string {
 func (*PushAssignment) ProtoMessage() {}
 
 func (x *PushAssignment) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[91]
+	mi := &file_sluice_proto_msgTypes[94]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6816,7 +7226,7 @@ func (x *PushAssignment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PushAssignment.ProtoReflect.Descriptor instead.
 func (*PushAssignment) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{91}
+	return file_sluice_proto_rawDescGZIP(), []int{94}
 }
 
 func (x *PushAssignment) GetGroup() string {
@@ -6860,7 +7270,7 @@ type PushCredit struct {
 
 func (x *PushCredit) Reset() {
 	*x = PushCredit{}
-	mi := &file_sluice_proto_msgTypes[92]
+	mi := &file_sluice_proto_msgTypes[95]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6872,7 +7282,7 @@ func (x *PushCredit) String() string {
 func (*PushCredit) ProtoMessage() {}
 
 func (x *PushCredit) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[92]
+	mi := &file_sluice_proto_msgTypes[95]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6885,7 +7295,7 @@ func (x *PushCredit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PushCredit.ProtoReflect.Descriptor instead.
 func (*PushCredit) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{92}
+	return file_sluice_proto_rawDescGZIP(), []int{95}
 }
 
 func (x *PushCredit) GetGroup() string {
@@ -6930,7 +7340,7 @@ type PushAck struct {
 
 func (x *PushAck) Reset() {
 	*x = PushAck{}
-	mi := &file_sluice_proto_msgTypes[93]
+	mi := &file_sluice_proto_msgTypes[96]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6942,7 +7352,7 @@ func (x *PushAck) String() string {
 func (*PushAck) ProtoMessage() {}
 
 func (x *PushAck) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[93]
+	mi := &file_sluice_proto_msgTypes[96]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6955,7 +7365,7 @@ func (x *PushAck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PushAck.ProtoReflect.Descriptor instead.
 func (*PushAck) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{93}
+	return file_sluice_proto_rawDescGZIP(), []int{96}
 }
 
 func (x *PushAck) GetGroup() string {
@@ -7011,7 +7421,7 @@ type UnsubscribeRequest struct {
 
 func (x *UnsubscribeRequest) Reset() {
 	*x = UnsubscribeRequest{}
-	mi := &file_sluice_proto_msgTypes[94]
+	mi := &file_sluice_proto_msgTypes[97]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7023,7 +7433,7 @@ func (x *UnsubscribeRequest) String() string {
 func (*UnsubscribeRequest) ProtoMessage() {}
 
 func (x *UnsubscribeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[94]
+	mi := &file_sluice_proto_msgTypes[97]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7036,7 +7446,7 @@ func (x *UnsubscribeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UnsubscribeRequest.ProtoReflect.Descriptor instead.
 func (*UnsubscribeRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{94}
+	return file_sluice_proto_rawDescGZIP(), []int{97}
 }
 
 func (x *UnsubscribeRequest) GetGroup() string {
@@ -7067,7 +7477,7 @@ type GroupRecordKey struct {
 
 func (x *GroupRecordKey) Reset() {
 	*x = GroupRecordKey{}
-	mi := &file_sluice_proto_msgTypes[95]
+	mi := &file_sluice_proto_msgTypes[98]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7079,7 +7489,7 @@ func (x *GroupRecordKey) String() string {
 func (*GroupRecordKey) ProtoMessage() {}
 
 func (x *GroupRecordKey) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[95]
+	mi := &file_sluice_proto_msgTypes[98]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7092,7 +7502,7 @@ func (x *GroupRecordKey) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GroupRecordKey.ProtoReflect.Descriptor instead.
 func (*GroupRecordKey) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{95}
+	return file_sluice_proto_rawDescGZIP(), []int{98}
 }
 
 func (x *GroupRecordKey) GetGroup() string {
@@ -7127,7 +7537,7 @@ type OffsetValue struct {
 
 func (x *OffsetValue) Reset() {
 	*x = OffsetValue{}
-	mi := &file_sluice_proto_msgTypes[96]
+	mi := &file_sluice_proto_msgTypes[99]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7139,7 +7549,7 @@ func (x *OffsetValue) String() string {
 func (*OffsetValue) ProtoMessage() {}
 
 func (x *OffsetValue) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[96]
+	mi := &file_sluice_proto_msgTypes[99]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7152,7 +7562,7 @@ func (x *OffsetValue) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OffsetValue.ProtoReflect.Descriptor instead.
 func (*OffsetValue) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{96}
+	return file_sluice_proto_rawDescGZIP(), []int{99}
 }
 
 func (x *OffsetValue) GetOffset() int64 {
@@ -7206,7 +7616,7 @@ type GroupMemberRecord struct {
 
 func (x *GroupMemberRecord) Reset() {
 	*x = GroupMemberRecord{}
-	mi := &file_sluice_proto_msgTypes[97]
+	mi := &file_sluice_proto_msgTypes[100]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7218,7 +7628,7 @@ func (x *GroupMemberRecord) String() string {
 func (*GroupMemberRecord) ProtoMessage() {}
 
 func (x *GroupMemberRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[97]
+	mi := &file_sluice_proto_msgTypes[100]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7231,7 +7641,7 @@ func (x *GroupMemberRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GroupMemberRecord.ProtoReflect.Descriptor instead.
 func (*GroupMemberRecord) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{97}
+	return file_sluice_proto_rawDescGZIP(), []int{100}
 }
 
 func (x *GroupMemberRecord) GetMemberId() string {
@@ -7358,7 +7768,7 @@ type GroupMetadataValue struct {
 
 func (x *GroupMetadataValue) Reset() {
 	*x = GroupMetadataValue{}
-	mi := &file_sluice_proto_msgTypes[98]
+	mi := &file_sluice_proto_msgTypes[101]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7370,7 +7780,7 @@ func (x *GroupMetadataValue) String() string {
 func (*GroupMetadataValue) ProtoMessage() {}
 
 func (x *GroupMetadataValue) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[98]
+	mi := &file_sluice_proto_msgTypes[101]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7383,7 +7793,7 @@ func (x *GroupMetadataValue) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GroupMetadataValue.ProtoReflect.Descriptor instead.
 func (*GroupMetadataValue) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{98}
+	return file_sluice_proto_rawDescGZIP(), []int{101}
 }
 
 func (x *GroupMetadataValue) GetGeneration() int32 {
@@ -7431,7 +7841,7 @@ type TopicRecord struct {
 
 func (x *TopicRecord) Reset() {
 	*x = TopicRecord{}
-	mi := &file_sluice_proto_msgTypes[99]
+	mi := &file_sluice_proto_msgTypes[102]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7443,7 +7853,7 @@ func (x *TopicRecord) String() string {
 func (*TopicRecord) ProtoMessage() {}
 
 func (x *TopicRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[99]
+	mi := &file_sluice_proto_msgTypes[102]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7456,7 +7866,7 @@ func (x *TopicRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TopicRecord.ProtoReflect.Descriptor instead.
 func (*TopicRecord) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{99}
+	return file_sluice_proto_rawDescGZIP(), []int{102}
 }
 
 func (x *TopicRecord) GetName() string {
@@ -7517,7 +7927,7 @@ type ReplicaAssignment struct {
 
 func (x *ReplicaAssignment) Reset() {
 	*x = ReplicaAssignment{}
-	mi := &file_sluice_proto_msgTypes[100]
+	mi := &file_sluice_proto_msgTypes[103]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7529,7 +7939,7 @@ func (x *ReplicaAssignment) String() string {
 func (*ReplicaAssignment) ProtoMessage() {}
 
 func (x *ReplicaAssignment) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[100]
+	mi := &file_sluice_proto_msgTypes[103]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7542,7 +7952,7 @@ func (x *ReplicaAssignment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicaAssignment.ProtoReflect.Descriptor instead.
 func (*ReplicaAssignment) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{100}
+	return file_sluice_proto_rawDescGZIP(), []int{103}
 }
 
 func (x *ReplicaAssignment) GetReplicas() []int32 {
@@ -7585,7 +7995,7 @@ type PartitionState struct {
 
 func (x *PartitionState) Reset() {
 	*x = PartitionState{}
-	mi := &file_sluice_proto_msgTypes[101]
+	mi := &file_sluice_proto_msgTypes[104]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7597,7 +8007,7 @@ func (x *PartitionState) String() string {
 func (*PartitionState) ProtoMessage() {}
 
 func (x *PartitionState) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[101]
+	mi := &file_sluice_proto_msgTypes[104]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7610,7 +8020,7 @@ func (x *PartitionState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PartitionState.ProtoReflect.Descriptor instead.
 func (*PartitionState) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{101}
+	return file_sluice_proto_rawDescGZIP(), []int{104}
 }
 
 func (x *PartitionState) GetTopic() string {
@@ -7718,7 +8128,7 @@ type TopicDeletion struct {
 
 func (x *TopicDeletion) Reset() {
 	*x = TopicDeletion{}
-	mi := &file_sluice_proto_msgTypes[102]
+	mi := &file_sluice_proto_msgTypes[105]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7730,7 +8140,7 @@ func (x *TopicDeletion) String() string {
 func (*TopicDeletion) ProtoMessage() {}
 
 func (x *TopicDeletion) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[102]
+	mi := &file_sluice_proto_msgTypes[105]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7743,7 +8153,7 @@ func (x *TopicDeletion) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TopicDeletion.ProtoReflect.Descriptor instead.
 func (*TopicDeletion) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{102}
+	return file_sluice_proto_rawDescGZIP(), []int{105}
 }
 
 func (x *TopicDeletion) GetName() string {
@@ -7783,7 +8193,7 @@ type BrokerRegistration struct {
 
 func (x *BrokerRegistration) Reset() {
 	*x = BrokerRegistration{}
-	mi := &file_sluice_proto_msgTypes[103]
+	mi := &file_sluice_proto_msgTypes[106]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7795,7 +8205,7 @@ func (x *BrokerRegistration) String() string {
 func (*BrokerRegistration) ProtoMessage() {}
 
 func (x *BrokerRegistration) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[103]
+	mi := &file_sluice_proto_msgTypes[106]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7808,7 +8218,7 @@ func (x *BrokerRegistration) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BrokerRegistration.ProtoReflect.Descriptor instead.
 func (*BrokerRegistration) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{103}
+	return file_sluice_proto_rawDescGZIP(), []int{106}
 }
 
 func (x *BrokerRegistration) GetId() int32 {
@@ -7864,7 +8274,7 @@ type ClusterSnapshot struct {
 
 func (x *ClusterSnapshot) Reset() {
 	*x = ClusterSnapshot{}
-	mi := &file_sluice_proto_msgTypes[104]
+	mi := &file_sluice_proto_msgTypes[107]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7876,7 +8286,7 @@ func (x *ClusterSnapshot) String() string {
 func (*ClusterSnapshot) ProtoMessage() {}
 
 func (x *ClusterSnapshot) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[104]
+	mi := &file_sluice_proto_msgTypes[107]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7889,7 +8299,7 @@ func (x *ClusterSnapshot) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterSnapshot.ProtoReflect.Descriptor instead.
 func (*ClusterSnapshot) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{104}
+	return file_sluice_proto_rawDescGZIP(), []int{107}
 }
 
 func (x *ClusterSnapshot) GetIndex() uint64 {
@@ -7967,7 +8377,7 @@ type AclBinding struct {
 
 func (x *AclBinding) Reset() {
 	*x = AclBinding{}
-	mi := &file_sluice_proto_msgTypes[105]
+	mi := &file_sluice_proto_msgTypes[108]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7979,7 +8389,7 @@ func (x *AclBinding) String() string {
 func (*AclBinding) ProtoMessage() {}
 
 func (x *AclBinding) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[105]
+	mi := &file_sluice_proto_msgTypes[108]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7992,7 +8402,7 @@ func (x *AclBinding) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AclBinding.ProtoReflect.Descriptor instead.
 func (*AclBinding) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{105}
+	return file_sluice_proto_rawDescGZIP(), []int{108}
 }
 
 func (x *AclBinding) GetResourceType() AclResourceType {
@@ -8063,7 +8473,7 @@ type UserRecord struct {
 
 func (x *UserRecord) Reset() {
 	*x = UserRecord{}
-	mi := &file_sluice_proto_msgTypes[106]
+	mi := &file_sluice_proto_msgTypes[109]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8075,7 +8485,7 @@ func (x *UserRecord) String() string {
 func (*UserRecord) ProtoMessage() {}
 
 func (x *UserRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[106]
+	mi := &file_sluice_proto_msgTypes[109]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8088,7 +8498,7 @@ func (x *UserRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UserRecord.ProtoReflect.Descriptor instead.
 func (*UserRecord) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{106}
+	return file_sluice_proto_rawDescGZIP(), []int{109}
 }
 
 func (x *UserRecord) GetName() string {
@@ -8144,7 +8554,7 @@ type ScramCredential struct {
 
 func (x *ScramCredential) Reset() {
 	*x = ScramCredential{}
-	mi := &file_sluice_proto_msgTypes[107]
+	mi := &file_sluice_proto_msgTypes[110]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8156,7 +8566,7 @@ func (x *ScramCredential) String() string {
 func (*ScramCredential) ProtoMessage() {}
 
 func (x *ScramCredential) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[107]
+	mi := &file_sluice_proto_msgTypes[110]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8169,7 +8579,7 @@ func (x *ScramCredential) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScramCredential.ProtoReflect.Descriptor instead.
 func (*ScramCredential) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{107}
+	return file_sluice_proto_rawDescGZIP(), []int{110}
 }
 
 func (x *ScramCredential) GetMechanism() int32 {
@@ -8220,7 +8630,7 @@ type AlterScramCredentialsRequest struct {
 
 func (x *AlterScramCredentialsRequest) Reset() {
 	*x = AlterScramCredentialsRequest{}
-	mi := &file_sluice_proto_msgTypes[108]
+	mi := &file_sluice_proto_msgTypes[111]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8232,7 +8642,7 @@ func (x *AlterScramCredentialsRequest) String() string {
 func (*AlterScramCredentialsRequest) ProtoMessage() {}
 
 func (x *AlterScramCredentialsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[108]
+	mi := &file_sluice_proto_msgTypes[111]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8245,7 +8655,7 @@ func (x *AlterScramCredentialsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AlterScramCredentialsRequest.ProtoReflect.Descriptor instead.
 func (*AlterScramCredentialsRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{108}
+	return file_sluice_proto_rawDescGZIP(), []int{111}
 }
 
 func (x *AlterScramCredentialsRequest) GetUpsertions() []*ScramUpsertion {
@@ -8272,7 +8682,7 @@ type ScramUpsertion struct {
 
 func (x *ScramUpsertion) Reset() {
 	*x = ScramUpsertion{}
-	mi := &file_sluice_proto_msgTypes[109]
+	mi := &file_sluice_proto_msgTypes[112]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8284,7 +8694,7 @@ func (x *ScramUpsertion) String() string {
 func (*ScramUpsertion) ProtoMessage() {}
 
 func (x *ScramUpsertion) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[109]
+	mi := &file_sluice_proto_msgTypes[112]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8297,7 +8707,7 @@ func (x *ScramUpsertion) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScramUpsertion.ProtoReflect.Descriptor instead.
 func (*ScramUpsertion) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{109}
+	return file_sluice_proto_rawDescGZIP(), []int{112}
 }
 
 func (x *ScramUpsertion) GetName() string {
@@ -8324,7 +8734,7 @@ type ScramDeletion struct {
 
 func (x *ScramDeletion) Reset() {
 	*x = ScramDeletion{}
-	mi := &file_sluice_proto_msgTypes[110]
+	mi := &file_sluice_proto_msgTypes[113]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8336,7 +8746,7 @@ func (x *ScramDeletion) String() string {
 func (*ScramDeletion) ProtoMessage() {}
 
 func (x *ScramDeletion) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[110]
+	mi := &file_sluice_proto_msgTypes[113]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8349,7 +8759,7 @@ func (x *ScramDeletion) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScramDeletion.ProtoReflect.Descriptor instead.
 func (*ScramDeletion) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{110}
+	return file_sluice_proto_rawDescGZIP(), []int{113}
 }
 
 func (x *ScramDeletion) GetName() string {
@@ -8379,7 +8789,7 @@ type AlterScramCredentialsResponse struct {
 
 func (x *AlterScramCredentialsResponse) Reset() {
 	*x = AlterScramCredentialsResponse{}
-	mi := &file_sluice_proto_msgTypes[111]
+	mi := &file_sluice_proto_msgTypes[114]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8391,7 +8801,7 @@ func (x *AlterScramCredentialsResponse) String() string {
 func (*AlterScramCredentialsResponse) ProtoMessage() {}
 
 func (x *AlterScramCredentialsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[111]
+	mi := &file_sluice_proto_msgTypes[114]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8404,7 +8814,7 @@ func (x *AlterScramCredentialsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AlterScramCredentialsResponse.ProtoReflect.Descriptor instead.
 func (*AlterScramCredentialsResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{111}
+	return file_sluice_proto_rawDescGZIP(), []int{114}
 }
 
 func (x *AlterScramCredentialsResponse) GetError() ErrorCode {
@@ -8439,7 +8849,7 @@ type UserResult struct {
 
 func (x *UserResult) Reset() {
 	*x = UserResult{}
-	mi := &file_sluice_proto_msgTypes[112]
+	mi := &file_sluice_proto_msgTypes[115]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8451,7 +8861,7 @@ func (x *UserResult) String() string {
 func (*UserResult) ProtoMessage() {}
 
 func (x *UserResult) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[112]
+	mi := &file_sluice_proto_msgTypes[115]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8464,7 +8874,7 @@ func (x *UserResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UserResult.ProtoReflect.Descriptor instead.
 func (*UserResult) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{112}
+	return file_sluice_proto_rawDescGZIP(), []int{115}
 }
 
 func (x *UserResult) GetName() string {
@@ -8508,7 +8918,7 @@ type SecurityRecord struct {
 
 func (x *SecurityRecord) Reset() {
 	*x = SecurityRecord{}
-	mi := &file_sluice_proto_msgTypes[113]
+	mi := &file_sluice_proto_msgTypes[116]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8520,7 +8930,7 @@ func (x *SecurityRecord) String() string {
 func (*SecurityRecord) ProtoMessage() {}
 
 func (x *SecurityRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[113]
+	mi := &file_sluice_proto_msgTypes[116]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8533,7 +8943,7 @@ func (x *SecurityRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SecurityRecord.ProtoReflect.Descriptor instead.
 func (*SecurityRecord) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{113}
+	return file_sluice_proto_rawDescGZIP(), []int{116}
 }
 
 func (x *SecurityRecord) GetAcls() []*AclBinding {
@@ -8584,7 +8994,7 @@ type BrokerConfigOverride struct {
 
 func (x *BrokerConfigOverride) Reset() {
 	*x = BrokerConfigOverride{}
-	mi := &file_sluice_proto_msgTypes[114]
+	mi := &file_sluice_proto_msgTypes[117]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8596,7 +9006,7 @@ func (x *BrokerConfigOverride) String() string {
 func (*BrokerConfigOverride) ProtoMessage() {}
 
 func (x *BrokerConfigOverride) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[114]
+	mi := &file_sluice_proto_msgTypes[117]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8609,7 +9019,7 @@ func (x *BrokerConfigOverride) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BrokerConfigOverride.ProtoReflect.Descriptor instead.
 func (*BrokerConfigOverride) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{114}
+	return file_sluice_proto_rawDescGZIP(), []int{117}
 }
 
 func (x *BrokerConfigOverride) GetBrokerId() int32 {
@@ -8636,7 +9046,7 @@ type ConfigValue struct {
 
 func (x *ConfigValue) Reset() {
 	*x = ConfigValue{}
-	mi := &file_sluice_proto_msgTypes[115]
+	mi := &file_sluice_proto_msgTypes[118]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8648,7 +9058,7 @@ func (x *ConfigValue) String() string {
 func (*ConfigValue) ProtoMessage() {}
 
 func (x *ConfigValue) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[115]
+	mi := &file_sluice_proto_msgTypes[118]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8661,7 +9071,7 @@ func (x *ConfigValue) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigValue.ProtoReflect.Descriptor instead.
 func (*ConfigValue) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{115}
+	return file_sluice_proto_rawDescGZIP(), []int{118}
 }
 
 func (x *ConfigValue) GetName() string {
@@ -8694,7 +9104,7 @@ type AlterBrokerConfigsRequest struct {
 
 func (x *AlterBrokerConfigsRequest) Reset() {
 	*x = AlterBrokerConfigsRequest{}
-	mi := &file_sluice_proto_msgTypes[116]
+	mi := &file_sluice_proto_msgTypes[119]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8706,7 +9116,7 @@ func (x *AlterBrokerConfigsRequest) String() string {
 func (*AlterBrokerConfigsRequest) ProtoMessage() {}
 
 func (x *AlterBrokerConfigsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[116]
+	mi := &file_sluice_proto_msgTypes[119]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8719,7 +9129,7 @@ func (x *AlterBrokerConfigsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AlterBrokerConfigsRequest.ProtoReflect.Descriptor instead.
 func (*AlterBrokerConfigsRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{116}
+	return file_sluice_proto_rawDescGZIP(), []int{119}
 }
 
 func (x *AlterBrokerConfigsRequest) GetBrokerId() int32 {
@@ -8767,7 +9177,7 @@ type AlterBrokerConfigsResponse struct {
 
 func (x *AlterBrokerConfigsResponse) Reset() {
 	*x = AlterBrokerConfigsResponse{}
-	mi := &file_sluice_proto_msgTypes[117]
+	mi := &file_sluice_proto_msgTypes[120]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8779,7 +9189,7 @@ func (x *AlterBrokerConfigsResponse) String() string {
 func (*AlterBrokerConfigsResponse) ProtoMessage() {}
 
 func (x *AlterBrokerConfigsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[117]
+	mi := &file_sluice_proto_msgTypes[120]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8792,7 +9202,7 @@ func (x *AlterBrokerConfigsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AlterBrokerConfigsResponse.ProtoReflect.Descriptor instead.
 func (*AlterBrokerConfigsResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{117}
+	return file_sluice_proto_rawDescGZIP(), []int{120}
 }
 
 func (x *AlterBrokerConfigsResponse) GetError() ErrorCode {
@@ -8823,7 +9233,7 @@ type ClientQuota struct {
 
 func (x *ClientQuota) Reset() {
 	*x = ClientQuota{}
-	mi := &file_sluice_proto_msgTypes[118]
+	mi := &file_sluice_proto_msgTypes[121]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8835,7 +9245,7 @@ func (x *ClientQuota) String() string {
 func (*ClientQuota) ProtoMessage() {}
 
 func (x *ClientQuota) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[118]
+	mi := &file_sluice_proto_msgTypes[121]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8848,7 +9258,7 @@ func (x *ClientQuota) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClientQuota.ProtoReflect.Descriptor instead.
 func (*ClientQuota) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{118}
+	return file_sluice_proto_rawDescGZIP(), []int{121}
 }
 
 func (x *ClientQuota) GetEntity() []*QuotaEntity {
@@ -8880,7 +9290,7 @@ type QuotaEntity struct {
 
 func (x *QuotaEntity) Reset() {
 	*x = QuotaEntity{}
-	mi := &file_sluice_proto_msgTypes[119]
+	mi := &file_sluice_proto_msgTypes[122]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8892,7 +9302,7 @@ func (x *QuotaEntity) String() string {
 func (*QuotaEntity) ProtoMessage() {}
 
 func (x *QuotaEntity) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[119]
+	mi := &file_sluice_proto_msgTypes[122]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8905,7 +9315,7 @@ func (x *QuotaEntity) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QuotaEntity.ProtoReflect.Descriptor instead.
 func (*QuotaEntity) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{119}
+	return file_sluice_proto_rawDescGZIP(), []int{122}
 }
 
 func (x *QuotaEntity) GetType() string {
@@ -8940,7 +9350,7 @@ type QuotaValue struct {
 
 func (x *QuotaValue) Reset() {
 	*x = QuotaValue{}
-	mi := &file_sluice_proto_msgTypes[120]
+	mi := &file_sluice_proto_msgTypes[123]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8952,7 +9362,7 @@ func (x *QuotaValue) String() string {
 func (*QuotaValue) ProtoMessage() {}
 
 func (x *QuotaValue) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[120]
+	mi := &file_sluice_proto_msgTypes[123]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8965,7 +9375,7 @@ func (x *QuotaValue) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QuotaValue.ProtoReflect.Descriptor instead.
 func (*QuotaValue) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{120}
+	return file_sluice_proto_rawDescGZIP(), []int{123}
 }
 
 func (x *QuotaValue) GetKey() string {
@@ -8994,7 +9404,7 @@ type AlterClientQuotasRequest struct {
 
 func (x *AlterClientQuotasRequest) Reset() {
 	*x = AlterClientQuotasRequest{}
-	mi := &file_sluice_proto_msgTypes[121]
+	mi := &file_sluice_proto_msgTypes[124]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9006,7 +9416,7 @@ func (x *AlterClientQuotasRequest) String() string {
 func (*AlterClientQuotasRequest) ProtoMessage() {}
 
 func (x *AlterClientQuotasRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[121]
+	mi := &file_sluice_proto_msgTypes[124]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9019,7 +9429,7 @@ func (x *AlterClientQuotasRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AlterClientQuotasRequest.ProtoReflect.Descriptor instead.
 func (*AlterClientQuotasRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{121}
+	return file_sluice_proto_rawDescGZIP(), []int{124}
 }
 
 func (x *AlterClientQuotasRequest) GetEntries() []*QuotaAlteration {
@@ -9046,7 +9456,7 @@ type QuotaAlteration struct {
 
 func (x *QuotaAlteration) Reset() {
 	*x = QuotaAlteration{}
-	mi := &file_sluice_proto_msgTypes[122]
+	mi := &file_sluice_proto_msgTypes[125]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9058,7 +9468,7 @@ func (x *QuotaAlteration) String() string {
 func (*QuotaAlteration) ProtoMessage() {}
 
 func (x *QuotaAlteration) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[122]
+	mi := &file_sluice_proto_msgTypes[125]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9071,7 +9481,7 @@ func (x *QuotaAlteration) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QuotaAlteration.ProtoReflect.Descriptor instead.
 func (*QuotaAlteration) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{122}
+	return file_sluice_proto_rawDescGZIP(), []int{125}
 }
 
 func (x *QuotaAlteration) GetEntity() []*QuotaEntity {
@@ -9100,7 +9510,7 @@ type QuotaOp struct {
 
 func (x *QuotaOp) Reset() {
 	*x = QuotaOp{}
-	mi := &file_sluice_proto_msgTypes[123]
+	mi := &file_sluice_proto_msgTypes[126]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9112,7 +9522,7 @@ func (x *QuotaOp) String() string {
 func (*QuotaOp) ProtoMessage() {}
 
 func (x *QuotaOp) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[123]
+	mi := &file_sluice_proto_msgTypes[126]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9125,7 +9535,7 @@ func (x *QuotaOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QuotaOp.ProtoReflect.Descriptor instead.
 func (*QuotaOp) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{123}
+	return file_sluice_proto_rawDescGZIP(), []int{126}
 }
 
 func (x *QuotaOp) GetKey() string {
@@ -9161,7 +9571,7 @@ type AlterClientQuotasResponse struct {
 
 func (x *AlterClientQuotasResponse) Reset() {
 	*x = AlterClientQuotasResponse{}
-	mi := &file_sluice_proto_msgTypes[124]
+	mi := &file_sluice_proto_msgTypes[127]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9173,7 +9583,7 @@ func (x *AlterClientQuotasResponse) String() string {
 func (*AlterClientQuotasResponse) ProtoMessage() {}
 
 func (x *AlterClientQuotasResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[124]
+	mi := &file_sluice_proto_msgTypes[127]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9186,7 +9596,7 @@ func (x *AlterClientQuotasResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AlterClientQuotasResponse.ProtoReflect.Descriptor instead.
 func (*AlterClientQuotasResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{124}
+	return file_sluice_proto_rawDescGZIP(), []int{127}
 }
 
 func (x *AlterClientQuotasResponse) GetError() ErrorCode {
@@ -9220,7 +9630,7 @@ type QuotaResult struct {
 
 func (x *QuotaResult) Reset() {
 	*x = QuotaResult{}
-	mi := &file_sluice_proto_msgTypes[125]
+	mi := &file_sluice_proto_msgTypes[128]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9232,7 +9642,7 @@ func (x *QuotaResult) String() string {
 func (*QuotaResult) ProtoMessage() {}
 
 func (x *QuotaResult) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[125]
+	mi := &file_sluice_proto_msgTypes[128]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9245,7 +9655,7 @@ func (x *QuotaResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QuotaResult.ProtoReflect.Descriptor instead.
 func (*QuotaResult) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{125}
+	return file_sluice_proto_rawDescGZIP(), []int{128}
 }
 
 func (x *QuotaResult) GetError() ErrorCode {
@@ -9272,7 +9682,7 @@ type ListClientQuotasRequest struct {
 
 func (x *ListClientQuotasRequest) Reset() {
 	*x = ListClientQuotasRequest{}
-	mi := &file_sluice_proto_msgTypes[126]
+	mi := &file_sluice_proto_msgTypes[129]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9284,7 +9694,7 @@ func (x *ListClientQuotasRequest) String() string {
 func (*ListClientQuotasRequest) ProtoMessage() {}
 
 func (x *ListClientQuotasRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[126]
+	mi := &file_sluice_proto_msgTypes[129]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9297,7 +9707,7 @@ func (x *ListClientQuotasRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListClientQuotasRequest.ProtoReflect.Descriptor instead.
 func (*ListClientQuotasRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{126}
+	return file_sluice_proto_rawDescGZIP(), []int{129}
 }
 
 type ListClientQuotasResponse struct {
@@ -9311,7 +9721,7 @@ type ListClientQuotasResponse struct {
 
 func (x *ListClientQuotasResponse) Reset() {
 	*x = ListClientQuotasResponse{}
-	mi := &file_sluice_proto_msgTypes[127]
+	mi := &file_sluice_proto_msgTypes[130]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9323,7 +9733,7 @@ func (x *ListClientQuotasResponse) String() string {
 func (*ListClientQuotasResponse) ProtoMessage() {}
 
 func (x *ListClientQuotasResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[127]
+	mi := &file_sluice_proto_msgTypes[130]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9336,7 +9746,7 @@ func (x *ListClientQuotasResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListClientQuotasResponse.ProtoReflect.Descriptor instead.
 func (*ListClientQuotasResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{127}
+	return file_sluice_proto_rawDescGZIP(), []int{130}
 }
 
 func (x *ListClientQuotasResponse) GetError() ErrorCode {
@@ -9369,7 +9779,7 @@ type CreateAclsRequest struct {
 
 func (x *CreateAclsRequest) Reset() {
 	*x = CreateAclsRequest{}
-	mi := &file_sluice_proto_msgTypes[128]
+	mi := &file_sluice_proto_msgTypes[131]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9381,7 +9791,7 @@ func (x *CreateAclsRequest) String() string {
 func (*CreateAclsRequest) ProtoMessage() {}
 
 func (x *CreateAclsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[128]
+	mi := &file_sluice_proto_msgTypes[131]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9394,7 +9804,7 @@ func (x *CreateAclsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateAclsRequest.ProtoReflect.Descriptor instead.
 func (*CreateAclsRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{128}
+	return file_sluice_proto_rawDescGZIP(), []int{131}
 }
 
 func (x *CreateAclsRequest) GetAcls() []*AclBinding {
@@ -9416,7 +9826,7 @@ type CreateAclsResponse struct {
 
 func (x *CreateAclsResponse) Reset() {
 	*x = CreateAclsResponse{}
-	mi := &file_sluice_proto_msgTypes[129]
+	mi := &file_sluice_proto_msgTypes[132]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9428,7 +9838,7 @@ func (x *CreateAclsResponse) String() string {
 func (*CreateAclsResponse) ProtoMessage() {}
 
 func (x *CreateAclsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[129]
+	mi := &file_sluice_proto_msgTypes[132]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9441,7 +9851,7 @@ func (x *CreateAclsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateAclsResponse.ProtoReflect.Descriptor instead.
 func (*CreateAclsResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{129}
+	return file_sluice_proto_rawDescGZIP(), []int{132}
 }
 
 func (x *CreateAclsResponse) GetError() ErrorCode {
@@ -9474,7 +9884,7 @@ type DeleteAclsRequest struct {
 
 func (x *DeleteAclsRequest) Reset() {
 	*x = DeleteAclsRequest{}
-	mi := &file_sluice_proto_msgTypes[130]
+	mi := &file_sluice_proto_msgTypes[133]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9486,7 +9896,7 @@ func (x *DeleteAclsRequest) String() string {
 func (*DeleteAclsRequest) ProtoMessage() {}
 
 func (x *DeleteAclsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[130]
+	mi := &file_sluice_proto_msgTypes[133]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9499,7 +9909,7 @@ func (x *DeleteAclsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteAclsRequest.ProtoReflect.Descriptor instead.
 func (*DeleteAclsRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{130}
+	return file_sluice_proto_rawDescGZIP(), []int{133}
 }
 
 func (x *DeleteAclsRequest) GetFilters() []*AclBinding {
@@ -9520,7 +9930,7 @@ type DeleteAclsResponse struct {
 
 func (x *DeleteAclsResponse) Reset() {
 	*x = DeleteAclsResponse{}
-	mi := &file_sluice_proto_msgTypes[131]
+	mi := &file_sluice_proto_msgTypes[134]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9532,7 +9942,7 @@ func (x *DeleteAclsResponse) String() string {
 func (*DeleteAclsResponse) ProtoMessage() {}
 
 func (x *DeleteAclsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[131]
+	mi := &file_sluice_proto_msgTypes[134]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9545,7 +9955,7 @@ func (x *DeleteAclsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteAclsResponse.ProtoReflect.Descriptor instead.
 func (*DeleteAclsResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{131}
+	return file_sluice_proto_rawDescGZIP(), []int{134}
 }
 
 func (x *DeleteAclsResponse) GetError() ErrorCode {
@@ -9578,7 +9988,7 @@ type DescribeAclsRequest struct {
 
 func (x *DescribeAclsRequest) Reset() {
 	*x = DescribeAclsRequest{}
-	mi := &file_sluice_proto_msgTypes[132]
+	mi := &file_sluice_proto_msgTypes[135]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9590,7 +10000,7 @@ func (x *DescribeAclsRequest) String() string {
 func (*DescribeAclsRequest) ProtoMessage() {}
 
 func (x *DescribeAclsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[132]
+	mi := &file_sluice_proto_msgTypes[135]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9603,7 +10013,7 @@ func (x *DescribeAclsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeAclsRequest.ProtoReflect.Descriptor instead.
 func (*DescribeAclsRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{132}
+	return file_sluice_proto_rawDescGZIP(), []int{135}
 }
 
 func (x *DescribeAclsRequest) GetFilter() *AclBinding {
@@ -9624,7 +10034,7 @@ type DescribeAclsResponse struct {
 
 func (x *DescribeAclsResponse) Reset() {
 	*x = DescribeAclsResponse{}
-	mi := &file_sluice_proto_msgTypes[133]
+	mi := &file_sluice_proto_msgTypes[136]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9636,7 +10046,7 @@ func (x *DescribeAclsResponse) String() string {
 func (*DescribeAclsResponse) ProtoMessage() {}
 
 func (x *DescribeAclsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[133]
+	mi := &file_sluice_proto_msgTypes[136]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9649,7 +10059,7 @@ func (x *DescribeAclsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeAclsResponse.ProtoReflect.Descriptor instead.
 func (*DescribeAclsResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{133}
+	return file_sluice_proto_rawDescGZIP(), []int{136}
 }
 
 func (x *DescribeAclsResponse) GetError() ErrorCode {
@@ -9685,7 +10095,7 @@ type CreateUserRequest struct {
 
 func (x *CreateUserRequest) Reset() {
 	*x = CreateUserRequest{}
-	mi := &file_sluice_proto_msgTypes[134]
+	mi := &file_sluice_proto_msgTypes[137]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9697,7 +10107,7 @@ func (x *CreateUserRequest) String() string {
 func (*CreateUserRequest) ProtoMessage() {}
 
 func (x *CreateUserRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[134]
+	mi := &file_sluice_proto_msgTypes[137]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9710,7 +10120,7 @@ func (x *CreateUserRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateUserRequest.ProtoReflect.Descriptor instead.
 func (*CreateUserRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{134}
+	return file_sluice_proto_rawDescGZIP(), []int{137}
 }
 
 func (x *CreateUserRequest) GetName() string {
@@ -9737,7 +10147,7 @@ type CreateUserResponse struct {
 
 func (x *CreateUserResponse) Reset() {
 	*x = CreateUserResponse{}
-	mi := &file_sluice_proto_msgTypes[135]
+	mi := &file_sluice_proto_msgTypes[138]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9749,7 +10159,7 @@ func (x *CreateUserResponse) String() string {
 func (*CreateUserResponse) ProtoMessage() {}
 
 func (x *CreateUserResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[135]
+	mi := &file_sluice_proto_msgTypes[138]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9762,7 +10172,7 @@ func (x *CreateUserResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateUserResponse.ProtoReflect.Descriptor instead.
 func (*CreateUserResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{135}
+	return file_sluice_proto_rawDescGZIP(), []int{138}
 }
 
 func (x *CreateUserResponse) GetError() ErrorCode {
@@ -9788,7 +10198,7 @@ type DeleteUserRequest struct {
 
 func (x *DeleteUserRequest) Reset() {
 	*x = DeleteUserRequest{}
-	mi := &file_sluice_proto_msgTypes[136]
+	mi := &file_sluice_proto_msgTypes[139]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9800,7 +10210,7 @@ func (x *DeleteUserRequest) String() string {
 func (*DeleteUserRequest) ProtoMessage() {}
 
 func (x *DeleteUserRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[136]
+	mi := &file_sluice_proto_msgTypes[139]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9813,7 +10223,7 @@ func (x *DeleteUserRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteUserRequest.ProtoReflect.Descriptor instead.
 func (*DeleteUserRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{136}
+	return file_sluice_proto_rawDescGZIP(), []int{139}
 }
 
 func (x *DeleteUserRequest) GetName() string {
@@ -9833,7 +10243,7 @@ type DeleteUserResponse struct {
 
 func (x *DeleteUserResponse) Reset() {
 	*x = DeleteUserResponse{}
-	mi := &file_sluice_proto_msgTypes[137]
+	mi := &file_sluice_proto_msgTypes[140]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9845,7 +10255,7 @@ func (x *DeleteUserResponse) String() string {
 func (*DeleteUserResponse) ProtoMessage() {}
 
 func (x *DeleteUserResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[137]
+	mi := &file_sluice_proto_msgTypes[140]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9858,7 +10268,7 @@ func (x *DeleteUserResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteUserResponse.ProtoReflect.Descriptor instead.
 func (*DeleteUserResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{137}
+	return file_sluice_proto_rawDescGZIP(), []int{140}
 }
 
 func (x *DeleteUserResponse) GetError() ErrorCode {
@@ -9883,7 +10293,7 @@ type ListUsersRequest struct {
 
 func (x *ListUsersRequest) Reset() {
 	*x = ListUsersRequest{}
-	mi := &file_sluice_proto_msgTypes[138]
+	mi := &file_sluice_proto_msgTypes[141]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9895,7 +10305,7 @@ func (x *ListUsersRequest) String() string {
 func (*ListUsersRequest) ProtoMessage() {}
 
 func (x *ListUsersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[138]
+	mi := &file_sluice_proto_msgTypes[141]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9908,7 +10318,7 @@ func (x *ListUsersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListUsersRequest.ProtoReflect.Descriptor instead.
 func (*ListUsersRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{138}
+	return file_sluice_proto_rawDescGZIP(), []int{141}
 }
 
 // ListUsersResponse lists the token users, without their token hashes.
@@ -9923,7 +10333,7 @@ type ListUsersResponse struct {
 
 func (x *ListUsersResponse) Reset() {
 	*x = ListUsersResponse{}
-	mi := &file_sluice_proto_msgTypes[139]
+	mi := &file_sluice_proto_msgTypes[142]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9935,7 +10345,7 @@ func (x *ListUsersResponse) String() string {
 func (*ListUsersResponse) ProtoMessage() {}
 
 func (x *ListUsersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[139]
+	mi := &file_sluice_proto_msgTypes[142]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9948,7 +10358,7 @@ func (x *ListUsersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListUsersResponse.ProtoReflect.Descriptor instead.
 func (*ListUsersResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{139}
+	return file_sluice_proto_rawDescGZIP(), []int{142}
 }
 
 func (x *ListUsersResponse) GetError() ErrorCode {
@@ -9981,7 +10391,7 @@ type WhoAmIRequest struct {
 
 func (x *WhoAmIRequest) Reset() {
 	*x = WhoAmIRequest{}
-	mi := &file_sluice_proto_msgTypes[140]
+	mi := &file_sluice_proto_msgTypes[143]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9993,7 +10403,7 @@ func (x *WhoAmIRequest) String() string {
 func (*WhoAmIRequest) ProtoMessage() {}
 
 func (x *WhoAmIRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[140]
+	mi := &file_sluice_proto_msgTypes[143]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10006,7 +10416,7 @@ func (x *WhoAmIRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WhoAmIRequest.ProtoReflect.Descriptor instead.
 func (*WhoAmIRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{140}
+	return file_sluice_proto_rawDescGZIP(), []int{143}
 }
 
 type WhoAmIResponse struct {
@@ -10021,7 +10431,7 @@ type WhoAmIResponse struct {
 
 func (x *WhoAmIResponse) Reset() {
 	*x = WhoAmIResponse{}
-	mi := &file_sluice_proto_msgTypes[141]
+	mi := &file_sluice_proto_msgTypes[144]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10033,7 +10443,7 @@ func (x *WhoAmIResponse) String() string {
 func (*WhoAmIResponse) ProtoMessage() {}
 
 func (x *WhoAmIResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[141]
+	mi := &file_sluice_proto_msgTypes[144]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10046,7 +10456,7 @@ func (x *WhoAmIResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WhoAmIResponse.ProtoReflect.Descriptor instead.
 func (*WhoAmIResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{141}
+	return file_sluice_proto_rawDescGZIP(), []int{144}
 }
 
 func (x *WhoAmIResponse) GetPrincipal() string {
@@ -10466,7 +10876,42 @@ const file_sluice_proto_rawDesc = "" +
 	"instanceId\"a\n" +
 	"\x11HeartbeatResponse\x12'\n" +
 	"\x05error\x18\x01 \x01(\x0e2\x11.sluice.ErrorCodeR\x05error\x12#\n" +
-	"\rerror_message\x18\x02 \x01(\tR\ferrorMessage\"g\n" +
+	"\rerror_message\x18\x02 \x01(\tR\ferrorMessage\"\xf3\x03\n" +
+	"\x1dConsumerGroupHeartbeatRequest\x12\x14\n" +
+	"\x05group\x18\x01 \x01(\tR\x05group\x12\x1b\n" +
+	"\tmember_id\x18\x02 \x01(\tR\bmemberId\x12!\n" +
+	"\fmember_epoch\x18\x03 \x01(\x05R\vmemberEpoch\x12\x1f\n" +
+	"\vinstance_id\x18\x04 \x01(\tR\n" +
+	"instanceId\x12\x17\n" +
+	"\arack_id\x18\x05 \x01(\tR\x06rackId\x120\n" +
+	"\x14rebalance_timeout_ms\x18\x06 \x01(\x05R\x12rebalanceTimeoutMs\x12\x16\n" +
+	"\x06topics\x18\a \x03(\tR\x06topics\x12\x1d\n" +
+	"\n" +
+	"topics_set\x18\b \x01(\bR\ttopicsSet\x12\x14\n" +
+	"\x05regex\x18\t \x01(\tR\x05regex\x12\x1b\n" +
+	"\tregex_set\x18\n" +
+	" \x01(\bR\bregexSet\x12\x1a\n" +
+	"\bassignor\x18\v \x01(\tR\bassignor\x12/\n" +
+	"\x05owned\x18\f \x03(\v2\x19.sluice.TopicIdPartitionsR\x05owned\x12\x1b\n" +
+	"\towned_set\x18\r \x01(\bR\bownedSet\x12\x1b\n" +
+	"\tclient_id\x18\x0e \x01(\tR\bclientId\x12\x1f\n" +
+	"\vclient_host\x18\x0f \x01(\tR\n" +
+	"clientHost\"N\n" +
+	"\x11TopicIdPartitions\x12\x19\n" +
+	"\btopic_id\x18\x01 \x01(\tR\atopicId\x12\x1e\n" +
+	"\n" +
+	"partitions\x18\x02 \x03(\x05R\n" +
+	"partitions\"\xc4\x02\n" +
+	"\x1eConsumerGroupHeartbeatResponse\x12'\n" +
+	"\x05error\x18\x01 \x01(\x0e2\x11.sluice.ErrorCodeR\x05error\x12#\n" +
+	"\rerror_message\x18\x02 \x01(\tR\ferrorMessage\x12\x1b\n" +
+	"\tmember_id\x18\x03 \x01(\tR\bmemberId\x12!\n" +
+	"\fmember_epoch\x18\x04 \x01(\x05R\vmemberEpoch\x122\n" +
+	"\x15heartbeat_interval_ms\x18\x05 \x01(\x05R\x13heartbeatIntervalMs\x129\n" +
+	"\n" +
+	"assignment\x18\x06 \x03(\v2\x19.sluice.TopicIdPartitionsR\n" +
+	"assignment\x12%\n" +
+	"\x0ehas_assignment\x18\a \x01(\bR\rhasAssignment\"g\n" +
 	"\x11LeaveGroupRequest\x12\x14\n" +
 	"\x05group\x18\x01 \x01(\tR\x05group\x12\x1b\n" +
 	"\tmember_id\x18\x02 \x01(\tR\bmemberId\x12\x1f\n" +
@@ -10523,16 +10968,18 @@ const file_sluice_proto_rawDesc = "" +
 	"\tpartition\x18\x02 \x01(\x05R\tpartition\x12'\n" +
 	"\x05error\x18\x03 \x01(\x0e2\x11.sluice.ErrorCodeR\x05error\x12#\n" +
 	"\rerror_message\x18\x04 \x01(\tR\ferrorMessage\"\x13\n" +
-	"\x11ListGroupsRequest\"w\n" +
+	"\x11ListGroupsRequest\"\x96\x01\n" +
 	"\rGroupOverview\x12\x14\n" +
 	"\x05group\x18\x01 \x01(\tR\x05group\x12\x14\n" +
 	"\x05state\x18\x02 \x01(\tR\x05state\x12\x18\n" +
 	"\amembers\x18\x03 \x01(\x05R\amembers\x12 \n" +
-	"\vcoordinator\x18\x04 \x01(\x05R\vcoordinator\"C\n" +
+	"\vcoordinator\x18\x04 \x01(\x05R\vcoordinator\x12\x1d\n" +
+	"\n" +
+	"group_type\x18\x05 \x01(\tR\tgroupType\"C\n" +
 	"\x12ListGroupsResponse\x12-\n" +
 	"\x06groups\x18\x01 \x03(\v2\x15.sluice.GroupOverviewR\x06groups\",\n" +
 	"\x14DescribeGroupRequest\x12\x14\n" +
-	"\x05group\x18\x01 \x01(\tR\x05group\"\xd3\x02\n" +
+	"\x05group\x18\x01 \x01(\tR\x05group\"\x9a\x04\n" +
 	"\x11MemberDescription\x12\x1b\n" +
 	"\tmember_id\x18\x01 \x01(\tR\bmemberId\x12\x1b\n" +
 	"\tclient_id\x18\x02 \x01(\tR\bclientId\x12\x16\n" +
@@ -10545,7 +10992,15 @@ const file_sluice_proto_rawDesc = "" +
 	"\x11protocol_metadata\x18\a \x01(\fR\x10protocolMetadata\x12)\n" +
 	"\x10relay_assignment\x18\b \x01(\fR\x0frelayAssignment\x12\x1f\n" +
 	"\vinstance_id\x18\t \x01(\tR\n" +
-	"instanceId\"\xe6\x02\n" +
+	"instanceId\x12!\n" +
+	"\fmember_epoch\x18\n" +
+	" \x01(\x05R\vmemberEpoch\x12/\n" +
+	"\x06target\x18\v \x03(\v2\x17.sluice.TopicPartitionsR\x06target\x12\x14\n" +
+	"\x05regex\x18\f \x01(\tR\x05regex\x12\x17\n" +
+	"\arack_id\x18\r \x01(\tR\x06rackId\x12\x1f\n" +
+	"\vclient_host\x18\x0e \x01(\tR\n" +
+	"clientHost\x12!\n" +
+	"\fmember_state\x18\x0f \x01(\tR\vmemberState\"\xb0\x03\n" +
 	"\x15DescribeGroupResponse\x12'\n" +
 	"\x05error\x18\x01 \x01(\x0e2\x11.sluice.ErrorCodeR\x05error\x12#\n" +
 	"\rerror_message\x18\x02 \x01(\tR\ferrorMessage\x12\x14\n" +
@@ -10559,7 +11014,10 @@ const file_sluice_proto_rawDesc = "" +
 	"\amembers\x18\b \x03(\v2\x19.sluice.MemberDescriptionR\amembers\x12 \n" +
 	"\vcoordinator\x18\t \x01(\x05R\vcoordinator\x12#\n" +
 	"\rprotocol_type\x18\n" +
-	" \x01(\tR\fprotocolType\"\x92\x02\n" +
+	" \x01(\tR\fprotocolType\x12\x1d\n" +
+	"\n" +
+	"group_type\x18\v \x01(\tR\tgroupType\x12)\n" +
+	"\x10assignment_epoch\x18\f \x01(\x05R\x0fassignmentEpoch\"\x92\x02\n" +
 	"\x10SubscribeRequest\x12\x14\n" +
 	"\x05group\x18\x01 \x01(\tR\x05group\x12\x16\n" +
 	"\x06topics\x18\x02 \x03(\tR\x06topics\x12%\n" +
@@ -10860,7 +11318,7 @@ const file_sluice_proto_rawDesc = "" +
 	"authorizer\x18\x02 \x01(\bR\n" +
 	"authorizer\x12\x1d\n" +
 	"\n" +
-	"super_user\x18\x03 \x01(\bR\tsuperUser*\x96\f\n" +
+	"super_user\x18\x03 \x01(\bR\tsuperUser*\x9e\r\n" +
 	"\tErrorCode\x12\b\n" +
 	"\x04NONE\x10\x00\x12!\n" +
 	"\x14UNKNOWN_SERVER_ERROR\x10\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01\x12\x1e\n" +
@@ -10922,7 +11380,12 @@ const file_sluice_proto_rawDesc = "" +
 	"\x12DUPLICATE_RESOURCE\x10\\\x12\x15\n" +
 	"\x11SECURITY_DISABLED\x106\x12\x1d\n" +
 	"\x19OFFSET_METADATA_TOO_LARGE\x10\f\x12\x1a\n" +
-	"\x16GROUP_MAX_SIZE_REACHED\x10Q*\x8b\x01\n" +
+	"\x16GROUP_MAX_SIZE_REACHED\x10Q\x12\x17\n" +
+	"\x13FENCED_MEMBER_EPOCH\x10n\x12\x1a\n" +
+	"\x16UNRELEASED_INSTANCE_ID\x10o\x12\x18\n" +
+	"\x14UNSUPPORTED_ASSIGNOR\x10p\x12\x16\n" +
+	"\x12STALE_MEMBER_EPOCH\x10q\x12\x1f\n" +
+	"\x1aINVALID_REGULAR_EXPRESSION\x10\x80\x01*\x8b\x01\n" +
 	"\x0fAclResourceType\x12\x18\n" +
 	"\x14ACL_RESOURCE_UNKNOWN\x10\x00\x12\x14\n" +
 	"\x10ACL_RESOURCE_ANY\x10\x01\x12\x16\n" +
@@ -10969,7 +11432,7 @@ func file_sluice_proto_rawDescGZIP() []byte {
 }
 
 var file_sluice_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_sluice_proto_msgTypes = make([]protoimpl.MessageInfo, 151)
+var file_sluice_proto_msgTypes = make([]protoimpl.MessageInfo, 154)
 var file_sluice_proto_goTypes = []any{
 	(ErrorCode)(0),                              // 0: sluice.ErrorCode
 	(AclResourceType)(0),                        // 1: sluice.AclResourceType
@@ -11044,89 +11507,92 @@ var file_sluice_proto_goTypes = []any{
 	(*SyncGroupResponse)(nil),                   // 70: sluice.SyncGroupResponse
 	(*HeartbeatRequest)(nil),                    // 71: sluice.HeartbeatRequest
 	(*HeartbeatResponse)(nil),                   // 72: sluice.HeartbeatResponse
-	(*LeaveGroupRequest)(nil),                   // 73: sluice.LeaveGroupRequest
-	(*LeaveGroupResponse)(nil),                  // 74: sluice.LeaveGroupResponse
-	(*OffsetCommitEntry)(nil),                   // 75: sluice.OffsetCommitEntry
-	(*OffsetCommitRequest)(nil),                 // 76: sluice.OffsetCommitRequest
-	(*OffsetCommitResponse)(nil),                // 77: sluice.OffsetCommitResponse
-	(*OffsetFetchRequest)(nil),                  // 78: sluice.OffsetFetchRequest
-	(*OffsetFetchResponse)(nil),                 // 79: sluice.OffsetFetchResponse
-	(*DeleteGroupRequest)(nil),                  // 80: sluice.DeleteGroupRequest
-	(*DeleteGroupResponse)(nil),                 // 81: sluice.DeleteGroupResponse
-	(*DeleteOffsetsRequest)(nil),                // 82: sluice.DeleteOffsetsRequest
-	(*DeleteOffsetsResponse)(nil),               // 83: sluice.DeleteOffsetsResponse
-	(*PartitionError)(nil),                      // 84: sluice.PartitionError
-	(*ListGroupsRequest)(nil),                   // 85: sluice.ListGroupsRequest
-	(*GroupOverview)(nil),                       // 86: sluice.GroupOverview
-	(*ListGroupsResponse)(nil),                  // 87: sluice.ListGroupsResponse
-	(*DescribeGroupRequest)(nil),                // 88: sluice.DescribeGroupRequest
-	(*MemberDescription)(nil),                   // 89: sluice.MemberDescription
-	(*DescribeGroupResponse)(nil),               // 90: sluice.DescribeGroupResponse
-	(*SubscribeRequest)(nil),                    // 91: sluice.SubscribeRequest
-	(*SubscribeResponse)(nil),                   // 92: sluice.SubscribeResponse
-	(*PushedRecord)(nil),                        // 93: sluice.PushedRecord
-	(*RecordHeader)(nil),                        // 94: sluice.RecordHeader
-	(*PushRecords)(nil),                         // 95: sluice.PushRecords
-	(*PushAssignment)(nil),                      // 96: sluice.PushAssignment
-	(*PushCredit)(nil),                          // 97: sluice.PushCredit
-	(*PushAck)(nil),                             // 98: sluice.PushAck
-	(*UnsubscribeRequest)(nil),                  // 99: sluice.UnsubscribeRequest
-	(*GroupRecordKey)(nil),                      // 100: sluice.GroupRecordKey
-	(*OffsetValue)(nil),                         // 101: sluice.OffsetValue
-	(*GroupMemberRecord)(nil),                   // 102: sluice.GroupMemberRecord
-	(*GroupMetadataValue)(nil),                  // 103: sluice.GroupMetadataValue
-	(*TopicRecord)(nil),                         // 104: sluice.TopicRecord
-	(*ReplicaAssignment)(nil),                   // 105: sluice.ReplicaAssignment
-	(*PartitionState)(nil),                      // 106: sluice.PartitionState
-	(*TopicDeletion)(nil),                       // 107: sluice.TopicDeletion
-	(*BrokerRegistration)(nil),                  // 108: sluice.BrokerRegistration
-	(*ClusterSnapshot)(nil),                     // 109: sluice.ClusterSnapshot
-	(*AclBinding)(nil),                          // 110: sluice.AclBinding
-	(*UserRecord)(nil),                          // 111: sluice.UserRecord
-	(*ScramCredential)(nil),                     // 112: sluice.ScramCredential
-	(*AlterScramCredentialsRequest)(nil),        // 113: sluice.AlterScramCredentialsRequest
-	(*ScramUpsertion)(nil),                      // 114: sluice.ScramUpsertion
-	(*ScramDeletion)(nil),                       // 115: sluice.ScramDeletion
-	(*AlterScramCredentialsResponse)(nil),       // 116: sluice.AlterScramCredentialsResponse
-	(*UserResult)(nil),                          // 117: sluice.UserResult
-	(*SecurityRecord)(nil),                      // 118: sluice.SecurityRecord
-	(*BrokerConfigOverride)(nil),                // 119: sluice.BrokerConfigOverride
-	(*ConfigValue)(nil),                         // 120: sluice.ConfigValue
-	(*AlterBrokerConfigsRequest)(nil),           // 121: sluice.AlterBrokerConfigsRequest
-	(*AlterBrokerConfigsResponse)(nil),          // 122: sluice.AlterBrokerConfigsResponse
-	(*ClientQuota)(nil),                         // 123: sluice.ClientQuota
-	(*QuotaEntity)(nil),                         // 124: sluice.QuotaEntity
-	(*QuotaValue)(nil),                          // 125: sluice.QuotaValue
-	(*AlterClientQuotasRequest)(nil),            // 126: sluice.AlterClientQuotasRequest
-	(*QuotaAlteration)(nil),                     // 127: sluice.QuotaAlteration
-	(*QuotaOp)(nil),                             // 128: sluice.QuotaOp
-	(*AlterClientQuotasResponse)(nil),           // 129: sluice.AlterClientQuotasResponse
-	(*QuotaResult)(nil),                         // 130: sluice.QuotaResult
-	(*ListClientQuotasRequest)(nil),             // 131: sluice.ListClientQuotasRequest
-	(*ListClientQuotasResponse)(nil),            // 132: sluice.ListClientQuotasResponse
-	(*CreateAclsRequest)(nil),                   // 133: sluice.CreateAclsRequest
-	(*CreateAclsResponse)(nil),                  // 134: sluice.CreateAclsResponse
-	(*DeleteAclsRequest)(nil),                   // 135: sluice.DeleteAclsRequest
-	(*DeleteAclsResponse)(nil),                  // 136: sluice.DeleteAclsResponse
-	(*DescribeAclsRequest)(nil),                 // 137: sluice.DescribeAclsRequest
-	(*DescribeAclsResponse)(nil),                // 138: sluice.DescribeAclsResponse
-	(*CreateUserRequest)(nil),                   // 139: sluice.CreateUserRequest
-	(*CreateUserResponse)(nil),                  // 140: sluice.CreateUserResponse
-	(*DeleteUserRequest)(nil),                   // 141: sluice.DeleteUserRequest
-	(*DeleteUserResponse)(nil),                  // 142: sluice.DeleteUserResponse
-	(*ListUsersRequest)(nil),                    // 143: sluice.ListUsersRequest
-	(*ListUsersResponse)(nil),                   // 144: sluice.ListUsersResponse
-	(*WhoAmIRequest)(nil),                       // 145: sluice.WhoAmIRequest
-	(*WhoAmIResponse)(nil),                      // 146: sluice.WhoAmIResponse
-	nil,                                         // 147: sluice.TopicMetadata.ConfigsEntry
-	nil,                                         // 148: sluice.TopicSpec.ConfigsEntry
-	nil,                                         // 149: sluice.TopicConfigChange.SetEntry
-	nil,                                         // 150: sluice.TopicConfigChange.AppendEntry
-	nil,                                         // 151: sluice.TopicConfigChange.SubtractEntry
-	nil,                                         // 152: sluice.AlterPartitionRequest.IsrEpochsEntry
-	nil,                                         // 153: sluice.TopicRecord.ConfigsEntry
-	nil,                                         // 154: sluice.PartitionState.IsrEpochsEntry
-	nil,                                         // 155: sluice.PartitionState.IsrDirsEntry
+	(*ConsumerGroupHeartbeatRequest)(nil),       // 73: sluice.ConsumerGroupHeartbeatRequest
+	(*TopicIdPartitions)(nil),                   // 74: sluice.TopicIdPartitions
+	(*ConsumerGroupHeartbeatResponse)(nil),      // 75: sluice.ConsumerGroupHeartbeatResponse
+	(*LeaveGroupRequest)(nil),                   // 76: sluice.LeaveGroupRequest
+	(*LeaveGroupResponse)(nil),                  // 77: sluice.LeaveGroupResponse
+	(*OffsetCommitEntry)(nil),                   // 78: sluice.OffsetCommitEntry
+	(*OffsetCommitRequest)(nil),                 // 79: sluice.OffsetCommitRequest
+	(*OffsetCommitResponse)(nil),                // 80: sluice.OffsetCommitResponse
+	(*OffsetFetchRequest)(nil),                  // 81: sluice.OffsetFetchRequest
+	(*OffsetFetchResponse)(nil),                 // 82: sluice.OffsetFetchResponse
+	(*DeleteGroupRequest)(nil),                  // 83: sluice.DeleteGroupRequest
+	(*DeleteGroupResponse)(nil),                 // 84: sluice.DeleteGroupResponse
+	(*DeleteOffsetsRequest)(nil),                // 85: sluice.DeleteOffsetsRequest
+	(*DeleteOffsetsResponse)(nil),               // 86: sluice.DeleteOffsetsResponse
+	(*PartitionError)(nil),                      // 87: sluice.PartitionError
+	(*ListGroupsRequest)(nil),                   // 88: sluice.ListGroupsRequest
+	(*GroupOverview)(nil),                       // 89: sluice.GroupOverview
+	(*ListGroupsResponse)(nil),                  // 90: sluice.ListGroupsResponse
+	(*DescribeGroupRequest)(nil),                // 91: sluice.DescribeGroupRequest
+	(*MemberDescription)(nil),                   // 92: sluice.MemberDescription
+	(*DescribeGroupResponse)(nil),               // 93: sluice.DescribeGroupResponse
+	(*SubscribeRequest)(nil),                    // 94: sluice.SubscribeRequest
+	(*SubscribeResponse)(nil),                   // 95: sluice.SubscribeResponse
+	(*PushedRecord)(nil),                        // 96: sluice.PushedRecord
+	(*RecordHeader)(nil),                        // 97: sluice.RecordHeader
+	(*PushRecords)(nil),                         // 98: sluice.PushRecords
+	(*PushAssignment)(nil),                      // 99: sluice.PushAssignment
+	(*PushCredit)(nil),                          // 100: sluice.PushCredit
+	(*PushAck)(nil),                             // 101: sluice.PushAck
+	(*UnsubscribeRequest)(nil),                  // 102: sluice.UnsubscribeRequest
+	(*GroupRecordKey)(nil),                      // 103: sluice.GroupRecordKey
+	(*OffsetValue)(nil),                         // 104: sluice.OffsetValue
+	(*GroupMemberRecord)(nil),                   // 105: sluice.GroupMemberRecord
+	(*GroupMetadataValue)(nil),                  // 106: sluice.GroupMetadataValue
+	(*TopicRecord)(nil),                         // 107: sluice.TopicRecord
+	(*ReplicaAssignment)(nil),                   // 108: sluice.ReplicaAssignment
+	(*PartitionState)(nil),                      // 109: sluice.PartitionState
+	(*TopicDeletion)(nil),                       // 110: sluice.TopicDeletion
+	(*BrokerRegistration)(nil),                  // 111: sluice.BrokerRegistration
+	(*ClusterSnapshot)(nil),                     // 112: sluice.ClusterSnapshot
+	(*AclBinding)(nil),                          // 113: sluice.AclBinding
+	(*UserRecord)(nil),                          // 114: sluice.UserRecord
+	(*ScramCredential)(nil),                     // 115: sluice.ScramCredential
+	(*AlterScramCredentialsRequest)(nil),        // 116: sluice.AlterScramCredentialsRequest
+	(*ScramUpsertion)(nil),                      // 117: sluice.ScramUpsertion
+	(*ScramDeletion)(nil),                       // 118: sluice.ScramDeletion
+	(*AlterScramCredentialsResponse)(nil),       // 119: sluice.AlterScramCredentialsResponse
+	(*UserResult)(nil),                          // 120: sluice.UserResult
+	(*SecurityRecord)(nil),                      // 121: sluice.SecurityRecord
+	(*BrokerConfigOverride)(nil),                // 122: sluice.BrokerConfigOverride
+	(*ConfigValue)(nil),                         // 123: sluice.ConfigValue
+	(*AlterBrokerConfigsRequest)(nil),           // 124: sluice.AlterBrokerConfigsRequest
+	(*AlterBrokerConfigsResponse)(nil),          // 125: sluice.AlterBrokerConfigsResponse
+	(*ClientQuota)(nil),                         // 126: sluice.ClientQuota
+	(*QuotaEntity)(nil),                         // 127: sluice.QuotaEntity
+	(*QuotaValue)(nil),                          // 128: sluice.QuotaValue
+	(*AlterClientQuotasRequest)(nil),            // 129: sluice.AlterClientQuotasRequest
+	(*QuotaAlteration)(nil),                     // 130: sluice.QuotaAlteration
+	(*QuotaOp)(nil),                             // 131: sluice.QuotaOp
+	(*AlterClientQuotasResponse)(nil),           // 132: sluice.AlterClientQuotasResponse
+	(*QuotaResult)(nil),                         // 133: sluice.QuotaResult
+	(*ListClientQuotasRequest)(nil),             // 134: sluice.ListClientQuotasRequest
+	(*ListClientQuotasResponse)(nil),            // 135: sluice.ListClientQuotasResponse
+	(*CreateAclsRequest)(nil),                   // 136: sluice.CreateAclsRequest
+	(*CreateAclsResponse)(nil),                  // 137: sluice.CreateAclsResponse
+	(*DeleteAclsRequest)(nil),                   // 138: sluice.DeleteAclsRequest
+	(*DeleteAclsResponse)(nil),                  // 139: sluice.DeleteAclsResponse
+	(*DescribeAclsRequest)(nil),                 // 140: sluice.DescribeAclsRequest
+	(*DescribeAclsResponse)(nil),                // 141: sluice.DescribeAclsResponse
+	(*CreateUserRequest)(nil),                   // 142: sluice.CreateUserRequest
+	(*CreateUserResponse)(nil),                  // 143: sluice.CreateUserResponse
+	(*DeleteUserRequest)(nil),                   // 144: sluice.DeleteUserRequest
+	(*DeleteUserResponse)(nil),                  // 145: sluice.DeleteUserResponse
+	(*ListUsersRequest)(nil),                    // 146: sluice.ListUsersRequest
+	(*ListUsersResponse)(nil),                   // 147: sluice.ListUsersResponse
+	(*WhoAmIRequest)(nil),                       // 148: sluice.WhoAmIRequest
+	(*WhoAmIResponse)(nil),                      // 149: sluice.WhoAmIResponse
+	nil,                                         // 150: sluice.TopicMetadata.ConfigsEntry
+	nil,                                         // 151: sluice.TopicSpec.ConfigsEntry
+	nil,                                         // 152: sluice.TopicConfigChange.SetEntry
+	nil,                                         // 153: sluice.TopicConfigChange.AppendEntry
+	nil,                                         // 154: sluice.TopicConfigChange.SubtractEntry
+	nil,                                         // 155: sluice.AlterPartitionRequest.IsrEpochsEntry
+	nil,                                         // 156: sluice.TopicRecord.ConfigsEntry
+	nil,                                         // 157: sluice.PartitionState.IsrEpochsEntry
+	nil,                                         // 158: sluice.PartitionState.IsrDirsEntry
 }
 var file_sluice_proto_depIdxs = []int32{
 	0,   // 0: sluice.ErrorResponse.error:type_name -> sluice.ErrorCode
@@ -11137,26 +11603,26 @@ var file_sluice_proto_depIdxs = []int32{
 	0,   // 5: sluice.PartitionMetadata.error:type_name -> sluice.ErrorCode
 	0,   // 6: sluice.TopicMetadata.error:type_name -> sluice.ErrorCode
 	15,  // 7: sluice.TopicMetadata.partitions:type_name -> sluice.PartitionMetadata
-	147, // 8: sluice.TopicMetadata.configs:type_name -> sluice.TopicMetadata.ConfigsEntry
+	150, // 8: sluice.TopicMetadata.configs:type_name -> sluice.TopicMetadata.ConfigsEntry
 	14,  // 9: sluice.MetadataResponse.brokers:type_name -> sluice.BrokerInfo
 	16,  // 10: sluice.MetadataResponse.topics:type_name -> sluice.TopicMetadata
-	148, // 11: sluice.TopicSpec.configs:type_name -> sluice.TopicSpec.ConfigsEntry
+	151, // 11: sluice.TopicSpec.configs:type_name -> sluice.TopicSpec.ConfigsEntry
 	18,  // 12: sluice.CreateTopicsRequest.topics:type_name -> sluice.TopicSpec
 	0,   // 13: sluice.TopicResult.error:type_name -> sluice.ErrorCode
 	20,  // 14: sluice.CreateTopicsResponse.results:type_name -> sluice.TopicResult
 	20,  // 15: sluice.DeleteTopicsResponse.results:type_name -> sluice.TopicResult
 	25,  // 16: sluice.AlterTopicConfigsRequest.topics:type_name -> sluice.TopicConfigChange
-	149, // 17: sluice.TopicConfigChange.set:type_name -> sluice.TopicConfigChange.SetEntry
-	150, // 18: sluice.TopicConfigChange.append:type_name -> sluice.TopicConfigChange.AppendEntry
-	151, // 19: sluice.TopicConfigChange.subtract:type_name -> sluice.TopicConfigChange.SubtractEntry
+	152, // 17: sluice.TopicConfigChange.set:type_name -> sluice.TopicConfigChange.SetEntry
+	153, // 18: sluice.TopicConfigChange.append:type_name -> sluice.TopicConfigChange.AppendEntry
+	154, // 19: sluice.TopicConfigChange.subtract:type_name -> sluice.TopicConfigChange.SubtractEntry
 	20,  // 20: sluice.AlterTopicConfigsResponse.results:type_name -> sluice.TopicResult
 	28,  // 21: sluice.CreatePartitionsRequest.topics:type_name -> sluice.PartitionCount
 	20,  // 22: sluice.CreatePartitionsResponse.results:type_name -> sluice.TopicResult
 	64,  // 23: sluice.ElectLeadersRequest.partitions:type_name -> sluice.TopicPartitions
-	84,  // 24: sluice.ElectLeadersResponse.results:type_name -> sluice.PartitionError
+	87,  // 24: sluice.ElectLeadersResponse.results:type_name -> sluice.PartitionError
 	0,   // 25: sluice.ElectLeadersResponse.error:type_name -> sluice.ErrorCode
 	35,  // 26: sluice.AlterPartitionReassignmentsRequest.partitions:type_name -> sluice.PartitionReassignment
-	84,  // 27: sluice.AlterPartitionReassignmentsResponse.results:type_name -> sluice.PartitionError
+	87,  // 27: sluice.AlterPartitionReassignmentsResponse.results:type_name -> sluice.PartitionError
 	0,   // 28: sluice.AlterPartitionReassignmentsResponse.error:type_name -> sluice.ErrorCode
 	64,  // 29: sluice.ListPartitionReassignmentsRequest.partitions:type_name -> sluice.TopicPartitions
 	39,  // 30: sluice.ListPartitionReassignmentsResponse.reassignments:type_name -> sluice.OngoingReassignment
@@ -11169,10 +11635,10 @@ var file_sluice_proto_depIdxs = []int32{
 	41,  // 37: sluice.DescribeLogDirsResponse.replicas:type_name -> sluice.ReplicaState
 	0,   // 38: sluice.ReplicaFetchResponse.error:type_name -> sluice.ErrorCode
 	0,   // 39: sluice.OffsetForLeaderEpochResponse.error:type_name -> sluice.ErrorCode
-	152, // 40: sluice.AlterPartitionRequest.isr_epochs:type_name -> sluice.AlterPartitionRequest.IsrEpochsEntry
+	155, // 40: sluice.AlterPartitionRequest.isr_epochs:type_name -> sluice.AlterPartitionRequest.IsrEpochsEntry
 	0,   // 41: sluice.AlterPartitionResponse.error:type_name -> sluice.ErrorCode
-	106, // 42: sluice.AlterPartitionResponse.state:type_name -> sluice.PartitionState
-	106, // 43: sluice.LeaderAndIsrRequest.states:type_name -> sluice.PartitionState
+	109, // 42: sluice.AlterPartitionResponse.state:type_name -> sluice.PartitionState
+	109, // 43: sluice.LeaderAndIsrRequest.states:type_name -> sluice.PartitionState
 	0,   // 44: sluice.LeaderAndIsrResponse.error:type_name -> sluice.ErrorCode
 	0,   // 45: sluice.ReplicaOfflineResponse.error:type_name -> sluice.ErrorCode
 	0,   // 46: sluice.InitProducerIdResponse.error:type_name -> sluice.ErrorCode
@@ -11185,81 +11651,85 @@ var file_sluice_proto_depIdxs = []int32{
 	0,   // 53: sluice.SyncGroupResponse.error:type_name -> sluice.ErrorCode
 	64,  // 54: sluice.SyncGroupResponse.assignment:type_name -> sluice.TopicPartitions
 	0,   // 55: sluice.HeartbeatResponse.error:type_name -> sluice.ErrorCode
-	0,   // 56: sluice.LeaveGroupResponse.error:type_name -> sluice.ErrorCode
-	0,   // 57: sluice.OffsetCommitEntry.error:type_name -> sluice.ErrorCode
-	75,  // 58: sluice.OffsetCommitRequest.offsets:type_name -> sluice.OffsetCommitEntry
-	0,   // 59: sluice.OffsetCommitResponse.error:type_name -> sluice.ErrorCode
-	64,  // 60: sluice.OffsetFetchRequest.partitions:type_name -> sluice.TopicPartitions
-	0,   // 61: sluice.OffsetFetchResponse.error:type_name -> sluice.ErrorCode
-	75,  // 62: sluice.OffsetFetchResponse.offsets:type_name -> sluice.OffsetCommitEntry
-	0,   // 63: sluice.DeleteGroupResponse.error:type_name -> sluice.ErrorCode
-	64,  // 64: sluice.DeleteOffsetsRequest.partitions:type_name -> sluice.TopicPartitions
-	0,   // 65: sluice.DeleteOffsetsResponse.error:type_name -> sluice.ErrorCode
-	84,  // 66: sluice.DeleteOffsetsResponse.partitions:type_name -> sluice.PartitionError
-	0,   // 67: sluice.PartitionError.error:type_name -> sluice.ErrorCode
-	86,  // 68: sluice.ListGroupsResponse.groups:type_name -> sluice.GroupOverview
-	64,  // 69: sluice.MemberDescription.assignment:type_name -> sluice.TopicPartitions
-	0,   // 70: sluice.DescribeGroupResponse.error:type_name -> sluice.ErrorCode
-	89,  // 71: sluice.DescribeGroupResponse.members:type_name -> sluice.MemberDescription
-	0,   // 72: sluice.SubscribeResponse.error:type_name -> sluice.ErrorCode
-	94,  // 73: sluice.PushedRecord.headers:type_name -> sluice.RecordHeader
-	93,  // 74: sluice.PushRecords.records:type_name -> sluice.PushedRecord
-	64,  // 75: sluice.PushAssignment.assigned:type_name -> sluice.TopicPartitions
-	64,  // 76: sluice.GroupMemberRecord.assignment:type_name -> sluice.TopicPartitions
-	66,  // 77: sluice.GroupMemberRecord.protocols:type_name -> sluice.GroupProtocol
-	102, // 78: sluice.GroupMetadataValue.members:type_name -> sluice.GroupMemberRecord
-	153, // 79: sluice.TopicRecord.configs:type_name -> sluice.TopicRecord.ConfigsEntry
-	105, // 80: sluice.TopicRecord.assignment:type_name -> sluice.ReplicaAssignment
-	154, // 81: sluice.PartitionState.isr_epochs:type_name -> sluice.PartitionState.IsrEpochsEntry
-	155, // 82: sluice.PartitionState.isr_dirs:type_name -> sluice.PartitionState.IsrDirsEntry
-	104, // 83: sluice.ClusterSnapshot.topics:type_name -> sluice.TopicRecord
-	106, // 84: sluice.ClusterSnapshot.partitions:type_name -> sluice.PartitionState
-	107, // 85: sluice.ClusterSnapshot.deleted_topics:type_name -> sluice.TopicDeletion
-	1,   // 86: sluice.AclBinding.resource_type:type_name -> sluice.AclResourceType
-	3,   // 87: sluice.AclBinding.pattern_type:type_name -> sluice.AclPatternType
-	2,   // 88: sluice.AclBinding.operation:type_name -> sluice.AclOperation
-	4,   // 89: sluice.AclBinding.permission:type_name -> sluice.AclPermission
-	112, // 90: sluice.UserRecord.scram:type_name -> sluice.ScramCredential
-	114, // 91: sluice.AlterScramCredentialsRequest.upsertions:type_name -> sluice.ScramUpsertion
-	115, // 92: sluice.AlterScramCredentialsRequest.deletions:type_name -> sluice.ScramDeletion
-	112, // 93: sluice.ScramUpsertion.credential:type_name -> sluice.ScramCredential
-	0,   // 94: sluice.AlterScramCredentialsResponse.error:type_name -> sluice.ErrorCode
-	117, // 95: sluice.AlterScramCredentialsResponse.results:type_name -> sluice.UserResult
-	0,   // 96: sluice.UserResult.error:type_name -> sluice.ErrorCode
-	110, // 97: sluice.SecurityRecord.acls:type_name -> sluice.AclBinding
-	111, // 98: sluice.SecurityRecord.users:type_name -> sluice.UserRecord
-	123, // 99: sluice.SecurityRecord.quotas:type_name -> sluice.ClientQuota
-	119, // 100: sluice.SecurityRecord.broker_configs:type_name -> sluice.BrokerConfigOverride
-	120, // 101: sluice.BrokerConfigOverride.values:type_name -> sluice.ConfigValue
-	120, // 102: sluice.AlterBrokerConfigsRequest.set:type_name -> sluice.ConfigValue
-	0,   // 103: sluice.AlterBrokerConfigsResponse.error:type_name -> sluice.ErrorCode
-	124, // 104: sluice.ClientQuota.entity:type_name -> sluice.QuotaEntity
-	125, // 105: sluice.ClientQuota.values:type_name -> sluice.QuotaValue
-	127, // 106: sluice.AlterClientQuotasRequest.entries:type_name -> sluice.QuotaAlteration
-	124, // 107: sluice.QuotaAlteration.entity:type_name -> sluice.QuotaEntity
-	128, // 108: sluice.QuotaAlteration.ops:type_name -> sluice.QuotaOp
-	0,   // 109: sluice.AlterClientQuotasResponse.error:type_name -> sluice.ErrorCode
-	130, // 110: sluice.AlterClientQuotasResponse.results:type_name -> sluice.QuotaResult
-	0,   // 111: sluice.QuotaResult.error:type_name -> sluice.ErrorCode
-	0,   // 112: sluice.ListClientQuotasResponse.error:type_name -> sluice.ErrorCode
-	123, // 113: sluice.ListClientQuotasResponse.quotas:type_name -> sluice.ClientQuota
-	110, // 114: sluice.CreateAclsRequest.acls:type_name -> sluice.AclBinding
-	0,   // 115: sluice.CreateAclsResponse.error:type_name -> sluice.ErrorCode
-	110, // 116: sluice.DeleteAclsRequest.filters:type_name -> sluice.AclBinding
-	0,   // 117: sluice.DeleteAclsResponse.error:type_name -> sluice.ErrorCode
-	110, // 118: sluice.DeleteAclsResponse.deleted:type_name -> sluice.AclBinding
-	110, // 119: sluice.DescribeAclsRequest.filter:type_name -> sluice.AclBinding
-	0,   // 120: sluice.DescribeAclsResponse.error:type_name -> sluice.ErrorCode
-	110, // 121: sluice.DescribeAclsResponse.acls:type_name -> sluice.AclBinding
-	0,   // 122: sluice.CreateUserResponse.error:type_name -> sluice.ErrorCode
-	0,   // 123: sluice.DeleteUserResponse.error:type_name -> sluice.ErrorCode
-	0,   // 124: sluice.ListUsersResponse.error:type_name -> sluice.ErrorCode
-	111, // 125: sluice.ListUsersResponse.users:type_name -> sluice.UserRecord
-	126, // [126:126] is the sub-list for method output_type
-	126, // [126:126] is the sub-list for method input_type
-	126, // [126:126] is the sub-list for extension type_name
-	126, // [126:126] is the sub-list for extension extendee
-	0,   // [0:126] is the sub-list for field type_name
+	74,  // 56: sluice.ConsumerGroupHeartbeatRequest.owned:type_name -> sluice.TopicIdPartitions
+	0,   // 57: sluice.ConsumerGroupHeartbeatResponse.error:type_name -> sluice.ErrorCode
+	74,  // 58: sluice.ConsumerGroupHeartbeatResponse.assignment:type_name -> sluice.TopicIdPartitions
+	0,   // 59: sluice.LeaveGroupResponse.error:type_name -> sluice.ErrorCode
+	0,   // 60: sluice.OffsetCommitEntry.error:type_name -> sluice.ErrorCode
+	78,  // 61: sluice.OffsetCommitRequest.offsets:type_name -> sluice.OffsetCommitEntry
+	0,   // 62: sluice.OffsetCommitResponse.error:type_name -> sluice.ErrorCode
+	64,  // 63: sluice.OffsetFetchRequest.partitions:type_name -> sluice.TopicPartitions
+	0,   // 64: sluice.OffsetFetchResponse.error:type_name -> sluice.ErrorCode
+	78,  // 65: sluice.OffsetFetchResponse.offsets:type_name -> sluice.OffsetCommitEntry
+	0,   // 66: sluice.DeleteGroupResponse.error:type_name -> sluice.ErrorCode
+	64,  // 67: sluice.DeleteOffsetsRequest.partitions:type_name -> sluice.TopicPartitions
+	0,   // 68: sluice.DeleteOffsetsResponse.error:type_name -> sluice.ErrorCode
+	87,  // 69: sluice.DeleteOffsetsResponse.partitions:type_name -> sluice.PartitionError
+	0,   // 70: sluice.PartitionError.error:type_name -> sluice.ErrorCode
+	89,  // 71: sluice.ListGroupsResponse.groups:type_name -> sluice.GroupOverview
+	64,  // 72: sluice.MemberDescription.assignment:type_name -> sluice.TopicPartitions
+	64,  // 73: sluice.MemberDescription.target:type_name -> sluice.TopicPartitions
+	0,   // 74: sluice.DescribeGroupResponse.error:type_name -> sluice.ErrorCode
+	92,  // 75: sluice.DescribeGroupResponse.members:type_name -> sluice.MemberDescription
+	0,   // 76: sluice.SubscribeResponse.error:type_name -> sluice.ErrorCode
+	97,  // 77: sluice.PushedRecord.headers:type_name -> sluice.RecordHeader
+	96,  // 78: sluice.PushRecords.records:type_name -> sluice.PushedRecord
+	64,  // 79: sluice.PushAssignment.assigned:type_name -> sluice.TopicPartitions
+	64,  // 80: sluice.GroupMemberRecord.assignment:type_name -> sluice.TopicPartitions
+	66,  // 81: sluice.GroupMemberRecord.protocols:type_name -> sluice.GroupProtocol
+	105, // 82: sluice.GroupMetadataValue.members:type_name -> sluice.GroupMemberRecord
+	156, // 83: sluice.TopicRecord.configs:type_name -> sluice.TopicRecord.ConfigsEntry
+	108, // 84: sluice.TopicRecord.assignment:type_name -> sluice.ReplicaAssignment
+	157, // 85: sluice.PartitionState.isr_epochs:type_name -> sluice.PartitionState.IsrEpochsEntry
+	158, // 86: sluice.PartitionState.isr_dirs:type_name -> sluice.PartitionState.IsrDirsEntry
+	107, // 87: sluice.ClusterSnapshot.topics:type_name -> sluice.TopicRecord
+	109, // 88: sluice.ClusterSnapshot.partitions:type_name -> sluice.PartitionState
+	110, // 89: sluice.ClusterSnapshot.deleted_topics:type_name -> sluice.TopicDeletion
+	1,   // 90: sluice.AclBinding.resource_type:type_name -> sluice.AclResourceType
+	3,   // 91: sluice.AclBinding.pattern_type:type_name -> sluice.AclPatternType
+	2,   // 92: sluice.AclBinding.operation:type_name -> sluice.AclOperation
+	4,   // 93: sluice.AclBinding.permission:type_name -> sluice.AclPermission
+	115, // 94: sluice.UserRecord.scram:type_name -> sluice.ScramCredential
+	117, // 95: sluice.AlterScramCredentialsRequest.upsertions:type_name -> sluice.ScramUpsertion
+	118, // 96: sluice.AlterScramCredentialsRequest.deletions:type_name -> sluice.ScramDeletion
+	115, // 97: sluice.ScramUpsertion.credential:type_name -> sluice.ScramCredential
+	0,   // 98: sluice.AlterScramCredentialsResponse.error:type_name -> sluice.ErrorCode
+	120, // 99: sluice.AlterScramCredentialsResponse.results:type_name -> sluice.UserResult
+	0,   // 100: sluice.UserResult.error:type_name -> sluice.ErrorCode
+	113, // 101: sluice.SecurityRecord.acls:type_name -> sluice.AclBinding
+	114, // 102: sluice.SecurityRecord.users:type_name -> sluice.UserRecord
+	126, // 103: sluice.SecurityRecord.quotas:type_name -> sluice.ClientQuota
+	122, // 104: sluice.SecurityRecord.broker_configs:type_name -> sluice.BrokerConfigOverride
+	123, // 105: sluice.BrokerConfigOverride.values:type_name -> sluice.ConfigValue
+	123, // 106: sluice.AlterBrokerConfigsRequest.set:type_name -> sluice.ConfigValue
+	0,   // 107: sluice.AlterBrokerConfigsResponse.error:type_name -> sluice.ErrorCode
+	127, // 108: sluice.ClientQuota.entity:type_name -> sluice.QuotaEntity
+	128, // 109: sluice.ClientQuota.values:type_name -> sluice.QuotaValue
+	130, // 110: sluice.AlterClientQuotasRequest.entries:type_name -> sluice.QuotaAlteration
+	127, // 111: sluice.QuotaAlteration.entity:type_name -> sluice.QuotaEntity
+	131, // 112: sluice.QuotaAlteration.ops:type_name -> sluice.QuotaOp
+	0,   // 113: sluice.AlterClientQuotasResponse.error:type_name -> sluice.ErrorCode
+	133, // 114: sluice.AlterClientQuotasResponse.results:type_name -> sluice.QuotaResult
+	0,   // 115: sluice.QuotaResult.error:type_name -> sluice.ErrorCode
+	0,   // 116: sluice.ListClientQuotasResponse.error:type_name -> sluice.ErrorCode
+	126, // 117: sluice.ListClientQuotasResponse.quotas:type_name -> sluice.ClientQuota
+	113, // 118: sluice.CreateAclsRequest.acls:type_name -> sluice.AclBinding
+	0,   // 119: sluice.CreateAclsResponse.error:type_name -> sluice.ErrorCode
+	113, // 120: sluice.DeleteAclsRequest.filters:type_name -> sluice.AclBinding
+	0,   // 121: sluice.DeleteAclsResponse.error:type_name -> sluice.ErrorCode
+	113, // 122: sluice.DeleteAclsResponse.deleted:type_name -> sluice.AclBinding
+	113, // 123: sluice.DescribeAclsRequest.filter:type_name -> sluice.AclBinding
+	0,   // 124: sluice.DescribeAclsResponse.error:type_name -> sluice.ErrorCode
+	113, // 125: sluice.DescribeAclsResponse.acls:type_name -> sluice.AclBinding
+	0,   // 126: sluice.CreateUserResponse.error:type_name -> sluice.ErrorCode
+	0,   // 127: sluice.DeleteUserResponse.error:type_name -> sluice.ErrorCode
+	0,   // 128: sluice.ListUsersResponse.error:type_name -> sluice.ErrorCode
+	114, // 129: sluice.ListUsersResponse.users:type_name -> sluice.UserRecord
+	130, // [130:130] is the sub-list for method output_type
+	130, // [130:130] is the sub-list for method input_type
+	130, // [130:130] is the sub-list for extension type_name
+	130, // [130:130] is the sub-list for extension extendee
+	0,   // [0:130] is the sub-list for field type_name
 }
 
 func init() { file_sluice_proto_init() }
@@ -11273,7 +11743,7 @@ func file_sluice_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_sluice_proto_rawDesc), len(file_sluice_proto_rawDesc)),
 			NumEnums:      5,
-			NumMessages:   151,
+			NumMessages:   154,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -115,8 +115,6 @@ func (g *Group) check(h Heartbeat) (Code, string) {
 		return InvalidRequest, "MemberId can't be empty"
 	case h.MemberEpoch < -2:
 		return InvalidRequest, fmt.Sprintf("MemberEpoch %d is invalid", h.MemberEpoch)
-	case h.MemberEpoch == -2 && h.InstanceID == "":
-		return InvalidRequest, "MemberEpoch -2 (a static member leaving) needs an InstanceId"
 	case h.MemberEpoch == 0 && h.RebalanceTimeout < 0:
 		return InvalidRequest, "RebalanceTimeoutMs must be provided in the first request"
 	case h.MemberEpoch == 0 && !h.TopicsSet && !h.RegexSet:
@@ -276,7 +274,9 @@ func matching(re *regexp.Regexp, cat Catalog) []string {
 }
 
 // leave handles epoch -1 (the member leaves) and -2 (a static member
-// leaves its place open until its session timeout).
+// leaves its place open until its session timeout). The member is found
+// by its id or, when the id is unknown, by its instance id; a -2 need not
+// name the instance (franz-go's does not).
 func (g *Group) leave(h Heartbeat, now time.Time, cat Catalog) Reply {
 	m := g.members[h.MemberID]
 	if m == nil && h.InstanceID != "" {
@@ -288,9 +288,9 @@ func (g *Group) leave(h Heartbeat, now time.Time, cat Catalog) Reply {
 	case h.InstanceID != "" && m.instanceID != h.InstanceID, h.InstanceID != "" && m.id != h.MemberID:
 		return g.refuse(h, FencedInstanceID, fmt.Sprintf("instance id %q is held by member %q", h.InstanceID, m.id))
 	}
-	if h.MemberEpoch == -2 {
+	if h.MemberEpoch == -2 && m.instanceID != "" {
 		m.leaving, m.lastSeen = true, now
-	} else {
+	} else { // -1, or -2 from a member without an instance id: gone
 		g.remove(m)
 		g.bump(cat)
 	}

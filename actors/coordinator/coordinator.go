@@ -14,6 +14,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/sluicemq/sluice/actors"
+	"github.com/sluicemq/sluice/actors/consumergroup"
 	"github.com/sluicemq/sluice/actors/groups"
 	"github.com/sluicemq/sluice/cluster"
 	"github.com/sluicemq/sluice/internal/reply"
@@ -58,8 +59,11 @@ type pendingWrite struct {
 // __consumer_offsets partition (acks=all, so they survive a failover) and
 // runs a pusher child per push member.
 type groupCoordinator struct {
-	cfg     coordinatorConfig
-	g       *groups.Group
+	cfg coordinatorConfig
+	g   *groups.Group
+	// cg is the group's membership while it is a group of Kafka's consumer
+	// protocol (KIP-848; see consumer_group.go), made by its first heartbeat.
+	cg      *consumergroup.Group
 	offsets map[cluster.TopicPartition]*messages.OffsetValue
 
 	// writes queue behind the one in flight: every write completes in order.
@@ -132,6 +136,7 @@ func (c *groupCoordinator) Receive(ctx actor.Context) {
 		}
 	case coordinatorTick:
 		c.handle(ctx, c.g.Tick(time.Now(), c.partitionCounts))
+		c.onConsumerTick(ctx)
 	case pushCommit:
 		c.onPushAck(ctx, msg.member, msg.ack, msg.replyTo)
 	case pushMemberDown:
@@ -297,32 +302,27 @@ func (c *groupCoordinator) onJoin(ctx actor.Context, req *messages.JoinGroupRequ
 	for _, p := range req.Protocols {
 		jr.Protocols = append(jr.Protocols, groups.Protocol{Name: p.Name, Metadata: p.Metadata})
 	}
+	if c.consumerMembers() {
+		actors.Respond(ctx, &messages.JoinGroupResponse{Error: messages.ErrorCode_INCONSISTENT_GROUP_PROTOCOL, MemberId: req.MemberId,
+			ErrorMessage: fmt.Sprintf("group %q is a consumer group (KIP-848) with members; its members use ConsumerGroupHeartbeat", c.cfg.Group)})
+		return
+	}
 	// What the join carries counts in the broker's group metadata budget,
 	// in place of what the member's last join carried.
 	principal, size := transport.Principal(ctx), int64(jr.Bytes())
-	old, rejoin := c.charges[req.MemberId]
-	budget := c.cfg.Broker.GroupMetadata
-	if rejoin {
-		budget.Release(old.principal, old.bytes)
-	}
-	if !budget.TryTake(principal, size) {
-		if rejoin {
-			budget.Take(old.principal, old.bytes)
-		}
-		text := fmt.Sprintf("the broker holds %d bytes of group members' metadata for %q and %d in all, its limits (--group-metadata-max-bytes %d)",
-			budget.Held(principal), principal, budget.Used(), budget.Limit())
+	undo, ok := c.recharge(req.MemberId, principal, size, true)
+	if !ok {
 		c.cfg.Broker.Logger.Warn("refused a group join over the group metadata budget", "group", c.cfg.Group, "principal", principal, "bytes", size)
-		actors.Respond(ctx, &messages.JoinGroupResponse{Error: messages.ErrorCode_GROUP_MAX_SIZE_REACHED, ErrorMessage: text, MemberId: req.MemberId})
+		actors.Respond(ctx, &messages.JoinGroupResponse{Error: messages.ErrorCode_GROUP_MAX_SIZE_REACHED, ErrorMessage: c.overBudget(principal, size), MemberId: req.MemberId})
 		return
 	}
 	out := c.g.Join(jr, time.Now(), c.partitionCounts)
-	if out.Code == groups.None {
-		c.charges[out.MemberID] = charge{principal, size}
-	} else {
-		budget.Release(principal, size)
-		if rejoin {
-			budget.Take(old.principal, old.bytes)
-		}
+	switch {
+	case out.Code != groups.None:
+		undo()
+	case out.MemberID != req.MemberId: // a new member's id
+		c.charges[out.MemberID] = c.charges[req.MemberId]
+		delete(c.charges, req.MemberId)
 	}
 	if out.Code != groups.None {
 		actors.Respond(ctx, &messages.JoinGroupResponse{Error: groupCode(out.Code), ErrorMessage: codeText(out.Code, req.MemberId), MemberId: out.MemberID})
@@ -357,6 +357,11 @@ func (c *groupCoordinator) onSubscribe(ctx actor.Context, req *messages.Subscrib
 			ErrorMessage: fmt.Sprintf("initial credit %d: must be >= 0 (0: the default, %d)", req.InitialCredit, DefaultPushCredit)})
 		return
 	}
+	if c.consumerMembers() {
+		actors.Respond(ctx, &messages.SubscribeResponse{Error: messages.ErrorCode_INCONSISTENT_GROUP_PROTOCOL,
+			ErrorMessage: fmt.Sprintf("group %q is a consumer group (KIP-848) of Kafka clients", c.cfg.Group)})
+		return
+	}
 	rebalance := c.cfg.Broker.GroupInitialRebalanceDelay + 10*time.Second
 	out := c.g.Join(groups.JoinRequest{ClientID: "push-" + req.ClientId, Topics: req.Topics, Assignors: req.Assignors,
 		SessionTimeout: c.cfg.Broker.GroupMaxSessionTimeout, RebalanceTimeout: rebalance,
@@ -374,14 +379,25 @@ func (c *groupCoordinator) onCommit(ctx actor.Context, req *messages.OffsetCommi
 	answer := func(code messages.ErrorCode, text string) {
 		actors.SendTo(ctx, sender, &messages.OffsetCommitResponse{Error: code, ErrorMessage: text})
 	}
-	_, code := c.g.Instance(req.MemberId, req.InstanceId)
-	if code == groups.None {
-		code = c.g.CommitCheck(req.MemberId, req.Generation)
-	}
-	if code != groups.None {
-		answer(groupCode(code), fmt.Sprintf("commit from member %q at generation %d: %s (group generation %d)",
-			req.MemberId, req.Generation, code, c.g.Generation()))
-		return
+	if c.consumerMembers() {
+		var parts []groups.TopicPartitions
+		for _, o := range req.Offsets {
+			parts = append(parts, groups.TopicPartitions{Topic: o.Topic, Partitions: []int32{o.Partition}})
+		}
+		if code, text := c.cg.CommitCheck(req.MemberId, req.Generation, parts); code != consumergroup.None {
+			answer(consumerCode(code), "commit: "+text)
+			return
+		}
+	} else {
+		_, code := c.g.Instance(req.MemberId, req.InstanceId)
+		if code == groups.None {
+			code = c.g.CommitCheck(req.MemberId, req.Generation)
+		}
+		if code != groups.None {
+			answer(groupCode(code), fmt.Sprintf("commit from member %q at generation %d: %s (group generation %d)",
+				req.MemberId, req.Generation, code, c.g.Generation()))
+			return
+		}
 	}
 	var recs []groupRecord
 	for _, o := range req.Offsets {
@@ -478,11 +494,61 @@ func compareTP(a, b cluster.TopicPartition) int {
 	return int(a.Partition - b.Partition)
 }
 
+// recharge makes member's charge in the group metadata budget size bytes
+// for principal, in place of what it held; undo puts the old charge back.
+// Without replace the member's charge stays as it was.
+func (c *groupCoordinator) recharge(member, principal string, size int64, replace bool) (undo func(), ok bool) {
+	if !replace {
+		return func() {}, true
+	}
+	budget := c.cfg.Broker.GroupMetadata
+	old, had := c.charges[member]
+	if had {
+		budget.Release(old.principal, old.bytes)
+	}
+	if !budget.TryTake(principal, size) {
+		if had {
+			budget.Take(old.principal, old.bytes)
+		}
+		return nil, false
+	}
+	c.charges[member] = charge{principal, size}
+	return func() {
+		budget.Release(principal, size)
+		delete(c.charges, member)
+		if had {
+			budget.Take(old.principal, old.bytes)
+			c.charges[member] = old
+		}
+	}, true
+}
+
+// overBudget explains a refusal by the group metadata budget.
+func (c *groupCoordinator) overBudget(principal string, size int64) string {
+	budget := c.cfg.Broker.GroupMetadata
+	return fmt.Sprintf("the broker holds %d bytes of group members' metadata for %q and %d in all, its limits (--group-metadata-max-bytes %d); this member needs %d",
+		budget.Held(principal), principal, budget.Used(), budget.Limit(), size)
+}
+
+// hasMember reports whether id is a member of the group, of either protocol.
+func (c *groupCoordinator) hasMember(id string) bool {
+	return c.g.Has(id) || (c.cg != nil && c.cg.Has(id))
+}
+
+// memberCount is the group's members, of either protocol.
+func (c *groupCoordinator) memberCount() int {
+	n := len(c.g.MemberIDs())
+	if c.cg != nil {
+		n += len(c.cg.MemberIDs())
+	}
+	return n
+}
+
 // releaseCharges gives back the group metadata budget of members no
 // longer in the group (onlyGone), or of all.
 func (c *groupCoordinator) releaseCharges(onlyGone bool) {
 	for id, ch := range c.charges {
-		if onlyGone && c.g.Has(id) {
+		if onlyGone && c.hasMember(id) {
 			continue
 		}
 		c.cfg.Broker.GroupMetadata.Release(ch.principal, ch.bytes)
@@ -498,11 +564,11 @@ func (c *groupCoordinator) onDelete(ctx actor.Context) {
 	answer := func(code messages.ErrorCode, text string) {
 		actors.SendTo(ctx, sender, &messages.DeleteGroupResponse{Error: code, ErrorMessage: text})
 	}
-	if n := len(c.g.MemberIDs()); n > 0 {
+	if n := c.memberCount(); n > 0 {
 		answer(messages.ErrorCode_NON_EMPTY_GROUP, fmt.Sprintf("group %q has %d members", c.cfg.Group, n))
 		return
 	}
-	if c.g.Generation() == 0 && len(c.offsets) == 0 {
+	if c.g.Generation() == 0 && len(c.offsets) == 0 && c.cg == nil {
 		answer(messages.ErrorCode_GROUP_ID_NOT_FOUND, fmt.Sprintf("group %q does not exist", c.cfg.Group))
 		return
 	}
@@ -532,16 +598,16 @@ func (c *groupCoordinator) onDeleteOffsets(ctx actor.Context, req *messages.Dele
 	sender := ctx.Sender()
 	resp := &messages.DeleteOffsetsResponse{}
 	answer := func() { actors.SendTo(ctx, sender, resp) }
-	members := c.g.MemberIDs()
+	members := c.memberCount()
 	pt := c.g.ProtocolType()
 	switch {
-	case c.g.Generation() == 0 && len(members) == 0 && len(c.offsets) == 0:
+	case c.g.Generation() == 0 && members == 0 && len(c.offsets) == 0 && c.cg == nil:
 		resp.Error, resp.ErrorMessage = messages.ErrorCode_GROUP_ID_NOT_FOUND, fmt.Sprintf("group %q does not exist", c.cfg.Group)
 		answer()
 		return
-	case len(members) > 0 && pt != "" && pt != consumerProtocol:
+	case members > 0 && pt != "" && pt != consumerProtocol:
 		resp.Error, resp.ErrorMessage = messages.ErrorCode_NON_EMPTY_GROUP,
-			fmt.Sprintf("group %q has %d members of protocol type %q", c.cfg.Group, len(members), pt)
+			fmt.Sprintf("group %q has %d members of protocol type %q", c.cfg.Group, members, pt)
 		answer()
 		return
 	}
@@ -585,9 +651,12 @@ func (c *groupCoordinator) subscribedTopics() []string {
 }
 
 func (c *groupCoordinator) describe() *messages.DescribeGroupResponse {
+	if c.cg != nil && len(c.g.MemberIDs()) == 0 {
+		return c.describeConsumers()
+	}
 	d := c.g.Describe()
 	resp := &messages.DescribeGroupResponse{Group: c.cfg.Group, State: d.State.String(), Generation: d.Generation,
-		Assignor: d.Assignor, LeaderId: d.Leader, Coordinator: c.cfg.Broker.ID, ProtocolType: c.g.ProtocolType()}
+		Assignor: d.Assignor, LeaderId: d.Leader, Coordinator: c.cfg.Broker.ID, ProtocolType: c.g.ProtocolType(), GroupType: "classic"}
 	if c.g.Generation() == 0 && len(d.Members) == 0 && len(c.offsets) == 0 {
 		resp.State = "Dead" // Kafka's name for a group that does not exist
 	}
@@ -637,8 +706,11 @@ func decodeConsumerProtocol(metadata, assignment []byte) ([]string, []*messages.
 // not listed, as in Kafka.
 func (c *groupCoordinator) reportOverview(ctx actor.Context) {
 	overview := &messages.GroupOverview{Group: c.cfg.Group, State: c.g.State().String(),
-		Members: int32(len(c.g.MemberIDs())), Coordinator: c.cfg.Broker.ID}
-	if c.g.Generation() == 0 && overview.Members == 0 && len(c.offsets) == 0 {
+		Members: int32(c.memberCount()), Coordinator: c.cfg.Broker.ID, GroupType: "classic"}
+	if c.cg != nil && len(c.g.MemberIDs()) == 0 {
+		overview.State, overview.GroupType = c.cg.Describe().State, "consumer"
+	}
+	if c.g.Generation() == 0 && overview.Members == 0 && len(c.offsets) == 0 && c.cg == nil {
 		overview = nil
 	}
 	ctx.Send(ctx.Parent(), groupOverviewChanged{group: c.cfg.Group, overview: overview})
@@ -650,7 +722,7 @@ func (c *groupCoordinator) publishMetrics() {
 	if c.cfg.Broker.Metrics == nil {
 		return
 	}
-	v := metrics.GroupView{Members: len(c.g.MemberIDs()), Committed: make(map[cluster.TopicPartition]int64, len(c.offsets))}
+	v := metrics.GroupView{Members: c.memberCount(), Committed: make(map[cluster.TopicPartition]int64, len(c.offsets))}
 	for tp, o := range c.offsets {
 		v.Committed[tp] = o.Offset
 	}

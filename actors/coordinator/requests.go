@@ -39,7 +39,10 @@ var groupRequests = map[reflect.Type]groupRequest{
 	reflect.TypeFor[*messages.HeartbeatRequest](): groupEntry(func(code messages.ErrorCode, text string) proto.Message {
 		return &messages.HeartbeatResponse{Error: code, ErrorMessage: text}
 	}, (*groupCoordinator).onHeartbeat),
-	reflect.TypeFor[*messages.LeaveGroupRequest]():   groupEntry(leaveFail, (*groupCoordinator).onLeaveGroup),
+	reflect.TypeFor[*messages.LeaveGroupRequest](): groupEntry(leaveFail, (*groupCoordinator).onLeaveGroup),
+	reflect.TypeFor[*messages.ConsumerGroupHeartbeatRequest](): groupEntry(func(code messages.ErrorCode, text string) proto.Message {
+		return &messages.ConsumerGroupHeartbeatResponse{Error: code, ErrorMessage: text}
+	}, (*groupCoordinator).onConsumerHeartbeat),
 	reflect.TypeFor[*messages.OffsetCommitRequest](): groupEntry(commitFail, (*groupCoordinator).onCommit),
 	reflect.TypeFor[*messages.OffsetFetchRequest](): groupEntry(func(code messages.ErrorCode, text string) proto.Message {
 		return &messages.OffsetFetchResponse{Error: code, ErrorMessage: text}

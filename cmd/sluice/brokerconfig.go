@@ -57,6 +57,8 @@ var kafkaNames = map[string]string{
 	"group.min.session.timeout.ms":            "group-min-session-timeout",
 	"group.max.session.timeout.ms":            "group-max-session-timeout",
 	"group.max.size":                          "group-max-size",
+	"group.consumer.session.timeout.ms":       "group-consumer-session-timeout",
+	"group.consumer.heartbeat.interval.ms":    "group-consumer-heartbeat-interval",
 	"producer.id.expiration.ms":               "producer-id-expiration",
 	"max.connections":                         "max-connections",
 	"max.connections.per.ip":                  "max-connections-per-ip",

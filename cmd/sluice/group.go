@@ -63,7 +63,7 @@ func runGroup(args []string, stdout, stderr io.Writer) error {
 		}
 		if format.json() {
 			for _, g := range groups {
-				writeJSONLine(stdout, groupListJSON{Group: g.Group, State: g.State, Members: g.Members, Coordinator: g.Coordinator})
+				writeJSONLine(stdout, groupListJSON{Group: g.Group, State: g.State, Members: g.Members, Coordinator: g.Coordinator, Type: g.GroupType})
 			}
 			return nil
 		}
@@ -85,8 +85,13 @@ func runGroup(args []string, stdout, stderr io.Writer) error {
 			writeJSONLine(stdout, groupJSON(info))
 			return nil
 		}
-		fmt.Fprintf(stdout, "group %s: %s, generation %d, assignor %q, leader %q, coordinator %d\n",
-			info.Group, info.State, info.Generation, info.Assignor, info.LeaderId, info.Coordinator)
+		if info.GroupType == "consumer" { // Kafka's consumer protocol: no leader, epochs
+			fmt.Fprintf(stdout, "group %s (consumer protocol): %s, epoch %d, assignment epoch %d, assignor %q, coordinator %d\n",
+				info.Group, info.State, info.Generation, info.AssignmentEpoch, info.Assignor, info.Coordinator)
+		} else {
+			fmt.Fprintf(stdout, "group %s: %s, generation %d, assignor %q, leader %q, coordinator %d\n",
+				info.Group, info.State, info.Generation, info.Assignor, info.LeaderId, info.Coordinator)
+		}
 		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "MEMBER\tCLIENT\tTOPICS\tASSIGNMENT")
 		for _, m := range info.Members {
@@ -100,6 +105,9 @@ func runGroup(args []string, stdout, stderr io.Writer) error {
 			}
 			if m.InstanceId != "" {
 				client += " (instance " + m.InstanceId + ")"
+			}
+			if info.GroupType == "consumer" {
+				client += fmt.Sprintf(" (epoch %d, %s)", m.MemberEpoch, m.MemberState)
 			}
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", m.MemberId, client, strings.Join(m.Topics, ","), strings.Join(parts, " "))
 		}
@@ -188,6 +196,7 @@ type groupListJSON struct {
 	State       string `json:"state"`
 	Members     int32  `json:"members"`
 	Coordinator int32  `json:"coordinator"`
+	Type        string `json:"type,omitempty"`
 }
 
 type groupDescJSON struct {
@@ -199,6 +208,10 @@ type groupDescJSON struct {
 	Coordinator int32                `json:"coordinator"`
 	Members     []groupMemberJSON    `json:"members"`
 	Partitions  []groupPartitionJSON `json:"partitions"`
+	// Type is "consumer" for a group of Kafka's consumer protocol
+	// (KIP-848), whose generation is the group epoch.
+	Type            string `json:"type,omitempty"`
+	AssignmentEpoch int32  `json:"assignment_epoch,omitempty"`
 }
 
 type groupMemberJSON struct {
@@ -211,6 +224,12 @@ type groupMemberJSON struct {
 	PushID      string `json:"push_id,omitempty"`
 	// A static member's group instance id.
 	InstanceID string `json:"instance_id,omitempty"`
+	// Members of consumer-protocol groups: epoch, reconciliation state,
+	// subscription expression and target assignment.
+	Epoch       int32              `json:"member_epoch,omitempty"`
+	MemberState string             `json:"member_state,omitempty"`
+	Regex       string             `json:"regex,omitempty"`
+	Target      map[string][]int32 `json:"target,omitempty"`
 }
 
 type groupPartitionJSON struct {
@@ -225,10 +244,18 @@ type groupPartitionJSON struct {
 
 func groupJSON(info *client.GroupInfo) groupDescJSON {
 	out := groupDescJSON{Group: info.Group, State: info.State, Generation: info.Generation, Assignor: info.Assignor,
-		Leader: info.LeaderId, Coordinator: info.Coordinator, Members: []groupMemberJSON{}, Partitions: []groupPartitionJSON{}}
+		Leader: info.LeaderId, Coordinator: info.Coordinator, Members: []groupMemberJSON{}, Partitions: []groupPartitionJSON{},
+		Type: info.GroupType, AssignmentEpoch: info.AssignmentEpoch}
 	for _, m := range info.Members {
 		mj := groupMemberJSON{MemberID: m.MemberId, ClientID: m.ClientId, Topics: nonNil(m.Topics),
-			Assigned: map[string][]int32{}, PushAddress: m.PushAddress, PushID: m.PushId, InstanceID: m.InstanceId}
+			Assigned: map[string][]int32{}, PushAddress: m.PushAddress, PushID: m.PushId, InstanceID: m.InstanceId,
+			Epoch: m.MemberEpoch, MemberState: m.MemberState, Regex: m.Regex}
+		if info.GroupType == "consumer" {
+			mj.Target = map[string][]int32{}
+			for _, tps := range m.Target {
+				mj.Target[tps.Topic] = append(mj.Target[tps.Topic], tps.Partitions...)
+			}
+		}
 		for _, tps := range m.Assignment {
 			mj.Assigned[tps.Topic] = append(mj.Assigned[tps.Topic], tps.Partitions...)
 		}

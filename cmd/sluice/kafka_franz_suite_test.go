@@ -11,13 +11,18 @@ import (
 // franz-go's own integration tests (pkg/kgo at the version go.mod names)
 // run against a broker's Kafka listener and pass: group ETL with range,
 // cooperative-sticky and static members, producing, consuming, purging,
-// decompression limits and the rest; its SCRAM tests log in to a second
-// broker whose Kafka listener takes SCRAM-SHA-512 logins (SASL_PLAINTEXT).
+// decompression limits and the rest; the same ETL with groups of Kafka's
+// consumer protocol (KIP-848: range, uniform, static members) and its
+// regular expression subscription resolved by the broker, which franz-go
+// runs only when the broker serves ConsumerGroupHeartbeat v1; its SCRAM
+// tests log in to a second broker whose Kafka listener takes SCRAM-SHA-512
+// logins (SASL_PLAINTEXT).
 // Transactions and share groups are not served and are skipped; so are
 // the tests franz-go itself skips (OAUTHBEARER).
 func TestFranzGoIntegrationSuite(t *testing.T) {
 	goBin := needTool(t, "go")
-	b := startBroker(t, "--kafka-addr", "127.0.0.1:0", "--auto-create-topics", "--group-initial-rebalance-delay", "100ms")
+	b := startBroker(t, "--kafka-addr", "127.0.0.1:0", "--auto-create-topics", "--group-initial-rebalance-delay", "100ms",
+		"--group-consumer-heartbeat-interval", "500ms", "--max-connections-per-ip", "1000")
 	certs := makeTestCerts(t)
 	secure := startBroker(t, append([]string{"--id", "1", "--kafka-addr", "127.0.0.1:0", "--kafka-security-protocol", "SASL_PLAINTEXT"},
 		certs.brokerFlags(1)...)...)
@@ -35,10 +40,16 @@ func TestFranzGoIntegrationSuite(t *testing.T) {
 	if err != nil || !strings.Contains(string(out), "ok  \tgithub.com/twmb/franz-go/pkg/kgo") {
 		t.Fatalf("franz-go's suite: %v\n%s", err, tail(string(out), 60))
 	}
-	for _, scram := range []string{"--- PASS: TestSCRAMAuth ", "--- PASS: TestSCRAMAuthBadCredentials "} {
-		if !strings.Contains(string(out), scram) {
-			t.Errorf("franz-go's SCRAM test did not pass: no %q", strings.TrimSpace(scram))
+	for _, passed := range []string{"--- PASS: TestSCRAMAuth ", "--- PASS: TestSCRAMAuthBadCredentials ",
+		"--- PASS: TestGroupETL/range/848 ", "--- PASS: TestGroupETL/sticky/848 ", "--- PASS: TestGroupETL/sticky/848/static ",
+		"--- PASS: Test848RegexBrokerResolves "} {
+		if !strings.Contains(string(out), passed) {
+			t.Errorf("a franz-go test did not pass: no %q", strings.TrimSpace(passed))
 		}
+	}
+	// A commit refused as stale makes franz-go skip its checks of a group.
+	if strings.Contains(string(out), "stale commit encountered, skipping validation") {
+		t.Error("franz-go skipped the checks of a KIP-848 group after a STALE_MEMBER_EPOCH commit")
 	}
 	t.Logf("franz-go's suite passed in %s", time.Since(start).Round(time.Second))
 }

@@ -1,0 +1,176 @@
+package coordinator
+
+import (
+	"crypto/rand"
+	"encoding/base64"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/sluicemq/sluice/actors"
+	"github.com/sluicemq/sluice/actors/consumergroup"
+	"github.com/sluicemq/sluice/actors/groups"
+	"github.com/sluicemq/sluice/messages"
+	"github.com/sluicemq/sluice/transport"
+)
+
+// Groups of Kafka's consumer protocol (KIP-848), beside the classic
+// groups of the same coordinator: a group id holds members of one
+// protocol at a time, as in Kafka. A ConsumerGroupHeartbeat to a classic
+// group with members is GROUP_ID_NOT_FOUND, a JoinGroup to a consumer
+// group with members INCONSISTENT_GROUP_PROTOCOL; an empty group of either
+// kind (committed offsets only) takes members of either.
+//
+// The membership lives in the coordinator's memory: after a failover the
+// members' next heartbeats get UNKNOWN_MEMBER_ID and they join again
+// (their commits are durable; a commit from a member the new coordinator
+// does not know is refused).
+
+// consumerMembers reports whether the group is a consumer-protocol group
+// with members.
+func (c *groupCoordinator) consumerMembers() bool {
+	return c.cg != nil && len(c.cg.MemberIDs()) > 0
+}
+
+func (c *groupCoordinator) consumerGroupConfig() consumergroup.Config {
+	cfg := consumergroup.DefaultConfig()
+	cfg.SessionTimeout = c.cfg.Broker.GroupConsumerSessionTimeout
+	cfg.HeartbeatInterval = c.cfg.Broker.GroupConsumerHeartbeatInterval
+	cfg.MaxSize = c.cfg.Broker.GroupMaxSize
+	// Heartbeat v0 members are named by the coordinator, as v1 clients
+	// name themselves: 16 random bytes, base64 for URLs.
+	cfg.NewMemberID = func() string {
+		var b [16]byte
+		_, _ = rand.Read(b[:])
+		return base64.RawURLEncoding.EncodeToString(b[:])
+	}
+	return cfg
+}
+
+// catalog is the broker's latest metadata as the consumer group sees it.
+// A regular expression matches internal topics too, as in Kafka (a member
+// asked for them by name in its expression).
+func (c *groupCoordinator) catalog() consumergroup.Catalog {
+	return consumergroup.Catalog{Partitions: c.partitionCounts, Topics: func() []string {
+		snap := c.cfg.Meta.Load()
+		if snap == nil {
+			return nil
+		}
+		names := make([]string, 0, len(snap.Topics))
+		for name := range snap.Topics {
+			names = append(names, name)
+		}
+		return names
+	}}
+}
+
+// topicIDs maps the ids of the latest metadata's topics to their names
+// and back.
+func (c *groupCoordinator) topicIDs() (byID, byName map[string]string) {
+	byID, byName = map[string]string{}, map[string]string{}
+	if snap := c.cfg.Meta.Load(); snap != nil {
+		for name, t := range snap.Topics {
+			byID[t.TopicId], byName[name] = name, t.TopicId
+		}
+	}
+	return byID, byName
+}
+
+func (c *groupCoordinator) onConsumerHeartbeat(ctx actor.Context, req *messages.ConsumerGroupHeartbeatRequest) {
+	answer := func(resp *messages.ConsumerGroupHeartbeatResponse) { actors.Respond(ctx, resp) }
+	if n := len(c.g.MemberIDs()); n > 0 {
+		answer(&messages.ConsumerGroupHeartbeatResponse{Error: messages.ErrorCode_GROUP_ID_NOT_FOUND,
+			ErrorMessage: fmt.Sprintf("group %q is a classic group with %d members, not a consumer group", c.cfg.Group, n)})
+		return
+	}
+	if c.cg == nil {
+		c.cg = consumergroup.New(c.consumerGroupConfig())
+	}
+	byID, byName := c.topicIDs()
+	h := consumergroup.Heartbeat{MemberID: req.MemberId, MemberEpoch: req.MemberEpoch, InstanceID: req.InstanceId,
+		RackID: req.RackId, RebalanceTimeout: time.Duration(req.RebalanceTimeoutMs) * time.Millisecond,
+		Topics: req.Topics, TopicsSet: req.TopicsSet, Regex: req.Regex, RegexSet: req.RegexSet, Assignor: req.Assignor,
+		OwnedSet: req.OwnedSet, ClientID: req.ClientId, ClientHost: req.ClientHost}
+	if req.RebalanceTimeoutMs < 0 {
+		h.RebalanceTimeout = -1
+	}
+	for _, o := range req.Owned {
+		if name, ok := byID[o.TopicId]; ok { // a deleted topic's partitions are gone
+			h.Owned = append(h.Owned, groups.TopicPartitions{Topic: name, Partitions: o.Partitions})
+		}
+	}
+	// What a member subscribes with counts in the broker's group metadata
+	// budget, in place of what it subscribed with before.
+	size := int64(len(req.Regex) + len(req.ClientId) + len(req.InstanceId) + len(req.RackId))
+	for _, t := range req.Topics {
+		size += int64(len(t))
+	}
+	principal := transport.Principal(ctx)
+	undo, ok := c.recharge(req.MemberId, principal, size, req.MemberEpoch == 0 || req.TopicsSet || req.RegexSet)
+	if !ok {
+		answer(&messages.ConsumerGroupHeartbeatResponse{Error: messages.ErrorCode_GROUP_MAX_SIZE_REACHED, MemberId: req.MemberId,
+			ErrorMessage: c.overBudget(principal, size)})
+		return
+	}
+	epoch := c.cg.Epoch()
+	r := c.cg.Heartbeat(h, time.Now(), c.catalog())
+	if r.Code != consumergroup.None {
+		undo()
+	} else if r.MemberID != req.MemberId { // named by the coordinator (v0)
+		c.charges[r.MemberID] = c.charges[req.MemberId]
+		delete(c.charges, req.MemberId)
+	}
+	resp := &messages.ConsumerGroupHeartbeatResponse{Error: consumerCode(r.Code), ErrorMessage: r.Message, MemberId: r.MemberID,
+		MemberEpoch: r.MemberEpoch, HeartbeatIntervalMs: int32(r.HeartbeatInterval.Milliseconds()), HasAssignment: r.HasAssignment}
+	for _, a := range r.Assignment {
+		if id, ok := byName[a.Topic]; ok {
+			resp.Assignment = append(resp.Assignment, &messages.TopicIdPartitions{TopicId: id, Partitions: slices.Clone(a.Partitions)})
+		}
+	}
+	answer(resp)
+	if c.cg.Epoch() != epoch || req.MemberEpoch < 0 {
+		c.releaseCharges(true)
+		c.reportOverview(ctx)
+	}
+}
+
+// onConsumerTick removes silent members and follows the topics.
+func (c *groupCoordinator) onConsumerTick(ctx actor.Context) {
+	if c.cg == nil {
+		return
+	}
+	out := c.cg.Tick(time.Now(), c.catalog())
+	for _, id := range out.Removed {
+		c.cfg.Broker.Logger.Info("consumer group member removed: no heartbeat within the session timeout or no revocation within the rebalance timeout",
+			"group", c.cfg.Group, "member", id)
+	}
+	if len(out.Removed) > 0 || out.EpochBumped {
+		c.releaseCharges(true)
+		c.reportOverview(ctx)
+	}
+}
+
+func consumerCode(c consumergroup.Code) messages.ErrorCode {
+	if c == consumergroup.None {
+		return messages.ErrorCode_NONE
+	}
+	if v, ok := messages.ErrorCode_value[c.String()]; ok {
+		return messages.ErrorCode(v)
+	}
+	return messages.ErrorCode_UNKNOWN_SERVER_ERROR
+}
+
+// describeConsumers is describe() for a consumer-protocol group.
+func (c *groupCoordinator) describeConsumers() *messages.DescribeGroupResponse {
+	d := c.cg.Describe()
+	resp := &messages.DescribeGroupResponse{Group: c.cfg.Group, State: d.State, Generation: d.Epoch, Assignor: d.Assignor,
+		Coordinator: c.cfg.Broker.ID, ProtocolType: consumerProtocol, GroupType: "consumer", AssignmentEpoch: d.AssignmentEpoch}
+	for _, m := range d.Members {
+		resp.Members = append(resp.Members, &messages.MemberDescription{MemberId: m.MemberID, ClientId: m.ClientID,
+			Topics: m.Topics, Assignment: toWireAssignment(m.Assignment), InstanceId: m.InstanceID, MemberEpoch: m.MemberEpoch,
+			Target: toWireAssignment(m.Target), Regex: m.Regex, RackId: m.RackID, ClientHost: m.ClientHost, MemberState: m.State.String()})
+	}
+	return resp
+}
