@@ -7824,6 +7824,264 @@ func (x *GroupMetadataValue) GetMembers() []*GroupMemberRecord {
 	return nil
 }
 
+// ConsumerGroupValue is a group of Kafka's consumer protocol (KIP-848) as
+// its coordinator persists it after every change, whole: the epochs, the
+// target assignment and each member's reconciliation.
+type ConsumerGroupValue struct {
+	state           protoimpl.MessageState      `protogen:"open.v1"`
+	Epoch           int32                       `protobuf:"varint,1,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	AssignmentEpoch int32                       `protobuf:"varint,2,opt,name=assignment_epoch,json=assignmentEpoch,proto3" json:"assignment_epoch,omitempty"`
+	Assignor        string                      `protobuf:"bytes,3,opt,name=assignor,proto3" json:"assignor,omitempty"`
+	Members         []*ConsumerGroupMemberValue `protobuf:"bytes,4,rep,name=members,proto3" json:"members,omitempty"`
+	// The partition counts of the subscribed topics the target was computed
+	// from.
+	Counts        map[string]int32 `protobuf:"bytes,5,rep,name=counts,proto3" json:"counts,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ConsumerGroupValue) Reset() {
+	*x = ConsumerGroupValue{}
+	mi := &file_sluice_proto_msgTypes[102]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ConsumerGroupValue) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ConsumerGroupValue) ProtoMessage() {}
+
+func (x *ConsumerGroupValue) ProtoReflect() protoreflect.Message {
+	mi := &file_sluice_proto_msgTypes[102]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ConsumerGroupValue.ProtoReflect.Descriptor instead.
+func (*ConsumerGroupValue) Descriptor() ([]byte, []int) {
+	return file_sluice_proto_rawDescGZIP(), []int{102}
+}
+
+func (x *ConsumerGroupValue) GetEpoch() int32 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
+}
+
+func (x *ConsumerGroupValue) GetAssignmentEpoch() int32 {
+	if x != nil {
+		return x.AssignmentEpoch
+	}
+	return 0
+}
+
+func (x *ConsumerGroupValue) GetAssignor() string {
+	if x != nil {
+		return x.Assignor
+	}
+	return ""
+}
+
+func (x *ConsumerGroupValue) GetMembers() []*ConsumerGroupMemberValue {
+	if x != nil {
+		return x.Members
+	}
+	return nil
+}
+
+func (x *ConsumerGroupValue) GetCounts() map[string]int32 {
+	if x != nil {
+		return x.Counts
+	}
+	return nil
+}
+
+type ConsumerGroupMemberValue struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	MemberId      string                 `protobuf:"bytes,1,opt,name=member_id,json=memberId,proto3" json:"member_id,omitempty"`
+	InstanceId    string                 `protobuf:"bytes,2,opt,name=instance_id,json=instanceId,proto3" json:"instance_id,omitempty"`
+	RackId        string                 `protobuf:"bytes,3,opt,name=rack_id,json=rackId,proto3" json:"rack_id,omitempty"`
+	ClientId      string                 `protobuf:"bytes,4,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
+	ClientHost    string                 `protobuf:"bytes,5,opt,name=client_host,json=clientHost,proto3" json:"client_host,omitempty"`
+	Epoch         int32                  `protobuf:"varint,6,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	PreviousEpoch int32                  `protobuf:"varint,7,opt,name=previous_epoch,json=previousEpoch,proto3" json:"previous_epoch,omitempty"`
+	// 0 stable, 1 revoking (unrevoked partitions), 2 waiting for partitions
+	// other members hold (unreleased).
+	State              int32              `protobuf:"varint,8,opt,name=state,proto3" json:"state,omitempty"`
+	Topics             []string           `protobuf:"bytes,9,rep,name=topics,proto3" json:"topics,omitempty"`
+	Regex              string             `protobuf:"bytes,10,opt,name=regex,proto3" json:"regex,omitempty"`
+	Assignor           string             `protobuf:"bytes,11,opt,name=assignor,proto3" json:"assignor,omitempty"`
+	RebalanceTimeoutMs int32              `protobuf:"varint,12,opt,name=rebalance_timeout_ms,json=rebalanceTimeoutMs,proto3" json:"rebalance_timeout_ms,omitempty"`
+	Assigned           []*TopicPartitions `protobuf:"bytes,13,rep,name=assigned,proto3" json:"assigned,omitempty"`
+	// For each partition of assigned, in order, the epoch since which the
+	// member has held it.
+	AssignedSince []int32            `protobuf:"varint,14,rep,packed,name=assigned_since,json=assignedSince,proto3" json:"assigned_since,omitempty"`
+	Revoking      []*TopicPartitions `protobuf:"bytes,15,rep,name=revoking,proto3" json:"revoking,omitempty"`
+	Target        []*TopicPartitions `protobuf:"bytes,16,rep,name=target,proto3" json:"target,omitempty"`
+	// A static member that left with epoch -2: its place waits for it.
+	Leaving       bool `protobuf:"varint,17,opt,name=leaving,proto3" json:"leaving,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ConsumerGroupMemberValue) Reset() {
+	*x = ConsumerGroupMemberValue{}
+	mi := &file_sluice_proto_msgTypes[103]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ConsumerGroupMemberValue) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ConsumerGroupMemberValue) ProtoMessage() {}
+
+func (x *ConsumerGroupMemberValue) ProtoReflect() protoreflect.Message {
+	mi := &file_sluice_proto_msgTypes[103]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ConsumerGroupMemberValue.ProtoReflect.Descriptor instead.
+func (*ConsumerGroupMemberValue) Descriptor() ([]byte, []int) {
+	return file_sluice_proto_rawDescGZIP(), []int{103}
+}
+
+func (x *ConsumerGroupMemberValue) GetMemberId() string {
+	if x != nil {
+		return x.MemberId
+	}
+	return ""
+}
+
+func (x *ConsumerGroupMemberValue) GetInstanceId() string {
+	if x != nil {
+		return x.InstanceId
+	}
+	return ""
+}
+
+func (x *ConsumerGroupMemberValue) GetRackId() string {
+	if x != nil {
+		return x.RackId
+	}
+	return ""
+}
+
+func (x *ConsumerGroupMemberValue) GetClientId() string {
+	if x != nil {
+		return x.ClientId
+	}
+	return ""
+}
+
+func (x *ConsumerGroupMemberValue) GetClientHost() string {
+	if x != nil {
+		return x.ClientHost
+	}
+	return ""
+}
+
+func (x *ConsumerGroupMemberValue) GetEpoch() int32 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
+}
+
+func (x *ConsumerGroupMemberValue) GetPreviousEpoch() int32 {
+	if x != nil {
+		return x.PreviousEpoch
+	}
+	return 0
+}
+
+func (x *ConsumerGroupMemberValue) GetState() int32 {
+	if x != nil {
+		return x.State
+	}
+	return 0
+}
+
+func (x *ConsumerGroupMemberValue) GetTopics() []string {
+	if x != nil {
+		return x.Topics
+	}
+	return nil
+}
+
+func (x *ConsumerGroupMemberValue) GetRegex() string {
+	if x != nil {
+		return x.Regex
+	}
+	return ""
+}
+
+func (x *ConsumerGroupMemberValue) GetAssignor() string {
+	if x != nil {
+		return x.Assignor
+	}
+	return ""
+}
+
+func (x *ConsumerGroupMemberValue) GetRebalanceTimeoutMs() int32 {
+	if x != nil {
+		return x.RebalanceTimeoutMs
+	}
+	return 0
+}
+
+func (x *ConsumerGroupMemberValue) GetAssigned() []*TopicPartitions {
+	if x != nil {
+		return x.Assigned
+	}
+	return nil
+}
+
+func (x *ConsumerGroupMemberValue) GetAssignedSince() []int32 {
+	if x != nil {
+		return x.AssignedSince
+	}
+	return nil
+}
+
+func (x *ConsumerGroupMemberValue) GetRevoking() []*TopicPartitions {
+	if x != nil {
+		return x.Revoking
+	}
+	return nil
+}
+
+func (x *ConsumerGroupMemberValue) GetTarget() []*TopicPartitions {
+	if x != nil {
+		return x.Target
+	}
+	return nil
+}
+
+func (x *ConsumerGroupMemberValue) GetLeaving() bool {
+	if x != nil {
+		return x.Leaving
+	}
+	return false
+}
+
 // TopicRecord is a topic as the controller stored it.
 type TopicRecord struct {
 	state             protoimpl.MessageState `protogen:"open.v1"`
@@ -7841,7 +8099,7 @@ type TopicRecord struct {
 
 func (x *TopicRecord) Reset() {
 	*x = TopicRecord{}
-	mi := &file_sluice_proto_msgTypes[102]
+	mi := &file_sluice_proto_msgTypes[104]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7853,7 +8111,7 @@ func (x *TopicRecord) String() string {
 func (*TopicRecord) ProtoMessage() {}
 
 func (x *TopicRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[102]
+	mi := &file_sluice_proto_msgTypes[104]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7866,7 +8124,7 @@ func (x *TopicRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TopicRecord.ProtoReflect.Descriptor instead.
 func (*TopicRecord) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{102}
+	return file_sluice_proto_rawDescGZIP(), []int{104}
 }
 
 func (x *TopicRecord) GetName() string {
@@ -7927,7 +8185,7 @@ type ReplicaAssignment struct {
 
 func (x *ReplicaAssignment) Reset() {
 	*x = ReplicaAssignment{}
-	mi := &file_sluice_proto_msgTypes[103]
+	mi := &file_sluice_proto_msgTypes[105]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7939,7 +8197,7 @@ func (x *ReplicaAssignment) String() string {
 func (*ReplicaAssignment) ProtoMessage() {}
 
 func (x *ReplicaAssignment) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[103]
+	mi := &file_sluice_proto_msgTypes[105]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7952,7 +8210,7 @@ func (x *ReplicaAssignment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicaAssignment.ProtoReflect.Descriptor instead.
 func (*ReplicaAssignment) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{103}
+	return file_sluice_proto_rawDescGZIP(), []int{105}
 }
 
 func (x *ReplicaAssignment) GetReplicas() []int32 {
@@ -7995,7 +8253,7 @@ type PartitionState struct {
 
 func (x *PartitionState) Reset() {
 	*x = PartitionState{}
-	mi := &file_sluice_proto_msgTypes[104]
+	mi := &file_sluice_proto_msgTypes[106]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8007,7 +8265,7 @@ func (x *PartitionState) String() string {
 func (*PartitionState) ProtoMessage() {}
 
 func (x *PartitionState) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[104]
+	mi := &file_sluice_proto_msgTypes[106]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8020,7 +8278,7 @@ func (x *PartitionState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PartitionState.ProtoReflect.Descriptor instead.
 func (*PartitionState) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{104}
+	return file_sluice_proto_rawDescGZIP(), []int{106}
 }
 
 func (x *PartitionState) GetTopic() string {
@@ -8128,7 +8386,7 @@ type TopicDeletion struct {
 
 func (x *TopicDeletion) Reset() {
 	*x = TopicDeletion{}
-	mi := &file_sluice_proto_msgTypes[105]
+	mi := &file_sluice_proto_msgTypes[107]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8140,7 +8398,7 @@ func (x *TopicDeletion) String() string {
 func (*TopicDeletion) ProtoMessage() {}
 
 func (x *TopicDeletion) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[105]
+	mi := &file_sluice_proto_msgTypes[107]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8153,7 +8411,7 @@ func (x *TopicDeletion) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TopicDeletion.ProtoReflect.Descriptor instead.
 func (*TopicDeletion) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{105}
+	return file_sluice_proto_rawDescGZIP(), []int{107}
 }
 
 func (x *TopicDeletion) GetName() string {
@@ -8193,7 +8451,7 @@ type BrokerRegistration struct {
 
 func (x *BrokerRegistration) Reset() {
 	*x = BrokerRegistration{}
-	mi := &file_sluice_proto_msgTypes[106]
+	mi := &file_sluice_proto_msgTypes[108]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8205,7 +8463,7 @@ func (x *BrokerRegistration) String() string {
 func (*BrokerRegistration) ProtoMessage() {}
 
 func (x *BrokerRegistration) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[106]
+	mi := &file_sluice_proto_msgTypes[108]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8218,7 +8476,7 @@ func (x *BrokerRegistration) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BrokerRegistration.ProtoReflect.Descriptor instead.
 func (*BrokerRegistration) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{106}
+	return file_sluice_proto_rawDescGZIP(), []int{108}
 }
 
 func (x *BrokerRegistration) GetId() int32 {
@@ -8274,7 +8532,7 @@ type ClusterSnapshot struct {
 
 func (x *ClusterSnapshot) Reset() {
 	*x = ClusterSnapshot{}
-	mi := &file_sluice_proto_msgTypes[107]
+	mi := &file_sluice_proto_msgTypes[109]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8286,7 +8544,7 @@ func (x *ClusterSnapshot) String() string {
 func (*ClusterSnapshot) ProtoMessage() {}
 
 func (x *ClusterSnapshot) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[107]
+	mi := &file_sluice_proto_msgTypes[109]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8299,7 +8557,7 @@ func (x *ClusterSnapshot) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterSnapshot.ProtoReflect.Descriptor instead.
 func (*ClusterSnapshot) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{107}
+	return file_sluice_proto_rawDescGZIP(), []int{109}
 }
 
 func (x *ClusterSnapshot) GetIndex() uint64 {
@@ -8377,7 +8635,7 @@ type AclBinding struct {
 
 func (x *AclBinding) Reset() {
 	*x = AclBinding{}
-	mi := &file_sluice_proto_msgTypes[108]
+	mi := &file_sluice_proto_msgTypes[110]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8389,7 +8647,7 @@ func (x *AclBinding) String() string {
 func (*AclBinding) ProtoMessage() {}
 
 func (x *AclBinding) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[108]
+	mi := &file_sluice_proto_msgTypes[110]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8402,7 +8660,7 @@ func (x *AclBinding) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AclBinding.ProtoReflect.Descriptor instead.
 func (*AclBinding) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{108}
+	return file_sluice_proto_rawDescGZIP(), []int{110}
 }
 
 func (x *AclBinding) GetResourceType() AclResourceType {
@@ -8473,7 +8731,7 @@ type UserRecord struct {
 
 func (x *UserRecord) Reset() {
 	*x = UserRecord{}
-	mi := &file_sluice_proto_msgTypes[109]
+	mi := &file_sluice_proto_msgTypes[111]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8485,7 +8743,7 @@ func (x *UserRecord) String() string {
 func (*UserRecord) ProtoMessage() {}
 
 func (x *UserRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[109]
+	mi := &file_sluice_proto_msgTypes[111]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8498,7 +8756,7 @@ func (x *UserRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UserRecord.ProtoReflect.Descriptor instead.
 func (*UserRecord) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{109}
+	return file_sluice_proto_rawDescGZIP(), []int{111}
 }
 
 func (x *UserRecord) GetName() string {
@@ -8554,7 +8812,7 @@ type ScramCredential struct {
 
 func (x *ScramCredential) Reset() {
 	*x = ScramCredential{}
-	mi := &file_sluice_proto_msgTypes[110]
+	mi := &file_sluice_proto_msgTypes[112]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8566,7 +8824,7 @@ func (x *ScramCredential) String() string {
 func (*ScramCredential) ProtoMessage() {}
 
 func (x *ScramCredential) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[110]
+	mi := &file_sluice_proto_msgTypes[112]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8579,7 +8837,7 @@ func (x *ScramCredential) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScramCredential.ProtoReflect.Descriptor instead.
 func (*ScramCredential) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{110}
+	return file_sluice_proto_rawDescGZIP(), []int{112}
 }
 
 func (x *ScramCredential) GetMechanism() int32 {
@@ -8630,7 +8888,7 @@ type AlterScramCredentialsRequest struct {
 
 func (x *AlterScramCredentialsRequest) Reset() {
 	*x = AlterScramCredentialsRequest{}
-	mi := &file_sluice_proto_msgTypes[111]
+	mi := &file_sluice_proto_msgTypes[113]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8642,7 +8900,7 @@ func (x *AlterScramCredentialsRequest) String() string {
 func (*AlterScramCredentialsRequest) ProtoMessage() {}
 
 func (x *AlterScramCredentialsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[111]
+	mi := &file_sluice_proto_msgTypes[113]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8655,7 +8913,7 @@ func (x *AlterScramCredentialsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AlterScramCredentialsRequest.ProtoReflect.Descriptor instead.
 func (*AlterScramCredentialsRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{111}
+	return file_sluice_proto_rawDescGZIP(), []int{113}
 }
 
 func (x *AlterScramCredentialsRequest) GetUpsertions() []*ScramUpsertion {
@@ -8682,7 +8940,7 @@ type ScramUpsertion struct {
 
 func (x *ScramUpsertion) Reset() {
 	*x = ScramUpsertion{}
-	mi := &file_sluice_proto_msgTypes[112]
+	mi := &file_sluice_proto_msgTypes[114]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8694,7 +8952,7 @@ func (x *ScramUpsertion) String() string {
 func (*ScramUpsertion) ProtoMessage() {}
 
 func (x *ScramUpsertion) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[112]
+	mi := &file_sluice_proto_msgTypes[114]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8707,7 +8965,7 @@ func (x *ScramUpsertion) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScramUpsertion.ProtoReflect.Descriptor instead.
 func (*ScramUpsertion) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{112}
+	return file_sluice_proto_rawDescGZIP(), []int{114}
 }
 
 func (x *ScramUpsertion) GetName() string {
@@ -8734,7 +8992,7 @@ type ScramDeletion struct {
 
 func (x *ScramDeletion) Reset() {
 	*x = ScramDeletion{}
-	mi := &file_sluice_proto_msgTypes[113]
+	mi := &file_sluice_proto_msgTypes[115]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8746,7 +9004,7 @@ func (x *ScramDeletion) String() string {
 func (*ScramDeletion) ProtoMessage() {}
 
 func (x *ScramDeletion) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[113]
+	mi := &file_sluice_proto_msgTypes[115]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8759,7 +9017,7 @@ func (x *ScramDeletion) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScramDeletion.ProtoReflect.Descriptor instead.
 func (*ScramDeletion) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{113}
+	return file_sluice_proto_rawDescGZIP(), []int{115}
 }
 
 func (x *ScramDeletion) GetName() string {
@@ -8789,7 +9047,7 @@ type AlterScramCredentialsResponse struct {
 
 func (x *AlterScramCredentialsResponse) Reset() {
 	*x = AlterScramCredentialsResponse{}
-	mi := &file_sluice_proto_msgTypes[114]
+	mi := &file_sluice_proto_msgTypes[116]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8801,7 +9059,7 @@ func (x *AlterScramCredentialsResponse) String() string {
 func (*AlterScramCredentialsResponse) ProtoMessage() {}
 
 func (x *AlterScramCredentialsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[114]
+	mi := &file_sluice_proto_msgTypes[116]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8814,7 +9072,7 @@ func (x *AlterScramCredentialsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AlterScramCredentialsResponse.ProtoReflect.Descriptor instead.
 func (*AlterScramCredentialsResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{114}
+	return file_sluice_proto_rawDescGZIP(), []int{116}
 }
 
 func (x *AlterScramCredentialsResponse) GetError() ErrorCode {
@@ -8849,7 +9107,7 @@ type UserResult struct {
 
 func (x *UserResult) Reset() {
 	*x = UserResult{}
-	mi := &file_sluice_proto_msgTypes[115]
+	mi := &file_sluice_proto_msgTypes[117]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8861,7 +9119,7 @@ func (x *UserResult) String() string {
 func (*UserResult) ProtoMessage() {}
 
 func (x *UserResult) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[115]
+	mi := &file_sluice_proto_msgTypes[117]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8874,7 +9132,7 @@ func (x *UserResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UserResult.ProtoReflect.Descriptor instead.
 func (*UserResult) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{115}
+	return file_sluice_proto_rawDescGZIP(), []int{117}
 }
 
 func (x *UserResult) GetName() string {
@@ -8918,7 +9176,7 @@ type SecurityRecord struct {
 
 func (x *SecurityRecord) Reset() {
 	*x = SecurityRecord{}
-	mi := &file_sluice_proto_msgTypes[116]
+	mi := &file_sluice_proto_msgTypes[118]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8930,7 +9188,7 @@ func (x *SecurityRecord) String() string {
 func (*SecurityRecord) ProtoMessage() {}
 
 func (x *SecurityRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[116]
+	mi := &file_sluice_proto_msgTypes[118]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8943,7 +9201,7 @@ func (x *SecurityRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SecurityRecord.ProtoReflect.Descriptor instead.
 func (*SecurityRecord) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{116}
+	return file_sluice_proto_rawDescGZIP(), []int{118}
 }
 
 func (x *SecurityRecord) GetAcls() []*AclBinding {
@@ -8994,7 +9252,7 @@ type BrokerConfigOverride struct {
 
 func (x *BrokerConfigOverride) Reset() {
 	*x = BrokerConfigOverride{}
-	mi := &file_sluice_proto_msgTypes[117]
+	mi := &file_sluice_proto_msgTypes[119]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9006,7 +9264,7 @@ func (x *BrokerConfigOverride) String() string {
 func (*BrokerConfigOverride) ProtoMessage() {}
 
 func (x *BrokerConfigOverride) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[117]
+	mi := &file_sluice_proto_msgTypes[119]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9019,7 +9277,7 @@ func (x *BrokerConfigOverride) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BrokerConfigOverride.ProtoReflect.Descriptor instead.
 func (*BrokerConfigOverride) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{117}
+	return file_sluice_proto_rawDescGZIP(), []int{119}
 }
 
 func (x *BrokerConfigOverride) GetBrokerId() int32 {
@@ -9046,7 +9304,7 @@ type ConfigValue struct {
 
 func (x *ConfigValue) Reset() {
 	*x = ConfigValue{}
-	mi := &file_sluice_proto_msgTypes[118]
+	mi := &file_sluice_proto_msgTypes[120]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9058,7 +9316,7 @@ func (x *ConfigValue) String() string {
 func (*ConfigValue) ProtoMessage() {}
 
 func (x *ConfigValue) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[118]
+	mi := &file_sluice_proto_msgTypes[120]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9071,7 +9329,7 @@ func (x *ConfigValue) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigValue.ProtoReflect.Descriptor instead.
 func (*ConfigValue) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{118}
+	return file_sluice_proto_rawDescGZIP(), []int{120}
 }
 
 func (x *ConfigValue) GetName() string {
@@ -9104,7 +9362,7 @@ type AlterBrokerConfigsRequest struct {
 
 func (x *AlterBrokerConfigsRequest) Reset() {
 	*x = AlterBrokerConfigsRequest{}
-	mi := &file_sluice_proto_msgTypes[119]
+	mi := &file_sluice_proto_msgTypes[121]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9116,7 +9374,7 @@ func (x *AlterBrokerConfigsRequest) String() string {
 func (*AlterBrokerConfigsRequest) ProtoMessage() {}
 
 func (x *AlterBrokerConfigsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[119]
+	mi := &file_sluice_proto_msgTypes[121]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9129,7 +9387,7 @@ func (x *AlterBrokerConfigsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AlterBrokerConfigsRequest.ProtoReflect.Descriptor instead.
 func (*AlterBrokerConfigsRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{119}
+	return file_sluice_proto_rawDescGZIP(), []int{121}
 }
 
 func (x *AlterBrokerConfigsRequest) GetBrokerId() int32 {
@@ -9177,7 +9435,7 @@ type AlterBrokerConfigsResponse struct {
 
 func (x *AlterBrokerConfigsResponse) Reset() {
 	*x = AlterBrokerConfigsResponse{}
-	mi := &file_sluice_proto_msgTypes[120]
+	mi := &file_sluice_proto_msgTypes[122]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9189,7 +9447,7 @@ func (x *AlterBrokerConfigsResponse) String() string {
 func (*AlterBrokerConfigsResponse) ProtoMessage() {}
 
 func (x *AlterBrokerConfigsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[120]
+	mi := &file_sluice_proto_msgTypes[122]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9202,7 +9460,7 @@ func (x *AlterBrokerConfigsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AlterBrokerConfigsResponse.ProtoReflect.Descriptor instead.
 func (*AlterBrokerConfigsResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{120}
+	return file_sluice_proto_rawDescGZIP(), []int{122}
 }
 
 func (x *AlterBrokerConfigsResponse) GetError() ErrorCode {
@@ -9233,7 +9491,7 @@ type ClientQuota struct {
 
 func (x *ClientQuota) Reset() {
 	*x = ClientQuota{}
-	mi := &file_sluice_proto_msgTypes[121]
+	mi := &file_sluice_proto_msgTypes[123]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9245,7 +9503,7 @@ func (x *ClientQuota) String() string {
 func (*ClientQuota) ProtoMessage() {}
 
 func (x *ClientQuota) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[121]
+	mi := &file_sluice_proto_msgTypes[123]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9258,7 +9516,7 @@ func (x *ClientQuota) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClientQuota.ProtoReflect.Descriptor instead.
 func (*ClientQuota) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{121}
+	return file_sluice_proto_rawDescGZIP(), []int{123}
 }
 
 func (x *ClientQuota) GetEntity() []*QuotaEntity {
@@ -9290,7 +9548,7 @@ type QuotaEntity struct {
 
 func (x *QuotaEntity) Reset() {
 	*x = QuotaEntity{}
-	mi := &file_sluice_proto_msgTypes[122]
+	mi := &file_sluice_proto_msgTypes[124]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9302,7 +9560,7 @@ func (x *QuotaEntity) String() string {
 func (*QuotaEntity) ProtoMessage() {}
 
 func (x *QuotaEntity) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[122]
+	mi := &file_sluice_proto_msgTypes[124]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9315,7 +9573,7 @@ func (x *QuotaEntity) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QuotaEntity.ProtoReflect.Descriptor instead.
 func (*QuotaEntity) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{122}
+	return file_sluice_proto_rawDescGZIP(), []int{124}
 }
 
 func (x *QuotaEntity) GetType() string {
@@ -9350,7 +9608,7 @@ type QuotaValue struct {
 
 func (x *QuotaValue) Reset() {
 	*x = QuotaValue{}
-	mi := &file_sluice_proto_msgTypes[123]
+	mi := &file_sluice_proto_msgTypes[125]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9362,7 +9620,7 @@ func (x *QuotaValue) String() string {
 func (*QuotaValue) ProtoMessage() {}
 
 func (x *QuotaValue) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[123]
+	mi := &file_sluice_proto_msgTypes[125]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9375,7 +9633,7 @@ func (x *QuotaValue) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QuotaValue.ProtoReflect.Descriptor instead.
 func (*QuotaValue) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{123}
+	return file_sluice_proto_rawDescGZIP(), []int{125}
 }
 
 func (x *QuotaValue) GetKey() string {
@@ -9404,7 +9662,7 @@ type AlterClientQuotasRequest struct {
 
 func (x *AlterClientQuotasRequest) Reset() {
 	*x = AlterClientQuotasRequest{}
-	mi := &file_sluice_proto_msgTypes[124]
+	mi := &file_sluice_proto_msgTypes[126]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9416,7 +9674,7 @@ func (x *AlterClientQuotasRequest) String() string {
 func (*AlterClientQuotasRequest) ProtoMessage() {}
 
 func (x *AlterClientQuotasRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[124]
+	mi := &file_sluice_proto_msgTypes[126]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9429,7 +9687,7 @@ func (x *AlterClientQuotasRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AlterClientQuotasRequest.ProtoReflect.Descriptor instead.
 func (*AlterClientQuotasRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{124}
+	return file_sluice_proto_rawDescGZIP(), []int{126}
 }
 
 func (x *AlterClientQuotasRequest) GetEntries() []*QuotaAlteration {
@@ -9456,7 +9714,7 @@ type QuotaAlteration struct {
 
 func (x *QuotaAlteration) Reset() {
 	*x = QuotaAlteration{}
-	mi := &file_sluice_proto_msgTypes[125]
+	mi := &file_sluice_proto_msgTypes[127]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9468,7 +9726,7 @@ func (x *QuotaAlteration) String() string {
 func (*QuotaAlteration) ProtoMessage() {}
 
 func (x *QuotaAlteration) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[125]
+	mi := &file_sluice_proto_msgTypes[127]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9481,7 +9739,7 @@ func (x *QuotaAlteration) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QuotaAlteration.ProtoReflect.Descriptor instead.
 func (*QuotaAlteration) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{125}
+	return file_sluice_proto_rawDescGZIP(), []int{127}
 }
 
 func (x *QuotaAlteration) GetEntity() []*QuotaEntity {
@@ -9510,7 +9768,7 @@ type QuotaOp struct {
 
 func (x *QuotaOp) Reset() {
 	*x = QuotaOp{}
-	mi := &file_sluice_proto_msgTypes[126]
+	mi := &file_sluice_proto_msgTypes[128]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9522,7 +9780,7 @@ func (x *QuotaOp) String() string {
 func (*QuotaOp) ProtoMessage() {}
 
 func (x *QuotaOp) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[126]
+	mi := &file_sluice_proto_msgTypes[128]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9535,7 +9793,7 @@ func (x *QuotaOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QuotaOp.ProtoReflect.Descriptor instead.
 func (*QuotaOp) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{126}
+	return file_sluice_proto_rawDescGZIP(), []int{128}
 }
 
 func (x *QuotaOp) GetKey() string {
@@ -9571,7 +9829,7 @@ type AlterClientQuotasResponse struct {
 
 func (x *AlterClientQuotasResponse) Reset() {
 	*x = AlterClientQuotasResponse{}
-	mi := &file_sluice_proto_msgTypes[127]
+	mi := &file_sluice_proto_msgTypes[129]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9583,7 +9841,7 @@ func (x *AlterClientQuotasResponse) String() string {
 func (*AlterClientQuotasResponse) ProtoMessage() {}
 
 func (x *AlterClientQuotasResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[127]
+	mi := &file_sluice_proto_msgTypes[129]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9596,7 +9854,7 @@ func (x *AlterClientQuotasResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AlterClientQuotasResponse.ProtoReflect.Descriptor instead.
 func (*AlterClientQuotasResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{127}
+	return file_sluice_proto_rawDescGZIP(), []int{129}
 }
 
 func (x *AlterClientQuotasResponse) GetError() ErrorCode {
@@ -9630,7 +9888,7 @@ type QuotaResult struct {
 
 func (x *QuotaResult) Reset() {
 	*x = QuotaResult{}
-	mi := &file_sluice_proto_msgTypes[128]
+	mi := &file_sluice_proto_msgTypes[130]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9642,7 +9900,7 @@ func (x *QuotaResult) String() string {
 func (*QuotaResult) ProtoMessage() {}
 
 func (x *QuotaResult) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[128]
+	mi := &file_sluice_proto_msgTypes[130]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9655,7 +9913,7 @@ func (x *QuotaResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QuotaResult.ProtoReflect.Descriptor instead.
 func (*QuotaResult) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{128}
+	return file_sluice_proto_rawDescGZIP(), []int{130}
 }
 
 func (x *QuotaResult) GetError() ErrorCode {
@@ -9682,7 +9940,7 @@ type ListClientQuotasRequest struct {
 
 func (x *ListClientQuotasRequest) Reset() {
 	*x = ListClientQuotasRequest{}
-	mi := &file_sluice_proto_msgTypes[129]
+	mi := &file_sluice_proto_msgTypes[131]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9694,7 +9952,7 @@ func (x *ListClientQuotasRequest) String() string {
 func (*ListClientQuotasRequest) ProtoMessage() {}
 
 func (x *ListClientQuotasRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[129]
+	mi := &file_sluice_proto_msgTypes[131]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9707,7 +9965,7 @@ func (x *ListClientQuotasRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListClientQuotasRequest.ProtoReflect.Descriptor instead.
 func (*ListClientQuotasRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{129}
+	return file_sluice_proto_rawDescGZIP(), []int{131}
 }
 
 type ListClientQuotasResponse struct {
@@ -9721,7 +9979,7 @@ type ListClientQuotasResponse struct {
 
 func (x *ListClientQuotasResponse) Reset() {
 	*x = ListClientQuotasResponse{}
-	mi := &file_sluice_proto_msgTypes[130]
+	mi := &file_sluice_proto_msgTypes[132]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9733,7 +9991,7 @@ func (x *ListClientQuotasResponse) String() string {
 func (*ListClientQuotasResponse) ProtoMessage() {}
 
 func (x *ListClientQuotasResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[130]
+	mi := &file_sluice_proto_msgTypes[132]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9746,7 +10004,7 @@ func (x *ListClientQuotasResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListClientQuotasResponse.ProtoReflect.Descriptor instead.
 func (*ListClientQuotasResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{130}
+	return file_sluice_proto_rawDescGZIP(), []int{132}
 }
 
 func (x *ListClientQuotasResponse) GetError() ErrorCode {
@@ -9779,7 +10037,7 @@ type CreateAclsRequest struct {
 
 func (x *CreateAclsRequest) Reset() {
 	*x = CreateAclsRequest{}
-	mi := &file_sluice_proto_msgTypes[131]
+	mi := &file_sluice_proto_msgTypes[133]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9791,7 +10049,7 @@ func (x *CreateAclsRequest) String() string {
 func (*CreateAclsRequest) ProtoMessage() {}
 
 func (x *CreateAclsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[131]
+	mi := &file_sluice_proto_msgTypes[133]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9804,7 +10062,7 @@ func (x *CreateAclsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateAclsRequest.ProtoReflect.Descriptor instead.
 func (*CreateAclsRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{131}
+	return file_sluice_proto_rawDescGZIP(), []int{133}
 }
 
 func (x *CreateAclsRequest) GetAcls() []*AclBinding {
@@ -9826,7 +10084,7 @@ type CreateAclsResponse struct {
 
 func (x *CreateAclsResponse) Reset() {
 	*x = CreateAclsResponse{}
-	mi := &file_sluice_proto_msgTypes[132]
+	mi := &file_sluice_proto_msgTypes[134]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9838,7 +10096,7 @@ func (x *CreateAclsResponse) String() string {
 func (*CreateAclsResponse) ProtoMessage() {}
 
 func (x *CreateAclsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[132]
+	mi := &file_sluice_proto_msgTypes[134]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9851,7 +10109,7 @@ func (x *CreateAclsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateAclsResponse.ProtoReflect.Descriptor instead.
 func (*CreateAclsResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{132}
+	return file_sluice_proto_rawDescGZIP(), []int{134}
 }
 
 func (x *CreateAclsResponse) GetError() ErrorCode {
@@ -9884,7 +10142,7 @@ type DeleteAclsRequest struct {
 
 func (x *DeleteAclsRequest) Reset() {
 	*x = DeleteAclsRequest{}
-	mi := &file_sluice_proto_msgTypes[133]
+	mi := &file_sluice_proto_msgTypes[135]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9896,7 +10154,7 @@ func (x *DeleteAclsRequest) String() string {
 func (*DeleteAclsRequest) ProtoMessage() {}
 
 func (x *DeleteAclsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[133]
+	mi := &file_sluice_proto_msgTypes[135]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9909,7 +10167,7 @@ func (x *DeleteAclsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteAclsRequest.ProtoReflect.Descriptor instead.
 func (*DeleteAclsRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{133}
+	return file_sluice_proto_rawDescGZIP(), []int{135}
 }
 
 func (x *DeleteAclsRequest) GetFilters() []*AclBinding {
@@ -9930,7 +10188,7 @@ type DeleteAclsResponse struct {
 
 func (x *DeleteAclsResponse) Reset() {
 	*x = DeleteAclsResponse{}
-	mi := &file_sluice_proto_msgTypes[134]
+	mi := &file_sluice_proto_msgTypes[136]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9942,7 +10200,7 @@ func (x *DeleteAclsResponse) String() string {
 func (*DeleteAclsResponse) ProtoMessage() {}
 
 func (x *DeleteAclsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[134]
+	mi := &file_sluice_proto_msgTypes[136]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9955,7 +10213,7 @@ func (x *DeleteAclsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteAclsResponse.ProtoReflect.Descriptor instead.
 func (*DeleteAclsResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{134}
+	return file_sluice_proto_rawDescGZIP(), []int{136}
 }
 
 func (x *DeleteAclsResponse) GetError() ErrorCode {
@@ -9988,7 +10246,7 @@ type DescribeAclsRequest struct {
 
 func (x *DescribeAclsRequest) Reset() {
 	*x = DescribeAclsRequest{}
-	mi := &file_sluice_proto_msgTypes[135]
+	mi := &file_sluice_proto_msgTypes[137]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10000,7 +10258,7 @@ func (x *DescribeAclsRequest) String() string {
 func (*DescribeAclsRequest) ProtoMessage() {}
 
 func (x *DescribeAclsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[135]
+	mi := &file_sluice_proto_msgTypes[137]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10013,7 +10271,7 @@ func (x *DescribeAclsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeAclsRequest.ProtoReflect.Descriptor instead.
 func (*DescribeAclsRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{135}
+	return file_sluice_proto_rawDescGZIP(), []int{137}
 }
 
 func (x *DescribeAclsRequest) GetFilter() *AclBinding {
@@ -10034,7 +10292,7 @@ type DescribeAclsResponse struct {
 
 func (x *DescribeAclsResponse) Reset() {
 	*x = DescribeAclsResponse{}
-	mi := &file_sluice_proto_msgTypes[136]
+	mi := &file_sluice_proto_msgTypes[138]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10046,7 +10304,7 @@ func (x *DescribeAclsResponse) String() string {
 func (*DescribeAclsResponse) ProtoMessage() {}
 
 func (x *DescribeAclsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[136]
+	mi := &file_sluice_proto_msgTypes[138]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10059,7 +10317,7 @@ func (x *DescribeAclsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeAclsResponse.ProtoReflect.Descriptor instead.
 func (*DescribeAclsResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{136}
+	return file_sluice_proto_rawDescGZIP(), []int{138}
 }
 
 func (x *DescribeAclsResponse) GetError() ErrorCode {
@@ -10095,7 +10353,7 @@ type CreateUserRequest struct {
 
 func (x *CreateUserRequest) Reset() {
 	*x = CreateUserRequest{}
-	mi := &file_sluice_proto_msgTypes[137]
+	mi := &file_sluice_proto_msgTypes[139]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10107,7 +10365,7 @@ func (x *CreateUserRequest) String() string {
 func (*CreateUserRequest) ProtoMessage() {}
 
 func (x *CreateUserRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[137]
+	mi := &file_sluice_proto_msgTypes[139]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10120,7 +10378,7 @@ func (x *CreateUserRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateUserRequest.ProtoReflect.Descriptor instead.
 func (*CreateUserRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{137}
+	return file_sluice_proto_rawDescGZIP(), []int{139}
 }
 
 func (x *CreateUserRequest) GetName() string {
@@ -10147,7 +10405,7 @@ type CreateUserResponse struct {
 
 func (x *CreateUserResponse) Reset() {
 	*x = CreateUserResponse{}
-	mi := &file_sluice_proto_msgTypes[138]
+	mi := &file_sluice_proto_msgTypes[140]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10159,7 +10417,7 @@ func (x *CreateUserResponse) String() string {
 func (*CreateUserResponse) ProtoMessage() {}
 
 func (x *CreateUserResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[138]
+	mi := &file_sluice_proto_msgTypes[140]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10172,7 +10430,7 @@ func (x *CreateUserResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateUserResponse.ProtoReflect.Descriptor instead.
 func (*CreateUserResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{138}
+	return file_sluice_proto_rawDescGZIP(), []int{140}
 }
 
 func (x *CreateUserResponse) GetError() ErrorCode {
@@ -10198,7 +10456,7 @@ type DeleteUserRequest struct {
 
 func (x *DeleteUserRequest) Reset() {
 	*x = DeleteUserRequest{}
-	mi := &file_sluice_proto_msgTypes[139]
+	mi := &file_sluice_proto_msgTypes[141]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10210,7 +10468,7 @@ func (x *DeleteUserRequest) String() string {
 func (*DeleteUserRequest) ProtoMessage() {}
 
 func (x *DeleteUserRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[139]
+	mi := &file_sluice_proto_msgTypes[141]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10223,7 +10481,7 @@ func (x *DeleteUserRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteUserRequest.ProtoReflect.Descriptor instead.
 func (*DeleteUserRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{139}
+	return file_sluice_proto_rawDescGZIP(), []int{141}
 }
 
 func (x *DeleteUserRequest) GetName() string {
@@ -10243,7 +10501,7 @@ type DeleteUserResponse struct {
 
 func (x *DeleteUserResponse) Reset() {
 	*x = DeleteUserResponse{}
-	mi := &file_sluice_proto_msgTypes[140]
+	mi := &file_sluice_proto_msgTypes[142]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10255,7 +10513,7 @@ func (x *DeleteUserResponse) String() string {
 func (*DeleteUserResponse) ProtoMessage() {}
 
 func (x *DeleteUserResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[140]
+	mi := &file_sluice_proto_msgTypes[142]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10268,7 +10526,7 @@ func (x *DeleteUserResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteUserResponse.ProtoReflect.Descriptor instead.
 func (*DeleteUserResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{140}
+	return file_sluice_proto_rawDescGZIP(), []int{142}
 }
 
 func (x *DeleteUserResponse) GetError() ErrorCode {
@@ -10293,7 +10551,7 @@ type ListUsersRequest struct {
 
 func (x *ListUsersRequest) Reset() {
 	*x = ListUsersRequest{}
-	mi := &file_sluice_proto_msgTypes[141]
+	mi := &file_sluice_proto_msgTypes[143]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10305,7 +10563,7 @@ func (x *ListUsersRequest) String() string {
 func (*ListUsersRequest) ProtoMessage() {}
 
 func (x *ListUsersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[141]
+	mi := &file_sluice_proto_msgTypes[143]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10318,7 +10576,7 @@ func (x *ListUsersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListUsersRequest.ProtoReflect.Descriptor instead.
 func (*ListUsersRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{141}
+	return file_sluice_proto_rawDescGZIP(), []int{143}
 }
 
 // ListUsersResponse lists the token users, without their token hashes.
@@ -10333,7 +10591,7 @@ type ListUsersResponse struct {
 
 func (x *ListUsersResponse) Reset() {
 	*x = ListUsersResponse{}
-	mi := &file_sluice_proto_msgTypes[142]
+	mi := &file_sluice_proto_msgTypes[144]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10345,7 +10603,7 @@ func (x *ListUsersResponse) String() string {
 func (*ListUsersResponse) ProtoMessage() {}
 
 func (x *ListUsersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[142]
+	mi := &file_sluice_proto_msgTypes[144]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10358,7 +10616,7 @@ func (x *ListUsersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListUsersResponse.ProtoReflect.Descriptor instead.
 func (*ListUsersResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{142}
+	return file_sluice_proto_rawDescGZIP(), []int{144}
 }
 
 func (x *ListUsersResponse) GetError() ErrorCode {
@@ -10391,7 +10649,7 @@ type WhoAmIRequest struct {
 
 func (x *WhoAmIRequest) Reset() {
 	*x = WhoAmIRequest{}
-	mi := &file_sluice_proto_msgTypes[143]
+	mi := &file_sluice_proto_msgTypes[145]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10403,7 +10661,7 @@ func (x *WhoAmIRequest) String() string {
 func (*WhoAmIRequest) ProtoMessage() {}
 
 func (x *WhoAmIRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[143]
+	mi := &file_sluice_proto_msgTypes[145]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10416,7 +10674,7 @@ func (x *WhoAmIRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WhoAmIRequest.ProtoReflect.Descriptor instead.
 func (*WhoAmIRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{143}
+	return file_sluice_proto_rawDescGZIP(), []int{145}
 }
 
 type WhoAmIResponse struct {
@@ -10431,7 +10689,7 @@ type WhoAmIResponse struct {
 
 func (x *WhoAmIResponse) Reset() {
 	*x = WhoAmIResponse{}
-	mi := &file_sluice_proto_msgTypes[144]
+	mi := &file_sluice_proto_msgTypes[146]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10443,7 +10701,7 @@ func (x *WhoAmIResponse) String() string {
 func (*WhoAmIResponse) ProtoMessage() {}
 
 func (x *WhoAmIResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[144]
+	mi := &file_sluice_proto_msgTypes[146]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10456,7 +10714,7 @@ func (x *WhoAmIResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WhoAmIResponse.ProtoReflect.Descriptor instead.
 func (*WhoAmIResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{144}
+	return file_sluice_proto_rawDescGZIP(), []int{146}
 }
 
 func (x *WhoAmIResponse) GetPrincipal() string {
@@ -11110,7 +11368,37 @@ const file_sluice_proto_rawDesc = "" +
 	"generation\x12\x1a\n" +
 	"\bassignor\x18\x02 \x01(\tR\bassignor\x12\x1b\n" +
 	"\tleader_id\x18\x03 \x01(\tR\bleaderId\x123\n" +
-	"\amembers\x18\x04 \x03(\v2\x19.sluice.GroupMemberRecordR\amembers\"\xe6\x02\n" +
+	"\amembers\x18\x04 \x03(\v2\x19.sluice.GroupMemberRecordR\amembers\"\xa8\x02\n" +
+	"\x12ConsumerGroupValue\x12\x14\n" +
+	"\x05epoch\x18\x01 \x01(\x05R\x05epoch\x12)\n" +
+	"\x10assignment_epoch\x18\x02 \x01(\x05R\x0fassignmentEpoch\x12\x1a\n" +
+	"\bassignor\x18\x03 \x01(\tR\bassignor\x12:\n" +
+	"\amembers\x18\x04 \x03(\v2 .sluice.ConsumerGroupMemberValueR\amembers\x12>\n" +
+	"\x06counts\x18\x05 \x03(\v2&.sluice.ConsumerGroupValue.CountsEntryR\x06counts\x1a9\n" +
+	"\vCountsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\x05R\x05value:\x028\x01\"\xda\x04\n" +
+	"\x18ConsumerGroupMemberValue\x12\x1b\n" +
+	"\tmember_id\x18\x01 \x01(\tR\bmemberId\x12\x1f\n" +
+	"\vinstance_id\x18\x02 \x01(\tR\n" +
+	"instanceId\x12\x17\n" +
+	"\arack_id\x18\x03 \x01(\tR\x06rackId\x12\x1b\n" +
+	"\tclient_id\x18\x04 \x01(\tR\bclientId\x12\x1f\n" +
+	"\vclient_host\x18\x05 \x01(\tR\n" +
+	"clientHost\x12\x14\n" +
+	"\x05epoch\x18\x06 \x01(\x05R\x05epoch\x12%\n" +
+	"\x0eprevious_epoch\x18\a \x01(\x05R\rpreviousEpoch\x12\x14\n" +
+	"\x05state\x18\b \x01(\x05R\x05state\x12\x16\n" +
+	"\x06topics\x18\t \x03(\tR\x06topics\x12\x14\n" +
+	"\x05regex\x18\n" +
+	" \x01(\tR\x05regex\x12\x1a\n" +
+	"\bassignor\x18\v \x01(\tR\bassignor\x120\n" +
+	"\x14rebalance_timeout_ms\x18\f \x01(\x05R\x12rebalanceTimeoutMs\x123\n" +
+	"\bassigned\x18\r \x03(\v2\x17.sluice.TopicPartitionsR\bassigned\x12%\n" +
+	"\x0eassigned_since\x18\x0e \x03(\x05R\rassignedSince\x123\n" +
+	"\brevoking\x18\x0f \x03(\v2\x17.sluice.TopicPartitionsR\brevoking\x12/\n" +
+	"\x06target\x18\x10 \x03(\v2\x17.sluice.TopicPartitionsR\x06target\x12\x18\n" +
+	"\aleaving\x18\x11 \x01(\bR\aleaving\"\xe6\x02\n" +
 	"\vTopicRecord\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x19\n" +
 	"\btopic_id\x18\x02 \x01(\tR\atopicId\x12\x1e\n" +
@@ -11432,7 +11720,7 @@ func file_sluice_proto_rawDescGZIP() []byte {
 }
 
 var file_sluice_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_sluice_proto_msgTypes = make([]protoimpl.MessageInfo, 154)
+var file_sluice_proto_msgTypes = make([]protoimpl.MessageInfo, 157)
 var file_sluice_proto_goTypes = []any{
 	(ErrorCode)(0),                              // 0: sluice.ErrorCode
 	(AclResourceType)(0),                        // 1: sluice.AclResourceType
@@ -11541,58 +11829,61 @@ var file_sluice_proto_goTypes = []any{
 	(*OffsetValue)(nil),                         // 104: sluice.OffsetValue
 	(*GroupMemberRecord)(nil),                   // 105: sluice.GroupMemberRecord
 	(*GroupMetadataValue)(nil),                  // 106: sluice.GroupMetadataValue
-	(*TopicRecord)(nil),                         // 107: sluice.TopicRecord
-	(*ReplicaAssignment)(nil),                   // 108: sluice.ReplicaAssignment
-	(*PartitionState)(nil),                      // 109: sluice.PartitionState
-	(*TopicDeletion)(nil),                       // 110: sluice.TopicDeletion
-	(*BrokerRegistration)(nil),                  // 111: sluice.BrokerRegistration
-	(*ClusterSnapshot)(nil),                     // 112: sluice.ClusterSnapshot
-	(*AclBinding)(nil),                          // 113: sluice.AclBinding
-	(*UserRecord)(nil),                          // 114: sluice.UserRecord
-	(*ScramCredential)(nil),                     // 115: sluice.ScramCredential
-	(*AlterScramCredentialsRequest)(nil),        // 116: sluice.AlterScramCredentialsRequest
-	(*ScramUpsertion)(nil),                      // 117: sluice.ScramUpsertion
-	(*ScramDeletion)(nil),                       // 118: sluice.ScramDeletion
-	(*AlterScramCredentialsResponse)(nil),       // 119: sluice.AlterScramCredentialsResponse
-	(*UserResult)(nil),                          // 120: sluice.UserResult
-	(*SecurityRecord)(nil),                      // 121: sluice.SecurityRecord
-	(*BrokerConfigOverride)(nil),                // 122: sluice.BrokerConfigOverride
-	(*ConfigValue)(nil),                         // 123: sluice.ConfigValue
-	(*AlterBrokerConfigsRequest)(nil),           // 124: sluice.AlterBrokerConfigsRequest
-	(*AlterBrokerConfigsResponse)(nil),          // 125: sluice.AlterBrokerConfigsResponse
-	(*ClientQuota)(nil),                         // 126: sluice.ClientQuota
-	(*QuotaEntity)(nil),                         // 127: sluice.QuotaEntity
-	(*QuotaValue)(nil),                          // 128: sluice.QuotaValue
-	(*AlterClientQuotasRequest)(nil),            // 129: sluice.AlterClientQuotasRequest
-	(*QuotaAlteration)(nil),                     // 130: sluice.QuotaAlteration
-	(*QuotaOp)(nil),                             // 131: sluice.QuotaOp
-	(*AlterClientQuotasResponse)(nil),           // 132: sluice.AlterClientQuotasResponse
-	(*QuotaResult)(nil),                         // 133: sluice.QuotaResult
-	(*ListClientQuotasRequest)(nil),             // 134: sluice.ListClientQuotasRequest
-	(*ListClientQuotasResponse)(nil),            // 135: sluice.ListClientQuotasResponse
-	(*CreateAclsRequest)(nil),                   // 136: sluice.CreateAclsRequest
-	(*CreateAclsResponse)(nil),                  // 137: sluice.CreateAclsResponse
-	(*DeleteAclsRequest)(nil),                   // 138: sluice.DeleteAclsRequest
-	(*DeleteAclsResponse)(nil),                  // 139: sluice.DeleteAclsResponse
-	(*DescribeAclsRequest)(nil),                 // 140: sluice.DescribeAclsRequest
-	(*DescribeAclsResponse)(nil),                // 141: sluice.DescribeAclsResponse
-	(*CreateUserRequest)(nil),                   // 142: sluice.CreateUserRequest
-	(*CreateUserResponse)(nil),                  // 143: sluice.CreateUserResponse
-	(*DeleteUserRequest)(nil),                   // 144: sluice.DeleteUserRequest
-	(*DeleteUserResponse)(nil),                  // 145: sluice.DeleteUserResponse
-	(*ListUsersRequest)(nil),                    // 146: sluice.ListUsersRequest
-	(*ListUsersResponse)(nil),                   // 147: sluice.ListUsersResponse
-	(*WhoAmIRequest)(nil),                       // 148: sluice.WhoAmIRequest
-	(*WhoAmIResponse)(nil),                      // 149: sluice.WhoAmIResponse
-	nil,                                         // 150: sluice.TopicMetadata.ConfigsEntry
-	nil,                                         // 151: sluice.TopicSpec.ConfigsEntry
-	nil,                                         // 152: sluice.TopicConfigChange.SetEntry
-	nil,                                         // 153: sluice.TopicConfigChange.AppendEntry
-	nil,                                         // 154: sluice.TopicConfigChange.SubtractEntry
-	nil,                                         // 155: sluice.AlterPartitionRequest.IsrEpochsEntry
-	nil,                                         // 156: sluice.TopicRecord.ConfigsEntry
-	nil,                                         // 157: sluice.PartitionState.IsrEpochsEntry
-	nil,                                         // 158: sluice.PartitionState.IsrDirsEntry
+	(*ConsumerGroupValue)(nil),                  // 107: sluice.ConsumerGroupValue
+	(*ConsumerGroupMemberValue)(nil),            // 108: sluice.ConsumerGroupMemberValue
+	(*TopicRecord)(nil),                         // 109: sluice.TopicRecord
+	(*ReplicaAssignment)(nil),                   // 110: sluice.ReplicaAssignment
+	(*PartitionState)(nil),                      // 111: sluice.PartitionState
+	(*TopicDeletion)(nil),                       // 112: sluice.TopicDeletion
+	(*BrokerRegistration)(nil),                  // 113: sluice.BrokerRegistration
+	(*ClusterSnapshot)(nil),                     // 114: sluice.ClusterSnapshot
+	(*AclBinding)(nil),                          // 115: sluice.AclBinding
+	(*UserRecord)(nil),                          // 116: sluice.UserRecord
+	(*ScramCredential)(nil),                     // 117: sluice.ScramCredential
+	(*AlterScramCredentialsRequest)(nil),        // 118: sluice.AlterScramCredentialsRequest
+	(*ScramUpsertion)(nil),                      // 119: sluice.ScramUpsertion
+	(*ScramDeletion)(nil),                       // 120: sluice.ScramDeletion
+	(*AlterScramCredentialsResponse)(nil),       // 121: sluice.AlterScramCredentialsResponse
+	(*UserResult)(nil),                          // 122: sluice.UserResult
+	(*SecurityRecord)(nil),                      // 123: sluice.SecurityRecord
+	(*BrokerConfigOverride)(nil),                // 124: sluice.BrokerConfigOverride
+	(*ConfigValue)(nil),                         // 125: sluice.ConfigValue
+	(*AlterBrokerConfigsRequest)(nil),           // 126: sluice.AlterBrokerConfigsRequest
+	(*AlterBrokerConfigsResponse)(nil),          // 127: sluice.AlterBrokerConfigsResponse
+	(*ClientQuota)(nil),                         // 128: sluice.ClientQuota
+	(*QuotaEntity)(nil),                         // 129: sluice.QuotaEntity
+	(*QuotaValue)(nil),                          // 130: sluice.QuotaValue
+	(*AlterClientQuotasRequest)(nil),            // 131: sluice.AlterClientQuotasRequest
+	(*QuotaAlteration)(nil),                     // 132: sluice.QuotaAlteration
+	(*QuotaOp)(nil),                             // 133: sluice.QuotaOp
+	(*AlterClientQuotasResponse)(nil),           // 134: sluice.AlterClientQuotasResponse
+	(*QuotaResult)(nil),                         // 135: sluice.QuotaResult
+	(*ListClientQuotasRequest)(nil),             // 136: sluice.ListClientQuotasRequest
+	(*ListClientQuotasResponse)(nil),            // 137: sluice.ListClientQuotasResponse
+	(*CreateAclsRequest)(nil),                   // 138: sluice.CreateAclsRequest
+	(*CreateAclsResponse)(nil),                  // 139: sluice.CreateAclsResponse
+	(*DeleteAclsRequest)(nil),                   // 140: sluice.DeleteAclsRequest
+	(*DeleteAclsResponse)(nil),                  // 141: sluice.DeleteAclsResponse
+	(*DescribeAclsRequest)(nil),                 // 142: sluice.DescribeAclsRequest
+	(*DescribeAclsResponse)(nil),                // 143: sluice.DescribeAclsResponse
+	(*CreateUserRequest)(nil),                   // 144: sluice.CreateUserRequest
+	(*CreateUserResponse)(nil),                  // 145: sluice.CreateUserResponse
+	(*DeleteUserRequest)(nil),                   // 146: sluice.DeleteUserRequest
+	(*DeleteUserResponse)(nil),                  // 147: sluice.DeleteUserResponse
+	(*ListUsersRequest)(nil),                    // 148: sluice.ListUsersRequest
+	(*ListUsersResponse)(nil),                   // 149: sluice.ListUsersResponse
+	(*WhoAmIRequest)(nil),                       // 150: sluice.WhoAmIRequest
+	(*WhoAmIResponse)(nil),                      // 151: sluice.WhoAmIResponse
+	nil,                                         // 152: sluice.TopicMetadata.ConfigsEntry
+	nil,                                         // 153: sluice.TopicSpec.ConfigsEntry
+	nil,                                         // 154: sluice.TopicConfigChange.SetEntry
+	nil,                                         // 155: sluice.TopicConfigChange.AppendEntry
+	nil,                                         // 156: sluice.TopicConfigChange.SubtractEntry
+	nil,                                         // 157: sluice.AlterPartitionRequest.IsrEpochsEntry
+	nil,                                         // 158: sluice.ConsumerGroupValue.CountsEntry
+	nil,                                         // 159: sluice.TopicRecord.ConfigsEntry
+	nil,                                         // 160: sluice.PartitionState.IsrEpochsEntry
+	nil,                                         // 161: sluice.PartitionState.IsrDirsEntry
 }
 var file_sluice_proto_depIdxs = []int32{
 	0,   // 0: sluice.ErrorResponse.error:type_name -> sluice.ErrorCode
@@ -11603,18 +11894,18 @@ var file_sluice_proto_depIdxs = []int32{
 	0,   // 5: sluice.PartitionMetadata.error:type_name -> sluice.ErrorCode
 	0,   // 6: sluice.TopicMetadata.error:type_name -> sluice.ErrorCode
 	15,  // 7: sluice.TopicMetadata.partitions:type_name -> sluice.PartitionMetadata
-	150, // 8: sluice.TopicMetadata.configs:type_name -> sluice.TopicMetadata.ConfigsEntry
+	152, // 8: sluice.TopicMetadata.configs:type_name -> sluice.TopicMetadata.ConfigsEntry
 	14,  // 9: sluice.MetadataResponse.brokers:type_name -> sluice.BrokerInfo
 	16,  // 10: sluice.MetadataResponse.topics:type_name -> sluice.TopicMetadata
-	151, // 11: sluice.TopicSpec.configs:type_name -> sluice.TopicSpec.ConfigsEntry
+	153, // 11: sluice.TopicSpec.configs:type_name -> sluice.TopicSpec.ConfigsEntry
 	18,  // 12: sluice.CreateTopicsRequest.topics:type_name -> sluice.TopicSpec
 	0,   // 13: sluice.TopicResult.error:type_name -> sluice.ErrorCode
 	20,  // 14: sluice.CreateTopicsResponse.results:type_name -> sluice.TopicResult
 	20,  // 15: sluice.DeleteTopicsResponse.results:type_name -> sluice.TopicResult
 	25,  // 16: sluice.AlterTopicConfigsRequest.topics:type_name -> sluice.TopicConfigChange
-	152, // 17: sluice.TopicConfigChange.set:type_name -> sluice.TopicConfigChange.SetEntry
-	153, // 18: sluice.TopicConfigChange.append:type_name -> sluice.TopicConfigChange.AppendEntry
-	154, // 19: sluice.TopicConfigChange.subtract:type_name -> sluice.TopicConfigChange.SubtractEntry
+	154, // 17: sluice.TopicConfigChange.set:type_name -> sluice.TopicConfigChange.SetEntry
+	155, // 18: sluice.TopicConfigChange.append:type_name -> sluice.TopicConfigChange.AppendEntry
+	156, // 19: sluice.TopicConfigChange.subtract:type_name -> sluice.TopicConfigChange.SubtractEntry
 	20,  // 20: sluice.AlterTopicConfigsResponse.results:type_name -> sluice.TopicResult
 	28,  // 21: sluice.CreatePartitionsRequest.topics:type_name -> sluice.PartitionCount
 	20,  // 22: sluice.CreatePartitionsResponse.results:type_name -> sluice.TopicResult
@@ -11635,10 +11926,10 @@ var file_sluice_proto_depIdxs = []int32{
 	41,  // 37: sluice.DescribeLogDirsResponse.replicas:type_name -> sluice.ReplicaState
 	0,   // 38: sluice.ReplicaFetchResponse.error:type_name -> sluice.ErrorCode
 	0,   // 39: sluice.OffsetForLeaderEpochResponse.error:type_name -> sluice.ErrorCode
-	155, // 40: sluice.AlterPartitionRequest.isr_epochs:type_name -> sluice.AlterPartitionRequest.IsrEpochsEntry
+	157, // 40: sluice.AlterPartitionRequest.isr_epochs:type_name -> sluice.AlterPartitionRequest.IsrEpochsEntry
 	0,   // 41: sluice.AlterPartitionResponse.error:type_name -> sluice.ErrorCode
-	109, // 42: sluice.AlterPartitionResponse.state:type_name -> sluice.PartitionState
-	109, // 43: sluice.LeaderAndIsrRequest.states:type_name -> sluice.PartitionState
+	111, // 42: sluice.AlterPartitionResponse.state:type_name -> sluice.PartitionState
+	111, // 43: sluice.LeaderAndIsrRequest.states:type_name -> sluice.PartitionState
 	0,   // 44: sluice.LeaderAndIsrResponse.error:type_name -> sluice.ErrorCode
 	0,   // 45: sluice.ReplicaOfflineResponse.error:type_name -> sluice.ErrorCode
 	0,   // 46: sluice.InitProducerIdResponse.error:type_name -> sluice.ErrorCode
@@ -11678,58 +11969,63 @@ var file_sluice_proto_depIdxs = []int32{
 	64,  // 80: sluice.GroupMemberRecord.assignment:type_name -> sluice.TopicPartitions
 	66,  // 81: sluice.GroupMemberRecord.protocols:type_name -> sluice.GroupProtocol
 	105, // 82: sluice.GroupMetadataValue.members:type_name -> sluice.GroupMemberRecord
-	156, // 83: sluice.TopicRecord.configs:type_name -> sluice.TopicRecord.ConfigsEntry
-	108, // 84: sluice.TopicRecord.assignment:type_name -> sluice.ReplicaAssignment
-	157, // 85: sluice.PartitionState.isr_epochs:type_name -> sluice.PartitionState.IsrEpochsEntry
-	158, // 86: sluice.PartitionState.isr_dirs:type_name -> sluice.PartitionState.IsrDirsEntry
-	107, // 87: sluice.ClusterSnapshot.topics:type_name -> sluice.TopicRecord
-	109, // 88: sluice.ClusterSnapshot.partitions:type_name -> sluice.PartitionState
-	110, // 89: sluice.ClusterSnapshot.deleted_topics:type_name -> sluice.TopicDeletion
-	1,   // 90: sluice.AclBinding.resource_type:type_name -> sluice.AclResourceType
-	3,   // 91: sluice.AclBinding.pattern_type:type_name -> sluice.AclPatternType
-	2,   // 92: sluice.AclBinding.operation:type_name -> sluice.AclOperation
-	4,   // 93: sluice.AclBinding.permission:type_name -> sluice.AclPermission
-	115, // 94: sluice.UserRecord.scram:type_name -> sluice.ScramCredential
-	117, // 95: sluice.AlterScramCredentialsRequest.upsertions:type_name -> sluice.ScramUpsertion
-	118, // 96: sluice.AlterScramCredentialsRequest.deletions:type_name -> sluice.ScramDeletion
-	115, // 97: sluice.ScramUpsertion.credential:type_name -> sluice.ScramCredential
-	0,   // 98: sluice.AlterScramCredentialsResponse.error:type_name -> sluice.ErrorCode
-	120, // 99: sluice.AlterScramCredentialsResponse.results:type_name -> sluice.UserResult
-	0,   // 100: sluice.UserResult.error:type_name -> sluice.ErrorCode
-	113, // 101: sluice.SecurityRecord.acls:type_name -> sluice.AclBinding
-	114, // 102: sluice.SecurityRecord.users:type_name -> sluice.UserRecord
-	126, // 103: sluice.SecurityRecord.quotas:type_name -> sluice.ClientQuota
-	122, // 104: sluice.SecurityRecord.broker_configs:type_name -> sluice.BrokerConfigOverride
-	123, // 105: sluice.BrokerConfigOverride.values:type_name -> sluice.ConfigValue
-	123, // 106: sluice.AlterBrokerConfigsRequest.set:type_name -> sluice.ConfigValue
-	0,   // 107: sluice.AlterBrokerConfigsResponse.error:type_name -> sluice.ErrorCode
-	127, // 108: sluice.ClientQuota.entity:type_name -> sluice.QuotaEntity
-	128, // 109: sluice.ClientQuota.values:type_name -> sluice.QuotaValue
-	130, // 110: sluice.AlterClientQuotasRequest.entries:type_name -> sluice.QuotaAlteration
-	127, // 111: sluice.QuotaAlteration.entity:type_name -> sluice.QuotaEntity
-	131, // 112: sluice.QuotaAlteration.ops:type_name -> sluice.QuotaOp
-	0,   // 113: sluice.AlterClientQuotasResponse.error:type_name -> sluice.ErrorCode
-	133, // 114: sluice.AlterClientQuotasResponse.results:type_name -> sluice.QuotaResult
-	0,   // 115: sluice.QuotaResult.error:type_name -> sluice.ErrorCode
-	0,   // 116: sluice.ListClientQuotasResponse.error:type_name -> sluice.ErrorCode
-	126, // 117: sluice.ListClientQuotasResponse.quotas:type_name -> sluice.ClientQuota
-	113, // 118: sluice.CreateAclsRequest.acls:type_name -> sluice.AclBinding
-	0,   // 119: sluice.CreateAclsResponse.error:type_name -> sluice.ErrorCode
-	113, // 120: sluice.DeleteAclsRequest.filters:type_name -> sluice.AclBinding
-	0,   // 121: sluice.DeleteAclsResponse.error:type_name -> sluice.ErrorCode
-	113, // 122: sluice.DeleteAclsResponse.deleted:type_name -> sluice.AclBinding
-	113, // 123: sluice.DescribeAclsRequest.filter:type_name -> sluice.AclBinding
-	0,   // 124: sluice.DescribeAclsResponse.error:type_name -> sluice.ErrorCode
-	113, // 125: sluice.DescribeAclsResponse.acls:type_name -> sluice.AclBinding
-	0,   // 126: sluice.CreateUserResponse.error:type_name -> sluice.ErrorCode
-	0,   // 127: sluice.DeleteUserResponse.error:type_name -> sluice.ErrorCode
-	0,   // 128: sluice.ListUsersResponse.error:type_name -> sluice.ErrorCode
-	114, // 129: sluice.ListUsersResponse.users:type_name -> sluice.UserRecord
-	130, // [130:130] is the sub-list for method output_type
-	130, // [130:130] is the sub-list for method input_type
-	130, // [130:130] is the sub-list for extension type_name
-	130, // [130:130] is the sub-list for extension extendee
-	0,   // [0:130] is the sub-list for field type_name
+	108, // 83: sluice.ConsumerGroupValue.members:type_name -> sluice.ConsumerGroupMemberValue
+	158, // 84: sluice.ConsumerGroupValue.counts:type_name -> sluice.ConsumerGroupValue.CountsEntry
+	64,  // 85: sluice.ConsumerGroupMemberValue.assigned:type_name -> sluice.TopicPartitions
+	64,  // 86: sluice.ConsumerGroupMemberValue.revoking:type_name -> sluice.TopicPartitions
+	64,  // 87: sluice.ConsumerGroupMemberValue.target:type_name -> sluice.TopicPartitions
+	159, // 88: sluice.TopicRecord.configs:type_name -> sluice.TopicRecord.ConfigsEntry
+	110, // 89: sluice.TopicRecord.assignment:type_name -> sluice.ReplicaAssignment
+	160, // 90: sluice.PartitionState.isr_epochs:type_name -> sluice.PartitionState.IsrEpochsEntry
+	161, // 91: sluice.PartitionState.isr_dirs:type_name -> sluice.PartitionState.IsrDirsEntry
+	109, // 92: sluice.ClusterSnapshot.topics:type_name -> sluice.TopicRecord
+	111, // 93: sluice.ClusterSnapshot.partitions:type_name -> sluice.PartitionState
+	112, // 94: sluice.ClusterSnapshot.deleted_topics:type_name -> sluice.TopicDeletion
+	1,   // 95: sluice.AclBinding.resource_type:type_name -> sluice.AclResourceType
+	3,   // 96: sluice.AclBinding.pattern_type:type_name -> sluice.AclPatternType
+	2,   // 97: sluice.AclBinding.operation:type_name -> sluice.AclOperation
+	4,   // 98: sluice.AclBinding.permission:type_name -> sluice.AclPermission
+	117, // 99: sluice.UserRecord.scram:type_name -> sluice.ScramCredential
+	119, // 100: sluice.AlterScramCredentialsRequest.upsertions:type_name -> sluice.ScramUpsertion
+	120, // 101: sluice.AlterScramCredentialsRequest.deletions:type_name -> sluice.ScramDeletion
+	117, // 102: sluice.ScramUpsertion.credential:type_name -> sluice.ScramCredential
+	0,   // 103: sluice.AlterScramCredentialsResponse.error:type_name -> sluice.ErrorCode
+	122, // 104: sluice.AlterScramCredentialsResponse.results:type_name -> sluice.UserResult
+	0,   // 105: sluice.UserResult.error:type_name -> sluice.ErrorCode
+	115, // 106: sluice.SecurityRecord.acls:type_name -> sluice.AclBinding
+	116, // 107: sluice.SecurityRecord.users:type_name -> sluice.UserRecord
+	128, // 108: sluice.SecurityRecord.quotas:type_name -> sluice.ClientQuota
+	124, // 109: sluice.SecurityRecord.broker_configs:type_name -> sluice.BrokerConfigOverride
+	125, // 110: sluice.BrokerConfigOverride.values:type_name -> sluice.ConfigValue
+	125, // 111: sluice.AlterBrokerConfigsRequest.set:type_name -> sluice.ConfigValue
+	0,   // 112: sluice.AlterBrokerConfigsResponse.error:type_name -> sluice.ErrorCode
+	129, // 113: sluice.ClientQuota.entity:type_name -> sluice.QuotaEntity
+	130, // 114: sluice.ClientQuota.values:type_name -> sluice.QuotaValue
+	132, // 115: sluice.AlterClientQuotasRequest.entries:type_name -> sluice.QuotaAlteration
+	129, // 116: sluice.QuotaAlteration.entity:type_name -> sluice.QuotaEntity
+	133, // 117: sluice.QuotaAlteration.ops:type_name -> sluice.QuotaOp
+	0,   // 118: sluice.AlterClientQuotasResponse.error:type_name -> sluice.ErrorCode
+	135, // 119: sluice.AlterClientQuotasResponse.results:type_name -> sluice.QuotaResult
+	0,   // 120: sluice.QuotaResult.error:type_name -> sluice.ErrorCode
+	0,   // 121: sluice.ListClientQuotasResponse.error:type_name -> sluice.ErrorCode
+	128, // 122: sluice.ListClientQuotasResponse.quotas:type_name -> sluice.ClientQuota
+	115, // 123: sluice.CreateAclsRequest.acls:type_name -> sluice.AclBinding
+	0,   // 124: sluice.CreateAclsResponse.error:type_name -> sluice.ErrorCode
+	115, // 125: sluice.DeleteAclsRequest.filters:type_name -> sluice.AclBinding
+	0,   // 126: sluice.DeleteAclsResponse.error:type_name -> sluice.ErrorCode
+	115, // 127: sluice.DeleteAclsResponse.deleted:type_name -> sluice.AclBinding
+	115, // 128: sluice.DescribeAclsRequest.filter:type_name -> sluice.AclBinding
+	0,   // 129: sluice.DescribeAclsResponse.error:type_name -> sluice.ErrorCode
+	115, // 130: sluice.DescribeAclsResponse.acls:type_name -> sluice.AclBinding
+	0,   // 131: sluice.CreateUserResponse.error:type_name -> sluice.ErrorCode
+	0,   // 132: sluice.DeleteUserResponse.error:type_name -> sluice.ErrorCode
+	0,   // 133: sluice.ListUsersResponse.error:type_name -> sluice.ErrorCode
+	116, // 134: sluice.ListUsersResponse.users:type_name -> sluice.UserRecord
+	135, // [135:135] is the sub-list for method output_type
+	135, // [135:135] is the sub-list for method input_type
+	135, // [135:135] is the sub-list for extension type_name
+	135, // [135:135] is the sub-list for extension extendee
+	0,   // [0:135] is the sub-list for field type_name
 }
 
 func init() { file_sluice_proto_init() }
@@ -11743,7 +12039,7 @@ func file_sluice_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_sluice_proto_rawDesc), len(file_sluice_proto_rawDesc)),
 			NumEnums:      5,
-			NumMessages:   154,
+			NumMessages:   157,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -36,6 +36,10 @@
 //	// r.MemberEpoch, r.Assignment (when r.HasAssignment)
 //	out := g.Tick(now, catalog) // removes silent members, follows new partitions
 //
+// Whenever Changes moves, the actor writes Snapshot before it answers the
+// heartbeat that moved it; a new coordinator Restores the last one, so a
+// failover fences nobody.
+//
 // Where this differs from Kafka's coordinator:
 //   - A group holds no client-side assignors (Kafka's deprecated
 //     ClientAssignors); "uniform" is the classic sticky assignor of

@@ -35,6 +35,8 @@ type Group struct {
 	regexes map[string]*regexp.Regexp
 	matches map[string][]string
 	regexAt time.Time
+	// changes counts changes to what Snapshot holds (see Changes).
+	changes uint64
 }
 
 type member struct {
@@ -92,10 +94,17 @@ func (g *Group) Heartbeat(h Heartbeat, now time.Time, cat Catalog) Reply {
 	}
 	epoch, held := m.epoch, maps.Clone(m.assigned)
 	m.lastSeen = now
+	if joined {
+		g.changes++
+	}
 	if g.subscribe(m, h, now, cat) || joined {
 		g.bump(cat)
 	}
+	before := m.progress()
 	g.reconcile(m, h, now)
+	if m.progress() != before {
+		g.changes++
+	}
 	r := Reply{MemberID: m.id, MemberEpoch: m.epoch, HeartbeatInterval: g.cfg.HeartbeatInterval}
 	if h.full() || m.epoch != epoch || !m.assigned.equal(held) {
 		r.Assignment, r.HasAssignment = m.assigned.list(), true
@@ -163,6 +172,7 @@ func (g *Group) memberFor(h Heartbeat) (m *member, joined bool, code Code, text 
 		return m, false, None, ""
 	}
 	if m != nil { // a rejoin: the member holds nothing now
+		g.changes++
 		g.release(m, m.assigned)
 		g.release(m, m.revoking)
 		m.assigned, m.revoking, m.state = set{}, set{}, Stable
@@ -192,6 +202,7 @@ func (g *Group) memberFor(h Heartbeat) (m *member, joined bool, code Code, text 
 // replace moves a static member that left to the new member id of its
 // returning instance, with everything it held: no rebalance.
 func (g *Group) replace(old *member, id string) *member {
+	g.changes++
 	delete(g.members, old.id)
 	g.target[id] = g.target[old.id]
 	delete(g.target, old.id)
@@ -222,6 +233,7 @@ func (m *member) checkEpoch(h Heartbeat) (Code, string) {
 // subscribe applies what a heartbeat changes of the member, reporting
 // whether its subscription changed.
 func (g *Group) subscribe(m *member, h Heartbeat, now time.Time, cat Catalog) bool {
+	kept := [4]any{m.rebalanceTimeout, m.rackID, m.clientID, m.clientHost}
 	if h.RebalanceTimeout >= 0 {
 		m.rebalanceTimeout = h.RebalanceTimeout
 	}
@@ -233,6 +245,9 @@ func (g *Group) subscribe(m *member, h Heartbeat, now time.Time, cat Catalog) bo
 	}
 	if h.ClientHost != "" {
 		m.clientHost = h.ClientHost
+	}
+	if kept != [4]any{m.rebalanceTimeout, m.rackID, m.clientID, m.clientHost} {
+		g.changes++
 	}
 	changed := false
 	if h.TopicsSet {
@@ -290,6 +305,7 @@ func (g *Group) leave(h Heartbeat, now time.Time, cat Catalog) Reply {
 	}
 	if h.MemberEpoch == -2 && m.instanceID != "" {
 		m.leaving, m.lastSeen = true, now
+		g.changes++
 	} else { // -1, or -2 from a member without an instance id: gone
 		g.remove(m)
 		g.bump(cat)
@@ -298,6 +314,7 @@ func (g *Group) leave(h Heartbeat, now time.Time, cat Catalog) Reply {
 }
 
 func (g *Group) remove(m *member) {
+	g.changes++
 	g.release(m, m.assigned)
 	g.release(m, m.revoking)
 	delete(g.members, m.id)
@@ -375,6 +392,7 @@ func (g *Group) subscribedCounts(cat Catalog) map[string]int32 {
 // the assignor most members ask for (ties: the default, then by name).
 func (g *Group) bump(cat Catalog) {
 	g.epoch++
+	g.changes++
 	votes := map[string]int{}
 	for _, m := range g.members {
 		votes[cmpOr(m.assignor, g.cfg.DefaultAssignor)]++
@@ -413,6 +431,12 @@ func cmpOr(a, b string) string {
 		return a
 	}
 	return b
+}
+
+// progress is what reconciling can change of a member (partitions only
+// ever move between its sets along with one of these).
+func (m *member) progress() [4]int32 {
+	return [4]int32{m.epoch, int32(m.state), int32(len(m.assigned)), int32(len(m.revoking))}
 }
 
 // reconcile moves m towards its target as far as the rules allow.

@@ -23,10 +23,10 @@ import (
 // group with members INCONSISTENT_GROUP_PROTOCOL; an empty group of either
 // kind (committed offsets only) takes members of either.
 //
-// The membership lives in the coordinator's memory: after a failover the
-// members' next heartbeats get UNKNOWN_MEMBER_ID and they join again
-// (their commits are durable; a commit from a member the new coordinator
-// does not know is refused).
+// Every change of the group (members, epochs, targets, what each member
+// holds) is written to the group's __consumer_offsets partition before
+// the heartbeat that made it is answered, so a new coordinator goes on
+// where the last one stopped: members keep their epochs and partitions.
 
 // consumerMembers reports whether the group is a consumer-protocol group
 // with members.
@@ -79,7 +79,8 @@ func (c *groupCoordinator) topicIDs() (byID, byName map[string]string) {
 }
 
 func (c *groupCoordinator) onConsumerHeartbeat(ctx actor.Context, req *messages.ConsumerGroupHeartbeatRequest) {
-	answer := func(resp *messages.ConsumerGroupHeartbeatResponse) { actors.Respond(ctx, resp) }
+	sender := ctx.Sender()
+	answer := func(resp *messages.ConsumerGroupHeartbeatResponse) { actors.SendTo(ctx, sender, resp) }
 	if n := len(c.g.MemberIDs()); n > 0 {
 		answer(&messages.ConsumerGroupHeartbeatResponse{Error: messages.ErrorCode_GROUP_ID_NOT_FOUND,
 			ErrorMessage: fmt.Sprintf("group %q is a classic group with %d members, not a consumer group", c.cfg.Group, n)})
@@ -129,11 +130,34 @@ func (c *groupCoordinator) onConsumerHeartbeat(ctx actor.Context, req *messages.
 			resp.Assignment = append(resp.Assignment, &messages.TopicIdPartitions{TopicId: id, Partitions: slices.Clone(a.Partitions)})
 		}
 	}
-	answer(resp)
+	c.persistConsumers(ctx, func(err error) {
+		if err != nil {
+			resp = &messages.ConsumerGroupHeartbeatResponse{Error: messages.ErrorCode_COORDINATOR_NOT_AVAILABLE,
+				ErrorMessage: "the group's change was not persisted: " + err.Error(), MemberId: req.MemberId, MemberEpoch: req.MemberEpoch}
+		}
+		answer(resp)
+	})
 	if c.cg.Epoch() != epoch || req.MemberEpoch < 0 {
 		c.releaseCharges(true)
 		c.reportOverview(ctx)
 	}
+}
+
+// persistConsumers writes the group if it changed since its last write,
+// then calls done (at once when nothing changed).
+func (c *groupCoordinator) persistConsumers(ctx actor.Context, done func(error)) {
+	if c.cg.Changes() == c.cgWritten {
+		done(nil)
+		return
+	}
+	c.cgWritten = c.cg.Changes()
+	rec := groupRecord{Key: &messages.GroupRecordKey{Group: c.cfg.Group}, ConsumerGroup: true, Consumer: toWireConsumerGroup(c.cg.Snapshot())}
+	c.write(ctx, []groupRecord{rec}, func(err error) {
+		if err != nil {
+			c.cgWritten = 0 // the next change writes the whole group again
+		}
+		done(err)
+	})
 }
 
 // onConsumerTick removes silent members and follows the topics.
@@ -150,6 +174,7 @@ func (c *groupCoordinator) onConsumerTick(ctx actor.Context) {
 		c.releaseCharges(true)
 		c.reportOverview(ctx)
 	}
+	c.persistConsumers(ctx, func(error) {})
 }
 
 func consumerCode(c consumergroup.Code) messages.ErrorCode {

@@ -63,8 +63,10 @@ type groupCoordinator struct {
 	g   *groups.Group
 	// cg is the group's membership while it is a group of Kafka's consumer
 	// protocol (KIP-848; see consumer_group.go), made by its first heartbeat.
-	cg      *consumergroup.Group
-	offsets map[cluster.TopicPartition]*messages.OffsetValue
+	cg *consumergroup.Group
+	// cgWritten is cg.Changes() at the last write of the group.
+	cgWritten uint64
+	offsets   map[cluster.TopicPartition]*messages.OffsetValue
 
 	// writes queue behind the one in flight: every write completes in order.
 	queue    []pendingWrite
@@ -204,6 +206,10 @@ func (c *groupCoordinator) onStarted(ctx actor.Context) {
 	}
 	if loaded != nil {
 		c.offsets = loaded.offsets
+		if loaded.consumer != nil {
+			c.cg = consumergroup.Restore(c.consumerGroupConfig(), fromWireConsumerGroup(loaded.consumer), now, c.catalog())
+			c.cgWritten = c.cg.Changes()
+		}
 	}
 	c.ticker = time.NewTicker(tickEvery)
 	c.stop = make(chan struct{})
@@ -573,6 +579,9 @@ func (c *groupCoordinator) onDelete(ctx actor.Context) {
 		return
 	}
 	recs := []groupRecord{{Key: &messages.GroupRecordKey{Group: c.cfg.Group}, Deleted: true}}
+	if c.cg != nil {
+		recs = append(recs, groupRecord{Key: &messages.GroupRecordKey{Group: c.cfg.Group}, ConsumerGroup: true, Deleted: true})
+	}
 	for tp := range c.offsets {
 		recs = append(recs, groupRecord{Key: &messages.GroupRecordKey{Group: c.cfg.Group, Topic: tp.Topic, Partition: tp.Partition}, Deleted: true})
 	}

@@ -38,6 +38,8 @@ type loadedGroup struct {
 	// legacy holds the keys whose current value was read in the protobuf
 	// format of earlier releases (a zero TopicPartition: the metadata).
 	legacy map[cluster.TopicPartition]bool
+	// consumer is the group's membership of Kafka's consumer protocol.
+	consumer *messages.ConsumerGroupValue
 }
 
 type (
@@ -167,6 +169,10 @@ func (h *groupHost) apply(r groupRecord) {
 		g = &loadedGroup{offsets: map[cluster.TopicPartition]*messages.OffsetValue{}}
 		h.groups[r.Key.Group] = g
 	}
+	if r.ConsumerGroup {
+		g.consumer = r.Consumer // nil when deleted
+		return
+	}
 	tp := cluster.TopicPartition{Topic: r.Key.Topic, Partition: r.Key.Partition}
 	switch {
 	case r.Legacy && !r.Deleted:
@@ -198,7 +204,7 @@ func (h *groupHost) finishLoad(ctx actor.Context) {
 	// a rewritten value never lands after a newer one.
 	h.migrateLegacy(ctx)
 	for name, g := range h.groups {
-		if g.meta != nil && len(g.meta.Members) > 0 {
+		if g.meta != nil && len(g.meta.Members) > 0 || g.consumer != nil && len(g.consumer.Members) > 0 {
 			h.coordinator(ctx, name)
 		}
 	}
@@ -230,19 +236,22 @@ func (h *groupHost) publish() {
 		list = append(list, o)
 	}
 	for name, g := range h.groups {
-		if g.meta == nil && len(g.offsets) == 0 {
+		if g.meta == nil && len(g.offsets) == 0 && g.consumer == nil {
 			continue // deleted
 		}
 		if _, ok := h.overviews[name]; !ok {
-			members := int32(0)
+			members, kind := int32(0), "classic"
 			if g.meta != nil {
 				members = int32(len(g.meta.Members))
+			}
+			if g.consumer != nil && members == 0 {
+				members, kind = int32(len(g.consumer.Members)), "consumer"
 			}
 			state := "Empty"
 			if members > 0 {
 				state = "Stable"
 			}
-			list = append(list, &messages.GroupOverview{Group: name, State: state, Members: members, Coordinator: h.cfg.Broker.ID})
+			list = append(list, &messages.GroupOverview{Group: name, State: state, Members: members, Coordinator: h.cfg.Broker.ID, GroupType: kind})
 		}
 	}
 	h.cfg.Overview.Store(&list)

@@ -1,6 +1,7 @@
 package coordinator
 
 import (
+	"encoding/binary"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -24,6 +25,11 @@ import (
 //     Sluice's GroupMetadataValue (push targets, credits, principals, the
 //     other protocols of a relay member) in tagged field
 //     sluiceMetadataTag, which Kafka's readers skip and Sluice reads back;
+//   - a group of Kafka's consumer protocol (KIP-848): key
+//     ConsumerGroupMetadataKey v3 (group), value ConsumerGroupMetadataValue
+//     v0 (the group epoch) with the whole group, Sluice's
+//     ConsumerGroupValue, in tagged field sluiceMetadataTag (Kafka spreads
+//     it over five more record types; one record keeps a change atomic);
 //   - a deletion: the key with no value.
 //
 // Records written before this format (protobuf keys and values) are still
@@ -40,6 +46,7 @@ const (
 	offsetValueVersion = 3
 	groupKeyVersion    = 2
 	groupValueVersion  = 4
+	consumerKeyVersion = 3
 )
 
 // groupRecord is one decoded record of actors.OffsetsTopic: a group's metadata
@@ -51,6 +58,10 @@ type groupRecord struct {
 	Deleted  bool
 	// Legacy is set on a record read in the protobuf format.
 	Legacy bool
+	// ConsumerGroup marks the record of a consumer-protocol group, whose
+	// value is Consumer (nil when Deleted).
+	ConsumerGroup bool
+	Consumer      *messages.ConsumerGroupValue
 }
 
 // encodeGroupRecords builds one batch holding the records in order.
@@ -67,6 +78,20 @@ func encodeGroupRecords(recs []groupRecord) []byte {
 
 // encodeGroupRecord is one record's key and value (nil: a deletion).
 func encodeGroupRecord(r groupRecord, now int64) (key, value []byte) {
+	if r.ConsumerGroup {
+		key = binary.BigEndian.AppendUint16(nil, consumerKeyVersion)
+		key = appendString(key, r.Key.Group)
+		if !r.Deleted && r.Consumer != nil {
+			own, _ := proto.Marshal(r.Consumer)
+			value = binary.BigEndian.AppendUint16(nil, 0)
+			value = binary.BigEndian.AppendUint32(value, uint32(r.Consumer.Epoch))
+			value = binary.AppendUvarint(value, 1) // one tagged field
+			value = binary.AppendUvarint(value, sluiceMetadataTag)
+			value = binary.AppendUvarint(value, uint64(len(own)))
+			value = append(value, own...)
+		}
+		return key, value
+	}
 	if r.Key.Topic == "" {
 		k := kmsg.GroupMetadataKey{Version: groupKeyVersion, Group: r.Key.Group}
 		key = k.AppendTo(nil)
@@ -219,6 +244,8 @@ func decodeGroupRecord(key, value []byte) (groupRecord, bool) {
 		return groupRecord{}, false
 	}
 	switch version := int16(key[0])<<8 | int16(key[1]); version {
+	case consumerKeyVersion:
+		return decodeConsumerGroupRecord(key, value)
 	case 0, 1:
 		var k kmsg.OffsetCommitKey
 		if k.ReadFrom(key) != nil || k.Group == "" {
@@ -284,4 +311,51 @@ func decodeLegacyRecord(key, value []byte) (groupRecord, bool) {
 		return groupRecord{}, false
 	}
 	return gr, true
+}
+
+// appendString appends s as a Kafka (non-flexible) string.
+func appendString(b []byte, s string) []byte {
+	return append(binary.BigEndian.AppendUint16(b, uint16(len(s))), s...)
+}
+
+// decodeConsumerGroupRecord reads a consumer-protocol group's record:
+// the key's group, and the value's tagged field with Sluice's group.
+func decodeConsumerGroupRecord(key, value []byte) (groupRecord, bool) {
+	if len(key) < 4 || int(binary.BigEndian.Uint16(key[2:])) != len(key)-4 || len(key) == 4 {
+		return groupRecord{}, false
+	}
+	gr := groupRecord{Key: &messages.GroupRecordKey{Group: string(key[4:])}, ConsumerGroup: true, Deleted: value == nil}
+	if gr.Deleted {
+		return gr, true
+	}
+	if len(value) < 6 || binary.BigEndian.Uint16(value) != 0 {
+		return groupRecord{}, false
+	}
+	rest := value[6:]
+	tags, n := binary.Uvarint(rest)
+	if n <= 0 {
+		return groupRecord{}, false
+	}
+	rest = rest[n:]
+	for range tags {
+		tag, n := binary.Uvarint(rest)
+		if n <= 0 {
+			return groupRecord{}, false
+		}
+		rest = rest[n:]
+		size, n := binary.Uvarint(rest)
+		if n <= 0 || size > uint64(len(rest)-n) {
+			return groupRecord{}, false
+		}
+		field := rest[n : n+int(size)]
+		rest = rest[n+int(size):]
+		if tag == sluiceMetadataTag {
+			gr.Consumer = &messages.ConsumerGroupValue{}
+			if proto.Unmarshal(field, gr.Consumer) != nil {
+				return groupRecord{}, false
+			}
+			return gr, true
+		}
+	}
+	return groupRecord{}, false // not written by Sluice
 }

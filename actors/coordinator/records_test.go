@@ -114,6 +114,33 @@ func TestLegacyAndForeignGroupRecords(t *testing.T) {
 	}
 }
 
+// A consumer-protocol group's record is Kafka's ConsumerGroupMetadataKey
+// v3 and ConsumerGroupMetadataValue v0 (the epoch), with Sluice's group in
+// a tagged field; a foreign value of that key (no tagged field) is skipped.
+func TestConsumerGroupRecordRoundTrip(t *testing.T) {
+	v := &messages.ConsumerGroupValue{Epoch: 7, AssignmentEpoch: 7, Assignor: "uniform", Counts: map[string]int32{"t": 3},
+		Members: []*messages.ConsumerGroupMemberValue{{MemberId: "m", Epoch: 7, Topics: []string{"t"},
+			Assigned: []*messages.TopicPartitions{{Topic: "t", Partitions: []int32{0, 1, 2}}}, AssignedSince: []int32{3, 3, 7}}}}
+	in := []groupRecord{
+		{Key: &messages.GroupRecordKey{Group: "cg"}, ConsumerGroup: true, Consumer: v},
+		{Key: &messages.GroupRecordKey{Group: "cg"}, ConsumerGroup: true, Deleted: true},
+	}
+	key, value := encodeGroupRecord(in[0], 1)
+	if want := []byte{0, 3, 0, 2, 'c', 'g'}; string(key) != string(want) {
+		t.Fatalf("key % x, want % x", key, want)
+	}
+	if value[0] != 0 || value[1] != 0 || value[5] != 7 {
+		t.Fatalf("value starts % x: want version 0, epoch 7", value[:6])
+	}
+	out, _, err := decodeGroupRecords(encodeGroupRecords(in), 0, nil)
+	if err != nil || len(out) != 2 || !out[0].ConsumerGroup || !proto.Equal(out[0].Consumer, v) || !out[1].Deleted || !out[1].ConsumerGroup {
+		t.Fatalf("decoded %+v, %v", out, err)
+	}
+	if _, ok := decodeGroupRecord(key, []byte{0, 0, 0, 0, 0, 7, 0}); ok {
+		t.Error("a value without Sluice's tagged field was read as Sluice's")
+	}
+}
+
 // Any key and value are read without a panic.
 func FuzzDecodeGroupRecord(f *testing.F) {
 	key, value := encodeGroupRecord(groupRecord{Key: &messages.GroupRecordKey{Group: "g"}, Metadata: testMetadata()}, 1)
@@ -121,6 +148,9 @@ func FuzzDecodeGroupRecord(f *testing.F) {
 	key, value = encodeGroupRecord(groupRecord{Key: &messages.GroupRecordKey{Group: "g", Topic: "t"}, Offset: &messages.OffsetValue{Offset: 1}}, 1)
 	f.Add(key, value)
 	f.Add([]byte{0x0a, 1, 'g'}, []byte{8, 1})
+	key, value = encodeGroupRecord(groupRecord{Key: &messages.GroupRecordKey{Group: "g"}, ConsumerGroup: true,
+		Consumer: &messages.ConsumerGroupValue{Epoch: 2}}, 1)
+	f.Add(key, value)
 	f.Fuzz(func(t *testing.T, key, value []byte) {
 		if gr, ok := decodeGroupRecord(key, value); ok && (gr.Key == nil || gr.Key.Group == "") {
 			t.Fatalf("a record without a group: %+v", gr)

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/sluicemq/sluice/actors/consumergroup"
 	"github.com/sluicemq/sluice/actors/groups"
 	"github.com/sluicemq/sluice/messages"
 )
@@ -99,3 +100,27 @@ func fromWireSnapshot(v *messages.GroupMetadataValue) groups.Snapshot {
 
 // tickEvery is how often a coordinator checks its members' deadlines.
 const tickEvery = 100 * time.Millisecond
+
+func toWireConsumerGroup(s consumergroup.Snapshot) *messages.ConsumerGroupValue {
+	v := &messages.ConsumerGroupValue{Epoch: s.Epoch, AssignmentEpoch: s.AssignmentEpoch, Assignor: s.Assignor, Counts: s.Counts}
+	for _, m := range s.Members {
+		v.Members = append(v.Members, &messages.ConsumerGroupMemberValue{MemberId: m.MemberID, InstanceId: m.InstanceID,
+			RackId: m.RackID, ClientId: m.ClientID, ClientHost: m.ClientHost, Epoch: m.Epoch, PreviousEpoch: m.PreviousEpoch,
+			State: int32(m.State), Topics: m.Topics, Regex: m.Regex, Assignor: m.Assignor,
+			RebalanceTimeoutMs: int32(m.RebalanceTimeout.Milliseconds()), Assigned: toWireAssignment(m.Assigned),
+			AssignedSince: m.Since, Revoking: toWireAssignment(m.Revoking), Target: toWireAssignment(m.Target), Leaving: m.Leaving})
+	}
+	return v
+}
+
+func fromWireConsumerGroup(v *messages.ConsumerGroupValue) consumergroup.Snapshot {
+	s := consumergroup.Snapshot{Epoch: v.Epoch, AssignmentEpoch: v.AssignmentEpoch, Assignor: v.Assignor, Counts: v.Counts}
+	for _, m := range v.Members {
+		s.Members = append(s.Members, consumergroup.MemberSnapshot{MemberID: m.MemberId, InstanceID: m.InstanceId,
+			RackID: m.RackId, ClientID: m.ClientId, ClientHost: m.ClientHost, Epoch: m.Epoch, PreviousEpoch: m.PreviousEpoch,
+			State: consumergroup.MemberState(m.State), Topics: m.Topics, Regex: m.Regex, Assignor: m.Assignor,
+			RebalanceTimeout: time.Duration(m.RebalanceTimeoutMs) * time.Millisecond, Assigned: fromWireAssignment(m.Assigned),
+			Since: m.AssignedSince, Revoking: fromWireAssignment(m.Revoking), Target: fromWireAssignment(m.Target), Leaving: m.Leaving})
+	}
+	return s
+}

@@ -215,3 +215,95 @@ func TestKafkaConsumerProtocolGroup(t *testing.T) {
 		t.Errorf("error %v", err)
 	}
 }
+
+// A consumer-protocol group survives its coordinator's restart (SIGKILL):
+// the group is read back from __consumer_offsets, so its members keep
+// their ids, epochs and partitions; none is fenced or loses a partition,
+// and they go on consuming.
+func TestKafkaConsumerProtocolGroupSurvivesRestart(t *testing.T) {
+	port := freePort(t)
+	b := startBroker(t, "--kafka-addr", fmt.Sprintf("127.0.0.1:%d", port), "--group-consumer-heartbeat-interval", "200ms")
+	addr := kafkaAddr(t, b)
+	b.cli("", "topic", "create", "durable848", "--partitions", "4")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var mu sync.Mutex
+	lost := 0
+	seen := map[string]int{}
+	member := func(name string) {
+		cl := newKgo(t, addr, kgo.ConsumerGroup("durable"), kgo.ConsumeTopics("durable848"), kgo.ServerSideBalancer(),
+			kgo.Balancers(kgo.StickyBalancer()), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.ClientID(name),
+			kgo.OnPartitionsLost(func(context.Context, *kgo.Client, map[string][]int32) { mu.Lock(); lost++; mu.Unlock() }))
+		go func() {
+			for ctx.Err() == nil {
+				fs := cl.PollFetches(ctx)
+				if fs.IsClientClosed() {
+					return
+				}
+				fs.EachRecord(func(r *kgo.Record) { mu.Lock(); seen[string(r.Value)]++; mu.Unlock() })
+			}
+		}()
+	}
+	member("a")
+	member("b")
+	adm := kadm.NewClient(newKgo(t, addr))
+	stable := func() (kadm.DescribedConsumerGroup, string) {
+		d, err := adm.DescribeConsumerGroups(ctx, "durable")
+		if err != nil {
+			return kadm.DescribedConsumerGroup{}, err.Error()
+		}
+		g := d["durable"]
+		if g.Err != nil || g.State != "stable" || len(g.Members) != 2 {
+			return g, fmt.Sprintf("group: %+v", g)
+		}
+		for _, m := range g.Members {
+			if len(m.Assignment["durable848"]) != 2 {
+				return g, fmt.Sprintf("member %s holds %v", m.MemberID, m.Assignment)
+			}
+		}
+		return g, ""
+	}
+	var before kadm.DescribedConsumerGroup
+	eventually(t, 30*time.Second, func() string { var why string; before, why = stable(); return why })
+
+	b.kill9()
+	b.start()
+	eventually(t, 60*time.Second, func() string {
+		after, why := stable()
+		if why != "" {
+			return why
+		}
+		if after.Epoch != before.Epoch {
+			return fmt.Sprintf("epoch %d after the restart, %d before", after.Epoch, before.Epoch)
+		}
+		for i, m := range after.Members {
+			if m.MemberID != before.Members[i].MemberID || m.MemberEpoch != before.Members[i].MemberEpoch {
+				return fmt.Sprintf("member %s at %d, was %s at %d", m.MemberID, m.MemberEpoch, before.Members[i].MemberID, before.Members[i].MemberEpoch)
+			}
+		}
+		return ""
+	})
+	var in strings.Builder
+	for i := range 100 {
+		fmt.Fprintf(&in, "v%d\n", i)
+	}
+	b.cli(in.String(), "produce", "durable848")
+	eventually(t, 60*time.Second, func() string {
+		mu.Lock()
+		defer mu.Unlock()
+		if len(seen) < 100 {
+			return fmt.Sprintf("%d of 100 records read after the restart", len(seen))
+		}
+		return ""
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	if lost != 0 {
+		t.Errorf("members lost their partitions %d times across the restart", lost)
+	}
+	for v, n := range seen {
+		if n != 1 {
+			t.Errorf("%s read %d times", v, n)
+		}
+	}
+}
