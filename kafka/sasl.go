@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"bytes"
+	"cmp"
 	"slices"
 	"strings"
 	"sync"
@@ -23,17 +24,18 @@ import (
 // send only these and ApiVersions. A refused login is answered
 // SASL_AUTHENTICATION_FAILED after a delay, without saying which part was
 // wrong, and the connection is closed; refusals are counted in
-// sluice_kafka_requests_total and logged. The delay grows with the
+// sluice_kafka_login_failures_total and logged. The delay grows with the
 // refusals of the same source address in the last minute (failedLoginDelay
-// each, at most maxLoginDelay), so a guesser opening many connections is
-// slowed as one opening them in turn.
+// each, at most maxLoginDelay), and the delays of one address run one
+// after another, so a guesser opening many connections at once is slowed
+// as one opening them in turn.
 
 const (
 	mechanismPLAIN       = "PLAIN"
 	mechanismOAuthBearer = "OAUTHBEARER"
 	// failedLoginDelay slows guessing down (Kafka's
 	// connection.failed.authentication.delay.ms), growing per source up
-	// to maxLoginDelay.
+	// to maxLoginDelay (Config.FailedLoginDelay, MaxFailedLoginDelay).
 	failedLoginDelay = time.Second
 	maxLoginDelay    = 10 * time.Second
 	// maxLoginFrameBytes bounds a frame before the login (Kafka's
@@ -216,21 +218,28 @@ func parsePlain(b []byte) (user, password string, ok bool) {
 }
 
 // loginFailures counts refused logins per source address over the last
-// minute; it holds at most maxLoginSources addresses (stale ones go first).
+// minute and queues their answers; it holds at most maxLoginSources
+// addresses (stale ones go first).
 type loginFailures struct {
-	mu      sync.Mutex
-	sources map[string]*loginSource
+	// step and most are the delay per recent refusal and its bound.
+	step, most time.Duration
+	mu         sync.Mutex
+	sources    map[string]*loginSource
 }
 
 type loginSource struct {
 	n    int
 	last time.Time
+	// until is when the address's last refused login is answered: the
+	// next one waits for it, then for its own delay.
+	until time.Time
 }
 
 const maxLoginSources = 4096
 
-// failed records a refused login from ip at now and returns the delay its
-// answer waits and the refusals from ip in the last minute.
+// failed records a refused login from ip at now and returns how long its
+// answer waits (behind the address's answers still waiting) and the
+// refusals from ip in the last minute.
 func (f *loginFailures) failed(ip string, now time.Time) (time.Duration, int) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -253,7 +262,12 @@ func (f *loginFailures) failed(ip string, now time.Time) (time.Duration, int) {
 	}
 	s.n++
 	s.last = now
-	return min(time.Duration(s.n)*failedLoginDelay, maxLoginDelay), s.n
+	step, most := cmp.Or(f.step, failedLoginDelay), cmp.Or(f.most, maxLoginDelay)
+	if s.until.Before(now) {
+		s.until = now
+	}
+	s.until = s.until.Add(min(time.Duration(s.n)*step, most))
+	return s.until.Sub(now), s.n
 }
 
 // parseOAuthBearer reads an OAUTHBEARER client response (RFC 7628 3.1):

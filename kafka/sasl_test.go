@@ -1,10 +1,14 @@
 package kafka
 
 import (
+	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"net"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -118,13 +122,14 @@ sluice_kafka_login_failures_total{mechanism="PLAIN"} 1
 }
 
 // Refusals from one address in the last minute lengthen the next one's
-// delay, up to a bound; another address, or a minute later, starts again.
+// delay, up to a bound; refusals whose answers are still waiting queue
+// behind them; another address, or a minute later, starts again.
 func TestLoginFailuresSlowASource(t *testing.T) {
 	var f loginFailures
 	t0 := time.Unix(1_700_000_000, 0)
 	var delays []time.Duration
-	for i := range 12 {
-		d, _ := f.failed("10.0.0.1", t0.Add(time.Duration(i)*time.Second))
+	for i := range 12 { // 15 s apart: each answered before the next
+		d, _ := f.failed("10.0.0.1", t0.Add(time.Duration(i)*15*time.Second))
 		delays = append(delays, d)
 	}
 	if delays[0] != failedLoginDelay || delays[1] != 2*failedLoginDelay || delays[11] != maxLoginDelay {
@@ -133,7 +138,10 @@ func TestLoginFailuresSlowASource(t *testing.T) {
 	if d, n := f.failed("10.0.0.2", t0); d != failedLoginDelay || n != 1 {
 		t.Errorf("another address: %v %d", d, n)
 	}
-	if d, _ := f.failed("10.0.0.1", t0.Add(2*time.Minute)); d != failedLoginDelay {
+	if d, n := f.failed("10.0.0.2", t0); d != 3*failedLoginDelay || n != 2 {
+		t.Errorf("at the same time: %v %d, want to wait for the first answer and then its own", d, n)
+	}
+	if d, _ := f.failed("10.0.0.1", t0.Add(12*15*time.Second+2*time.Minute)); d != failedLoginDelay {
 		t.Errorf("a minute later: %v", d)
 	}
 }
@@ -321,4 +329,85 @@ func metadataOn(c *client) error {
 	resp.SetVersion(9)
 	_, err := c.read(resp)
 	return err
+}
+
+// A guesser trying 1,000 passwords over 20 connections at once is slowed
+// as much as one trying them in turn: the delays of one address's refused
+// logins run one after another, not side by side. Every refusal is
+// counted. (Delays here are milliseconds; the broker's are seconds.)
+func TestBruteForceIsSlowedAcrossConnections(t *testing.T) {
+	const tries, workers = 1000, 20 // the listener holds 32 unanswered connections of one address
+	step, most := time.Millisecond, 4*time.Millisecond
+	m := metrics.New(metrics.Build{}, metrics.Options{})
+	_, addr := startServer(t, oneAnswer(testMetadata()), Config{SASL: true, Metrics: m,
+		FailedLoginDelay: step, MaxFailedLoginDelay: most,
+		Login: func(user, password string) (string, bool) { return "User:" + user, false }})
+	try := func(i int) error {
+		nc, err := net.Dial("tcp", addr)
+		if err != nil {
+			return err
+		}
+		defer nc.Close()
+		nc.SetDeadline(time.Now().Add(time.Minute))
+		c := &client{t: t, nc: nc, r: bufio.NewReader(nc)}
+		hs := kmsg.NewPtrSASLHandshakeRequest()
+		hs.SetVersion(1)
+		hs.Mechanism = "PLAIN"
+		if _, err := nc.Write(frameRequest(hs, 1)); err != nil {
+			return err
+		}
+		hr := kmsg.NewPtrSASLHandshakeResponse()
+		hr.SetVersion(1)
+		if _, err := c.read(hr); err != nil || hr.ErrorCode != 0 {
+			return fmt.Errorf("handshake: %v %d", err, hr.ErrorCode)
+		}
+		auth := kmsg.NewPtrSASLAuthenticateRequest()
+		auth.SetVersion(2)
+		auth.SASLAuthBytes = []byte(fmt.Sprintf("\x00admin\x00guess-%d", i))
+		if _, err := nc.Write(frameRequest(auth, 2)); err != nil {
+			return err
+		}
+		ar := kmsg.NewPtrSASLAuthenticateResponse()
+		ar.SetVersion(2)
+		if _, err := c.read(ar); err != nil || ar.ErrorCode != int16(messages.ErrorCode_SASL_AUTHENTICATION_FAILED) {
+			return fmt.Errorf("login: %v %d", err, ar.ErrorCode)
+		}
+		return nil
+	}
+	start := time.Now()
+	errs := make(chan error, tries)
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; i < tries; i += workers {
+				errs <- try(i)
+			}
+		}()
+	}
+	wg.Wait()
+	took := time.Since(start)
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	// In turn, the refusals' delays add up to 1+2+3+4*997 ms.
+	var inTurn time.Duration
+	for i := 1; i <= tries; i++ {
+		inTurn += min(time.Duration(i)*step, most)
+	}
+	if took < inTurn {
+		t.Errorf("%d refused logins over %d connections took %v; one after another they take at least %v", tries, workers, took, inTurn)
+	}
+	if err := testutil.GatherAndCompare(m.Registry, strings.NewReader(fmt.Sprintf(`
+# HELP sluice_kafka_login_failures_total SASL logins refused on the Kafka listener, by mechanism (each is logged with its source address and that address's refusals in the last minute).
+# TYPE sluice_kafka_login_failures_total counter
+sluice_kafka_login_failures_total{mechanism="PLAIN"} %d
+`, tries)), "sluice_kafka_login_failures_total"); err != nil {
+		t.Error(err)
+	}
+	t.Logf("%d refused logins over %d connections took %v (their delays in turn: %v)", tries, workers, took, inTurn)
 }

@@ -110,6 +110,9 @@ type Config struct {
 	// and returns the principal.
 	SASL  bool
 	Login func(user, password string) (principal string, ok bool)
+	// FailedLoginDelay and MaxFailedLoginDelay set how a source's refused
+	// logins are slowed (sasl.go); zero: 1 s and 10 s.
+	FailedLoginDelay, MaxFailedLoginDelay time.Duration
 	// Scram, when set, offers SCRAM-SHA-256 and SCRAM-SHA-512 too: it
 	// returns a user's password credential of a mechanism. PLAIN is
 	// offered only when Login is set.
@@ -228,7 +231,8 @@ func NewServer(cfg Config) *Server {
 	secret := make([]byte, 32)
 	rand.Read(secret) // never fails (crypto/rand panics rather)
 	return &Server{cfg: cfg, stopped: stopped, stop: stop, conns: map[*conn]struct{}{}, perIP: map[string]int{},
-		pendingPerIP: map[string]int{}, fetchSessions: fetchSessions{max: sessions}, scramSecret: secret}
+		pendingPerIP: map[string]int{}, fetchSessions: fetchSessions{max: sessions}, scramSecret: secret,
+		failedLogins: loginFailures{step: cfg.FailedLoginDelay, most: cfg.MaxFailedLoginDelay}}
 }
 
 // Open is how many connections the listener holds now.
