@@ -67,15 +67,18 @@ func (c *groupCoordinator) catalog() consumergroup.Catalog {
 }
 
 // topicIDs maps the ids of the latest metadata's topics to their names
-// and back.
+// and back, made again only when the metadata changed.
 func (c *groupCoordinator) topicIDs() (byID, byName map[string]string) {
-	byID, byName = map[string]string{}, map[string]string{}
-	if snap := c.cfg.Meta.Load(); snap != nil {
-		for name, t := range snap.Topics {
-			byID[t.TopicId], byName[name] = name, t.TopicId
+	snap := c.cfg.Meta.Load()
+	if snap != c.ids.of || c.ids.byID == nil {
+		c.ids.of, c.ids.byID, c.ids.byName = snap, map[string]string{}, map[string]string{}
+		if snap != nil {
+			for name, t := range snap.Topics {
+				c.ids.byID[t.TopicId], c.ids.byName[name] = name, t.TopicId
+			}
 		}
 	}
-	return byID, byName
+	return c.ids.byID, c.ids.byName
 }
 
 func (c *groupCoordinator) onConsumerHeartbeat(ctx actor.Context, req *messages.ConsumerGroupHeartbeatRequest) {

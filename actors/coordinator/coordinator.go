@@ -66,7 +66,12 @@ type groupCoordinator struct {
 	cg *consumergroup.Group
 	// cgWritten is cg.Changes() at the last write of the group.
 	cgWritten uint64
-	offsets   map[cluster.TopicPartition]*messages.OffsetValue
+	// ids are the topic ids of the metadata snapshot of, both ways.
+	ids struct {
+		of           *cluster.Snapshot
+		byID, byName map[string]string
+	}
+	offsets map[cluster.TopicPartition]*messages.OffsetValue
 
 	// writes queue behind the one in flight: every write completes in order.
 	queue    []pendingWrite
