@@ -72,6 +72,9 @@ func (g *Group) Epoch() int32 { return g.epoch }
 // Has reports whether id is a member.
 func (g *Group) Has(id string) bool { _, ok := g.members[id]; return ok }
 
+// Len is the number of members.
+func (g *Group) Len() int { return len(g.members) }
+
 // MemberIDs lists the members, sorted.
 func (g *Group) MemberIDs() []string { return slices.Sorted(maps.Keys(g.members)) }
 

@@ -31,7 +31,7 @@ import (
 // consumerMembers reports whether the group is a consumer-protocol group
 // with members.
 func (c *groupCoordinator) consumerMembers() bool {
-	return c.cg != nil && len(c.cg.MemberIDs()) > 0
+	return c.cg != nil && c.cg.Len() > 0
 }
 
 func (c *groupCoordinator) consumerGroupConfig() consumergroup.Config {

@@ -550,7 +550,7 @@ func (c *groupCoordinator) hasMember(id string) bool {
 func (c *groupCoordinator) memberCount() int {
 	n := len(c.g.MemberIDs())
 	if c.cg != nil {
-		n += len(c.cg.MemberIDs())
+		n += c.cg.Len()
 	}
 	return n
 }
