@@ -23,7 +23,8 @@ import (
 // does against Kafka; it keeps doing so beside a group of Kafka's consumer
 // protocol, whose records it does not know. (Burrow keeps its own state in
 // a ZooKeeper, which the test runs; it reads Kafka's group metadata values
-// only up to version 3, so it shows no owners for Sluice's version 4.)
+// only up to version 2, older than what Kafka writes since 2.3, so it
+// shows no owners.)
 func TestBurrowComputesLag(t *testing.T) {
 	burrow := needTool(t, "Burrow")
 	zk := startZooKeeper(t)
