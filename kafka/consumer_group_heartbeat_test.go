@@ -2,6 +2,9 @@ package kafka
 
 import (
 	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -77,5 +80,46 @@ func TestConsumerGroupHeartbeatTranslates(t *testing.T) {
 	// v0: the coordinator names the member.
 	if r := beat(0, anon); r.ErrorCode != 0 || len(asked) != n+1 {
 		t.Fatalf("v0 without a member id: %+v", r)
+	}
+}
+
+// A consumer group heartbeat or describe naming more topics, partitions
+// or groups than a request may closes the connection before the
+// coordinator is asked, as for every other API: the coordinator would
+// otherwise hold every partition a hostile member claims to own.
+func TestConsumerGroupRequestsAreBounded(t *testing.T) {
+	asked := 0
+	_, addr := startServer(t, answerBy(func(proto.Message) (proto.Message, error) {
+		asked++
+		return &messages.ConsumerGroupHeartbeatResponse{}, nil
+	}), Config{MaxRequestEntries: 100})
+	hb := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+	hb.Group, hb.MemberID, hb.MemberEpoch, hb.RebalanceTimeoutMillis = "g", "m", 3, -1
+	owned := kmsg.NewConsumerGroupHeartbeatRequestTopic()
+	for p := range int32(101) {
+		owned.Partitions = append(owned.Partitions, p)
+	}
+	hb.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{owned}
+	describe := kmsg.NewPtrConsumerGroupDescribeRequest()
+	for i := range 101 {
+		describe.Groups = append(describe.Groups, fmt.Sprintf("g%d", i))
+	}
+	subscribe := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+	subscribe.Group, subscribe.MemberID, subscribe.RebalanceTimeoutMillis = "g", "m", 1000
+	for i := range 101 {
+		subscribe.SubscribedTopicNames = append(subscribe.SubscribedTopicNames, fmt.Sprintf("t%d", i))
+	}
+	for _, req := range []kmsg.Request{hb, describe, subscribe} {
+		req.SetVersion(1)
+		c := dial(t, addr)
+		c.send(frameRequest(req, 1))
+		resp := req.ResponseKind()
+		resp.SetVersion(1)
+		if _, err := c.read(resp); !errors.Is(err, io.EOF) {
+			t.Errorf("%s with 101 entries: %v, want the connection closed", kmsg.NameForKey(req.Key()), err)
+		}
+	}
+	if asked != 0 {
+		t.Fatalf("%d requests reached the coordinator", asked)
 	}
 }

@@ -114,6 +114,13 @@ func entries(req kmsg.Request) int {
 		n = len(r.GroupAssignment)
 	case *kmsg.LeaveGroupRequest:
 		n = len(r.Members)
+	case *kmsg.ConsumerGroupHeartbeatRequest:
+		n = len(r.SubscribedTopicNames)
+		for _, t := range r.Topics {
+			n += 1 + len(t.Partitions)
+		}
+	case *kmsg.ConsumerGroupDescribeRequest:
+		n = len(r.Groups)
 	}
 	return n
 }
