@@ -2,6 +2,7 @@ package broker
 
 import (
 	"fmt"
+	"runtime"
 	"slices"
 	"testing"
 	"time"
@@ -263,5 +264,50 @@ func TestLegacyGroupRecordsAreMigrated(t *testing.T) {
 			t.Fatalf("restart %d: %d records in Kafka's format, want the offset and the metadata once", restart, n)
 		}
 		tb2.stop()
+	}
+}
+
+// Asking about groups that do not exist leaves nothing behind: each
+// request starts the group's coordinator, which stops again once it holds
+// nothing (no members, none waiting to join, no offsets, no generation),
+// so a peer naming a million group ids does not make a million actors and
+// their tickers. A group with something to keep stays.
+func TestCoordinatorsOfEmptyGroupsStop(t *testing.T) {
+	tb := startTestBroker(t, t.TempDir(), func(c *actors.BrokerConfig) { c.OffsetsPartitions = 4 })
+	tb.createTopic("events", 1, nil)
+	describe := func(group string) *messages.DescribeGroupResponse {
+		return tb.askGroup(&messages.DescribeGroupRequest{Group: group}, func(r any) messages.ErrorCode { return r.(*messages.DescribeGroupResponse).Error }).(*messages.DescribeGroupResponse)
+	}
+	tb.askGroup(&messages.FindCoordinatorRequest{Group: "g"}, func(r any) messages.ErrorCode { // makes the offsets topic
+		return r.(*messages.FindCoordinatorResponse).Error
+	})
+	for i := range 40 { // every offsets partition coordinates
+		describe(fmt.Sprintf("warm-up-%d", i))
+	}
+	time.Sleep(200 * time.Millisecond) // the warm-ups' coordinators stop
+	before := runtime.NumGoroutine()
+	const groups = 2000
+	for i := range groups {
+		r := describe(fmt.Sprintf("nobody-%d", i))
+		if r.Error != messages.ErrorCode_NONE || r.State != "Dead" {
+			t.Fatalf("describe: %v %s", r.Error, r.State)
+		}
+	}
+	// One group with a commit keeps its coordinator.
+	commit := tb.ask(&messages.OffsetCommitRequest{Group: "kept", Generation: -1,
+		Offsets: []*messages.OffsetCommitEntry{{Topic: "events", Partition: 0, Offset: 7}}}).(*messages.OffsetCommitResponse)
+	if commit.Error != messages.ErrorCode_NONE {
+		t.Fatalf("commit: %v %s", commit.Error, commit.ErrorMessage)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for n := runtime.NumGoroutine(); n > before+groups/10; n = runtime.NumGoroutine() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d goroutines after describing %d groups that do not exist, %d before", n, groups, before)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	fetched := tb.ask(&messages.OffsetFetchRequest{Group: "kept"}).(*messages.OffsetFetchResponse)
+	if len(fetched.Offsets) != 1 || fetched.Offsets[0].Offset != 7 {
+		t.Fatalf("the group with a commit: %v", fetched.Offsets)
 	}
 }

@@ -84,6 +84,8 @@ type groupCoordinator struct {
 	// charges are the bytes each member's join holds in the broker's
 	// group metadata budget, and the principal they count for.
 	charges map[string]charge
+	// handled counts the requests the host forwarded (see idle).
+	handled uint64
 }
 
 // charge is what one member holds in the group metadata budget.
@@ -144,6 +146,9 @@ func (c *groupCoordinator) Receive(ctx actor.Context) {
 	case coordinatorTick:
 		c.handle(ctx, c.g.Tick(time.Now(), c.partitionCounts))
 		c.onConsumerTick(ctx)
+		if c.idle() { // ids handed out to join with expired unused
+			ctx.Send(ctx.Parent(), groupIdle{group: c.cfg.Group, pid: ctx.Self(), handled: c.handled})
+		}
 	case pushCommit:
 		c.onPushAck(ctx, msg.member, msg.ack, msg.replyTo)
 	case pushMemberDown:
@@ -151,9 +156,22 @@ func (c *groupCoordinator) Receive(ctx actor.Context) {
 		c.handle(ctx, c.g.Leave(msg.member, time.Now(), c.partitionCounts))
 	default:
 		if r, ok := groupRequests[reflect.TypeOf(msg)]; ok {
+			c.handled++
 			r.serve(c, ctx, msg.(proto.Message))
+			if c.idle() {
+				ctx.Send(ctx.Parent(), groupIdle{group: c.cfg.Group, pid: ctx.Self(), handled: c.handled})
+			}
 		}
 	}
+}
+
+// idle reports whether the group holds nothing a request could find: no
+// members of either protocol nor any about to join, no committed offsets,
+// no generation or epoch ever, nothing being written. Its coordinator is
+// then the same as none, and the host stops it.
+func (c *groupCoordinator) idle() bool {
+	return c.g.Idle() && (c.cg == nil || c.cg.Epoch() == 0) && len(c.offsets) == 0 &&
+		!c.inflight && len(c.queue) == 0 && len(c.pushers) == 0
 }
 
 func (c *groupCoordinator) onSync(ctx actor.Context, msg *messages.SyncGroupRequest) {

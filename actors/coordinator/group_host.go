@@ -53,6 +53,13 @@ type (
 	}
 	// groupDeleted: a coordinator deleted its group and stops.
 	groupDeleted struct{ group string }
+	// groupIdle: a coordinator holds nothing (see groupCoordinator.idle)
+	// after handling its first handled requests.
+	groupIdle struct {
+		group   string
+		pid     *actor.PID
+		handled uint64
+	}
 )
 
 // groupHost serves the consumer groups of one __consumer_offsets partition
@@ -66,9 +73,13 @@ type groupHost struct {
 	next         int64
 	groups       map[string]*loadedGroup
 	coordinators map[string]*actor.PID
-	overviews    map[string]*messages.GroupOverview
-	backoff      time.Duration
-	started      time.Time
+	// forwarded counts the requests forwarded to each coordinator: one
+	// that reports itself idle having handled them all has none on the way
+	// and may stop.
+	forwarded map[string]uint64
+	overviews map[string]*messages.GroupOverview
+	backoff   time.Duration
+	started   time.Time
 }
 
 // HostProps is what the broker spawns the group host of an offsets
@@ -76,7 +87,7 @@ type groupHost struct {
 func HostProps(cfg HostConfig) *actor.Props {
 	return actor.PropsFromProducer(func() actor.Actor {
 		return &groupHost{cfg: cfg, groups: map[string]*loadedGroup{}, coordinators: map[string]*actor.PID{},
-			overviews: map[string]*messages.GroupOverview{}}
+			forwarded: map[string]uint64{}, overviews: map[string]*messages.GroupOverview{}}
 	})
 }
 
@@ -97,11 +108,22 @@ func (h *groupHost) Receive(ctx actor.Context) {
 	case groupDeleted:
 		delete(h.overviews, msg.group)
 		delete(h.coordinators, msg.group) // requests from now on start it afresh
+		delete(h.forwarded, msg.group)
 		h.publish()
+	case groupIdle:
+		// A group asked about that holds nothing: its coordinator goes, so
+		// that naming many group ids leaves nothing behind. Requests on
+		// their way keep it.
+		if pid := h.coordinators[msg.group]; pid.Equal(msg.pid) && h.forwarded[msg.group] == msg.handled {
+			delete(h.coordinators, msg.group)
+			delete(h.forwarded, msg.group)
+			ctx.Stop(pid)
+		}
 	case *actor.Terminated:
 		for g, pid := range h.coordinators {
 			if pid.Equal(msg.Who) {
 				delete(h.coordinators, g)
+				delete(h.forwarded, g)
 			}
 		}
 	case actor.SystemMessage, actor.AutoReceiveMessage:
@@ -117,6 +139,7 @@ func (h *groupHost) Receive(ctx actor.Context) {
 			return
 		}
 		ctx.Forward(h.coordinator(ctx, group))
+		h.forwarded[group]++
 	}
 }
 

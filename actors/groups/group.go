@@ -80,6 +80,13 @@ func (g *Group) Member(id string) (MemberRecord, bool) {
 	return m.rec.clone(), true
 }
 
+// Idle reports whether the group holds nothing: no members, no ids handed
+// out to join with, no answers owed, and no generation ever formed. Such a
+// group is the same as one never seen, and its actor may go.
+func (g *Group) Idle() bool {
+	return len(g.members) == 0 && len(g.pending) == 0 && len(g.owed) == 0 && g.generation == 0
+}
+
 // Has reports whether id is a member.
 func (g *Group) Has(id string) bool {
 	_, ok := g.members[id]
