@@ -311,3 +311,41 @@ func TestCoordinatorsOfEmptyGroupsStop(t *testing.T) {
 		t.Fatalf("the group with a commit: %v", fetched.Offsets)
 	}
 }
+
+// Every member counts in the group metadata budget for what it costs
+// beside its subscription, so a principal cannot hold unbounded members
+// by subscribing to a one-letter topic in group after group: with 1 MiB
+// for the principal, about a thousand members fit, then joins are refused
+// with GROUP_MAX_SIZE_REACHED (of both protocols).
+func TestEveryMemberCountsInTheBudget(t *testing.T) {
+	tb := startTestBroker(t, t.TempDir(), func(c *actors.BrokerConfig) {
+		c.OffsetsPartitions = 1
+		c.GroupMetadataMaxBytes = 4 << 20 // 1 MiB for one principal
+	})
+	tb.createTopic("e", 1, nil)
+	tb.askGroup(&messages.FindCoordinatorRequest{Group: "g"}, func(r any) messages.ErrorCode {
+		return r.(*messages.FindCoordinatorResponse).Error
+	})
+	joined := 0
+	for i := range 2000 {
+		r := tb.askGroup(&messages.ConsumerGroupHeartbeatRequest{Group: fmt.Sprintf("g%d", i), MemberId: "m",
+			RebalanceTimeoutMs: 60000, Topics: []string{"e"}, TopicsSet: true, OwnedSet: true},
+			func(r any) messages.ErrorCode { return r.(*messages.ConsumerGroupHeartbeatResponse).Error }).(*messages.ConsumerGroupHeartbeatResponse)
+		if r.Error == messages.ErrorCode_GROUP_MAX_SIZE_REACHED {
+			break
+		}
+		if r.Error != messages.ErrorCode_NONE {
+			t.Fatalf("join %d: %v %s", i, r.Error, r.ErrorMessage)
+		}
+		joined++
+	}
+	if joined < 500 || joined >= 2000 {
+		t.Fatalf("%d one-member groups joined with 1 MiB for the principal", joined)
+	}
+	join := tb.ask(&messages.JoinGroupRequest{Group: "classic", ClientId: "c", SessionTimeoutMs: 10000,
+		RebalanceTimeoutMs: 1000, Topics: []string{"e"}, Assignors: []string{"range"}}).(*messages.JoinGroupResponse)
+	if join.Error != messages.ErrorCode_GROUP_MAX_SIZE_REACHED {
+		t.Fatalf("a classic join over the budget: %v", join.Error)
+	}
+	t.Logf("%d one-member groups joined before the budget refused", joined)
+}

@@ -107,7 +107,7 @@ func (c *groupCoordinator) onConsumerHeartbeat(ctx actor.Context, req *messages.
 	}
 	// What a member subscribes with counts in the broker's group metadata
 	// budget, in place of what it subscribed with before.
-	size := int64(len(req.Regex) + len(req.ClientId) + len(req.InstanceId) + len(req.RackId))
+	size := int64(len(req.Regex)+len(req.ClientId)+len(req.InstanceId)+len(req.RackId)) + memberOverheadBytes
 	for _, t := range req.Topics {
 		size += int64(len(t))
 	}

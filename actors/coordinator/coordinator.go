@@ -338,7 +338,7 @@ func (c *groupCoordinator) onJoin(ctx actor.Context, req *messages.JoinGroupRequ
 	}
 	// What the join carries counts in the broker's group metadata budget,
 	// in place of what the member's last join carried.
-	principal, size := transport.Principal(ctx), int64(jr.Bytes())
+	principal, size := transport.Principal(ctx), int64(jr.Bytes())+memberOverheadBytes
 	undo, ok := c.recharge(req.MemberId, principal, size, true)
 	if !ok {
 		c.cfg.Broker.Logger.Warn("refused a group join over the group metadata budget", "group", c.cfg.Group, "principal", principal, "bytes", size)
@@ -392,11 +392,24 @@ func (c *groupCoordinator) onSubscribe(ctx actor.Context, req *messages.Subscrib
 		return
 	}
 	rebalance := c.cfg.Broker.GroupInitialRebalanceDelay + 10*time.Second
-	out := c.g.Join(groups.JoinRequest{ClientID: "push-" + req.ClientId, Topics: req.Topics, Assignors: req.Assignors,
+	jr := groups.JoinRequest{ClientID: "push-" + req.ClientId, Topics: req.Topics, Assignors: req.Assignors,
 		SessionTimeout: c.cfg.Broker.GroupMaxSessionTimeout, RebalanceTimeout: rebalance,
 		Push:            groups.PushTarget{Address: req.TargetAddress, ID: req.TargetId, Credit: req.InitialCredit, Principal: transport.Principal(ctx)},
-		AutoOffsetReset: reset},
-		time.Now(), c.partitionCounts)
+		AutoOffsetReset: reset}
+	// A push member counts in the group metadata budget as any member.
+	principal, size := transport.Principal(ctx), int64(jr.Bytes())+memberOverheadBytes
+	undo, ok := c.recharge("", principal, size, true)
+	if !ok {
+		actors.Respond(ctx, &messages.SubscribeResponse{Error: messages.ErrorCode_GROUP_MAX_SIZE_REACHED, ErrorMessage: c.overBudget(principal, size)})
+		return
+	}
+	out := c.g.Join(jr, time.Now(), c.partitionCounts)
+	if out.Code != groups.None {
+		undo()
+	} else {
+		c.charges[out.MemberID] = c.charges[""]
+		delete(c.charges, "")
+	}
 	actors.Respond(ctx, &messages.SubscribeResponse{Error: groupCode(out.Code), ErrorMessage: codeText(out.Code, ""), MemberId: out.MemberID})
 	c.handle(ctx, out)
 }
@@ -522,6 +535,12 @@ func compareTP(a, b cluster.TopicPartition) int {
 	}
 	return int(a.Partition - b.Partition)
 }
+
+// memberOverheadBytes is what a member costs in the group metadata budget
+// besides what it subscribes with (its record, its assignment, the
+// coordinator's maps), so that one-letter subscriptions in group after
+// group do not make members free.
+const memberOverheadBytes = 1 << 10
 
 // recharge makes member's charge in the group metadata budget size bytes
 // for principal, in place of what it held; undo puts the old charge back.

@@ -53,7 +53,7 @@ func runBroker(args []string, stdout, stderr io.Writer) error {
 	groupMaxSize := fs.Int("group-max-size", def.GroupMaxSize, "most members of one consumer group; a join beyond gets GROUP_MAX_SIZE_REACHED (Kafka's group.max.size)")
 	consumerSession := fs.Duration("group-consumer-session-timeout", def.GroupConsumerSessionTimeout, "a member of a consumer group of Kafka's new protocol (KIP-848) that does not heartbeat for this long is removed (Kafka's group.consumer.session.timeout.ms)")
 	consumerHeartbeat := fs.Duration("group-consumer-heartbeat-interval", def.GroupConsumerHeartbeatInterval, "how often members of consumer groups of Kafka's new protocol heartbeat (Kafka's group.consumer.heartbeat.interval.ms)")
-	groupMetadata := fs.Int64("group-metadata-max-bytes", def.GroupMetadataMaxBytes, "bytes the members of all groups this broker coordinates may carry (topics, protocols, metadata); one principal may hold a quarter, a join beyond gets GROUP_MAX_SIZE_REACHED")
+	groupMetadata := fs.Int64("group-metadata-max-bytes", def.GroupMetadataMaxBytes, "bytes the members of all groups this broker coordinates may carry (topics, protocols, metadata, and 1 KiB each besides); one principal may hold a quarter, a join beyond gets GROUP_MAX_SIZE_REACHED")
 	pidExpiration := fs.Duration("producer-id-expiration", def.ProducerIDExpiration,
 		"forget an idempotent producer that has written nothing for this long (Kafka's producer.id.expiration.ms)")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
