@@ -347,5 +347,10 @@ func TestEveryMemberCountsInTheBudget(t *testing.T) {
 	if join.Error != messages.ErrorCode_GROUP_MAX_SIZE_REACHED {
 		t.Fatalf("a classic join over the budget: %v", join.Error)
 	}
+	sub := tb.ask(&messages.SubscribeRequest{Group: "pushed", Topics: []string{"e"}, TargetAddress: "127.0.0.1:1",
+		TargetId: "nobody"}).(*messages.SubscribeResponse)
+	if sub.Error != messages.ErrorCode_GROUP_MAX_SIZE_REACHED {
+		t.Fatalf("a push subscription over the budget: %v", sub.Error)
+	}
 	t.Logf("%d one-member groups joined before the budget refused", joined)
 }
