@@ -354,3 +354,45 @@ func TestEveryMemberCountsInTheBudget(t *testing.T) {
 	}
 	t.Logf("%d one-member groups joined before the budget refused", joined)
 }
+
+// A group without members does not tick: its coordinator keeps its state
+// (generation, offsets) but runs no timer, so the groups a cluster has
+// seen cost no CPU or goroutine while nobody is in them.
+func TestGroupsWithoutMembersDoNotTick(t *testing.T) {
+	tb := startTestBroker(t, t.TempDir(), func(c *actors.BrokerConfig) { c.OffsetsPartitions = 1 })
+	tb.createTopic("e", 1, nil)
+	tb.askGroup(&messages.FindCoordinatorRequest{Group: "g"}, func(r any) messages.ErrorCode {
+		return r.(*messages.FindCoordinatorResponse).Error
+	})
+	beat := func(group string, epoch int32) *messages.ConsumerGroupHeartbeatResponse {
+		return tb.askGroup(&messages.ConsumerGroupHeartbeatRequest{Group: group, MemberId: "m", MemberEpoch: epoch,
+			RebalanceTimeoutMs: 60000, Topics: []string{"e"}, TopicsSet: true, OwnedSet: true},
+			func(r any) messages.ErrorCode { return r.(*messages.ConsumerGroupHeartbeatResponse).Error }).(*messages.ConsumerGroupHeartbeatResponse)
+	}
+	beat("warm-up", 0)
+	beat("warm-up", -1)
+	time.Sleep(200 * time.Millisecond)
+	before := runtime.NumGoroutine()
+	const groups = 500
+	for i := range groups {
+		group := fmt.Sprintf("seen-%d", i)
+		if r := beat(group, 0); r.Error != messages.ErrorCode_NONE || r.MemberEpoch != 1 {
+			t.Fatalf("join: %v %s", r.Error, r.ErrorMessage)
+		}
+		if r := beat(group, -1); r.Error != messages.ErrorCode_NONE {
+			t.Fatalf("leave: %v %s", r.Error, r.ErrorMessage)
+		}
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for n := runtime.NumGoroutine(); n > before+groups/10; n = runtime.NumGoroutine() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d goroutines after %d groups were joined and left, %d before", n, groups, before)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	// They are groups still: their epochs went on, and a member joining
+	// one finds it where it was.
+	if r := beat("seen-7", 0); r.Error != messages.ErrorCode_NONE || r.MemberEpoch != 3 {
+		t.Fatalf("a member joining a group seen before: %v epoch %d, want 3", r.Error, r.MemberEpoch)
+	}
+}

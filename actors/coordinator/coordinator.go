@@ -136,13 +136,15 @@ func (c *groupCoordinator) Receive(ctx actor.Context) {
 		c.onStarted(ctx)
 	case *actor.Restarting:
 		c.releaseCharges(false) // the state they counted is gone
+		c.stopTicker()
+		return
 	case *actor.Stopping:
 		c.releaseCharges(false)
 		c.cfg.Broker.Metrics.DropGroup(c.cfg.Group)
-		if c.ticker != nil {
-			c.ticker.Stop()
-			close(c.stop)
-		}
+		c.stopTicker()
+		return
+	case *actor.Stopped:
+		return
 	case coordinatorTick:
 		c.handle(ctx, c.g.Tick(time.Now(), c.partitionCounts))
 		c.onConsumerTick(ctx)
@@ -163,6 +165,7 @@ func (c *groupCoordinator) Receive(ctx actor.Context) {
 			}
 		}
 	}
+	c.tickIfNeeded(ctx)
 }
 
 // idle reports whether the group holds nothing a request could find: no
@@ -234,19 +237,6 @@ func (c *groupCoordinator) onStarted(ctx actor.Context) {
 			c.cgWritten = c.cg.Changes()
 		}
 	}
-	c.ticker = time.NewTicker(tickEvery)
-	c.stop = make(chan struct{})
-	self, root, ticker, stop := ctx.Self(), ctx.ActorSystem().Root, c.ticker, c.stop
-	go func() {
-		for {
-			select {
-			case <-ticker.C:
-				root.Send(self, coordinatorTick{})
-			case <-stop:
-				return
-			}
-		}
-	}()
 	// Push members survive a coordinator failover: feed them again.
 	for _, id := range c.g.MemberIDs() {
 		if m, ok := c.g.Member(id); ok && !m.Push.IsZero() {
@@ -254,6 +244,41 @@ func (c *groupCoordinator) onStarted(ctx actor.Context) {
 		}
 	}
 	c.reportOverview(ctx)
+}
+
+// tickIfNeeded runs the coordinator's timer only while its group has
+// something with a deadline (members of either protocol, ids handed out
+// to join with, a rebalance, answers owed): the groups a cluster has seen
+// and nobody is in keep their state without a goroutine and a tick every
+// tickEvery each.
+func (c *groupCoordinator) tickIfNeeded(ctx actor.Context) {
+	need := c.g.Busy() || (c.cg != nil && c.cg.Len() > 0)
+	switch {
+	case need && c.ticker == nil:
+		c.ticker = time.NewTicker(tickEvery)
+		c.stop = make(chan struct{})
+		self, root, ticker, stop := ctx.Self(), ctx.ActorSystem().Root, c.ticker, c.stop
+		go func() {
+			for {
+				select {
+				case <-ticker.C:
+					root.Send(self, coordinatorTick{})
+				case <-stop:
+					return
+				}
+			}
+		}()
+	case !need:
+		c.stopTicker()
+	}
+}
+
+func (c *groupCoordinator) stopTicker() {
+	if c.ticker != nil {
+		c.ticker.Stop()
+		close(c.stop)
+		c.ticker, c.stop = nil, nil
+	}
 }
 
 // handle carries out an Outcome: persist the metadata, then answer the

@@ -87,6 +87,13 @@ func (g *Group) Idle() bool {
 	return len(g.members) == 0 && len(g.pending) == 0 && len(g.owed) == 0 && g.generation == 0
 }
 
+// Busy reports whether the group has anything with a deadline: members,
+// ids handed out to join with, a rebalance, answers owed. Tick does
+// nothing for a group that is not busy.
+func (g *Group) Busy() bool {
+	return len(g.members) > 0 || len(g.pending) > 0 || len(g.owed) > 0 || g.state != Empty
+}
+
 // Has reports whether id is a member.
 func (g *Group) Has(id string) bool {
 	_, ok := g.members[id]
