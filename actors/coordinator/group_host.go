@@ -53,8 +53,8 @@ type (
 	}
 	// groupDeleted: a coordinator deleted its group and stops.
 	groupDeleted struct{ group string }
-	// groupIdle: a coordinator holds nothing (see groupCoordinator.idle)
-	// after handling its first handled requests.
+	// groupIdle: a coordinator holds nothing (see groupCoordinator.idle),
+	// having handled as many requests as handled says.
 	groupIdle struct {
 		group   string
 		pid     *actor.PID
@@ -114,7 +114,8 @@ func (h *groupHost) Receive(ctx actor.Context) {
 		// A group asked about that holds nothing: its coordinator goes, so
 		// that naming many group ids leaves nothing behind. Requests on
 		// their way keep it.
-		if pid := h.coordinators[msg.group]; pid.Equal(msg.pid) && h.forwarded[msg.group] == msg.handled {
+		// (A second report of one that went already finds no PID, or another's.)
+		if pid := h.coordinators[msg.group]; pid != nil && pid.Equal(msg.pid) && h.forwarded[msg.group] == msg.handled {
 			delete(h.coordinators, msg.group)
 			delete(h.forwarded, msg.group)
 			ctx.Stop(pid)
