@@ -32,6 +32,15 @@ func (tb *testBroker) askGroup(msg any, code func(any) messages.ErrorCode) any {
 	}
 }
 
+// makeOffsetsTopic has the broker make __consumer_offsets (a
+// FindCoordinator does) and waits until it answers for a group.
+func (tb *testBroker) makeOffsetsTopic() {
+	tb.t.Helper()
+	tb.askGroup(&messages.FindCoordinatorRequest{Group: "g"}, func(r any) messages.ErrorCode {
+		return r.(*messages.FindCoordinatorResponse).Error
+	})
+}
+
 func TestGroupMembershipAndOffsetsSurviveRestart(t *testing.T) {
 	dir := t.TempDir()
 	tb := startTestBroker(t, dir, func(c *actors.BrokerConfig) {
@@ -120,9 +129,7 @@ func TestGroupMembershipAndOffsetsSurviveRestart(t *testing.T) {
 func TestCommitMetadataTooLarge(t *testing.T) {
 	tb := startTestBroker(t, t.TempDir(), func(c *actors.BrokerConfig) { c.OffsetsPartitions = 1 })
 	tb.createTopic("events", 1, nil)
-	tb.askGroup(&messages.FindCoordinatorRequest{Group: "g"}, func(r any) messages.ErrorCode {
-		return r.(*messages.FindCoordinatorResponse).Error
-	})
+	tb.makeOffsetsTopic()
 	commitCode := func(r any) messages.ErrorCode { return r.(*messages.OffsetCommitResponse).Error }
 	commit := func(metadata string) *messages.OffsetCommitResponse {
 		return tb.askGroup(&messages.OffsetCommitRequest{Group: "g", Generation: -1, Offsets: []*messages.OffsetCommitEntry{
@@ -152,9 +159,7 @@ func TestGroupMetadataBudget(t *testing.T) {
 		c.GroupInitialRebalanceDelay = 300 * time.Millisecond // the three join one generation
 	})
 	tb.createTopic("events", 1, nil)
-	tb.askGroup(&messages.FindCoordinatorRequest{Group: "g"}, func(r any) messages.ErrorCode {
-		return r.(*messages.FindCoordinatorResponse).Error
-	})
+	tb.makeOffsetsTopic()
 	tb.askGroup(&messages.DescribeGroupRequest{Group: "g"}, func(r any) messages.ErrorCode { return r.(*messages.DescribeGroupResponse).Error })
 	// 300 KiB of topic names a join (topics that do not exist yet).
 	var topics []string
@@ -278,9 +283,7 @@ func TestCoordinatorsOfEmptyGroupsStop(t *testing.T) {
 	describe := func(group string) *messages.DescribeGroupResponse {
 		return tb.askGroup(&messages.DescribeGroupRequest{Group: group}, func(r any) messages.ErrorCode { return r.(*messages.DescribeGroupResponse).Error }).(*messages.DescribeGroupResponse)
 	}
-	tb.askGroup(&messages.FindCoordinatorRequest{Group: "g"}, func(r any) messages.ErrorCode { // makes the offsets topic
-		return r.(*messages.FindCoordinatorResponse).Error
-	})
+	tb.makeOffsetsTopic()
 	for i := range 40 { // every offsets partition coordinates
 		describe(fmt.Sprintf("warm-up-%d", i))
 	}
@@ -323,9 +326,7 @@ func TestEveryMemberCountsInTheBudget(t *testing.T) {
 		c.GroupMetadataMaxBytes = 4 << 20 // 1 MiB for one principal
 	})
 	tb.createTopic("e", 1, nil)
-	tb.askGroup(&messages.FindCoordinatorRequest{Group: "g"}, func(r any) messages.ErrorCode {
-		return r.(*messages.FindCoordinatorResponse).Error
-	})
+	tb.makeOffsetsTopic()
 	joined := 0
 	for i := range 2000 {
 		r := tb.askGroup(&messages.ConsumerGroupHeartbeatRequest{Group: fmt.Sprintf("g%d", i), MemberId: "m",
@@ -361,9 +362,7 @@ func TestEveryMemberCountsInTheBudget(t *testing.T) {
 func TestGroupsWithoutMembersDoNotTick(t *testing.T) {
 	tb := startTestBroker(t, t.TempDir(), func(c *actors.BrokerConfig) { c.OffsetsPartitions = 1 })
 	tb.createTopic("e", 1, nil)
-	tb.askGroup(&messages.FindCoordinatorRequest{Group: "g"}, func(r any) messages.ErrorCode {
-		return r.(*messages.FindCoordinatorResponse).Error
-	})
+	tb.makeOffsetsTopic()
 	beat := func(group string, epoch int32) *messages.ConsumerGroupHeartbeatResponse {
 		return tb.askGroup(&messages.ConsumerGroupHeartbeatRequest{Group: group, MemberId: "m", MemberEpoch: epoch,
 			RebalanceTimeoutMs: 60000, Topics: []string{"e"}, TopicsSet: true, OwnedSet: true},

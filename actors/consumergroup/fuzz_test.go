@@ -43,15 +43,7 @@ func FuzzHeartbeats(f *testing.F) {
 				h.Assignor = []string{"", Uniform, Range, "x"}[arg%4]
 			}
 			g.Heartbeat(h, now, cat)
-			held := map[tp]string{}
-			for _, m := range g.Describe().Members {
-				for x := range setOf(m.Assignment) {
-					if other, ok := held[x]; ok {
-						t.Fatalf("%s-%d held by %s and %s", x.topic, x.p, other, m.MemberID)
-					}
-					held[x] = m.MemberID
-				}
-			}
+			heldOnce(t, g)
 		}
 	})
 }

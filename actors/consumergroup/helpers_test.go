@@ -138,3 +138,18 @@ func disjoint(t *testing.T, g *Group, cs ...*client) {
 		}
 	}
 }
+
+// heldOnce fails the test if the coordinator has a partition held (assigned
+// or being revoked) by two members.
+func heldOnce(t *testing.T, g *Group) {
+	t.Helper()
+	held := map[tp]string{}
+	for _, m := range g.Describe().Members {
+		for x := range setOf(m.Assignment) {
+			if other, ok := held[x]; ok {
+				t.Fatalf("coordinator: %s-%d held by %s and %s", x.topic, x.p, other, m.MemberID)
+			}
+			held[x] = m.MemberID
+		}
+	}
+}

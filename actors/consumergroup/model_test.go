@@ -60,15 +60,7 @@ func runSchedule(t *testing.T, seed uint64) {
 		}
 		g.Tick(now, cat)
 		disjoint(t, g, cs...)
-		held := map[tp]string{}
-		for _, m := range g.Describe().Members {
-			for x := range setOf(m.Assignment) {
-				if other, ok := held[x]; ok {
-					t.Fatalf("coordinator: %s-%d held by %s and %s", x.topic, x.p, other, m.MemberID)
-				}
-				held[x] = m.MemberID
-			}
-		}
+		heldOnce(t, g)
 	}
 	// Calm: every member joins, revokes at once and heartbeats.
 	var live []*client

@@ -180,16 +180,6 @@ func (c *groupCoordinator) onConsumerTick(ctx actor.Context) {
 	c.persistConsumers(ctx, func(error) {})
 }
 
-func consumerCode(c consumergroup.Code) messages.ErrorCode {
-	if c == consumergroup.None {
-		return messages.ErrorCode_NONE
-	}
-	if v, ok := messages.ErrorCode_value[c.String()]; ok {
-		return messages.ErrorCode(v)
-	}
-	return messages.ErrorCode_UNKNOWN_SERVER_ERROR
-}
-
 // describeConsumers is describe() for a consumer-protocol group.
 func (c *groupCoordinator) describeConsumers() *messages.DescribeGroupResponse {
 	d := c.cg.Describe()

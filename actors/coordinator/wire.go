@@ -12,11 +12,14 @@ import (
 
 // Conversions between the plain groups package's types and the wire messages.
 
-func groupCode(c groups.Code) messages.ErrorCode {
-	if c == groups.None {
-		return messages.ErrorCode_NONE
-	}
-	if v, ok := messages.ErrorCode_value[c.String()]; ok {
+func groupCode(c groups.Code) messages.ErrorCode { return codeNamed(c.String()) }
+
+func consumerCode(c consumergroup.Code) messages.ErrorCode { return codeNamed(c.String()) }
+
+// codeNamed is the wire error code of a plain package's code, which is
+// named as the enum is ("NONE", "ILLEGAL_GENERATION", ...).
+func codeNamed(name string) messages.ErrorCode {
+	if v, ok := messages.ErrorCode_value[name]; ok {
 		return messages.ErrorCode(v)
 	}
 	return messages.ErrorCode_UNKNOWN_SERVER_ERROR
