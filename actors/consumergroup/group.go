@@ -523,17 +523,25 @@ func (g *Group) CommitCheck(memberID string, epoch int32, partitions []groups.To
 	return None, ""
 }
 
+// State is Kafka's name of the group's state: Empty without members,
+// Reconciling while a member has not reached its target, else Stable.
+func (g *Group) State() string {
+	if len(g.members) == 0 {
+		return "Empty"
+	}
+	for _, m := range g.members {
+		if m.state != Stable || m.epoch != g.assignmentEpoch {
+			return "Reconciling"
+		}
+	}
+	return "Stable"
+}
+
 // Describe shows the group.
 func (g *Group) Describe() Description {
-	d := Description{State: "Stable", Epoch: g.epoch, AssignmentEpoch: g.assignmentEpoch, Assignor: g.assignor}
-	if len(g.members) == 0 {
-		d.State = "Empty"
-	}
+	d := Description{State: g.State(), Epoch: g.epoch, AssignmentEpoch: g.assignmentEpoch, Assignor: g.assignor}
 	for _, id := range g.MemberIDs() {
 		m := g.members[id]
-		if m.state != Stable || m.epoch != g.assignmentEpoch {
-			d.State = "Reconciling"
-		}
 		held := maps.Clone(m.assigned)
 		maps.Copy(held, m.revoking)
 		d.Members = append(d.Members, MemberDescription{MemberID: id, InstanceID: m.instanceID, RackID: m.rackID,

@@ -140,7 +140,9 @@ func (c *groupCoordinator) onConsumerHeartbeat(ctx actor.Context, req *messages.
 		}
 		answer(resp)
 	})
-	if c.cg.Epoch() != epoch || req.MemberEpoch < 0 {
+	// Members reach their targets without a new epoch: the listing's state
+	// (Reconciling, Stable) follows them.
+	if c.cg.Epoch() != epoch || req.MemberEpoch < 0 || c.cg.State() != c.listedState {
 		c.releaseCharges(true)
 		c.reportOverview(ctx)
 	}

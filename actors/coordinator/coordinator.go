@@ -66,6 +66,9 @@ type groupCoordinator struct {
 	cg *consumergroup.Group
 	// cgWritten is cg.Changes() at the last write of the group.
 	cgWritten uint64
+	// listedState is the consumer group's state as last reported to the
+	// host for ListGroups.
+	listedState string
 	// ids are the topic ids of the metadata snapshot of, both ways.
 	ids struct {
 		of           *cluster.Snapshot
@@ -784,7 +787,8 @@ func (c *groupCoordinator) reportOverview(ctx actor.Context) {
 	overview := &messages.GroupOverview{Group: c.cfg.Group, State: c.g.State().String(),
 		Members: int32(c.memberCount()), Coordinator: c.cfg.Broker.ID, GroupType: "classic"}
 	if c.cg != nil && len(c.g.MemberIDs()) == 0 {
-		overview.State, overview.GroupType = c.cg.Describe().State, "consumer"
+		overview.State, overview.GroupType = c.cg.State(), "consumer"
+		c.listedState = overview.State
 	}
 	if c.g.Generation() == 0 && overview.Members == 0 && len(c.offsets) == 0 && c.cg == nil {
 		overview = nil

@@ -68,9 +68,9 @@ func runGroup(args []string, stdout, stderr io.Writer) error {
 			return nil
 		}
 		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "GROUP\tSTATE\tMEMBERS\tCOORDINATOR")
+		fmt.Fprintln(tw, "GROUP\tTYPE\tSTATE\tMEMBERS\tCOORDINATOR")
 		for _, g := range groups {
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\n", g.Group, g.State, g.Members, g.Coordinator)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\n", g.Group, g.GroupType, g.State, g.Members, g.Coordinator)
 		}
 		return tw.Flush()
 	case "describe":

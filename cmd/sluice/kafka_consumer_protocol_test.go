@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -150,6 +151,9 @@ func TestKafkaConsumerProtocolGroup(t *testing.T) {
 		t.Errorf("sluice group describe: %+v", desc)
 	}
 	if out := b.cli("", "group", "list", "--format", "json"); !strings.Contains(out, `"type":"consumer"`) {
+		t.Errorf("sluice group list: %s", out)
+	}
+	if out := b.cli("", "group", "list"); !strings.Contains(out, "TYPE") || !regexp.MustCompile(`g848\s+consumer\s+Stable\s+2`).MatchString(out) {
 		t.Errorf("sluice group list: %s", out)
 	}
 
