@@ -19,14 +19,8 @@ import (
 // one stayed, and the log would not open ("segment starts at WAL index
 // N+1, previous one ends before N").
 func TestWriteStoppedAfterSegmentRollSurvivesPowerLoss(t *testing.T) {
-	root := t.TempDir()
-	dir := filepath.Join(root, "log")
-	journal := filepath.Join(t.TempDir(), "journal")
-	must(t, syncjournal.Enable(journal))
-	defer syncjournal.Disable()
-	opts := WALOptions{SegmentBytes: 1024}
-	w, err := OpenWAL(dir, opts, quietLogger())
-	must(t, err)
+	pl := openJournaled(t)
+	w, dir := pl.w, pl.dir
 	for range 3 {
 		must(t, w.Append(mkBatches(w.LogEndOffset(), spec{records: 2, value: 40})...))
 	}
@@ -46,13 +40,7 @@ func TestWriteStoppedAfterSegmentRollSurvivesPowerLoss(t *testing.T) {
 	// left open, as a crash leaves it.
 	must(t, os.Remove(next))
 	must(t, os.WriteFile(next, nil, 0o640))
-	syncjournal.Disable()
-	if _, err := syncjournal.PowerLoss(root, journal); err != nil {
-		t.Fatal(err)
-	}
-	w, err = OpenWAL(dir, opts, quietLogger())
-	must(t, err)
-	defer w.Close()
+	w = pl.powerLoss(t)
 	if w.LogEndOffset() < acked {
 		t.Fatalf("LEO %d after the power loss, %d was acknowledged", w.LogEndOffset(), acked)
 	}
@@ -84,14 +72,8 @@ func TestTruncationStoppedAfterRenameSurvivesPowerLoss(t *testing.T) {
 		{"DeleteBefore/tail", 2, (*WALLog).DeleteBefore, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			root := t.TempDir()
-			dir := filepath.Join(root, "log")
-			journal := filepath.Join(t.TempDir(), "journal")
-			must(t, syncjournal.Enable(journal))
-			defer syncjournal.Disable()
-			opts := WALOptions{SegmentBytes: 1024}
-			w, err := OpenWAL(dir, opts, quietLogger())
-			must(t, err)
+			pl := openJournaled(t)
+			w := pl.w
 			var appended [][]byte
 			for len(w.segs) < 3 || w.segmentBytes(2) < 512 {
 				b := mkBatches(w.LogEndOffset(), spec{records: 2, value: 40})
@@ -115,14 +97,7 @@ func TestTruncationStoppedAfterRenameSurvivesPowerLoss(t *testing.T) {
 			if err := tc.cut(w, offset); !errors.Is(err, stop) {
 				t.Fatalf("the call returned %v, want it stopped", err)
 			}
-			// The log is left open, as a crash leaves it.
-			syncjournal.Disable()
-			if _, err := syncjournal.PowerLoss(root, journal); err != nil {
-				t.Fatal(err)
-			}
-			w, err = OpenWAL(dir, opts, quietLogger())
-			must(t, err)
-			defer w.Close()
+			w = pl.powerLoss(t)
 			if w.LogStartOffset() != wantStart || w.LogEndOffset() != wantEnd {
 				t.Fatalf("log holds [%d, %d) after the power loss, want [%d, %d)",
 					w.LogStartOffset(), w.LogEndOffset(), wantStart, wantEnd)
@@ -168,4 +143,37 @@ func TestTruncatedSegmentKeepsNoUnsyncedWrites(t *testing.T) {
 		t.Fatalf("LEO %d after the power loss, want 6 (the unsynced writes gone)", w.LogEndOffset())
 	}
 	readAll(t, w)
+}
+
+// journaledLog is a log of 1 KiB segments written with the sync journal
+// on, so that a simulated power loss keeps only what was fsync'd.
+type journaledLog struct {
+	root, dir, journal string
+	w                  *WALLog
+}
+
+func openJournaled(t *testing.T) *journaledLog {
+	t.Helper()
+	root := t.TempDir()
+	pl := &journaledLog{root: root, dir: filepath.Join(root, "log"), journal: filepath.Join(t.TempDir(), "journal")}
+	must(t, syncjournal.Enable(pl.journal))
+	t.Cleanup(syncjournal.Disable)
+	w, err := OpenWAL(pl.dir, WALOptions{SegmentBytes: 1024}, quietLogger())
+	must(t, err)
+	pl.w = w
+	return pl
+}
+
+// powerLoss cuts the files back to what the journal says was fsync'd, the
+// log left open as a crash leaves it, and opens the log again.
+func (pl *journaledLog) powerLoss(t *testing.T) *WALLog {
+	t.Helper()
+	syncjournal.Disable()
+	if _, err := syncjournal.PowerLoss(pl.root, pl.journal); err != nil {
+		t.Fatal(err)
+	}
+	w, err := OpenWAL(pl.dir, WALOptions{SegmentBytes: 1024}, quietLogger())
+	must(t, err)
+	t.Cleanup(func() { w.Close() })
+	return w
 }

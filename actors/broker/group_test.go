@@ -302,13 +302,7 @@ func TestCoordinatorsOfEmptyGroupsStop(t *testing.T) {
 	if commit.Error != messages.ErrorCode_NONE {
 		t.Fatalf("commit: %v %s", commit.Error, commit.ErrorMessage)
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for n := runtime.NumGoroutine(); n > before+groups/10; n = runtime.NumGoroutine() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d goroutines after describing %d groups that do not exist, %d before", n, groups, before)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	goroutinesBackTo(t, before+groups/10, fmt.Sprintf("describing %d groups that do not exist", groups))
 	fetched := tb.ask(&messages.OffsetFetchRequest{Group: "kept"}).(*messages.OffsetFetchResponse)
 	if len(fetched.Offsets) != 1 || fetched.Offsets[0].Offset != 7 {
 		t.Fatalf("the group with a commit: %v", fetched.Offsets)
@@ -382,16 +376,23 @@ func TestGroupsWithoutMembersDoNotTick(t *testing.T) {
 			t.Fatalf("leave: %v %s", r.Error, r.ErrorMessage)
 		}
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for n := runtime.NumGoroutine(); n > before+groups/10; n = runtime.NumGoroutine() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d goroutines after %d groups were joined and left, %d before", n, groups, before)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	goroutinesBackTo(t, before+groups/10, fmt.Sprintf("%d groups were joined and left", groups))
 	// They are groups still: their epochs went on, and a member joining
 	// one finds it where it was.
 	if r := beat("seen-7", 0); r.Error != messages.ErrorCode_NONE || r.MemberEpoch != 3 {
 		t.Fatalf("a member joining a group seen before: %v epoch %d, want 3", r.Error, r.MemberEpoch)
+	}
+}
+
+// goroutinesBackTo waits up to 20 s for the process's goroutines to be at
+// most most, failing the test with what happened before if they are not.
+func goroutinesBackTo(t *testing.T, most int, after string) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for n := runtime.NumGoroutine(); n > most; n = runtime.NumGoroutine() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d goroutines after %s, want at most %d", n, after, most)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
