@@ -289,9 +289,14 @@ func TestAttackSessionThatDoesNotRead(t *testing.T) {
 		t.Fatal(err)
 	}
 	p.Close()
-	if _, err := newAdmin(t, b.Addr).FindCoordinator(ctx, "hoarder"); err != nil {
-		t.Fatal(err)
-	}
+	// The subscription below is sent once and its answer never read, so the
+	// coordinator must have loaded its groups first (it refuses requests
+	// with COORDINATOR_NOT_AVAILABLE while it loads).
+	admin := newAdmin(t, b.Addr)
+	waitFor(t, "the coordinator of hoarder loaded", func() bool {
+		_, err := admin.DescribeGroup(ctx, "hoarder")
+		return err == nil
+	})
 	before := rssBytes(t, b.pid())
 
 	conn, err := grpc.Dial(b.Addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
