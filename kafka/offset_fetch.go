@@ -7,14 +7,18 @@ import (
 )
 
 // OffsetFetch (key 9), v1–9: committed offsets, -1 for a partition or
-// group without one; v8+ asks for several groups at once.
+// group without one; v8+ asks for several groups at once; v9 names the
+// member and its epoch, which a consumer group checks.
 
 // offsetFetchGroup is one group of an OffsetFetch: the topics asked for
-// (nil: every committed partition).
+// (nil: every committed partition) and the member asking, if named.
 type offsetFetchGroup struct {
-	group  string
-	topics []kmsg.OffsetFetchRequestTopic
-	answer Answer
+	group       string
+	topics      []kmsg.OffsetFetchRequestTopic
+	memberSet   bool
+	memberID    string
+	memberEpoch int32
+	answer      Answer
 }
 
 func handleOffsetFetch(r *request, h header, kreq kmsg.Request) func() kmsg.Response {
@@ -23,6 +27,14 @@ func handleOffsetFetch(r *request, h header, kreq kmsg.Request) func() kmsg.Resp
 	if h.version >= 8 {
 		for _, g := range req.Groups {
 			fg := &offsetFetchGroup{group: g.Group}
+			// As Kafka: no member id and a negative epoch is an admin
+			// fetch (or a client outside group management).
+			if h.version >= 9 && (g.MemberID != nil || g.MemberEpoch >= 0) {
+				fg.memberSet, fg.memberEpoch = true, g.MemberEpoch
+				if g.MemberID != nil {
+					fg.memberID = *g.MemberID
+				}
+			}
 			if g.Topics != nil {
 				fg.topics = []kmsg.OffsetFetchRequestTopic{}
 				for _, t := range g.Topics {
@@ -35,7 +47,7 @@ func handleOffsetFetch(r *request, h header, kreq kmsg.Request) func() kmsg.Resp
 		groups = []*offsetFetchGroup{{group: req.Group, topics: req.Topics}}
 	}
 	for _, g := range groups {
-		freq := &messages.OffsetFetchRequest{Group: g.group}
+		freq := &messages.OffsetFetchRequest{Group: g.group, MemberSet: g.memberSet, MemberId: g.memberID, MemberEpoch: g.memberEpoch}
 		for _, t := range g.topics {
 			freq.Partitions = append(freq.Partitions, &messages.TopicPartitions{Topic: t.Topic, Partitions: t.Partitions})
 		}

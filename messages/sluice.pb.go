@@ -5913,7 +5913,12 @@ type OffsetFetchRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Group string                 `protobuf:"bytes,1,opt,name=group,proto3" json:"group,omitempty"`
 	// Empty: every committed partition.
-	Partitions    []*TopicPartitions `protobuf:"bytes,2,rep,name=partitions,proto3" json:"partitions,omitempty"`
+	Partitions []*TopicPartitions `protobuf:"bytes,2,rep,name=partitions,proto3" json:"partitions,omitempty"`
+	// member_set: the fetch names a member (Kafka's OffsetFetch v9), and a
+	// consumer group answers it only at member_id's epoch.
+	MemberId      string `protobuf:"bytes,3,opt,name=member_id,json=memberId,proto3" json:"member_id,omitempty"`
+	MemberEpoch   int32  `protobuf:"varint,4,opt,name=member_epoch,json=memberEpoch,proto3" json:"member_epoch,omitempty"`
+	MemberSet     bool   `protobuf:"varint,5,opt,name=member_set,json=memberSet,proto3" json:"member_set,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -5960,6 +5965,27 @@ func (x *OffsetFetchRequest) GetPartitions() []*TopicPartitions {
 		return x.Partitions
 	}
 	return nil
+}
+
+func (x *OffsetFetchRequest) GetMemberId() string {
+	if x != nil {
+		return x.MemberId
+	}
+	return ""
+}
+
+func (x *OffsetFetchRequest) GetMemberEpoch() int32 {
+	if x != nil {
+		return x.MemberEpoch
+	}
+	return 0
+}
+
+func (x *OffsetFetchRequest) GetMemberSet() bool {
+	if x != nil {
+		return x.MemberSet
+	}
+	return false
 }
 
 type OffsetFetchResponse struct {
@@ -11195,12 +11221,16 @@ const file_sluice_proto_rawDesc = "" +
 	"instanceId\"d\n" +
 	"\x14OffsetCommitResponse\x12'\n" +
 	"\x05error\x18\x01 \x01(\x0e2\x11.sluice.ErrorCodeR\x05error\x12#\n" +
-	"\rerror_message\x18\x02 \x01(\tR\ferrorMessage\"c\n" +
+	"\rerror_message\x18\x02 \x01(\tR\ferrorMessage\"\xc2\x01\n" +
 	"\x12OffsetFetchRequest\x12\x14\n" +
 	"\x05group\x18\x01 \x01(\tR\x05group\x127\n" +
 	"\n" +
 	"partitions\x18\x02 \x03(\v2\x17.sluice.TopicPartitionsR\n" +
-	"partitions\"\x98\x01\n" +
+	"partitions\x12\x1b\n" +
+	"\tmember_id\x18\x03 \x01(\tR\bmemberId\x12!\n" +
+	"\fmember_epoch\x18\x04 \x01(\x05R\vmemberEpoch\x12\x1d\n" +
+	"\n" +
+	"member_set\x18\x05 \x01(\bR\tmemberSet\"\x98\x01\n" +
 	"\x13OffsetFetchResponse\x12'\n" +
 	"\x05error\x18\x01 \x01(\x0e2\x11.sluice.ErrorCodeR\x05error\x12#\n" +
 	"\rerror_message\x18\x02 \x01(\tR\ferrorMessage\x123\n" +

@@ -190,9 +190,11 @@ func (b *brokerActor) permit(ctx actor.Context, fail func(messages.ErrorCode, st
 }
 
 // permitGroup checks a group request: Describe to describe a group, Delete
-// to delete one or some of its offsets (with Read on their topics), Read for everything else (joining, committing, fetching offsets, push
-// credit), and Read on the topics a push subscriber subscribes to or a
-// commit names, since the broker reads and commits them on its behalf.
+// to delete one or some of its offsets (with Read on their topics), Read
+// for everything else (joining, committing, fetching offsets, push
+// credit), Read on the topics a push subscriber subscribes to or a commit
+// names, since the broker reads and commits them on its behalf, and
+// Describe on the topics a consumer-protocol member subscribes to.
 func (b *brokerActor) permitGroup(ctx actor.Context, group string) bool {
 	needs := []access{onGroup(opRead, group)}
 	switch m := ctx.Message().(type) {
@@ -208,6 +210,12 @@ func (b *brokerActor) permitGroup(ctx actor.Context, group string) bool {
 	case *messages.SubscribeRequest:
 		for _, t := range m.Topics {
 			needs = append(needs, onTopic(opRead, t))
+		}
+	case *messages.ConsumerGroupHeartbeatRequest:
+		// As Kafka: a member may not learn of topics it cannot describe
+		// by subscribing to them.
+		for _, t := range m.Topics {
+			needs = append(needs, onTopic(opDescribe, t))
 		}
 	case *messages.OffsetCommitRequest:
 		for _, e := range m.Offsets {

@@ -396,3 +396,77 @@ func goroutinesBackTo(t *testing.T, most int, after string) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// An offset fetch that names a member of a consumer group (Kafka's
+// OffsetFetch v9) is answered only at the member's epoch, as Kafka does:
+// a member whose assignment moved on learns it before reading offsets
+// for partitions it may no longer own. Fetches naming no member (admin
+// tools) and fetches in classic groups are not checked.
+func TestOffsetFetchChecksTheMemberEpoch(t *testing.T) {
+	tb := startTestBroker(t, t.TempDir(), func(c *actors.BrokerConfig) { c.OffsetsPartitions = 1 })
+	tb.createTopic("e", 2, nil)
+	tb.makeOffsetsTopic()
+	beat := func(member string, epoch int32) *messages.ConsumerGroupHeartbeatResponse {
+		return tb.askGroup(&messages.ConsumerGroupHeartbeatRequest{Group: "g", MemberId: member, MemberEpoch: epoch,
+			RebalanceTimeoutMs: 60000, Topics: []string{"e"}, TopicsSet: true, OwnedSet: true},
+			func(r any) messages.ErrorCode { return r.(*messages.ConsumerGroupHeartbeatResponse).Error }).(*messages.ConsumerGroupHeartbeatResponse)
+	}
+	fetch := func(group, member string, epoch int32, named bool) *messages.OffsetFetchResponse {
+		return tb.ask(&messages.OffsetFetchRequest{Group: group, MemberId: member, MemberEpoch: epoch, MemberSet: named,
+			Partitions: []*messages.TopicPartitions{{Topic: "e", Partitions: []int32{0}}}}).(*messages.OffsetFetchResponse)
+	}
+	a := beat("a", 0)
+	if a.Error != messages.ErrorCode_NONE || a.MemberEpoch != 1 {
+		t.Fatalf("join: %v %s epoch %d", a.Error, a.ErrorMessage, a.MemberEpoch)
+	}
+	if r := fetch("g", "a", 1, true); r.Error != messages.ErrorCode_NONE || len(r.Offsets) != 1 || r.Offsets[0].Offset != -1 {
+		t.Fatalf("a fetch at the member's epoch: %v %s %v", r.Error, r.ErrorMessage, r.Offsets)
+	}
+	// A second member moves the group on; a's epoch follows once it has
+	// revoked what b is to get, and a fetch at its old epoch is stale.
+	if b := beat("b", 0); b.Error != messages.ErrorCode_NONE || b.MemberEpoch != 2 {
+		t.Fatalf("second join: %v epoch %d", b.Error, b.MemberEpoch)
+	}
+	a = beat("a", 1) // revokes a partition at epoch 1
+	a = beat("a", 1) // owns nothing now: a moves on
+	if a.MemberEpoch == 1 {
+		t.Fatalf("a stayed at epoch 1 after b joined: %v", a)
+	}
+	for _, c := range []struct {
+		member string
+		epoch  int32
+		want   messages.ErrorCode
+	}{
+		{"a", 1, messages.ErrorCode_STALE_MEMBER_EPOCH},
+		{"a", a.MemberEpoch + 1, messages.ErrorCode_STALE_MEMBER_EPOCH},
+		{"a", a.MemberEpoch, messages.ErrorCode_NONE},
+		{"nobody", a.MemberEpoch, messages.ErrorCode_UNKNOWN_MEMBER_ID},
+		{"", -1, messages.ErrorCode_UNKNOWN_MEMBER_ID}, // named, but empty
+	} {
+		if r := fetch("g", c.member, c.epoch, true); r.Error != c.want {
+			t.Errorf("fetch by %q at epoch %d: %v (%s), want %v", c.member, c.epoch, r.Error, r.ErrorMessage, c.want)
+		}
+	}
+	if r := fetch("g", "", -1, false); r.Error != messages.ErrorCode_NONE || len(r.Offsets) != 1 {
+		t.Errorf("a fetch naming no member: %v %s", r.Error, r.ErrorMessage)
+	}
+	// A classic group is not checked (Kafka checks only consumer groups).
+	join := tb.ask(&messages.JoinGroupRequest{Group: "classic", ClientId: "c", SessionTimeoutMs: 10000,
+		RebalanceTimeoutMs: 1000, Topics: []string{"e"}, Assignors: []string{"range"}}).(*messages.JoinGroupResponse)
+	if join.Error != messages.ErrorCode_NONE {
+		t.Fatalf("classic join: %v %s", join.Error, join.ErrorMessage)
+	}
+	if r := fetch("classic", "someone", 99, true); r.Error != messages.ErrorCode_NONE {
+		t.Errorf("a fetch in a classic group: %v %s", r.Error, r.ErrorMessage)
+	}
+	// Once its members left, the group is an empty consumer group: a fetch
+	// naming a member finds none; a group never seen has nothing to check.
+	beat("a", -1)
+	beat("b", -1)
+	if r := fetch("g", "a", a.MemberEpoch, true); r.Error != messages.ErrorCode_UNKNOWN_MEMBER_ID {
+		t.Errorf("a fetch by a member that left: %v %s", r.Error, r.ErrorMessage)
+	}
+	if r := fetch("never", "a", 1, true); r.Error != messages.ErrorCode_NONE || len(r.Offsets) != 1 || r.Offsets[0].Offset != -1 {
+		t.Errorf("a fetch in a group never seen: %v %s %v", r.Error, r.ErrorMessage, r.Offsets)
+	}
+}

@@ -523,6 +523,20 @@ func (g *Group) CommitCheck(memberID string, epoch int32, partitions []groups.To
 	return None, ""
 }
 
+// FetchCheck checks an offset fetch by a member at an epoch: only the
+// member's own epoch is current (as Kafka), so a member whose assignment
+// moved on heartbeats before it reads offsets.
+func (g *Group) FetchCheck(memberID string, epoch int32) (Code, string) {
+	m := g.members[memberID]
+	switch {
+	case m == nil:
+		return UnknownMemberID, fmt.Sprintf("member %q is not in the group", memberID)
+	case epoch != m.epoch:
+		return StaleMemberEpoch, fmt.Sprintf("member %q is at epoch %d, not %d", memberID, m.epoch, epoch)
+	}
+	return None, ""
+}
+
 // State is Kafka's name of the group's state: Empty without members,
 // Reconciling while a member has not reached its target, else Stable.
 func (g *Group) State() string {

@@ -527,6 +527,15 @@ func (c *groupCoordinator) onPushAck(ctx actor.Context, member string, ack *mess
 
 func (c *groupCoordinator) onOffsetFetch(req *messages.OffsetFetchRequest) *messages.OffsetFetchResponse {
 	resp := &messages.OffsetFetchResponse{}
+	// A fetch naming a member is checked in a consumer group, with members
+	// or left empty by them (epoch > 0), as Kafka; classic groups and
+	// groups never seen are not.
+	if req.MemberSet && c.cg != nil && c.cg.Epoch() > 0 && len(c.g.MemberIDs()) == 0 {
+		if code, text := c.cg.FetchCheck(req.MemberId, req.MemberEpoch); code != consumergroup.None {
+			resp.Error, resp.ErrorMessage = consumerCode(code), "offset fetch: "+text
+			return resp
+		}
+	}
 	add := func(tp cluster.TopicPartition) {
 		o := c.offsets[tp]
 		entry := &messages.OffsetCommitEntry{Topic: tp.Topic, Partition: tp.Partition, Offset: -1}

@@ -72,6 +72,24 @@ func TestOffsetFetchOnlyVisibleTopics(t *testing.T) {
 		t.Errorf("secret-0 for alice: %v, want offset -1 and TOPIC_AUTHORIZATION_FAILED", s)
 	}
 
+	// A member of Kafka's consumer protocol subscribes only to topics it
+	// may describe, as Kafka checks (Read on orders implies Describe).
+	beat := func(topics ...string) *messages.ConsumerGroupHeartbeatResponse {
+		return forgeAs(t, alice, b.Addr, "broker", &messages.ConsumerGroupHeartbeatRequest{Group: "g848", MemberId: "m",
+			RebalanceTimeoutMs: 60000, Topics: topics, TopicsSet: true, OwnedSet: true}).(*messages.ConsumerGroupHeartbeatResponse)
+	}
+	must(admin, "", "acl", "add", "--allow-principal", "User:alice", "--operation", "read", "--group", "g848")
+	deadline = time.Now().Add(20 * time.Second)
+	for r := beat("orders", "secret"); r.Error != messages.ErrorCode_TOPIC_AUTHORIZATION_FAILED; r = beat("orders", "secret") {
+		if r.Error != messages.ErrorCode_GROUP_AUTHORIZATION_FAILED || time.Now().After(deadline) {
+			t.Fatalf("alice subscribing to a topic she may not describe: %v %s", r.Error, r.ErrorMessage)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if r := beat("orders"); r.Error != messages.ErrorCode_NONE || r.MemberEpoch != 1 {
+		t.Errorf("alice subscribing to orders: %v %s", r.Error, r.ErrorMessage)
+	}
+
 	// The admin, a super user here, sees both.
 	adminView := forgeAs(t, certs.creds("user-admin"), b.Addr, "broker", &messages.OffsetFetchRequest{Group: "g"}).(*messages.OffsetFetchResponse)
 	if len(adminView.Offsets) != 2 {
