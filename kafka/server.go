@@ -131,7 +131,8 @@ type Config struct {
 	Quotas func() *acl.Quotas
 	// DynamicConfigs returns the dynamic broker settings in force for this
 	// broker (nil: none yet): connections.max.reauth.ms overrides
-	// SessionLifetime, and DescribeConfigs shows them.
+	// SessionLifetime, max.connections and max.connections.per.ip the
+	// limits for new connections, and DescribeConfigs shows them.
 	DynamicConfigs func() *brokerconfig.Values
 	Logger         *slog.Logger
 	// Metrics counts the requests served, by API (nil: not counted).
@@ -326,13 +327,17 @@ func (s *Server) unpend(ip string) {
 // establish turns c, whose first request has arrived, into an established
 // connection, or says which limit refuses it.
 func (s *Server) establish(c *conn) string {
+	most, mostPerIP := s.cfg.MaxConnections, s.cfg.MaxConnectionsPerIP
+	if v := s.dynamicConfigs(); v != nil {
+		most, mostPerIP = v.Int(brokerconfig.MaxConnections, most), v.Int(brokerconfig.MaxConnectionsPerIP, mostPerIP)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	established := len(s.conns) - s.pending
 	switch {
-	case established >= s.cfg.MaxConnections:
+	case established >= most:
 		return fmt.Sprintf("%d connections open, the most allowed", established)
-	case s.perIP[c.ip] >= s.cfg.MaxConnectionsPerIP:
+	case s.perIP[c.ip] >= mostPerIP:
 		return fmt.Sprintf("%d connections from %s, the most allowed from one address", s.perIP[c.ip], c.ip)
 	}
 	s.unpend(c.ip)

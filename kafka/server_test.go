@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/sluicemq/sluice/messages"
+	"github.com/sluicemq/sluice/messages/brokerconfig"
 )
 
 // fakeBroker answers metadata from a fixed response, after a delay per
@@ -410,5 +412,37 @@ func TestResponseError(t *testing.T) {
 		if got := responseError(c.resp); got != c.want {
 			t.Errorf("%T: %d, want %d", c.resp, got, c.want)
 		}
+	}
+}
+
+// The dynamic max.connections and max.connections.per.ip, when set, are
+// the limits for the next connection: open ones stay.
+func TestConnectionLimitsFollowDynamicConfigs(t *testing.T) {
+	var values atomic.Pointer[brokerconfig.Values]
+	values.Store(&brokerconfig.Values{Cluster: map[string]string{brokerconfig.MaxConnectionsPerIP: "1"}})
+	_, addr := startServer(t, &fakeBroker{md: testMetadata()}, Config{MaxConnections: 10, MaxConnectionsPerIP: 10,
+		DynamicConfigs: values.Load})
+	served := func(c *client) bool {
+		c.send(frameRequest(kmsg.NewPtrApiVersionsRequest(), 1))
+		_, err := c.read(kmsg.NewPtrApiVersionsResponse())
+		return err == nil
+	}
+	if !served(dial(t, addr)) {
+		t.Fatal("the first connection was refused")
+	}
+	if served(dial(t, addr)) {
+		t.Fatal("a second connection from one address served with max.connections.per.ip 1")
+	}
+	values.Store(&brokerconfig.Values{Cluster: map[string]string{brokerconfig.MaxConnectionsPerIP: "5"},
+		Broker: map[string]string{brokerconfig.MaxConnections: "2"}})
+	if !served(dial(t, addr)) {
+		t.Fatal("refused once max.connections.per.ip was raised")
+	}
+	if served(dial(t, addr)) {
+		t.Fatal("a third connection served with max.connections 2")
+	}
+	values.Store(nil) // back to the configured limits
+	if !served(dial(t, addr)) {
+		t.Fatal("refused under the configured limits")
 	}
 }

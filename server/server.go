@@ -288,10 +288,11 @@ func (s *Server) Start(ctx context.Context) (err error) {
 		s.onClose(func() { httpLn.Close() })
 		s.httpAddr = httpLn.Addr().String()
 	}
+	bcfg.DynamicConfigs = &atomic.Pointer[brokerconfig.Values]{}
 	tcfg := transport.Config{Host: s.host, Port: s.port, AdvertisedAddr: cfg.Advertise,
 		MaxMessageBytes: max(bcfg.MaxFetchBytes, actors.MaxMessageBytesLimit) + (64 << 10),
 		MaxConnections:  cfg.MaxConnections, MaxConnectionsPerIP: cfg.MaxConnectionsPerIP, IdleTimeout: cfg.IdleTimeout, Budget: inflight,
-		System: cfg.System}
+		Limits: dynamicConnectionLimits(bcfg.DynamicConfigs), System: cfg.System}
 	if cfg.DebugTransport {
 		level := slog.LevelDebug
 		tcfg.LogLevel = &level
@@ -326,7 +327,6 @@ func (s *Server) Start(ctx context.Context) (err error) {
 	httpAuth := &httpAccess{anonymous: cfg.HTTPAnonymous}
 	bcfg.ACLs = &httpAuth.acls
 	bcfg.Quotas = &atomic.Pointer[acl.Quotas]{}
-	bcfg.DynamicConfigs = &atomic.Pointer[brokerconfig.Values]{}
 	var httpMux *http.ServeMux
 	if httpLn != nil {
 		guard := func(h http.Handler) http.Handler { return h }
@@ -554,4 +554,16 @@ func isLoopback(host string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
+}
+
+// dynamicConnectionLimits reads the dynamic max.connections and
+// max.connections.per.ip for the broker's own listener (zero: the flags).
+func dynamicConnectionLimits(values *atomic.Pointer[brokerconfig.Values]) func() (int, int) {
+	return func() (int, int) {
+		v := values.Load()
+		if v == nil {
+			return 0, 0
+		}
+		return v.Int(brokerconfig.MaxConnections, 0), v.Int(brokerconfig.MaxConnectionsPerIP, 0)
+	}
 }

@@ -1,6 +1,7 @@
 package transport
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -59,6 +60,7 @@ func (s *ConnStats) ClosedForIdle() int64 { return s.closedForIdle.Load() }
 type connLimiter struct {
 	credentials.TransportCredentials
 	max, maxPerIP int
+	limits        func() (int, int) // nil: max and maxPerIP
 	idle          time.Duration
 	stats         *ConnStats
 	guard         *GuardStats // for its log spacing
@@ -72,7 +74,7 @@ type connLimiter struct {
 
 func newConnLimiter(creds credentials.TransportCredentials, cfg Config, guard *GuardStats, logger *slog.Logger) *connLimiter {
 	l := &connLimiter{TransportCredentials: creds, max: cfg.MaxConnections, maxPerIP: cfg.MaxConnectionsPerIP,
-		idle: cfg.IdleTimeout, stats: &ConnStats{}, guard: guard, logger: logger, byIP: map[string]int{},
+		limits: cfg.Limits, idle: cfg.IdleTimeout, stats: &ConnStats{}, guard: guard, logger: logger, byIP: map[string]int{},
 		conns: map[string]*limitedConn{}}
 	if l.max <= 0 {
 		l.max = DefaultMaxConnections
@@ -88,15 +90,20 @@ func newConnLimiter(creds credentials.TransportCredentials, cfg Config, guard *G
 
 // admit counts a new connection from ip, or says which limit refuses it.
 func (l *connLimiter) admit(ip string) string {
+	most, mostPerIP := l.max, l.maxPerIP
+	if l.limits != nil {
+		m, p := l.limits()
+		most, mostPerIP = cmp.Or(m, most), cmp.Or(p, mostPerIP)
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	switch {
-	case int(l.stats.open.Load()) >= l.max:
+	case int(l.stats.open.Load()) >= most:
 		l.stats.refusedTotal.Add(1)
-		return fmt.Sprintf("the node holds %d connections, its limit", l.max)
-	case l.byIP[ip] >= l.maxPerIP:
+		return fmt.Sprintf("the node holds %d connections, its limit", most)
+	case l.byIP[ip] >= mostPerIP:
 		l.stats.refusedPerIP.Add(1)
-		return fmt.Sprintf("%s holds %d connections, the limit per address", ip, l.maxPerIP)
+		return fmt.Sprintf("%s holds %d connections, the limit per address", ip, mostPerIP)
 	}
 	l.byIP[ip]++
 	l.stats.open.Add(1)

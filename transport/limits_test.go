@@ -2,6 +2,7 @@ package transport
 
 import (
 	"log/slog"
+	"sync/atomic"
 	"testing"
 
 	"google.golang.org/grpc/credentials/insecure"
@@ -26,5 +27,36 @@ func TestConnLimiterCounts(t *testing.T) {
 	}
 	if why := l.admit("10.0.0.1"); why == "" {
 		t.Fatal("admitted over the total limit")
+	}
+}
+
+// Limits, when set, are read at each new connection: a lower limit refuses
+// the next one (open ones stay), a higher one admits it, and zero keeps
+// the configured limit.
+func TestConnLimiterFollowsChangedLimits(t *testing.T) {
+	var total, perIP atomic.Int64
+	cfg := Config{MaxConnections: 10, MaxConnectionsPerIP: 10,
+		Limits: func() (int, int) { return int(total.Load()), int(perIP.Load()) }}
+	l := newConnLimiter(insecure.NewCredentials(), cfg, &GuardStats{}, slog.New(slog.DiscardHandler))
+	for range 3 {
+		if why := l.admit("10.0.0.1"); why != "" {
+			t.Fatalf("admitted under the configured limits: %s", why)
+		}
+	}
+	perIP.Store(3)
+	if why := l.admit("10.0.0.1"); why == "" {
+		t.Fatal("a fourth connection from one address admitted with max.connections.per.ip 3")
+	}
+	if why := l.admit("10.0.0.2"); why != "" {
+		t.Fatalf("another address refused: %s", why)
+	}
+	total.Store(4)
+	if why := l.admit("10.0.0.3"); why == "" {
+		t.Fatal("a fifth connection admitted with max.connections 4")
+	}
+	total.Store(0) // back to the configured 10
+	perIP.Store(5)
+	if why := l.admit("10.0.0.1"); why != "" {
+		t.Fatalf("refused once the limits were raised: %s", why)
 	}
 }

@@ -63,6 +63,10 @@ type Config struct {
 	MaxConnections      int
 	MaxConnectionsPerIP int
 	IdleTimeout         time.Duration
+	// Limits, when set, returns the connection limits in force now (the
+	// dynamic max.connections and max.connections.per.ip), read at each
+	// new connection; a zero keeps the configured limit.
+	Limits func() (maxConnections, maxPerIP int)
 	// LogLevel for protoactor's own logging. Default: silent, since it
 	// reports every closed connection (a client going away) as an error.
 	LogLevel *slog.Level

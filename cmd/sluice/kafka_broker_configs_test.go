@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -121,6 +123,116 @@ func TestKafkaDynamicBrokerConfigs(t *testing.T) {
 	eventually(t, 10*time.Second, func() string {
 		if !autoCreated("auto-on") {
 			return "not auto-created after the broker's value was deleted"
+		}
+		return ""
+	})
+}
+
+// max.connections.per.ip changed while the broker runs bounds the next
+// connections to both of its doors (open ones stay), and deleting it gives
+// back the flag's limit.
+func TestDynamicConnectionLimits(t *testing.T) {
+	kafkaAt := "127.0.0.1:" + strconv.Itoa(freePort(t))
+	b := startBroker(t, "--id", "1", "--kafka-addr", kafkaAt)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	adm := kadm.NewClient(newKgo(t, kafkaAt))
+	eventually(t, 10*time.Second, func() string { // a controller is elected
+		if res, err := adm.AlterBrokerConfigs(ctx, []kadm.AlterConfig{{Name: "max.connections.per.ip", Value: kadm.StringPtr("4")}}, 1); err != nil || res[0].Err != nil {
+			return fmt.Sprintf("broker 1's max.connections.per.ip: %v %+v", err, res)
+		}
+		return ""
+	})
+	adm.Close() // its connections count no more
+
+	var open []net.Conn
+	t.Cleanup(func() {
+		for _, c := range open {
+			c.Close()
+		}
+	})
+	// kafkaServed opens a Kafka connection and reports whether its
+	// ApiVersions is answered (a refused one is closed unanswered).
+	kafkaServed := func() bool {
+		c, err := net.Dial("tcp", kafkaAt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		open = append(open, c)
+		frame := kafkaFrame(kmsg.NewPtrApiVersionsRequest(), 0, 1)
+		_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+		if _, err := c.Write(frame); err != nil {
+			return false
+		}
+		_, err = c.Read(make([]byte, 4))
+		return err == nil
+	}
+	// nativeAdmitted opens a connection to the broker's own door: one over
+	// a limit is closed at once, unanswered; an admitted one gets the
+	// server's HTTP/2 settings.
+	nativeAdmitted := func() bool {
+		c, err := net.Dial("tcp", b.Addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		open = append(open, c)
+		_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		n, err := c.Read(make([]byte, 1))
+		return n > 0 || errors.Is(err, os.ErrDeadlineExceeded)
+	}
+	eventually(t, 10*time.Second, func() string { // the change reaches the broker
+		if kafkaServed() {
+			return "Kafka connections are still served"
+		}
+		return ""
+	})
+	closeAll := func() {
+		for _, c := range open {
+			c.Close()
+		}
+		open = nil
+	}
+	closeAll()
+	count := func(admitted func() bool) int {
+		n := 0
+		for range 6 {
+			if admitted() {
+				n++
+			}
+		}
+		return n
+	}
+	if n := count(nativeAdmitted); n > 4 {
+		t.Errorf("broker door: %d of 6 connections from one address admitted with max.connections.per.ip 4", n)
+	}
+	closeAll()
+	eventually(t, 10*time.Second, func() string { // the closed ones are gone
+		if !kafkaServed() {
+			return "no Kafka connection served after the others closed"
+		}
+		return ""
+	})
+	if n := 1 + count(kafkaServed); n > 4 {
+		t.Errorf("Kafka door: %d of 7 connections from one address admitted with max.connections.per.ip 4", n)
+	}
+	closeAll()
+
+	// Deleted: the flag's limit (200) is back.
+	eventually(t, 10*time.Second, func() string {
+		adm := kadm.NewClient(newKgo(t, kafkaAt))
+		defer adm.Close()
+		if res, err := adm.AlterBrokerConfigsState(ctx, []kadm.AlterConfig{{Op: kadm.DeleteConfig, Name: "max.connections.per.ip"}}, 1); err != nil || res[0].Err != nil {
+			return fmt.Sprintf("delete: %v %+v", err, res)
+		}
+		return ""
+	})
+	eventually(t, 10*time.Second, func() string {
+		defer closeAll()
+		if n := count(kafkaServed); n != 6 {
+			return fmt.Sprintf("Kafka door: %d of 6 connections served after the limit was deleted", n)
+		}
+		if n := count(nativeAdmitted); n != 6 {
+			return fmt.Sprintf("broker door: %d of 6 connections admitted after the limit was deleted", n)
 		}
 		return ""
 	})

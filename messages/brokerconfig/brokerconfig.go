@@ -32,6 +32,8 @@ const (
 	DefaultReplication     = "default.replication.factor"
 	AutoCreateTopics       = "auto.create.topics.enable"
 	ConnectionsMaxReauthMs = "connections.max.reauth.ms"
+	MaxConnections         = "max.connections"
+	MaxConnectionsPerIP    = "max.connections.per.ip"
 )
 
 // dynamic checks a value of each dynamic setting.
@@ -40,6 +42,8 @@ var dynamic = map[string]func(string) error{
 	DefaultReplication:     intAtLeast(1),
 	AutoCreateTopics:       isBool,
 	ConnectionsMaxReauthMs: intAtLeast(0),
+	MaxConnections:         intAtLeast(1),
+	MaxConnectionsPerIP:    intAtLeast(1),
 }
 
 func intAtLeast(least int64) func(string) error {
