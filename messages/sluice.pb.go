@@ -7954,7 +7954,10 @@ type ConsumerGroupMemberValue struct {
 	Revoking      []*TopicPartitions `protobuf:"bytes,15,rep,name=revoking,proto3" json:"revoking,omitempty"`
 	Target        []*TopicPartitions `protobuf:"bytes,16,rep,name=target,proto3" json:"target,omitempty"`
 	// A static member that left with epoch -2: its place waits for it.
-	Leaving       bool `protobuf:"varint,17,opt,name=leaving,proto3" json:"leaving,omitempty"`
+	Leaving bool `protobuf:"varint,17,opt,name=leaving,proto3" json:"leaving,omitempty"`
+	// Who last heartbeated as the member: its regex matches the topics this
+	// principal may describe ("": unchecked).
+	Principal     string `protobuf:"bytes,18,opt,name=principal,proto3" json:"principal,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -8106,6 +8109,13 @@ func (x *ConsumerGroupMemberValue) GetLeaving() bool {
 		return x.Leaving
 	}
 	return false
+}
+
+func (x *ConsumerGroupMemberValue) GetPrincipal() string {
+	if x != nil {
+		return x.Principal
+	}
+	return ""
 }
 
 // TopicRecord is a topic as the controller stored it.
@@ -11407,7 +11417,7 @@ const file_sluice_proto_rawDesc = "" +
 	"\x06counts\x18\x05 \x03(\v2&.sluice.ConsumerGroupValue.CountsEntryR\x06counts\x1a9\n" +
 	"\vCountsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\x05R\x05value:\x028\x01\"\xda\x04\n" +
+	"\x05value\x18\x02 \x01(\x05R\x05value:\x028\x01\"\xf8\x04\n" +
 	"\x18ConsumerGroupMemberValue\x12\x1b\n" +
 	"\tmember_id\x18\x01 \x01(\tR\bmemberId\x12\x1f\n" +
 	"\vinstance_id\x18\x02 \x01(\tR\n" +
@@ -11428,7 +11438,8 @@ const file_sluice_proto_rawDesc = "" +
 	"\x0eassigned_since\x18\x0e \x03(\x05R\rassignedSince\x123\n" +
 	"\brevoking\x18\x0f \x03(\v2\x17.sluice.TopicPartitionsR\brevoking\x12/\n" +
 	"\x06target\x18\x10 \x03(\v2\x17.sluice.TopicPartitionsR\x06target\x12\x18\n" +
-	"\aleaving\x18\x11 \x01(\bR\aleaving\"\xe6\x02\n" +
+	"\aleaving\x18\x11 \x01(\bR\aleaving\x12\x1c\n" +
+	"\tprincipal\x18\x12 \x01(\tR\tprincipal\"\xe6\x02\n" +
 	"\vTopicRecord\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x19\n" +
 	"\btopic_id\x18\x02 \x01(\tR\atopicId\x12\x1e\n" +

@@ -3,6 +3,7 @@ package transport
 import (
 	"crypto/x509"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -98,4 +99,14 @@ func isDecimal(s string) bool {
 		}
 	}
 	return s != ""
+}
+
+// CheckedPrincipal is the principal whose ACLs a request from p is checked
+// against: "" (everything allowed) on a broker without TLS, and for
+// brokers and super users.
+func CheckedPrincipal(p string, secure bool, superUsers []string) string {
+	if !secure || p == "" || IsBrokerPrincipal(p) || slices.Contains(superUsers, p) {
+		return ""
+	}
+	return p
 }

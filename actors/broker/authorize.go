@@ -2,7 +2,6 @@ package broker
 
 import (
 	"fmt"
-	"slices"
 
 	"github.com/asynkron/protoactor-go/actor"
 	"google.golang.org/protobuf/proto"
@@ -145,14 +144,7 @@ func (b *brokerActor) onListClientQuotas(ctx actor.Context, _ *messages.ListClie
 // own actors and users' actors running in it), from a broker, or from a
 // super user.
 func (b *brokerActor) checked(ctx actor.Context) string {
-	if !b.cfg.Secure {
-		return ""
-	}
-	p := transport.Principal(ctx)
-	if p == "" || transport.IsBrokerPrincipal(p) || slices.Contains(b.cfg.SuperUsers, p) {
-		return ""
-	}
-	return p
+	return transport.CheckedPrincipal(transport.Principal(ctx), b.cfg.Secure, b.cfg.SuperUsers)
 }
 
 // may says why the sender may not have a ("" when it may).

@@ -31,16 +31,22 @@ type Group struct {
 	// computed from; Tick bumps the epoch when they move.
 	counts map[string]int32
 	// regexes are the subscriptions' regular expressions, compiled, with
-	// the topics each matched when last refreshed (at regexAt).
-	regexes map[string]*regexp.Regexp
-	matches map[string][]string
+	// the topics each matched for its principal when last refreshed (at
+	// regexAt).
+	regexes map[regexKey]*regexp.Regexp
+	matches map[regexKey][]string
 	regexAt time.Time
 	// changes counts changes to what Snapshot holds (see Changes).
 	changes uint64
 }
 
+// regexKey is a regular expression as matched for a principal: the
+// topics it matches are those the principal may describe.
+type regexKey struct{ principal, regex string }
+
 type member struct {
 	id, instanceID, rackID, clientID, clientHost string
+	principal                                    string
 	epoch, previousEpoch                         int32
 	state                                        MemberState
 	topics                                       []string // sorted
@@ -62,8 +68,8 @@ type member struct {
 // New returns an empty group at epoch 0. cfg should pass Validate.
 func New(cfg Config) *Group {
 	return &Group{cfg: cfg, members: map[string]*member{}, target: map[string]set{}, owner: map[tp]string{},
-		statics: map[string]string{}, counts: map[string]int32{}, regexes: map[string]*regexp.Regexp{},
-		matches: map[string][]string{}}
+		statics: map[string]string{}, counts: map[string]int32{}, regexes: map[regexKey]*regexp.Regexp{},
+		matches: map[regexKey][]string{}}
 }
 
 // Epoch is the group epoch.
@@ -258,13 +264,22 @@ func (g *Group) subscribe(m *member, h Heartbeat, now time.Time, cat Catalog) bo
 		changed = !slices.Equal(topics, m.topics)
 		m.topics = topics
 	}
-	if h.RegexSet && h.Regex != m.regex {
-		changed = true
-		m.regex = h.Regex
-		if _, ok := g.regexes[m.regex]; m.regex != "" && !ok {
+	regex := m.regex
+	if h.RegexSet {
+		regex = h.Regex
+	}
+	if regex != m.regex || h.Principal != m.principal {
+		// Another principal may describe other topics: its expression
+		// matches again.
+		changed = changed || regex != m.regex || regex != ""
+		if h.Principal != m.principal {
+			g.changes++
+		}
+		m.regex, m.principal = regex, h.Principal
+		if k := m.regexKey(); m.regex != "" && g.regexes[k] == nil {
 			re, _ := compile(m.regex) // checked
-			g.regexes[m.regex] = re
-			g.matches[m.regex] = matching(re, cat)
+			g.regexes[k] = re
+			g.matches[k] = matching(re, k.principal, cat)
 			if g.regexAt.IsZero() {
 				g.regexAt = now
 			}
@@ -277,13 +292,16 @@ func (g *Group) subscribe(m *member, h Heartbeat, now time.Time, cat Catalog) bo
 	return changed
 }
 
-func matching(re *regexp.Regexp, cat Catalog) []string {
+func (m *member) regexKey() regexKey { return regexKey{m.principal, m.regex} }
+
+// matching lists the topics re matches that principal may describe.
+func matching(re *regexp.Regexp, principal string, cat Catalog) []string {
 	var out []string
 	if cat.Topics == nil {
 		return nil
 	}
 	for _, t := range cat.Topics() {
-		if re.MatchString(t) {
+		if re.MatchString(t) && (cat.Describable == nil || cat.Describable(principal, t)) {
 			out = append(out, t)
 		}
 	}
@@ -352,9 +370,9 @@ func (g *Group) Tick(now time.Time, cat Catalog) Outcome {
 	moved := len(out.Removed) > 0
 	if len(g.regexes) > 0 && now.Sub(g.regexAt) >= g.cfg.RegexRefresh {
 		g.regexAt = now
-		for re, c := range g.regexes {
-			if m := matching(c, cat); !slices.Equal(m, g.matches[re]) {
-				g.matches[re], moved = m, true
+		for k, re := range g.regexes {
+			if m := matching(re, k.principal, cat); !slices.Equal(m, g.matches[k]) {
+				g.matches[k], moved = m, true
 			}
 		}
 	}
@@ -371,7 +389,7 @@ func (g *Group) subscribed(m *member) []string {
 	if m.regex == "" {
 		return m.topics
 	}
-	return slices.Compact(slices.Sorted(slices.Values(append(slices.Clone(m.topics), g.matches[m.regex]...))))
+	return slices.Compact(slices.Sorted(slices.Values(append(slices.Clone(m.topics), g.matches[m.regexKey()]...))))
 }
 
 // subscribedCounts is the partition count of each existing topic some
@@ -417,14 +435,14 @@ func (g *Group) bump(cat Catalog) {
 		target[id] = setOf(a)
 	}
 	g.target, g.assignmentEpoch = target, g.epoch
-	used := map[string]bool{}
+	used := map[regexKey]bool{}
 	for _, m := range g.members {
-		used[m.regex] = true
+		used[m.regexKey()] = true
 	}
-	for re := range g.regexes { // forget expressions no member uses
-		if !used[re] {
-			delete(g.regexes, re)
-			delete(g.matches, re)
+	for k := range g.regexes { // forget expressions no member uses
+		if !used[k] {
+			delete(g.regexes, k)
+			delete(g.matches, k)
 		}
 	}
 }

@@ -246,6 +246,53 @@ func TestNewPartitionsAndRegex(t *testing.T) {
 	}
 }
 
+// A regular expression subscribes a member only to the matching topics
+// its principal may describe (Kafka's rule), each member for its own
+// principal; a topic it may describe later is followed at the next
+// refresh, and a restored group matches as before.
+func TestRegexMatchesDescribableTopicsOnly(t *testing.T) {
+	ts := topics{"orders": 2, "payments": 2, "secret": 2}
+	may := map[string]bool{"User:a/orders": true, "User:a/payments": true, "User:b/orders": true}
+	cat := ts.catalog()
+	cat.Describable = func(principal, topic string) bool { return may[principal+"/"+topic] }
+	g := New(testConfig())
+	a, b := newClient("A"), newClient("B")
+	a.regex, a.principal = ".*", "User:a"
+	b.regex, b.principal = ".*", "User:b"
+	a.join(t, g, t0, cat)
+	b.join(t, g, t0, cat)
+	settle(t, g, t0, cat, a, b)
+	subscribed := func(id string) []string { return g.subscribed(g.members[id]) }
+	if got := subscribed("A"); !reflect.DeepEqual(got, []string{"orders", "payments"}) {
+		t.Errorf("A (User:a) subscribed to %v", got)
+	}
+	if got := subscribed("B"); !reflect.DeepEqual(got, []string{"orders"}) {
+		t.Errorf("B (User:b) subscribed to %v", got)
+	}
+	for x := range b.owned {
+		if x.topic != "orders" {
+			t.Errorf("B holds %s-%d, which User:b may not describe", x.topic, x.p)
+		}
+	}
+	for x := range a.owned {
+		if x.topic == "secret" {
+			t.Errorf("A holds %s-%d", x.topic, x.p)
+		}
+	}
+	restored := Restore(testConfig(), g.Snapshot(), t0, cat)
+	if got := restored.subscribed(restored.members["B"]); !reflect.DeepEqual(got, []string{"orders"}) {
+		t.Errorf("B restored subscribed to %v", got)
+	}
+	may["User:b/payments"] = true
+	now := t0.Add(time.Second)
+	if out := g.Tick(now, cat); !out.EpochBumped {
+		t.Fatal("a topic User:b may now describe was not followed")
+	}
+	if got := subscribed("B"); !reflect.DeepEqual(got, []string{"orders", "payments"}) {
+		t.Errorf("B after the grant subscribed to %v", got)
+	}
+}
+
 func TestStaticMemberReturns(t *testing.T) {
 	ts := topics{"a": 2}
 	cat := ts.catalog()

@@ -29,11 +29,12 @@ func testConfig() Config {
 // the coordinator assigned, gives up what it is no longer assigned (at
 // once, or when told to), and reports what it owns.
 type client struct {
-	id     string
-	epoch  int32
-	owned  set
-	topics []string
-	regex  string
+	id        string
+	epoch     int32
+	owned     set
+	topics    []string
+	regex     string
+	principal string
 	// slow: the client does not give up partitions until revoke() is
 	// called (a long onPartitionsRevoked).
 	slow    bool
@@ -50,7 +51,7 @@ func newClient(id string, topics ...string) *client {
 func (c *client) join(t *testing.T, g *Group, now time.Time, cat Catalog) Reply {
 	t.Helper()
 	c.epoch, c.owned = 0, set{}
-	h := Heartbeat{MemberID: c.id, MemberEpoch: 0, RebalanceTimeout: time.Minute, OwnedSet: true}
+	h := Heartbeat{MemberID: c.id, MemberEpoch: 0, RebalanceTimeout: time.Minute, OwnedSet: true, Principal: c.principal}
 	if c.regex != "" {
 		h.Regex, h.RegexSet = c.regex, true
 	} else {
@@ -66,7 +67,7 @@ func (c *client) beat(t *testing.T, g *Group, now time.Time, cat Catalog) Reply 
 	if c.epoch == 0 {
 		return c.join(t, g, now, cat)
 	}
-	h := Heartbeat{MemberID: c.id, MemberEpoch: c.epoch, RebalanceTimeout: -1, Owned: c.owned.list(), OwnedSet: true}
+	h := Heartbeat{MemberID: c.id, MemberEpoch: c.epoch, RebalanceTimeout: -1, Owned: c.owned.list(), OwnedSet: true, Principal: c.principal}
 	if c.lost {
 		h.RebalanceTimeout, h.Topics, h.TopicsSet, c.lost = time.Minute, c.topics, true, false
 	}
@@ -76,7 +77,7 @@ func (c *client) beat(t *testing.T, g *Group, now time.Time, cat Catalog) Reply 
 // keepalive sends a heartbeat with nothing but the member and epoch.
 func (c *client) keepalive(t *testing.T, g *Group, now time.Time, cat Catalog) Reply {
 	t.Helper()
-	return c.apply(t, g.Heartbeat(Heartbeat{MemberID: c.id, MemberEpoch: c.epoch, RebalanceTimeout: -1}, now, cat))
+	return c.apply(t, g.Heartbeat(Heartbeat{MemberID: c.id, MemberEpoch: c.epoch, RebalanceTimeout: -1, Principal: c.principal}, now, cat))
 }
 
 func (c *client) apply(t *testing.T, r Reply) Reply {

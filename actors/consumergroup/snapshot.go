@@ -27,8 +27,11 @@ type MemberSnapshot struct {
 	State                                              MemberState
 	Topics                                             []string
 	Regex, Assignor                                    string
-	RebalanceTimeout                                   time.Duration
-	Assigned, Revoking, Target                         []groups.TopicPartitions
+	// Principal is who last heartbeated as the member: its regular
+	// expression matches the topics that principal may describe.
+	Principal                  string
+	RebalanceTimeout           time.Duration
+	Assigned, Revoking, Target []groups.TopicPartitions
 	// Since gives, for each partition of Assigned in order, the epoch since
 	// which the member has held it.
 	Since   []int32
@@ -46,7 +49,7 @@ func (g *Group) Snapshot() Snapshot {
 		m := g.members[id]
 		ms := MemberSnapshot{MemberID: id, InstanceID: m.instanceID, RackID: m.rackID, ClientID: m.clientID,
 			ClientHost: m.clientHost, Epoch: m.epoch, PreviousEpoch: m.previousEpoch, State: m.state,
-			Topics: slices.Clone(m.topics), Regex: m.regex, Assignor: m.assignor, RebalanceTimeout: m.rebalanceTimeout,
+			Topics: slices.Clone(m.topics), Regex: m.regex, Assignor: m.assignor, Principal: m.principal, RebalanceTimeout: m.rebalanceTimeout,
 			Assigned: m.assigned.list(), Revoking: m.revoking.list(), Target: g.target[id].list(), Leaving: m.leaving}
 		for _, tps := range ms.Assigned {
 			for _, p := range tps.Partitions {
@@ -69,7 +72,7 @@ func Restore(cfg Config, s Snapshot, now time.Time, cat Catalog) *Group {
 	for _, ms := range s.Members {
 		m := &member{id: ms.MemberID, instanceID: ms.InstanceID, rackID: ms.RackID, clientID: ms.ClientID,
 			clientHost: ms.ClientHost, epoch: ms.Epoch, previousEpoch: ms.PreviousEpoch, state: ms.State,
-			topics: slices.Clone(ms.Topics), regex: ms.Regex, assignor: ms.Assignor, rebalanceTimeout: ms.RebalanceTimeout,
+			topics: slices.Clone(ms.Topics), regex: ms.Regex, assignor: ms.Assignor, principal: ms.Principal, rebalanceTimeout: ms.RebalanceTimeout,
 			assigned: setOf(ms.Assigned), revoking: setOf(ms.Revoking), since: map[tp]int32{}, lastSeen: now, leaving: ms.Leaving}
 		i := 0
 		for _, tps := range ms.Assigned {
@@ -98,10 +101,10 @@ func Restore(cfg Config, s Snapshot, now time.Time, cat Catalog) *Group {
 		for x := range m.revoking {
 			g.owner[x] = m.id
 		}
-		if m.regex != "" && g.regexes[m.regex] == nil {
+		if k := m.regexKey(); m.regex != "" && g.regexes[k] == nil {
 			if re, err := compile(m.regex); err == nil {
-				g.regexes[m.regex] = re
-				g.matches[m.regex] = matching(re, cat)
+				g.regexes[k] = re
+				g.matches[k] = matching(re, k.principal, cat)
 			}
 		}
 	}

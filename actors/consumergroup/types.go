@@ -121,6 +121,10 @@ type Catalog struct {
 	Partitions func(topic string) int32
 	// Topics lists every topic, for regular expression subscriptions.
 	Topics func() []string
+	// Describable tells whether principal may describe topic: a regular
+	// expression subscribes a member only to the matching topics its
+	// principal may describe, as Kafka. Nil: every topic.
+	Describable func(principal, topic string) bool
 }
 
 // Heartbeat is one ConsumerGroupHeartbeat. The fields Kafka makes
@@ -150,6 +154,9 @@ type Heartbeat struct {
 	ClientID string
 	// ClientHost is where the member connects from, for Describe.
 	ClientHost string
+	// Principal is who sent the heartbeat, for what its regular
+	// expression may match (Catalog.Describable).
+	Principal string
 }
 
 // full reports whether h carries everything a member has: Kafka answers

@@ -9,6 +9,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/sluicemq/sluice/acl"
 	"github.com/sluicemq/sluice/actors"
 	"github.com/sluicemq/sluice/actors/consumergroup"
 	"github.com/sluicemq/sluice/actors/groups"
@@ -63,7 +64,21 @@ func (c *groupCoordinator) catalog() consumergroup.Catalog {
 			names = append(names, name)
 		}
 		return names
-	}}
+	}, Describable: c.describable}
+}
+
+// describable tells whether principal ("" when unchecked) may describe
+// topic under the cluster's ACLs now: nothing is, before they are loaded.
+func (c *groupCoordinator) describable(principal, topic string) bool {
+	if principal == "" {
+		return true
+	}
+	var authz *acl.Authorizer
+	if c.cfg.Broker.ACLs != nil {
+		authz = c.cfg.Broker.ACLs.Load()
+	}
+	return authz != nil && authz.Why(principal, messages.AclOperation_ACL_OPERATION_DESCRIBE,
+		messages.AclResourceType_ACL_RESOURCE_TOPIC, topic) == ""
 }
 
 // topicIDs maps the ids of the latest metadata's topics to their names
@@ -96,7 +111,8 @@ func (c *groupCoordinator) onConsumerHeartbeat(ctx actor.Context, req *messages.
 	h := consumergroup.Heartbeat{MemberID: req.MemberId, MemberEpoch: req.MemberEpoch, InstanceID: req.InstanceId,
 		RackID: req.RackId, RebalanceTimeout: time.Duration(req.RebalanceTimeoutMs) * time.Millisecond,
 		Topics: req.Topics, TopicsSet: req.TopicsSet, Regex: req.Regex, RegexSet: req.RegexSet, Assignor: req.Assignor,
-		OwnedSet: req.OwnedSet, ClientID: req.ClientId, ClientHost: req.ClientHost}
+		OwnedSet: req.OwnedSet, ClientID: req.ClientId, ClientHost: req.ClientHost,
+		Principal: transport.CheckedPrincipal(transport.Principal(ctx), c.cfg.Broker.Secure, c.cfg.Broker.SuperUsers)}
 	if req.RebalanceTimeoutMs < 0 {
 		h.RebalanceTimeout = -1
 	}

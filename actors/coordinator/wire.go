@@ -109,7 +109,7 @@ func toWireConsumerGroup(s consumergroup.Snapshot) *messages.ConsumerGroupValue 
 	for _, m := range s.Members {
 		v.Members = append(v.Members, &messages.ConsumerGroupMemberValue{MemberId: m.MemberID, InstanceId: m.InstanceID,
 			RackId: m.RackID, ClientId: m.ClientID, ClientHost: m.ClientHost, Epoch: m.Epoch, PreviousEpoch: m.PreviousEpoch,
-			State: int32(m.State), Topics: m.Topics, Regex: m.Regex, Assignor: m.Assignor,
+			State: int32(m.State), Topics: m.Topics, Regex: m.Regex, Assignor: m.Assignor, Principal: m.Principal,
 			RebalanceTimeoutMs: int32(m.RebalanceTimeout.Milliseconds()), Assigned: toWireAssignment(m.Assigned),
 			AssignedSince: m.Since, Revoking: toWireAssignment(m.Revoking), Target: toWireAssignment(m.Target), Leaving: m.Leaving})
 	}
@@ -121,7 +121,7 @@ func fromWireConsumerGroup(v *messages.ConsumerGroupValue) consumergroup.Snapsho
 	for _, m := range v.Members {
 		s.Members = append(s.Members, consumergroup.MemberSnapshot{MemberID: m.MemberId, InstanceID: m.InstanceId,
 			RackID: m.RackId, ClientID: m.ClientId, ClientHost: m.ClientHost, Epoch: m.Epoch, PreviousEpoch: m.PreviousEpoch,
-			State: consumergroup.MemberState(m.State), Topics: m.Topics, Regex: m.Regex, Assignor: m.Assignor,
+			State: consumergroup.MemberState(m.State), Topics: m.Topics, Regex: m.Regex, Assignor: m.Assignor, Principal: m.Principal,
 			RebalanceTimeout: time.Duration(m.RebalanceTimeoutMs) * time.Millisecond, Assigned: fromWireAssignment(m.Assigned),
 			Since: m.AssignedSince, Revoking: fromWireAssignment(m.Revoking), Target: fromWireAssignment(m.Target), Leaving: m.Leaving})
 	}

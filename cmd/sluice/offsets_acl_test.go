@@ -90,6 +90,23 @@ func TestOffsetFetchOnlyVisibleTopics(t *testing.T) {
 		t.Errorf("alice subscribing to orders: %v %s", r.Error, r.ErrorMessage)
 	}
 
+	// A regular expression subscribes her to the matching topics she may
+	// describe only (Kafka's rule): orders, not secret nor the offsets topic.
+	must(admin, "", "acl", "add", "--allow-principal", "User:alice", "--operation", "read", "--group", "g848re")
+	var re *messages.ConsumerGroupHeartbeatResponse
+	deadline = time.Now().Add(20 * time.Second)
+	for {
+		re = forgeAs(t, alice, b.Addr, "broker", &messages.ConsumerGroupHeartbeatRequest{Group: "g848re", MemberId: "r",
+			RebalanceTimeoutMs: 60000, Regex: ".*", RegexSet: true, OwnedSet: true}).(*messages.ConsumerGroupHeartbeatResponse)
+		if re.Error != messages.ErrorCode_GROUP_AUTHORIZATION_FAILED || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if re.Error != messages.ErrorCode_NONE || len(re.Assignment) != 1 || len(re.Assignment[0].Partitions) != 1 {
+		t.Errorf("alice subscribing to .*: %v %s, assigned %v; want orders' one partition", re.Error, re.ErrorMessage, re.Assignment)
+	}
+
 	// The admin, a super user here, sees both.
 	adminView := forgeAs(t, certs.creds("user-admin"), b.Addr, "broker", &messages.OffsetFetchRequest{Group: "g"}).(*messages.OffsetFetchResponse)
 	if len(adminView.Offsets) != 2 {
