@@ -3,6 +3,8 @@ package actors
 import (
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -265,4 +267,34 @@ func BrokerConfigChange(m *messages.AlterBrokerConfigsRequest) brokerconfig.Chan
 		ch.Set[v.Name] = v.Value
 	}
 	return ch
+}
+
+// ApplyBrokerConfigs returns rec with the change m asks for, refusing it
+// (brokerconfig.ErrInvalid) when a value is out of its range, the
+// defaults of topic configs in their topic configs' ranges.
+func ApplyBrokerConfigs(rec *messages.SecurityRecord, m *messages.AlterBrokerConfigsRequest) (*messages.SecurityRecord, error) {
+	ch := BrokerConfigChange(m)
+	for _, name := range slices.Sorted(maps.Keys(ch.Set)) {
+		if key, ok := brokerconfig.TopicSynonyms[name]; ok {
+			if _, err := ParseTopicConfig(DefaultTopicConfig(), map[string]string{key: ch.Set[name]}); err != nil {
+				return nil, fmt.Errorf("%w: %s (the default of %s): %w", brokerconfig.ErrInvalid, name, key, err)
+			}
+		}
+	}
+	return brokerconfig.Apply(rec, ch)
+}
+
+// TopicDefaults is the configuration of topics that set nothing else: the
+// dynamic defaults in v over static (the broker's flags).
+func TopicDefaults(static TopicConfig, v brokerconfig.Values) TopicConfig {
+	c := static
+	defaults := v.TopicDefaults()
+	for _, key := range slices.Sorted(maps.Keys(defaults)) {
+		// Each on its own: a value stored before a range narrowed is
+		// skipped, not the others with it.
+		if next, err := ParseTopicConfig(c, map[string]string{key: defaults[key]}); err == nil {
+			c = next
+		}
+	}
+	return c
 }

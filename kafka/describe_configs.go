@@ -40,6 +40,10 @@ func handleDescribeConfigs(r *request, h header, kreq kmsg.Request) func() kmsg.
 				}
 			}
 		}
+		dynamic := r.conn.srv.dynamicConfigs()
+		if dynamic == nil {
+			dynamic = &brokerconfig.Values{}
+		}
 		for _, res := range req.Resources {
 			rr := kmsg.NewDescribeConfigsResponseResource()
 			rr.ResourceType, rr.ResourceName = res.ResourceType, res.ResourceName
@@ -53,12 +57,8 @@ func handleDescribeConfigs(r *request, h header, kreq kmsg.Request) func() kmsg.
 					}
 					break
 				}
-				rr.Configs = topicConfigs(cfg, t.Configs, res.ConfigNames, h.version, req.IncludeSynonyms, req.IncludeDocumentation)
+				rr.Configs = topicConfigs(cfg, t.Configs, dynamic, res.ConfigNames, h.version, req.IncludeSynonyms, req.IncludeDocumentation)
 			case kmsg.ConfigResourceTypeBroker:
-				dynamic := r.conn.srv.dynamicConfigs()
-				if dynamic == nil {
-					dynamic = &brokerconfig.Values{}
-				}
 				switch res.ResourceName {
 				case "":
 					rr.Configs = clusterDefaultConfigs(dynamic.Cluster, res.ConfigNames, h.version, req.IncludeSynonyms)
@@ -89,12 +89,17 @@ func findTopic(md *messages.MetadataResponse, name string) *messages.TopicMetada
 
 // topicConfigs lists a topic's configuration, every name Kafka defines
 // (those asked for when some are), sorted by name: its own value (a
-// dynamic topic config), else the broker's setting (a static broker
-// config, for the ones Sluice applies, when it differs from the built-in
-// default), else the default. v1+ with synonyms lists each level that has
-// a value, the one in force first; v3+ adds the type and, when asked, the
-// documentation.
-func topicConfigs(cfg *Config, own map[string]string, names []string, version int16, synonyms, docs bool) []kmsg.DescribeConfigsResponseResourceConfig {
+// dynamic topic config), else the dynamic broker setting that is its
+// default (this broker's, then the cluster's), else the broker's flag (a
+// static broker config, for the ones Sluice applies, when it differs from
+// the built-in default), else the default. v1+ with synonyms lists each
+// level that has a value, the one in force first; v3+ adds the type and,
+// when asked, the documentation.
+func topicConfigs(cfg *Config, own map[string]string, dynamic *brokerconfig.Values, names []string, version int16, synonyms, docs bool) []kmsg.DescribeConfigsResponseResourceConfig {
+	dynamicName := map[string]string{} // topic config -> its dynamic broker default
+	for name, key := range brokerconfig.TopicSynonyms {
+		dynamicName[key] = name
+	}
 	var out []kmsg.DescribeConfigsResponseResourceConfig
 	for _, d := range topicconfig.All() {
 		if len(names) > 0 && !slices.Contains(names, d.Name) {
@@ -109,6 +114,14 @@ func topicConfigs(cfg *Config, own map[string]string, names []string, version in
 		var levels []level
 		if v, set := own[d.Name]; set {
 			levels = append(levels, level{d.Name, v, kmsg.ConfigSourceDynamicTopicConfig})
+		}
+		if name, ok := dynamicName[d.Name]; ok {
+			if v, set := dynamic.Broker[name]; set {
+				levels = append(levels, level{name, v, kmsg.ConfigSourceDynamicBrokerConfig})
+			}
+			if v, set := dynamic.Cluster[name]; set {
+				levels = append(levels, level{name, v, kmsg.ConfigSourceDynamicDefaultBrokerConfig})
+			}
 		}
 		def := d.Default
 		if d.Applied {

@@ -23,7 +23,7 @@ func TestDescribeConfigsSourcesAndErrors(t *testing.T) {
 		TopicDefaults:  map[string]string{"retention.ms": "604800000", "max.message.bytes": "1048588", "retention.bytes": "100"},
 		TopicBuiltins:  map[string]string{"retention.ms": "604800000", "max.message.bytes": "1048588", "retention.bytes": "-1"},
 		BrokerID:       1,
-		BrokerSettings: []BrokerSetting{{Name: "log.retention.ms", Value: "1000", Set: true}, {Name: "num.partitions", Value: "1"}}})
+		BrokerSettings: []BrokerSetting{{Name: "log.dirs", Value: "/data", Set: true}, {Name: "num.partitions", Value: "1"}}})
 	for _, v := range []int16{0, 4} {
 		c := dial(t, addr)
 		req := kmsg.NewPtrDescribeConfigsRequest()
@@ -73,7 +73,7 @@ func TestDescribeConfigsSourcesAndErrors(t *testing.T) {
 		}
 		// The broker's settings, read-only, set or default; another
 		// broker's are its own to tell.
-		if len(broker.Configs) != 2 || broker.Configs[0].Name != "log.retention.ms" || deref(broker.Configs[0].Value) != "1000" ||
+		if len(broker.Configs) != 2 || broker.Configs[0].Name != "log.dirs" || deref(broker.Configs[0].Value) != "/data" ||
 			!broker.Configs[0].ReadOnly || (v >= 1 && (broker.Configs[0].Source != kmsg.ConfigSourceStaticBrokerConfig ||
 			broker.Configs[1].Source != kmsg.ConfigSourceDefaultConfig)) {
 			t.Errorf("v%d broker configs %+v", v, broker.Configs)

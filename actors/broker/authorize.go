@@ -64,11 +64,12 @@ type authorizer struct {
 	acl     *acl.Authorizer
 }
 
-// onSecurity rebuilds the authorizer and the token table when the
-// security record of the metadata changed.
-func (b *brokerActor) onSecurity(snap *cluster.Snapshot) {
+// onSecurity rebuilds the authorizer, the token table and what follows
+// the dynamic broker settings when the security record of the metadata
+// changed, reporting whether the defaults of topic configs moved.
+func (b *brokerActor) onSecurity(snap *cluster.Snapshot) (topicDefaultsMoved bool) {
 	if b.authz != nil && b.authz.version == snap.SecurityVersion {
-		return
+		return false
 	}
 	var bindings []*messages.AclBinding
 	if snap.Security != nil {
@@ -87,10 +88,14 @@ func (b *brokerActor) onSecurity(snap *cluster.Snapshot) {
 	if b.cfg.Quotas != nil {
 		b.cfg.Quotas.Store(acl.QuotasOf(snap.Security))
 	}
+	dynamic := brokerconfig.For(snap.Security, b.cfg.ID)
 	if b.cfg.DynamicConfigs != nil {
-		v := brokerconfig.For(snap.Security, b.cfg.ID)
-		b.cfg.DynamicConfigs.Store(&v)
+		b.cfg.DynamicConfigs.Store(&dynamic)
 	}
+	defaults := actors.TopicDefaults(b.cfg.DefaultTopic, dynamic)
+	moved := defaults != b.topicDefaults
+	b.topicDefaults = defaults
+	return moved
 }
 
 // dynamicConfigs is the dynamic broker settings in force for this broker.
@@ -117,7 +122,7 @@ func (b *brokerActor) validateHere(ctx actor.Context, validateOnly bool, fail fa
 
 func (b *brokerActor) onAlterBrokerConfigs(ctx actor.Context, m *messages.AlterBrokerConfigsRequest, fail failFunc) {
 	b.validateHere(ctx, m.ValidateOnly, fail, func(rec *messages.SecurityRecord) proto.Message {
-		if _, err := brokerconfig.Apply(rec, actors.BrokerConfigChange(m)); err != nil {
+		if _, err := actors.ApplyBrokerConfigs(rec, m); err != nil {
 			return fail(messages.ErrorCode_INVALID_CONFIG, err.Error())
 		}
 		return &messages.AlterBrokerConfigsResponse{}

@@ -58,10 +58,13 @@ type brokerActor struct {
 	backend  cluster.Backend
 	addr     string
 
-	initial  *cluster.Snapshot
-	meta     *cluster.Snapshot
-	live     map[int32]cluster.Broker
-	replicas map[cluster.TopicPartition]*replica
+	initial *cluster.Snapshot
+	meta    *cluster.Snapshot
+	// topicDefaults is the configuration of topics that set nothing else:
+	// the flags' under the dynamic log.* settings of the metadata.
+	topicDefaults actors.TopicConfig
+	live          map[int32]cluster.Broker
+	replicas      map[cluster.TopicPartition]*replica
 	// removing are the replicas whose actor is stopping or whose files
 	// are being deleted.
 	removing   map[cluster.TopicPartition]*removal
@@ -126,7 +129,7 @@ func NewProps(cfg *actors.BrokerConfig, backend cluster.Backend, addr string, in
 		if latest := shared.published.Load(); latest != nil {
 			start = latest
 		}
-		return &brokerActor{cfg: cfg, backend: backend, addr: addr, initial: start, shared: shared,
+		return &brokerActor{cfg: cfg, backend: backend, addr: addr, initial: start, shared: shared, topicDefaults: cfg.DefaultTopic,
 			live: map[int32]cluster.Broker{}, replicas: map[cluster.TopicPartition]*replica{},
 			removing:   map[cluster.TopicPartition]*removal{},
 			groupHosts: map[int32]*groupHostRef{}, missing: map[cluster.TopicPartition]bool{}}

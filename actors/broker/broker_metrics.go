@@ -19,7 +19,7 @@ func (b *brokerActor) publishMetrics() {
 	s := &metrics.State{BrokerID: b.cfg.ID, Controller: b.controller != nil, LiveBrokers: len(b.live), Unreachable: len(b.fenced), Meta: b.meta,
 		Replicas: make([]*atomic.Pointer[messages.ReplicaState], 0, len(b.replicas))}
 	if meta := b.meta; meta != nil {
-		defaults := b.cfg.DefaultTopic
+		defaults := b.topicDefaults
 		s.MinISR = func(topic string) int {
 			if t := meta.Topics[topic]; t != nil {
 				if c, err := actors.ParseTopicConfig(defaults, t.Configs); err == nil {

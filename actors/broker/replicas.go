@@ -58,9 +58,9 @@ func (b *brokerActor) onMetadata(ctx actor.Context, snap *cluster.Snapshot) {
 		b.cfg.Logger.Warn("the metadata store was restored or replaced; its cluster id is this cluster's, going on", "index", snap.Index)
 	}
 	b.meta = snap
-	b.onSecurity(snap)
+	defaultsMoved := b.onSecurity(snap)
 	b.shared.published.Store(snap)
-	b.startAssigned(ctx, snap)
+	b.startAssigned(ctx, snap, defaultsMoved)
 	for tp, r := range b.replicas {
 		part, ok := snap.Partitions[tp]
 		switch {
@@ -91,8 +91,9 @@ func (b *brokerActor) onMetadata(ctx actor.Context, snap *cluster.Snapshot) {
 }
 
 // startAssigned starts the replicas the snapshot assigns here that are not
-// running and hands each running one its latest state.
-func (b *brokerActor) startAssigned(ctx actor.Context, snap *cluster.Snapshot) {
+// running and hands each running one its latest state, and its topic's
+// configuration when it (or the defaults, configsMoved) changed.
+func (b *brokerActor) startAssigned(ctx actor.Context, snap *cluster.Snapshot, configsMoved bool) {
 	for tp, part := range snap.Partitions {
 		st := part.State
 		if !slices.Contains(st.Replicas, b.cfg.ID) || b.removing[tp] != nil {
@@ -121,7 +122,7 @@ func (b *brokerActor) startAssigned(ctx actor.Context, snap *cluster.Snapshot) {
 		case r.lastState != st && newerState(st, r.lastState):
 			r.lastState = st
 			b.sendState(ctx, tp, r)
-		case r.lastState != nil && !maps.Equal(r.configs, configs):
+		case r.lastState != nil && (configsMoved || !maps.Equal(r.configs, configs)):
 			b.sendState(ctx, tp, r) // the topic's configuration changed
 		}
 	}
@@ -154,12 +155,12 @@ func (b *brokerActor) onReplicaStarted(ctx actor.Context, tp cluster.TopicPartit
 func (b *brokerActor) topicConfig(topic string) actors.TopicConfig {
 	t := b.meta.Topics[topic]
 	if t == nil {
-		return b.cfg.DefaultTopic
+		return b.topicDefaults
 	}
-	tc, err := actors.ParseTopicConfig(b.cfg.DefaultTopic, t.Configs)
+	tc, err := actors.ParseTopicConfig(b.topicDefaults, t.Configs)
 	if err != nil {
 		b.cfg.Logger.Warn("stored topic config is invalid; using defaults", "topic", topic, "error", err)
-		return b.cfg.DefaultTopic
+		return b.topicDefaults
 	}
 	return tc
 }
@@ -340,7 +341,7 @@ func (b *brokerActor) onReplicaRemoved(ctx actor.Context, msg *replicaRemoved) {
 		b.cfg.Logger.Info("removed partition", "partition", msg.tp)
 	}
 	if b.meta != nil && !b.stopping && !b.foreign {
-		b.startAssigned(ctx, b.meta)
+		b.startAssigned(ctx, b.meta, false)
 	}
 }
 

@@ -249,6 +249,12 @@ func (c *controllerActor) dynamicConfigs() brokerconfig.Values {
 	return brokerconfig.For(c.snap.Security, c.cfg.ID)
 }
 
+// topicDefaults is the configuration of topics that set nothing else: the
+// flags' under the dynamic log.* settings.
+func (c *controllerActor) topicDefaults() actors.TopicConfig {
+	return actors.TopicDefaults(c.cfg.DefaultTopic, c.dynamicConfigs())
+}
+
 // planTopic validates a topic to create and places its partitions (nil
 // for a valid one with validateOnly). The partitions of planned, created
 // by the same request, count toward the brokers' partition limit.
@@ -271,7 +277,7 @@ func (c *controllerActor) planTopic(spec *messages.TopicSpec, validateOnly bool,
 	if rf < 1 {
 		return nil, messages.ErrorCode_INVALID_REPLICATION_FACTOR, fmt.Sprintf("replication factor %d: must be >= 1", spec.ReplicationFactor)
 	}
-	if _, err := actors.ParseTopicConfig(c.cfg.DefaultTopic, spec.Configs); err != nil {
+	if _, err := actors.ParseTopicConfig(c.topicDefaults(), spec.Configs); err != nil {
 		return nil, messages.ErrorCode_INVALID_CONFIG, err.Error()
 	}
 	if code, why := c.knowsLiveBrokers(); code != messages.ErrorCode_NONE {
@@ -524,12 +530,13 @@ func (c *controllerActor) electAll(ctx actor.Context) {
 	var updates []cluster.PartitionUpdate
 	var changed []*messages.PartitionState
 	elections := 0
+	defaults := c.topicDefaults()
 	for tp, part := range c.snap.Partitions {
 		topic := c.snap.Topics[tp.Topic]
 		if topic == nil {
 			continue
 		}
-		tc, _ := actors.ParseTopicConfig(c.cfg.DefaultTopic, topic.Configs)
+		tc, _ := actors.ParseTopicConfig(defaults, topic.Configs)
 		live := c.liveFor(tp)
 		next, ok := election.OnLiveBrokers(toElection(part.State), live, tc.UncleanLeaderElection)
 		// A move whose target caught up before a controller failover

@@ -96,7 +96,7 @@ func (c *controllerActor) planReassignment(tp cluster.TopicPartition, target []i
 	if err := election.ValidateTarget(target, c.isLive); err != nil {
 		return nil, messages.ErrorCode_INVALID_REPLICA_ASSIGNMENT, err.Error()
 	}
-	tc, _ := actors.ParseTopicConfig(c.cfg.DefaultTopic, topic.Configs)
+	tc, _ := actors.ParseTopicConfig(c.topicDefaults(), topic.Configs)
 	if original := p.Original(); keepRF && len(target) != len(original) {
 		return nil, messages.ErrorCode_INVALID_REPLICATION_FACTOR, fmt.Sprintf(
 			"%d replicas for %s, which has %d, and the request may not change the replication factor", len(target), tp, len(original))

@@ -84,7 +84,7 @@ func changeOf(msg proto.Message, now time.Time) securityChange {
 	case *messages.AlterBrokerConfigsRequest:
 		return securityChange{
 			apply: func(rec *messages.SecurityRecord) (*messages.SecurityRecord, error) {
-				return brokerconfig.Apply(rec, actors.BrokerConfigChange(m))
+				return actors.ApplyBrokerConfigs(rec, m)
 			},
 			ok: func() proto.Message { return &messages.AlterBrokerConfigsResponse{} },
 			fail: func(c messages.ErrorCode, t string) proto.Message {

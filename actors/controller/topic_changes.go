@@ -154,7 +154,7 @@ func (c *controllerActor) planTopicConfig(changes *topicChanges, r *messages.Top
 			configs[k] = v
 		}
 	}
-	if _, err := actors.ParseTopicConfig(c.cfg.DefaultTopic, configs); err != nil {
+	if _, err := actors.ParseTopicConfig(c.topicDefaults(), configs); err != nil {
 		return messages.ErrorCode_INVALID_CONFIG, err.Error()
 	}
 	if validateOnly {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"net"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -233,6 +235,77 @@ func TestDynamicConnectionLimits(t *testing.T) {
 		}
 		if n := count(nativeAdmitted); n != 6 {
 			return fmt.Sprintf("broker door: %d of 6 connections admitted after the limit was deleted", n)
+		}
+		return ""
+	})
+}
+
+// The dynamic defaults of topic configs (Kafka's message.max.bytes,
+// log.retention.ms and friends) apply to the running topics that set none
+// of their own: a cluster default message.max.bytes refuses a larger batch
+// at once, topics with their own value keep it, DescribeConfigs shows where
+// each value comes from, a value out of the topic config's range is
+// refused, and deleting it gives back the flag.
+func TestDynamicTopicConfigDefaults(t *testing.T) {
+	kafkaAt := "127.0.0.1:" + strconv.Itoa(freePort(t))
+	startBroker(t, "--id", "1", "--kafka-addr", kafkaAt)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cl := newKgo(t, kafkaAt)
+	adm := kadm.NewClient(cl)
+	if _, err := adm.CreateTopic(ctx, 1, 1, nil, "plain"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := adm.CreateTopic(ctx, 1, 1, map[string]*string{"max.message.bytes": kadm.StringPtr("1048576")}, "own"); err != nil {
+		t.Fatal(err)
+	}
+	big := make([]byte, 4096)
+	rand.Read(big) // not compressed below the limit
+	produce := func(topic string) error {
+		return cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Value: big}).FirstErr()
+	}
+	if err := produce("plain"); err != nil {
+		t.Fatalf("4 KiB under the flag's 1 MiB: %v", err)
+	}
+	eventually(t, 10*time.Second, func() string { // a controller is elected
+		if res, err := adm.AlterBrokerConfigs(ctx, []kadm.AlterConfig{{Name: "message.max.bytes", Value: kadm.StringPtr("2048")}}); err != nil || res[0].Err != nil {
+			return fmt.Sprintf("cluster default message.max.bytes: %v %+v", err, res)
+		}
+		return ""
+	})
+	res, err := adm.AlterBrokerConfigs(ctx, []kadm.AlterConfig{{Name: "log.segment.bytes", Value: kadm.StringPtr("1")}})
+	if err != nil || !errors.Is(res[0].Err, kerr.InvalidConfig) || !strings.Contains(res[0].ErrMessage, "segment.bytes") {
+		t.Errorf("log.segment.bytes=1: %v %+v", err, res)
+	}
+	eventually(t, 10*time.Second, func() string { // the default reaches the topic's partition
+		if err := produce("plain"); !errors.Is(err, kerr.MessageTooLarge) {
+			return fmt.Sprintf("4 KiB to a topic without its own max.message.bytes: %v, want MESSAGE_TOO_LARGE", err)
+		}
+		return ""
+	})
+	if err := produce("own"); err != nil {
+		t.Errorf("4 KiB to a topic with its own max.message.bytes: %v", err)
+	}
+	described, err := adm.DescribeTopicConfigs(ctx, "plain")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := described.On("plain", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, kv := range c.Configs {
+		if kv.Key == "max.message.bytes" && (kv.MaybeValue() != "2048" || kv.Source != kmsg.ConfigSourceDynamicDefaultBrokerConfig) {
+			t.Errorf("plain's max.message.bytes: %+v", kv)
+		}
+	}
+
+	if res, err := adm.AlterBrokerConfigsState(ctx, []kadm.AlterConfig{{Op: kadm.DeleteConfig, Name: "message.max.bytes"}}); err != nil || res[0].Err != nil {
+		t.Fatalf("delete: %v %+v", err, res)
+	}
+	eventually(t, 10*time.Second, func() string {
+		if err := produce("plain"); err != nil {
+			return fmt.Sprintf("4 KiB after the default was deleted: %v", err)
 		}
 		return ""
 	})

@@ -34,7 +34,39 @@ const (
 	ConnectionsMaxReauthMs = "connections.max.reauth.ms"
 	MaxConnections         = "max.connections"
 	MaxConnectionsPerIP    = "max.connections.per.ip"
+	// Defaults of topic configs (TopicSynonyms).
+	LogRetentionMs        = "log.retention.ms"
+	LogRetentionBytes     = "log.retention.bytes"
+	LogSegmentBytes       = "log.segment.bytes"
+	MessageMaxBytes       = "message.max.bytes"
+	MinInsyncReplicas     = "min.insync.replicas"
+	UncleanLeaderElection = "unclean.leader.election.enable"
 )
+
+// TopicSynonyms maps the dynamic broker settings that are defaults of
+// topic configs (Kafka's log.* and friends) to the topic config each is
+// the default of, for topics that set none of their own. Their ranges are
+// the topic configs' (actors.ParseTopicConfig).
+var TopicSynonyms = map[string]string{
+	LogRetentionMs:        "retention.ms",
+	LogRetentionBytes:     "retention.bytes",
+	LogSegmentBytes:       "segment.bytes",
+	MessageMaxBytes:       "max.message.bytes",
+	MinInsyncReplicas:     "min.insync.replicas",
+	UncleanLeaderElection: "unclean.leader.election.enable",
+}
+
+// TopicDefaults returns the topic config defaults v holds, under the
+// topic configs' names.
+func (v Values) TopicDefaults() map[string]string {
+	out := map[string]string{}
+	for name, key := range TopicSynonyms {
+		if s, ok := v.Get(name); ok {
+			out[key] = s
+		}
+	}
+	return out
+}
 
 // dynamic checks a value of each dynamic setting.
 var dynamic = map[string]func(string) error{
@@ -44,6 +76,21 @@ var dynamic = map[string]func(string) error{
 	ConnectionsMaxReauthMs: intAtLeast(0),
 	MaxConnections:         intAtLeast(1),
 	MaxConnectionsPerIP:    intAtLeast(1),
+	LogRetentionMs:         isInt,
+	LogRetentionBytes:      isInt,
+	LogSegmentBytes:        isInt,
+	MessageMaxBytes:        isInt,
+	MinInsyncReplicas:      isInt,
+	UncleanLeaderElection:  isBool,
+}
+
+// isInt checks a whole number; the ranges of topic config defaults are
+// the topic configs' own, checked where they are parsed.
+func isInt(v string) error {
+	if _, err := strconv.ParseInt(v, 10, 64); err != nil {
+		return fmt.Errorf("%q: want a whole number", v)
+	}
+	return nil
 }
 
 func intAtLeast(least int64) func(string) error {
