@@ -84,6 +84,7 @@ func (c *controllerActor) onStoreDone(ctx actor.Context, msg *storeDone) {
 		c.cfg.Logger.Warn("controller cannot load metadata", "error", msg.loadErr)
 	case msg.snap != nil && (c.snap == nil || msg.snap.Index >= c.snap.Index):
 		c.snap = msg.snap
+		c.electAgain = c.electAgain || c.uncleanMayElect()
 	}
 	if msg.finish != nil {
 		msg.finish(ctx)

@@ -113,6 +113,9 @@ func (c *controllerActor) Receive(ctx actor.Context) {
 	case *MetadataUpdated:
 		if c.snap == nil || msg.Snap.Index > c.snap.Index {
 			c.snap = msg.Snap
+			if c.uncleanMayElect() {
+				c.electAll(ctx)
+			}
 		}
 	case *messages.ReplicaOfflineRequest:
 		if c.admit(ctx, msg.BrokerId) {
@@ -512,6 +515,36 @@ func fromElection(st *messages.PartitionState, p election.Partition) *messages.P
 		next.ReassignmentThrottle = 0 // a move's throttle ends with it
 	}
 	return next
+}
+
+// uncleanMayElect reports whether a partition without a leader may have
+// one out of sync: unclean election is allowed for its topic, or as the
+// default, perhaps only since it went offline; the elections are then run
+// again (Kafka elects when the config changes, not at the next broker
+// change).
+func (c *controllerActor) uncleanMayElect() bool {
+	if c.snap == nil {
+		return false
+	}
+	defaults := c.topicDefaults()
+	allowed := map[string]bool{}
+	for tp, part := range c.snap.Partitions {
+		if part.State.Leader >= 0 {
+			continue
+		}
+		unclean, seen := allowed[tp.Topic]
+		if !seen {
+			if t := c.snap.Topics[tp.Topic]; t != nil {
+				tc, _ := actors.ParseTopicConfig(defaults, t.Configs)
+				unclean = tc.UncleanLeaderElection
+			}
+			allowed[tp.Topic] = unclean
+		}
+		if unclean {
+			return true
+		}
+	}
+	return false
 }
 
 // electAll brings every partition in line with the live brokers: new
