@@ -470,3 +470,45 @@ func TestOffsetFetchChecksTheMemberEpoch(t *testing.T) {
 		t.Errorf("a fetch in a group never seen: %v %s %v", r.Error, r.ErrorMessage, r.Offsets)
 	}
 }
+
+// A regular expression costs the broker what it compiles to, which can be
+// far more than its text ("[a-z]{1000}": 19 bytes, some 40 KiB compiled),
+// and the list of topics it matches: both count in the group metadata
+// budget, so members subscribing with distinct expressions cannot hold
+// more of the broker's memory than a principal's share (here 1 MiB).
+func TestRegexesCountInTheBudget(t *testing.T) {
+	tb := startTestBroker(t, t.TempDir(), func(c *actors.BrokerConfig) {
+		c.OffsetsPartitions = 1
+		c.GroupMetadataMaxBytes = 4 << 20 // 1 MiB for one principal
+	})
+	tb.createTopic("e", 1, nil)
+	tb.makeOffsetsTopic()
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	joined := 0
+	for i := range 1000 {
+		r := tb.askGroup(&messages.ConsumerGroupHeartbeatRequest{Group: fmt.Sprintf("re%d", i%50), MemberId: fmt.Sprintf("m%d", i),
+			RebalanceTimeoutMs: 60000, Regex: fmt.Sprintf("[a-z]{1000}%d", i), RegexSet: true, OwnedSet: true},
+			func(r any) messages.ErrorCode { return r.(*messages.ConsumerGroupHeartbeatResponse).Error }).(*messages.ConsumerGroupHeartbeatResponse)
+		if r.Error == messages.ErrorCode_GROUP_MAX_SIZE_REACHED {
+			break
+		}
+		if r.Error != messages.ErrorCode_NONE {
+			t.Fatalf("join %d: %v %s", i, r.Error, r.ErrorMessage)
+		}
+		joined++
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	grew := int64(after.HeapAlloc) - int64(before.HeapAlloc)
+	t.Logf("%d members joined with distinct expressions; the heap grew by %d KiB", joined, grew>>10)
+	// Each expression takes some 41 KiB compiled: 1 MiB holds 25. (Counted
+	// by their text, 1,000 joined and the heap grew by 47 MiB.)
+	if joined == 0 || joined > 25 {
+		t.Errorf("%d members joined with distinct expressions of 41 KiB each on a 1 MiB share", joined)
+	}
+	if grew > 16<<20 {
+		t.Errorf("the heap grew by %d KiB", grew>>10)
+	}
+}

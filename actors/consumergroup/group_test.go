@@ -1,6 +1,7 @@
 package consumergroup
 
 import (
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -422,5 +423,27 @@ func TestRangeAssignorAndVote(t *testing.T) {
 	// Range co-partitions: A gets partition 0 of both topics.
 	if want := assignment("a", []int32{0}, "b", []int32{0}); !reflect.DeepEqual(d.Members[0].Target, want) {
 		t.Fatalf("A's target %v", d.Members[0].Target)
+	}
+}
+
+// RegexBytes counts an expression by what it compiles to and what it
+// matches for its principal, not by its text.
+func TestRegexBytes(t *testing.T) {
+	ts := topics{}
+	for i := range 1000 {
+		ts[fmt.Sprintf("t%d", i)] = 1
+	}
+	cat := ts.catalog()
+	cat.Describable = func(principal, topic string) bool { return principal == "User:all" || topic == "t1" }
+	short, long := RegexBytes("t1", "User:all", cat), RegexBytes("[a-z]{1000}", "User:all", cat)
+	if short <= 0 || long < 200<<10 {
+		t.Errorf("t1: %d bytes, [a-z]{1000}: %d bytes", short, long)
+	}
+	all, one := RegexBytes("t.*", "User:all", cat), RegexBytes("t.*", "User:one", cat)
+	if all-one != 16*999 {
+		t.Errorf("t.* matching 1,000 topics: %d bytes, matching one: %d", all, one)
+	}
+	if b := RegexBytes("(", "User:all", cat); b != 0 {
+		t.Errorf("an expression that does not compile: %d bytes", b)
 	}
 }

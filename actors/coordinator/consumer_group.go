@@ -122,9 +122,18 @@ func (c *groupCoordinator) onConsumerHeartbeat(ctx actor.Context, req *messages.
 		}
 	}
 	// What a member subscribes with counts in the broker's group metadata
-	// budget, in place of what it subscribed with before.
-	size := int64(len(req.Regex)+len(req.ClientId)+len(req.InstanceId)+len(req.RackId)) + memberOverheadBytes
-	for _, t := range req.Topics {
+	// budget, in place of what it subscribed with before: the names, and
+	// what its regular expression compiles to and matches.
+	topics, regex := c.cg.Subscription(req.MemberId)
+	if req.TopicsSet {
+		topics = req.Topics
+	}
+	if req.RegexSet {
+		regex = req.Regex
+	}
+	size := int64(len(regex)+len(req.ClientId)+len(req.InstanceId)+len(req.RackId)) + memberOverheadBytes +
+		consumergroup.RegexBytes(regex, h.Principal, c.catalog())
+	for _, t := range topics {
 		size += int64(len(t))
 	}
 	principal := transport.Principal(ctx)
