@@ -37,6 +37,9 @@ type Group struct {
 	regexes map[regexKey]*regexp.Regexp
 	matches map[regexKey][]string
 	regexAt time.Time
+	// regexVersion and countsVersion are the catalog versions (see
+	// Catalog.Version) the matches and counts were last taken at.
+	regexVersion, countsVersion uint64
 	// changes counts changes to what Snapshot holds (see Changes).
 	changes uint64
 }
@@ -407,15 +410,21 @@ func (g *Group) Tick(now time.Time, cat Catalog) Outcome {
 		}
 	}
 	moved := len(out.Removed) > 0
-	if len(g.regexes) > 0 && now.Sub(g.regexAt) >= g.cfg.RegexRefresh {
-		g.regexAt = now
+	// Matching and counting cost a pass over the cluster's topics for
+	// each member: done only when the catalog may have changed.
+	version, versioned := cat.version()
+	if len(g.regexes) > 0 && now.Sub(g.regexAt) >= g.cfg.RegexRefresh && (!versioned || version != g.regexVersion) {
+		g.regexAt, g.regexVersion = now, version
 		for k, re := range g.regexes {
 			if m := matching(re, k.principal, cat); !slices.Equal(m, g.matches[k]) {
 				g.matches[k], moved = m, true
 			}
 		}
 	}
-	moved = moved || !maps.Equal(g.subscribedCounts(cat), g.counts)
+	if !moved && (!versioned || version != g.countsVersion) {
+		g.countsVersion = version
+		moved = !maps.Equal(g.subscribedCounts(cat), g.counts)
+	}
 	if moved {
 		g.bump(cat)
 		out.EpochBumped = true
@@ -464,6 +473,7 @@ func (g *Group) bump(cat Catalog) {
 		}
 	}
 	g.counts = g.subscribedCounts(cat)
+	g.countsVersion, _ = cat.version()
 	subs := make([]groups.Subscription, 0, len(g.members))
 	for _, id := range g.MemberIDs() {
 		m := g.members[id]

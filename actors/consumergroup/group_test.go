@@ -2,7 +2,9 @@ package consumergroup
 
 import (
 	"fmt"
+	"maps"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -445,5 +447,47 @@ func TestRegexBytes(t *testing.T) {
 	}
 	if b := RegexBytes("(", "User:all", cat); b != 0 {
 		t.Errorf("an expression that does not compile: %d bytes", b)
+	}
+}
+
+// While the catalog's version stays, ticks read nothing of it: a group of
+// members subscribed by expression to a cluster of many topics costs no
+// matching or counting between changes. A new version (a topic created)
+// is followed as before.
+func TestTicksReadTheCatalogOnlyWhenItChanged(t *testing.T) {
+	ts := topics{"orders": 2, "payments": 1}
+	var version uint64 = 1
+	reads := 0
+	cat := Catalog{
+		Partitions: func(t string) int32 { reads++; return ts[t] },
+		Topics:     func() []string { reads++; return slices.Sorted(maps.Keys(ts)) },
+		Version:    func() uint64 { return version },
+	}
+	g := New(testConfig())
+	a, b := newClient("A"), newClient("B", "orders")
+	a.regex = "pay.*|orders"
+	a.join(t, g, t0, cat)
+	b.join(t, g, t0, cat)
+	settle(t, g, t0, cat, a, b)
+	now := t0.Add(time.Second)
+	g.Tick(now, cat) // first look at this version
+	reads = 0
+	for i := range 20 { // within the session timeout
+		now = now.Add(time.Second)
+		if out := g.Tick(now, cat); out.EpochBumped {
+			t.Fatalf("tick %d bumped the epoch with nothing changed", i)
+		}
+	}
+	if reads != 0 {
+		t.Errorf("20 ticks of an unchanged catalog read it %d times", reads)
+	}
+	ts["payroll"], version = 1, 2
+	now = now.Add(time.Second)
+	if out := g.Tick(now, cat); !out.EpochBumped {
+		t.Fatal("a matching topic created was not followed")
+	}
+	ts["orders"], version = 3, 3
+	if out := g.Tick(now, cat); !out.EpochBumped {
+		t.Fatal("new partitions were not followed")
 	}
 }

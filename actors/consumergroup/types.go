@@ -125,6 +125,18 @@ type Catalog struct {
 	// expression subscribes a member only to the matching topics its
 	// principal may describe, as Kafka. Nil: every topic.
 	Describable func(principal, topic string) bool
+	// Version changes whenever the topics, their partition counts or what
+	// principals may describe may have changed; while it stays, Tick reads
+	// nothing of the catalog. Nil: Tick reads it every time.
+	Version func() uint64
+}
+
+// version returns the catalog's version, and false when it has none.
+func (c Catalog) version() (uint64, bool) {
+	if c.Version == nil {
+		return 0, false
+	}
+	return c.Version(), true
 }
 
 // Heartbeat is one ConsumerGroupHeartbeat. The fields Kafka makes

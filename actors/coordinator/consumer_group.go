@@ -64,7 +64,14 @@ func (c *groupCoordinator) catalog() consumergroup.Catalog {
 			names = append(names, name)
 		}
 		return names
-	}, Describable: c.describable}
+	}, Describable: c.describable, Version: func() uint64 {
+		// Every change of the metadata (topics, partitions, ACLs) moves
+		// its index.
+		if snap := c.cfg.Meta.Load(); snap != nil {
+			return snap.Index
+		}
+		return 0
+	}}
 }
 
 // describable tells whether principal ("" when unchecked) may describe
