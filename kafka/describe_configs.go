@@ -25,9 +25,16 @@ func handleDescribeConfigs(r *request, h header, kreq kmsg.Request) func() kmsg.
 			topics = append(topics, res.ResourceName)
 		}
 	}
-	var answer Answer
+	var answer, brokers Answer
 	if len(topics) > 0 {
 		answer = r.ask(&messages.MetadataRequest{Topics: topics})
+	}
+	if slices.ContainsFunc(req.Resources, func(res kmsg.DescribeConfigsRequestResource) bool {
+		return res.ResourceType == kmsg.ConfigResourceTypeBroker
+	}) {
+		// The broker checks that the principal may describe the cluster's
+		// configs (as Kafka); the settings themselves are this broker's.
+		brokers = r.ask(&messages.DescribeBrokerConfigsRequest{})
 	}
 	cfg := &r.conn.srv.cfg
 	return func() kmsg.Response {
@@ -59,6 +66,10 @@ func handleDescribeConfigs(r *request, h header, kreq kmsg.Request) func() kmsg.
 				}
 				rr.Configs = topicConfigs(cfg, t.Configs, dynamic, res.ConfigNames, h.version, req.IncludeSynonyms, req.IncludeDocumentation)
 			case kmsg.ConfigResourceTypeBroker:
+				if _, code, text := answerWithError[*messages.DescribeBrokerConfigsResponse](brokers); code != 0 {
+					rr.ErrorCode, rr.ErrorMessage = code, text
+					break
+				}
 				switch res.ResourceName {
 				case "":
 					rr.Configs = clusterDefaultConfigs(dynamic.Cluster, res.ConfigNames, h.version, req.IncludeSynonyms)

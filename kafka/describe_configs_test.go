@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/sluicemq/sluice/messages"
 )
@@ -19,7 +20,12 @@ func TestDescribeConfigsSourcesAndErrors(t *testing.T) {
 		{Name: "orders", Configs: map[string]string{"retention.ms": "1000"}, Partitions: []*messages.PartitionMetadata{{Partition: 0}}},
 		{Name: "gone", Error: messages.ErrorCode_UNKNOWN_TOPIC_OR_PARTITION},
 	}}
-	_, addr := startServer(t, oneAnswer(md), Config{
+	_, addr := startServer(t, answerBy(func(m proto.Message) (proto.Message, error) {
+		if _, ok := m.(*messages.DescribeBrokerConfigsRequest); ok {
+			return &messages.DescribeBrokerConfigsResponse{}, nil
+		}
+		return md, nil
+	}), Config{
 		TopicDefaults:  map[string]string{"retention.ms": "604800000", "max.message.bytes": "1048588", "retention.bytes": "100"},
 		TopicBuiltins:  map[string]string{"retention.ms": "604800000", "max.message.bytes": "1048588", "retention.bytes": "-1"},
 		BrokerID:       1,
@@ -97,7 +103,12 @@ func TestDescribeConfigsSynonymsAndDocumentation(t *testing.T) {
 	md := &messages.MetadataResponse{Topics: []*messages.TopicMetadata{
 		{Name: "orders", Configs: map[string]string{"retention.ms": "1000"}, Partitions: []*messages.PartitionMetadata{{Partition: 0}}},
 	}}
-	_, addr := startServer(t, oneAnswer(md), Config{
+	_, addr := startServer(t, answerBy(func(m proto.Message) (proto.Message, error) {
+		if _, ok := m.(*messages.DescribeBrokerConfigsRequest); ok {
+			return &messages.DescribeBrokerConfigsResponse{}, nil
+		}
+		return md, nil
+	}), Config{
 		TopicDefaults: map[string]string{"retention.ms": "86400000"},
 		TopicBuiltins: map[string]string{"retention.ms": "604800000"}})
 	c := dial(t, addr)
@@ -128,5 +139,33 @@ func TestDescribeConfigsSynonymsAndDocumentation(t *testing.T) {
 	}
 	if cp := cfgs[0]; cp.ConfigType != kmsg.ConfigTypeList || cp.Source != kmsg.ConfigSourceDefaultConfig || len(cp.ConfigSynonyms) != 1 {
 		t.Errorf("cleanup.policy: %+v", cp)
+	}
+}
+
+// A broker's settings are described only to principals the broker lets
+// describe the cluster's configs (Kafka's DescribeConfigs on the cluster):
+// the broker's refusal comes back as the resource's error, with its text.
+func TestDescribeBrokerConfigsNeedsTheCluster(t *testing.T) {
+	_, addr := startServer(t, answerBy(func(m proto.Message) (proto.Message, error) {
+		if _, ok := m.(*messages.DescribeBrokerConfigsRequest); ok {
+			return &messages.DescribeBrokerConfigsResponse{Error: messages.ErrorCode_CLUSTER_AUTHORIZATION_FAILED,
+				ErrorMessage: "no ACL allows DESCRIBE_CONFIGS on the cluster"}, nil
+		}
+		return &messages.MetadataResponse{}, nil
+	}), Config{BrokerID: 1, BrokerSettings: []BrokerSetting{{Name: "log.dirs", Value: "/data", Set: true}}})
+	c := dial(t, addr)
+	req := kmsg.NewPtrDescribeConfigsRequest()
+	req.SetVersion(4)
+	r := kmsg.NewDescribeConfigsRequestResource()
+	r.ResourceType, r.ResourceName = kmsg.ConfigResourceTypeBroker, "1"
+	req.Resources = append(req.Resources, r)
+	c.send(frameRequest(req, 1))
+	resp := kmsg.NewPtrDescribeConfigsResponse()
+	resp.SetVersion(4)
+	if _, err := c.read(resp); err != nil {
+		t.Fatal(err)
+	}
+	if got := resp.Resources[0]; got.ErrorCode != 31 || len(got.Configs) != 0 || got.ErrorMessage == nil {
+		t.Errorf("broker 1 described to a principal refused: code %d, %d configs", got.ErrorCode, len(got.Configs))
 	}
 }

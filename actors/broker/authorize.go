@@ -136,6 +136,18 @@ func (b *brokerActor) onAlterClientQuotas(ctx actor.Context, m *messages.AlterCl
 	})
 }
 
+func (b *brokerActor) onDescribeBrokerConfigs(ctx actor.Context, _ *messages.DescribeBrokerConfigsRequest, fail failFunc) {
+	if b.meta == nil {
+		actors.Respond(ctx, fail(messages.ErrorCode_LEADER_NOT_AVAILABLE, "broker is starting"))
+		return
+	}
+	resp := &messages.DescribeBrokerConfigsResponse{Dynamic: brokerconfig.Names()}
+	for _, o := range b.meta.Security.GetBrokerConfigs() {
+		resp.Configs = append(resp.Configs, proto.CloneOf(o))
+	}
+	actors.Respond(ctx, resp)
+}
+
 func (b *brokerActor) onListClientQuotas(ctx actor.Context, _ *messages.ListClientQuotasRequest, fail failFunc) {
 	if b.meta == nil {
 		actors.Respond(ctx, fail(messages.ErrorCode_LEADER_NOT_AVAILABLE, "broker is starting"))

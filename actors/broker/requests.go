@@ -258,6 +258,9 @@ var requests = map[reflect.Type]request{
 	typeOf[*messages.AlterClientQuotasRequest](): onClusterEntry(opAlterConfigs, func(code messages.ErrorCode, text string) proto.Message {
 		return &messages.AlterClientQuotasResponse{Error: code, ErrorMessage: text}
 	}, (*brokerActor).onAlterClientQuotas),
+	typeOf[*messages.DescribeBrokerConfigsRequest](): onClusterEntry(opDescribeConfigs, func(code messages.ErrorCode, text string) proto.Message {
+		return &messages.DescribeBrokerConfigsResponse{Error: code, ErrorMessage: text}
+	}, (*brokerActor).onDescribeBrokerConfigs),
 	typeOf[*messages.ListClientQuotasRequest](): onClusterEntry(opDescribeConfigs, func(code messages.ErrorCode, text string) proto.Message {
 		return &messages.ListClientQuotasResponse{Error: code, ErrorMessage: text}
 	}, (*brokerActor).onListClientQuotas),

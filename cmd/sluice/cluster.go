@@ -14,13 +14,13 @@ import (
 // runCluster is `sluice cluster info`, and the commands that move
 // partitions between brokers (moves.go).
 func runCluster(args []string, stdout, stderr io.Writer) error {
-	const want = "want info, reassign, reassignments, rebalance or drain"
+	const want = "want info, config, reassign, reassignments, rebalance or drain"
 	if len(args) == 0 {
 		return usageErr(want)
 	}
 	sub := args[0]
 	switch sub {
-	case "info", "reassign", "reassignments", "rebalance", "drain":
+	case "info", "config", "reassign", "reassignments", "rebalance", "drain":
 	default:
 		return usageErr("unknown cluster command %q: %s", sub, want)
 	}
@@ -37,6 +37,10 @@ func runCluster(args []string, stdout, stderr io.Writer) error {
 	if sub == "reassign" {
 		cancelMoves = fs.Bool("cancel", false, "cancel the moves in progress of the partitions named (TOPIC:PARTITION)")
 	}
+	var configOf *int
+	if sub == "config" {
+		configOf = fs.Int("broker-id", int(client.ClusterDefault), "the broker whose own settings to set or delete (default: the cluster's defaults, for every broker)")
+	}
 	pos, err := parseClientArgs(fs, conn, args[1:])
 	if err != nil {
 		return err
@@ -44,8 +48,14 @@ func runCluster(args []string, stdout, stderr io.Writer) error {
 	switch {
 	case sub == "drain" && len(pos) != 1:
 		return usageErr("want the id of the broker to drain")
-	case sub != "drain" && sub != "reassign" && len(pos) > 0:
+	case sub != "drain" && sub != "reassign" && sub != "config" && len(pos) > 0:
 		return usageErr("unexpected argument %q", pos[0])
+	}
+	var change *configChange
+	if sub == "config" {
+		if change, err = parseConfigChange(pos, int32(*configOf)); err != nil {
+			return err
+		}
 	}
 	if moves.throttle != nil {
 		if err := moves.check(); err != nil {
@@ -72,6 +82,8 @@ func runCluster(args []string, stdout, stderr io.Writer) error {
 		return rebalance(admin, moves, *timeout, stdout)
 	case "drain":
 		return drain(admin, int32(drained), moves, *timeout, stdout)
+	case "config":
+		return clusterConfig(admin, change, format, *timeout, stdout)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()

@@ -100,6 +100,12 @@ var helpTopics = []helpTopic{
 		examples: []string{"sluice group delete-offsets billing --topic orders", "sluice group delete-offsets billing --topic orders --partition 0"}},
 	{path: "cluster info", args: "[flags]", short: "Brokers (id, address, state, version), controller, metadata store",
 		examples: []string{"sluice cluster info", "sluice cluster info --format json"}},
+	{path: "cluster config", args: "[set NAME=VALUE... | delete NAME...] [--broker-id N] [flags]", short: "List, set or delete dynamic broker settings",
+		long: "Settings changed while brokers run (Kafka's dynamic broker configs), as the cluster's defaults or,\n" +
+			"with --broker-id, for one broker; a broker's own value wins over the default, which wins over its\n" +
+			"flags. Without set or delete, lists what is set and the names that can be.",
+		examples: []string{"sluice cluster config", "sluice cluster config set log.retention.ms=86400000",
+			"sluice cluster config set max.connections.per.ip=500 --broker-id 2", "sluice cluster config delete log.retention.ms"}},
 	{path: "cluster rebalance", args: "[--dry-run] [--no-wait] [flags]", short: "Spread replicas and leaders evenly over the live brokers",
 		long: "Plans the fewest replica moves that leave every live broker within one replica of the others\n" +
 			"(replicas of a partition on as many racks as before), prints the plan, starts the moves and waits\n" +

@@ -73,6 +73,10 @@ func TestKafkaSASLPlain(t *testing.T) {
 	if err := alice.ProduceSync(ctx, &kgo.Record{Topic: "payments", Value: []byte("x")}).FirstErr(); !errors.Is(err, kerr.TopicAuthorizationFailed) {
 		t.Errorf("alice writing payments: %v", err)
 	}
+	// A broker's settings need DescribeConfigs on the cluster, as Kafka.
+	if described, err := kadm.NewClient(alice).DescribeBrokerConfigs(ctx, 1); !errors.Is(err, kerr.ClusterAuthorizationFailed) {
+		t.Errorf("alice describing broker 1's settings: %v %+v", err, described)
+	}
 
 	// Another user's token, a wrong one: refused, after a delay.
 	for name, auth := range map[string]plain.Auth{
@@ -106,6 +110,9 @@ func TestKafkaSASLPlain(t *testing.T) {
 	adm := newKgo(t, addr, kafkaTLS(t, certs, "user-admin", "ca"))
 	if topics, err := kadm.NewClient(adm).ListTopics(ctx); err != nil || !topics.Has("payments") {
 		t.Errorf("the admin's certificate: %v %v", topics.Names(), err)
+	}
+	if described, err := kadm.NewClient(adm).DescribeBrokerConfigs(ctx, 1); err != nil || len(described) != 1 || described[0].Err != nil {
+		t.Errorf("the admin describing broker 1's settings: %v %+v", err, described)
 	}
 }
 
