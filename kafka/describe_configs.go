@@ -27,7 +27,8 @@ func handleDescribeConfigs(r *request, h header, kreq kmsg.Request) func() kmsg.
 	}
 	var answer, brokers Answer
 	if len(topics) > 0 {
-		answer = r.ask(&messages.MetadataRequest{Topics: topics})
+		// The broker checks DescribeConfigs on each topic, as Kafka.
+		answer = r.ask(&messages.DescribeTopicConfigsRequest{Topics: topics})
 	}
 	if slices.ContainsFunc(req.Resources, func(res kmsg.DescribeConfigsRequestResource) bool {
 		return res.ResourceType == kmsg.ConfigResourceTypeBroker
@@ -39,11 +40,13 @@ func handleDescribeConfigs(r *request, h header, kreq kmsg.Request) func() kmsg.
 	cfg := &r.conn.srv.cfg
 	return func() kmsg.Response {
 		resp := kmsg.NewPtrDescribeConfigsResponse()
-		md := &messages.MetadataResponse{}
+		described := map[string]*messages.TopicConfigs{}
+		failed := int16(0)
 		if answer != nil {
-			if res, err := answer.Wait(); err == nil {
-				if m, ok := res.(*messages.MetadataResponse); ok {
-					md = m
+			var tcs *messages.DescribeTopicConfigsResponse
+			if tcs, failed = answerAs[*messages.DescribeTopicConfigsResponse](answer); failed == 0 {
+				for _, tc := range tcs.Topics {
+					described[tc.Name] = tc
 				}
 			}
 		}
@@ -56,15 +59,20 @@ func handleDescribeConfigs(r *request, h header, kreq kmsg.Request) func() kmsg.
 			rr.ResourceType, rr.ResourceName = res.ResourceType, res.ResourceName
 			switch res.ResourceType {
 			case kmsg.ConfigResourceTypeTopic:
-				t := findTopic(md, res.ResourceName)
-				if t == nil || (t.Error != messages.ErrorCode_NONE && len(t.Partitions) == 0) {
-					rr.ErrorCode = int16(messages.ErrorCode_UNKNOWN_TOPIC_OR_PARTITION)
-					if t == nil {
-						rr.ErrorMessage = kmsg.StringPtr("no answer about this topic")
+				t := described[res.ResourceName]
+				switch {
+				case failed != 0:
+					rr.ErrorCode = failed
+				case t == nil:
+					rr.ErrorCode, rr.ErrorMessage = int16(messages.ErrorCode_UNKNOWN_TOPIC_OR_PARTITION), kmsg.StringPtr("no answer about this topic")
+				case t.Error != messages.ErrorCode_NONE:
+					rr.ErrorCode = kafkaCode(t.Error)
+					if t.ErrorMessage != "" {
+						rr.ErrorMessage = kmsg.StringPtr(t.ErrorMessage)
 					}
-					break
+				default:
+					rr.Configs = topicConfigs(cfg, t.Configs, dynamic, res.ConfigNames, h.version, req.IncludeSynonyms, req.IncludeDocumentation)
 				}
-				rr.Configs = topicConfigs(cfg, t.Configs, dynamic, res.ConfigNames, h.version, req.IncludeSynonyms, req.IncludeDocumentation)
 			case kmsg.ConfigResourceTypeBroker:
 				if _, code, text := answerWithError[*messages.DescribeBrokerConfigsResponse](brokers); code != 0 {
 					rr.ErrorCode, rr.ErrorMessage = code, text
@@ -87,15 +95,6 @@ func handleDescribeConfigs(r *request, h header, kreq kmsg.Request) func() kmsg.
 		}
 		return resp
 	}
-}
-
-func findTopic(md *messages.MetadataResponse, name string) *messages.TopicMetadata {
-	for _, t := range md.Topics {
-		if t.Name == name {
-			return t
-		}
-	}
-	return nil
 }
 
 // topicConfigs lists a topic's configuration, every name Kafka defines

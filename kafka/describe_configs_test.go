@@ -13,18 +13,19 @@ import (
 
 // DescribeConfigs gives a topic's own values as dynamic topic configs and
 // the rest as broker defaults, only the names asked for when some are;
-// an unknown topic and a resource type it does not describe get their
-// error codes, a broker none.
+// an unknown topic, a topic the broker refuses to describe and a resource
+// type it does not describe get their error codes, a broker none.
 func TestDescribeConfigsSourcesAndErrors(t *testing.T) {
-	md := &messages.MetadataResponse{Topics: []*messages.TopicMetadata{
-		{Name: "orders", Configs: map[string]string{"retention.ms": "1000"}, Partitions: []*messages.PartitionMetadata{{Partition: 0}}},
+	described := &messages.DescribeTopicConfigsResponse{Topics: []*messages.TopicConfigs{
+		{Name: "orders", Configs: map[string]string{"retention.ms": "1000"}},
 		{Name: "gone", Error: messages.ErrorCode_UNKNOWN_TOPIC_OR_PARTITION},
+		{Name: "secret", Error: messages.ErrorCode_TOPIC_AUTHORIZATION_FAILED, ErrorMessage: "no ACL allows DESCRIBE_CONFIGS"},
 	}}
 	_, addr := startServer(t, answerBy(func(m proto.Message) (proto.Message, error) {
 		if _, ok := m.(*messages.DescribeBrokerConfigsRequest); ok {
 			return &messages.DescribeBrokerConfigsResponse{}, nil
 		}
-		return md, nil
+		return described, nil
 	}), Config{
 		TopicDefaults:  map[string]string{"retention.ms": "604800000", "max.message.bytes": "1048588", "retention.bytes": "100"},
 		TopicBuiltins:  map[string]string{"retention.ms": "604800000", "max.message.bytes": "1048588", "retention.bytes": "-1"},
@@ -45,13 +46,14 @@ func TestDescribeConfigsSourcesAndErrors(t *testing.T) {
 		add(kmsg.ConfigResourceTypeBroker, "1")
 		add(kmsg.ConfigResourceType(99), "x")
 		add(kmsg.ConfigResourceTypeBroker, "2")
+		add(kmsg.ConfigResourceTypeTopic, "secret")
 		c.send(frameRequest(req, 1))
 		resp := kmsg.NewPtrDescribeConfigsResponse()
 		resp.SetVersion(v)
 		if _, err := c.read(resp); err != nil {
 			t.Fatalf("v%d: %v", v, err)
 		}
-		if len(resp.Resources) != 6 {
+		if len(resp.Resources) != 7 {
 			t.Fatalf("v%d: %d resources", v, len(resp.Resources))
 		}
 		all, some, gone, broker, bad := resp.Resources[0], resp.Resources[1], resp.Resources[2], resp.Resources[3], resp.Resources[4]
@@ -94,21 +96,20 @@ func TestDescribeConfigsSourcesAndErrors(t *testing.T) {
 			bad.ErrorCode != int16(messages.ErrorCode_INVALID_REQUEST) {
 			t.Errorf("v%d codes: unknown topic %d, broker %d, bad type %d", v, gone.ErrorCode, broker.ErrorCode, bad.ErrorCode)
 		}
+		// A topic the principal may not DescribeConfigs: the broker's refusal.
+		if secret := resp.Resources[6]; secret.ErrorCode != int16(messages.ErrorCode_TOPIC_AUTHORIZATION_FAILED) || len(secret.Configs) != 0 {
+			t.Errorf("v%d a topic refused: code %d, %d configs", v, secret.ErrorCode, len(secret.Configs))
+		}
 	}
 }
 
 // With synonyms and documentation (v3+), each config lists its levels,
 // the one in force first, its type and a line of documentation.
 func TestDescribeConfigsSynonymsAndDocumentation(t *testing.T) {
-	md := &messages.MetadataResponse{Topics: []*messages.TopicMetadata{
-		{Name: "orders", Configs: map[string]string{"retention.ms": "1000"}, Partitions: []*messages.PartitionMetadata{{Partition: 0}}},
+	described := &messages.DescribeTopicConfigsResponse{Topics: []*messages.TopicConfigs{
+		{Name: "orders", Configs: map[string]string{"retention.ms": "1000"}},
 	}}
-	_, addr := startServer(t, answerBy(func(m proto.Message) (proto.Message, error) {
-		if _, ok := m.(*messages.DescribeBrokerConfigsRequest); ok {
-			return &messages.DescribeBrokerConfigsResponse{}, nil
-		}
-		return md, nil
-	}), Config{
+	_, addr := startServer(t, oneAnswer(described), Config{
 		TopicDefaults: map[string]string{"retention.ms": "86400000"},
 		TopicBuiltins: map[string]string{"retention.ms": "604800000"}})
 	c := dial(t, addr)

@@ -9513,6 +9513,166 @@ func (x *AlterBrokerConfigsResponse) GetErrorMessage() string {
 	return ""
 }
 
+// DescribeTopicConfigsRequest asks for topics' own configuration (Kafka's
+// DescribeConfigs of topics): each needs DescribeConfigs on the topic.
+type DescribeTopicConfigsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Topics        []string               `protobuf:"bytes,1,rep,name=topics,proto3" json:"topics,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DescribeTopicConfigsRequest) Reset() {
+	*x = DescribeTopicConfigsRequest{}
+	mi := &file_sluice_proto_msgTypes[123]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DescribeTopicConfigsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DescribeTopicConfigsRequest) ProtoMessage() {}
+
+func (x *DescribeTopicConfigsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_sluice_proto_msgTypes[123]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DescribeTopicConfigsRequest.ProtoReflect.Descriptor instead.
+func (*DescribeTopicConfigsRequest) Descriptor() ([]byte, []int) {
+	return file_sluice_proto_rawDescGZIP(), []int{123}
+}
+
+func (x *DescribeTopicConfigsRequest) GetTopics() []string {
+	if x != nil {
+		return x.Topics
+	}
+	return nil
+}
+
+type DescribeTopicConfigsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// In the order asked.
+	Topics        []*TopicConfigs `protobuf:"bytes,1,rep,name=topics,proto3" json:"topics,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DescribeTopicConfigsResponse) Reset() {
+	*x = DescribeTopicConfigsResponse{}
+	mi := &file_sluice_proto_msgTypes[124]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DescribeTopicConfigsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DescribeTopicConfigsResponse) ProtoMessage() {}
+
+func (x *DescribeTopicConfigsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_sluice_proto_msgTypes[124]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DescribeTopicConfigsResponse.ProtoReflect.Descriptor instead.
+func (*DescribeTopicConfigsResponse) Descriptor() ([]byte, []int) {
+	return file_sluice_proto_rawDescGZIP(), []int{124}
+}
+
+func (x *DescribeTopicConfigsResponse) GetTopics() []*TopicConfigs {
+	if x != nil {
+		return x.Topics
+	}
+	return nil
+}
+
+type TopicConfigs struct {
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	Name         string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Error        ErrorCode              `protobuf:"varint,2,opt,name=error,proto3,enum=sluice.ErrorCode" json:"error,omitempty"`
+	ErrorMessage string                 `protobuf:"bytes,3,opt,name=error_message,json=errorMessage,proto3" json:"error_message,omitempty"`
+	// The topic's own values; every other config is the broker's default.
+	Configs       map[string]string `protobuf:"bytes,4,rep,name=configs,proto3" json:"configs,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TopicConfigs) Reset() {
+	*x = TopicConfigs{}
+	mi := &file_sluice_proto_msgTypes[125]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TopicConfigs) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TopicConfigs) ProtoMessage() {}
+
+func (x *TopicConfigs) ProtoReflect() protoreflect.Message {
+	mi := &file_sluice_proto_msgTypes[125]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TopicConfigs.ProtoReflect.Descriptor instead.
+func (*TopicConfigs) Descriptor() ([]byte, []int) {
+	return file_sluice_proto_rawDescGZIP(), []int{125}
+}
+
+func (x *TopicConfigs) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *TopicConfigs) GetError() ErrorCode {
+	if x != nil {
+		return x.Error
+	}
+	return ErrorCode_NONE
+}
+
+func (x *TopicConfigs) GetErrorMessage() string {
+	if x != nil {
+		return x.ErrorMessage
+	}
+	return ""
+}
+
+func (x *TopicConfigs) GetConfigs() map[string]string {
+	if x != nil {
+		return x.Configs
+	}
+	return nil
+}
+
 // DescribeBrokerConfigsRequest lists the dynamic broker settings stored:
 // the cluster default ones and each broker's own. Needs DescribeConfigs
 // on the cluster.
@@ -9524,7 +9684,7 @@ type DescribeBrokerConfigsRequest struct {
 
 func (x *DescribeBrokerConfigsRequest) Reset() {
 	*x = DescribeBrokerConfigsRequest{}
-	mi := &file_sluice_proto_msgTypes[123]
+	mi := &file_sluice_proto_msgTypes[126]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9536,7 +9696,7 @@ func (x *DescribeBrokerConfigsRequest) String() string {
 func (*DescribeBrokerConfigsRequest) ProtoMessage() {}
 
 func (x *DescribeBrokerConfigsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[123]
+	mi := &file_sluice_proto_msgTypes[126]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9549,7 +9709,7 @@ func (x *DescribeBrokerConfigsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeBrokerConfigsRequest.ProtoReflect.Descriptor instead.
 func (*DescribeBrokerConfigsRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{123}
+	return file_sluice_proto_rawDescGZIP(), []int{126}
 }
 
 type DescribeBrokerConfigsResponse struct {
@@ -9566,7 +9726,7 @@ type DescribeBrokerConfigsResponse struct {
 
 func (x *DescribeBrokerConfigsResponse) Reset() {
 	*x = DescribeBrokerConfigsResponse{}
-	mi := &file_sluice_proto_msgTypes[124]
+	mi := &file_sluice_proto_msgTypes[127]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9578,7 +9738,7 @@ func (x *DescribeBrokerConfigsResponse) String() string {
 func (*DescribeBrokerConfigsResponse) ProtoMessage() {}
 
 func (x *DescribeBrokerConfigsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[124]
+	mi := &file_sluice_proto_msgTypes[127]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9591,7 +9751,7 @@ func (x *DescribeBrokerConfigsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeBrokerConfigsResponse.ProtoReflect.Descriptor instead.
 func (*DescribeBrokerConfigsResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{124}
+	return file_sluice_proto_rawDescGZIP(), []int{127}
 }
 
 func (x *DescribeBrokerConfigsResponse) GetError() ErrorCode {
@@ -9636,7 +9796,7 @@ type ClientQuota struct {
 
 func (x *ClientQuota) Reset() {
 	*x = ClientQuota{}
-	mi := &file_sluice_proto_msgTypes[125]
+	mi := &file_sluice_proto_msgTypes[128]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9648,7 +9808,7 @@ func (x *ClientQuota) String() string {
 func (*ClientQuota) ProtoMessage() {}
 
 func (x *ClientQuota) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[125]
+	mi := &file_sluice_proto_msgTypes[128]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9661,7 +9821,7 @@ func (x *ClientQuota) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClientQuota.ProtoReflect.Descriptor instead.
 func (*ClientQuota) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{125}
+	return file_sluice_proto_rawDescGZIP(), []int{128}
 }
 
 func (x *ClientQuota) GetEntity() []*QuotaEntity {
@@ -9693,7 +9853,7 @@ type QuotaEntity struct {
 
 func (x *QuotaEntity) Reset() {
 	*x = QuotaEntity{}
-	mi := &file_sluice_proto_msgTypes[126]
+	mi := &file_sluice_proto_msgTypes[129]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9705,7 +9865,7 @@ func (x *QuotaEntity) String() string {
 func (*QuotaEntity) ProtoMessage() {}
 
 func (x *QuotaEntity) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[126]
+	mi := &file_sluice_proto_msgTypes[129]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9718,7 +9878,7 @@ func (x *QuotaEntity) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QuotaEntity.ProtoReflect.Descriptor instead.
 func (*QuotaEntity) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{126}
+	return file_sluice_proto_rawDescGZIP(), []int{129}
 }
 
 func (x *QuotaEntity) GetType() string {
@@ -9753,7 +9913,7 @@ type QuotaValue struct {
 
 func (x *QuotaValue) Reset() {
 	*x = QuotaValue{}
-	mi := &file_sluice_proto_msgTypes[127]
+	mi := &file_sluice_proto_msgTypes[130]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9765,7 +9925,7 @@ func (x *QuotaValue) String() string {
 func (*QuotaValue) ProtoMessage() {}
 
 func (x *QuotaValue) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[127]
+	mi := &file_sluice_proto_msgTypes[130]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9778,7 +9938,7 @@ func (x *QuotaValue) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QuotaValue.ProtoReflect.Descriptor instead.
 func (*QuotaValue) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{127}
+	return file_sluice_proto_rawDescGZIP(), []int{130}
 }
 
 func (x *QuotaValue) GetKey() string {
@@ -9807,7 +9967,7 @@ type AlterClientQuotasRequest struct {
 
 func (x *AlterClientQuotasRequest) Reset() {
 	*x = AlterClientQuotasRequest{}
-	mi := &file_sluice_proto_msgTypes[128]
+	mi := &file_sluice_proto_msgTypes[131]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9819,7 +9979,7 @@ func (x *AlterClientQuotasRequest) String() string {
 func (*AlterClientQuotasRequest) ProtoMessage() {}
 
 func (x *AlterClientQuotasRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[128]
+	mi := &file_sluice_proto_msgTypes[131]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9832,7 +9992,7 @@ func (x *AlterClientQuotasRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AlterClientQuotasRequest.ProtoReflect.Descriptor instead.
 func (*AlterClientQuotasRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{128}
+	return file_sluice_proto_rawDescGZIP(), []int{131}
 }
 
 func (x *AlterClientQuotasRequest) GetEntries() []*QuotaAlteration {
@@ -9859,7 +10019,7 @@ type QuotaAlteration struct {
 
 func (x *QuotaAlteration) Reset() {
 	*x = QuotaAlteration{}
-	mi := &file_sluice_proto_msgTypes[129]
+	mi := &file_sluice_proto_msgTypes[132]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9871,7 +10031,7 @@ func (x *QuotaAlteration) String() string {
 func (*QuotaAlteration) ProtoMessage() {}
 
 func (x *QuotaAlteration) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[129]
+	mi := &file_sluice_proto_msgTypes[132]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9884,7 +10044,7 @@ func (x *QuotaAlteration) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QuotaAlteration.ProtoReflect.Descriptor instead.
 func (*QuotaAlteration) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{129}
+	return file_sluice_proto_rawDescGZIP(), []int{132}
 }
 
 func (x *QuotaAlteration) GetEntity() []*QuotaEntity {
@@ -9913,7 +10073,7 @@ type QuotaOp struct {
 
 func (x *QuotaOp) Reset() {
 	*x = QuotaOp{}
-	mi := &file_sluice_proto_msgTypes[130]
+	mi := &file_sluice_proto_msgTypes[133]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9925,7 +10085,7 @@ func (x *QuotaOp) String() string {
 func (*QuotaOp) ProtoMessage() {}
 
 func (x *QuotaOp) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[130]
+	mi := &file_sluice_proto_msgTypes[133]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9938,7 +10098,7 @@ func (x *QuotaOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QuotaOp.ProtoReflect.Descriptor instead.
 func (*QuotaOp) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{130}
+	return file_sluice_proto_rawDescGZIP(), []int{133}
 }
 
 func (x *QuotaOp) GetKey() string {
@@ -9974,7 +10134,7 @@ type AlterClientQuotasResponse struct {
 
 func (x *AlterClientQuotasResponse) Reset() {
 	*x = AlterClientQuotasResponse{}
-	mi := &file_sluice_proto_msgTypes[131]
+	mi := &file_sluice_proto_msgTypes[134]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9986,7 +10146,7 @@ func (x *AlterClientQuotasResponse) String() string {
 func (*AlterClientQuotasResponse) ProtoMessage() {}
 
 func (x *AlterClientQuotasResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[131]
+	mi := &file_sluice_proto_msgTypes[134]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9999,7 +10159,7 @@ func (x *AlterClientQuotasResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AlterClientQuotasResponse.ProtoReflect.Descriptor instead.
 func (*AlterClientQuotasResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{131}
+	return file_sluice_proto_rawDescGZIP(), []int{134}
 }
 
 func (x *AlterClientQuotasResponse) GetError() ErrorCode {
@@ -10033,7 +10193,7 @@ type QuotaResult struct {
 
 func (x *QuotaResult) Reset() {
 	*x = QuotaResult{}
-	mi := &file_sluice_proto_msgTypes[132]
+	mi := &file_sluice_proto_msgTypes[135]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10045,7 +10205,7 @@ func (x *QuotaResult) String() string {
 func (*QuotaResult) ProtoMessage() {}
 
 func (x *QuotaResult) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[132]
+	mi := &file_sluice_proto_msgTypes[135]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10058,7 +10218,7 @@ func (x *QuotaResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QuotaResult.ProtoReflect.Descriptor instead.
 func (*QuotaResult) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{132}
+	return file_sluice_proto_rawDescGZIP(), []int{135}
 }
 
 func (x *QuotaResult) GetError() ErrorCode {
@@ -10085,7 +10245,7 @@ type ListClientQuotasRequest struct {
 
 func (x *ListClientQuotasRequest) Reset() {
 	*x = ListClientQuotasRequest{}
-	mi := &file_sluice_proto_msgTypes[133]
+	mi := &file_sluice_proto_msgTypes[136]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10097,7 +10257,7 @@ func (x *ListClientQuotasRequest) String() string {
 func (*ListClientQuotasRequest) ProtoMessage() {}
 
 func (x *ListClientQuotasRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[133]
+	mi := &file_sluice_proto_msgTypes[136]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10110,7 +10270,7 @@ func (x *ListClientQuotasRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListClientQuotasRequest.ProtoReflect.Descriptor instead.
 func (*ListClientQuotasRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{133}
+	return file_sluice_proto_rawDescGZIP(), []int{136}
 }
 
 type ListClientQuotasResponse struct {
@@ -10124,7 +10284,7 @@ type ListClientQuotasResponse struct {
 
 func (x *ListClientQuotasResponse) Reset() {
 	*x = ListClientQuotasResponse{}
-	mi := &file_sluice_proto_msgTypes[134]
+	mi := &file_sluice_proto_msgTypes[137]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10136,7 +10296,7 @@ func (x *ListClientQuotasResponse) String() string {
 func (*ListClientQuotasResponse) ProtoMessage() {}
 
 func (x *ListClientQuotasResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[134]
+	mi := &file_sluice_proto_msgTypes[137]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10149,7 +10309,7 @@ func (x *ListClientQuotasResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListClientQuotasResponse.ProtoReflect.Descriptor instead.
 func (*ListClientQuotasResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{134}
+	return file_sluice_proto_rawDescGZIP(), []int{137}
 }
 
 func (x *ListClientQuotasResponse) GetError() ErrorCode {
@@ -10182,7 +10342,7 @@ type CreateAclsRequest struct {
 
 func (x *CreateAclsRequest) Reset() {
 	*x = CreateAclsRequest{}
-	mi := &file_sluice_proto_msgTypes[135]
+	mi := &file_sluice_proto_msgTypes[138]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10194,7 +10354,7 @@ func (x *CreateAclsRequest) String() string {
 func (*CreateAclsRequest) ProtoMessage() {}
 
 func (x *CreateAclsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[135]
+	mi := &file_sluice_proto_msgTypes[138]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10207,7 +10367,7 @@ func (x *CreateAclsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateAclsRequest.ProtoReflect.Descriptor instead.
 func (*CreateAclsRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{135}
+	return file_sluice_proto_rawDescGZIP(), []int{138}
 }
 
 func (x *CreateAclsRequest) GetAcls() []*AclBinding {
@@ -10229,7 +10389,7 @@ type CreateAclsResponse struct {
 
 func (x *CreateAclsResponse) Reset() {
 	*x = CreateAclsResponse{}
-	mi := &file_sluice_proto_msgTypes[136]
+	mi := &file_sluice_proto_msgTypes[139]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10241,7 +10401,7 @@ func (x *CreateAclsResponse) String() string {
 func (*CreateAclsResponse) ProtoMessage() {}
 
 func (x *CreateAclsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[136]
+	mi := &file_sluice_proto_msgTypes[139]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10254,7 +10414,7 @@ func (x *CreateAclsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateAclsResponse.ProtoReflect.Descriptor instead.
 func (*CreateAclsResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{136}
+	return file_sluice_proto_rawDescGZIP(), []int{139}
 }
 
 func (x *CreateAclsResponse) GetError() ErrorCode {
@@ -10287,7 +10447,7 @@ type DeleteAclsRequest struct {
 
 func (x *DeleteAclsRequest) Reset() {
 	*x = DeleteAclsRequest{}
-	mi := &file_sluice_proto_msgTypes[137]
+	mi := &file_sluice_proto_msgTypes[140]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10299,7 +10459,7 @@ func (x *DeleteAclsRequest) String() string {
 func (*DeleteAclsRequest) ProtoMessage() {}
 
 func (x *DeleteAclsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[137]
+	mi := &file_sluice_proto_msgTypes[140]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10312,7 +10472,7 @@ func (x *DeleteAclsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteAclsRequest.ProtoReflect.Descriptor instead.
 func (*DeleteAclsRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{137}
+	return file_sluice_proto_rawDescGZIP(), []int{140}
 }
 
 func (x *DeleteAclsRequest) GetFilters() []*AclBinding {
@@ -10333,7 +10493,7 @@ type DeleteAclsResponse struct {
 
 func (x *DeleteAclsResponse) Reset() {
 	*x = DeleteAclsResponse{}
-	mi := &file_sluice_proto_msgTypes[138]
+	mi := &file_sluice_proto_msgTypes[141]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10345,7 +10505,7 @@ func (x *DeleteAclsResponse) String() string {
 func (*DeleteAclsResponse) ProtoMessage() {}
 
 func (x *DeleteAclsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[138]
+	mi := &file_sluice_proto_msgTypes[141]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10358,7 +10518,7 @@ func (x *DeleteAclsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteAclsResponse.ProtoReflect.Descriptor instead.
 func (*DeleteAclsResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{138}
+	return file_sluice_proto_rawDescGZIP(), []int{141}
 }
 
 func (x *DeleteAclsResponse) GetError() ErrorCode {
@@ -10391,7 +10551,7 @@ type DescribeAclsRequest struct {
 
 func (x *DescribeAclsRequest) Reset() {
 	*x = DescribeAclsRequest{}
-	mi := &file_sluice_proto_msgTypes[139]
+	mi := &file_sluice_proto_msgTypes[142]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10403,7 +10563,7 @@ func (x *DescribeAclsRequest) String() string {
 func (*DescribeAclsRequest) ProtoMessage() {}
 
 func (x *DescribeAclsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[139]
+	mi := &file_sluice_proto_msgTypes[142]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10416,7 +10576,7 @@ func (x *DescribeAclsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeAclsRequest.ProtoReflect.Descriptor instead.
 func (*DescribeAclsRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{139}
+	return file_sluice_proto_rawDescGZIP(), []int{142}
 }
 
 func (x *DescribeAclsRequest) GetFilter() *AclBinding {
@@ -10437,7 +10597,7 @@ type DescribeAclsResponse struct {
 
 func (x *DescribeAclsResponse) Reset() {
 	*x = DescribeAclsResponse{}
-	mi := &file_sluice_proto_msgTypes[140]
+	mi := &file_sluice_proto_msgTypes[143]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10449,7 +10609,7 @@ func (x *DescribeAclsResponse) String() string {
 func (*DescribeAclsResponse) ProtoMessage() {}
 
 func (x *DescribeAclsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[140]
+	mi := &file_sluice_proto_msgTypes[143]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10462,7 +10622,7 @@ func (x *DescribeAclsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeAclsResponse.ProtoReflect.Descriptor instead.
 func (*DescribeAclsResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{140}
+	return file_sluice_proto_rawDescGZIP(), []int{143}
 }
 
 func (x *DescribeAclsResponse) GetError() ErrorCode {
@@ -10498,7 +10658,7 @@ type CreateUserRequest struct {
 
 func (x *CreateUserRequest) Reset() {
 	*x = CreateUserRequest{}
-	mi := &file_sluice_proto_msgTypes[141]
+	mi := &file_sluice_proto_msgTypes[144]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10510,7 +10670,7 @@ func (x *CreateUserRequest) String() string {
 func (*CreateUserRequest) ProtoMessage() {}
 
 func (x *CreateUserRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[141]
+	mi := &file_sluice_proto_msgTypes[144]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10523,7 +10683,7 @@ func (x *CreateUserRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateUserRequest.ProtoReflect.Descriptor instead.
 func (*CreateUserRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{141}
+	return file_sluice_proto_rawDescGZIP(), []int{144}
 }
 
 func (x *CreateUserRequest) GetName() string {
@@ -10550,7 +10710,7 @@ type CreateUserResponse struct {
 
 func (x *CreateUserResponse) Reset() {
 	*x = CreateUserResponse{}
-	mi := &file_sluice_proto_msgTypes[142]
+	mi := &file_sluice_proto_msgTypes[145]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10562,7 +10722,7 @@ func (x *CreateUserResponse) String() string {
 func (*CreateUserResponse) ProtoMessage() {}
 
 func (x *CreateUserResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[142]
+	mi := &file_sluice_proto_msgTypes[145]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10575,7 +10735,7 @@ func (x *CreateUserResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateUserResponse.ProtoReflect.Descriptor instead.
 func (*CreateUserResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{142}
+	return file_sluice_proto_rawDescGZIP(), []int{145}
 }
 
 func (x *CreateUserResponse) GetError() ErrorCode {
@@ -10601,7 +10761,7 @@ type DeleteUserRequest struct {
 
 func (x *DeleteUserRequest) Reset() {
 	*x = DeleteUserRequest{}
-	mi := &file_sluice_proto_msgTypes[143]
+	mi := &file_sluice_proto_msgTypes[146]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10613,7 +10773,7 @@ func (x *DeleteUserRequest) String() string {
 func (*DeleteUserRequest) ProtoMessage() {}
 
 func (x *DeleteUserRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[143]
+	mi := &file_sluice_proto_msgTypes[146]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10626,7 +10786,7 @@ func (x *DeleteUserRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteUserRequest.ProtoReflect.Descriptor instead.
 func (*DeleteUserRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{143}
+	return file_sluice_proto_rawDescGZIP(), []int{146}
 }
 
 func (x *DeleteUserRequest) GetName() string {
@@ -10646,7 +10806,7 @@ type DeleteUserResponse struct {
 
 func (x *DeleteUserResponse) Reset() {
 	*x = DeleteUserResponse{}
-	mi := &file_sluice_proto_msgTypes[144]
+	mi := &file_sluice_proto_msgTypes[147]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10658,7 +10818,7 @@ func (x *DeleteUserResponse) String() string {
 func (*DeleteUserResponse) ProtoMessage() {}
 
 func (x *DeleteUserResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[144]
+	mi := &file_sluice_proto_msgTypes[147]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10671,7 +10831,7 @@ func (x *DeleteUserResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteUserResponse.ProtoReflect.Descriptor instead.
 func (*DeleteUserResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{144}
+	return file_sluice_proto_rawDescGZIP(), []int{147}
 }
 
 func (x *DeleteUserResponse) GetError() ErrorCode {
@@ -10696,7 +10856,7 @@ type ListUsersRequest struct {
 
 func (x *ListUsersRequest) Reset() {
 	*x = ListUsersRequest{}
-	mi := &file_sluice_proto_msgTypes[145]
+	mi := &file_sluice_proto_msgTypes[148]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10708,7 +10868,7 @@ func (x *ListUsersRequest) String() string {
 func (*ListUsersRequest) ProtoMessage() {}
 
 func (x *ListUsersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[145]
+	mi := &file_sluice_proto_msgTypes[148]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10721,7 +10881,7 @@ func (x *ListUsersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListUsersRequest.ProtoReflect.Descriptor instead.
 func (*ListUsersRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{145}
+	return file_sluice_proto_rawDescGZIP(), []int{148}
 }
 
 // ListUsersResponse lists the token users, without their token hashes.
@@ -10736,7 +10896,7 @@ type ListUsersResponse struct {
 
 func (x *ListUsersResponse) Reset() {
 	*x = ListUsersResponse{}
-	mi := &file_sluice_proto_msgTypes[146]
+	mi := &file_sluice_proto_msgTypes[149]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10748,7 +10908,7 @@ func (x *ListUsersResponse) String() string {
 func (*ListUsersResponse) ProtoMessage() {}
 
 func (x *ListUsersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[146]
+	mi := &file_sluice_proto_msgTypes[149]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10761,7 +10921,7 @@ func (x *ListUsersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListUsersResponse.ProtoReflect.Descriptor instead.
 func (*ListUsersResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{146}
+	return file_sluice_proto_rawDescGZIP(), []int{149}
 }
 
 func (x *ListUsersResponse) GetError() ErrorCode {
@@ -10794,7 +10954,7 @@ type WhoAmIRequest struct {
 
 func (x *WhoAmIRequest) Reset() {
 	*x = WhoAmIRequest{}
-	mi := &file_sluice_proto_msgTypes[147]
+	mi := &file_sluice_proto_msgTypes[150]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10806,7 +10966,7 @@ func (x *WhoAmIRequest) String() string {
 func (*WhoAmIRequest) ProtoMessage() {}
 
 func (x *WhoAmIRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[147]
+	mi := &file_sluice_proto_msgTypes[150]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10819,7 +10979,7 @@ func (x *WhoAmIRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WhoAmIRequest.ProtoReflect.Descriptor instead.
 func (*WhoAmIRequest) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{147}
+	return file_sluice_proto_rawDescGZIP(), []int{150}
 }
 
 type WhoAmIResponse struct {
@@ -10834,7 +10994,7 @@ type WhoAmIResponse struct {
 
 func (x *WhoAmIResponse) Reset() {
 	*x = WhoAmIResponse{}
-	mi := &file_sluice_proto_msgTypes[148]
+	mi := &file_sluice_proto_msgTypes[151]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10846,7 +11006,7 @@ func (x *WhoAmIResponse) String() string {
 func (*WhoAmIResponse) ProtoMessage() {}
 
 func (x *WhoAmIResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_proto_msgTypes[148]
+	mi := &file_sluice_proto_msgTypes[151]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10859,7 +11019,7 @@ func (x *WhoAmIResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WhoAmIResponse.ProtoReflect.Descriptor instead.
 func (*WhoAmIResponse) Descriptor() ([]byte, []int) {
-	return file_sluice_proto_rawDescGZIP(), []int{148}
+	return file_sluice_proto_rawDescGZIP(), []int{151}
 }
 
 func (x *WhoAmIResponse) GetPrincipal() string {
@@ -11680,7 +11840,19 @@ const file_sluice_proto_rawDesc = "" +
 	"\rvalidate_only\x18\x05 \x01(\bR\fvalidateOnly\"j\n" +
 	"\x1aAlterBrokerConfigsResponse\x12'\n" +
 	"\x05error\x18\x01 \x01(\x0e2\x11.sluice.ErrorCodeR\x05error\x12#\n" +
-	"\rerror_message\x18\x02 \x01(\tR\ferrorMessage\"\x1e\n" +
+	"\rerror_message\x18\x02 \x01(\tR\ferrorMessage\"5\n" +
+	"\x1bDescribeTopicConfigsRequest\x12\x16\n" +
+	"\x06topics\x18\x01 \x03(\tR\x06topics\"L\n" +
+	"\x1cDescribeTopicConfigsResponse\x12,\n" +
+	"\x06topics\x18\x01 \x03(\v2\x14.sluice.TopicConfigsR\x06topics\"\xe9\x01\n" +
+	"\fTopicConfigs\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12'\n" +
+	"\x05error\x18\x02 \x01(\x0e2\x11.sluice.ErrorCodeR\x05error\x12#\n" +
+	"\rerror_message\x18\x03 \x01(\tR\ferrorMessage\x12;\n" +
+	"\aconfigs\x18\x04 \x03(\v2!.sluice.TopicConfigs.ConfigsEntryR\aconfigs\x1a:\n" +
+	"\fConfigsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x1e\n" +
 	"\x1cDescribeBrokerConfigsRequest\"\xbf\x01\n" +
 	"\x1dDescribeBrokerConfigsResponse\x12'\n" +
 	"\x05error\x18\x01 \x01(\x0e2\x11.sluice.ErrorCodeR\x05error\x12#\n" +
@@ -11876,7 +12048,7 @@ func file_sluice_proto_rawDescGZIP() []byte {
 }
 
 var file_sluice_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_sluice_proto_msgTypes = make([]protoimpl.MessageInfo, 159)
+var file_sluice_proto_msgTypes = make([]protoimpl.MessageInfo, 163)
 var file_sluice_proto_goTypes = []any{
 	(ErrorCode)(0),                              // 0: sluice.ErrorCode
 	(AclResourceType)(0),                        // 1: sluice.AclResourceType
@@ -12006,42 +12178,46 @@ var file_sluice_proto_goTypes = []any{
 	(*ConfigValue)(nil),                         // 125: sluice.ConfigValue
 	(*AlterBrokerConfigsRequest)(nil),           // 126: sluice.AlterBrokerConfigsRequest
 	(*AlterBrokerConfigsResponse)(nil),          // 127: sluice.AlterBrokerConfigsResponse
-	(*DescribeBrokerConfigsRequest)(nil),        // 128: sluice.DescribeBrokerConfigsRequest
-	(*DescribeBrokerConfigsResponse)(nil),       // 129: sluice.DescribeBrokerConfigsResponse
-	(*ClientQuota)(nil),                         // 130: sluice.ClientQuota
-	(*QuotaEntity)(nil),                         // 131: sluice.QuotaEntity
-	(*QuotaValue)(nil),                          // 132: sluice.QuotaValue
-	(*AlterClientQuotasRequest)(nil),            // 133: sluice.AlterClientQuotasRequest
-	(*QuotaAlteration)(nil),                     // 134: sluice.QuotaAlteration
-	(*QuotaOp)(nil),                             // 135: sluice.QuotaOp
-	(*AlterClientQuotasResponse)(nil),           // 136: sluice.AlterClientQuotasResponse
-	(*QuotaResult)(nil),                         // 137: sluice.QuotaResult
-	(*ListClientQuotasRequest)(nil),             // 138: sluice.ListClientQuotasRequest
-	(*ListClientQuotasResponse)(nil),            // 139: sluice.ListClientQuotasResponse
-	(*CreateAclsRequest)(nil),                   // 140: sluice.CreateAclsRequest
-	(*CreateAclsResponse)(nil),                  // 141: sluice.CreateAclsResponse
-	(*DeleteAclsRequest)(nil),                   // 142: sluice.DeleteAclsRequest
-	(*DeleteAclsResponse)(nil),                  // 143: sluice.DeleteAclsResponse
-	(*DescribeAclsRequest)(nil),                 // 144: sluice.DescribeAclsRequest
-	(*DescribeAclsResponse)(nil),                // 145: sluice.DescribeAclsResponse
-	(*CreateUserRequest)(nil),                   // 146: sluice.CreateUserRequest
-	(*CreateUserResponse)(nil),                  // 147: sluice.CreateUserResponse
-	(*DeleteUserRequest)(nil),                   // 148: sluice.DeleteUserRequest
-	(*DeleteUserResponse)(nil),                  // 149: sluice.DeleteUserResponse
-	(*ListUsersRequest)(nil),                    // 150: sluice.ListUsersRequest
-	(*ListUsersResponse)(nil),                   // 151: sluice.ListUsersResponse
-	(*WhoAmIRequest)(nil),                       // 152: sluice.WhoAmIRequest
-	(*WhoAmIResponse)(nil),                      // 153: sluice.WhoAmIResponse
-	nil,                                         // 154: sluice.TopicMetadata.ConfigsEntry
-	nil,                                         // 155: sluice.TopicSpec.ConfigsEntry
-	nil,                                         // 156: sluice.TopicConfigChange.SetEntry
-	nil,                                         // 157: sluice.TopicConfigChange.AppendEntry
-	nil,                                         // 158: sluice.TopicConfigChange.SubtractEntry
-	nil,                                         // 159: sluice.AlterPartitionRequest.IsrEpochsEntry
-	nil,                                         // 160: sluice.ConsumerGroupValue.CountsEntry
-	nil,                                         // 161: sluice.TopicRecord.ConfigsEntry
-	nil,                                         // 162: sluice.PartitionState.IsrEpochsEntry
-	nil,                                         // 163: sluice.PartitionState.IsrDirsEntry
+	(*DescribeTopicConfigsRequest)(nil),         // 128: sluice.DescribeTopicConfigsRequest
+	(*DescribeTopicConfigsResponse)(nil),        // 129: sluice.DescribeTopicConfigsResponse
+	(*TopicConfigs)(nil),                        // 130: sluice.TopicConfigs
+	(*DescribeBrokerConfigsRequest)(nil),        // 131: sluice.DescribeBrokerConfigsRequest
+	(*DescribeBrokerConfigsResponse)(nil),       // 132: sluice.DescribeBrokerConfigsResponse
+	(*ClientQuota)(nil),                         // 133: sluice.ClientQuota
+	(*QuotaEntity)(nil),                         // 134: sluice.QuotaEntity
+	(*QuotaValue)(nil),                          // 135: sluice.QuotaValue
+	(*AlterClientQuotasRequest)(nil),            // 136: sluice.AlterClientQuotasRequest
+	(*QuotaAlteration)(nil),                     // 137: sluice.QuotaAlteration
+	(*QuotaOp)(nil),                             // 138: sluice.QuotaOp
+	(*AlterClientQuotasResponse)(nil),           // 139: sluice.AlterClientQuotasResponse
+	(*QuotaResult)(nil),                         // 140: sluice.QuotaResult
+	(*ListClientQuotasRequest)(nil),             // 141: sluice.ListClientQuotasRequest
+	(*ListClientQuotasResponse)(nil),            // 142: sluice.ListClientQuotasResponse
+	(*CreateAclsRequest)(nil),                   // 143: sluice.CreateAclsRequest
+	(*CreateAclsResponse)(nil),                  // 144: sluice.CreateAclsResponse
+	(*DeleteAclsRequest)(nil),                   // 145: sluice.DeleteAclsRequest
+	(*DeleteAclsResponse)(nil),                  // 146: sluice.DeleteAclsResponse
+	(*DescribeAclsRequest)(nil),                 // 147: sluice.DescribeAclsRequest
+	(*DescribeAclsResponse)(nil),                // 148: sluice.DescribeAclsResponse
+	(*CreateUserRequest)(nil),                   // 149: sluice.CreateUserRequest
+	(*CreateUserResponse)(nil),                  // 150: sluice.CreateUserResponse
+	(*DeleteUserRequest)(nil),                   // 151: sluice.DeleteUserRequest
+	(*DeleteUserResponse)(nil),                  // 152: sluice.DeleteUserResponse
+	(*ListUsersRequest)(nil),                    // 153: sluice.ListUsersRequest
+	(*ListUsersResponse)(nil),                   // 154: sluice.ListUsersResponse
+	(*WhoAmIRequest)(nil),                       // 155: sluice.WhoAmIRequest
+	(*WhoAmIResponse)(nil),                      // 156: sluice.WhoAmIResponse
+	nil,                                         // 157: sluice.TopicMetadata.ConfigsEntry
+	nil,                                         // 158: sluice.TopicSpec.ConfigsEntry
+	nil,                                         // 159: sluice.TopicConfigChange.SetEntry
+	nil,                                         // 160: sluice.TopicConfigChange.AppendEntry
+	nil,                                         // 161: sluice.TopicConfigChange.SubtractEntry
+	nil,                                         // 162: sluice.AlterPartitionRequest.IsrEpochsEntry
+	nil,                                         // 163: sluice.ConsumerGroupValue.CountsEntry
+	nil,                                         // 164: sluice.TopicRecord.ConfigsEntry
+	nil,                                         // 165: sluice.PartitionState.IsrEpochsEntry
+	nil,                                         // 166: sluice.PartitionState.IsrDirsEntry
+	nil,                                         // 167: sluice.TopicConfigs.ConfigsEntry
 }
 var file_sluice_proto_depIdxs = []int32{
 	0,   // 0: sluice.ErrorResponse.error:type_name -> sluice.ErrorCode
@@ -12052,18 +12228,18 @@ var file_sluice_proto_depIdxs = []int32{
 	0,   // 5: sluice.PartitionMetadata.error:type_name -> sluice.ErrorCode
 	0,   // 6: sluice.TopicMetadata.error:type_name -> sluice.ErrorCode
 	15,  // 7: sluice.TopicMetadata.partitions:type_name -> sluice.PartitionMetadata
-	154, // 8: sluice.TopicMetadata.configs:type_name -> sluice.TopicMetadata.ConfigsEntry
+	157, // 8: sluice.TopicMetadata.configs:type_name -> sluice.TopicMetadata.ConfigsEntry
 	14,  // 9: sluice.MetadataResponse.brokers:type_name -> sluice.BrokerInfo
 	16,  // 10: sluice.MetadataResponse.topics:type_name -> sluice.TopicMetadata
-	155, // 11: sluice.TopicSpec.configs:type_name -> sluice.TopicSpec.ConfigsEntry
+	158, // 11: sluice.TopicSpec.configs:type_name -> sluice.TopicSpec.ConfigsEntry
 	18,  // 12: sluice.CreateTopicsRequest.topics:type_name -> sluice.TopicSpec
 	0,   // 13: sluice.TopicResult.error:type_name -> sluice.ErrorCode
 	20,  // 14: sluice.CreateTopicsResponse.results:type_name -> sluice.TopicResult
 	20,  // 15: sluice.DeleteTopicsResponse.results:type_name -> sluice.TopicResult
 	25,  // 16: sluice.AlterTopicConfigsRequest.topics:type_name -> sluice.TopicConfigChange
-	156, // 17: sluice.TopicConfigChange.set:type_name -> sluice.TopicConfigChange.SetEntry
-	157, // 18: sluice.TopicConfigChange.append:type_name -> sluice.TopicConfigChange.AppendEntry
-	158, // 19: sluice.TopicConfigChange.subtract:type_name -> sluice.TopicConfigChange.SubtractEntry
+	159, // 17: sluice.TopicConfigChange.set:type_name -> sluice.TopicConfigChange.SetEntry
+	160, // 18: sluice.TopicConfigChange.append:type_name -> sluice.TopicConfigChange.AppendEntry
+	161, // 19: sluice.TopicConfigChange.subtract:type_name -> sluice.TopicConfigChange.SubtractEntry
 	20,  // 20: sluice.AlterTopicConfigsResponse.results:type_name -> sluice.TopicResult
 	28,  // 21: sluice.CreatePartitionsRequest.topics:type_name -> sluice.PartitionCount
 	20,  // 22: sluice.CreatePartitionsResponse.results:type_name -> sluice.TopicResult
@@ -12084,7 +12260,7 @@ var file_sluice_proto_depIdxs = []int32{
 	41,  // 37: sluice.DescribeLogDirsResponse.replicas:type_name -> sluice.ReplicaState
 	0,   // 38: sluice.ReplicaFetchResponse.error:type_name -> sluice.ErrorCode
 	0,   // 39: sluice.OffsetForLeaderEpochResponse.error:type_name -> sluice.ErrorCode
-	159, // 40: sluice.AlterPartitionRequest.isr_epochs:type_name -> sluice.AlterPartitionRequest.IsrEpochsEntry
+	162, // 40: sluice.AlterPartitionRequest.isr_epochs:type_name -> sluice.AlterPartitionRequest.IsrEpochsEntry
 	0,   // 41: sluice.AlterPartitionResponse.error:type_name -> sluice.ErrorCode
 	111, // 42: sluice.AlterPartitionResponse.state:type_name -> sluice.PartitionState
 	111, // 43: sluice.LeaderAndIsrRequest.states:type_name -> sluice.PartitionState
@@ -12128,14 +12304,14 @@ var file_sluice_proto_depIdxs = []int32{
 	66,  // 81: sluice.GroupMemberRecord.protocols:type_name -> sluice.GroupProtocol
 	105, // 82: sluice.GroupMetadataValue.members:type_name -> sluice.GroupMemberRecord
 	108, // 83: sluice.ConsumerGroupValue.members:type_name -> sluice.ConsumerGroupMemberValue
-	160, // 84: sluice.ConsumerGroupValue.counts:type_name -> sluice.ConsumerGroupValue.CountsEntry
+	163, // 84: sluice.ConsumerGroupValue.counts:type_name -> sluice.ConsumerGroupValue.CountsEntry
 	64,  // 85: sluice.ConsumerGroupMemberValue.assigned:type_name -> sluice.TopicPartitions
 	64,  // 86: sluice.ConsumerGroupMemberValue.revoking:type_name -> sluice.TopicPartitions
 	64,  // 87: sluice.ConsumerGroupMemberValue.target:type_name -> sluice.TopicPartitions
-	161, // 88: sluice.TopicRecord.configs:type_name -> sluice.TopicRecord.ConfigsEntry
+	164, // 88: sluice.TopicRecord.configs:type_name -> sluice.TopicRecord.ConfigsEntry
 	110, // 89: sluice.TopicRecord.assignment:type_name -> sluice.ReplicaAssignment
-	162, // 90: sluice.PartitionState.isr_epochs:type_name -> sluice.PartitionState.IsrEpochsEntry
-	163, // 91: sluice.PartitionState.isr_dirs:type_name -> sluice.PartitionState.IsrDirsEntry
+	165, // 90: sluice.PartitionState.isr_epochs:type_name -> sluice.PartitionState.IsrEpochsEntry
+	166, // 91: sluice.PartitionState.isr_dirs:type_name -> sluice.PartitionState.IsrDirsEntry
 	109, // 92: sluice.ClusterSnapshot.topics:type_name -> sluice.TopicRecord
 	111, // 93: sluice.ClusterSnapshot.partitions:type_name -> sluice.PartitionState
 	112, // 94: sluice.ClusterSnapshot.deleted_topics:type_name -> sluice.TopicDeletion
@@ -12152,40 +12328,43 @@ var file_sluice_proto_depIdxs = []int32{
 	0,   // 105: sluice.UserResult.error:type_name -> sluice.ErrorCode
 	115, // 106: sluice.SecurityRecord.acls:type_name -> sluice.AclBinding
 	116, // 107: sluice.SecurityRecord.users:type_name -> sluice.UserRecord
-	130, // 108: sluice.SecurityRecord.quotas:type_name -> sluice.ClientQuota
+	133, // 108: sluice.SecurityRecord.quotas:type_name -> sluice.ClientQuota
 	124, // 109: sluice.SecurityRecord.broker_configs:type_name -> sluice.BrokerConfigOverride
 	125, // 110: sluice.BrokerConfigOverride.values:type_name -> sluice.ConfigValue
 	125, // 111: sluice.AlterBrokerConfigsRequest.set:type_name -> sluice.ConfigValue
 	0,   // 112: sluice.AlterBrokerConfigsResponse.error:type_name -> sluice.ErrorCode
-	0,   // 113: sluice.DescribeBrokerConfigsResponse.error:type_name -> sluice.ErrorCode
-	124, // 114: sluice.DescribeBrokerConfigsResponse.configs:type_name -> sluice.BrokerConfigOverride
-	131, // 115: sluice.ClientQuota.entity:type_name -> sluice.QuotaEntity
-	132, // 116: sluice.ClientQuota.values:type_name -> sluice.QuotaValue
-	134, // 117: sluice.AlterClientQuotasRequest.entries:type_name -> sluice.QuotaAlteration
-	131, // 118: sluice.QuotaAlteration.entity:type_name -> sluice.QuotaEntity
-	135, // 119: sluice.QuotaAlteration.ops:type_name -> sluice.QuotaOp
-	0,   // 120: sluice.AlterClientQuotasResponse.error:type_name -> sluice.ErrorCode
-	137, // 121: sluice.AlterClientQuotasResponse.results:type_name -> sluice.QuotaResult
-	0,   // 122: sluice.QuotaResult.error:type_name -> sluice.ErrorCode
-	0,   // 123: sluice.ListClientQuotasResponse.error:type_name -> sluice.ErrorCode
-	130, // 124: sluice.ListClientQuotasResponse.quotas:type_name -> sluice.ClientQuota
-	115, // 125: sluice.CreateAclsRequest.acls:type_name -> sluice.AclBinding
-	0,   // 126: sluice.CreateAclsResponse.error:type_name -> sluice.ErrorCode
-	115, // 127: sluice.DeleteAclsRequest.filters:type_name -> sluice.AclBinding
-	0,   // 128: sluice.DeleteAclsResponse.error:type_name -> sluice.ErrorCode
-	115, // 129: sluice.DeleteAclsResponse.deleted:type_name -> sluice.AclBinding
-	115, // 130: sluice.DescribeAclsRequest.filter:type_name -> sluice.AclBinding
-	0,   // 131: sluice.DescribeAclsResponse.error:type_name -> sluice.ErrorCode
-	115, // 132: sluice.DescribeAclsResponse.acls:type_name -> sluice.AclBinding
-	0,   // 133: sluice.CreateUserResponse.error:type_name -> sluice.ErrorCode
-	0,   // 134: sluice.DeleteUserResponse.error:type_name -> sluice.ErrorCode
-	0,   // 135: sluice.ListUsersResponse.error:type_name -> sluice.ErrorCode
-	116, // 136: sluice.ListUsersResponse.users:type_name -> sluice.UserRecord
-	137, // [137:137] is the sub-list for method output_type
-	137, // [137:137] is the sub-list for method input_type
-	137, // [137:137] is the sub-list for extension type_name
-	137, // [137:137] is the sub-list for extension extendee
-	0,   // [0:137] is the sub-list for field type_name
+	130, // 113: sluice.DescribeTopicConfigsResponse.topics:type_name -> sluice.TopicConfigs
+	0,   // 114: sluice.TopicConfigs.error:type_name -> sluice.ErrorCode
+	167, // 115: sluice.TopicConfigs.configs:type_name -> sluice.TopicConfigs.ConfigsEntry
+	0,   // 116: sluice.DescribeBrokerConfigsResponse.error:type_name -> sluice.ErrorCode
+	124, // 117: sluice.DescribeBrokerConfigsResponse.configs:type_name -> sluice.BrokerConfigOverride
+	134, // 118: sluice.ClientQuota.entity:type_name -> sluice.QuotaEntity
+	135, // 119: sluice.ClientQuota.values:type_name -> sluice.QuotaValue
+	137, // 120: sluice.AlterClientQuotasRequest.entries:type_name -> sluice.QuotaAlteration
+	134, // 121: sluice.QuotaAlteration.entity:type_name -> sluice.QuotaEntity
+	138, // 122: sluice.QuotaAlteration.ops:type_name -> sluice.QuotaOp
+	0,   // 123: sluice.AlterClientQuotasResponse.error:type_name -> sluice.ErrorCode
+	140, // 124: sluice.AlterClientQuotasResponse.results:type_name -> sluice.QuotaResult
+	0,   // 125: sluice.QuotaResult.error:type_name -> sluice.ErrorCode
+	0,   // 126: sluice.ListClientQuotasResponse.error:type_name -> sluice.ErrorCode
+	133, // 127: sluice.ListClientQuotasResponse.quotas:type_name -> sluice.ClientQuota
+	115, // 128: sluice.CreateAclsRequest.acls:type_name -> sluice.AclBinding
+	0,   // 129: sluice.CreateAclsResponse.error:type_name -> sluice.ErrorCode
+	115, // 130: sluice.DeleteAclsRequest.filters:type_name -> sluice.AclBinding
+	0,   // 131: sluice.DeleteAclsResponse.error:type_name -> sluice.ErrorCode
+	115, // 132: sluice.DeleteAclsResponse.deleted:type_name -> sluice.AclBinding
+	115, // 133: sluice.DescribeAclsRequest.filter:type_name -> sluice.AclBinding
+	0,   // 134: sluice.DescribeAclsResponse.error:type_name -> sluice.ErrorCode
+	115, // 135: sluice.DescribeAclsResponse.acls:type_name -> sluice.AclBinding
+	0,   // 136: sluice.CreateUserResponse.error:type_name -> sluice.ErrorCode
+	0,   // 137: sluice.DeleteUserResponse.error:type_name -> sluice.ErrorCode
+	0,   // 138: sluice.ListUsersResponse.error:type_name -> sluice.ErrorCode
+	116, // 139: sluice.ListUsersResponse.users:type_name -> sluice.UserRecord
+	140, // [140:140] is the sub-list for method output_type
+	140, // [140:140] is the sub-list for method input_type
+	140, // [140:140] is the sub-list for extension type_name
+	140, // [140:140] is the sub-list for extension extendee
+	0,   // [0:140] is the sub-list for field type_name
 }
 
 func init() { file_sluice_proto_init() }
@@ -12199,7 +12378,7 @@ func file_sluice_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_sluice_proto_rawDesc), len(file_sluice_proto_rawDesc)),
 			NumEnums:      5,
-			NumMessages:   159,
+			NumMessages:   163,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

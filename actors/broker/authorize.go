@@ -2,6 +2,7 @@ package broker
 
 import (
 	"fmt"
+	"maps"
 
 	"github.com/asynkron/protoactor-go/actor"
 	"google.golang.org/protobuf/proto"
@@ -134,6 +135,30 @@ func (b *brokerActor) onAlterClientQuotas(ctx actor.Context, m *messages.AlterCl
 		_, results := acl.AlterQuotas(rec, m.Entries)
 		return &messages.AlterClientQuotasResponse{Results: results}
 	})
+}
+
+// onDescribeTopicConfigs answers each topic's own configuration, or why
+// not: DescribeConfigs on the topic first (as Kafka: a topic one may not
+// see is not told to exist), then whether it exists.
+func (b *brokerActor) onDescribeTopicConfigs(ctx actor.Context, m *messages.DescribeTopicConfigsRequest) {
+	resp := &messages.DescribeTopicConfigsResponse{}
+	for _, name := range m.Topics {
+		tc := &messages.TopicConfigs{Name: name}
+		var t *messages.TopicRecord
+		if b.meta != nil {
+			t = b.meta.Topics[name]
+		}
+		switch why := b.may(ctx, onTopic(opDescribeConfigs, name)); {
+		case why != "":
+			tc.Error, tc.ErrorMessage = messages.ErrorCode_TOPIC_AUTHORIZATION_FAILED, why
+		case t == nil:
+			tc.Error = messages.ErrorCode_UNKNOWN_TOPIC_OR_PARTITION
+		default:
+			tc.Configs = maps.Clone(t.Configs)
+		}
+		resp.Topics = append(resp.Topics, tc)
+	}
+	actors.Respond(ctx, resp)
 }
 
 func (b *brokerActor) onDescribeBrokerConfigs(ctx actor.Context, _ *messages.DescribeBrokerConfigsRequest, fail failFunc) {

@@ -258,6 +258,16 @@ var requests = map[reflect.Type]request{
 	typeOf[*messages.AlterClientQuotasRequest](): onClusterEntry(opAlterConfigs, func(code messages.ErrorCode, text string) proto.Message {
 		return &messages.AlterClientQuotasResponse{Error: code, ErrorMessage: text}
 	}, (*brokerActor).onAlterClientQuotas),
+	typeOf[*messages.DescribeTopicConfigsRequest](): entry(
+		func(m *messages.DescribeTopicConfigsRequest) failFunc {
+			return func(code messages.ErrorCode, text string) proto.Message {
+				resp := &messages.DescribeTopicConfigsResponse{}
+				for _, name := range m.Topics {
+					resp.Topics = append(resp.Topics, &messages.TopicConfigs{Name: name, Error: code, ErrorMessage: text})
+				}
+				return resp
+			}
+		}, nil, plain((*brokerActor).onDescribeTopicConfigs)),
 	typeOf[*messages.DescribeBrokerConfigsRequest](): onClusterEntry(opDescribeConfigs, func(code messages.ErrorCode, text string) proto.Message {
 		return &messages.DescribeBrokerConfigsResponse{Error: code, ErrorMessage: text}
 	}, (*brokerActor).onDescribeBrokerConfigs),

@@ -73,9 +73,14 @@ func TestKafkaSASLPlain(t *testing.T) {
 	if err := alice.ProduceSync(ctx, &kgo.Record{Topic: "payments", Value: []byte("x")}).FirstErr(); !errors.Is(err, kerr.TopicAuthorizationFailed) {
 		t.Errorf("alice writing payments: %v", err)
 	}
-	// A broker's settings need DescribeConfigs on the cluster, as Kafka.
+	// A broker's settings need DescribeConfigs on the cluster, a topic's
+	// DescribeConfigs on the topic (Describe is not enough), as Kafka.
 	if described, err := kadm.NewClient(alice).DescribeBrokerConfigs(ctx, 1); !errors.Is(err, kerr.ClusterAuthorizationFailed) {
 		t.Errorf("alice describing broker 1's settings: %v %+v", err, described)
+	}
+	if described, err := kadm.NewClient(alice).DescribeTopicConfigs(ctx, "orders"); !errors.Is(err, kerr.TopicAuthorizationFailed) &&
+		(len(described) != 1 || !errors.Is(described[0].Err, kerr.TopicAuthorizationFailed)) {
+		t.Errorf("alice describing orders' configs without DescribeConfigs on it: %v %+v", err, described)
 	}
 
 	// Another user's token, a wrong one: refused, after a delay.
@@ -113,6 +118,9 @@ func TestKafkaSASLPlain(t *testing.T) {
 	}
 	if described, err := kadm.NewClient(adm).DescribeBrokerConfigs(ctx, 1); err != nil || len(described) != 1 || described[0].Err != nil {
 		t.Errorf("the admin describing broker 1's settings: %v %+v", err, described)
+	}
+	if described, err := kadm.NewClient(adm).DescribeTopicConfigs(ctx, "orders"); err != nil || len(described) != 1 || described[0].Err != nil {
+		t.Errorf("the admin describing orders' configs: %v %+v", err, described)
 	}
 }
 
