@@ -59,6 +59,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		err = runBench(args[1:], stdout, stderr)
 	case "acl":
 		err = runACL(args[1:], stdout, stderr)
+	case "quota":
+		err = runQuota(args[1:], stdout, stderr)
 	case "user":
 		err = runUser(args[1:], stdin, stdout, stderr)
 	case "dev-cluster":
