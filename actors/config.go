@@ -79,6 +79,11 @@ type BrokerConfig struct {
 	// replication factor is capped by the live brokers).
 	OffsetsPartitions        int
 	OffsetsReplicationFactor int
+	// OffsetsRetention is how long __consumer_offsets keeps a record
+	// (Kafka's offsets.retention.minutes), whatever the topics' defaults:
+	// each group's current state is written again every third of it, so
+	// retention never takes the latest of a group's offsets or membership.
+	OffsetsRetention time.Duration
 	// GroupInitialRebalanceDelay is how long an empty group waits for more
 	// members before its first generation.
 	GroupInitialRebalanceDelay time.Duration
@@ -189,6 +194,7 @@ func DefaultBrokerConfig() BrokerConfig {
 		MaxFetchBytes:                  8 << 20,
 		MaxFetchWaitMs:                 30000,
 		OffsetsPartitions:              16,
+		OffsetsRetention:               7 * 24 * time.Hour,
 		OffsetsReplicationFactor:       3,
 		GroupInitialRebalanceDelay:     300 * time.Millisecond,
 		GroupMinSessionTimeout:         time.Second,
@@ -223,6 +229,8 @@ func (c *BrokerConfig) Validate() error {
 		return fmt.Errorf("leader imbalance check interval %v: must be > 0", c.LeaderImbalanceCheckInterval)
 	case c.LeaderImbalanceRatio < 0 || c.LeaderImbalanceRatio > 1:
 		return fmt.Errorf("leader imbalance ratio %v: want 0 to 1", c.LeaderImbalanceRatio)
+	case c.OffsetsRetention < time.Second:
+		return fmt.Errorf("offsets retention %v: must be at least 1s", c.OffsetsRetention)
 	case c.RetentionCheckInterval <= 0:
 		return fmt.Errorf("retention check interval %v: must be > 0", c.RetentionCheckInterval)
 	case c.HWCheckpointInterval <= 0:

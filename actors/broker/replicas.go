@@ -151,8 +151,19 @@ func (b *brokerActor) onReplicaStarted(ctx actor.Context, tp cluster.TopicPartit
 	b.sendState(ctx, tp, r)
 }
 
-// topicConfig parses a topic's stored configuration over the defaults.
+// topicConfig parses a topic's stored configuration over the defaults;
+// __consumer_offsets keeps its records for --offsets-retention, whatever
+// the defaults (its coordinators write every group's state again within
+// it).
 func (b *brokerActor) topicConfig(topic string) actors.TopicConfig {
+	tc := b.parsedTopicConfig(topic)
+	if topic == actors.OffsetsTopic {
+		tc.RetentionMs, tc.RetentionBytes = b.cfg.OffsetsRetention.Milliseconds(), -1
+	}
+	return tc
+}
+
+func (b *brokerActor) parsedTopicConfig(topic string) actors.TopicConfig {
 	t := b.meta.Topics[topic]
 	if t == nil {
 		return b.topicDefaults

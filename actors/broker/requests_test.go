@@ -39,14 +39,16 @@ func TestRequestTableAnswersEachRequestWithItsResponse(t *testing.T) {
 }
 
 // errorCode is a response's error field, or that of its first per-topic
-// result.
+// result (results, or topics).
 func errorCode(m protoreflect.Message) messages.ErrorCode {
 	fields := m.Descriptor().Fields()
 	if f := fields.ByName("error"); f != nil {
 		return messages.ErrorCode(m.Get(f).Enum())
 	}
-	if f := fields.ByName("results"); f != nil && m.Get(f).List().Len() > 0 {
-		return errorCode(m.Get(f).List().Get(0).Message())
+	for _, name := range []protoreflect.Name{"results", "topics"} {
+		if f := fields.ByName(name); f != nil && f.Kind() == protoreflect.MessageKind && m.Get(f).List().Len() > 0 {
+			return errorCode(m.Get(f).List().Get(0).Message())
+		}
 	}
 	return -1
 }
@@ -55,8 +57,10 @@ func errorCode(m protoreflect.Message) messages.ErrorCode {
 // topics), so that its refusal has a per-topic result.
 func nameATopic(m protoreflect.Message) {
 	fields := m.Descriptor().Fields()
-	if f := fields.ByName("names"); f != nil && f.IsList() && f.Kind() == protoreflect.StringKind {
-		m.Mutable(f).List().Append(protoreflect.ValueOfString("t"))
+	for _, name := range []protoreflect.Name{"names", "topics"} {
+		if f := fields.ByName(name); f != nil && f.IsList() && f.Kind() == protoreflect.StringKind {
+			m.Mutable(f).List().Append(protoreflect.ValueOfString("t"))
+		}
 	}
 	if f := fields.ByName("topics"); f != nil && f.IsList() && f.Kind() == protoreflect.MessageKind {
 		list := m.Mutable(f).List()

@@ -79,6 +79,11 @@ type groupCoordinator struct {
 	// writes queue behind the one in flight: every write completes in order.
 	queue    []pendingWrite
 	inflight bool
+	// refreshPending: the group's state is to be written again once no
+	// write is pending (refresh.go); persistedMeta is the classic group's
+	// metadata as last written, what a refresh writes again.
+	refreshPending bool
+	persistedMeta  *messages.GroupMetadataValue
 
 	pushers map[string]*actor.PID // member id -> pusher
 	ticker  *time.Ticker
@@ -154,6 +159,8 @@ func (c *groupCoordinator) Receive(ctx actor.Context) {
 		if c.idle() { // ids handed out to join with expired unused
 			ctx.Send(ctx.Parent(), groupIdle{group: c.cfg.Group, pid: ctx.Self(), handled: c.handled})
 		}
+	case refreshState:
+		c.onRefreshState(ctx)
 	case pushCommit:
 		c.onPushAck(ctx, msg.member, msg.ack, msg.replyTo)
 	case pushMemberDown:
@@ -230,6 +237,7 @@ func (c *groupCoordinator) onStarted(ctx actor.Context) {
 	loaded := c.cfg.Loaded
 	if loaded != nil && loaded.meta != nil {
 		c.g = groups.Restore(c.groupConfig(), fromWireSnapshot(loaded.meta), now, c.partitionCounts)
+		c.persistedMeta = loaded.meta
 	} else {
 		c.g = groups.New(c.groupConfig())
 	}
@@ -325,7 +333,12 @@ func (c *groupCoordinator) handle(ctx actor.Context, out groups.Outcome) {
 	}
 	if out.Persist {
 		snap := toWireSnapshot(c.g.Snapshot())
-		c.write(ctx, []groupRecord{{Key: &messages.GroupRecordKey{Group: c.cfg.Group}, Metadata: snap}}, send)
+		c.write(ctx, []groupRecord{{Key: &messages.GroupRecordKey{Group: c.cfg.Group}, Metadata: snap}}, func(err error) {
+			if err == nil {
+				c.persistedMeta = snap
+			}
+			send(err)
+		})
 	} else {
 		send(nil)
 	}
@@ -829,11 +842,11 @@ func (c *groupCoordinator) write(ctx actor.Context, recs []groupRecord, done fun
 }
 
 func (c *groupCoordinator) flushWrites(ctx actor.Context) {
+	c.startRefresh()
 	if c.inflight || len(c.queue) == 0 {
 		return
 	}
-	batch := c.queue
-	c.queue = nil
+	batch := c.takeWrites()
 	var recs []groupRecord
 	for _, w := range batch {
 		recs = append(recs, w.records...)
@@ -846,11 +859,7 @@ func (c *groupCoordinator) flushWrites(ctx actor.Context) {
 	reply.Ask(ctx, c.cfg.BrokerPID, req, 15*time.Second, func(res any, err error) {
 		c.inflight = false
 		if err == nil {
-			if resp, ok := res.(*messages.ProduceResponse); !ok {
-				err = fmt.Errorf("unexpected answer %T", res)
-			} else if resp.Error != messages.ErrorCode_NONE {
-				err = resp.Error.Err(resp.ErrorMessage)
-			}
+			err = produceError(res)
 		}
 		if err != nil {
 			c.cfg.Broker.Logger.Warn("group write failed", "group", c.cfg.Group, "error", err)

@@ -1,11 +1,9 @@
 package coordinator
 
 import (
-	"cmp"
 	"fmt"
 	"maps"
 	"slices"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -98,6 +96,8 @@ func (h *groupHost) Receive(ctx actor.Context) {
 		h.load(ctx)
 	case loadStep:
 		h.load(ctx)
+	case refreshDue:
+		h.onRefreshDue(ctx)
 	case groupOverviewChanged:
 		if msg.overview == nil {
 			delete(h.overviews, msg.group)
@@ -227,6 +227,7 @@ func (h *groupHost) finishLoad(ctx actor.Context) {
 	// Before any coordinator runs (whose writes must come after), so that
 	// a rewritten value never lands after a newer one.
 	h.migrateLegacy(ctx)
+	h.scheduleRefresh(ctx)
 	for name, g := range h.groups {
 		if g.meta != nil && len(g.meta.Members) > 0 || g.consumer != nil && len(g.consumer.Members) > 0 {
 			h.coordinator(ctx, name)
@@ -281,9 +282,6 @@ func (h *groupHost) publish() {
 	h.cfg.Overview.Store(&list)
 }
 
-// migrateLegacyBatch bounds the records of one rewrite batch.
-const migrateLegacyBatch = 500
-
 // migrateLegacy writes again, in Kafka's format, the current values of
 // the loaded groups that were last written in the protobuf format of
 // earlier releases, so that Kafka's tools see every group's offsets. It
@@ -293,7 +291,8 @@ const migrateLegacyBatch = 500
 func (h *groupHost) migrateLegacy(ctx actor.Context) {
 	var recs []groupRecord
 	groups := 0
-	for name, g := range h.groups {
+	for _, name := range slices.Sorted(maps.Keys(h.groups)) {
+		g := h.groups[name]
 		if len(g.legacy) == 0 {
 			continue
 		}
@@ -301,30 +300,14 @@ func (h *groupHost) migrateLegacy(ctx actor.Context) {
 		if g.meta != nil {
 			recs = append(recs, groupRecord{Key: &messages.GroupRecordKey{Group: name}, Metadata: g.meta})
 		}
-		for _, tp := range slices.SortedFunc(maps.Keys(g.offsets), func(a, b cluster.TopicPartition) int {
-			return cmp.Or(strings.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
-		}) {
-			recs = append(recs, groupRecord{Key: &messages.GroupRecordKey{Group: name, Topic: tp.Topic, Partition: tp.Partition},
-				Offset: g.offsets[tp]})
-		}
+		recs = append(recs, offsetRecords(name, g.offsets)...)
 		g.legacy = nil
 	}
 	if len(recs) == 0 {
 		return
 	}
 	h.cfg.Broker.Logger.Info("rewriting groups in Kafka's record format", "partition", h.cfg.Partition, "groups", groups, "records", len(recs))
-	for start := 0; start < len(recs); start += migrateLegacyBatch {
-		chunk := recs[start:min(start+migrateLegacyBatch, len(recs))]
-		req := &messages.ProduceRequest{Topic: actors.OffsetsTopic, Partition: h.cfg.Partition, Acks: -1,
-			TimeoutMs: 10000, Records: encodeGroupRecords(chunk)}
-		reply.Ask(ctx, h.cfg.BrokerPID, req, 15*time.Second, func(res any, err error) {
-			if resp, ok := res.(*messages.ProduceResponse); err == nil && (!ok || resp.Error != messages.ErrorCode_NONE) {
-				err = fmt.Errorf("answer %v", res)
-			}
-			if err != nil {
-				h.cfg.Broker.Logger.Warn("rewriting groups in Kafka's record format failed; the next load tries again",
-					"partition", h.cfg.Partition, "error", err)
-			}
-		})
+	for _, chunk := range chunkRecords(recs) {
+		h.produce(ctx, chunk, "rewriting groups in Kafka's record format (the next load tries again)")
 	}
 }

@@ -46,6 +46,7 @@ func runBroker(args []string, stdout, stderr io.Writer) error {
 	retentionCheck := fs.Duration("retention-check-interval", def.RetentionCheckInterval, "how often retention runs")
 	maxFetch := fs.Int("max-fetch-bytes", def.MaxFetchBytes, "largest fetch response")
 	offsetsPartitions := fs.Int("offsets-partitions", def.OffsetsPartitions, "partitions of the internal "+actors.OffsetsTopic+" topic")
+	offsetsRetention := fs.Duration("offsets-retention", def.OffsetsRetention, "how long "+actors.OffsetsTopic+" keeps a record; every group's state is written again each third of it (Kafka's offsets.retention.minutes)")
 	offsetsRF := fs.Int("offsets-replication-factor", def.OffsetsReplicationFactor, "replicas of "+actors.OffsetsTopic+" (capped by the live brokers)")
 	rebalanceDelay := fs.Duration("group-initial-rebalance-delay", def.GroupInitialRebalanceDelay, "how long a new group waits for more members")
 	minSession := fs.Duration("group-min-session-timeout", def.GroupMinSessionTimeout, "smallest session timeout a member may ask for")
@@ -130,6 +131,7 @@ func runBroker(args []string, stdout, stderr io.Writer) error {
 	cfg.RetentionCheckInterval = *retentionCheck
 	cfg.MaxFetchBytes = *maxFetch
 	cfg.OffsetsPartitions = *offsetsPartitions
+	cfg.OffsetsRetention = *offsetsRetention
 	cfg.OffsetsReplicationFactor = *offsetsRF
 	cfg.GroupInitialRebalanceDelay = *rebalanceDelay
 	cfg.GroupMinSessionTimeout = *minSession

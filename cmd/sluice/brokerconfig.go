@@ -53,6 +53,7 @@ var kafkaNames = map[string]string{
 	"log.retention.check.interval.ms":         "retention-check-interval",
 	"offsets.topic.num.partitions":            "offsets-partitions",
 	"offsets.topic.replication.factor":        "offsets-replication-factor",
+	"offsets.retention.minutes":               "offsets-retention",
 	"group.initial.rebalance.delay.ms":        "group-initial-rebalance-delay",
 	"group.min.session.timeout.ms":            "group-min-session-timeout",
 	"group.max.session.timeout.ms":            "group-max-session-timeout",
@@ -160,6 +161,8 @@ func flagForKey(fs *flag.FlagSet, key string) (f *flag.Flag, unit time.Duration)
 			unit = time.Millisecond
 		case strings.HasSuffix(key, ".seconds"):
 			unit = time.Second
+		case strings.HasSuffix(key, ".minutes"):
+			unit = time.Minute
 		}
 		return fs.Lookup(name), unit
 	}
