@@ -130,21 +130,26 @@ func (c *groupCoordinator) onConsumerHeartbeat(ctx actor.Context, req *messages.
 	}
 	// What a member subscribes with counts in the broker's group metadata
 	// budget, in place of what it subscribed with before: the names, and
-	// what its regular expression compiles to and matches.
-	topics, regex := c.cg.Subscription(req.MemberId)
-	if req.TopicsSet {
-		topics = req.Topics
-	}
-	if req.RegexSet {
-		regex = req.Regex
-	}
-	size := int64(len(regex)+len(req.ClientId)+len(req.InstanceId)+len(req.RackId)) + memberOverheadBytes +
-		consumergroup.RegexBytes(regex, h.Principal, c.catalog())
-	for _, t := range topics {
-		size += int64(len(t))
+	// what its regular expression compiles to and matches (measured only
+	// when the subscription comes, not at every heartbeat).
+	subscribing := req.MemberEpoch == 0 || req.TopicsSet || req.RegexSet
+	var size int64
+	if subscribing {
+		topics, regex := c.cg.Subscription(req.MemberId)
+		if req.TopicsSet {
+			topics = req.Topics
+		}
+		if req.RegexSet {
+			regex = req.Regex
+		}
+		size = int64(len(regex)+len(req.ClientId)+len(req.InstanceId)+len(req.RackId)) + memberOverheadBytes +
+			consumergroup.RegexBytes(regex, h.Principal, c.catalog())
+		for _, t := range topics {
+			size += int64(len(t))
+		}
 	}
 	principal := transport.Principal(ctx)
-	undo, ok := c.recharge(req.MemberId, principal, size, req.MemberEpoch == 0 || req.TopicsSet || req.RegexSet)
+	undo, ok := c.recharge(req.MemberId, principal, size, subscribing)
 	if !ok {
 		answer(&messages.ConsumerGroupHeartbeatResponse{Error: messages.ErrorCode_GROUP_MAX_SIZE_REACHED, MemberId: req.MemberId,
 			ErrorMessage: c.overBudget(principal, size)})
