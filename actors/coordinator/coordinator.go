@@ -84,6 +84,9 @@ type groupCoordinator struct {
 	// metadata as last written, what a refresh writes again.
 	refreshPending bool
 	persistedMeta  *messages.GroupMetadataValue
+	// activeAt is when the group last had members (or this coordinator
+	// started): its offsets expire a retention after (refresh.go).
+	activeAt time.Time
 
 	pushers map[string]*actor.PID // member id -> pusher
 	ticker  *time.Ticker
@@ -175,6 +178,9 @@ func (c *groupCoordinator) Receive(ctx actor.Context) {
 			}
 		}
 	}
+	if c.g.Busy() || (c.cg != nil && c.cg.Len() > 0) {
+		c.activeAt = time.Now()
+	}
 	c.tickIfNeeded(ctx)
 }
 
@@ -234,6 +240,7 @@ func (c *groupCoordinator) onPushCredit(ctx actor.Context, msg *messages.PushCre
 
 func (c *groupCoordinator) onStarted(ctx actor.Context) {
 	now := time.Now()
+	c.activeAt = now
 	loaded := c.cfg.Loaded
 	if loaded != nil && loaded.meta != nil {
 		c.g = groups.Restore(c.groupConfig(), fromWireSnapshot(loaded.meta), now, c.partitionCounts)
@@ -842,7 +849,7 @@ func (c *groupCoordinator) write(ctx actor.Context, recs []groupRecord, done fun
 }
 
 func (c *groupCoordinator) flushWrites(ctx actor.Context) {
-	c.startRefresh()
+	c.startRefresh(ctx)
 	if c.inflight || len(c.queue) == 0 {
 		return
 	}

@@ -25,6 +25,12 @@ import (
 // state is written again: the newest copy of every record is always
 // younger than the retention, and a coordinator that loads the partition
 // finds it all.
+//
+// What Kafka expires goes instead, as Kafka's offsets.retention.minutes
+// says: an offset committed longer than the retention ago, of a group
+// that has had no members for as long (since its coordinator last saw
+// one, or started). Once a group without members has no offsets left, it
+// is deleted. Tombstones take their place, so a load never finds them.
 
 type (
 	// refreshDue: the host's time to have every group written again.
@@ -49,9 +55,29 @@ func (h *groupHost) scheduleRefresh(ctx actor.Context) {
 // its own: only the owner of a group's state may write it, after its
 // pending writes.
 func (h *groupHost) onRefreshDue(ctx actor.Context) {
+	now, retention := time.Now(), h.cfg.Broker.OffsetsRetention
+	// Loaded groups have no members (those that had got a coordinator at
+	// once): empty since the load at least.
+	empty := now.Sub(h.started) >= retention
 	var recs []groupRecord
+	expired := 0
 	for _, name := range slices.Sorted(maps.Keys(h.groups)) {
-		recs = append(recs, loadedRecords(name, h.groups[name])...)
+		g := h.groups[name]
+		live, dead := expireOffsets(name, g.offsets, empty, now, retention)
+		g.offsets = live
+		recs = append(recs, dead...)
+		if empty && len(live) == 0 {
+			recs = append(recs, groupTombstones(name, g.meta != nil, g.consumer != nil)...)
+			delete(h.groups, name)
+			expired++
+			continue
+		}
+		recs = append(recs, loadedRecords(name, g)...)
+	}
+	if expired > 0 {
+		h.cfg.Broker.Logger.Info("groups expired: no members nor commits for the offsets retention", "partition", h.cfg.Partition,
+			"groups", expired, "retention", retention)
+		h.publish()
 	}
 	for _, chunk := range chunkRecords(recs) {
 		h.produce(ctx, chunk, "writing groups again within the offsets retention")
@@ -74,6 +100,38 @@ func loadedRecords(name string, g *loadedGroup) []groupRecord {
 		recs = append(recs, groupRecord{Key: &messages.GroupRecordKey{Group: name}, ConsumerGroup: true, Consumer: g.consumer})
 	}
 	return append(recs, offsetRecords(name, g.offsets)...)
+}
+
+// expireOffsets splits a group's offsets into those kept and tombstones
+// for those expired: committed a retention ago or more, in a group empty
+// for as long.
+func expireOffsets(group string, offsets map[cluster.TopicPartition]*messages.OffsetValue, empty bool, now time.Time,
+	retention time.Duration) (map[cluster.TopicPartition]*messages.OffsetValue, []groupRecord) {
+	if !empty {
+		return offsets, nil
+	}
+	live := map[cluster.TopicPartition]*messages.OffsetValue{}
+	var dead []groupRecord
+	for tp, o := range offsets {
+		if now.Sub(time.UnixMilli(o.CommitUnixMs)) >= retention {
+			dead = append(dead, groupRecord{Key: &messages.GroupRecordKey{Group: group, Topic: tp.Topic, Partition: tp.Partition}, Deleted: true})
+		} else {
+			live[tp] = o
+		}
+	}
+	return live, dead
+}
+
+// groupTombstones delete a group's membership records.
+func groupTombstones(group string, classic, consumer bool) []groupRecord {
+	var recs []groupRecord
+	if classic {
+		recs = append(recs, groupRecord{Key: &messages.GroupRecordKey{Group: group}, Deleted: true})
+	}
+	if consumer {
+		recs = append(recs, groupRecord{Key: &messages.GroupRecordKey{Group: group}, ConsumerGroup: true, Deleted: true})
+	}
+	return recs
 }
 
 // offsetRecords is a group's committed offsets as records, in order.
@@ -132,31 +190,57 @@ func (c *groupCoordinator) onRefreshState(ctx actor.Context) {
 
 // refreshRecords is the group's state as written last, as records: its
 // membership (classic, as last persisted, not mid-rebalance; and of the
-// consumer protocol, which every change writes) and its offsets.
-func (c *groupCoordinator) refreshRecords() []groupRecord {
-	var recs []groupRecord
+// consumer protocol, which every change writes) and its offsets, with
+// tombstones for what expired; gone when the whole group expired.
+func (c *groupCoordinator) refreshRecords(now time.Time) (recs []groupRecord, gone bool) {
+	retention := c.cfg.Broker.OffsetsRetention
+	empty := c.memberCount() == 0 && len(c.pushers) == 0 && now.Sub(c.activeAt) >= retention
+	live, dead := expireOffsets(c.cfg.Group, c.offsets, empty, now, retention)
+	consumer := c.cg != nil && c.cg.Epoch() > 0
+	if empty && len(live) == 0 {
+		return append(dead, groupTombstones(c.cfg.Group, c.persistedMeta != nil, consumer)...), true
+	}
 	if c.persistedMeta != nil {
 		recs = append(recs, groupRecord{Key: &messages.GroupRecordKey{Group: c.cfg.Group}, Metadata: c.persistedMeta})
 	}
-	if c.cg != nil && c.cg.Epoch() > 0 {
+	if consumer {
 		recs = append(recs, groupRecord{Key: &messages.GroupRecordKey{Group: c.cfg.Group}, ConsumerGroup: true,
 			Consumer: toWireConsumerGroup(c.cg.Snapshot())})
 	}
-	return append(recs, offsetRecords(c.cfg.Group, c.offsets)...)
+	return append(append(recs, offsetRecords(c.cfg.Group, live)...), dead...), false
 }
 
 // startRefresh queues the refresh's writes, when one is asked for and
-// nothing else is pending.
-func (c *groupCoordinator) startRefresh() {
+// nothing else is pending; a group that expired whole is deleted once
+// its tombstones are written.
+func (c *groupCoordinator) startRefresh(ctx actor.Context) {
 	if !c.refreshPending || c.inflight || len(c.queue) > 0 {
 		return
 	}
 	c.refreshPending = false
-	for _, chunk := range chunkRecords(c.refreshRecords()) {
+	recs, gone := c.refreshRecords(time.Now())
+	chunks := chunkRecords(recs)
+	for i, chunk := range chunks {
+		last := i == len(chunks)-1
 		c.queue = append(c.queue, pendingWrite{records: chunk, done: func(err error) {
-			if err != nil {
+			switch {
+			case err != nil:
 				c.cfg.Broker.Logger.Warn("writing a group again within the offsets retention failed; the next refresh tries again",
 					"group", c.cfg.Group, "error", err)
+			case gone && last:
+				// Its membership records are tombstones now: nothing to
+				// write again, unless what came meanwhile writes it anew.
+				c.persistedMeta = nil
+				if c.cg != nil && c.cg.Len() == 0 {
+					c.cg = nil
+				}
+				if len(c.queue) > 0 || c.memberCount() > 0 {
+					return // a request came meanwhile: the group lives on
+				}
+				c.cfg.Broker.Logger.Info("group expired: no members nor commits for the offsets retention", "group", c.cfg.Group,
+					"retention", c.cfg.Broker.OffsetsRetention)
+				ctx.Send(ctx.Parent(), groupDeleted{group: c.cfg.Group})
+				ctx.Stop(ctx.Self())
 			}
 		}})
 	}
