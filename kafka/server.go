@@ -54,9 +54,12 @@ type Config struct {
 	// MaxFrameBytes is the largest request frame read; a larger size
 	// prefix closes the connection before the body is read.
 	MaxFrameBytes int
-	// MaxConnections and MaxConnectionsPerIP bound the open connections.
-	MaxConnections      int
-	MaxConnectionsPerIP int
+	// MaxConnections and MaxConnectionsPerIP bound the open connections;
+	// MaxConnectionsPerIPOverrides gives some addresses (canonical IP
+	// strings) limits of their own.
+	MaxConnections               int
+	MaxConnectionsPerIP          int
+	MaxConnectionsPerIPOverrides map[string]int
 	// A new connection is pending until its first request has arrived
 	// (after its TLS handshake), which must be within FirstRequestTimeout;
 	// MaxPending and MaxPendingPerIP bound the pending connections apart
@@ -327,9 +330,15 @@ func (s *Server) unpend(ip string) {
 // establish turns c, whose first request has arrived, into an established
 // connection, or says which limit refuses it.
 func (s *Server) establish(c *conn) string {
-	most, mostPerIP := s.cfg.MaxConnections, s.cfg.MaxConnectionsPerIP
+	most, mostPerIP, overrides := s.cfg.MaxConnections, s.cfg.MaxConnectionsPerIP, s.cfg.MaxConnectionsPerIPOverrides
 	if v := s.dynamicConfigs(); v != nil {
 		most, mostPerIP = v.Int(brokerconfig.MaxConnections, most), v.Int(brokerconfig.MaxConnectionsPerIP, mostPerIP)
+		if list, ok := v.Get(brokerconfig.MaxConnectionsPerIPOverrides); ok {
+			overrides, _ = brokerconfig.ParseIPOverrides(list) // checked when set
+		}
+	}
+	if n, ok := overrides[c.ip]; ok {
+		mostPerIP = n
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -446,3 +446,29 @@ func TestConnectionLimitsFollowDynamicConfigs(t *testing.T) {
 		t.Fatal("refused under the configured limits")
 	}
 }
+
+// An address named in max.connections.per.ip.overrides has its own limit,
+// from the flags or, replacing them, the dynamic value.
+func TestConnectionLimitOverridesPerAddress(t *testing.T) {
+	var values atomic.Pointer[brokerconfig.Values]
+	_, addr := startServer(t, &fakeBroker{md: testMetadata()}, Config{MaxConnections: 100, MaxConnectionsPerIP: 1,
+		MaxConnectionsPerIPOverrides: map[string]int{"127.0.0.1": 3}, DynamicConfigs: values.Load})
+	served := func() bool {
+		c := dial(t, addr)
+		c.send(frameRequest(kmsg.NewPtrApiVersionsRequest(), 1))
+		_, err := c.read(kmsg.NewPtrApiVersionsResponse())
+		return err == nil
+	}
+	for i := range 3 {
+		if !served() {
+			t.Fatalf("connection %d from 127.0.0.1 refused under its override of 3", i+1)
+		}
+	}
+	if served() {
+		t.Fatal("a fourth connection served over the override of 3")
+	}
+	values.Store(&brokerconfig.Values{Cluster: map[string]string{brokerconfig.MaxConnectionsPerIPOverrides: "127.0.0.1:5"}})
+	if !served() {
+		t.Fatal("refused under the dynamic override of 5")
+	}
+}

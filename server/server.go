@@ -100,8 +100,11 @@ type Config struct {
 	// transport's defaults), and the bytes of requests and answers all
 	// listeners hold at once (0: kafka.DefaultBudgetBytes).
 	MaxConnections, MaxConnectionsPerIP int
-	IdleTimeout                         time.Duration
-	MaxInflightBytes                    int64
+	// MaxConnectionsPerIPOverrides gives some addresses limits of their
+	// own (brokerconfig.ParseIPOverrides).
+	MaxConnectionsPerIPOverrides map[string]int
+	IdleTimeout                  time.Duration
+	MaxInflightBytes             int64
 
 	// TLSCert, TLSKey and TLSCA turn on mutual TLS, principals and ACLs
 	// (all three or none).
@@ -292,7 +295,8 @@ func (s *Server) Start(ctx context.Context) (err error) {
 	tcfg := transport.Config{Host: s.host, Port: s.port, AdvertisedAddr: cfg.Advertise,
 		MaxMessageBytes: max(bcfg.MaxFetchBytes, actors.MaxMessageBytesLimit) + (64 << 10),
 		MaxConnections:  cfg.MaxConnections, MaxConnectionsPerIP: cfg.MaxConnectionsPerIP, IdleTimeout: cfg.IdleTimeout, Budget: inflight,
-		Limits: dynamicConnectionLimits(bcfg.DynamicConfigs), System: cfg.System}
+		MaxConnectionsPerIPOverrides: cfg.MaxConnectionsPerIPOverrides,
+		Limits:                       dynamicConnectionLimits(bcfg.DynamicConfigs), System: cfg.System}
 	if cfg.DebugTransport {
 		level := slog.LevelDebug
 		tcfg.LogLevel = &level
@@ -431,7 +435,8 @@ func (s *Server) Start(ctx context.Context) (err error) {
 			Budget: inflight, MaxFetchBytes: bcfg.MaxFetchBytes,
 			MaxFrameBytes:  max(bcfg.MaxFetchBytes, actors.MaxMessageBytesLimit) + (64 << 10),
 			MaxConnections: cfg.MaxConnections, MaxConnectionsPerIP: cfg.MaxConnectionsPerIP, IdleTimeout: cfg.IdleTimeout,
-			TopicDefaults: bcfg.DefaultTopic.Values(), TopicBuiltins: actors.DefaultTopicConfig().Values(),
+			MaxConnectionsPerIPOverrides: cfg.MaxConnectionsPerIPOverrides,
+			TopicDefaults:                bcfg.DefaultTopic.Values(), TopicBuiltins: actors.DefaultTopicConfig().Values(),
 			BrokerID: bcfg.ID, BrokerSettings: cfg.KafkaSettings, Logger: s.logger.With("listener", "kafka"),
 			// With TLS on the broker the Kafka listener is TLS too, with the
 			// same certificates and principals.
@@ -556,14 +561,19 @@ func isLoopback(host string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// dynamicConnectionLimits reads the dynamic max.connections and
-// max.connections.per.ip for the broker's own listener (zero: the flags).
-func dynamicConnectionLimits(values *atomic.Pointer[brokerconfig.Values]) func() (int, int) {
-	return func() (int, int) {
+// dynamicConnectionLimits reads the dynamic max.connections,
+// max.connections.per.ip and its overrides for the broker's own listener
+// (unset: the flags).
+func dynamicConnectionLimits(values *atomic.Pointer[brokerconfig.Values]) func() transport.ConnLimits {
+	return func() transport.ConnLimits {
 		v := values.Load()
 		if v == nil {
-			return 0, 0
+			return transport.ConnLimits{}
 		}
-		return v.Int(brokerconfig.MaxConnections, 0), v.Int(brokerconfig.MaxConnectionsPerIP, 0)
+		limits := transport.ConnLimits{Max: v.Int(brokerconfig.MaxConnections, 0), PerIP: v.Int(brokerconfig.MaxConnectionsPerIP, 0)}
+		if list, ok := v.Get(brokerconfig.MaxConnectionsPerIPOverrides); ok {
+			limits.PerIPOverrides, _ = brokerconfig.ParseIPOverrides(list) // checked when set
+		}
+		return limits
 	}
 }

@@ -29,6 +29,14 @@ const (
 	maxStreamsPerConn = 8
 )
 
+// ConnLimits are connection limits changed while the node runs: a zero
+// keeps the configured limit, and PerIPOverrides, when not nil, replaces
+// the configured overrides.
+type ConnLimits struct {
+	Max, PerIP     int
+	PerIPOverrides map[string]int
+}
+
 // errConnRefused is what a connection over a limit gets: gRPC closes it.
 var errConnRefused = errors.New("connection refused by a limit")
 
@@ -60,7 +68,8 @@ func (s *ConnStats) ClosedForIdle() int64 { return s.closedForIdle.Load() }
 type connLimiter struct {
 	credentials.TransportCredentials
 	max, maxPerIP int
-	limits        func() (int, int) // nil: max and maxPerIP
+	overrides     map[string]int
+	limits        func() ConnLimits // nil: the fields above
 	idle          time.Duration
 	stats         *ConnStats
 	guard         *GuardStats // for its log spacing
@@ -74,7 +83,7 @@ type connLimiter struct {
 
 func newConnLimiter(creds credentials.TransportCredentials, cfg Config, guard *GuardStats, logger *slog.Logger) *connLimiter {
 	l := &connLimiter{TransportCredentials: creds, max: cfg.MaxConnections, maxPerIP: cfg.MaxConnectionsPerIP,
-		limits: cfg.Limits, idle: cfg.IdleTimeout, stats: &ConnStats{}, guard: guard, logger: logger, byIP: map[string]int{},
+		overrides: cfg.MaxConnectionsPerIPOverrides, limits: cfg.Limits, idle: cfg.IdleTimeout, stats: &ConnStats{}, guard: guard, logger: logger, byIP: map[string]int{},
 		conns: map[string]*limitedConn{}}
 	if l.max <= 0 {
 		l.max = DefaultMaxConnections
@@ -90,10 +99,16 @@ func newConnLimiter(creds credentials.TransportCredentials, cfg Config, guard *G
 
 // admit counts a new connection from ip, or says which limit refuses it.
 func (l *connLimiter) admit(ip string) string {
-	most, mostPerIP := l.max, l.maxPerIP
+	most, mostPerIP, overrides := l.max, l.maxPerIP, l.overrides
 	if l.limits != nil {
-		m, p := l.limits()
-		most, mostPerIP = cmp.Or(m, most), cmp.Or(p, mostPerIP)
+		now := l.limits()
+		most, mostPerIP = cmp.Or(now.Max, most), cmp.Or(now.PerIP, mostPerIP)
+		if now.PerIPOverrides != nil {
+			overrides = now.PerIPOverrides
+		}
+	}
+	if n, ok := overrides[ip]; ok {
+		mostPerIP = n
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()

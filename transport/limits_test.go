@@ -36,7 +36,7 @@ func TestConnLimiterCounts(t *testing.T) {
 func TestConnLimiterFollowsChangedLimits(t *testing.T) {
 	var total, perIP atomic.Int64
 	cfg := Config{MaxConnections: 10, MaxConnectionsPerIP: 10,
-		Limits: func() (int, int) { return int(total.Load()), int(perIP.Load()) }}
+		Limits: func() ConnLimits { return ConnLimits{Max: int(total.Load()), PerIP: int(perIP.Load())} }}
 	l := newConnLimiter(insecure.NewCredentials(), cfg, &GuardStats{}, slog.New(slog.DiscardHandler))
 	for range 3 {
 		if why := l.admit("10.0.0.1"); why != "" {
@@ -58,5 +58,31 @@ func TestConnLimiterFollowsChangedLimits(t *testing.T) {
 	perIP.Store(5)
 	if why := l.admit("10.0.0.1"); why != "" {
 		t.Fatalf("refused once the limits were raised: %s", why)
+	}
+}
+
+// An address named in the overrides has its own limit (0: none admitted);
+// overrides given while the node runs replace the configured ones.
+func TestConnLimiterPerAddressOverrides(t *testing.T) {
+	var now atomic.Pointer[ConnLimits]
+	now.Store(&ConnLimits{})
+	cfg := Config{MaxConnections: 100, MaxConnectionsPerIP: 2, MaxConnectionsPerIPOverrides: map[string]int{"10.0.0.9": 4, "10.0.0.6": 0},
+		Limits: func() ConnLimits { return *now.Load() }}
+	l := newConnLimiter(insecure.NewCredentials(), cfg, &GuardStats{}, slog.New(slog.DiscardHandler))
+	admitted := func(ip string, n int) int {
+		got := 0
+		for range n {
+			if l.admit(ip) == "" {
+				got++
+			}
+		}
+		return got
+	}
+	if a, b, c := admitted("10.0.0.9", 6), admitted("10.0.0.1", 6), admitted("10.0.0.6", 1); a != 4 || b != 2 || c != 0 {
+		t.Fatalf("admitted %d from the address with 4, %d from another (limit 2), %d from the one with 0", a, b, c)
+	}
+	now.Store(&ConnLimits{PerIPOverrides: map[string]int{"10.0.0.1": 5}})
+	if a, b := admitted("10.0.0.9", 1), admitted("10.0.0.1", 6); a != 0 || b != 3 {
+		t.Fatalf("after the overrides changed: %d more from the one no longer named (holding 4, limit 2), %d more from the one with 5 (holding 2)", a, b)
 	}
 }

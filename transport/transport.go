@@ -63,10 +63,12 @@ type Config struct {
 	MaxConnections      int
 	MaxConnectionsPerIP int
 	IdleTimeout         time.Duration
+	// MaxConnectionsPerIPOverrides are other limits for some addresses
+	// (canonical IP strings), as Kafka's max.connections.per.ip.overrides.
+	MaxConnectionsPerIPOverrides map[string]int
 	// Limits, when set, returns the connection limits in force now (the
-	// dynamic max.connections and max.connections.per.ip), read at each
-	// new connection; a zero keeps the configured limit.
-	Limits func() (maxConnections, maxPerIP int)
+	// dynamic max.connections and friends), read at each new connection.
+	Limits func() ConnLimits
 	// LogLevel for protoactor's own logging. Default: silent, since it
 	// reports every closed connection (a client going away) as an error.
 	LogLevel *slog.Level

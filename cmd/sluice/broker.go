@@ -14,6 +14,7 @@ import (
 	"github.com/sluicemq/sluice/actors"
 	"github.com/sluicemq/sluice/cluster/consul"
 	"github.com/sluicemq/sluice/kafka"
+	"github.com/sluicemq/sluice/messages/brokerconfig"
 	"github.com/sluicemq/sluice/server"
 	"github.com/sluicemq/sluice/storage/syncjournal"
 	"github.com/sluicemq/sluice/transport"
@@ -61,6 +62,7 @@ func runBroker(args []string, stdout, stderr io.Writer) error {
 	logFormat := fs.String("log-format", "text", "text or json")
 	maxConns := fs.Int("max-connections", transport.DefaultMaxConnections, "most connections the broker's listener holds; more are closed at once (Kafka's max.connections)")
 	maxConnsPerIP := fs.Int("max-connections-per-ip", transport.DefaultMaxConnectionsPerIP, "most connections from one remote address (Kafka's max.connections.per.ip)")
+	perIPOverrides := fs.String("max-connections-per-ip-overrides", "", "ADDRESS:COUNT,...: other limits for some IP addresses (Kafka's max.connections.per.ip.overrides)")
 	inflight := fs.Int64("max-inflight-bytes", kafka.DefaultBudgetBytes, "bytes of requests read and not yet answered, and of answers not yet written, the broker holds at most; a connection waits to read its next request until there is room, and one remote address may hold a quarter (Kafka's queued.max.request.bytes)")
 	idleConns := fs.Duration("connections-max-idle", transport.DefaultIdleTimeout, "close a connection that sends nothing, not even a keepalive ping, for this long")
 	httpAddr := fs.String("http", server.HTTPAuto, fmt.Sprintf("host:port of the HTTP listener: /metrics, /healthz, /readyz, /debug/pprof/ (%q: 127.0.0.1 at the broker's port + %d; \"\": off)", server.HTTPAuto, server.HTTPPortOffset))
@@ -155,6 +157,10 @@ func runBroker(args []string, stdout, stderr io.Writer) error {
 	if *maxConns <= 0 || *maxConnsPerIP <= 0 || *idleConns <= 0 {
 		return usageErr("--max-connections, --max-connections-per-ip and --connections-max-idle must be positive")
 	}
+	overrides, err := brokerconfig.ParseIPOverrides(*perIPOverrides)
+	if err != nil {
+		return usageErr("--max-connections-per-ip-overrides: %v", err)
+	}
 	if *inflight < 1<<20 {
 		return usageErr("--max-inflight-bytes %d: at least 1 MiB (1048576)", *inflight)
 	}
@@ -179,7 +185,8 @@ func runBroker(args []string, stdout, stderr io.Writer) error {
 		KafkaOAuthJWKS: *kafkaOAuthJWKS, KafkaOAuthIssuer: *kafkaOAuthIssuer, KafkaOAuthAudience: *kafkaOAuthAudience,
 		HTTPAddr: *httpAddr, HTTPAnonymous: *httpAnonymous, HTTPHosts: httpHosts, ConsoleWrite: *consoleWrite,
 		PartitionMetrics: *partitionMetrics, KafkaSettings: kafkaSettings(fs, sources),
-		MaxConnections: *maxConns, MaxConnectionsPerIP: *maxConnsPerIP, IdleTimeout: *idleConns, MaxInflightBytes: *inflight,
+		MaxConnections: *maxConns, MaxConnectionsPerIP: *maxConnsPerIP, MaxConnectionsPerIPOverrides: overrides,
+		IdleTimeout: *idleConns, MaxInflightBytes: *inflight,
 		TLSCert: *tlsCert, TLSKey: *tlsKey, TLSCA: *tlsCA,
 		Build:  server.Build{Version: build.Version, Commit: build.Commit, GoVersion: build.GoVersion, Short: build.short()},
 		Logger: logger, DebugTransport: *logLevel == "debug", ClientLogger: clientLogger(stderr)})

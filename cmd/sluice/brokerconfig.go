@@ -63,6 +63,7 @@ var kafkaNames = map[string]string{
 	"producer.id.expiration.ms":               "producer-id-expiration",
 	"max.connections":                         "max-connections",
 	"max.connections.per.ip":                  "max-connections-per-ip",
+	"max.connections.per.ip.overrides":        "max-connections-per-ip-overrides",
 	"connections.max.idle.ms":                 "connections-max-idle",
 	"connections.max.reauth.ms":               "kafka-sasl-session-lifetime",
 	"sasl.oauthbearer.jwks.endpoint.url":      "kafka-oauth-jwks",

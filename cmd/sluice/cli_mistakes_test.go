@@ -152,6 +152,7 @@ func TestBrokerRefusesBadMemoryLimits(t *testing.T) {
 		{"--broker-session-timeout", "0s", "broker session timeout 0s: must be > 0"},
 		{"--group-consumer-heartbeat-interval", "0s", "want 0 < interval < session timeout"},
 		{"--offsets-retention", "100ms", "offsets retention 100ms: must be at least 1s"},
+		{"--max-connections-per-ip-overrides", "lb.example:5", `"lb.example" is not an IP address`},
 		{"--group-consumer-session-timeout", "1s", "want 0 < interval < session timeout"},       // below the 5 s interval
 		{"--kafka-sasl", "--kafka-addr=127.0.0.1:0", "--kafka-sasl needs --kafka-addr and TLS"}, // no TLS
 		{"--kafka-security-protocol", "PLAINTEXT", "want SSL, SASL_SSL or SASL_PLAINTEXT"},

@@ -238,6 +238,23 @@ func TestDynamicConnectionLimits(t *testing.T) {
 		}
 		return ""
 	})
+
+	// An override for this address: the broker door admits 3 of 6.
+	eventually(t, 10*time.Second, func() string {
+		adm := kadm.NewClient(newKgo(t, kafkaAt))
+		defer adm.Close()
+		if res, err := adm.AlterBrokerConfigs(ctx, []kadm.AlterConfig{{Name: "max.connections.per.ip.overrides", Value: kadm.StringPtr("127.0.0.1:3")}}); err != nil || res[0].Err != nil {
+			return fmt.Sprintf("max.connections.per.ip.overrides: %v %+v", err, res)
+		}
+		return ""
+	})
+	eventually(t, 10*time.Second, func() string {
+		defer closeAll()
+		if n := count(nativeAdmitted); n != 3 {
+			return fmt.Sprintf("broker door: %d of 6 connections admitted with an override of 3 for the address", n)
+		}
+		return ""
+	})
 }
 
 // The dynamic defaults of topic configs (Kafka's message.max.bytes,

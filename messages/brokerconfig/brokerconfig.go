@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net"
 	"slices"
 	"strconv"
 	"strings"
@@ -34,6 +35,8 @@ const (
 	ConnectionsMaxReauthMs = "connections.max.reauth.ms"
 	MaxConnections         = "max.connections"
 	MaxConnectionsPerIP    = "max.connections.per.ip"
+	// MaxConnectionsPerIPOverrides is ADDRESS:COUNT,... (IP addresses).
+	MaxConnectionsPerIPOverrides = "max.connections.per.ip.overrides"
 	// Defaults of topic configs (TopicSynonyms).
 	LogRetentionMs        = "log.retention.ms"
 	LogRetentionBytes     = "log.retention.bytes"
@@ -76,12 +79,44 @@ var dynamic = map[string]func(string) error{
 	ConnectionsMaxReauthMs: intAtLeast(0),
 	MaxConnections:         intAtLeast(1),
 	MaxConnectionsPerIP:    intAtLeast(1),
-	LogRetentionMs:         isInt,
-	LogRetentionBytes:      isInt,
-	LogSegmentBytes:        isInt,
-	MessageMaxBytes:        isInt,
-	MinInsyncReplicas:      isInt,
-	UncleanLeaderElection:  isBool,
+	MaxConnectionsPerIPOverrides: func(v string) error {
+		_, err := ParseIPOverrides(v)
+		return err
+	},
+	LogRetentionMs:        isInt,
+	LogRetentionBytes:     isInt,
+	LogSegmentBytes:       isInt,
+	MessageMaxBytes:       isInt,
+	MinInsyncReplicas:     isInt,
+	UncleanLeaderElection: isBool,
+}
+
+// ParseIPOverrides reads max.connections.per.ip.overrides: a comma-separated
+// list of ADDRESS:COUNT, the most connections from that IP address (as
+// Kafka's, but IP addresses only: a name would need a lookup), keyed by the
+// address in its canonical form. Empty: none.
+func ParseIPOverrides(v string) (map[string]int, error) {
+	out := map[string]int{}
+	for _, item := range strings.Split(v, ",") {
+		item = strings.TrimSpace(item)
+		if item == "" {
+			continue
+		}
+		i := strings.LastIndex(item, ":")
+		if i < 0 {
+			return nil, fmt.Errorf("%q: want ADDRESS:COUNT", item)
+		}
+		ip := net.ParseIP(strings.Trim(item[:i], "[]"))
+		n, err := strconv.Atoi(item[i+1:])
+		switch {
+		case ip == nil:
+			return nil, fmt.Errorf("%q: %q is not an IP address", item, item[:i])
+		case err != nil || n < 0:
+			return nil, fmt.Errorf("%q: want a count of 0 or more", item)
+		}
+		out[ip.String()] = n
+	}
+	return out, nil
 }
 
 // isInt checks a whole number; the ranges of topic config defaults are

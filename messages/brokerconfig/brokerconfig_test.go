@@ -57,3 +57,21 @@ func TestApplyAndFor(t *testing.T) {
 		t.Errorf("no record: %+v", v)
 	}
 }
+
+func TestParseIPOverrides(t *testing.T) {
+	got, err := ParseIPOverrides("10.0.0.1:500, [::1]:3,127.0.0.1:0")
+	if err != nil || len(got) != 3 || got["10.0.0.1"] != 500 || got["::1"] != 3 || got["127.0.0.1"] != 0 {
+		t.Errorf("parsed %v %v", got, err)
+	}
+	if got, err := ParseIPOverrides(""); err != nil || len(got) != 0 {
+		t.Errorf("empty: %v %v", got, err)
+	}
+	for _, bad := range []string{"10.0.0.1", "lb.example:5", "10.0.0.1:-1", "10.0.0.1:x"} {
+		if _, err := ParseIPOverrides(bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+	if _, err := Apply(nil, Change{BrokerID: ClusterDefault, Set: map[string]string{MaxConnectionsPerIPOverrides: "lb.example:5"}}); err == nil {
+		t.Error("a host name accepted as an override")
+	}
+}
