@@ -321,19 +321,10 @@ func TestEveryMemberCountsInTheBudget(t *testing.T) {
 	})
 	tb.createTopic("e", 1, nil)
 	tb.makeOffsetsTopic()
-	joined := 0
-	for i := range 2000 {
-		r := tb.askGroup(&messages.ConsumerGroupHeartbeatRequest{Group: fmt.Sprintf("g%d", i), MemberId: "m",
-			RebalanceTimeoutMs: 60000, Topics: []string{"e"}, TopicsSet: true, OwnedSet: true},
-			func(r any) messages.ErrorCode { return r.(*messages.ConsumerGroupHeartbeatResponse).Error }).(*messages.ConsumerGroupHeartbeatResponse)
-		if r.Error == messages.ErrorCode_GROUP_MAX_SIZE_REACHED {
-			break
-		}
-		if r.Error != messages.ErrorCode_NONE {
-			t.Fatalf("join %d: %v %s", i, r.Error, r.ErrorMessage)
-		}
-		joined++
-	}
+	joined := tb.joinUntilRefused(2000, func(i int) *messages.ConsumerGroupHeartbeatRequest {
+		return &messages.ConsumerGroupHeartbeatRequest{Group: fmt.Sprintf("g%d", i), MemberId: "m",
+			RebalanceTimeoutMs: 60000, Topics: []string{"e"}, TopicsSet: true, OwnedSet: true}
+	})
 	if joined < 500 || joined >= 2000 {
 		t.Fatalf("%d one-member groups joined with 1 MiB for the principal", joined)
 	}
@@ -486,19 +477,10 @@ func TestRegexesCountInTheBudget(t *testing.T) {
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
-	joined := 0
-	for i := range 1000 {
-		r := tb.askGroup(&messages.ConsumerGroupHeartbeatRequest{Group: fmt.Sprintf("re%d", i%50), MemberId: fmt.Sprintf("m%d", i),
-			RebalanceTimeoutMs: 60000, Regex: fmt.Sprintf("[a-z]{1000}%d", i), RegexSet: true, OwnedSet: true},
-			func(r any) messages.ErrorCode { return r.(*messages.ConsumerGroupHeartbeatResponse).Error }).(*messages.ConsumerGroupHeartbeatResponse)
-		if r.Error == messages.ErrorCode_GROUP_MAX_SIZE_REACHED {
-			break
-		}
-		if r.Error != messages.ErrorCode_NONE {
-			t.Fatalf("join %d: %v %s", i, r.Error, r.ErrorMessage)
-		}
-		joined++
-	}
+	joined := tb.joinUntilRefused(1000, func(i int) *messages.ConsumerGroupHeartbeatRequest {
+		return &messages.ConsumerGroupHeartbeatRequest{Group: fmt.Sprintf("re%d", i%50), MemberId: fmt.Sprintf("m%d", i),
+			RebalanceTimeoutMs: 60000, Regex: fmt.Sprintf("[a-z]{1000}%d", i), RegexSet: true, OwnedSet: true}
+	})
 	runtime.GC()
 	runtime.ReadMemStats(&after)
 	grew := int64(after.HeapAlloc) - int64(before.HeapAlloc)
@@ -511,4 +493,23 @@ func TestRegexesCountInTheBudget(t *testing.T) {
 	if grew > 16<<20 {
 		t.Errorf("the heap grew by %d KiB", grew>>10)
 	}
+}
+
+// joinUntilRefused has up to n consumer-protocol members join (join(i) is
+// the i-th's first heartbeat) until the group metadata budget refuses
+// one, and returns how many joined.
+func (tb *testBroker) joinUntilRefused(n int, join func(i int) *messages.ConsumerGroupHeartbeatRequest) int {
+	tb.t.Helper()
+	for i := range n {
+		r := tb.askGroup(join(i), func(r any) messages.ErrorCode {
+			return r.(*messages.ConsumerGroupHeartbeatResponse).Error
+		}).(*messages.ConsumerGroupHeartbeatResponse)
+		if r.Error == messages.ErrorCode_GROUP_MAX_SIZE_REACHED {
+			return i
+		}
+		if r.Error != messages.ErrorCode_NONE {
+			tb.t.Fatalf("join %d: %v %s", i, r.Error, r.ErrorMessage)
+		}
+	}
+	return n
 }

@@ -47,3 +47,21 @@ func FuzzHeartbeats(f *testing.F) {
 		}
 	})
 }
+
+// Any text a member subscribes with is measured without a panic, and one
+// the group refuses (too long, not compiling) costs nothing.
+func FuzzRegexBytes(f *testing.F) {
+	for _, s := range []string{"", ".*", "[a-z]{1000}", "(", "a{2000}", "((a{100}){10}){10}", "\\p{Greek}+|x"} {
+		f.Add(s)
+	}
+	cat := topics{"a": 1, "orders": 2}.catalog()
+	f.Fuzz(func(t *testing.T, regex string) {
+		n := RegexBytes(regex, "User:x", cat)
+		if _, err := compile(regex); (err != nil || len(regex) > MaxRegexBytes) && n != 0 {
+			t.Fatalf("%q is refused but costs %d bytes", regex, n)
+		}
+		if n < 0 {
+			t.Fatalf("%q costs %d bytes", regex, n)
+		}
+	})
+}

@@ -178,10 +178,11 @@ func anchored(re string) string { return `^(?:` + re + `)$` }
 // and the names of the topics it matches (16 bytes each). Its text can
 // be far smaller ("[a-z]{1000}" compiles to 1,006 instructions), so this
 // is what the group metadata budget counts. An expression that does not
-// compile costs nothing (Heartbeat refuses it).
+// compile, or is longer than MaxRegexBytes, costs nothing (Heartbeat
+// refuses it) and is not compiled here.
 func RegexBytes(regex, principal string, cat Catalog) int64 {
-	if regex == "" {
-		return 0
+	if regex == "" || len(regex) > MaxRegexBytes {
+		return 0 // nothing, or refused before it is compiled
 	}
 	parsed, err := syntax.Parse(anchored(regex), syntax.Perl)
 	if err != nil {

@@ -106,7 +106,7 @@ func (c *groupCoordinator) topicIDs() (byID, byName map[string]string) {
 func (c *groupCoordinator) onConsumerHeartbeat(ctx actor.Context, req *messages.ConsumerGroupHeartbeatRequest) {
 	sender := ctx.Sender()
 	answer := func(resp *messages.ConsumerGroupHeartbeatResponse) { actors.SendTo(ctx, sender, resp) }
-	if n := len(c.g.MemberIDs()); n > 0 {
+	if n := c.g.Len(); n > 0 {
 		answer(&messages.ConsumerGroupHeartbeatResponse{Error: messages.ErrorCode_GROUP_ID_NOT_FOUND,
 			ErrorMessage: fmt.Sprintf("group %q is a classic group with %d members, not a consumer group", c.cfg.Group, n)})
 		return

@@ -550,7 +550,7 @@ func (c *groupCoordinator) onOffsetFetch(req *messages.OffsetFetchRequest) *mess
 	// A fetch naming a member is checked in a consumer group, with members
 	// or left empty by them (epoch > 0), as Kafka; classic groups and
 	// groups never seen are not.
-	if req.MemberSet && c.cg != nil && c.cg.Epoch() > 0 && len(c.g.MemberIDs()) == 0 {
+	if req.MemberSet && c.cg != nil && c.cg.Epoch() > 0 && c.g.Len() == 0 {
 		if code, text := c.cg.FetchCheck(req.MemberId, req.MemberEpoch); code != consumergroup.None {
 			resp.Error, resp.ErrorMessage = consumerCode(code), "offset fetch: "+text
 			return resp
@@ -642,7 +642,7 @@ func (c *groupCoordinator) hasMember(id string) bool {
 
 // memberCount is the group's members, of either protocol.
 func (c *groupCoordinator) memberCount() int {
-	n := len(c.g.MemberIDs())
+	n := c.g.Len()
 	if c.cg != nil {
 		n += c.cg.Len()
 	}
@@ -759,7 +759,7 @@ func (c *groupCoordinator) subscribedTopics() []string {
 }
 
 func (c *groupCoordinator) describe() *messages.DescribeGroupResponse {
-	if c.cg != nil && len(c.g.MemberIDs()) == 0 {
+	if c.cg != nil && c.g.Len() == 0 {
 		return c.describeConsumers()
 	}
 	d := c.g.Describe()
@@ -815,7 +815,7 @@ func decodeConsumerProtocol(metadata, assignment []byte) ([]string, []*messages.
 func (c *groupCoordinator) reportOverview(ctx actor.Context) {
 	overview := &messages.GroupOverview{Group: c.cfg.Group, State: c.g.State().String(),
 		Members: int32(c.memberCount()), Coordinator: c.cfg.Broker.ID, GroupType: "classic"}
-	if c.cg != nil && len(c.g.MemberIDs()) == 0 {
+	if c.cg != nil && c.g.Len() == 0 {
 		overview.State, overview.GroupType = c.cg.State(), "consumer"
 		c.listedState = overview.State
 	}

@@ -100,6 +100,9 @@ func (g *Group) Has(id string) bool {
 	return ok
 }
 
+// Len is how many members the group has.
+func (g *Group) Len() int { return len(g.members) }
+
 // MemberIDs lists the members, sorted.
 func (g *Group) MemberIDs() []string { return slices.Sorted(maps.Keys(g.members)) }
 

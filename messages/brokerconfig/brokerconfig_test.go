@@ -2,6 +2,9 @@ package brokerconfig
 
 import (
 	"errors"
+	"maps"
+	"net"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -74,4 +77,30 @@ func TestParseIPOverrides(t *testing.T) {
 	if _, err := Apply(nil, Change{BrokerID: ClusterDefault, Set: map[string]string{MaxConnectionsPerIPOverrides: "lb.example:5"}}); err == nil {
 		t.Error("a host name accepted as an override")
 	}
+}
+
+// Whatever an AlterConfigs carries as max.connections.per.ip.overrides is
+// parsed without a panic; what is accepted names IP addresses with counts
+// of 0 or more, and parses again to the same.
+func FuzzParseIPOverrides(f *testing.F) {
+	for _, s := range []string{"", "10.0.0.1:5", "[::1]:3,127.0.0.1:0", "x:1", ":::", "1.2.3.4:-1", ",,,"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, v string) {
+		got, err := ParseIPOverrides(v)
+		if err != nil {
+			return
+		}
+		var parts []string
+		for ip, n := range got {
+			if net.ParseIP(ip) == nil || n < 0 {
+				t.Fatalf("%q gave %q: %d", v, ip, n)
+			}
+			parts = append(parts, "["+ip+"]:"+strconv.Itoa(n))
+		}
+		again, err := ParseIPOverrides(strings.Join(parts, ","))
+		if err != nil || !maps.Equal(again, got) {
+			t.Fatalf("%q: %v, again %v %v", v, got, again, err)
+		}
+	})
 }
